@@ -1,0 +1,8 @@
+// Access to the process Environment inside benchmark binaries.
+#pragma once
+
+#include "homodyne/environment.h"
+
+namespace homodyne::bench {
+Environment& BenchEnvironment();
+}  // namespace homodyne::bench

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs every Debian (bookworm) package homodyne-hpc needs to build, test and run.
+# Idempotent: does nothing (not even apt-get update) when everything is present.
+# Run as root, or with sudo available.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  build-essential cmake pkg-config git
+  # the seven required packages
+  libopenmpi-dev openmpi-bin           # Open MPI
+  petsc-dev                            # PETSc with TAO
+  libhdf5-openmpi-dev hdf5-tools       # parallel HDF5 (+ h5dump for debugging)
+  libyaml-cpp-dev                      # config reader
+  libhwloc-dev hwloc                   # topology and pinning
+  libgtest-dev libgmock-dev            # tests
+  libbenchmark-dev                     # benchmarks
+  # small well-kept libraries (see docs/architecture.md for why each)
+  liblzf-dev                           # LZF filter (HDF5 filter 32000) for APS-U files
+  libfmt-dev                           # formatting
+  libcli11-dev                         # command-line parsing
+  nlohmann-json3-dev                   # JSON result files
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,11 @@
+// Access to the process Environment inside the MPI test binary.
+#pragma once
+
+#include "homodyne/environment.h"
+
+namespace homodyne::testing {
+
+// The Environment created by the MPI test main (MPI + PETSc + hwloc).
+Environment& TestEnvironment();
+
+}  // namespace homodyne::testing
