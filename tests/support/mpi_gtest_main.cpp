@@ -49,6 +49,8 @@ int main(int argc, char** argv) {
   using homodyne::testing::CrossRankFailureListener;
   homodyne::EnvironmentOptions options;
   options.log_level = homodyne::LogLevel::kWarning;
+  // PETSc options on the command line (-tao_monitor, ...) reach PETSc, as in the apps.
+  options.petsc_args = homodyne::SplitPetscArguments(argc, argv).petsc_args;
   int result = 1;
   {
     homodyne::Environment env(&argc, &argv, options);

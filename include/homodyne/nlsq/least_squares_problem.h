@@ -1,0 +1,33 @@
+// The interface between the bounded least-squares solver and whatever computes
+// residuals (the XPCS kernel over a rank's data, or a test problem).
+//
+// With residuals r(x) (weighted, r_p = √w_p (y_p − m_p(x))/σ_p) and their Jacobian
+// J = ∂r/∂x, a problem reports the *reduced* quantities over all ranks:
+//   chi2 = Σ r²,   gradient = Jᵀr (= ½∇chi2),   hessian = JᵀJ (Gauss–Newton).
+// Evaluate is collective over the problem's communicator: every rank passes the same x
+// and must receive bit-identical results (use ReproducibleTileSum), because every rank
+// runs the same replicated solver and must take the same decisions.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace homodyne::nlsq {
+
+struct NormalEquations {
+  double chi2 = 0.0;
+  std::vector<double> gradient;  // Jᵀr, length n
+  std::vector<double> hessian;   // JᵀJ, n×n row-major, symmetric
+  std::int64_t n_points = 0;     // residuals that entered the sums
+};
+
+class LeastSquaresProblem {
+ public:
+  virtual ~LeastSquaresProblem() = default;
+  virtual int num_parameters() const = 0;
+  // Collective. Fills chi2 always; gradient and hessian when with_derivatives.
+  virtual void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) = 0;
+};
+
+}  // namespace homodyne::nlsq
