@@ -41,6 +41,7 @@ find_path(LZF_INCLUDE_DIR NAMES lzf.h PATH_SUFFIXES liblzf REQUIRED)
 find_package(fmt 9 REQUIRED)                  # formatting for logs and reports
 find_package(CLI11 REQUIRED CONFIG)           # command-line parsing of the apps
 find_package(nlohmann_json 3.10 REQUIRED)     # JSON result files
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)    # small dense linear algebra (covariances, SVD)
 
 if(HOMODYNE_BUILD_TESTS)
   find_package(GTest REQUIRED CONFIG)

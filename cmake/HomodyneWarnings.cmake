@@ -3,7 +3,7 @@
 add_library(homodyne_warnings INTERFACE)
 target_compile_options(homodyne_warnings INTERFACE
   -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wcast-align -Wunused
-  -Woverloaded-virtual -Wnull-dereference -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
+  -Woverloaded-virtual -Wdouble-promotion -Wformat=2 -Wimplicit-fallthrough)
 if(HOMODYNE_WERROR)
   target_compile_options(homodyne_warnings INTERFACE -Werror)
 endif()

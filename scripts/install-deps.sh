@@ -20,6 +20,7 @@ PACKAGES=(
   libfmt-dev                           # formatting
   libcli11-dev                         # command-line parsing
   nlohmann-json3-dev                   # JSON result files
+  libeigen3-dev                        # small dense linear algebra (covariances)
 )
 
 missing=()

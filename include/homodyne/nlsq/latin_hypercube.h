@@ -1,0 +1,16 @@
+// Latin-hypercube start points for multistart, deterministic for a seed.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace homodyne::nlsq {
+
+// n_points points inside [lower, upper] (per dimension): every dimension's range is cut
+// into n_points equal strata and each stratum holds exactly one point. The same seed
+// gives the same points on every rank and every run.
+std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<double>& lower,
+                                                const std::vector<double>& upper,
+                                                std::uint64_t seed);
+
+}  // namespace homodyne::nlsq

@@ -1,0 +1,88 @@
+// Covariance, quality rules and Latin-hypercube starts of the NLSQ module.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "homodyne/nlsq/covariance.h"
+#include "homodyne/nlsq/fit_quality.h"
+#include "homodyne/nlsq/latin_hypercube.h"
+#include "homodyne/random.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+// Straight line y = a + b·x with known noise: the covariance from JᵀJ must equal the
+// textbook formula s²·(XᵀX)⁻¹.
+TEST(Covariance, MatchesClosedFormForLinearModel) {
+  const int m = 50;
+  CounterRng rng(3, 0, 0);
+  double sxx = 0, sx = 0, chi2 = 0;
+  for (int i = 0; i < m; ++i) {
+    const double x = i * 0.1;
+    sx += x;
+    sxx += x * x;
+    const double r = 0.05 * rng.Normal();
+    chi2 += r * r;
+  }
+  const std::vector<double> jtj = {double(m), sx, sx, sxx};
+  auto c = CovarianceFromNormalEquations(jtj, 2, chi2, m, 2);
+  const double s2 = chi2 / (m - 2);
+  const double det = m * sxx - sx * sx;
+  EXPECT_NEAR(c.reduced_chi2, s2, 1e-15);
+  EXPECT_NEAR(c.covariance[0], s2 * sxx / det, 1e-12 * s2 * sxx / det);
+  EXPECT_NEAR(c.covariance[1], -s2 * sx / det, 1e-12 * std::abs(s2 * sx / det));
+  EXPECT_NEAR(c.covariance[3], s2 * m / det, 1e-12 * s2 * m / det);
+  EXPECT_NEAR(c.uncertainties[1], std::sqrt(s2 * m / det), 1e-12);
+  EXPECT_EQ(c.dropped_directions, 0);
+}
+
+TEST(Covariance, SingularDirectionIsDroppedNotInfinite) {
+  const std::vector<double> jtj = {1, 1, 1, 1};  // two identical columns
+  auto c = CovarianceFromNormalEquations(jtj, 2, 10.0, 12, 2);
+  EXPECT_EQ(c.dropped_directions, 1);
+  for (double u : c.uncertainties) EXPECT_TRUE(std::isfinite(u));
+}
+
+TEST(Covariance, TransformExpandsAveragedParameters) {
+  // One shared contrast replicated to three angles: B = [1;1;1].
+  const std::vector<double> cov = {0.04};
+  auto out = TransformCovariance(cov, 1, {1, 1, 1}, 3);
+  for (double v : out) EXPECT_DOUBLE_EQ(v, 0.04);
+}
+
+TEST(FitQuality, ThresholdsAndWarnings) {
+  EXPECT_EQ(AssessFitQuality(1.2, true, {}).flag, FitQuality::kGood);
+  EXPECT_TRUE(AssessFitQuality(1.2, true, {}).passed);
+  EXPECT_EQ(AssessFitQuality(2.0, true, {}).flag, FitQuality::kAcceptable);
+  EXPECT_EQ(AssessFitQuality(5.0, true, {}).flag, FitQuality::kPoor);
+  EXPECT_TRUE(AssessFitQuality(5.0, true, {}).passed);  // poor but below the warning level
+  auto q = AssessFitQuality(12.0, false,
+                            {{"D0", true, false, true}, {"contrast_0", false, true, false}});
+  EXPECT_FALSE(q.passed);
+  ASSERT_EQ(q.warnings.size(), 3u);  // chi2 > 10, not converged, D0 at bound (scaling ignored)
+  EXPECT_THAT(q.warnings[2], ::testing::HasSubstr("D0 is at its upper bound"));
+}
+
+TEST(LatinHypercube, OnePointPerStratumAndDeterministic) {
+  const std::vector<double> lo = {0.0, -2.0, 100.0};
+  const std::vector<double> hi = {1.0, 2.0, 1e5};
+  const int n = 16;
+  auto pts = LatinHypercube(n, lo, hi, 42);
+  ASSERT_EQ(pts.size(), 16u);
+  for (std::size_t d = 0; d < lo.size(); ++d) {
+    std::set<int> strata;
+    for (const auto& p : pts) {
+      ASSERT_GE(p[d], lo[d]);
+      ASSERT_LE(p[d], hi[d]);
+      strata.insert(static_cast<int>((p[d] - lo[d]) / (hi[d] - lo[d]) * n));
+    }
+    EXPECT_EQ(strata.size(), static_cast<std::size_t>(n)) << "dimension " << d;
+  }
+  EXPECT_EQ(pts, LatinHypercube(n, lo, hi, 42));
+  EXPECT_NE(pts, LatinHypercube(n, lo, hi, 43));
+}
+
+}  // namespace
+}  // namespace homodyne::nlsq
