@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git python3
   # the seven required packages
   libopenmpi-dev openmpi-bin           # Open MPI
   petsc-dev                            # PETSc with TAO
