@@ -1,0 +1,165 @@
+#include "homodyne/nlsq/result_files.h"
+
+#include <cmath>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "homodyne/atomic_file.h"
+#include "homodyne/error.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+using nlohmann::json;
+
+double NanMean(const std::vector<double>& v) {
+  double s = 0;
+  int n = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) {
+      s += x;
+      ++n;
+    }
+  }
+  return n > 0 ? s / n : std::nan("");
+}
+
+double Rms(const std::vector<double>& v) {
+  double s = 0;
+  int n = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) {
+      s += x * x;
+      ++n;
+    }
+  }
+  return n > 0 ? std::sqrt(s / n) : std::nan("");
+}
+
+// JSON has no NaN/Inf: write null for them.
+json Number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+}  // namespace
+
+std::vector<double> FitReport::FullVector() const {
+  std::vector<double> v = contrast;
+  v.insert(v.end(), offset.begin(), offset.end());
+  v.insert(v.end(), physical_values.begin(), physical_values.end());
+  return v;
+}
+
+std::string IsoTimestampNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return buf;
+}
+
+std::string ParametersJson(const FitReport& r) {
+  json params;
+  params["contrast"] = {{"value", Number(NanMean(r.contrast))},
+                        {"uncertainty", Number(Rms(r.contrast_uncertainty))}};
+  params["offset"] = {{"value", Number(NanMean(r.offset))},
+                      {"uncertainty", Number(Rms(r.offset_uncertainty))}};
+  for (std::size_t i = 0; i < r.physical_names.size(); ++i) {
+    params[r.physical_names[i]] = {{"value", Number(r.physical_values[i])},
+                                   {"uncertainty", Number(r.physical_uncertainties[i])}};
+  }
+  json per_angle;
+  per_angle["phi_angles_deg"] = r.phi_deg;
+  per_angle["per_angle_mode"] = r.per_angle_mode;
+  for (std::size_t k = 0; k < r.phi_deg.size(); ++k) {
+    per_angle["contrast"].push_back(
+        {{"value", Number(r.contrast[k])}, {"uncertainty", Number(r.contrast_uncertainty[k])}});
+    per_angle["offset"].push_back(
+        {{"value", Number(r.offset[k])}, {"uncertainty", Number(r.offset_uncertainty[k])}});
+  }
+  json j = {{"timestamp", r.timestamp},
+            {"analysis_mode", r.analysis_mode},
+            {"chi_squared", Number(r.chi_squared)},
+            {"reduced_chi_squared", Number(r.reduced_chi_squared)},
+            {"convergence_status", r.convergence_status},
+            {"parameters", params},
+            {"per_angle", per_angle}};
+  return j.dump(2) + "\n";
+}
+
+std::string AnalysisResultsJson(const FitReport& r) {
+  json j = {{"method", "nlsq"},
+            {"timestamp", r.timestamp},
+            {"analysis_mode", r.analysis_mode},
+            {"fit_quality",
+             {{"chi_squared", Number(r.chi_squared)},
+              {"reduced_chi_squared", Number(r.reduced_chi_squared)},
+              {"degrees_of_freedom", r.n_data - r.n_params},
+              {"quality_flag", r.quality_flag}}},
+            {"dataset_info",
+             {{"n_angles", r.phi_deg.size()},
+              {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
+              {"total_data_points", r.n_data},
+              {"q_value", r.q}}},
+            {"optimization_summary",
+             {{"convergence_status", r.convergence_status},
+              {"iterations", r.iterations},
+              {"execution_time", r.execution_time}}}};
+  return j.dump(2) + "\n";
+}
+
+std::string ConvergenceMetricsJson(const FitReport& r) {
+  const double reduction = r.reduced_chi_squared < 1.0 ? 1.0 - r.reduced_chi_squared : 0.0;
+  json j = {{"convergence",
+             {{"status", r.convergence_status},
+              {"iterations", r.iterations},
+              {"execution_time", r.execution_time},
+              {"final_chi_squared", Number(r.chi_squared)},
+              {"chi_squared_reduction", Number(reduction)}}},
+            {"recovery_actions", r.recovery_actions},
+            {"quality_flag", r.quality_flag},
+            {"device_info",
+             {{"platform", "cpu"},
+              {"device", r.hostname},
+              {"device_kind", r.cpu_model},
+              {"n_devices", r.mpi_ranks},
+              {"mpi_ranks", r.mpi_ranks},
+              {"threads_per_rank", r.threads_per_rank}}},
+            {"quality_validation_passed", r.quality_passed},
+            {"quality_warnings", r.quality_warnings},
+            {"quality_checks",
+             {{"reduced_chi_squared", Number(r.reduced_chi_squared)},
+              {"converged", r.convergence_status == "converged"}}}};
+  return j.dump(2) + "\n";
+}
+
+std::string HomodyneResultsJson(const FitReport& r) {
+  json j = {
+      {"method", "nlsq"},
+      {"analysis_mode", r.analysis_mode},
+      {"success", r.convergence_status != "failed"},
+      {"optimization_time", r.execution_time},
+      {"device_config",
+       {{"platform", "cpu"}, {"mpi_ranks", r.mpi_ranks}, {"threads_per_rank", r.threads_per_rank}}},
+      {"parameters", r.FullVector()},
+      {"diagnostics",
+       {{"chi_squared", Number(r.chi_squared)},
+        {"converged", r.convergence_status == "converged"}}}};
+  return j.dump(2) + "\n";
+}
+
+void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitReport& report) {
+  HOMODYNE_CHECK(report.contrast.size() == report.phi_deg.size() &&
+                     report.offset.size() == report.phi_deg.size() &&
+                     report.physical_names.size() == report.physical_values.size(),
+                 "inconsistent fit report");
+  const auto nlsq_dir = output_dir / "nlsq";
+  EnsureDirectory(nlsq_dir);
+  WriteFileAtomically(nlsq_dir / "parameters.json", ParametersJson(report));
+  WriteFileAtomically(nlsq_dir / "analysis_results_nlsq.json", AnalysisResultsJson(report));
+  WriteFileAtomically(nlsq_dir / "convergence_metrics.json", ConvergenceMetricsJson(report));
+  WriteFileAtomically(output_dir / "homodyne_results.json", HomodyneResultsJson(report));
+}
+
+}  // namespace homodyne::nlsq
