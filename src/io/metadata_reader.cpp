@@ -2,7 +2,6 @@
 #include <unistd.h>
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -232,6 +231,12 @@ DatasetMetadata ReadMetadataFromFile(hid_t file, const LoadOptions& options, con
   meta.n_frames = frames.count;
   meta.start_frame = frames.start_frame;
   meta.end_frame = frames.end_frame;
+  // Per-frame vectors (time grid, diagonals) must fit long before any matrix does.
+  if (static_cast<std::uint64_t>(meta.n_frames) * 4 * sizeof(double) > MaxLoadBytes(options)) {
+    ThrowBadInput(fmt::format("{} frames after slicing exceed the memory limit of {} bytes",
+                              meta.n_frames, MaxLoadBytes(options)),
+                  name, selected.front().dataset);
+  }
   meta.dt = options.dt;
   meta.t = LoaderTimeGrid(options.dt, meta.n_frames);
   meta.loader_bin_count = selected.size();
