@@ -169,10 +169,9 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
         continue;
       }
       const std::vector<double> super = ReadSuperDiagonal(file.get(), meta, meta.bins[k]);
-      // The super-diagonal is part of every angle's data: count it on rank 0 only.
-      if (comm.is_root()) {
-        for (double v : super) bad[k] += std::isfinite(v) ? 0 : 1;
-      }
+      // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
+      // enters the diagonal correction: rank 0 counts it.
+      if (comm.is_root() && !std::isfinite(super[0])) ++bad[k];
       local.diagonal.push_back(CorrectedDiagonal(super, super));
     }
   });
