@@ -128,10 +128,11 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
     offset += static_cast<std::size_t>(t.tile.count);
   }
   RunCollectively(comm, [&] {
-    const std::uint64_t bytes =
-        (offset + meta.n_angles() * static_cast<std::uint64_t>(meta.n_frames) * 2 +
-         2 * static_cast<std::uint64_t>(kMaxBlockValues)) *
-        sizeof(double);
+    // values + per-angle diagonals + the two read blocks (bounded by kMaxBlockValues).
+    const auto n = static_cast<std::uint64_t>(meta.n_frames);
+    const std::uint64_t block = std::min<std::uint64_t>(static_cast<std::uint64_t>(kMaxBlockValues),
+                                                        (local.tiles.size() + 1) * n);
+    const std::uint64_t bytes = (offset + meta.n_angles() * n * 2 + 2 * block) * sizeof(double);
     if (bytes > MaxLoadBytes(options)) {
       ThrowBadInput(fmt::format("this rank's share needs {:.3g} GiB, more than the limit of "
                                 "{:.3g} GiB per process; use more ranks",
