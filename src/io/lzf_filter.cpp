@@ -5,6 +5,7 @@
 #include <hdf5.h>
 #include <lzf.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdint>
@@ -70,6 +71,9 @@ std::size_t Decompress(std::size_t cd_nelmts, const unsigned cd_values[], std::s
   if (nbytes > kMaxBuffer) return 0;
   std::size_t size = (cd_nelmts >= 3 && cd_values[2] != 0) ? cd_values[2] : *buf_size;
   if (size == 0) size = nbytes;
+  // An LZF stream expands at most ~88-fold (a 3-byte back-reference yields 264 bytes),
+  // so a corrupt chunk can never make us grow the buffer without bound.
+  const std::size_t limit = std::min<std::size_t>(kMaxBuffer, 90 * nbytes + 1024);
   for (;;) {
     void* out = H5allocate_memory(size, false);
     if (out == nullptr) return 0;
@@ -78,8 +82,8 @@ std::size_t Decompress(std::size_t cd_nelmts, const unsigned cd_values[], std::s
         lzf_decompress(*buf, static_cast<unsigned>(nbytes), out, static_cast<unsigned>(size));
     if (got != 0) return Replace(buf, buf_size, out, size, got);
     H5free_memory(out);
-    if (errno != E2BIG || size >= kMaxBuffer) return 0;  // corrupt data or too large
-    size = size > kMaxBuffer / 2 ? kMaxBuffer : 2 * size;
+    if (errno != E2BIG || size >= limit) return 0;  // corrupt data or impossible size
+    size = std::min(limit, 2 * size);
   }
 }
 

@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
@@ -111,6 +114,16 @@ void PutAttributes(hid_t file, const std::string& name, const std::string& group
   }
 }
 
+// fsync a closed file so the rename never publishes a partially written file.
+void SyncToDisk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    ThrowIoError("could not fsync the temporary file", path);
+  }
+  ::close(fd);
+}
+
 // Runs `body(file)` on "<path>.tmp" and renames it to `path` on success.
 template <typename Body>
 void WriteAtomically(const std::string& path, Body&& body) {
@@ -120,6 +133,7 @@ void WriteAtomically(const std::string& path, Body&& body) {
     body(file.get(), tmp);
     Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
     file.Close({tmp, ""});
+    SyncToDisk(tmp);
     std::error_code ec;
     std::filesystem::rename(tmp, path, ec);
     if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);

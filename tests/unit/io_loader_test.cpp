@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -258,6 +259,43 @@ TEST(LzfFilter, H5pyReadsOurLzfFile) {
                           "sys.exit(0 if d.compression=='lzf' and d[3,17]==" +
                           fmt::format("{:.17g}", expected) + " and d[17,3]==0 else 1)\"";
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+}
+
+TEST(LzfFilter, CorruptChunkIsAnErrorNamingTheDataset) {
+  TempDir dir;
+  const std::string path = dir.file("corrupt.h5");
+  const int f = 64;
+  WriteApsU(path, {0.0054}, {0.0}, {1}, {SmoothMatrix(f, 2)}, /*lzf=*/true);
+  haddr_t offset = 0;
+  hsize_t size = 0;
+  {
+    hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t ds = H5Dopen2(file, "/xpcs/twotime/correlation_map/c2_00001", H5P_DEFAULT);
+    hsize_t coords[2] = {0, 0};
+    unsigned mask = 0;
+    ASSERT_GE(H5Dget_chunk_info_by_coord(ds, coords, &mask, &offset, &size), 0);
+    EXPECT_EQ(mask, 0u);  // compressed
+    H5Dclose(ds);
+    H5Fclose(file);
+  }
+  ASSERT_GT(size, 64u);
+  {
+    std::fstream io(path, std::ios::in | std::ios::out | std::ios::binary);
+    io.seekp(static_cast<std::streamoff>(offset + size / 4));
+    const std::string garbage(static_cast<std::size_t>(size / 2), '\xff');
+    io.write(garbage.data(), static_cast<std::streamsize>(garbage.size()));
+  }
+  LoadOptions o;
+  o.path = path;
+  o.dt = 1.0;
+  try {
+    LoadDataset(o, Logger::Silent());
+    FAIL() << "a corrupt LZF chunk was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.kind() == ErrorKind::kIo || e.kind() == ErrorKind::kBadInput);
+    EXPECT_EQ(e.context().file, path);
+    EXPECT_EQ(e.context().key, "/xpcs/twotime/correlation_map/c2_00001");
+  }
 }
 
 TEST(Writers, ApsOldRoundTripWithSynthAttributes) {
