@@ -1,0 +1,48 @@
+// Writers for synthetic XPCS files (used by the synthetic-data tool and the tests).
+//
+// Matrices are given full (F×F, row-major, symmetric); the files store the upper
+// triangle including the diagonal with the lower triangle 0, as APS files do. Every
+// writer writes "<path>.tmp" first and renames it over `path` when complete.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace homodyne::io {
+
+// Scalar attributes of one group (e.g. /homodyne_synth: true parameters, provenance).
+struct GroupAttributes {
+  std::vector<std::pair<std::string, std::string>> strings;
+  std::vector<std::pair<std::string, double>> numbers;
+};
+
+inline constexpr const char* kSynthGroup = "/homodyne_synth";
+
+// APS 8-ID-I legacy layout: /xpcs/dqlist (1,M), /xpcs/dphilist (1,M),
+// /exchange/C2T_all/c2_00001..c2_M (zero-padded names, group tracks creation order).
+// `attributes` (if any) go to /homodyne_synth.
+void WriteApsOld(const std::string& path, const std::vector<double>& q_list,
+                 const std::vector<double>& phi_list,
+                 const std::vector<std::vector<double>>& matrices,
+                 const GroupAttributes& attributes = {});
+
+// APS-U layout: /xpcs/qmap/dynamic_v_list_dim0 (n_q), /xpcs/qmap/dynamic_v_list_dim1
+// (n_phi), /xpcs/twotime/processed_bins (P, 1-based ids), and
+// /xpcs/twotime/correlation_map/c2_00001..c2_P (one matrix per processed bin, in order).
+// lzf = true compresses the matrices with the LZF filter (h5py-compatible, chunked).
+void WriteApsU(const std::string& path, const std::vector<double>& q_values,
+               const std::vector<double>& phi_values,
+               const std::vector<std::int64_t>& processed_bins,
+               const std::vector<std::vector<double>>& matrices, bool lzf,
+               const GroupAttributes& attributes = {});
+
+// Adds (or replaces) scalar attributes on `group` (created if missing) of an existing file.
+void WriteGroupAttributes(const std::string& path, const std::string& group,
+                          const GroupAttributes& attributes);
+
+// Reads every scalar string or numeric attribute of an object (group or dataset).
+GroupAttributes ReadAttributes(const std::string& path, const std::string& object);
+
+}  // namespace homodyne::io

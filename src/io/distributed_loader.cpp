@@ -1,0 +1,199 @@
+// Distributed loader (see include/homodyne/io/distributed_loader.h).
+#include "homodyne/io/distributed_loader.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "homodyne/io/selection.h"
+#include "homodyne/parallel/collective.h"
+#include "io/h5_handles.h"
+#include "io/matrix_reader.h"
+#include "io/metadata_internal.h"
+
+namespace homodyne::io {
+namespace {
+
+// Largest row or column block read at once (doubles): 16 Mi values = 128 MiB.
+constexpr std::int64_t kMaxBlockValues = std::int64_t{1} << 24;
+
+DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
+                                  const Logger& logger) {
+  std::vector<char> bytes = RunCollectively(comm, [&] {
+    return comm.is_root() ? EncodeMetadata(ReadDatasetMetadata(options, logger))
+                          : std::vector<char>{};
+  });
+  std::uint64_t size = bytes.size();
+  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, comm.get());
+  bytes.resize(size);
+  MPI_Bcast(bytes.data(), static_cast<int>(size), MPI_CHAR, 0, comm.get());
+  return DecodeMetadata(bytes);
+}
+
+// H[m, m+1] + H[m+1, m] for m = 0..N-2 of the frame slice (point selection).
+std::vector<double> ReadSuperDiagonal(hid_t file, const DatasetMetadata& meta,
+                                      const SelectedBin& bin) {
+  const std::int64_t n = meta.n_frames;
+  const std::int64_t s0 = meta.frame_begin;
+  if (n < 2) return {};
+  const auto np = static_cast<std::size_t>(2 * (n - 1));
+  std::vector<hsize_t> coords(2 * np);
+  for (std::int64_t m = 0; m + 1 < n; ++m) {
+    const auto k = static_cast<std::size_t>(m);
+    const auto a = static_cast<hsize_t>(s0 + m);
+    coords[4 * k + 0] = a;  // H[m, m+1]
+    coords[4 * k + 1] = a + 1;
+    coords[4 * k + 2] = a + 1;  // H[m+1, m]
+    coords[4 * k + 3] = a;
+  }
+  auto ds = h5::OpenDataset(file, meta.file, bin.dataset);
+  const h5::Where where{meta.file, bin.dataset};
+  auto fspace = h5::Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
+  h5::Check(H5Sselect_elements(fspace.get(), H5S_SELECT_SET, np, coords.data()),
+            "selecting the first off-diagonals", where);
+  const hsize_t mdim = np;
+  auto mspace =
+      h5::Own<h5::Dataspace>(H5Screate_simple(1, &mdim, nullptr), "creating a memory space", where);
+  std::vector<double> pairs(np);
+  h5::Check(
+      H5Dread(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, pairs.data()),
+      "reading the first off-diagonals", where);
+  std::vector<double> super(np / 2);
+  for (std::size_t k = 0; k < super.size(); ++k) super[k] = pairs[2 * k] + pairs[2 * k + 1];
+  return super;
+}
+
+// Fills the values of tiles [first, last) (all of one angle) from row/column blocks.
+void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+                    std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,
+                    std::vector<double>& values) {
+  const std::int64_t n = meta.n_frames;
+  const std::int64_t s0 = meta.frame_begin;
+  std::size_t a = first;
+  while (a < last) {
+    // A batch of consecutive tiles whose blocks stay under the size limit.
+    std::int64_t jmin = tiles[a].tile.col_begin;
+    std::size_t b = a + 1;
+    while (b < last) {
+      const std::int64_t j = std::min(jmin, tiles[b].tile.col_begin);
+      const std::int64_t rows = tiles[b].tile.row - tiles[a].tile.row + 1;
+      if (rows * (n - j) > kMaxBlockValues) break;
+      jmin = j;
+      ++b;
+    }
+    const std::int64_t i0 = tiles[a].tile.row;
+    const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
+    const std::int64_t cols = n - jmin;
+    std::vector<double> row_block(static_cast<std::size_t>(rows * cols));
+    std::vector<double> col_block(static_cast<std::size_t>(rows * cols));
+    ReadBlock(file, meta.file, bin.dataset, s0 + i0, rows, s0 + jmin, cols, row_block.data());
+    ReadBlock(file, meta.file, bin.dataset, s0 + jmin, cols, s0 + i0, rows, col_block.data());
+    for (std::size_t t = a; t < b; ++t) {
+      const RowTile& tile = tiles[t].tile;
+      const std::int64_t r = tile.row - i0;
+      for (std::int64_t c = 0; c < tile.count; ++c) {
+        const std::int64_t jj = tile.col_begin + c - jmin;
+        values[tiles[t].offset + static_cast<std::size_t>(c)] =
+            row_block[static_cast<std::size_t>(r * cols + jj)] +
+            col_block[static_cast<std::size_t>(jj * rows + r)];
+      }
+    }
+    a = b;
+  }
+}
+
+}  // namespace
+
+LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Logger& logger) {
+  LocalData local;
+  local.rank = comm.rank();
+  local.meta = BroadcastMetadata(comm, options, logger);
+  const DatasetMetadata& meta = local.meta;
+  PartitionPlan plan;
+  if (comm.is_root()) {
+    plan = PartitionPlan(static_cast<std::int32_t>(meta.n_angles()), 1, meta.n_frames - 1,
+                         comm.size());
+    logger.Debug("{}", plan.Table());
+  }
+  local.plan = BroadcastPartitionPlan(comm, plan);
+
+  // Local buffers, checked against the per-process limit before allocating.
+  for (const RowTile& t : local.plan.TilesFor(comm.rank())) {
+    local.tiles.push_back({t, 0});
+  }
+  std::size_t offset = 0;
+  for (LocalTile& t : local.tiles) {
+    t.offset = offset;
+    offset += static_cast<std::size_t>(t.tile.count);
+  }
+  RunCollectively(comm, [&] {
+    // values + per-angle diagonals + the two read blocks (bounded by kMaxBlockValues).
+    const auto n = static_cast<std::uint64_t>(meta.n_frames);
+    const std::uint64_t block = std::min<std::uint64_t>(static_cast<std::uint64_t>(kMaxBlockValues),
+                                                        (local.tiles.size() + 1) * n);
+    const std::uint64_t bytes = (offset + meta.n_angles() * n * 2 + 2 * block) * sizeof(double);
+    if (bytes > MaxLoadBytes(options)) {
+      ThrowBadInput(fmt::format("this rank's share needs {:.3g} GiB, more than the limit of "
+                                "{:.3g} GiB per process; use more ranks",
+                                static_cast<double>(bytes) / (1 << 30),
+                                static_cast<double>(MaxLoadBytes(options)) / (1 << 30)),
+                    meta.file);
+    }
+    local.values.assign(offset, 0.0);
+  });
+
+  h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
+  std::vector<std::int64_t> bad(meta.n_angles(), 0);
+  RunCollectively(comm, [&] {
+    std::size_t a = 0;
+    while (a < local.tiles.size()) {
+      std::size_t b = a;
+      while (b < local.tiles.size() && local.tiles[b].tile.angle == local.tiles[a].tile.angle) ++b;
+      const auto k = static_cast<std::size_t>(local.tiles[a].tile.angle);
+      ReadAngleTiles(file.get(), meta, meta.bins[k], local.tiles, a, b, local.values);
+      a = b;
+    }
+    for (const LocalTile& t : local.tiles) {
+      for (std::int64_t c = 0; c < t.tile.count; ++c) {
+        if (!std::isfinite(local.values[t.offset + static_cast<std::size_t>(c)])) {
+          ++bad[static_cast<std::size_t>(t.tile.angle)];
+        }
+      }
+    }
+    for (std::size_t k = 0; k < meta.n_angles(); ++k) {
+      if (meta.n_frames < 2) {
+        std::vector<double> d(1);
+        ReadBlock(file.get(), meta.file, meta.bins[k].dataset, meta.frame_begin, 1,
+                  meta.frame_begin, 1, d.data());
+        local.diagonal.push_back(d);
+        continue;
+      }
+      const std::vector<double> super = ReadSuperDiagonal(file.get(), meta, meta.bins[k]);
+      // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
+      // enters the diagonal correction: rank 0 counts it.
+      if (comm.is_root() && !std::isfinite(super[0])) ++bad[k];
+      local.diagonal.push_back(CorrectedDiagonal(super, super));
+    }
+  });
+  file.Close({meta.file, ""});
+
+  // Agree on non-finite values: every rank raises the same error.
+  std::vector<std::int64_t> total(bad.size(), 0);
+  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
+                comm.get());
+  for (std::size_t k = 0; k < total.size(); ++k) {
+    if (total[k] > 0) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the fitted "
+                              "points and first off-diagonals of frames {}..{}",
+                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
+                              meta.end_frame),
+                  {meta.file, meta.bins[k].dataset, -1})
+          .MarkAgreed();
+    }
+  }
+  return local;
+}
+
+}  // namespace homodyne::io

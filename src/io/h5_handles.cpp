@@ -1,0 +1,323 @@
+#include "io/h5_handles.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "homodyne/io/lzf_filter.h"
+
+namespace homodyne::io::h5 {
+namespace {
+
+struct StackText {
+  std::vector<std::string> lines;
+};
+
+herr_t CollectError(unsigned /*n*/, const H5E_error2_t* err, void* data) {
+  auto* text = static_cast<StackText*>(data);
+  if (err != nullptr && err->desc != nullptr && err->desc[0] != '\0') {
+    text->lines.emplace_back(err->desc);
+  }
+  return 0;
+}
+
+// The HDF5 superblock signature sits at offset 0, 512, 1024, 2048, ... of the file.
+bool HasHdf5Signature(const std::string& path) {
+  static constexpr char kSignature[8] = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return false;
+  bool found = false;
+  for (long offset = 0; !found && offset < (1L << 40); offset = offset == 0 ? 512 : offset * 2) {
+    char buf[8];
+    if (std::fseek(f, offset, SEEK_SET) != 0 || std::fread(buf, 1, 8, f) != 8) break;
+    found = std::memcmp(buf, kSignature, 8) == 0;
+  }
+  std::fclose(f);
+  return found;
+}
+
+}  // namespace
+
+void Hdf5Init() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  RegisterLzfFilter();
+}
+
+std::string TakeHdf5ErrorStack() {
+  StackText text;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_DOWNWARD, CollectError, &text);
+  H5Eclear2(H5E_DEFAULT);
+  if (text.lines.empty()) return {};
+  // The first entry is the API call, the last the root cause; keep both, dedupe.
+  std::string out = text.lines.front();
+  if (text.lines.size() > 1 && text.lines.back() != text.lines.front()) {
+    out += " (" + text.lines.back() + ")";
+  }
+  return out;
+}
+
+void ThrowHdf5(ErrorKind kind, std::string_view what, const Where& where) {
+  std::string detail = TakeHdf5ErrorStack();
+  std::string message = fmt::format("HDF5 {} failed", what);
+  if (!detail.empty()) message += ": " + detail;
+  throw Error(kind, std::move(message), {where.file, where.object, -1});
+}
+
+PropList MakeFileAccess(const std::string& path, MPI_Comm comm) {
+  Hdf5Init();
+  const Where where{path, ""};
+  auto fapl = Own<PropList>(H5Pcreate(H5P_FILE_ACCESS), "file-access property list", where);
+  Check(H5Pset_file_locking(fapl.get(), 0, 1), "disabling file locking", where);
+  if (comm != MPI_COMM_NULL) {
+    Check(H5Pset_fapl_mpio(fapl.get(), comm, MPI_INFO_NULL), "selecting the MPI-IO driver", where);
+  }
+  return fapl;
+}
+
+File OpenForRead(const std::string& path, MPI_Comm comm) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    ThrowBadInput("data file not found (expected an existing HDF5 file)", path);
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    ThrowBadInput("expected an HDF5 file, found a directory", path);
+  }
+  PropList fapl = MakeFileAccess(path, comm);
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get());
+  if (id < 0) {
+    const std::string detail = TakeHdf5ErrorStack();
+    if (!HasHdf5Signature(path)) {
+      ThrowBadInput("not an HDF5 file (no HDF5 signature found; expected an HDF5 XPCS file)", path);
+    }
+    ThrowBadInput("could not open the HDF5 file" + (detail.empty() ? "" : ": " + detail), path);
+  }
+  return File(id);
+}
+
+File OpenForWrite(const std::string& path) {
+  PropList fapl = MakeFileAccess(path);
+  return Own<File>(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get()), "opening for writing",
+                   {path, ""});
+}
+
+File CreateFile(const std::string& path) {
+  PropList fapl = MakeFileAccess(path);
+  return Own<File>(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                   "creating the file", {path, ""});
+}
+
+bool PathExists(hid_t file, const std::string& path) {
+  if (path.empty() || path == "/") return true;
+  // Check every prefix: H5Lexists fails (rather than returning 0) on a missing parent.
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    const std::string prefix = path.substr(0, pos);
+    if (prefix.empty() || prefix == "/") continue;
+    const htri_t exists = H5Lexists(file, prefix.c_str(), H5P_DEFAULT);
+    if (exists <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+    if (H5Oexists_by_name(file, prefix.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return false;
+    }
+  }
+  return true;
+}
+
+H5O_type_t ObjectType(hid_t file, const std::string& path) {
+  if (!PathExists(file, path)) return H5O_TYPE_UNKNOWN;
+  H5O_info_t info;
+  if (H5Oget_info_by_name2(file, path.c_str(), &info, H5O_INFO_BASIC, H5P_DEFAULT) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return H5O_TYPE_UNKNOWN;
+  }
+  return info.type;
+}
+
+Dataset OpenDataset(hid_t file, const std::string& file_name, const std::string& path) {
+  const H5O_type_t type = ObjectType(file, path);
+  if (type == H5O_TYPE_UNKNOWN)
+    ThrowBadInput("missing dataset (expected it to exist)", file_name, path);
+  if (type != H5O_TYPE_DATASET) ThrowBadInput("expected a dataset, found a group", file_name, path);
+  return Own<Dataset>(H5Dopen2(file, path.c_str(), H5P_DEFAULT), "opening the dataset",
+                      {file_name, path}, ErrorKind::kBadInput);
+}
+
+Group OpenGroup(hid_t file, const std::string& file_name, const std::string& path) {
+  const H5O_type_t type = ObjectType(file, path);
+  if (type == H5O_TYPE_UNKNOWN)
+    ThrowBadInput("missing group (expected it to exist)", file_name, path);
+  if (type != H5O_TYPE_GROUP) ThrowBadInput("expected a group, found a dataset", file_name, path);
+  return Own<Group>(H5Gopen2(file, path.c_str(), H5P_DEFAULT), "opening the group",
+                    {file_name, path}, ErrorKind::kBadInput);
+}
+
+std::vector<hsize_t> DatasetDims(hid_t dataset, const Where& where) {
+  auto space = Own<Dataspace>(H5Dget_space(dataset), "getting the dataspace", where);
+  const int rank = H5Sget_simple_extent_ndims(space.get());
+  if (rank < 0) ThrowHdf5(ErrorKind::kBadInput, "reading the rank", where);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (rank > 0) {
+    Check(H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr), "reading dimensions",
+          where);
+  }
+  return dims;
+}
+
+namespace {
+std::uint64_t CheckedElementCount(const std::vector<hsize_t>& dims, std::uint64_t max_elements,
+                                  const Where& where) {
+  std::uint64_t n = 1;
+  for (hsize_t d : dims) {
+    if (d != 0 && n > max_elements / d) {
+      ThrowBadInput(
+          fmt::format("dataset declares more than {} elements; refusing to read it", max_elements),
+          where.file, where.object);
+    }
+    n *= d;
+  }
+  return n;
+}
+}  // namespace
+
+std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where, std::uint64_t max_elements) {
+  const auto dims = DatasetDims(dataset, where);
+  std::vector<double> out(CheckedElementCount(dims, max_elements, where));
+  if (!out.empty()) {
+    Check(H5Dread(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+          "reading the dataset as float64", where, ErrorKind::kBadInput);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> ReadAllInt64(hid_t dataset, const Where& where,
+                                       std::uint64_t max_elements) {
+  const auto dims = DatasetDims(dataset, where);
+  std::vector<std::int64_t> out(CheckedElementCount(dims, max_elements, where));
+  if (!out.empty()) {
+    Check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
+          "reading the dataset as int64", where, ErrorKind::kBadInput);
+  }
+  return out;
+}
+
+namespace {
+herr_t CollectName(hid_t /*group*/, const char* name, const H5L_info_t* /*info*/, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> GroupKeysInH5pyOrder(hid_t group, const Where& where) {
+  auto gcpl = Own<PropList>(H5Gget_create_plist(group), "reading group creation properties", where);
+  unsigned flags = 0;
+  Check(H5Pget_link_creation_order(gcpl.get(), &flags), "reading link creation order", where);
+  const H5_index_t index =
+      (flags & H5P_CRT_ORDER_TRACKED) != 0 ? H5_INDEX_CRT_ORDER : H5_INDEX_NAME;
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  Check(H5Literate(group, index, H5_ITER_INC, &idx, CollectName, &names), "listing the group",
+        where);
+  return names;
+}
+
+void WriteStringAttribute(hid_t object, const std::string& name, const std::string& value,
+                          const Where& where) {
+  const Where w{where.file, where.object + "@" + name};
+  if (H5Aexists(object, name.c_str()) > 0) Check(H5Adelete(object, name.c_str()), "deleting", w);
+  auto type = Own<Datatype>(H5Tcopy(H5T_C_S1), "creating a string type", w);
+  Check(H5Tset_size(type.get(), H5T_VARIABLE), "sizing a string type", w);
+  Check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "setting UTF-8", w);
+  auto space = Own<Dataspace>(H5Screate(H5S_SCALAR), "creating a scalar space", w);
+  auto attr = Own<Attribute>(
+      H5Acreate2(object, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+      "creating the attribute", w);
+  const char* ptr = value.c_str();
+  Check(H5Awrite(attr.get(), type.get(), &ptr), "writing the attribute", w);
+}
+
+void WriteDoubleAttribute(hid_t object, const std::string& name, double value, const Where& where) {
+  const Where w{where.file, where.object + "@" + name};
+  if (H5Aexists(object, name.c_str()) > 0) Check(H5Adelete(object, name.c_str()), "deleting", w);
+  auto space = Own<Dataspace>(H5Screate(H5S_SCALAR), "creating a scalar space", w);
+  auto attr = Own<Attribute>(
+      H5Acreate2(object, name.c_str(), H5T_IEEE_F64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+      "creating the attribute", w);
+  Check(H5Awrite(attr.get(), H5T_NATIVE_DOUBLE, &value), "writing the attribute", w);
+}
+
+namespace {
+Attribute OpenAttribute(hid_t object, const std::string& name, const Where& w) {
+  if (H5Aexists(object, name.c_str()) <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    ThrowBadInput("missing attribute (expected it to exist)", w.file, w.object);
+  }
+  return Own<Attribute>(H5Aopen(object, name.c_str(), H5P_DEFAULT), "opening the attribute", w);
+}
+}  // namespace
+
+std::string ReadStringAttribute(hid_t object, const std::string& name, const Where& where) {
+  const Where w{where.file, where.object + "@" + name};
+  Attribute attr = OpenAttribute(object, name, w);
+  auto file_type = Own<Datatype>(H5Aget_type(attr.get()), "reading the attribute type", w);
+  if (H5Tget_class(file_type.get()) != H5T_STRING) {
+    ThrowBadInput("expected a string attribute", w.file, w.object);
+  }
+  auto space = Own<Dataspace>(H5Aget_space(attr.get()), "reading the attribute space", w);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    ThrowBadInput("expected a scalar string attribute", w.file, w.object);
+  }
+  if (H5Tis_variable_str(file_type.get()) > 0) {
+    auto mem = Own<Datatype>(H5Tcopy(H5T_C_S1), "creating a string type", w);
+    Check(H5Tset_size(mem.get(), H5T_VARIABLE), "sizing a string type", w);
+    Check(H5Tset_cset(mem.get(), H5Tget_cset(file_type.get())), "setting the charset", w);
+    char* ptr = nullptr;
+    Check(H5Aread(attr.get(), mem.get(), &ptr), "reading the attribute", w);
+    std::string out = ptr != nullptr ? ptr : "";
+    H5free_memory(ptr);
+    return out;
+  }
+  const std::size_t size = H5Tget_size(file_type.get());
+  auto mem = Own<Datatype>(H5Tcopy(H5T_C_S1), "creating a string type", w);
+  Check(H5Tset_size(mem.get(), size + 1), "sizing a string type", w);
+  std::string out(size + 1, '\0');
+  Check(H5Aread(attr.get(), mem.get(), out.data()), "reading the attribute", w);
+  out.resize(std::strlen(out.c_str()));
+  return out;
+}
+
+double ReadDoubleAttribute(hid_t object, const std::string& name, const Where& where) {
+  const Where w{where.file, where.object + "@" + name};
+  Attribute attr = OpenAttribute(object, name, w);
+  auto space = Own<Dataspace>(H5Aget_space(attr.get()), "reading the attribute space", w);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1) {
+    ThrowBadInput("expected a scalar numeric attribute", w.file, w.object);
+  }
+  double value = 0.0;
+  Check(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &value), "reading the attribute as float64", w,
+        ErrorKind::kBadInput);
+  return value;
+}
+
+namespace {
+herr_t CollectAttrName(hid_t /*loc*/, const char* name, const H5A_info_t* /*info*/, void* data) {
+  static_cast<std::vector<std::string>*>(data)->emplace_back(name);
+  return 0;
+}
+}  // namespace
+
+std::vector<std::string> AttributeNames(hid_t object, const Where& where) {
+  std::vector<std::string> names;
+  hsize_t idx = 0;
+  Check(H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &idx, CollectAttrName, &names),
+        "listing attributes", where);
+  return names;
+}
+
+}  // namespace homodyne::io::h5

@@ -1,0 +1,71 @@
+// Serial loader: reads the frame slice of every kept matrix, reconstructs the full
+// matrix from the stored half matrix and applies the basic diagonal correction.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "homodyne/io/dataset.h"
+#include "homodyne/io/selection.h"
+#include "io/h5_handles.h"
+#include "io/matrix_reader.h"
+#include "io/metadata_internal.h"
+
+namespace homodyne::io {
+
+void ReadBlock(hid_t file, const std::string& name, const std::string& path, std::int64_t row0,
+               std::int64_t rows, std::int64_t col0, std::int64_t cols, double* out) {
+  if (rows <= 0 || cols <= 0) return;
+  auto ds = h5::OpenDataset(file, name, path);
+  const h5::Where where{name, path};
+  auto fspace = h5::Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
+  const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
+  const hsize_t count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  h5::Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
+            "selecting a hyperslab", where);
+  auto mspace =
+      h5::Own<h5::Dataspace>(H5Screate_simple(2, count, nullptr), "creating a memory space", where);
+  h5::Check(H5Dread(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, out),
+            "reading matrix data", where);
+}
+
+Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
+  options.Validate();
+  h5::File file = h5::OpenForRead(options.path);
+  Dataset data;
+  data.meta = ReadMetadataFromFile(file.get(), options, logger);
+  const DatasetMetadata& meta = data.meta;
+  const std::int64_t n = meta.n_frames;
+  const auto un = static_cast<std::size_t>(n);
+  const std::uint64_t matrix_bytes = static_cast<std::uint64_t>(n) * n * sizeof(double);
+  const std::uint64_t needed = matrix_bytes * (meta.bins.size() + 1);  // + one read buffer
+  if (needed > MaxLoadBytes(options)) {
+    ThrowBadInput(fmt::format("loading {} matrices of {} x {} frames needs {:.3g} GiB, more than "
+                              "the limit of {:.3g} GiB for one process; use the distributed "
+                              "loader, fewer frames or fewer angles",
+                              meta.bins.size(), n, n, static_cast<double>(needed) / (1 << 30),
+                              static_cast<double>(MaxLoadBytes(options)) / (1 << 30)),
+                  options.path);
+  }
+  std::vector<double> half(un * un);
+  for (const SelectedBin& bin : meta.bins) {
+    ReadBlock(file.get(), options.path, bin.dataset, meta.frame_begin, n, meta.frame_begin, n,
+              half.data());
+    std::size_t bad = 0;
+    for (double v : half) bad += std::isfinite(v) ? 0 : 1;
+    if (bad > 0) {
+      ThrowBadInput(fmt::format("NaN/Inf in bin {} ({}): {} non-finite values in frames {}..{}",
+                                bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
+                    options.path, bin.dataset);
+    }
+    std::vector<double> c(un * un);
+    for (std::size_t i = 0; i < un; ++i) {
+      for (std::size_t j = 0; j < un; ++j) c[i * un + j] = half[i * un + j] + half[j * un + i];
+      c[i * un + i] /= 2.0;
+    }
+    ApplyBasicDiagonalCorrection(c, n);
+    data.c2.push_back(std::move(c));
+  }
+  return data;
+}
+
+}  // namespace homodyne::io

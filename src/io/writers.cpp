@@ -1,0 +1,223 @@
+// Synthetic XPCS file writers (see include/homodyne/io/writers.h).
+#include "homodyne/io/writers.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "homodyne/error.h"
+#include "homodyne/io/lzf_filter.h"
+#include "io/h5_handles.h"
+
+namespace homodyne::io {
+namespace {
+
+using h5::Check;
+using h5::Own;
+using h5::Where;
+
+constexpr hsize_t kChunkSide = 128;
+
+// Creates every missing group on the way to `path`.
+h5::Group EnsureGroup(hid_t file, const std::string& file_name, const std::string& path,
+                      bool track_order = false) {
+  if (h5::PathExists(file, path)) return h5::OpenGroup(file, file_name, path);
+  const Where where{file_name, path};
+  auto lcpl = Own<h5::PropList>(H5Pcreate(H5P_LINK_CREATE), "link creation properties", where);
+  Check(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups", where);
+  auto gcpl = Own<h5::PropList>(H5Pcreate(H5P_GROUP_CREATE), "group creation properties", where);
+  if (track_order) {
+    Check(H5Pset_link_creation_order(gcpl.get(), H5P_CRT_ORDER_TRACKED | H5P_CRT_ORDER_INDEXED),
+          "tracking creation order", where);
+  }
+  return Own<h5::Group>(H5Gcreate2(file, path.c_str(), lcpl.get(), gcpl.get(), H5P_DEFAULT),
+                        "creating the group", where);
+}
+
+template <typename T>
+void WriteArray(hid_t file, const std::string& file_name, const std::string& path,
+                const std::vector<hsize_t>& dims, const T* data, hid_t file_type, hid_t mem_type,
+                hid_t dcpl = H5P_DEFAULT) {
+  const Where where{file_name, path};
+  auto space =
+      Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
+                         "creating a dataspace", where);
+  auto lcpl = Own<h5::PropList>(H5Pcreate(H5P_LINK_CREATE), "link creation properties", where);
+  Check(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups", where);
+  auto ds = Own<h5::Dataset>(
+      H5Dcreate2(file, path.c_str(), file_type, space.get(), lcpl.get(), dcpl, H5P_DEFAULT),
+      "creating the dataset", where);
+  Check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing the dataset",
+        where);
+}
+
+std::vector<double> UpperTriangle(const std::vector<double>& full, std::size_t f) {
+  std::vector<double> half(f * f, 0.0);
+  for (std::size_t i = 0; i < f; ++i) {
+    for (std::size_t j = i; j < f; ++j) half[i * f + j] = full[i * f + j];
+  }
+  return half;
+}
+
+std::size_t CheckMatrices(const std::vector<std::vector<double>>& matrices,
+                          const std::string& path) {
+  if (matrices.empty()) ThrowBadInput("expected at least one matrix to write", path);
+  const std::size_t size = matrices.front().size();
+  const auto f = static_cast<std::size_t>(std::llround(std::sqrt(static_cast<double>(size))));
+  if (f == 0 || f * f != size) {
+    ThrowBadInput(fmt::format("expected square matrices, got {} values", size), path);
+  }
+  for (const auto& m : matrices) {
+    if (m.size() != size) {
+      ThrowBadInput(fmt::format("expected all matrices to have {} values, got {}", size, m.size()),
+                    path);
+    }
+  }
+  return f;
+}
+
+void WriteMatrices(hid_t file, const std::string& name, const std::string& group_path,
+                   const std::vector<std::vector<double>>& matrices, std::size_t f, bool lzf) {
+  EnsureGroup(file, name, group_path, /*track_order=*/true);
+  const Where where{name, group_path};
+  auto dcpl = Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "dataset properties", where);
+  if (lzf) {
+    const hsize_t side = std::min<hsize_t>(f, kChunkSide);
+    const hsize_t chunk[2] = {side, side};
+    Check(H5Pset_chunk(dcpl.get(), 2, chunk), "setting the chunk shape", where);
+    Check(H5Pset_filter(dcpl.get(), static_cast<H5Z_filter_t>(kLzfFilterId), H5Z_FLAG_OPTIONAL, 0,
+                        nullptr),
+          "adding the LZF filter", where);
+  }
+  for (std::size_t m = 0; m < matrices.size(); ++m) {
+    const std::vector<double> half = UpperTriangle(matrices[m], f);
+    WriteArray(file, name, fmt::format("{}/c2_{:05d}", group_path, m + 1), {f, f}, half.data(),
+               H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, dcpl.get());
+  }
+}
+
+void PutAttributes(hid_t file, const std::string& name, const std::string& group,
+                   const GroupAttributes& attributes) {
+  if (attributes.strings.empty() && attributes.numbers.empty()) return;
+  h5::Group g = EnsureGroup(file, name, group);
+  const Where where{name, group};
+  for (const auto& [key, value] : attributes.strings) {
+    h5::WriteStringAttribute(g.get(), key, value, where);
+  }
+  for (const auto& [key, value] : attributes.numbers) {
+    h5::WriteDoubleAttribute(g.get(), key, value, where);
+  }
+}
+
+// fsync a closed file so the rename never publishes a partially written file.
+void SyncToDisk(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    ThrowIoError("could not fsync the temporary file", path);
+  }
+  ::close(fd);
+}
+
+// Runs `body(file)` on "<path>.tmp" and renames it to `path` on success.
+template <typename Body>
+void WriteAtomically(const std::string& path, Body&& body) {
+  const std::string tmp = path + ".tmp";
+  try {
+    h5::File file = h5::CreateFile(tmp);
+    body(file.get(), tmp);
+    Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
+    file.Close({tmp, ""});
+    SyncToDisk(tmp);
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+    throw;
+  }
+}
+
+}  // namespace
+
+void WriteApsOld(const std::string& path, const std::vector<double>& q_list,
+                 const std::vector<double>& phi_list,
+                 const std::vector<std::vector<double>>& matrices,
+                 const GroupAttributes& attributes) {
+  const std::size_t f = CheckMatrices(matrices, path);
+  if (q_list.size() != matrices.size() || phi_list.size() != matrices.size()) {
+    ThrowBadInput(fmt::format("expected one q and one phi per matrix: {} q, {} phi, {} matrices",
+                              q_list.size(), phi_list.size(), matrices.size()),
+                  path);
+  }
+  WriteAtomically(path, [&](hid_t file, const std::string& name) {
+    const hsize_t m = q_list.size();
+    WriteArray(file, name, "/xpcs/dqlist", {1, m}, q_list.data(), H5T_IEEE_F64LE,
+               H5T_NATIVE_DOUBLE);
+    WriteArray(file, name, "/xpcs/dphilist", {1, m}, phi_list.data(), H5T_IEEE_F64LE,
+               H5T_NATIVE_DOUBLE);
+    WriteMatrices(file, name, "/exchange/C2T_all", matrices, f, /*lzf=*/false);
+    PutAttributes(file, name, kSynthGroup, attributes);
+  });
+}
+
+void WriteApsU(const std::string& path, const std::vector<double>& q_values,
+               const std::vector<double>& phi_values,
+               const std::vector<std::int64_t>& processed_bins,
+               const std::vector<std::vector<double>>& matrices, bool lzf,
+               const GroupAttributes& attributes) {
+  const std::size_t f = CheckMatrices(matrices, path);
+  if (processed_bins.size() != matrices.size()) {
+    ThrowBadInput(fmt::format("expected one matrix per processed bin: {} bins, {} matrices",
+                              processed_bins.size(), matrices.size()),
+                  path);
+  }
+  WriteAtomically(path, [&](hid_t file, const std::string& name) {
+    WriteArray(file, name, "/xpcs/qmap/dynamic_v_list_dim0", {q_values.size()}, q_values.data(),
+               H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+    WriteArray(file, name, "/xpcs/qmap/dynamic_v_list_dim1", {phi_values.size()}, phi_values.data(),
+               H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+    WriteArray(file, name, "/xpcs/twotime/processed_bins", {processed_bins.size()},
+               processed_bins.data(), H5T_STD_I64LE, H5T_NATIVE_INT64);
+    WriteMatrices(file, name, "/xpcs/twotime/correlation_map", matrices, f, lzf);
+    PutAttributes(file, name, kSynthGroup, attributes);
+  });
+}
+
+void WriteGroupAttributes(const std::string& path, const std::string& group,
+                          const GroupAttributes& attributes) {
+  h5::File file = h5::OpenForWrite(path);
+  PutAttributes(file.get(), path, group, attributes);
+  file.Close({path, ""});
+}
+
+GroupAttributes ReadAttributes(const std::string& path, const std::string& object) {
+  h5::File file = h5::OpenForRead(path);
+  if (!h5::PathExists(file.get(), object)) {
+    ThrowBadInput("missing object (expected a group or dataset)", path, object);
+  }
+  const Where where{path, object};
+  auto obj = Own<h5::Handle<H5Oclose>>(H5Oopen(file.get(), object.c_str(), H5P_DEFAULT),
+                                       "opening the object", where);
+  GroupAttributes out;
+  for (const std::string& name : h5::AttributeNames(obj.get(), where)) {
+    auto attr = Own<h5::Attribute>(H5Aopen(obj.get(), name.c_str(), H5P_DEFAULT),
+                                   "opening the attribute", where);
+    auto type = Own<h5::Datatype>(H5Aget_type(attr.get()), "reading the attribute type", where);
+    const H5T_class_t cls = H5Tget_class(type.get());
+    if (cls == H5T_STRING) {
+      out.strings.emplace_back(name, h5::ReadStringAttribute(obj.get(), name, where));
+    } else if (cls == H5T_FLOAT || cls == H5T_INTEGER) {
+      out.numbers.emplace_back(name, h5::ReadDoubleAttribute(obj.get(), name, where));
+    }
+  }
+  return out;
+}
+
+}  // namespace homodyne::io

@@ -1,0 +1,258 @@
+// Distributed loading under MPI: the union of every rank's points equals the serial
+// loader's matrices bitwise, the partition is balanced and identical on every rank, and
+// failures are raised on all ranks together.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "homodyne/error.h"
+#include "homodyne/io/dataset.h"
+#include "homodyne/io/distributed_loader.h"
+#include "homodyne/io/writers.h"
+#include "homodyne/parallel/collective.h"
+#include "mpi_test_env.h"
+
+namespace homodyne::io {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TestEnvironment;
+
+const std::string kRealFile =
+    std::string(HOMODYNE_SHARED_DIR) + "/testdata/real/bnl_twotime_350.h5";
+
+// A file name agreed by all ranks (rank 0's pid), removed at the end by rank 0.
+class SharedPath {
+ public:
+  SharedPath(const Comm& comm, const std::string& stem) : comm_(comm) {
+    int pid = static_cast<int>(::getpid());
+    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
+    path_ = (fs::temp_directory_path() /
+             ("homodyne_io_mpi_" + std::to_string(pid) + "_" + stem + ".h5"))
+                .string();
+  }
+  ~SharedPath() {
+    comm_.Barrier();
+    if (comm_.is_root()) {
+      std::error_code ec;
+      fs::remove(path_, ec);
+    }
+  }
+  const std::string& str() const { return path_; }
+
+ private:
+  const Comm& comm_;
+  std::string path_;
+};
+
+// Pseudo-random symmetric full matrix.
+std::vector<double> NoisyMatrix(int f, unsigned seed) {
+  std::vector<double> c(static_cast<std::size_t>(f) * f);
+  unsigned long long s = seed * 0x9E3779B97F4A7C15ULL + 7;
+  for (int i = 0; i < f; ++i) {
+    for (int j = i; j < f; ++j) {
+      s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+      const double v = 1.0 + 0.3 * std::exp(-0.05 * std::abs(i - j)) +
+                       1e-3 * (static_cast<double>(s >> 11) * 0x1.0p-53 - 0.5);
+      c[i * f + j] = v;
+      c[j * f + i] = v;
+    }
+  }
+  return c;
+}
+
+// Checks the distributed result against the serial loader on every rank.
+void ExpectMatchesSerial(const Comm& comm, const LoadOptions& options) {
+  const LocalData local = LoadDistributed(comm, options, Logger::Silent());
+  const Dataset serial = LoadDataset(options, Logger::Silent());
+  const std::int64_t n = serial.meta.n_frames;
+  ASSERT_EQ(local.meta.n_frames, n);
+  ASSERT_EQ(local.meta.n_angles(), serial.meta.n_angles());
+  EXPECT_EQ(local.meta.t, serial.meta.t);
+  EXPECT_EQ(local.meta.phi_values(), serial.meta.phi_values());
+  EXPECT_EQ(local.meta.q_physics, serial.meta.q_physics);
+
+  // The plan is the same on every rank: compare rank 0's encoding.
+  std::vector<std::int64_t> mine = local.plan.Encode();
+  std::vector<std::int64_t> root = mine;
+  MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_INT64_T, 0, comm.get());
+  EXPECT_EQ(mine, root);
+  EXPECT_EQ(local.plan, PartitionPlan(static_cast<std::int32_t>(serial.meta.n_angles()), 1, n - 1,
+                                      comm.size()));
+  EXPECT_EQ(local.plan.n_ranks(), comm.size());
+
+  // Every local point equals the serial matrix bitwise; the tiles are the plan's.
+  std::vector<RowTile> tiles;
+  for (const LocalTile& t : local.tiles) {
+    tiles.push_back(t.tile);
+    for (std::int64_t c = 0; c < t.tile.count; ++c) {
+      const double got = local.values[t.offset + static_cast<std::size_t>(c)];
+      const double want =
+          serial.at(static_cast<std::size_t>(t.tile.angle), t.tile.row, t.tile.col_begin + c);
+      ASSERT_EQ(got, want) << "angle " << t.tile.angle << " (" << t.tile.row << ", "
+                           << t.tile.col_begin + c << ")";
+    }
+  }
+  EXPECT_EQ(tiles, local.plan.TilesFor(comm.rank()));
+  ASSERT_EQ(local.diagonal.size(), serial.meta.n_angles());
+  for (std::size_t k = 0; k < local.diagonal.size(); ++k) {
+    ASSERT_EQ(local.diagonal[k].size(), static_cast<std::size_t>(n));
+    for (std::int64_t m = 0; m < n; ++m) ASSERT_EQ(local.diagonal[k][m], serial.at(k, m, m));
+  }
+
+  // Union: the counts add up to all points; balance within one point.
+  std::int64_t count = local.local_points();
+  std::int64_t total = 0;
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;
+  MPI_Allreduce(&count, &total, 1, MPI_INT64_T, MPI_SUM, comm.get());
+  MPI_Allreduce(&count, &lo, 1, MPI_INT64_T, MPI_MIN, comm.get());
+  MPI_Allreduce(&count, &hi, 1, MPI_INT64_T, MPI_MAX, comm.get());
+  const auto n_ang = static_cast<std::int64_t>(serial.meta.n_angles());
+  EXPECT_EQ(total, n_ang * (n - 1) * (n - 2) / 2);
+  EXPECT_LE(hi - lo, 1);
+  if (lo > 0) {
+    EXPECT_LE(static_cast<double>(hi) / static_cast<double>(lo), 1.01);
+  }
+}
+
+TEST(DistributedLoad, RealLegacyFileMatchesSerialBitwise) {
+  LoadOptions o;
+  o.path = kRealFile;
+  o.dt = 1.0;
+  ExpectMatchesSerial(TestEnvironment().world(), o);
+  o.start_frame = 20;
+  o.end_frame = 300;
+  ExpectMatchesSerial(TestEnvironment().world(), o);
+}
+
+TEST(DistributedLoad, SyntheticLzfApsUFileWithSlicingAndPhiFilter) {
+  const Comm& world = TestEnvironment().world();
+  SharedPath path(world, "apsu_lzf");
+  const int f = 90;
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    std::vector<std::vector<double>> mats;
+    for (unsigned b = 0; b < 8; ++b) mats.push_back(NoisyMatrix(f, b + 1));
+    WriteApsU(path.str(), {0.0054, 0.0080}, {0.0, 45.0, 90.0, 135.0}, {1, 2, 3, 4, 5, 6, 7, 8},
+              mats, /*lzf=*/true);
+  });
+  world.Barrier();
+  LoadOptions o;
+  o.path = path.str();
+  o.dt = 0.01;
+  o.start_frame = 4;
+  o.end_frame = 77;
+  o.phi_filter.enabled = true;
+  o.phi_filter.ranges = {{-10.0, 50.0}, {130.0, 140.0}};
+  ExpectMatchesSerial(world, o);
+  const LocalData local = LoadDistributed(world, o, Logger::Silent());
+  EXPECT_THAT(local.meta.phi_values(), ::testing::ElementsAre(0.0, 45.0, 135.0));
+  EXPECT_EQ(local.meta.n_frames, 74);
+}
+
+// A legacy file that stores the LOWER triangle (the loader must not assume upper).
+TEST(DistributedLoad, LowerTriangleStorageMatchesSerialAndTruth) {
+  const Comm& world = TestEnvironment().world();
+  SharedPath path(world, "lower");
+  const int f = 64;
+  const std::vector<double> truth0 = NoisyMatrix(f, 11);
+  const std::vector<double> truth1 = NoisyMatrix(f, 12);
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    hid_t file = H5Fcreate(path.str().c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    const hsize_t ldims[2] = {1, 2};
+    hid_t lspace = H5Screate_simple(2, ldims, nullptr);
+    const double q[2] = {0.0054, 0.0054};
+    const double phi[2] = {-90.0, 270.0};
+    for (auto [name, data] : {std::pair{"/xpcs/dqlist", q}, std::pair{"/xpcs/dphilist", phi}}) {
+      hid_t d = H5Dcreate2(file, name, H5T_IEEE_F64LE, lspace, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+      H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, data);
+      H5Dclose(d);
+    }
+    const hsize_t mdims[2] = {static_cast<hsize_t>(f), static_cast<hsize_t>(f)};
+    hid_t mspace = H5Screate_simple(2, mdims, nullptr);
+    int k = 0;
+    for (const auto* truth : {&truth0, &truth1}) {
+      std::vector<double> lower(static_cast<std::size_t>(f) * f, 0.0);
+      for (int i = 0; i < f; ++i) {
+        for (int j = 0; j <= i; ++j) lower[i * f + j] = (*truth)[i * f + j];
+      }
+      const std::string name = "/exchange/C2T_all/c2_0000" + std::to_string(++k);
+      hid_t d = H5Dcreate2(file, name.c_str(), H5T_IEEE_F32LE, mspace, lcpl, H5P_DEFAULT,
+                           H5P_DEFAULT);  // float32 storage: converted to float64 on read
+      H5Dwrite(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, lower.data());
+      H5Dclose(d);
+    }
+    H5Sclose(mspace);
+    H5Sclose(lspace);
+    H5Pclose(lcpl);
+    H5Fclose(file);
+  });
+  world.Barrier();
+  LoadOptions o;
+  o.path = path.str();
+  o.dt = 1.0;
+  ExpectMatchesSerial(world, o);
+  const LocalData local = LoadDistributed(world, o, Logger::Silent());
+  EXPECT_THAT(local.meta.phi_values(), ::testing::ElementsAre(-90.0, -90.0));
+  for (const LocalTile& t : local.tiles) {
+    const auto& truth = t.tile.angle == 0 ? truth0 : truth1;
+    const double want = static_cast<float>(truth[t.tile.row * f + t.tile.col_begin]);
+    EXPECT_EQ(local.values[t.offset], want);
+  }
+}
+
+TEST(DistributedLoad, MissingFileFailsOnEveryRank) {
+  const Comm& world = TestEnvironment().world();
+  LoadOptions o;
+  o.path = "/nonexistent/dir/data.h5";
+  o.dt = 1.0;
+  try {
+    LoadDistributed(world, o, Logger::Silent());
+    FAIL() << "expected an error on rank " << world.rank();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.agreed());
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.context().file, o.path);
+  }
+}
+
+TEST(DistributedLoad, NonFiniteValueFailsOnEveryRankWithTheSameMessage) {
+  const Comm& world = TestEnvironment().world();
+  SharedPath path(world, "nan");
+  const int f = 40;
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    std::vector<double> bad = NoisyMatrix(f, 3);
+    bad[30 * f + 35] = bad[35 * f + 30] = std::numeric_limits<double>::quiet_NaN();  // late rows
+    bad[2 * f + 5] = bad[5 * f + 2] = std::numeric_limits<double>::infinity();       // early rows
+    WriteApsOld(path.str(), {0.0054, 0.0054}, {0.0, 90.0}, {NoisyMatrix(f, 2), bad});
+  });
+  world.Barrier();
+  LoadOptions o;
+  o.path = path.str();
+  o.dt = 1.0;
+  try {
+    LoadDistributed(world, o, Logger::Silent());
+    FAIL() << "expected an error on rank " << world.rank();
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.agreed());
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.context().key, "/exchange/C2T_all/c2_00002");
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("NaN/Inf in bin 1"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(": 2 non-finite values"));
+  }
+}
+
+}  // namespace
+}  // namespace homodyne::io
