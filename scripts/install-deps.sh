@@ -6,7 +6,7 @@ set -euo pipefail
 
 PACKAGES=(
   # toolchain
-  build-essential cmake pkg-config git python3
+  build-essential cmake pkg-config git python3 python3-numpy python3-h5py
   # the seven required packages
   libopenmpi-dev openmpi-bin           # Open MPI
   petsc-dev                            # PETSc with TAO
