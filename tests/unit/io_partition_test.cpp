@@ -15,12 +15,26 @@ namespace {
 
 using Point = std::tuple<int, std::int64_t, std::int64_t>;
 
-// All points (k, i, j), first <= i < j <= last, in plan order, enumerated naively.
-std::vector<Point> AllPoints(int n_angles, std::int64_t first, std::int64_t last) {
+// All points (k, i, j), first <= i < j <= last, in plan order (block → angle → row →
+// column), enumerated naively from the plan's block rows.
+std::vector<Point> AllPoints(const PartitionPlan& plan) {
   std::vector<Point> out;
+  for (int b = 0; b < plan.n_blocks(); ++b) {
+    for (int k = 0; k < plan.n_angles(); ++k) {
+      for (std::int64_t i = plan.block_row_begin(b); i < plan.block_row_end(b); ++i) {
+        for (std::int64_t j = i + 1; j <= plan.last(); ++j) out.emplace_back(k, i, j);
+      }
+    }
+  }
+  return out;
+}
+
+// Every point of every triangle, in any order.
+std::set<Point> PointSet(int n_angles, std::int64_t first, std::int64_t last) {
+  std::set<Point> out;
   for (int k = 0; k < n_angles; ++k) {
     for (std::int64_t i = first; i <= last; ++i) {
-      for (std::int64_t j = i + 1; j <= last; ++j) out.emplace_back(k, i, j);
+      for (std::int64_t j = i + 1; j <= last; ++j) out.emplace(k, i, j);
     }
   }
   return out;
@@ -29,9 +43,10 @@ std::vector<Point> AllPoints(int n_angles, std::int64_t first, std::int64_t last
 TEST(PartitionPlan, TilesCoverEveryPointOnceInOrder) {
   for (int n_angles : {1, 3}) {
     for (std::int64_t n : {2, 3, 17, 60}) {
-      const std::vector<Point> expected = AllPoints(n_angles, 1, n - 1);
       for (int ranks : {1, 2, 3, 5, 8, 64}) {
-        const PartitionPlan plan(n_angles, 1, n - 1, ranks);
+        const PartitionPlan plan(n_angles, 1, n - 1, ranks, 5);
+        const std::vector<Point> expected = AllPoints(plan);
+        ASSERT_EQ(std::set<Point>(expected.begin(), expected.end()), PointSet(n_angles, 1, n - 1));
         ASSERT_EQ(plan.total_points(), static_cast<std::int64_t>(expected.size()));
         std::vector<Point> got;
         for (int r = 0; r < ranks; ++r) {
@@ -52,21 +67,41 @@ TEST(PartitionPlan, TilesCoverEveryPointOnceInOrder) {
   }
 }
 
-TEST(PartitionPlan, PointCountsDifferByAtMostOne) {
+TEST(PartitionPlan, PointCountsDifferByAtMostOneBlock) {
   const PartitionPlan plan(7, 1, 999, 13);
   std::int64_t lo = plan.points(0);
   std::int64_t hi = lo;
+  std::int64_t largest_block = 0;
+  for (int b = 0; b < plan.n_blocks(); ++b)
+    largest_block = std::max(largest_block, plan.block_points(b));
   for (int r = 1; r < plan.n_ranks(); ++r) {
     lo = std::min(lo, plan.points(r));
     hi = std::max(hi, plan.points(r));
   }
-  EXPECT_LE(hi - lo, 1);
+  EXPECT_LE(hi - lo, largest_block);
+  EXPECT_LT(static_cast<double>(hi - lo), 0.05 * static_cast<double>(hi));
   EXPECT_EQ(plan.total_points(), 7LL * 999 * 998 / 2);
 }
 
+// The blocks (the leaves of the reproducible reduction) do not depend on the rank count.
+TEST(PartitionPlan, BlocksAreIndependentOfTheRankCount) {
+  const PartitionPlan one(5, 1, 499, 1);
+  for (int ranks : {2, 3, 7, 64}) {
+    const PartitionPlan many(5, 1, 499, ranks);
+    ASSERT_EQ(many.n_blocks(), one.n_blocks());
+    for (int b = 0; b < one.n_blocks(); ++b) {
+      EXPECT_EQ(many.BlockTiles(b), one.BlockTiles(b));
+    }
+    EXPECT_EQ(many.first_block(0), 0);
+    EXPECT_EQ(many.end_block(ranks - 1), one.n_blocks());
+  }
+  EXPECT_LE(one.n_blocks(), 4096);
+}
+
 TEST(PartitionPlan, LocateMatchesNaiveEnumeration) {
-  const PartitionPlan plan(2, 1, 40, 1);
-  const std::vector<Point> all = AllPoints(2, 1, 40);
+  const PartitionPlan plan(2, 1, 40, 1, 30);
+  ASSERT_GT(plan.n_blocks(), 3);
+  const std::vector<Point> all = AllPoints(plan);
   for (std::size_t g = 0; g < all.size(); ++g) {
     const RowTile t = plan.Locate(static_cast<std::int64_t>(g));
     ASSERT_EQ(Point(t.angle, t.row, t.col_begin), all[g]) << g;
@@ -87,9 +122,9 @@ TEST(PartitionPlan, DeterministicAndEncodesLosslessly) {
 }
 
 TEST(PartitionPlan, TableNamesEveryRank) {
-  const PartitionPlan plan(1, 1, 4, 3);  // 6 points: 2 per rank
+  const PartitionPlan plan(1, 1, 4, 3, 1);  // 6 points in rows of 3, 2, 1
   const std::string table = plan.Table();
-  EXPECT_THAT(table, ::testing::HasSubstr("6 points over 3 rank(s)"));
+  EXPECT_THAT(table, ::testing::HasSubstr("6 points in 3 block(s) over 3 rank(s)"));
   EXPECT_THAT(table, ::testing::HasSubstr("(0,1,2)"));  // rank 0 starts at row 1, col 2
   EXPECT_THAT(table, ::testing::HasSubstr("(0,3,4)"));  // the last point
   const PartitionPlan empty(2, 1, 1, 2);                // N = 2: no point with i < j
