@@ -94,9 +94,9 @@ std::string KnownBaseName(const std::string& raw, const std::string& key, const 
 }
 
 std::optional<double> OptField(const YAML::Node& map, const char* name) {
-  const YAML::Node v = map[name];
-  if (!v.IsDefined() || v.IsNull() || !v.IsScalar()) return std::nullopt;
-  return ParseNumber(v.Scalar());
+  const auto text = ScalarField(map, name);
+  if (!text) return std::nullopt;
+  return ParseNumber(*text);
 }
 
 void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) {
@@ -105,9 +105,9 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
   std::size_t index = 0;
   for (const auto& entry : bounds) {
     const std::string key = fmt::format("parameter_space.bounds[{}]", index++);
-    if (!entry.IsMap() || !entry["name"].IsScalar()) continue;  // reported by the schema check
-    const std::string name =
-        KnownBaseName(entry["name"].Scalar(), key + ".name", entry["name"], problems);
+    const auto raw_name = ScalarField(entry, "name");
+    if (!raw_name) continue;  // reported by the schema check
+    const std::string name = KnownBaseName(*raw_name, key + ".name", entry["name"], problems);
     const auto lo = OptField(entry, "min");
     const auto hi = OptField(entry, "max");
     if (name.empty() || !lo || !hi) continue;
@@ -123,10 +123,10 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
     b.name = name;
     b.min = *lo;
     b.max = *hi;
-    if (entry["type"].IsScalar()) b.prior_type = entry["type"].Scalar();
+    if (auto type = ScalarField(entry, "type")) b.prior_type = *type;
     b.prior_mu = OptField(entry, "prior_mu");
     b.prior_sigma = OptField(entry, "prior_sigma");
-    if (entry["unit"].IsScalar()) b.unit = entry["unit"].Scalar();
+    if (auto unit = ScalarField(entry, "unit")) b.unit = *unit;
     c.parameter_space.bounds.push_back(b);
   }
   const YAML::Node priors = r.Find("parameter_space.priors");
@@ -136,7 +136,7 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
       const std::string name = KnownBaseName(kv.first.Scalar(), key, kv.first, problems);
       if (name.empty() || !kv.second.IsMap()) continue;
       PriorSpec p;
-      if (kv.second["dist_type"].IsScalar()) p.dist_type = kv.second["dist_type"].Scalar();
+      if (auto dist = ScalarField(kv.second, "dist_type")) p.dist_type = *dist;
       p.mu = OptField(kv.second, "mu");
       p.sigma = OptField(kv.second, "sigma");
       p.min_val = OptField(kv.second, "min_val");

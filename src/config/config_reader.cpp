@@ -116,9 +116,11 @@ void BuildPhiFiltering(const ValueReader& r, Config& c) {
   c.phi_filtering.enabled = r.Bool("phi_filtering.enabled");
   for (const auto& item : r.Find("phi_filtering.target_ranges")) {
     AngleRange range;
-    range.min_angle = detail::ParseNumber(item["min_angle"].Scalar()).value_or(0.0);
-    range.max_angle = detail::ParseNumber(item["max_angle"].Scalar()).value_or(0.0);
-    if (item["description"].IsScalar()) range.description = item["description"].Scalar();
+    range.min_angle =
+        detail::ParseNumber(detail::ScalarField(item, "min_angle").value_or("")).value_or(0.0);
+    range.max_angle =
+        detail::ParseNumber(detail::ScalarField(item, "max_angle").value_or("")).value_or(0.0);
+    range.description = detail::ScalarField(item, "description").value_or("");
     c.phi_filtering.target_ranges.push_back(range);
   }
 }

@@ -34,6 +34,13 @@ YAML::Node FindNode(const YAML::Node& root, std::string_view path) {
   return current;
 }
 
+std::optional<std::string> ScalarField(const YAML::Node& map, const char* key) {
+  if (!map.IsDefined() || !map.IsMap()) return std::nullopt;
+  const YAML::Node value = map[key];
+  if (!value.IsDefined() || !value.IsScalar()) return std::nullopt;
+  return value.Scalar();
+}
+
 std::string LineSuffix(const YAML::Node& node) {
   if (!node.IsDefined()) return {};
   const YAML::Mark mark = node.Mark();

@@ -22,6 +22,10 @@ namespace detail {
 // The node at a dotted path (no wildcards or indices); an undefined node if absent.
 YAML::Node FindNode(const YAML::Node& root, std::string_view path);
 
+// The scalar text of map[key], or nullopt if absent, null or not a scalar. (Indexing a
+// const yaml-cpp node with a missing key yields an invalid node whose type queries throw.)
+std::optional<std::string> ScalarField(const YAML::Node& map, const char* key);
+
 // " (line N)" for a node with a position, else "".
 std::string LineSuffix(const YAML::Node& node);
 

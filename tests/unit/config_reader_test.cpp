@@ -71,8 +71,8 @@ TEST(ConfigReader, LaminarTemplateValues) {
   const Config c = ReadConfigFile(kConfigDir + "laminar_flow.yaml");
   EXPECT_EQ(c.analysis_mode, AnalysisMode::kLaminarFlow);
   ASSERT_EQ(c.parameters.size(), 7u);
-  const std::vector<std::string> names = {"D0",   "alpha",         "D_offset", "gamma_dot_t0",
-                                          "beta", "gamma_dot_t_offset", "phi0"};
+  const std::vector<std::string> names = {
+      "D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"};
   for (std::size_t i = 0; i < names.size(); ++i) EXPECT_EQ(c.parameters[i].name, names[i]);
   EXPECT_DOUBLE_EQ(c.FindParameter("gamma_dot_t0")->initial, 0.5 * (1e-6 + 0.5));
   EXPECT_DOUBLE_EQ(c.FindParameter("phi0")->min, -10.0);
@@ -295,8 +295,9 @@ TEST(ConfigReader, YamlSyntaxErrorReportsLineAndColumn) {
 }
 
 TEST(ConfigReader, FlatLegacyLayoutIsConverted) {
-  const Config c = Read("data_file: /data/set1/run5.hdf\ndt: 0.05\nstart_frame: 3\n"
-                        "output_directory: ./legacy_out\nanalysis_mode: laminar_flow\n");
+  const Config c = Read(
+      "data_file: /data/set1/run5.hdf\ndt: 0.05\nstart_frame: 3\n"
+      "output_directory: ./legacy_out\nanalysis_mode: laminar_flow\n");
   EXPECT_TRUE(c.legacy_flat_layout);
   EXPECT_DOUBLE_EQ(c.analyzer.dt, 0.05);
   EXPECT_EQ(c.analyzer.start_frame, 3);
@@ -312,7 +313,8 @@ TEST(ConfigReader, FlatLegacyLayoutIsConverted) {
   EXPECT_EQ(d.analyzer.start_frame, 1);
   EXPECT_EQ(d.experimental_data.data_folder_path, "./");
   // Flat values are validated in their new place.
-  EXPECT_THAT(ErrorOf("data_file: run.hdf\ndt: -1\n"), HasSubstr("analyzer_parameters.dt: must be > 0"));
+  EXPECT_THAT(ErrorOf("data_file: run.hdf\ndt: -1\n"),
+              HasSubstr("analyzer_parameters.dt: must be > 0"));
   // Mixed with the nested layout, a flat key is unknown.
   EXPECT_THAT(ErrorOf(kData + "dt: 0.1\n"),
               HasSubstr("dt: unknown key (line 4); did you mean analyzer_parameters.dt?"));
@@ -333,16 +335,18 @@ TEST(ConfigReader, FallbacksForDtAndGap) {
 }
 
 TEST(ConfigReader, BoundsFallbackAndMidpointInitialValues) {
-  const Config c = Read(kData + "analysis_mode: laminar_flow\n"
-                                "parameter_space:\n  bounds:\n"
-                                "    - {name: gamma_dot_offset, min: -0.5, max: 1.5}\n"
-                                "    - {name: contrast_0, min: 0.1, max: 0.3}\n");
+  const Config c = Read(kData +
+                        "analysis_mode: laminar_flow\n"
+                        "parameter_space:\n  bounds:\n"
+                        "    - {name: gamma_dot_offset, min: -0.5, max: 1.5}\n"
+                        "    - {name: contrast_0, min: 0.1, max: 0.3}\n");
   // §1.8 defaults and midpoints.
   const struct {
     const char* name;
     double min, max;
-  } expected[] = {{"D0", 1e2, 1e5},    {"alpha", -2, 2},          {"D_offset", -1e5, 1e5},
-                  {"gamma_dot_t0", 1e-6, 0.5}, {"beta", -2, 2}, {"gamma_dot_t_offset", -0.5, 1.5},
+  } expected[] = {{"D0", 1e2, 1e5},        {"alpha", -2, 2},
+                  {"D_offset", -1e5, 1e5}, {"gamma_dot_t0", 1e-6, 0.5},
+                  {"beta", -2, 2},         {"gamma_dot_t_offset", -0.5, 1.5},
                   {"phi0", -10, 10}};
   ASSERT_EQ(c.parameters.size(), 7u);
   for (std::size_t i = 0; i < 7; ++i) {
@@ -360,8 +364,9 @@ TEST(ConfigReader, BoundsFallbackAndMidpointInitialValues) {
   const Config n = Read(kData + "initial_parameters:\n  values: null\n");
   EXPECT_DOUBLE_EQ(n.FindParameter("D0")->initial, 50050.0);
   // Partial names: listed ones from the file, the others at the midpoint.
-  const Config p = Read(kData + "initial_parameters:\n  parameter_names: [alpha]\n"
-                                "  values: [-1.5]\n");
+  const Config p = Read(kData +
+                        "initial_parameters:\n  parameter_names: [alpha]\n"
+                        "  values: [-1.5]\n");
   EXPECT_DOUBLE_EQ(p.FindParameter("alpha")->initial, -1.5);
   EXPECT_DOUBLE_EQ(p.FindParameter("D_offset")->initial, 0.0);
 }

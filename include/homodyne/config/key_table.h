@@ -86,7 +86,10 @@ struct KeySpec {
   std::string description;
   unsigned flags = kNoFlags;
 
-  bool nullable() const { return (flags & kNullable) != 0; }
+  // A key without a default may also be written as null ("not set"), except required ones.
+  bool nullable() const {
+    return (flags & kNullable) != 0 || (default_yaml.empty() && (flags & kRequired) == 0);
+  }
   bool required() const { return (flags & kRequired) != 0; }
   bool open() const { return (flags & kOpen) != 0; }
 };
