@@ -88,15 +88,19 @@ std::string EffectiveConfigYaml(const Config& c) {
     const bool has = given.IsDefined() && !given.IsNull();
     if (spec.type == KeyType::kMapping) {
       const bool wildcard = FindKeySpec(spec.path + ".*") != nullptr;
-      if ((wildcard || spec.open()) && has) {
-        for (const auto& kv : given) {
-          const std::string child = spec.path + "." + kv.first.Scalar();
-          if (wildcard || FindKeySpec(child) == nullptr)
-            SetPath(out, child, YAML::Clone(kv.second));
-        }
-      }
       if (!detail::FindNode(out, spec.path).IsDefined()) {
         SetPath(out, spec.path, YAML::Node(YAML::NodeType::Map));
+      }
+      if ((wildcard || spec.open()) && has) {
+        // Child names may contain dots (logging.modules: {homodyne.core: DEBUG}), so they
+        // are set on the mapping itself rather than through a dotted path.
+        YAML::Node mapping = detail::FindNode(out, spec.path);
+        for (const auto& kv : given) {
+          const std::string child = spec.path + "." + kv.first.Scalar();
+          if (wildcard || FindKeySpec(child) == nullptr) {
+            mapping[kv.first.Scalar()] = YAML::Clone(kv.second);
+          }
+        }
       }
       continue;
     }

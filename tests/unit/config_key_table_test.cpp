@@ -181,3 +181,30 @@ TEST(ConfigKeyTable, CommittedDocsMatchTheTable) {
 
 }  // namespace
 }  // namespace homodyne::config
+
+namespace homodyne::config {
+namespace {
+
+// The echo of a file that sets almost every key reproduces it, including free-form
+// sections whose names contain dots.
+TEST(ConfigKeyTable, MasterConfigRoundTripsThroughTheEffectiveConfig) {
+  const Config c =
+      ReadConfigFile(std::string(HOMODYNE_SOURCE_DIR) + "/tests/data/configs/master.yaml");
+  const std::string echo = EffectiveConfigYaml(c);
+  Config again;
+  ASSERT_NO_THROW(again = ReadConfigString(echo, "echo.yaml")) << echo;
+  EXPECT_EQ(again.analysis_mode, AnalysisMode::kLaminarFlow);
+  EXPECT_EQ(again.logging.modules.at("homodyne.core"), "WARNING");
+  EXPECT_EQ(again.optimization.nlsq.anti_degeneracy.per_angle_mode, "fourier");
+  EXPECT_EQ(again.optimization.cmc.sharding.num_shards, 8);
+  EXPECT_EQ(again.optimization.cmc.per_shard_mcmc.num_warmup, 1000);
+  EXPECT_DOUBLE_EQ(again.FindParameter("gamma_dot_t0")->initial, 0.002);
+  EXPECT_DOUBLE_EQ(again.FindParameter("phi0")->min, -20.0);
+  EXPECT_DOUBLE_EQ(again.contrast.min, 0.05);
+  EXPECT_EQ(ConfigString(again, "performance.computation.vectorization_level"), "high");
+  EXPECT_THAT(echo, HasSubstr("figure.figsize"));
+  EXPECT_THAT(echo, HasSubstr("sample_name"));  // undeclared key of the open metadata section
+}
+
+}  // namespace
+}  // namespace homodyne::config

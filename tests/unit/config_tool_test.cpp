@@ -133,3 +133,20 @@ TEST(ConfigTool, SummaryNamesModeDataParametersAndMethod) {
 
 }  // namespace
 }  // namespace homodyne::config
+
+namespace homodyne::config {
+namespace {
+
+// The templates shipped in examples/ are exactly what `homodyne-config --mode` writes.
+TEST(ConfigTool, ShippedExamplesMatchTheGenerator) {
+  for (AnalysisMode mode : {AnalysisMode::kStatic, AnalysisMode::kLaminarFlow}) {
+    const std::string path =
+        std::string(HOMODYNE_SOURCE_DIR) + "/examples/" + DefaultTemplateFileName(mode);
+    EXPECT_EQ(Slurp(path), ConfigTemplate(mode))
+        << path << " is stale: regenerate with homodyne-config --mode " << ToString(mode) << " -o "
+        << path << " --force";
+  }
+}
+
+}  // namespace
+}  // namespace homodyne::config
