@@ -97,6 +97,9 @@ void WriteFileAtomically(const std::string& path, const std::string& text, bool 
 std::string FormatConfigSummary(const Config& c, bool verbose) {
   std::string out = fmt::format("configuration {}: valid{}\n", c.source,
                                 c.legacy_flat_layout ? " (flat legacy layout)" : "");
+  if (ConfigHasValue(c, "metadata.config_version")) {
+    out += fmt::format("  config version: {}\n", ConfigString(c, "metadata.config_version"));
+  }
   out += fmt::format("  analysis mode : {} ({} physical parameters)\n", ToString(c.analysis_mode),
                      c.parameters.size());
   const std::string data = c.experimental_data.DataFile();

@@ -402,6 +402,20 @@ TEST(ConfigReader, CodeDefaultsWhenSectionsAreAbsent) {
   EXPECT_EQ(c.output_directory, "./homodyne_results");
 }
 
+TEST(ConfigReader, JsonConfigsAreAccepted) {
+  const Config c = Read(R"({"analysis_mode": "laminar_flow",
+    "analyzer_parameters": {"dt": 0.01, "start_frame": 2, "end_frame": 20},
+    "experimental_data": {"data_folder_path": "./d/", "data_file_name": "x.hdf"},
+    "initial_parameters": {"parameter_names": ["D0", "phi_0"], "values": [2000, 3.5]},
+    "optimization": {"cmc": {"sharding": {"num_shards": "auto"}}}})");
+  EXPECT_EQ(c.analysis_mode, AnalysisMode::kLaminarFlow);
+  EXPECT_DOUBLE_EQ(c.analyzer.dt, 0.01);
+  EXPECT_EQ(c.analyzer.end_frame, 20);
+  EXPECT_DOUBLE_EQ(c.FindParameter("phi0")->initial, 3.5);
+  EXPECT_THAT(ErrorOf(R"({"analyzer_parameters": {"dt": "0.01"}})"),
+              HasSubstr("analyzer_parameters.dt: expected a number, found the string \"0.01\""));
+}
+
 TEST(ConfigReader, EmptyOrNonMappingFilesAreRejected) {
   EXPECT_THAT(ErrorOf(""), HasSubstr("empty"));
   EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("top level must be a mapping"));
