@@ -112,7 +112,16 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
     const auto hi = OptField(entry, "max");
     if (name.empty() || !lo || !hi) continue;
     if (!seen.insert(name).second) {
-      problems.Add(key, fmt::format("second bounds entry for '{}'{}", name, LineSuffix(entry)));
+      // Per-angle entries (contrast_0, contrast_1, ...) are accepted when they agree: one
+      // bound applies to every angle.
+      const auto& bounds_so_far = c.parameter_space.bounds;
+      const auto first = std::find_if(bounds_so_far.begin(), bounds_so_far.end(),
+                                      [&](const ParameterBound& b) { return b.name == name; });
+      if (first == bounds_so_far.end() || first->min != *lo || first->max != *hi) {
+        problems.Add(key, fmt::format("second bounds entry for '{}'{} with different limits; one "
+                                      "entry applies to every angle",
+                                      name, LineSuffix(entry)));
+      }
       continue;
     }
     if (!(*lo < *hi)) {

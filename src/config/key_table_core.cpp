@@ -99,7 +99,7 @@ void AddPhiFiltering(std::vector<KeySpec>& t) {
   p.Section("", kUse, "Selection of azimuthal angles for the fit");
   p.Used("enabled", T::kBool, "false", NoRule(), "Apply target_ranges");
   p.Used("target_ranges", T::kMappingList, "[]", NoRule(),
-         "Angle ranges in degrees; an angle is kept if it lies in any range");
+         "Angle ranges in degrees; an angle is kept if it lies in any range", kNullable);
   p.Used("target_ranges[].min_angle", T::kFloat, "", NoRule(), "Lower end (degrees)", kRequired);
   p.Used("target_ranges[].max_angle", T::kFloat, "", NoRule(),
          "Upper end (degrees); max < min means a wrap-around range", kRequired);

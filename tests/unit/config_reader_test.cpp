@@ -254,6 +254,16 @@ TEST(ConfigReader, InvalidValuesNameTheRule) {
               HasSubstr("unknown parameter name 'beta' (line 5) for analysis_mode static"));
   EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: gamma, min: 0, max: 1}\n"),
               HasSubstr("parameter_space.bounds[0].name: unknown parameter name 'gamma'"));
+  EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: 1, max: 9}\n"
+                              "    - {name: D0, min: 2, max: 9}\n"),
+              HasSubstr("parameter_space.bounds[1]: second bounds entry for 'D0'"));
+  EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n"
+                              "    - {name: contrast_0, min: 0, max: 1}\n"
+                              "    - {name: contrast_1, min: 0, max: 0.5}\n"),
+              HasSubstr("second bounds entry for 'contrast'"));
+  EXPECT_NO_THROW(Read(kData + "parameter_space:\n  bounds:\n"
+                               "    - {name: offset_0, min: 0.8, max: 1.2}\n"
+                               "    - {name: offset_1, min: 0.8, max: 1.2}\n"));
   EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: 0}\n"),
               HasSubstr("parameter_space.bounds[0].max: required key is missing"));
 }
