@@ -196,7 +196,13 @@ Config ReadConfigString(const std::string& yaml_text, const std::string& source,
                               e.mark.column + 1, e.msg),
                   source);
   }
-  return BuildConfig(root, source, options);
+  try {
+    return BuildConfig(root, source, options);
+  } catch (const YAML::Exception& e) {  // defensive: validation should prevent this
+    ThrowBadInput(fmt::format("unexpected YAML structure at line {}, column {}: {}",
+                              e.mark.line + 1, e.mark.column + 1, e.msg),
+                  source);
+  }
 }
 
 Config ReadConfigFile(const std::string& path, const ReadOptions& options) {

@@ -176,6 +176,9 @@ int HomodyneConfigMain(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return static_cast<int>(e.exit_code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "internal error: %s\n", e.what());
+    return static_cast<int>(ExitCode::kInternalError);
   }
 }
 
