@@ -1,0 +1,216 @@
+// Entry points of the config reader: parse, convert the legacy layout, validate against
+// the key table, build the typed Config.
+#include "homodyne/config/config_reader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "config_builder.h"
+#include "homodyne/error.h"
+#include "schema_check.h"
+
+namespace homodyne::config {
+
+std::string ExperimentalData::DataFile() const {
+  if (data_folder_path.empty() || data_file_name.empty()) return {};
+  return (std::filesystem::path(data_folder_path) / data_file_name).string();
+}
+
+const EffectiveParameter* Config::FindParameter(const std::string& name) const {
+  const std::string canonical = CanonicalParameterName(name);
+  for (const auto& p : parameters) {
+    if (p.name == canonical) return &p;
+  }
+  if (canonical == "contrast") return &contrast;
+  if (canonical == "offset") return &offset;
+  return nullptr;
+}
+
+namespace {
+using detail::ProblemList;
+using detail::ValueReader;
+
+bool HasParentReference(const std::string& path) {
+  for (const auto& part : std::filesystem::path(path)) {
+    if (part == "..") return true;
+  }
+  return false;
+}
+
+void BuildAnalyzer(const ValueReader& r, Config& c, ProblemList& problems) {
+  AnalyzerParameters& a = c.analyzer;
+  if (r.Has("analyzer_parameters.dt")) {
+    a.dt = r.Number("analyzer_parameters.dt");
+    a.dt_source = "analyzer_parameters.dt";
+  } else if (r.Has("experimental_data.dt")) {
+    a.dt = r.Number("experimental_data.dt");
+    a.dt_source = "experimental_data.dt";
+  } else {
+    a.dt = 1.0;  // homodyne's loader fallback
+    a.dt_source = "default";
+    c.notes.push_back("analyzer_parameters.dt is not set: using dt = 1.0 s (homodyne's fallback)");
+  }
+  a.start_frame = r.Int("analyzer_parameters.start_frame");
+  a.end_frame = r.Int("analyzer_parameters.end_frame");
+  if (a.end_frame != -1 && a.end_frame < a.start_frame) {
+    problems.Add("analyzer_parameters.end_frame",
+                 fmt::format("must be -1 (last frame) or >= start_frame ({}), found {}{}",
+                             a.start_frame, a.end_frame, r.Line("analyzer_parameters.end_frame")));
+  }
+  a.wavevector_q = r.Number("analyzer_parameters.scattering.wavevector_q");
+  // Gap L: analyzer geometry → experimental_data geometry → sample_detector_distance → 2e6 Å.
+  a.stator_rotor_gap = 2.0e6;
+  a.stator_rotor_gap_source = "default";
+  for (const char* key : {"analyzer_parameters.geometry.stator_rotor_gap",
+                          "experimental_data.geometry.stator_rotor_gap",
+                          "experimental_data.sample_detector_distance"}) {
+    if (r.Has(key)) {
+      a.stator_rotor_gap = r.Number(key);
+      a.stator_rotor_gap_source = key;
+      break;
+    }
+  }
+}
+
+void BuildExperimentalData(const ValueReader& r, Config& c, const ReadOptions& options,
+                           ProblemList& problems) {
+  ExperimentalData& e = c.experimental_data;
+  e.file_path = r.String("experimental_data.file_path");
+  e.data_folder_path = r.String("experimental_data.data_folder_path");
+  e.data_file_name = r.String("experimental_data.data_file_name");
+  e.phi_angles_path = r.String("experimental_data.phi_angles_path");
+  e.cache_file_path = r.String("experimental_data.cache_file_path");
+  e.cache_filename_template = r.String("experimental_data.cache_filename_template");
+  e.cache_compression = r.Bool("experimental_data.cache_compression");
+  for (const char* key :
+       {"experimental_data.data_folder_path", "experimental_data.data_file_name"}) {
+    const std::string value = r.String(key);
+    if (value.empty() && options.require_data_file) {
+      problems.Add(key, fmt::format("is required for a fit (experimental_data needs both "
+                                    "data_folder_path and data_file_name){}",
+                                    r.Line(key)));
+    } else if (HasParentReference(value)) {
+      problems.Add(key, fmt::format("must not contain '..', found \"{}\"{}", value, r.Line(key)));
+    }
+  }
+  const std::string& tmpl = e.cache_filename_template;
+  if (tmpl.find('/') != std::string::npos || tmpl.find("..") != std::string::npos) {
+    problems.Add("experimental_data.cache_filename_template",
+                 fmt::format("must be a plain file name (no '/' or '..'), found \"{}\"{}", tmpl,
+                             r.Line("experimental_data.cache_filename_template")));
+  }
+  if (options.check_data_file_exists && !e.DataFile().empty() &&
+      !std::filesystem::is_regular_file(e.DataFile())) {
+    problems.Add("experimental_data.data_file_name",
+                 fmt::format("data file {} does not exist{}", e.DataFile(),
+                             r.Line("experimental_data.data_file_name")));
+  }
+}
+
+void BuildPhiFiltering(const ValueReader& r, Config& c) {
+  c.phi_filtering.enabled = r.Bool("phi_filtering.enabled");
+  for (const auto& item : r.Find("phi_filtering.target_ranges")) {
+    AngleRange range;
+    range.min_angle =
+        detail::ParseNumber(detail::ScalarField(item, "min_angle").value_or("")).value_or(0.0);
+    range.max_angle =
+        detail::ParseNumber(detail::ScalarField(item, "max_angle").value_or("")).value_or(0.0);
+    range.description = detail::ScalarField(item, "description").value_or("");
+    c.phi_filtering.target_ranges.push_back(range);
+  }
+}
+
+void BuildLogging(const ValueReader& r, Config& c) {
+  LoggingOptions& l = c.logging;
+  l.enabled = r.Bool("logging.enabled");
+  l.level = r.String("logging.level");
+  l.console_enabled = r.Bool("logging.console.enabled");
+  l.console_level = r.String("logging.console.level");
+  l.file_enabled = r.Bool("logging.file.enabled");
+  l.file_level = r.String("logging.file.level");
+  l.file_path = r.String("logging.file.path");
+  l.file_name = r.String("logging.file.filename");
+  const YAML::Node modules = r.Find("logging.modules");
+  if (modules.IsMap()) {
+    for (const auto& kv : modules) l.modules[kv.first.Scalar()] = kv.second.Scalar();
+  }
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions& options) {
+  if (!root.IsDefined() || root.IsNull()) ThrowBadInput("the configuration file is empty", source);
+  if (!root.IsMap()) {
+    ThrowBadInput(
+        fmt::format("the top level must be a mapping of keys{}", detail::LineSuffix(root)), source);
+  }
+  Config c;
+  c.source = source;
+  ProblemList problems;
+  c.legacy_flat_layout = detail::ConvertFlatLegacyLayout(root, problems);
+  if (c.legacy_flat_layout) {
+    c.notes.push_back("flat legacy layout converted to the nested layout");
+  }
+  detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present);
+  problems.ThrowIfAny(source);  // typed access below relies on a valid tree
+
+  const ValueReader r(root);
+  c.analysis_mode_name = Lower(r.String("analysis_mode"));
+  c.analysis_mode = ParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
+  BuildAnalyzer(r, c, problems);
+  BuildExperimentalData(r, c, options, problems);
+  c.q_tolerance_fraction = r.Number("q_tolerance_fraction");
+  BuildPhiFiltering(r, c);
+  detail::BuildParameters(r, c, problems);
+  detail::BuildOptimization(r, c, problems);
+  BuildLogging(r, c);
+  c.output_directory = r.String("output.directory");
+  c.cache_strategy = r.String("v2_features.cache_strategy");
+  problems.ThrowIfAny(source);
+
+  auto raw = std::make_shared<RawConfig>();
+  raw->root = root;
+  raw->source = source;
+  c.raw = std::move(raw);
+  return c;
+}
+
+}  // namespace
+
+Config ReadConfigString(const std::string& yaml_text, const std::string& source,
+                        const ReadOptions& options) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    ThrowBadInput(fmt::format("YAML syntax error at line {}, column {}: {}", e.mark.line + 1,
+                              e.mark.column + 1, e.msg),
+                  source);
+  }
+  try {
+    return BuildConfig(root, source, options);
+  } catch (const YAML::Exception& e) {  // defensive: validation should prevent this
+    ThrowBadInput(fmt::format("unexpected YAML structure at line {}, column {}: {}",
+                              e.mark.line + 1, e.mark.column + 1, e.msg),
+                  source);
+  }
+}
+
+Config ReadConfigFile(const std::string& path, const ReadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ThrowBadInput("cannot open the configuration file", path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ReadConfigString(text.str(), path, options);
+}
+
+}  // namespace homodyne::config

@@ -1,0 +1,155 @@
+// Key table: logging, plotting, output, performance, loader extras and the sections that
+// homodyne documents but does not read on its CLI path (spec §3).
+#include "key_table_builder.h"
+
+namespace homodyne::config::detail {
+namespace {
+using T = KeyType;
+constexpr auto kAcc = KeyStatus::kAccepted;
+constexpr auto kUse = KeyStatus::kUsed;
+
+Rule LogLevels() {
+  return OneOf({"TRACE", "DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"}, true);
+}
+
+void AddLogging(std::vector<KeySpec>& t) {
+  const KeyAdder l(t, "logging");
+  l.Section("", kUse, "Log output", kNullable);
+  l.Used("enabled", T::kBool, "true", NoRule(), "Enable logging");
+  l.Used("level", T::kString, "INFO", LogLevels(), "Overall level");
+  l.Section("console", kUse, "Console log", kNullable);
+  l.Used("console.enabled", T::kBool, "true", NoRule(), "Log to the console");
+  l.Used("console.level", T::kString, "INFO", LogLevels(), "Console level");
+  l.Acc("console.format", T::kString, "detailed", NoRule(), "Line format");
+  l.Acc("console.colors", T::kBool, "true", NoRule(), "Coloured output");
+  l.Acc("console.show_progress", T::kBool, "true", NoRule(), "Progress lines");
+  l.Section("file", kUse, "Log file", kNullable);
+  l.Used("file.enabled", T::kBool, "false", NoRule(), "Write a log file");
+  l.Used("file.level", T::kString, "DEBUG", LogLevels(), "File level");
+  l.Used("file.path", T::kString, "./logs/", NoRule(), "Log folder");
+  l.Used("file.filename", T::kString, "homodyne_analysis.log", NoRule(), "Log file name");
+  l.Acc("file.max_size_mb", T::kFloat, "10", Positive(), "Rotation size (MB)");
+  l.Acc("file.backup_count", T::kInt, "5", NonNegative(), "Rotated files kept");
+  l.Section("modules", kAcc, "Per-logger levels (logger name: level)", kNullable);
+  l.Acc("modules.*", T::kString, "", LogLevels(), "Level of one named logger");
+}
+
+void AddPlottingAndOutput(std::vector<KeySpec>& t) {
+  const KeyAdder p(t, "plotting");
+  p.Section("", kAcc, "Plot settings (homodyne reads output.plots instead)", kOpen | kNullable);
+  p.Acc("save_plots", T::kBool, "false", NoRule(), "Save plots");
+  p.Acc("show_plots", T::kBool, "false", NoRule(), "Show plots");
+  p.Acc("format", T::kString, "png", NoRule(), "Image format");
+  p.Acc("dpi", T::kInt, "300", AtLeast(1), "Resolution");
+  p.Acc("style", T::kString, "", NoRule(), "Plot style", kNullable);
+  p.Acc("preview_mode", T::kBool, "false", NoRule(), "Fast preview rendering");
+  p.Acc("fit_surface", T::kString, "solver", OneOf({"solver", "posthoc"}), "Fit surface source");
+  p.Acc("color_scale", T::kAnyMapping, "", NoRule(), "Colour scale settings", kNullable);
+  p.Acc("datashader", T::kAnyMapping, "", NoRule(), "Datashader canvas settings", kNullable);
+  p.Acc("matplotlib", T::kAnyMapping, "", NoRule(), "Matplotlib settings", kNullable);
+  p.Acc("correlation_function", T::kAnyMapping, "", NoRule(), "Correlation plot", kNullable);
+  p.Acc("fit_quality", T::kAnyMapping, "", NoRule(), "Fit-quality plot", kNullable);
+
+  const KeyAdder o(t, "output");
+  o.Section("", kUse, "Output locations (the --output-dir flag overrides)", kNullable);
+  o.Used("directory", T::kString, "./homodyne_results", NoRule(), "Root of all outputs");
+  o.Acc("base_directory", T::kString, "", NoRule(), "Base folder", kNullable);
+  o.Section("formats", kAcc, "Result formats (only JSON/NPZ/YAML are written)", kNullable);
+  o.Acc("formats.hdf5", T::kBool, "", NoRule(), "HDF5 results");
+  o.Acc("formats.json", T::kBool, "", NoRule(), "JSON results");
+  o.Acc("formats.csv", T::kBool, "", NoRule(), "CSV results");
+  o.Acc("create_subdirs", T::kBool, "true", NoRule(), "Create method subfolders");
+  o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
+  o.Acc("compress_hdf5", T::kBool, "true", NoRule(), "Compress HDF5 output");
+  o.Acc("compression_level", T::kInt, "4", InRange(0, 9), "Compression level");
+  o.Section("plots", kAcc, "Heatmap settings read by homodyne's plotting code", kNullable);
+  o.Acc("plots.preview_mode", T::kBool, "false", NoRule(), "Fast preview rendering");
+  o.Acc("plots.fit_surface", T::kString, "solver", OneOf({"solver", "posthoc"}),
+        "Fit surface from the solver or recomputed");
+  o.Section("plots.color_scale", kAcc, "Colour scale", kNullable);
+  o.Acc("plots.color_scale.mode", T::kString, "percentile", NoRule(), "Scaling mode");
+  o.Acc("plots.color_scale.percentile_min", T::kFloat, "1", InRange(0, 100), "Lower percentile");
+  o.Acc("plots.color_scale.percentile_max", T::kFloat, "99", InRange(0, 100), "Upper percentile");
+  o.Acc("plots.color_scale.fixed_min", T::kFloat, "null", NoRule(), "Fixed lower limit", kNullable);
+  o.Acc("plots.color_scale.fixed_max", T::kFloat, "null", NoRule(), "Fixed upper limit", kNullable);
+  o.Section("plots.datashader", kAcc, "Datashader canvas", kNullable);
+  o.Acc("plots.datashader.canvas_width", T::kInt, "", AtLeast(1), "Canvas width");
+  o.Acc("plots.datashader.canvas_height", T::kInt, "", AtLeast(1), "Canvas height");
+}
+
+void AddPerformance(std::vector<KeySpec>& t) {
+  const KeyAdder p(t, "performance");
+  p.Section("", kAcc, "Resource hints; other loader flags are accepted", kOpen | kNullable);
+  p.Acc("strategy_override", T::kString, "null", NoRule(), "Force a fit strategy", kNullable);
+  p.Acc("memory_limit_gb", T::kFloat, "null", Positive(), "Memory limit (GB)", kNullable);
+  p.Acc("enable_progress", T::kBool, "true", NoRule(), "Progress output");
+  p.Acc("memory_optimization", T::kAnyMapping, "", NoRule(), "Memory options", kNullable);
+  p.Section("computation", kAcc, "Computation hints", kNullable);
+  p.Acc("computation.enable_jit", T::kBool, "true", NoRule(), "JIT compilation (JAX)");
+  p.Acc("computation.cpu_threads", T::kAny, "auto", NoRule(), "Thread count or auto");
+  p.Acc("computation.vectorization_level", T::kString, "", NoRule(), "Vectorization level",
+        kNullable);
+  p.Acc("performance_engine_enabled", T::kBool, "true", NoRule(), "Loader performance engine");
+}
+
+void AddLoaderExtras(std::vector<KeySpec>& t) {
+  const KeyAdder v(t, "v2_features");
+  v.Section("", kUse, "Loader feature switches", kOpen | kNullable);
+  v.Acc("output_format", T::kString, "auto", NoRule(), "Loader output format");
+  v.Acc("validation_level", T::kString, "basic", NoRule(), "Loader validation level");
+  v.Acc("physics_validation", T::kBool, "false", NoRule(), "Physics checks of the data");
+  v.Used("cache_strategy", T::kString, "intelligent", OneOf({"intelligent", "none"}),
+         "NPZ caching of the selected data (none disables it)");
+
+  const KeyAdder d(t, "data_filtering");
+  d.Section("", kUse, "Loader-level pre-filtering (disabled by default)", kOpen | kNullable);
+  d.Used("enabled", T::kBool, "false", NoRule(), "Enable the filter");
+  d.Section("q_range", kUse, "q window", kNullable);
+  d.Used("q_range.min", T::kFloat, "null", NonNegative(), "Lowest q", kNullable);
+  d.Used("q_range.max", T::kFloat, "null", Positive(), "Highest q", kNullable);
+  d.Section("phi_range", kUse, "phi window (degrees)", kNullable);
+  d.Used("phi_range.min", T::kFloat, "null", NoRule(), "Lowest phi", kNullable);
+  d.Used("phi_range.max", T::kFloat, "null", NoRule(), "Highest phi", kNullable);
+  d.Used("quality_threshold", T::kFloat, "null", NoRule(), "Minimum quality", kNullable);
+  d.Section("frame_filtering", kUse, "Frame sub-sampling", kNullable);
+  d.Used("frame_filtering.stride", T::kInt, "1", AtLeast(1), "Keep every n-th frame");
+  d.Used("combine_criteria", T::kString, "AND", OneOf({"AND", "OR"}, true), "How filters combine");
+  d.Used("fallback_on_empty", T::kBool, "true", NoRule(), "Keep all data if nothing matches");
+
+  const KeyAdder p(t, "preprocessing");
+  p.Section("", kAcc, "Loader preprocessing pipeline (disabled by default)", kOpen | kNullable);
+  p.Acc("enabled", T::kBool, "false", NoRule(), "Enable preprocessing");
+  p.Acc("fallback_on_failure", T::kBool, "true", NoRule(), "Continue on failure");
+  p.Acc("save_provenance", T::kBool, "false", NoRule(), "Record the steps applied");
+
+  const KeyAdder q(t, "quality_control");
+  q.Section("", kAcc, "Loader data-quality stages (disabled by default)", kOpen | kNullable);
+  q.Acc("enabled", T::kBool, "false", NoRule(), "Enable quality control");
+
+  const KeyAdder n(t, "noise_estimation");
+  n.Section("", kAcc, "Noise model estimation (not read by homodyne's CLI)", kOpen | kNullable);
+  n.Acc("enabled", T::kBool, "false", NoRule(), "Estimate noise");
+  n.Acc("model", T::kString, "per_angle", NoRule(), "Noise model");
+  n.Acc("adam_config", T::kAnyMapping, "", NoRule(), "Optimizer settings", kNullable);
+
+  const KeyAdder val(t, "validation");
+  val.Section("", kAcc, "Validation switches (not read by homodyne)", kOpen | kNullable);
+  val.Acc("strict_mode", T::kBool, "false", NoRule(), "Strict validation");
+  val.Acc("check_file_existence", T::kBool, "true", NoRule(), "Check that files exist");
+
+  const KeyAdder legacy(t, "optimization_config");
+  legacy.Section("", kAcc, "Legacy block; only angle_filtering is read by the loader",
+                 kOpen | kNullable);
+  legacy.Acc("angle_filtering", T::kAnyMapping, "", NoRule(), "Legacy angle filter", kNullable);
+}
+
+}  // namespace
+
+void AddAuxiliaryKeys(std::vector<KeySpec>& table) {
+  AddLogging(table);
+  AddPlottingAndOutput(table);
+  AddPerformance(table);
+  AddLoaderExtras(table);
+}
+
+}  // namespace homodyne::config::detail

@@ -1,0 +1,106 @@
+// Key table: optimization.cmc (consensus Monte Carlo; spec §3, §1.9).
+#include "key_table_builder.h"
+
+namespace homodyne::config::detail {
+namespace {
+using T = KeyType;
+constexpr auto kUse = KeyStatus::kUsed;
+
+void AddCmcTop(const KeyAdder& c) {
+  c.Section("", kUse, "Consensus Monte Carlo (sharded NUTS sampling)", kNullable);
+  c.Used("enable", T::kBoolOrAuto, "auto", NoRule(), "Use sharding (auto: large data only)");
+  c.Used("min_points_for_cmc", T::kInt, "100000", NonNegative(), "Points above which auto shards");
+  c.Acc("run_id", T::kString, "null", NoRule(), "Run label", kNullable);
+  c.Acc("backend", T::kString, "jax", NoRule(), "Legacy backend name");
+  c.Used("per_angle_mode", T::kString, "auto",
+         OneOf({"auto", "constant", "constant_averaged", "individual"}),
+         "Scaling layout of the sampled model");
+  c.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
+         "auto samples one shared contrast/offset when n_phi >= this");
+  c.Used("prior_tempering", T::kBool, "true", NoRule(), "Temper priors by the shard count");
+  c.Used("seed", T::kInt, "42", NonNegative(), "Random seed (homodyne code default 42)");
+  c.Used("per_shard_timeout", T::kFloat, "3600", Positive(), "Seconds per shard");
+  c.Used("heartbeat_timeout", T::kFloat, "600", Positive(), "Seconds without progress");
+}
+
+void AddBackendAndSharding(const KeyAdder& c) {
+  const KeyAdder b = c.Sub("backend_config");
+  b.Section("", kUse, "Execution backend and checkpoints", kNullable);
+  b.Acc("name", T::kString, "auto", OneOf({"auto", "multiprocessing", "pjit", "pbs"}),
+        "Backend (homodyne-hpc always uses MPI)");
+  b.Used("enable_checkpoints", T::kBool, "true", NoRule(), "Checkpoint finished shards");
+  b.Used("checkpoint_frequency", T::kInt, "1", AtLeast(1), "Shards between checkpoints");
+  b.Used("checkpoint_dir", T::kString, "./checkpoints/cmc", NoRule(), "Checkpoint folder");
+  b.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
+  b.Used("resume_from_checkpoint", T::kBool, "true", NoRule(), "Resume finished shards");
+
+  const KeyAdder s = c.Sub("sharding");
+  s.Section("", kUse, "How the data are split into shards", kNullable);
+  s.Used("strategy", T::kString, "random", OneOf({"random", "stratified", "contiguous"}),
+         "Assignment of points to shards");
+  s.Used("num_shards", T::kIntOrAuto, "auto", AtLeast(1), "Number of shards");
+  s.Used("max_points_per_shard", T::kIntOrAuto, "auto", AtLeast(1), "Upper shard size");
+  s.Used("min_points_per_shard", T::kInt, "10000", AtLeast(1), "Lower shard size");
+  s.Used("seed_base", T::kInt, "0", NonNegative(), "Base of per-shard seeds");
+  s.Used("min_points_per_param", T::kInt, "1500", AtLeast(1), "Points per parameter per shard");
+
+  const KeyAdder m = c.Sub("combination");
+  m.Section("", kUse, "Combination of shard posteriors", kNullable);
+  m.Used("method", T::kString, "robust_consensus_mc",
+         OneOf({"robust_consensus_mc", "consensus_mc", "weighted_gaussian", "simple_average"}),
+         "Combination rule");
+  m.Used("validate_results", T::kBool, "true", NoRule(), "Validate shards before combining");
+  m.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1),
+         "Minimum fraction of successful shards (laminar template 0.80)");
+  m.Used("min_success_rate_warning", T::kFloat, "0.80", InRange(0, 1), "Warn below this");
+}
+
+void AddSamplerAndChecks(const KeyAdder& c) {
+  const KeyAdder p = c.Sub("per_shard_mcmc");
+  p.Section("", kUse, "NUTS settings of every shard", kNullable);
+  p.Used("num_warmup", T::kInt, "500", NonNegative(), "Warm-up iterations per chain");
+  p.Used("num_samples", T::kInt, "1500", AtLeast(1), "Samples per chain");
+  p.Used("num_chains", T::kInt, "4", AtLeast(1), "Chains per shard");
+  p.Acc("chain_method", T::kString, "parallel", NoRule(), "How chains are run");
+  p.Used("target_accept_prob", T::kFloat, "0.85", InRange(0, 1), "NUTS target acceptance");
+  p.Acc("adaptive_sampling", T::kBool, "true", NoRule(), "Shrink warm-up/samples for small shards");
+  p.Used("max_tree_depth", T::kInt, "10", AtLeast(1), "NUTS maximum tree depth");
+  p.Acc("min_warmup", T::kInt, "100", NonNegative(), "Lower limit of adaptive warm-up");
+  p.Acc("min_samples", T::kInt, "200", AtLeast(1), "Lower limit of adaptive samples");
+  p.Acc("enable_jax_profiling", T::kBool, "false", NoRule(), "JAX profiling");
+  p.Acc("jax_profile_dir", T::kString, "null", NoRule(), "JAX profile folder", kNullable);
+
+  const KeyAdder v = c.Sub("validation");
+  v.Section("", kUse, "Convergence checks of shards", kNullable);
+  v.Used("strict_mode", T::kBool, "false", NoRule(), "Fail instead of warn");
+  v.Used("min_per_shard_ess", T::kFloat, "100", NonNegative(), "Minimum effective sample size");
+  v.Used("max_per_shard_rhat", T::kFloat, "1.1", AtLeast(1), "Maximum R-hat (laminar 1.2)");
+  v.Used("max_between_shard_kl", T::kFloat, "2.0", NonNegative(), "Maximum shard divergence");
+  v.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1), "Minimum fraction of shards");
+  v.Used("max_divergence_rate", T::kFloat, "0.10", InRange(0, 1), "Maximum divergent fraction");
+  v.Used("require_nlsq_warmstart", T::kBool, "false", NoRule(), "Require an NLSQ warm start");
+  v.Used("use_nlsq_informed_priors", T::kBool, "true", NoRule(), "Centre priors on NLSQ result");
+  v.Used("nlsq_prior_width_factor", T::kFloat, "2.0", Positive(),
+         "Prior width = factor x NLSQ uncertainty");
+  v.Used("max_parameter_cv", T::kFloat, "1.0", Positive(),
+         "Maximum between-shard variation (static template 1.5)");
+  v.Used("heterogeneity_abort", T::kBool, "true", NoRule(), "Abort on heterogeneous shards");
+
+  const KeyAdder r = c.Sub("reparameterization");
+  r.Section("", kUse, "Sampling reparameterizations", kNullable);
+  r.Used("enable_d_total", T::kBool, "true", NoRule(), "Sample D0 + D_offset");
+  r.Used("enable_log_gamma", T::kBool, "true", NoRule(), "Sample log gamma_dot_t0 (laminar)");
+  r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold");
+  r.Used("bimodal_min_separation", T::kFloat, "0.5", NonNegative(), "Bimodality separation");
+}
+
+}  // namespace
+
+void AddCmcKeys(std::vector<KeySpec>& table) {
+  const KeyAdder c(table, "optimization.cmc");
+  AddCmcTop(c);
+  AddBackendAndSharding(c);
+  AddSamplerAndChecks(c);
+}
+
+}  // namespace homodyne::config::detail

@@ -1,0 +1,182 @@
+// Key table: optimization.nlsq (spec §3, §1.9). Defaults are homodyne's code defaults
+// where they differ from its templates (max_iterations 1000, shear update_frequency 1).
+#include "key_table_builder.h"
+
+namespace homodyne::config::detail {
+namespace {
+using T = KeyType;
+constexpr auto kAcc = KeyStatus::kAccepted;
+constexpr auto kUse = KeyStatus::kUsed;
+
+void AddNlsqBasics(const KeyAdder& n) {
+  n.Section("", kUse, "Nonlinear least-squares fit");
+  n.Acc("workflow", T::kString, "auto", NoRule(), "Workflow selection (informational)");
+  n.Acc("goal", T::kString, "quality", NoRule(), "Optimization goal (informational)");
+  n.Used("memory_fraction", T::kFloat, "0.75", Fraction(),
+         "Fraction of memory the fit may use (env NLSQ_MEMORY_FRACTION overrides)");
+  n.Used("memory_threshold_gb", T::kFloat, "null", Positive(),
+         "Absolute memory limit in GB (overrides memory_fraction)", kNullable);
+  n.Used("max_iterations", T::kInt, "1000", AtLeast(1),
+         "Maximum solver iterations (homodyne code default 1000; templates 100)");
+  n.Used("tolerance", T::kFloat, "1e-8", Positive(), "Relative cost tolerance (ftol)");
+  n.Used("xtol", T::kFloat, "1e-8", Positive(), "Relative step tolerance");
+  n.Used("gtol", T::kFloat, "1e-8", Positive(), "Gradient tolerance");
+  n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
+  n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
+  n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+        "Robust loss (homodyne honours it only on its CurveFit path)");
+  n.Used("x_scale_map", T::kMapping, "null", NoRule(), "Per-parameter scale factors", kNullable);
+  n.Used("x_scale_map.*", T::kFloat, "", Positive(), "name: scale");
+  n.Section("progress", kAcc, "Progress reporting", kNullable);
+  n.Acc("progress.enable", T::kBool, "true", NoRule(), "Show progress");
+  n.Acc("progress.verbose", T::kInt, "1", NonNegative(), "Progress verbosity");
+  n.Acc("progress.log_interval", T::kInt, "10", AtLeast(1), "Iterations between log lines");
+  n.Section("diagnostics", kAcc, "Solver diagnostics", kNullable);
+  n.Acc("diagnostics.enabled", T::kBool, "false", NoRule(), "Collect diagnostics");
+  n.Acc("diagnostics.sample_size", T::kInt, "2048", AtLeast(1), "Points sampled");
+  n.Acc("diagnostics.check_gradients", T::kBool, "false", NoRule(), "Check gradients");
+  n.Acc("diagnostics.log_jacobian_norms", T::kBool, "false", NoRule(), "Log Jacobian norms");
+}
+
+void AddHybridStreaming(const KeyAdder& h) {
+  h.Section("", kAcc, "Adam warm-up + Gauss-Newton path for very large data", kNullable);
+  h.Acc("enable", T::kBool, "true", NoRule(), "Use the hybrid path above ~10M points");
+  h.Acc("normalize", T::kBool, "true", NoRule(), "Normalize parameters");
+  h.Acc("normalization_strategy", T::kString, "auto", NoRule(), "Normalization strategy");
+  h.Acc("warmup_iterations", T::kInt, "200", NonNegative(), "Adam warm-up iterations");
+  h.Acc("max_warmup_iterations", T::kInt, "500", NonNegative(), "Maximum warm-up iterations");
+  h.Acc("warmup_learning_rate", T::kFloat, "1e-3", Positive(), "Adam learning rate");
+  h.Acc("gauss_newton_max_iterations", T::kInt, "100", AtLeast(1), "Gauss-Newton iterations");
+  h.Acc("gauss_newton_tol", T::kFloat, "1e-8", Positive(), "Gauss-Newton tolerance");
+  h.Acc("chunk_size", T::kInt, "10000", AtLeast(1), "Points per chunk");
+  h.Acc("trust_region_initial", T::kFloat, "1.0", Positive(), "Initial trust radius");
+  h.Acc("regularization_factor", T::kFloat, "1e-10", NonNegative(), "Damping");
+  h.Acc("enable_checkpoints", T::kBool, "false", NoRule(), "Checkpoint the hybrid fit");
+  h.Acc("checkpoint_frequency", T::kInt, "100", AtLeast(1), "Iterations between checkpoints");
+  h.Acc("validate_numerics", T::kBool, "true", NoRule(), "Check for NaN/Inf");
+  h.Acc("verbose", T::kInt, "1", NonNegative(), "Verbosity");
+  h.Acc("log_frequency", T::kInt, "1", AtLeast(1), "Iterations between log lines");
+  h.Acc("enable_warm_start_detection", T::kBool, "true", NoRule(), "Detect warm starts");
+  h.Acc("warm_start_threshold", T::kFloat, "0.01", NonNegative(), "Warm-start threshold");
+  h.Acc("enable_adaptive_warmup_lr", T::kBool, "true", NoRule(), "Adapt the learning rate");
+  h.Acc("warmup_lr_refinement", T::kFloat, "1e-6", Positive(), "Learning rate, refinement");
+  h.Acc("warmup_lr_careful", T::kFloat, "1e-5", Positive(), "Learning rate, careful");
+  h.Acc("enable_cost_guard", T::kBool, "true", NoRule(), "Abort warm-up on cost increase");
+  h.Acc("cost_increase_tolerance", T::kFloat, "0.05", NonNegative(), "Allowed increase");
+  h.Acc("enable_step_clipping", T::kBool, "true", NoRule(), "Clip warm-up steps");
+  h.Acc("max_warmup_step_size", T::kFloat, "0.1", Positive(), "Maximum warm-up step");
+}
+
+void AddAntiDegeneracy(const KeyAdder& a) {
+  a.Section("", kUse, "Per-angle scaling treatment (laminar_flow NLSQ only)", kNullable);
+  a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system");
+  a.Used("per_angle_mode", T::kString, "auto", OneOf({"auto", "constant", "individual", "fourier"}),
+         "Scaling layout: auto, constant, individual or fourier");
+  a.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
+         "auto uses averaged scaling when n_phi >= this");
+  a.Used("fourier_order", T::kInt, "2", AtLeast(1), "Fourier order K of the fourier mode");
+  a.Acc("fourier_auto_threshold", T::kInt, "6", AtLeast(1), "n_phi for automatic Fourier");
+  a.Section("hierarchical", kAcc, "Alternating physical/per-angle solves", kNullable);
+  a.Acc("hierarchical.enable", T::kBool, "true", NoRule(), "Enable");
+  a.Acc("hierarchical.max_outer_iterations", T::kInt, "5", AtLeast(1), "Outer iterations");
+  a.Acc("hierarchical.outer_tolerance", T::kFloat, "1e-6", Positive(), "Outer tolerance");
+  a.Acc("hierarchical.physical_max_iterations", T::kInt, "100", AtLeast(1), "Inner (physical)");
+  a.Acc("hierarchical.per_angle_max_iterations", T::kInt, "50", AtLeast(1), "Inner (angles)");
+  a.Section("regularization", kAcc, "Regularization of per-angle spread", kNullable);
+  a.Acc("regularization.enable", T::kBool, "false", NoRule(), "Enable");
+  a.Acc("regularization.mode", T::kString, "relative", NoRule(), "Regularization mode");
+  a.Acc("regularization.lambda", T::kFloat, "1.0", NonNegative(), "Strength");
+  a.Acc("regularization.target_cv", T::kFloat, "0.10", NonNegative(), "Target variation");
+  a.Acc("regularization.target_contribution", T::kFloat, "0.10", NonNegative(),
+        "Target share of the cost");
+  a.Acc("regularization.max_cv", T::kFloat, "0.20", NonNegative(), "Maximum variation");
+  a.Acc("regularization.auto_tune_lambda", T::kBool, "true", NoRule(), "Tune lambda");
+  a.Section("gradient_monitoring", kAcc, "Gradient-collapse monitor", kNullable);
+  a.Acc("gradient_monitoring.enable", T::kBool, "true", NoRule(), "Enable");
+  a.Acc("gradient_monitoring.ratio_threshold", T::kFloat, "0.01", Positive(), "Ratio threshold");
+  a.Acc("gradient_monitoring.consecutive_triggers", T::kInt, "5", AtLeast(1), "Triggers");
+  a.Acc("gradient_monitoring.response", T::kString, "hierarchical", NoRule(),
+        "Response to a collapse (e.g. hierarchical, warn)");
+  a.Section("shear_weighting", kAcc, "Shear-sensitivity weighting of angles", kNullable);
+  a.Acc("shear_weighting.enable", T::kBool, "true", NoRule(), "Enable");
+  a.Acc("shear_weighting.alpha", T::kFloat, "1.0", NonNegative(), "Exponent of |cos|");
+  a.Acc("shear_weighting.min_weight", T::kFloat, "0.3", NonNegative(), "Weight floor");
+  a.Acc("shear_weighting.update_frequency", T::kInt, "1", AtLeast(1),
+        "Iterations between updates (code default 1; templates 50)");
+  a.Acc("shear_weighting.normalize", T::kBool, "true", NoRule(), "Normalize weights");
+}
+
+void AddMultiStart(const KeyAdder& m) {
+  m.Section("", kUse, "Multi-start global search", kNullable);
+  m.Used("enable", T::kBool, "false", NoRule(), "Run several local fits from sampled starts");
+  m.Used("n_starts", T::kInt, "10", AtLeast(1), "Number of starting points");
+  m.Used("seed", T::kInt, "42", NonNegative(), "Random seed of the sampling");
+  m.Used("sampling_strategy", T::kString, "latin_hypercube", NoRule(),
+         "How starting points are drawn (e.g. latin_hypercube)");
+  m.Used("n_workers", T::kInt, "0", NonNegative(), "Parallel workers (0 = automatic)");
+  m.Used("use_screening", T::kBool, "true", NoRule(), "Screen starts by initial cost");
+  m.Used("screen_keep_fraction", T::kFloat, "0.5", Fraction(), "Fraction kept by screening");
+  m.Used("refine_top_k", T::kInt, "3", AtLeast(1), "Best starts refined");
+  m.Used("refinement_ftol", T::kFloat, "1e-12", Positive(), "Refinement tolerance");
+  m.Used("degeneracy_threshold", T::kFloat, "0.1", NonNegative(),
+         "Relative cost gap below which solutions count as degenerate");
+}
+
+void AddCmaes(const KeyAdder& c) {
+  c.Section("", kAcc, "CMA-ES global optimizer (has priority over multi_start)", kNullable);
+  c.Acc("enable", T::kBool, "false", NoRule(), "Enable CMA-ES");
+  c.Acc("preset", T::kString, "cmaes-global", NoRule(), "Preset name");
+  c.Acc("max_generations", T::kInt, "null", AtLeast(1), "Generation limit", kNullable);
+  c.Acc("sigma", T::kFloat, "0.5", Positive(), "Initial step size (static template 0.3)");
+  c.Acc("sigma_warmstart", T::kFloat, "0.05", Positive(), "Step size after a warm start");
+  c.Acc("warmstart_auto_skip", T::kBool, "true", NoRule(), "Skip CMA-ES after good warm start");
+  c.Acc("warmstart_skip_threshold", T::kFloat, "5.0", NonNegative(), "Skip threshold");
+  c.Acc("popsize", T::kInt, "null", AtLeast(2), "Population size", kNullable);
+  c.Acc("tol_fun", T::kFloat, "1e-8", Positive(), "Cost tolerance");
+  c.Acc("tol_x", T::kFloat, "1e-8", Positive(), "Step tolerance");
+  c.Acc("restart_strategy", T::kString, "bipop", NoRule(), "Restart strategy (e.g. bipop)");
+  c.Acc("max_restarts", T::kInt, "10", NonNegative(), "Maximum restarts");
+  c.Acc("population_batch_size", T::kInt, "null", AtLeast(1), "Batch size", kNullable);
+  c.Acc("data_chunk_size", T::kInt, "null", AtLeast(1), "Data chunk size", kNullable);
+  c.Acc("memory_limit_gb", T::kFloat, "8", Positive(), "Memory limit (GB)");
+  c.Acc("auto_select", T::kBool, "true", NoRule(), "Select CMA-ES automatically (static: false)");
+  c.Acc("scale_threshold", T::kFloat, "1000", Positive(), "Scale ratio for auto selection");
+  c.Acc("normalize", T::kBool, "true", NoRule(), "Normalize parameters");
+  c.Acc("normalization_epsilon", T::kFloat, "1e-12", Positive(), "Normalization epsilon");
+  c.Acc("refine_with_nlsq", T::kBool, "true", NoRule(), "Refine the best point with NLSQ");
+  c.Acc("refinement_workflow", T::kString, "auto", NoRule(), "Refinement workflow");
+  c.Acc("refinement_ftol", T::kFloat, "1e-10", Positive(), "Refinement ftol");
+  c.Acc("refinement_xtol", T::kFloat, "1e-10", Positive(), "Refinement xtol");
+  c.Acc("refinement_gtol", T::kFloat, "1e-10", Positive(), "Refinement gtol");
+  c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1), "Refinement evaluations");
+  c.Acc("refinement_loss", T::kString, "linear", NoRule(), "Refinement loss");
+  c.Acc("diagonal_filtering", T::kString, "remove", NoRule(), "Diagonal handling");
+}
+
+void AddQualityValidation(const KeyAdder& q) {
+  q.Section("", kAcc, "Post-fit quality warnings", kNullable);
+  q.Acc("enable", T::kBool, "true", NoRule(), "Enable the checks");
+  q.Acc("reduced_chi_squared_threshold", T::kFloat, "10", Positive(), "Warn above this");
+  q.Acc("warn_on_max_restarts", T::kBool, "true", NoRule(), "Warn when restarts ran out");
+  q.Acc("warn_on_bounds_hit", T::kBool, "true", NoRule(), "Warn for parameters at a bound");
+  q.Acc("warn_on_convergence_failure", T::kBool, "true", NoRule(), "Warn on non-convergence");
+  q.Acc("bounds_tolerance", T::kFloat, "1e-9", NonNegative(), "Distance counted as at bound");
+}
+
+}  // namespace
+
+void AddNlsqKeys(std::vector<KeySpec>& table) {
+  KeyAdder o(table, "optimization");
+  o.Section("", KeyStatus::kUsed, "Optimizer settings");
+  o.Used("method", T::kString, "nlsq", OneOf({"nlsq", "cmc", "both", "mcmc"}),
+         "Default method; mcmc is a legacy name of cmc (the --method flag overrides)");
+  const KeyAdder n = o.Sub("nlsq");
+  AddNlsqBasics(n);
+  AddHybridStreaming(n.Sub("hybrid_streaming"));
+  AddAntiDegeneracy(n.Sub("anti_degeneracy"));
+  AddMultiStart(n.Sub("multi_start"));
+  AddCmaes(n.Sub("cmaes"));
+  AddQualityValidation(n.Sub("quality_validation"));
+}
+
+}  // namespace homodyne::config::detail

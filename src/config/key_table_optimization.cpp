@@ -1,0 +1,72 @@
+// Key table: optimization.streaming, stratification, sequential, recovery, mcmc (spec §3).
+#include "key_table_builder.h"
+
+namespace homodyne::config::detail {
+namespace {
+using T = KeyType;
+constexpr auto kAcc = KeyStatus::kAccepted;
+constexpr auto kUse = KeyStatus::kUsed;
+}  // namespace
+
+void AddOptimizationKeys(std::vector<KeySpec>& table) {
+  const KeyAdder s(table, "optimization.streaming");
+  s.Section("", kUse, "Batch-wise fitting, checkpoints and fault tolerance", kNullable);
+  s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write fit checkpoints");
+  s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(), "Checkpoint folder");
+  s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "Batches between checkpoints");
+  s.Used("resume_from_checkpoint", T::kBool, "false", NoRule(), "Resume from the last one");
+  s.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
+  s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches");
+  s.Used("max_retries_per_batch", T::kInt, "2", NonNegative(), "Retries per batch");
+  s.Used("min_success_rate", T::kFloat, "0.5", InRange(0, 1), "Minimum fraction of batches");
+  s.Used("batch_size", T::kInt, "null", AtLeast(1), "Points per batch; null = automatic",
+         kNullable);
+  s.Acc("adaptive_batching", T::kBool, "true", NoRule(), "Adapt the batch size");
+
+  const KeyAdder st(table, "optimization.stratification");
+  st.Section("", kAcc, "Angle-stratified chunking of the residuals", kNullable);
+  st.Acc("enabled", T::kBoolOrAuto, "auto", NoRule(), "Stratify chunks by angle");
+  st.Acc("target_chunk_size", T::kInt, "100000", AtLeast(1), "Points per chunk");
+  st.Acc("max_imbalance_ratio", T::kFloat, "5.0", AtLeast(1), "Allowed angle imbalance");
+  st.Acc("force_sequential_fallback", T::kBool, "false", NoRule(), "Force sequential path");
+  st.Acc("check_memory_safety", T::kBool, "true", NoRule(), "Check memory before chunking");
+  st.Acc("use_index_based", T::kBool, "false", NoRule(), "Index-based stratification");
+  st.Acc("collect_diagnostics", T::kBool, "false", NoRule(), "Collect chunk diagnostics");
+  st.Acc("log_diagnostics", T::kBool, "false", NoRule(), "Log chunk diagnostics");
+
+  const KeyAdder q(table, "optimization.sequential");
+  q.Section("", kAcc, "Sequential per-angle fallback", kNullable);
+  q.Acc("min_success_rate", T::kFloat, "0.5", InRange(0, 1), "Minimum fraction of angles");
+  q.Acc("weighting", T::kString, "inverse_variance",
+        OneOf({"inverse_variance", "uniform", "n_points"}), "How angle results are combined");
+
+  const KeyAdder r(table, "optimization.recovery");
+  r.Section("", kAcc, "Automatic retry of a failed fit", kNullable);
+  r.Acc("enable", T::kBool, "true", NoRule(), "Enable retries");
+  r.Acc("max_attempts", T::kInt, "3", AtLeast(1), "Attempts");
+  r.Acc("lr_decay", T::kFloat, "0.5", Fraction(), "Learning-rate decay per retry");
+  r.Acc("lambda_growth", T::kFloat, "2.0", Positive(), "Damping growth per retry");
+  r.Acc("trust_decay", T::kFloat, "0.5", Fraction(), "Trust-radius decay per retry");
+  r.Acc("log_retries", T::kBool, "true", NoRule(), "Log each retry");
+
+  const KeyAdder m(table, "optimization.mcmc");
+  m.Section("", kUse,
+            "Legacy sampler block; num_warmup/num_samples/num_chains overwrite "
+            "optimization.cmc.per_shard_mcmc",
+            kNullable);
+  m.Acc("backend", T::kString, "numpyro", NoRule(), "Sampler backend name");
+  m.Used("num_warmup", T::kInt, "null", NonNegative(),
+         "Overrides cmc.per_shard_mcmc.num_warmup when set", kNullable);
+  m.Used("num_samples", T::kInt, "null", AtLeast(1),
+         "Overrides cmc.per_shard_mcmc.num_samples when set", kNullable);
+  m.Used("num_chains", T::kInt, "null", AtLeast(1),
+         "Overrides cmc.per_shard_mcmc.num_chains when set", kNullable);
+  m.Acc("progress_bar", T::kBool, "true", NoRule(), "Show a progress bar");
+  m.Acc("target_accept_prob", T::kFloat, "0.90", InRange(0, 1), "NUTS target acceptance");
+  m.Acc("max_tree_depth", T::kInt, "12", AtLeast(1), "NUTS tree depth");
+  m.Acc("dense_mass_matrix", T::kBool, "true", NoRule(), "Dense mass matrix");
+  m.Acc("initial_values", T::kAnyMapping, "", NoRule(),
+        "Initial-value hints (phi, percentile_fallback)", kNullable);
+}
+
+}  // namespace homodyne::config::detail

@@ -1,0 +1,91 @@
+#include "homodyne/config/parameters.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace homodyne::config {
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// ParameterManager defaults (spec §1.8, "bounds (effective default)").
+const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
+  static const std::array<ParameterBoundsDefault, 9> table = {{
+      {"D0", 1e2, 1e5, "A^2/s"},
+      {"alpha", -2.0, 2.0, "dimensionless"},
+      {"D_offset", -1e5, 1e5, "A^2/s"},
+      {"gamma_dot_t0", 1e-6, 0.5, "1/s"},
+      {"beta", -2.0, 2.0, "dimensionless"},
+      {"gamma_dot_t_offset", -0.1, 0.1, "1/s"},
+      {"phi0", -10.0, 10.0, "degrees"},
+      {"contrast", 0.0, 1.0, "dimensionless"},
+      {"offset", 0.5, 1.5, "dimensionless"},
+  }};
+  return table;
+}
+
+}  // namespace
+
+std::string_view ToString(AnalysisMode mode) {
+  return mode == AnalysisMode::kLaminarFlow ? "laminar_flow" : "static";
+}
+
+std::optional<AnalysisMode> ParseAnalysisMode(std::string_view text) {
+  const std::string m = Lower(text);
+  if (m == "static" || m == "static_isotropic" || m == "static_anisotropic") {
+    return AnalysisMode::kStatic;
+  }
+  if (m == "laminar_flow") return AnalysisMode::kLaminarFlow;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& PhysicalParameterNames(AnalysisMode mode) {
+  static const std::vector<std::string> kStatic = {"D0", "alpha", "D_offset"};
+  static const std::vector<std::string> kLaminar = {
+      "D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"};
+  return mode == AnalysisMode::kLaminarFlow ? kLaminar : kStatic;
+}
+
+std::string CanonicalParameterName(std::string_view name) {
+  if (name == "gamma_dot_0") return "gamma_dot_t0";
+  if (name == "gamma_dot_offset") return "gamma_dot_t_offset";
+  if (name == "phi_0") return "phi0";
+  return std::string(name);
+}
+
+std::string BaseParameterName(std::string_view name) {
+  for (std::string_view base : {std::string_view("contrast"), std::string_view("offset")}) {
+    if (name.size() > base.size() + 1 && name.substr(0, base.size()) == base &&
+        name[base.size()] == '_' &&
+        std::all_of(name.begin() + static_cast<std::ptrdiff_t>(base.size()) + 1, name.end(),
+                    [](unsigned char c) { return std::isdigit(c) != 0; })) {
+      return std::string(base);
+    }
+  }
+  return CanonicalParameterName(name);
+}
+
+bool IsKnownParameter(std::string_view canonical_name) {
+  return DefaultParameterBounds(canonical_name).has_value();
+}
+
+std::optional<ParameterBoundsDefault> DefaultParameterBounds(std::string_view canonical_name) {
+  for (const auto& entry : DefaultTable()) {
+    if (entry.name == canonical_name) return entry;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> AllParameterNames() {
+  std::vector<std::string> names;
+  for (const auto& entry : DefaultTable()) names.push_back(entry.name);
+  return names;
+}
+
+}  // namespace homodyne::config

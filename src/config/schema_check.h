@@ -1,0 +1,30 @@
+// Internal: validation of a YAML tree against the key table and the flat-layout conversion.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "problem_list.h"
+
+namespace homodyne::config::detail {
+
+// Checks every key of `root` (a mapping) against the key table: unknown keys (with the
+// nearest valid key), wrong types, per-value rules and required list-element keys.
+// Problems are added to `problems`; keys found with status "accepted" (and undeclared
+// keys inside open sections) are appended to `accepted_present`.
+void CheckAgainstKeyTable(const YAML::Node& root, ProblemList& problems,
+                          std::vector<std::string>& accepted_present);
+
+// The nearest known key for an unknown key `name` found under concrete path `parent`
+// (whose table pattern is `parent_pattern`); empty if nothing is close enough.
+std::string SuggestKey(const std::string& parent, const std::string& parent_pattern,
+                       const std::string& name);
+
+// Converts homodyne's flat legacy layout (data_file, dt, start_frame, end_frame,
+// output_directory at the top level, no analyzer_parameters/experimental_data) to the
+// nested layout in place. Returns true when a conversion happened.
+bool ConvertFlatLegacyLayout(YAML::Node& root, ProblemList& problems);
+
+}  // namespace homodyne::config::detail
