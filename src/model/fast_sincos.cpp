@@ -1,6 +1,8 @@
 #include "homodyne/model/fast_sincos.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 namespace homodyne::model {
 namespace {
@@ -42,33 +44,37 @@ inline Reduced Reduce(double x) {
   return out;
 }
 
+// Branch-free selection: swap sin r / cos r in odd quadrants, negate in the quadrants where
+// the result is negative (bit masks so that the loops vectorise).
+inline double Select(bool swap, bool negative, double when_even, double when_odd) {
+  const std::uint64_t mask = 0 - static_cast<std::uint64_t>(swap);
+  const std::uint64_t bits = (std::bit_cast<std::uint64_t>(when_odd) & mask) |
+                             (std::bit_cast<std::uint64_t>(when_even) & ~mask);
+  return std::bit_cast<double>(bits ^ (static_cast<std::uint64_t>(negative) << 63));
+}
+
 inline double SinFromQuadrant(const Reduced& v) {
-  const bool swap = std::abs(v.q) == 1.0;
-  const bool negative = (v.q < -0.5) | (v.q > 1.5);  // quadrants 2 and 3
-  const double base = swap ? v.cr : v.sr;
-  return negative ? -base : base;
+  // Quadrants (k mod 4) 2 and 3 (q = ±2, −1) are negative.
+  return Select(std::abs(v.q) == 1.0, (v.q < -0.5) | (v.q > 1.5), v.sr, v.cr);
 }
 
 inline double CosFromQuadrant(const Reduced& v) {
-  const bool swap = std::abs(v.q) == 1.0;
-  const bool negative = (v.q > 0.5) | (v.q < -1.5);  // quadrants 1 and 2
-  const double base = swap ? v.sr : v.cr;
-  return negative ? -base : base;
+  // Quadrants 1 and 2 (q = 1, ±2) are negative.
+  return Select(std::abs(v.q) == 1.0, (v.q > 0.5) | (v.q < -1.5), v.cr, v.sr);
 }
 
 }  // namespace
 
-void FastSin(const double* x, double* s, int n) {
-  // The sine-only loop does not if-convert; share the vectorised sine/cosine loop.
-  constexpr int kChunk = 256;
-  double scratch[kChunk];
-  for (int m0 = 0; m0 < n; m0 += kChunk) {
-    const int len = n - m0 < kChunk ? n - m0 : kChunk;
-    FastSinCos(x + m0, s + m0, scratch, len);
+#define HOMODYNE_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+
+HOMODYNE_SIMD_CLONES void FastSin(const double* x, double* s, int n) {
+  for (int m = 0; m < n; ++m) s[m] = SinFromQuadrant(Reduce(x[m]));
+  for (int m = 0; m < n; ++m) {
+    if (!(std::abs(x[m]) <= kFastSinCosMaxArg)) s[m] = std::sin(x[m]);
   }
 }
 
-void FastSinCos(const double* x, double* s, double* c, int n) {
+HOMODYNE_SIMD_CLONES void FastSinCos(const double* x, double* s, double* c, int n) {
   for (int m = 0; m < n; ++m) {
     const Reduced v = Reduce(x[m]);
     s[m] = SinFromQuadrant(v);

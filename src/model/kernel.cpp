@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
+#include "homodyne/model/fast_sincos.h"
+#include "homodyne/model/sinc_derivative.h"
 #include "homodyne/model/thread_pool.h"
 
 namespace homodyne::model {
@@ -137,15 +139,24 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
   const double inv_sigma = 1.0 / options.sigma;
   const double sigma = options.sigma;
   const double wq = tab.wq;
+  const bool exact = options.exact_transcendentals;
   const int stride = angle_stride();
-  // Partial layout (kNormal): [χ², phys JᵀJ (kNp²), phys Jᵀr (kNp), per-angle blocks].
+  // Partial layout (kNormal): [χ², phys JᵀJ (kNp², upper), phys Jᵀr (kNp), per-angle blocks].
   double* chi2 = partial;
   double* phys_jtj = kDerivs ? partial + 1 : nullptr;
   double* phys_jtr = kDerivs ? phys_jtj + kNp * kNp : nullptr;
   double* angles = kDerivs ? phys_jtr + kNp : nullptr;
 
-  // Angle-independent per-column values of one block.
-  alignas(64) double g1d[kBlock], dg1d[3][kBlock], ig[kBlock], dig[3][kBlock];
+  // Angle-independent values of one block of columns:
+  //   g1d = exp(clip(−wq·I_D)), fac = ∂g1d/∂I_D·Δ/I (0 when clipped), e_q = ∂ΔC_D/∂θ_q,
+  //   ig = I_Γ, f_q = ∂I_Γ/∂θ_q.
+  alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
+  // Per-angle scratch: phase, its sine and cosine.
+  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock];
+  // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
+  // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
+  alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
+      sar[kBlock], sbr[kBlock], sgr[kBlock];
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
@@ -161,17 +172,21 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         const double log_g1 = -wq * id;
         g1d[c] = std::exp(std::clamp(log_g1, kLogG1Min, 0.0));
         if constexpr (kDerivs) {
-          // clip active → no gradient; otherwise d g1d = g1d·(−wq)·Δ/I·dΔ.
-          const double factor = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
-          for (int q = 0; q < 3; ++q) dg1d[q][c] = factor * (tab.dcd[q][i] - tab.dcd[q][j]);
+          fac[c] = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
+          for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
         }
         if constexpr (kLaminar) {
           const double dg = tab.cg[i] - tab.cg[j];
           ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
           if constexpr (kDerivs) {
             const double ratio = dg / ig[c];
-            for (int q = 0; q < 3; ++q) dig[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
+            for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
           }
+        }
+      }
+      if constexpr (kDerivs) {
+        for (int c = 0; c < nb; ++c) {
+          saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
         }
       }
       for (int tile_index : group.tiles) {
@@ -181,24 +196,37 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         const double offset = tab.offset[k];
         const double a = kLaminar ? tab.shear_a[k] : 0.0;
         const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
-        // Local accumulators of this (tile, block).
+        if constexpr (kLaminar) {
+          for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
+          if (exact) {
+            for (int c = 0; c < nb; ++c) {
+              sn[c] = std::sin(xs[c]);
+              if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
+            }
+          } else if constexpr (kDerivs) {
+            FastSinCos(xs, sn, cs, nb);
+          } else {
+            FastSin(xs, sn, nb);
+          }
+        }
+        const double* data = tile.data + b0;
+        const double* weight = tile.weight ? tile.weight + b0 : nullptr;
         double acc_chi2 = 0.0;
-        double jj[kNp][kNp] = {};
-        double jr[kNp] = {};
-        double cc = 0, co = 0, oo = 0, cr = 0, orr = 0, cp[kNp] = {}, op[kNp] = {};
+        double cc = 0, co = 0, oo = 0, cr = 0, orr = 0;
+        double cd3[3] = {0, 0, 0}, cg3[3] = {0, 0, 0}, od3[3] = {0, 0, 0}, og3[3] = {0, 0, 0};
+        double cphi = 0, ophi = 0;
         for (int c = 0; c < nb; ++c) {
-          double s = 1.0, ds_dx = 0.0, x = 0.0;
+          double s = 1.0, ds_dx = 0.0;
           if constexpr (kLaminar) {
-            x = a * ig[c];
+            const double x = xs[c];
             double sinc;
             if (std::abs(x) < kSincTaylorBound) {
               const double x2 = x * x;
               sinc = 1.0 - x2 / 6.0 + x2 * x2 / 120.0;
-              if constexpr (kDerivs) ds_dx = 2.0 * sinc * (-x / 3.0 + x2 * x / 30.0);
+              if constexpr (kDerivs) ds_dx = 2.0 * sinc * SincDerivative(x, sinc, 1.0);
             } else {
-              const double sx = std::sin(x);
-              sinc = sx / x;
-              if constexpr (kDerivs) ds_dx = 2.0 * sinc * ((std::cos(x) - sinc) / x);
+              sinc = sn[c] / x;
+              if constexpr (kDerivs) ds_dx = 2.0 * sinc * SincDerivative(x, sinc, cs[c]);
             }
             s = sinc * sinc;
           }
@@ -206,40 +234,53 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
           const double g1 = FloorAt(g1_raw, kG1Floor);
           const double g1sq = g1 * g1;
           const double model = offset + contrast * g1sq;
-          const size_t col = static_cast<size_t>(b0 + c);
           if constexpr (kPass == Pass::kModel) {
-            model_out[tile_offset[static_cast<size_t>(tile_index)] +
-                      static_cast<std::int64_t>(col)] = model;
+            model_out[tile_offset[static_cast<size_t>(tile_index)] + b0 + c] = model;
             continue;
           }
-          const double w = tile.weight ? tile.weight[col] : tile.uniform_weight;
-          const double r = (tile.data[col] - model) / sigma;
-          acc_chi2 += w * r * r;
+          const double w = weight ? weight[c] : tile.uniform_weight;
+          const double r = (data[c] - model) / sigma;
+          const double wr = w * r;
+          acc_chi2 += wr * r;
           if constexpr (kDerivs) {
-            // u = (∂c2/∂θ)/σ; J = −u.
-            double u[kNp] = {};
+            double alpha = 0.0, beta = 0.0, gamma = 0.0;
             if (g1_raw > kG1Floor) {
               const double dc2_dg1 = contrast * 2.0 * g1 * inv_sigma;
-              const double ds_scaled = kLaminar ? dc2_dg1 * g1d[c] * ds_dx : 0.0;
-              const double diff_scale = kLaminar ? dc2_dg1 * s : dc2_dg1;
-              for (int q = 0; q < 3; ++q) u[q] = diff_scale * dg1d[q][c];
+              alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * fac[c];
               if constexpr (kLaminar) {
-                for (int q = 0; q < 3; ++q) u[3 + q] = ds_scaled * a * dig[q][c];
-                u[6] = ds_scaled * bcoef * ig[c];
+                const double ds_scaled = dc2_dg1 * g1d[c] * ds_dx;
+                beta = ds_scaled * a;
+                gamma = ds_scaled * bcoef * ig[c];
               }
             }
-            const double uc = g1sq * inv_sigma;
-            const double wr = w * r;
-            for (int p = 0; p < kNp; ++p) {
-              const double wu = w * u[p];
-              for (int q = p; q < kNp; ++q) jj[p][q] += wu * u[q];
-              jr[p] += u[p] * wr;
-              cp[p] += uc * wu;
-              op[p] += inv_sigma * wu;
+            const double wa = w * alpha;
+            saa[c] += wa * alpha;
+            sar[c] += wa * r;
+            const double uc = g1sq * inv_sigma;  // (∂c2/∂contrast)/σ; (∂c2/∂offset)/σ = 1/σ
+            const double wuc = w * uc, wuo = w * inv_sigma;
+            for (int q = 0; q < 3; ++q) {
+              cd3[q] += wuc * alpha * e[q][c];
+              od3[q] += wuo * alpha * e[q][c];
             }
-            cc += w * uc * uc;
-            co += w * uc * inv_sigma;
-            oo += w * inv_sigma * inv_sigma;
+            if constexpr (kLaminar) {
+              const double wb = w * beta, wg = w * gamma;
+              sab[c] += wa * beta;
+              sbb[c] += wb * beta;
+              sag[c] += wa * gamma;
+              sbg[c] += wb * gamma;
+              sgg[c] += wg * gamma;
+              sbr[c] += wb * r;
+              sgr[c] += wg * r;
+              for (int q = 0; q < 3; ++q) {
+                cg3[q] += wuc * beta * f[q][c];
+                og3[q] += wuo * beta * f[q][c];
+              }
+              cphi += wuc * gamma;
+              ophi += wuo * gamma;
+            }
+            cc += wuc * uc;
+            co += wuc * inv_sigma;
+            oo += wuo * inv_sigma;
             cr += uc * wr;
             orr += inv_sigma * wr;
           }
@@ -247,20 +288,56 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         if constexpr (kPass != Pass::kModel) {
           *chi2 += acc_chi2;
           if constexpr (kDerivs) {
-            for (int p = 0; p < kNp; ++p) {
-              for (int q = p; q < kNp; ++q) phys_jtj[p * kNp + q] += jj[p][q];
-              phys_jtr[p] += jr[p];
-            }
-            double* ang = angles + static_cast<size_t>(tile.angle) * static_cast<size_t>(stride);
+            double* ang = angles + k * static_cast<size_t>(stride);
             ang[0] += cc;
             ang[1] += co;
             ang[2] += oo;
             ang[3] += cr;
             ang[4] += orr;
-            for (int p = 0; p < kNp; ++p) {
-              ang[5 + p] += cp[p];
-              ang[5 + kNp + p] += op[p];
+            for (int q = 0; q < 3; ++q) {
+              ang[5 + q] += cd3[q];
+              ang[5 + kNp + q] += od3[q];
+              if constexpr (kLaminar) {
+                ang[5 + 3 + q] += cg3[q];
+                ang[5 + kNp + 3 + q] += og3[q];
+              }
             }
+            if constexpr (kLaminar) {
+              ang[5 + 6] += cphi;
+              ang[5 + kNp + 6] += ophi;
+            }
+          }
+        }
+      }
+      if constexpr (kDerivs) {
+        // Fold the per-column angle sums into the physics block: u = (α·e, β·f, γ).
+        for (int c = 0; c < nb; ++c) {
+          double v[kNp];
+          double wv[kNp];
+          for (int q = 0; q < 3; ++q) {
+            v[q] = e[q][c];
+            wv[q] = saa[c] * e[q][c];
+          }
+          for (int p = 0; p < 3; ++p) {
+            for (int q = p; q < 3; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
+            phys_jtr[p] += sar[c] * v[p];
+          }
+          if constexpr (kLaminar) {
+            for (int q = 0; q < 3; ++q) {
+              v[3 + q] = f[q][c];
+              wv[3 + q] = sbb[c] * f[q][c];
+            }
+            for (int p = 0; p < 3; ++p) {
+              for (int q = 0; q < 3; ++q) phys_jtj[p * kNp + 3 + q] += sab[c] * e[p][c] * f[q][c];
+              phys_jtj[p * kNp + 6] += sag[c] * e[p][c];
+            }
+            for (int p = 3; p < 6; ++p) {
+              for (int q = p; q < 6; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
+              phys_jtj[p * kNp + 6] += sbg[c] * v[p];
+              phys_jtr[p] += sbr[c] * v[p];
+            }
+            phys_jtj[6 * kNp + 6] += sgg[c];
+            phys_jtr[6] += sgr[c];
           }
         }
       }

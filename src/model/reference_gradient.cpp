@@ -9,6 +9,7 @@
 #include "homodyne/error.h"
 #include "homodyne/model/constants.h"
 #include "homodyne/model/reference_model.h"
+#include "homodyne/model/sinc_derivative.h"
 
 namespace homodyne::model::reference {
 
@@ -86,12 +87,7 @@ double ReferenceGradient::C2(int k, int i, int j, std::span<double> grad) const 
     const double cos_term = std::cos(angle);
     const double x = sp * cos_term * ig;
     const double sinc = SincU(x);
-    double dsinc;
-    if (std::abs(x) < kSincTaylorBound) {
-      dsinc = -x / 3.0 + x * x * x / 30.0;
-    } else {
-      dsinc = (std::cos(x) - std::sin(x) / x) / x;
-    }
+    const double dsinc = SincDerivative(x, sinc, std::cos(x));
     s = sinc * sinc;
     const double ds_dx = 2.0 * sinc * dsinc;
     for (int q = 0; q < 3; ++q) {

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "homodyne/model/reference_gradient.h"
 #include "homodyne/model/reference_model.h"
+#include "homodyne/model/sinc_derivative.h"
 
 namespace homodyne::model::reference {
 namespace {
@@ -194,3 +196,29 @@ TEST(ModelDerivativesTest, StaticFastDecayHitsFloorsWithZeroDerivative) {
 
 }  // namespace
 }  // namespace homodyne::model::reference
+
+namespace homodyne::model {
+namespace {
+
+TEST(SincDerivativeTest, MatchesSeriesAndClosedFormWithoutCancellation) {
+  // Taylor region: derivative of 1 − x²/6 + x⁴/120.
+  EXPECT_DOUBLE_EQ(SincDerivative(5e-5, 0.0, 0.0), -5e-5 / 3.0 + 1.25e-13 / 30.0);
+  // Series region against (x·cos x − sin x)/x² evaluated with 200-bit mpmath.
+  const std::pair<double, double> cases[] = {
+      {1.2e-4, -0.000039999999942400001043}, {1e-3, -0.00033333330000000119742},
+      {3e-2, -0.0099991000289280889207},     {0.2, -0.066400380670322234521},
+      {-0.45, 0.14698438544457084629},       {0.4999, -0.1625061598553675426}};
+  for (const auto& [x, exact] : cases) {
+    EXPECT_NEAR(SincDerivative(x, std::sin(x) / x, std::cos(x)), exact, 4e-16 * std::abs(exact))
+        << x;
+  }
+  // Closed form above 0.5, continuous across the switch.
+  const double below = SincDerivative(std::nextafter(0.5, 0.0), std::sin(0.5) / 0.5, std::cos(0.5));
+  const double above = SincDerivative(0.5, std::sin(0.5) / 0.5, std::cos(0.5));
+  EXPECT_NEAR(below, above, 1e-15);
+  EXPECT_DOUBLE_EQ(SincDerivative(3.0, std::sin(3.0) / 3.0, std::cos(3.0)),
+                   (std::cos(3.0) - std::sin(3.0) / 3.0) / 3.0);
+}
+
+}  // namespace
+}  // namespace homodyne::model

@@ -146,6 +146,24 @@ TEST(ModelKernelTest, FastC2EqualsReferenceAtEveryPointOverRandomParameters) {
   EXPECT_GT(decorrelating, total / 5);
 }
 
+TEST(ModelKernelTest, ExactTranscendentalsGiveBitIdenticalC2) {
+  std::mt19937_64 rng(515);
+  for (const auto& gc : Cases()) {
+    const auto pb =
+        MakeProblem(gc.mode, gc.geometry, std::min(gc.n, 80), gc.t0, gc.phi, gc.piece, rng);
+    ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles,
+                       {.threads = 2, .exact_transcendentals = true});
+    std::vector<double> fast(static_cast<size_t>(kernel.num_points()));
+    for (int draw = 0; draw < 5; ++draw) {
+      const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+      kernel.EvaluateModel(params, fast);
+      const auto ref =
+          reference::ModelAtTiles(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, params);
+      EXPECT_TRUE(fast == ref);
+    }
+  }
+}
+
 TEST(ModelKernelTest, NormalEquationsMatchPlainReferenceAccumulation) {
   std::mt19937_64 rng(7);
   for (const auto& gc : Cases()) {

@@ -6,8 +6,12 @@
 // (row, col_begin, count) across angles form a group whose angle-independent part (I_D,
 // g1_diff and their derivatives, I_Γ) is computed once per column; only sin/cos of the shear
 // phase is evaluated per angle and point. Every point is evaluated directly (no factorised
-// exp/sin), with the exact expression order of the literal reference model, so c2 agrees
-// with reference::Evaluate to the last bit (see docs/model.md for the measured accuracy).
+// exp/sin) with the expression order of the literal reference model; with
+// exact_transcendentals c2 is bit-identical to reference::Evaluate, by default sin/cos of the
+// phase come from FastSinCos and c2 stays within ~1e-15 (docs/model.md has the argument and
+// the measurements). The physics block of JᵀWJ is accumulated per column over the angles
+// (the derivative of every point factorises into an angle-dependent scalar times an
+// angle-independent vector), the per-angle contrast/offset blocks per tile.
 //
 // Determinism: groups are cut into fixed chunks (KernelOptions::chunk_points); each chunk
 // accumulates its own partial sums in a fixed order and the partials are added in chunk
@@ -34,6 +38,10 @@ struct KernelOptions {
   int threads = 1;                    // total threads working on one call (≥ 1)
   double sigma = kDefaultSigma;       // r = (c2_exp − c2_model)/σ
   std::int64_t chunk_points = 16384;  // points per reduction chunk (fixes the summation order)
+  // false (default): the shear phase's sin/cos come from the vectorised FastSinCos (≤ 1 ulp,
+  // c2 within ~1e-15 of the reference); true: std::sin/std::cos, c2 bit-identical to the
+  // literal reference model.
+  bool exact_transcendentals = false;
 
   void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
 };
