@@ -10,8 +10,8 @@
 
 #include "homodyne/error.h"
 #include "homodyne/model/fast_sincos.h"
-#include "homodyne/model/sinc_derivative.h"
 #include "homodyne/model/thread_pool.h"
+#include "shear_factors.h"
 
 namespace homodyne::model {
 namespace {
@@ -137,7 +137,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
   constexpr int kNp = kLaminar ? 7 : 3;
   constexpr bool kDerivs = kPass == Pass::kNormal;
   const double inv_sigma = 1.0 / options.sigma;
-  const double sigma = options.sigma;
   const double wq = tab.wq;
   const bool exact = options.exact_transcendentals;
   const int stride = angle_stride();
@@ -152,7 +151,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
   //   ig = I_Γ, f_q = ∂I_Γ/∂θ_q.
   alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
   // Per-angle scratch: phase, its sine and cosine.
-  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock];
+  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
   // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
   // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
@@ -208,6 +207,11 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
           } else {
             FastSin(xs, sn, nb);
           }
+          if constexpr (kDerivs) {
+            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
+          } else {
+            detail::ShearFactors(xs, sn, sfac, nb);
+          }
         }
         const double* data = tile.data + b0;
         const double* weight = tile.weight ? tile.weight + b0 : nullptr;
@@ -216,20 +220,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         double cd3[3] = {0, 0, 0}, cg3[3] = {0, 0, 0}, od3[3] = {0, 0, 0}, og3[3] = {0, 0, 0};
         double cphi = 0, ophi = 0;
         for (int c = 0; c < nb; ++c) {
-          double s = 1.0, ds_dx = 0.0;
-          if constexpr (kLaminar) {
-            const double x = xs[c];
-            double sinc;
-            if (std::abs(x) < kSincTaylorBound) {
-              const double x2 = x * x;
-              sinc = 1.0 - x2 / 6.0 + x2 * x2 / 120.0;
-              if constexpr (kDerivs) ds_dx = 2.0 * sinc * SincDerivative(x, sinc, 1.0);
-            } else {
-              sinc = sn[c] / x;
-              if constexpr (kDerivs) ds_dx = 2.0 * sinc * SincDerivative(x, sinc, cs[c]);
-            }
-            s = sinc * sinc;
-          }
+          const double s = kLaminar ? sfac[c] : 1.0;
+          const double ds_dx = kLaminar && kDerivs ? dsfac[c] : 0.0;
           const double g1_raw = kLaminar ? g1d[c] * s : g1d[c];
           const double g1 = FloorAt(g1_raw, kG1Floor);
           const double g1sq = g1 * g1;
@@ -239,7 +231,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
             continue;
           }
           const double w = weight ? weight[c] : tile.uniform_weight;
-          const double r = (data[c] - model) / sigma;
+          const double r = (data[c] - model) * inv_sigma;
           const double wr = w * r;
           acc_chi2 += wr * r;
           if constexpr (kDerivs) {
