@@ -104,6 +104,7 @@ std::vector<GridCase> Cases() {
       {AnalysisMode::kLaminarFlow, coarse, 50, 0.0, {0.0, 60.0, 120.0}, 1000},
       {AnalysisMode::kStatic, tmpl, 150, 1e-3, {0.0, 45.0}, 64},
       {AnalysisMode::kStatic, coarse, 60, 0.0, {10.0}, 9},
+      {AnalysisMode::kLaminarFlow, coarse, 200, 0.1, {-90.0, 3.0}, 50},
   };
 }
 
