@@ -1,0 +1,263 @@
+// The fast kernel against the literal reference model and the plain reference accumulation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "homodyne/error.h"
+#include "homodyne/model/kernel.h"
+#include "homodyne/model/reference_accumulate.h"
+
+namespace homodyne::model {
+namespace {
+
+// A synthetic local data set: every angle's upper triangle cut into row tiles.
+struct Problem {
+  AnalysisMode mode = AnalysisMode::kLaminarFlow;
+  Geometry geometry;
+  std::vector<double> t, phi;
+  std::vector<double> data;     // measured c2 (model at "true" parameters + noise)
+  std::vector<double> weights;  // per-point weights for the tiles that use them
+  std::vector<RowTile> tiles;
+};
+
+// Random parameters over the full default bounds of physics spec §1.8 (scale parameters
+// drawn log-uniformly half of the time so that small values are covered too).
+std::vector<double> RandomParams(AnalysisMode mode, int n_angles, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto in = [&](double lo, double hi) { return lo + (hi - lo) * u(rng); };
+  auto log_in = [&](double lo, double hi) {
+    return u(rng) < 0.5 ? in(lo, hi) : std::exp(in(std::log(lo), std::log(hi)));
+  };
+  std::vector<double> p;
+  for (int k = 0; k < n_angles; ++k) p.push_back(in(0.0, 1.0));
+  for (int k = 0; k < n_angles; ++k) p.push_back(in(0.5, 1.5));
+  p.push_back(log_in(1e2, 1e5));
+  p.push_back(in(-2.0, 2.0));
+  p.push_back(u(rng) < 0.5 ? in(-1e5, 1e5) : in(-1e3, 1e3));
+  if (mode == AnalysisMode::kLaminarFlow) {
+    p.push_back(log_in(1e-6, 0.5));
+    p.push_back(in(-2.0, 2.0));
+    p.push_back(u(rng) < 0.5 ? in(-0.1, 0.1) : in(-1e-3, 1e-3));
+    p.push_back(in(-10.0, 10.0));
+  }
+  return p;
+}
+
+// n times starting at t0 with step dt; tiles of each row split into pieces of `piece`
+// columns (same split for every angle, so angles share groups); every third angle uses
+// per-point weights with some zeros.
+Problem MakeProblem(AnalysisMode mode, Geometry geometry, int n, double t0, std::vector<double> phi,
+                    int piece, std::mt19937_64& rng) {
+  Problem pb;
+  pb.mode = mode;
+  pb.geometry = geometry;
+  pb.phi = std::move(phi);
+  for (int m = 0; m < n; ++m) pb.t.push_back(t0 + geometry.dt * m);
+  const int n_angles = static_cast<int>(pb.phi.size());
+  const auto truth = RandomParams(mode, n_angles, rng);
+  // Count points first so that the data/weight buffers never reallocate.
+  size_t total = 0;
+  for (int k = 0; k < n_angles; ++k) total += static_cast<size_t>(n * (n - 1) / 2);
+  pb.data.reserve(total);
+  pb.weights.reserve(total);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  for (int k = 0; k < n_angles; ++k) {
+    for (int i = 0; i < n; ++i) {
+      for (int j0 = i + 1; j0 < n; j0 += piece) {
+        RowTile tile;
+        tile.angle = k;
+        tile.row = i;
+        tile.col_begin = j0;
+        tile.count = std::min(piece, n - j0);
+        tile.data = pb.data.data() + pb.data.size();
+        if (k % 3 == 2) {
+          tile.weight = pb.weights.data() + pb.weights.size();
+          for (int c = 0; c < tile.count; ++c) pb.weights.push_back((i + c) % 7 == 0 ? 0.0 : 2.0);
+        }
+        pb.data.resize(pb.data.size() + static_cast<size_t>(tile.count));
+        pb.tiles.push_back(tile);
+      }
+    }
+  }
+  const auto model = reference::ModelAtTiles(mode, geometry, pb.t, pb.phi, pb.tiles, truth);
+  for (size_t e = 0; e < model.size(); ++e) pb.data[e] = model[e] + noise(rng);
+  return pb;
+}
+
+struct GridCase {
+  AnalysisMode mode;
+  Geometry geometry;
+  int n;
+  double t0;  // first time (0 exercises the dt/2 floor)
+  std::vector<double> phi;
+  int piece;
+};
+
+std::vector<GridCase> Cases() {
+  const Geometry tmpl{0.0054, 2e6, 1e-3}, coarse{0.01, 2e6, 0.1};
+  return {
+      {AnalysisMode::kLaminarFlow, tmpl, 120, 1e-3, {-20.0, 0.0, 35.0, 90.0, 170.0}, 200},
+      {AnalysisMode::kLaminarFlow, coarse, 70, 0.1, {-175.0, -45.0, 10.0, 88.0}, 17},
+      {AnalysisMode::kLaminarFlow, coarse, 50, 0.0, {0.0, 60.0, 120.0}, 1000},
+      {AnalysisMode::kStatic, tmpl, 150, 1e-3, {0.0, 45.0}, 64},
+      {AnalysisMode::kStatic, coarse, 60, 0.0, {10.0}, 9},
+      {AnalysisMode::kLaminarFlow, coarse, 200, 0.1, {-90.0, 3.0}, 50},
+  };
+}
+
+TEST(ModelKernelTest, FastC2EqualsReferenceAtEveryPointOverRandomParameters) {
+  std::mt19937_64 rng(20261122);
+  double worst = 0.0;
+  std::int64_t total = 0, decorrelating = 0;  // points with 1e-6 < contrast·g1² < contrast
+  for (const auto& gc : Cases()) {
+    const auto pb = MakeProblem(gc.mode, gc.geometry, gc.n, gc.t0, gc.phi, gc.piece, rng);
+    ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, {.threads = 2});
+    std::vector<double> fast(static_cast<size_t>(kernel.num_points()));
+    for (int draw = 0; draw < 12; ++draw) {
+      const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+      kernel.EvaluateModel(params, fast);
+      const auto ref =
+          reference::ModelAtTiles(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, params);
+      ASSERT_EQ(ref.size(), fast.size());
+      for (size_t e = 0; e < ref.size(); ++e) {
+        ASSERT_LE(std::abs(fast[e] - ref[e]), 1e-13) << "point " << e;
+        worst = std::max(worst, std::abs(fast[e] - ref[e]));
+      }
+      // Points whose g1 is neither floored nor ≈ 1 (contrast·g1² away from both ends).
+      const int n_angles = static_cast<int>(pb.phi.size());
+      size_t e = 0;
+      for (const auto& tile : pb.tiles) {
+        const double contrast = params[static_cast<size_t>(tile.angle)];
+        const double offset = params[static_cast<size_t>(n_angles + tile.angle)];
+        for (int c = 0; c < tile.count; ++c, ++e) {
+          const double g1sq = (ref[e] - offset) / contrast;
+          ++total;
+          decorrelating += g1sq > 1e-6 && g1sq < 0.999;
+        }
+      }
+    }
+  }
+  RecordProperty("worst_abs_c2_difference", std::to_string(worst));
+  std::printf("worst |fast - reference| = %.3g over %lld points, %lld decorrelating\n", worst,
+              static_cast<long long>(total), static_cast<long long>(decorrelating));
+  // The random draws must exercise the model, not only its floors.
+  EXPECT_GT(decorrelating, total / 5);
+}
+
+TEST(ModelKernelTest, ExactTranscendentalsGiveBitIdenticalC2) {
+  std::mt19937_64 rng(515);
+  for (const auto& gc : Cases()) {
+    const auto pb =
+        MakeProblem(gc.mode, gc.geometry, std::min(gc.n, 80), gc.t0, gc.phi, gc.piece, rng);
+    ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles,
+                       {.threads = 2, .exact_transcendentals = true});
+    std::vector<double> fast(static_cast<size_t>(kernel.num_points()));
+    for (int draw = 0; draw < 5; ++draw) {
+      const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+      kernel.EvaluateModel(params, fast);
+      const auto ref =
+          reference::ModelAtTiles(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, params);
+      EXPECT_TRUE(fast == ref);
+    }
+  }
+}
+
+TEST(ModelKernelTest, NormalEquationsMatchPlainReferenceAccumulation) {
+  std::mt19937_64 rng(7);
+  for (const auto& gc : Cases()) {
+    const auto pb =
+        MakeProblem(gc.mode, gc.geometry, std::min(gc.n, 60), gc.t0, gc.phi, gc.piece, rng);
+    ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles,
+                       {.threads = 2, .chunk_points = 500});
+    for (int draw = 0; draw < 6; ++draw) {
+      const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+      const auto fast = kernel.Accumulate(params);
+      const auto ref = reference::AccumulateNormalEquations(pb.mode, pb.geometry, pb.t, pb.phi,
+                                                            pb.tiles, params, kDefaultSigma);
+      ASSERT_EQ(fast.size, ref.size);
+      EXPECT_NEAR(fast.chi2, ref.chi2, 1e-10 * ref.chi2);
+      EXPECT_EQ(kernel.Chi2(params), fast.chi2);
+      for (int a = 0; a < ref.size; ++a) {
+        const double da = std::sqrt(ref.JtJ(a, a));
+        EXPECT_NEAR(fast.jtr[static_cast<size_t>(a)], ref.jtr[static_cast<size_t>(a)],
+                    1e-10 * da * std::sqrt(ref.chi2) + 1e-300)
+            << "Jtr " << a;
+        for (int b = 0; b < ref.size; ++b) {
+          const double scale = da * std::sqrt(ref.JtJ(b, b));
+          EXPECT_NEAR(fast.JtJ(a, b), ref.JtJ(a, b), 1e-10 * scale + 1e-300)
+              << "JtJ " << a << "," << b;
+          EXPECT_EQ(fast.JtJ(a, b), fast.JtJ(b, a));
+        }
+      }
+    }
+  }
+}
+
+TEST(ModelKernelTest, ResultsAreBitwiseIndependentOfThreadCount) {
+  std::mt19937_64 rng(99);
+  for (const auto& gc : Cases()) {
+    const auto pb = MakeProblem(gc.mode, gc.geometry, gc.n, gc.t0, gc.phi, gc.piece, rng);
+    const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+    std::vector<NormalEquations> results;
+    std::vector<double> chi2;
+    std::vector<std::vector<double>> models;
+    for (int threads : {1, 2, 3}) {
+      ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles,
+                         {.threads = threads, .chunk_points = 700});
+      results.push_back(kernel.Accumulate(params));
+      chi2.push_back(kernel.Chi2(params));
+      models.emplace_back(static_cast<size_t>(kernel.num_points()));
+      kernel.EvaluateModel(params, models.back());
+    }
+    for (size_t r = 1; r < results.size(); ++r) {
+      EXPECT_EQ(results[r].chi2, results[0].chi2);
+      EXPECT_EQ(chi2[r], chi2[0]);
+      EXPECT_TRUE(results[r].jtj == results[0].jtj);
+      EXPECT_TRUE(results[r].jtr == results[0].jtr);
+      EXPECT_TRUE(models[r] == models[0]);
+    }
+  }
+}
+
+TEST(ModelKernelTest, PerAngleColumnsOnlySeeTheirOwnAngle) {
+  std::mt19937_64 rng(3);
+  // Only angle 1 of three has data: contrast_0/2 and offset_0/2 rows of JᵀJ must vanish.
+  auto pb = MakeProblem(AnalysisMode::kLaminarFlow, Geometry{0.01, 2e6, 0.1}, 30, 0.1,
+                        {0.0, 45.0, 90.0}, 30, rng);
+  std::vector<RowTile> only;
+  for (const auto& tile : pb.tiles) {
+    if (tile.angle == 1) only.push_back(tile);
+  }
+  ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, only);
+  const auto params = RandomParams(pb.mode, 3, rng);
+  const auto ne = kernel.Accumulate(params);
+  const ExpandedIndex& idx = kernel.index();
+  for (int b = 0; b < idx.size(); ++b) {
+    for (int k : {0, 2}) {
+      EXPECT_EQ(ne.JtJ(idx.contrast(k), b), 0.0);
+      EXPECT_EQ(ne.JtJ(idx.offset(k), b), 0.0);
+    }
+  }
+  EXPECT_GT(ne.JtJ(idx.offset(1), idx.offset(1)), 0.0);
+}
+
+TEST(ModelKernelTest, RejectsInvalidInput) {
+  std::vector<double> t = {0.1, 0.2, 0.3};
+  std::vector<double> data = {1.0, 1.0};
+  const Geometry geo{0.01, 2e6, 0.1};
+  RowTile bad{0, 1, 2, 2, data.data()};  // columns 2..3 exceed the 3-point grid
+  EXPECT_THROW(ModelKernel(AnalysisMode::kStatic, geo, t, {0.0}, {bad}), Error);
+  RowTile angle{1, 0, 1, 2, data.data()};  // angle 1 of a 1-angle list
+  EXPECT_THROW(ModelKernel(AnalysisMode::kStatic, geo, t, {0.0}, {angle}), Error);
+  EXPECT_THROW(ModelKernel(AnalysisMode::kStatic, geo, t, {0.0}, {}, {.threads = 0}), Error);
+  RowTile good{0, 0, 1, 2, data.data()};
+  ModelKernel kernel(AnalysisMode::kStatic, geo, t, {0.0}, {good});
+  EXPECT_THROW(kernel.Chi2(std::vector<double>{0.5, 1.0, 100.0}), Error);  // 3 of 5
+  EXPECT_EQ(kernel.num_points(), 2);
+}
+
+}  // namespace
+}  // namespace homodyne::model
