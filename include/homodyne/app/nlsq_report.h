@@ -1,0 +1,20 @@
+// Console output of an NLSQ run: the summary block and, for synthetic data, the
+// truth-vs-fit table.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "homodyne/nlsq/xpcs_fit.h"
+#include "homodyne/synth/synthetic_dataset.h"
+
+namespace homodyne {
+
+std::string FormatNlsqSummary(const nlsq::NlsqRunResult& result);
+
+// Truth, fit, difference in reported standard uncertainties, for every physical
+// parameter and the mean contrast/offset.
+std::string FormatTruthComparison(const nlsq::NlsqRunResult& result,
+                                  const synth::SynthTruth& truth);
+
+}  // namespace homodyne

@@ -1,0 +1,51 @@
+// One NLSQ fit of XPCS two-time data, end to end on a communicator: distributed load,
+// layout and starting point, bounded Gauss–Newton through TAO, covariance and quality.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "homodyne/config/config.h"
+#include "homodyne/log.h"
+#include "homodyne/model/parameter_layout.h"
+#include "homodyne/nlsq/bounded_solver.h"
+#include "homodyne/nlsq/result_files.h"
+#include "homodyne/parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+struct NlsqRunOptions {
+  std::string data_file;                  // --data-file (overrides the config's path)
+  std::map<std::string, double> initial;  // --initial-* (physical name → value)
+  int threads = 1;                        // compute threads of this rank
+  double sigma = 0.01;                    // residual scale (homodyne's default)
+  bool print_progress = true;             // rank 0 prints one line per iteration
+  std::vector<double> start;              // optional optimiser-space start (multistart)
+};
+
+struct NlsqRunResult {
+  FitReport report;
+  SolverSummary summary;
+  std::vector<std::string> expanded_names;
+  std::vector<double> expanded;  // [contrast_k…, offset_k…, physics]
+  std::vector<double> expanded_uncertainty;
+  std::vector<double> initial_expanded;  // the starting point
+  std::string layout;                    // resolved per-angle layout
+  int n_optimised = 0;
+  std::int64_t unique_pairs = 0;  // fitted (i < j) pairs over all angles
+  double q = 0.0;
+  std::vector<double> phi_deg;
+  std::vector<double> t_full;  // loader grid from 0 (for output files)
+  int passes = 0;
+};
+
+// Collective over `comm`; every rank returns the same result. Errors are agreed.
+NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                         const Logger& logger);
+
+// The per-angle mode the fit uses: anti_degeneracy.per_angle_mode when the system is
+// enabled, else individual. (Unlike homodyne, static mode honours it too.)
+model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg);
+
+}  // namespace homodyne::nlsq

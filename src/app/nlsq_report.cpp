@@ -1,0 +1,56 @@
+#include "homodyne/app/nlsq_report.h"
+
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+
+namespace homodyne {
+namespace {
+
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? std::nan("") : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+}
+
+}  // namespace
+
+std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
+  const nlsq::FitReport& f = r.report;
+  std::string out = "\n================ NLSQ OPTIMIZATION COMPLETE ================\n";
+  out += fmt::format("  status            {} ({})\n", f.convergence_status, r.summary.message);
+  out += fmt::format("  iterations        {}  (data passes {}, {:.2f} s)\n", f.iterations, r.passes,
+                     f.execution_time);
+  out += fmt::format("  chi2              {:.10g}\n", f.chi_squared);
+  out += fmt::format("  reduced chi2      {:.6g}  (quality: {})\n", f.reduced_chi_squared,
+                     f.quality_flag);
+  out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
+                     r.n_optimised);
+  for (std::size_t i = 0; i < f.physical_names.size(); ++i) {
+    out += fmt::format("  {:<18}{:>16.8g} ± {:.3g}\n", f.physical_names[i], f.physical_values[i],
+                       f.physical_uncertainties[i]);
+  }
+  out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "contrast", Mean(f.contrast),
+                     f.contrast.size());
+  out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "offset", Mean(f.offset),
+                     f.offset.size());
+  out += "=============================================================\n";
+  return out;
+}
+
+std::string FormatTruthComparison(const nlsq::NlsqRunResult& r, const synth::SynthTruth& t) {
+  const nlsq::FitReport& f = r.report;
+  std::string out = "\nSynthetic data: truth vs fit\n";
+  out += fmt::format("  {:<18}{:>14}{:>14}{:>12}{:>10}\n", "parameter", "truth", "fit", "σ", "|Δ|/σ");
+  for (std::size_t i = 0; i < f.physical_names.size() && i < t.physical.size(); ++i) {
+    const double sigma = f.physical_uncertainties[i];
+    const double z = sigma > 0 ? std::abs(f.physical_values[i] - t.physical[i]) / sigma : std::nan("");
+    out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}{:>12.3g}{:>10.2f}\n", f.physical_names[i],
+                       t.physical[i], f.physical_values[i], sigma, z);
+  }
+  out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "contrast (mean)", Mean(t.contrast),
+                     Mean(f.contrast));
+  out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "offset (mean)", Mean(t.offset), Mean(f.offset));
+  return out;
+}
+
+}  // namespace homodyne

@@ -1,0 +1,249 @@
+#include "homodyne/nlsq/xpcs_fit.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "homodyne/app/config_bridge.h"
+#include "homodyne/error.h"
+#include "homodyne/io/distributed_loader.h"
+#include "homodyne/nlsq/covariance.h"
+#include "homodyne/nlsq/fit_quality.h"
+#include "homodyne/nlsq/initial_scaling.h"
+#include "homodyne/nlsq/xpcs_problem.h"
+#include "homodyne/parallel/collective.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+// The rank's blocks as model row tiles on the fit grid (loader index − 1).
+std::vector<std::vector<model::RowTile>> BlocksOf(const io::LocalData& local, int rank) {
+  std::vector<std::vector<model::RowTile>> blocks;
+  std::size_t next = 0;
+  for (int b = local.plan.first_block(rank); b < local.plan.end_block(rank); ++b) {
+    const std::size_t n_tiles = local.plan.BlockTiles(b).size();
+    std::vector<model::RowTile> tiles;
+    for (std::size_t k = 0; k < n_tiles; ++k, ++next) {
+      const io::LocalTile& lt = local.tiles.at(next);
+      tiles.push_back({lt.tile.angle, static_cast<int>(lt.tile.row - 1),
+                       static_cast<int>(lt.tile.col_begin - 1), static_cast<int>(lt.tile.count),
+                       local.values.data() + lt.offset, nullptr, 2.0});
+    }
+    blocks.push_back(std::move(tiles));
+  }
+  HOMODYNE_CHECK(next == local.tiles.size(), "tiles do not match the plan's blocks");
+  return blocks;
+}
+
+std::string CpuModel() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+}  // namespace
+
+model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
+  const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
+  model::LayoutOptions o;
+  o.mode = ad.enable ? model::ParsePerAngleMode(ad.per_angle_mode,
+                                                "optimization.nlsq.anti_degeneracy.per_angle_mode")
+                     : model::PerAngleMode::kIndividual;
+  o.constant_scaling_threshold = ad.constant_scaling_threshold;
+  o.fourier_order = ad.fourier_order;
+  if (o.mode == model::PerAngleMode::kConstantAveraged) {
+    ThrowBadInput("constant_averaged is a CMC mode; use individual, auto, constant or fourier",
+                  cfg.source, "optimization.nlsq.anti_degeneracy.per_angle_mode");
+  }
+  o.Validate();
+  return o;
+}
+
+NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                         const Logger& logger) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const model::AnalysisMode mode = ToModelMode(cfg.analysis_mode);
+
+  // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
+  const io::LocalData local =
+      io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+  const io::DatasetMetadata& meta = local.meta;
+  if (meta.n_frames < 3) {
+    RunCollectively(comm, [&] {
+      ThrowBadInput(fmt::format("{} frame(s) selected; a fit needs at least 3", meta.n_frames),
+                    meta.file, "analyzer_parameters.start_frame/end_frame");
+    });
+  }
+  const int n_phi = static_cast<int>(meta.n_angles());
+  const std::vector<double> phi = meta.phi_values();
+  std::vector<double> t_fit(meta.t.begin() + 1, meta.t.end());  // t = 0 excluded
+  const model::Geometry geometry = GeometryFromConfig(cfg, meta.q_physics);
+  logger.Info("data: {} angle(s) {}, q = {:.6g} 1/Å, {} frames (dt = {} s), {} fitted pairs", n_phi,
+              fmt::join(phi, ","), meta.q_physics, meta.n_frames, meta.dt,
+              local.plan.total_points());
+  logger.Debug("{}", local.plan.Table());
+
+  // 2. Layout and starting point.
+  const model::LayoutOptions layout_options = LayoutOptionsFromConfig(cfg);
+  const model::ScalingLayout resolved = model::ResolveScalingLayout(layout_options, n_phi);
+  const model::ScalingBounds scaling_bounds{cfg.contrast.min, cfg.contrast.max, cfg.offset.min,
+                                            cfg.offset.max};
+  const auto estimates = EstimateInitialScaling(comm, local, scaling_bounds);
+  const model::ParameterLayout layout =
+      model::ParameterLayout::Create(resolved, mode, phi, estimates, layout_options.fourier_order);
+  logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(resolved),
+              layout.num_optimised());
+
+  const model::ExpandedIndex index(mode, n_phi);
+  std::vector<double> expanded(static_cast<std::size_t>(index.size()));
+  model::Bounds expanded_bounds;
+  expanded_bounds.lower.resize(expanded.size());
+  expanded_bounds.upper.resize(expanded.size());
+  for (int k = 0; k < n_phi; ++k) {
+    const auto ck = static_cast<std::size_t>(index.contrast(k));
+    const auto ok = static_cast<std::size_t>(index.offset(k));
+    expanded[ck] = estimates[static_cast<std::size_t>(k)].contrast;
+    expanded[ok] = estimates[static_cast<std::size_t>(k)].offset;
+    if (cfg.initial_parameters.contrast && cfg.initial_parameters.contrast->size() == phi.size()) {
+      expanded[ck] = (*cfg.initial_parameters.contrast)[static_cast<std::size_t>(k)];
+    }
+    if (cfg.initial_parameters.offset && cfg.initial_parameters.offset->size() == phi.size()) {
+      expanded[ok] = (*cfg.initial_parameters.offset)[static_cast<std::size_t>(k)];
+    }
+    expanded_bounds.lower[ck] = cfg.contrast.min;
+    expanded_bounds.upper[ck] = cfg.contrast.max;
+    expanded_bounds.lower[ok] = cfg.offset.min;
+    expanded_bounds.upper[ok] = cfg.offset.max;
+  }
+  const auto& names = model::PhysicalParameterNames(mode);
+  for (int p = 0; p < index.n_phys; ++p) {
+    const auto e = static_cast<std::size_t>(index.phys(p));
+    const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
+    expanded[e] = ep.initial;
+    if (auto it = options.initial.find(names[static_cast<std::size_t>(p)]);
+        it != options.initial.end()) {
+      expanded[e] = it->second;
+    }
+    expanded_bounds.lower[e] = ep.min;
+    expanded_bounds.upper[e] = ep.max;
+  }
+  const model::Bounds bounds = layout.OptimiserBounds(expanded_bounds);
+  std::vector<double> x0 = options.start.empty() ? layout.FromExpanded(expanded) : options.start;
+
+  // 3. Solve.
+  XpcsProblemSetup setup;
+  setup.mode = mode;
+  setup.geometry = geometry;
+  setup.t = t_fit;
+  setup.phi_deg = phi;
+  setup.blocks = BlocksOf(local, comm.rank());
+  setup.first_block = local.plan.first_block(comm.rank());
+  setup.total_blocks = local.plan.n_blocks();
+  setup.sigma = options.sigma;
+  setup.threads = options.threads;
+  XpcsProblem problem(comm, std::move(setup), layout);
+
+  const std::int64_t n_t = static_cast<std::int64_t>(t_fit.size());
+  const std::int64_t n_data = static_cast<std::int64_t>(n_phi) * n_t * n_t;  // homodyne DOF
+  const int p_eff = resolved == model::ScalingLayout::kAveraged ? index.size()
+                    : (resolved == model::ScalingLayout::kFixedConstant ||
+                       resolved == model::ScalingLayout::kConstantAveraged)
+                        ? index.n_phys
+                        : layout.num_optimised();
+
+  SolverOptions so;
+  so.max_iterations = cfg.optimization.nlsq.max_iterations;
+  so.ftol = cfg.optimization.nlsq.tolerance;
+  so.xtol = cfg.optimization.nlsq.xtol;
+  so.gtol = cfg.optimization.nlsq.gtol;
+  so.print_petsc_monitors = comm.is_root();
+  const bool progress = options.print_progress;
+  IterationCallback callback = [&](const IterationInfo& it) {
+    if (!progress) return;
+    logger.Info("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
+                it.iteration, it.chi2, it.chi2 / static_cast<double>(n_data - p_eff),
+                it.gradient_norm, it.step_norm);
+  };
+  logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)", layout.num_optimised(),
+              problem.total_points(), comm.size(), options.threads);
+  SolverSummary summary = SolveBounded(problem, x0, bounds.lower, bounds.upper, so, callback);
+
+  // 4. Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
+  //    understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
+  const CovarianceResult cov = CovarianceFromNormalEquations(
+      summary.final_equations.hessian, layout.num_optimised(), summary.final_chi2,
+      problem.total_points(), layout.num_optimised());
+  const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
+
+  NlsqRunResult r;
+  r.summary = summary;
+  r.layout = std::string(model::ToString(resolved));
+  r.n_optimised = layout.num_optimised();
+  r.expanded = layout.Expand(summary.x);
+  r.expanded_names = index.Names(mode);
+  r.initial_expanded = layout.Expand(x0);
+  for (int e = 0; e < index.size(); ++e) {
+    r.expanded_uncertainty.push_back(
+        std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0)));
+  }
+  r.unique_pairs = problem.total_points();
+  r.q = meta.q_physics;
+  r.phi_deg = phi;
+  r.t_full = meta.t;
+  r.passes = problem.passes();
+
+  // 5. Report.
+  FitReport& rep = r.report;
+  rep.analysis_mode = std::string(model::ToString(mode));
+  rep.per_angle_mode = r.layout;
+  rep.physical_names = names;
+  for (int p = 0; p < index.n_phys; ++p) {
+    rep.physical_values.push_back(r.expanded[static_cast<std::size_t>(index.phys(p))]);
+    rep.physical_uncertainties.push_back(
+        r.expanded_uncertainty[static_cast<std::size_t>(index.phys(p))]);
+  }
+  rep.phi_deg = phi;
+  for (int k = 0; k < n_phi; ++k) {
+    rep.contrast.push_back(r.expanded[static_cast<std::size_t>(index.contrast(k))]);
+    rep.contrast_uncertainty.push_back(
+        r.expanded_uncertainty[static_cast<std::size_t>(index.contrast(k))]);
+    rep.offset.push_back(r.expanded[static_cast<std::size_t>(index.offset(k))]);
+    rep.offset_uncertainty.push_back(
+        r.expanded_uncertainty[static_cast<std::size_t>(index.offset(k))]);
+  }
+  rep.chi_squared = summary.final_chi2;
+  rep.n_data = n_data;
+  rep.n_params = p_eff;
+  rep.reduced_chi_squared = summary.final_chi2 / static_cast<double>(n_data - p_eff);
+  rep.n_time_points = static_cast<int>(n_t);
+  rep.q = meta.q_physics;
+  rep.convergence_status = summary.termination == Termination::kConverged       ? "converged"
+                           : summary.termination == Termination::kMaxIterations ? "max_iter"
+                                                                                : "failed";
+  rep.iterations = summary.iterations;
+  std::vector<ParameterBoundState> states;
+  const auto opt_names = layout.names();
+  for (std::size_t i = 0; i < summary.x.size(); ++i) {
+    const bool physical = i >= summary.x.size() - static_cast<std::size_t>(index.n_phys);
+    states.push_back(
+        {opt_names[i], physical, summary.at_lower_bound[i], summary.at_upper_bound[i]});
+  }
+  const QualityAssessment q = AssessFitQuality(rep.reduced_chi_squared, summary.IsUsable(), states);
+  rep.quality_flag = std::string(ToString(q.flag));
+  rep.quality_passed = q.passed;
+  rep.quality_warnings = q.warnings;
+  rep.mpi_ranks = comm.size();
+  rep.threads_per_rank = options.threads;
+  rep.hostname = CpuModel();
+  rep.timestamp = IsoTimestampNow();
+  rep.execution_time =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  for (const auto& w : q.warnings) logger.Warn("{}", w);
+  return r;
+}
+
+}  // namespace homodyne::nlsq
