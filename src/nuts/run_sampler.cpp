@@ -1,5 +1,7 @@
 #include "homodyne/nuts/run_sampler.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 
 namespace homodyne::nuts {
@@ -7,9 +9,10 @@ namespace homodyne::nuts {
 std::string NutsSummary::BriefReport() const {
   return fmt::format(
       "NUTS: {} warmup + {} draws, step size {:.4g}, {} divergent, {} at max tree depth, mean "
-      "accept_stat {:.3f}, {} gradient evaluations{}",
+      "accept_stat {:.3f}, {} gradient evaluations, {:.3g} s warmup + {:.3g} s sampling{}",
       num_warmup, num_draws, step_size, num_divergent, num_max_treedepth, mean_accept_stat,
-      num_gradient_evaluations, stopped_early ? " (stopped early)" : "");
+      num_gradient_evaluations, warmup_seconds, sampling_seconds,
+      stopped_early ? " (stopped early)" : "");
 }
 
 std::vector<double> ChainRun::Parameter(int parameter) const {
@@ -35,8 +38,12 @@ ChainRun RunChain(NutsChain& chain, const IterationCallback& callback,
   double accept_sum = 0.0;
   std::int64_t done = 0;
   while (!chain.Done() && (max_iterations < 0 || done < max_iterations)) {
+    const auto start = std::chrono::steady_clock::now();
     const IterationResult result = chain.Step();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     ++done;
+    (result.warmup ? summary.warmup_seconds : summary.sampling_seconds) += seconds;
     summary.num_gradient_evaluations += result.stats.n_leapfrog;
     if (result.warmup) {
       ++summary.num_warmup;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "homodyne/error.h"
@@ -133,6 +134,13 @@ TEST(NutsResume, RunChainStopsOnCallbackAndResumes) {
   const ChainRun part = RunChain(
       chain, [](const NutsChain& c, const IterationResult&) { return c.iteration() < 75; });
   EXPECT_TRUE(part.summary.stopped_early);
+  EXPECT_EQ(part.summary.num_warmup, 60);
+  EXPECT_EQ(part.summary.num_draws, 15);
+  EXPECT_EQ(part.stats.size(), 15u);
+  EXPECT_GT(part.summary.num_gradient_evaluations, 75);
+  EXPECT_NE(part.summary.BriefReport().find("stopped early"), std::string::npos);
+  EXPECT_FALSE(full.summary.stopped_early);
+  EXPECT_GT(full.summary.step_size, 0.0);
   NutsChain restored = NutsChain::Restore(density, options, chain.SaveState());
   const ChainRun rest = RunChain(restored);
   std::vector<double> joined = part.draws;

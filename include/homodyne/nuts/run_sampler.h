@@ -21,7 +21,9 @@ struct NutsSummary {
   int num_max_treedepth = -1;                  // sampling transitions that hit max_tree_depth
   double mean_accept_stat = -1.0;              // over sampling transitions
   std::int64_t num_gradient_evaluations = -1;  // leapfrog steps, warmup + sampling
-  bool stopped_early = false;                  // the callback asked to stop
+  double warmup_seconds = 0.0;                 // wall time of the warmup iterations
+  double sampling_seconds = 0.0;               // wall time of the sampling iterations
+  bool stopped_early = false;                  // the callback or max_iterations stopped the run
   std::string BriefReport() const;             // one log line
 };
 
