@@ -175,6 +175,7 @@ TransitionStats NutsTransition(const LogDensity& density, const Metric& metric,
   stats.tree_depth = depth;
   stats.divergent = builder.divergent();
   stats.energy = Hamiltonian(metric, z);
+  stats.potential = z.potential;
   stats.step_size = epsilon;
   return stats;
 }

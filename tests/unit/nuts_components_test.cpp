@@ -196,6 +196,8 @@ TEST(NutsTransition, HarmonicOscillatorNeverRunsPastAPeriod) {
     EXPECT_FALSE(stats.divergent);
     EXPECT_GT(stats.accept_stat, 0.99);
     EXPECT_GE(stats.n_leapfrog, (1 << stats.tree_depth) - 1);
+    EXPECT_DOUBLE_EQ(stats.potential, 0.5 * z.q[0] * z.q[0]);
+    EXPECT_GE(stats.energy, stats.potential);
     EXPECT_LT(stats.n_leapfrog, 1 << (stats.tree_depth + 1));
   }
   EXPECT_GT(total_length / n, 0.5 * pi);

@@ -39,6 +39,7 @@ void ExpectBitIdentical(const std::vector<Record>& a, const std::vector<Record>&
     }
     EXPECT_TRUE(SameBits(a[i].stats.accept_stat, b[i].stats.accept_stat)) << i;
     EXPECT_TRUE(SameBits(a[i].stats.energy, b[i].stats.energy)) << i;
+    EXPECT_TRUE(SameBits(a[i].stats.potential, b[i].stats.potential)) << i;
     EXPECT_TRUE(SameBits(a[i].stats.step_size, b[i].stats.step_size)) << i;
     EXPECT_EQ(a[i].stats.n_leapfrog, b[i].stats.n_leapfrog) << i;
     EXPECT_EQ(a[i].stats.tree_depth, b[i].stats.tree_depth) << i;

@@ -24,6 +24,7 @@ struct TransitionStats {
   int n_leapfrog = 0;        // leapfrog steps (gradient evaluations) in this transition
   bool divergent = false;    // some step had H − H₀ > kMaxDeltaH
   double energy = 0.0;       // H at the returned state
+  double potential = 0.0;    // V = −log π at the returned state (Stan's lp__ is −V)
   double step_size = 0.0;    // ε actually used (after jitter)
 };
 
