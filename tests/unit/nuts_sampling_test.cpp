@@ -81,7 +81,7 @@ TEST(NutsSampling, StandardNormal10DDense) { CheckStandardNormal(10, MetricKind:
 
 // A 5-D Gaussian with eigenvalues 1e-2 … 1e2 (condition number 1e4) rotated so that
 // the coordinates are strongly correlated.
-GaussianDensity CorrelatedGaussian() {
+std::vector<double> CorrelatedCovariance() {
   const int n = 5;
   // Householder rotation H = I − 2vvᵀ/|v|² with v = (1, 2, 3, 4, 5), applied to
   // diag(λ): Σ = H Λ H.
@@ -98,7 +98,11 @@ GaussianDensity CorrelatedGaussian() {
       for (int k = 0; k < n; ++k) sigma[i * n + j] += h[i * n + k] * lambda[k] * h[j * n + k];
     }
   }
-  return GaussianDensity(std::vector<double>(n, 1.0), sigma);
+  return sigma;
+}
+
+GaussianDensity CorrelatedGaussian() {
+  return GaussianDensity(std::vector<double>(5, 1.0), CorrelatedCovariance());
 }
 
 double MinBulkEssPerGradient(const std::vector<ChainRun>& runs, int dimension) {
@@ -126,6 +130,16 @@ TEST(NutsSampling, DenseMetricBeatsDiagonalOnCorrelatedGaussian) {
   const double diag = MinBulkEssPerGradient(diag_runs, 5);
   const double dense = MinBulkEssPerGradient(dense_runs, 5);
   EXPECT_GT(dense, 10.0 * diag) << "ESS per gradient: dense " << dense << ", diag " << diag;
+  // The adapted dense inverse metric estimates Σ (relative Frobenius error).
+  const std::vector<double> sigma = CorrelatedCovariance();
+  for (const auto& run : dense_runs) {
+    double err = 0.0, norm = 0.0;
+    for (std::size_t k = 0; k < sigma.size(); ++k) {
+      err += std::pow(run.summary.inverse_metric[k] - sigma[k], 2);
+      norm += sigma[k] * sigma[k];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.3);
+  }
   // The dense sampler is also correct: mean 1 within MCSE on every coordinate.
   for (int i = 0; i < 5; ++i) {
     const Chains x = Parameter(dense_runs, i);
