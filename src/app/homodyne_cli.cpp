@@ -3,14 +3,23 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/run_app.h"
+#include "homodyne/atomic_file.h"
+#include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/fault_injection.h"
+#include "homodyne/io/fitted_data.h"
+#include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/placement.h"
+#include "homodyne/synth/synthetic_dataset.h"
 #include "homodyne/version.h"
 
 namespace homodyne {
@@ -20,6 +29,15 @@ struct HomodyneCliOptions {
   bool show_version = false;
   int verbosity = 0;
   bool quiet = false;
+  std::string config = "./homodyne_config.yaml";
+  bool config_given = false;
+  std::string method = "nlsq";
+  std::string output_dir = "./homodyne_results";
+  std::string data_file;
+  bool static_mode = false;
+  bool laminar_flow = false;
+  int threads = 0;  // 0: one per core of the rank's cpuset
+  std::map<std::string, double> initial;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -30,10 +48,38 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                "homodyne"};
   app.add_flag("--version", opts.show_version,
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
+  auto* cfg = app.add_option("--config,-c", opts.config, "homodyne YAML config")
+                  ->capture_default_str();
+  app.add_option("--method", opts.method, "nlsq (cmc and both arrive with the CMC module)")
+      ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
+      ->capture_default_str();
+  app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
+      ->capture_default_str();
+  app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
+  auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
+  auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
+  sm->excludes(lf);
+  app.add_option("--threads", opts.threads,
+                 "compute threads per rank (default: one per core the rank is bound to)");
+  const std::pair<const char*, const char*> initial_flags[] = {
+      {"--initial-d0", "D0"},
+      {"--initial-alpha", "alpha"},
+      {"--initial-d-offset", "D_offset"},
+      {"--initial-gamma-dot-t0", "gamma_dot_t0"},
+      {"--initial-beta", "beta"},
+      {"--initial-gamma-dot-offset", "gamma_dot_t_offset"},
+      {"--initial-phi0", "phi0"}};
+  std::map<std::string, double> initial_values;
+  std::vector<std::pair<CLI::Option*, std::string>> initial_options;
+  for (auto [flag, name] : initial_flags) {
+    auto* o = app.add_option(flag, initial_values[name],
+                             fmt::format("initial {} (phi0 in degrees)", name));
+    initial_options.emplace_back(o, name);
+  }
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
-      "PETSc options (-tao_monitor, -tao_type bnls, -tao_gatol 1e-9, -log_view, ...) are\n"
+      "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
       "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
@@ -48,7 +94,91 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
     }
     return static_cast<int>(ExitCode::kBadInput);
   }
+  opts.config_given = cfg->count() > 0;
+  for (const auto& [o, name] : initial_options) {
+    if (o->count() > 0) opts.initial[name] = initial_values[name];
+  }
   return std::nullopt;
+}
+
+// The output directory must not be (or be inside) a file we read, and must be creatable.
+void PrepareOutputDirectory(const HomodyneCliOptions& opts, const std::string& data_file) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
+  for (const std::string& input : {opts.config, data_file}) {
+    if (input.empty()) continue;
+    if (fs::absolute(input).lexically_normal() == out) {
+      ThrowBadInput("the output directory is an input file", input, "--output-dir");
+    }
+  }
+  EnsureDirectory(out);
+}
+
+int RunFit(Environment& env, const HomodyneCliOptions& opts) {
+  const Logger& log = env.logger();
+  if (opts.method != "nlsq") {
+    RunCollectively(env.world(), [&] {
+      ThrowBadInput(fmt::format("--method {} is not available yet: this build fits with nlsq "
+                                "(CMC arrives with the CMC module)",
+                                opts.method),
+                    {}, "--method");
+    });
+  }
+  config::Config cfg = RunCollectively(env.world(), [&] {
+    if (!opts.config_given && !std::filesystem::exists(opts.config)) {
+      ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
+                    opts.config, "--config");
+    }
+    config::ReadOptions ro;
+    ro.require_data_file = opts.data_file.empty();
+    config::Config c = config::ReadConfigFile(opts.config, ro);
+    if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
+    if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
+      ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
+                    opts.config, "analysis_mode");
+    }
+    return c;
+  });
+  for (const auto& note : cfg.notes) log.Debug("config: {}", note);
+  log.Info("homodyne-hpc {}: {} fit of {} ({} rank(s))", Version(), opts.method, opts.config,
+           env.size());
+
+  const PlacementPlan placement = PlanThreads(env.topology(), opts.threads);
+  for (const auto& w : placement.warnings) log.Warn("{}", w);
+  log.Debug("placement (rank 0): {}", placement.Describe());
+  const std::string data_file =
+      opts.data_file.empty() ? cfg.experimental_data.DataFile() : opts.data_file;
+  RunCollectively(env.world(), [&] {
+    if (env.rank() == 0) PrepareOutputDirectory(opts, data_file);
+  });
+
+  nlsq::NlsqRunOptions ro;
+  ro.data_file = opts.data_file;
+  ro.initial = opts.initial;
+  ro.threads = static_cast<int>(placement.slots.size());
+  MaybeInjectFailure("load", env.rank());
+  const nlsq::NlsqRunResult result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
+
+  // Outputs: rank 0 writes, all ranks agree on success.
+  RunCollectively(env.world(), [&] {
+    MaybeInjectFailure("output", env.rank());
+    if (env.rank() != 0) return;
+    const std::filesystem::path out(opts.output_dir);
+    nlsq::WriteNlsqResultFiles(out, result.report);
+    io::WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+  });
+  if (env.rank() == 0 && !opts.quiet) {
+    std::string text = FormatNlsqSummary(result);
+    try {
+      text += FormatTruthComparison(result, synth::ReadSyntheticTruth(data_file));
+    } catch (const Error&) {
+      // Not a synthetic file: no truth to compare with.
+    }
+    text += fmt::format("\nresults in {}\n", opts.output_dir);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return result.summary.IsUsable() ? 0 : static_cast<int>(ExitCode::kInternalError);
 }
 
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {
@@ -68,10 +198,7 @@ int RunHomodyne(Environment& env, const std::vector<std::string>& args) {
                        env.thread_level());
     return 0;
   }
-  RunCollectively(env.world(), [] {
-    ThrowBadInput("nothing to do: give --version (run --help for the options)", {}, "command line");
-  });
-  return static_cast<int>(ExitCode::kBadInput);
+  return RunFit(env, opts);
 }
 
 }  // namespace
