@@ -11,12 +11,13 @@
 #include "homodyne/error.h"
 #include "homodyne/model/fast_sincos.h"
 #include "homodyne/model/thread_pool.h"
+#include "point_terms.h"
 #include "shear_factors.h"
 
 namespace homodyne::model {
 namespace {
 
-constexpr int kBlock = 128;  // columns whose angle-independent part is computed together
+constexpr int kBlock = detail::kMaxBlock;  // columns sharing the angle-independent part
 
 enum class Pass { kModel, kChi2, kNormal };
 
@@ -183,8 +184,13 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
           }
         }
       }
+      const int nb4 = (nb + 3) & ~3;  // detail::PointBlock reads columns up to a multiple of 4
+      for (int c = nb; c < nb4; ++c) {
+        g1d[c] = fac[c] = ig[c] = 0.0;
+        for (int q = 0; q < 3; ++q) e[q][c] = f[q][c] = 0.0;
+      }
       if constexpr (kDerivs) {
-        for (int c = 0; c < nb; ++c) {
+        for (int c = 0; c < nb4; ++c) {
           saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
         }
       }
@@ -214,89 +220,70 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
           }
         }
         const double* data = tile.data + b0;
-        const double* weight = tile.weight ? tile.weight + b0 : nullptr;
-        double acc_chi2 = 0.0;
-        double cc = 0, co = 0, oo = 0, cr = 0, orr = 0;
-        double cd3[3] = {0, 0, 0}, cg3[3] = {0, 0, 0}, od3[3] = {0, 0, 0}, og3[3] = {0, 0, 0};
-        double cphi = 0, ophi = 0;
-        for (int c = 0; c < nb; ++c) {
-          const double s = kLaminar ? sfac[c] : 1.0;
-          const double ds_dx = kLaminar && kDerivs ? dsfac[c] : 0.0;
-          const double g1_raw = kLaminar ? g1d[c] * s : g1d[c];
-          const double g1 = FloorAt(g1_raw, kG1Floor);
-          const double g1sq = g1 * g1;
-          const double model = offset + contrast * g1sq;
-          if constexpr (kPass == Pass::kModel) {
-            model_out[tile_offset[static_cast<size_t>(tile_index)] + b0 + c] = model;
-            continue;
+        if constexpr (kPass == Pass::kModel) {
+          double* out = model_out + tile_offset[static_cast<size_t>(tile_index)] + b0;
+          for (int c = 0; c < nb; ++c) {
+            const double g1_raw = kLaminar ? g1d[c] * sfac[c] : g1d[c];
+            const double g1 = FloorAt(g1_raw, kG1Floor);
+            out[c] = offset + contrast * (g1 * g1);
           }
-          const double w = weight ? weight[c] : tile.uniform_weight;
-          const double r = (data[c] - model) * inv_sigma;
-          const double wr = w * r;
-          acc_chi2 += wr * r;
-          if constexpr (kDerivs) {
-            double alpha = 0.0, beta = 0.0, gamma = 0.0;
-            if (g1_raw > kG1Floor) {
-              const double dc2_dg1 = contrast * 2.0 * g1 * inv_sigma;
-              alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * fac[c];
-              if constexpr (kLaminar) {
-                const double ds_scaled = dc2_dg1 * g1d[c] * ds_dx;
-                beta = ds_scaled * a;
-                gamma = ds_scaled * bcoef * ig[c];
-              }
-            }
-            const double wa = w * alpha;
-            saa[c] += wa * alpha;
-            sar[c] += wa * r;
-            const double uc = g1sq * inv_sigma;  // (∂c2/∂contrast)/σ; (∂c2/∂offset)/σ = 1/σ
-            const double wuc = w * uc, wuo = w * inv_sigma;
-            for (int q = 0; q < 3; ++q) {
-              cd3[q] += wuc * alpha * e[q][c];
-              od3[q] += wuo * alpha * e[q][c];
-            }
+          continue;
+        } else {
+          detail::PointBlock in;
+          in.n = nb;
+          in.g1d = g1d;
+          in.fac = fac;
+          in.ig = ig;
+          for (int q = 0; q < 3; ++q) {
+            in.e[q] = e[q];
+            in.f[q] = f[q];
+          }
+          in.s = kLaminar ? sfac : nullptr;
+          in.ds = kLaminar ? dsfac : nullptr;
+          in.data = data;
+          in.weight = tile.weight ? tile.weight + b0 : nullptr;
+          in.uniform_weight = tile.uniform_weight;
+          in.contrast = contrast;
+          in.offset = offset;
+          in.inv_sigma = inv_sigma;
+          in.a = a;
+          in.b = bcoef;
+          if constexpr (!kDerivs) {
+            *chi2 += detail::Chi2Block(in);
+          } else {
+            in.saa = saa;
+            in.sab = sab;
+            in.sbb = sbb;
+            in.sag = sag;
+            in.sbg = sbg;
+            in.sgg = sgg;
+            in.sar = sar;
+            in.sbr = sbr;
+            in.sgr = sgr;
+            double sums[detail::kNumTileSums] = {};
             if constexpr (kLaminar) {
-              const double wb = w * beta, wg = w * gamma;
-              sab[c] += wa * beta;
-              sbb[c] += wb * beta;
-              sag[c] += wa * gamma;
-              sbg[c] += wb * gamma;
-              sgg[c] += wg * gamma;
-              sbr[c] += wb * r;
-              sgr[c] += wg * r;
-              for (int q = 0; q < 3; ++q) {
-                cg3[q] += wuc * beta * f[q][c];
-                og3[q] += wuo * beta * f[q][c];
-              }
-              cphi += wuc * gamma;
-              ophi += wuo * gamma;
+              detail::NormalLaminarBlock(in, sums);
+            } else {
+              detail::NormalStaticBlock(in, sums);
             }
-            cc += wuc * uc;
-            co += wuc * inv_sigma;
-            oo += wuo * inv_sigma;
-            cr += uc * wr;
-            orr += inv_sigma * wr;
-          }
-        }
-        if constexpr (kPass != Pass::kModel) {
-          *chi2 += acc_chi2;
-          if constexpr (kDerivs) {
+            *chi2 += sums[detail::kSumChi2];
             double* ang = angles + k * static_cast<size_t>(stride);
-            ang[0] += cc;
-            ang[1] += co;
-            ang[2] += oo;
-            ang[3] += cr;
-            ang[4] += orr;
+            ang[0] += sums[detail::kSumUcUc];
+            ang[1] += sums[detail::kSumUc] * inv_sigma;
+            ang[2] += sums[detail::kSumW] * (inv_sigma * inv_sigma);
+            ang[3] += sums[detail::kSumUcR];
+            ang[4] += sums[detail::kSumR] * inv_sigma;
             for (int q = 0; q < 3; ++q) {
-              ang[5 + q] += cd3[q];
-              ang[5 + kNp + q] += od3[q];
+              ang[5 + q] += sums[detail::kSumUcAlphaE + q];
+              ang[5 + kNp + q] += sums[detail::kSumAlphaE + q] * inv_sigma;
               if constexpr (kLaminar) {
-                ang[5 + 3 + q] += cg3[q];
-                ang[5 + kNp + 3 + q] += og3[q];
+                ang[5 + 3 + q] += sums[detail::kSumUcBetaF + q];
+                ang[5 + kNp + 3 + q] += sums[detail::kSumBetaF + q] * inv_sigma;
               }
             }
             if constexpr (kLaminar) {
-              ang[5 + 6] += cphi;
-              ang[5 + kNp + 6] += ophi;
+              ang[5 + 6] += sums[detail::kSumUcGamma];
+              ang[5 + kNp + 6] += sums[detail::kSumGamma] * inv_sigma;
             }
           }
         }
