@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "homodyne/model/constants.h"
+#include "simd_clones.h"
 
 namespace homodyne::model::detail {
 namespace {
@@ -147,8 +148,6 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
 }
 
 }  // namespace
-
-#define HOMODYNE_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
 HOMODYNE_SIMD_CLONES void NormalLaminarBlock(const PointBlock& in, double* sums) {
   Normal<true>(in, sums);
