@@ -44,6 +44,11 @@ __attribute__((always_inline)) inline int ComputePoints(const PointBlock& in, Po
   const double* __restrict fac = in.fac;
   const double* __restrict ig = in.ig;
   const double* __restrict data = in.data;
+  if (in.weight != nullptr) {
+    for (int c = 0; c < n; ++c) pt.w[c] = in.weight[c];
+  } else {
+    for (int c = 0; c < n; ++c) pt.w[c] = in.uniform_weight;
+  }
   for (int c = 0; c < n; ++c) {
     const double s = kLaminar ? sv[c] : 1.0;
     const double g1_raw = kLaminar ? g1d[c] * s : g1d[c];
@@ -51,7 +56,8 @@ __attribute__((always_inline)) inline int ComputePoints(const PointBlock& in, Po
     const double g1 = Pick(alive, g1_raw, kG1Floor);
     const double g1sq = g1 * g1;
     const double model = offset + contrast * g1sq;
-    pt.r[c] = (data[c] - model) * inv_sigma;
+    // A masked point (weight 0) contributes exactly 0, even if its data are not finite.
+    pt.r[c] = Pick(pt.w[c] != 0.0, (data[c] - model) * inv_sigma, 0.0);
     if constexpr (kDerivs) {
       pt.uc[c] = g1sq * inv_sigma;
       const double dc2_dg1 = Pick(alive, contrast * 2.0 * g1 * inv_sigma, 0.0);
@@ -62,11 +68,6 @@ __attribute__((always_inline)) inline int ComputePoints(const PointBlock& in, Po
         pt.gamma[c] = ds_scaled * in.b * ig[c];
       }
     }
-  }
-  if (in.weight != nullptr) {
-    for (int c = 0; c < n; ++c) pt.w[c] = in.weight[c];
-  } else {
-    for (int c = 0; c < n; ++c) pt.w[c] = in.uniform_weight;
   }
   for (int c = n; c < n4; ++c) {
     pt.w[c] = pt.r[c] = pt.uc[c] = pt.alpha[c] = pt.beta[c] = pt.gamma[c] = 0.0;
