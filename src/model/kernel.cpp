@@ -408,6 +408,8 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
 }
 
 ModelKernel::~ModelKernel() = default;
+ModelKernel::ModelKernel(ModelKernel&&) noexcept = default;
+ModelKernel& ModelKernel::operator=(ModelKernel&&) noexcept = default;
 
 AnalysisMode ModelKernel::mode() const { return impl_->mode; }
 const ExpandedIndex& ModelKernel::index() const { return impl_->index; }

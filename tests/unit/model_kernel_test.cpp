@@ -6,6 +6,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "homodyne/error.h"
@@ -314,9 +315,18 @@ TEST(ModelKernelTest, RejectsInvalidInput) {
   EXPECT_THROW(ModelKernel(AnalysisMode::kStatic, geo, t, {0.0}, {angle}), Error);
   EXPECT_THROW(ModelKernel(AnalysisMode::kStatic, geo, t, {0.0}, {}, {.threads = 0}), Error);
   RowTile good{0, 0, 1, 2, data.data()};
-  ModelKernel kernel(AnalysisMode::kStatic, geo, t, {0.0}, {good});
+  ModelKernel built(AnalysisMode::kStatic, geo, t, {0.0}, {good});
+  ModelKernel kernel = std::move(built);  // movable (the solver may own it by value)
   EXPECT_THROW(kernel.Chi2(std::vector<double>{0.5, 1.0, 100.0}), Error);  // 3 of 5
   EXPECT_EQ(kernel.num_points(), 2);
+  // A rank may own no data at all: everything is zero, nothing throws.
+  ModelKernel empty(AnalysisMode::kStatic, geo, t, {0.0}, {}, {.threads = 2});
+  const std::vector<double> p5 = {0.5, 1.0, 100.0, 0.0, 10.0};
+  EXPECT_EQ(empty.Chi2(p5), 0.0);
+  const auto ne = empty.Accumulate(p5);
+  EXPECT_EQ(ne.size, 5);
+  for (double v : ne.jtj) EXPECT_EQ(v, 0.0);
+  EXPECT_EQ(empty.num_points(), 0);
 }
 
 }  // namespace
