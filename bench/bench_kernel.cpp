@@ -55,27 +55,43 @@ const Setup& TheSetup() {
   return setup;
 }
 
+// range(0) = threads, range(1) = 1 for exact libm sin/cos (bit-identical c2), 0 for FastSinCos.
+homodyne::model::KernelOptions Options(const benchmark::State& state) {
+  return {.threads = static_cast<int>(state.range(0)),
+          .exact_transcendentals = state.range(1) != 0};
+}
+
 void BM_KernelChi2(benchmark::State& state) {
   const Setup& s = TheSetup();
-  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles,
-                     {.threads = static_cast<int>(state.range(0))});
+  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
   for (auto _ : state) benchmark::DoNotOptimize(kernel.Chi2(s.params));
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
 }
-BENCHMARK(BM_KernelChi2)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KernelChi2)
+    ->ArgNames({"threads", "exact"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_KernelNormalEquations(benchmark::State& state) {
   const Setup& s = TheSetup();
-  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles,
-                     {.threads = static_cast<int>(state.range(0))});
+  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
   for (auto _ : state) benchmark::DoNotOptimize(kernel.Accumulate(s.params).chi2);
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
 }
-BENCHMARK(BM_KernelNormalEquations)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_KernelNormalEquations)
+    ->ArgNames({"threads", "exact"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // Naive χ²: every point of every angle recomputes sqrt, exp and sin (no sharing across
 // angles, no per-column reuse), single thread.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "simd_clones.h"
+
 namespace homodyne::model {
 namespace {
 
@@ -64,8 +66,6 @@ inline double CosFromQuadrant(const Reduced& v) {
 }
 
 }  // namespace
-
-#define HOMODYNE_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
 HOMODYNE_SIMD_CLONES void FastSin(const double* x, double* s, int n) {
   for (int m = 0; m < n; ++m) s[m] = SinFromQuadrant(Reduce(x[m]));

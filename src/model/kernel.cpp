@@ -9,16 +9,13 @@
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
-#include "homodyne/model/fast_sincos.h"
-#include "homodyne/model/thread_pool.h"
-#include "shear_factors.h"
+#include "kernel_impl.h"
 
 namespace homodyne::model {
 namespace {
 
-constexpr int kBlock = 128;  // columns whose angle-independent part is computed together
-
-enum class Pass { kModel, kChi2, kNormal };
+using kernel_internal::Pass;
+using kernel_internal::Tables;
 
 // One floored rate on the grid, its cumulative trapezoid and the trapezoids of its
 // derivatives with respect to (amplitude, exponent, offset). Same expressions, same order as
@@ -50,16 +47,6 @@ void BuildRate(const std::vector<double>& ts, double a, double e, double o, bool
   }
 }
 
-// Per-evaluation tables (O(n_t + n_phi)).
-struct Tables {
-  std::vector<double> cd, dcd[3], cg, dcg[3];
-  std::vector<double> shear_a;  // sp·cos(π/180(φ0 − φ_k))
-  std::vector<double> shear_b;  // sp·(−sin(π/180(φ0 − φ_k))·π/180)
-  const double* contrast = nullptr;
-  const double* offset = nullptr;
-  double wq = 0.0;
-};
-
 }  // namespace
 
 void KernelOptions::Validate() const {
@@ -74,37 +61,6 @@ void KernelOptions::Validate() const {
                   "chunk_points");
   }
 }
-
-struct ModelKernel::Impl {
-  AnalysisMode mode;
-  Geometry geometry;
-  std::vector<double> t, phi, ts;
-  std::vector<RowTile> tiles;
-  KernelOptions options;
-  ExpandedIndex index;
-  std::vector<std::int64_t> tile_offset;  // first output index of each tile
-  std::int64_t n_points = 0;
-
-  struct Group {
-    int row, col_begin, count;
-    std::vector<int> tiles;
-  };
-  std::vector<Group> groups;
-  std::vector<int> chunk_begin;  // group ranges of the chunks (size n_chunks + 1)
-  std::unique_ptr<ThreadPool> pool;
-
-  int n_phys() const { return index.n_phys; }
-  // Partial-sum layout of one chunk.
-  int angle_stride() const { return 5 + 2 * n_phys(); }
-  int partial_size() const {
-    return 1 + n_phys() * n_phys() + n_phys() + index.n_angles * angle_stride();
-  }
-
-  Tables MakeTables(std::span<const double> params, bool derivs) const;
-  template <Pass kPass, bool kLaminar>
-  void RunChunk(const Tables& tab, int chunk, double* partial, double* model_out) const;
-  std::vector<double> Reduce(std::span<const double> params, Pass pass) const;
-};
 
 Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs) const {
   if (static_cast<int>(params.size()) != index.size()) {
@@ -129,212 +85,6 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
   tab.offset = params.data() + index.offset(0);
   tab.wq = geometry.DiffusionPrefactor();
   return tab;
-}
-
-template <Pass kPass, bool kLaminar>
-void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
-                                 double* model_out) const {
-  constexpr int kNp = kLaminar ? 7 : 3;
-  constexpr bool kDerivs = kPass == Pass::kNormal;
-  const double inv_sigma = 1.0 / options.sigma;
-  const double wq = tab.wq;
-  const bool exact = options.exact_transcendentals;
-  const int stride = angle_stride();
-  // Partial layout (kNormal): [χ², phys JᵀJ (kNp², upper), phys Jᵀr (kNp), per-angle blocks].
-  double* chi2 = partial;
-  double* phys_jtj = kDerivs ? partial + 1 : nullptr;
-  double* phys_jtr = kDerivs ? phys_jtj + kNp * kNp : nullptr;
-  double* angles = kDerivs ? phys_jtr + kNp : nullptr;
-
-  // Angle-independent values of one block of columns:
-  //   g1d = exp(clip(−wq·I_D)), fac = ∂g1d/∂I_D·Δ/I (0 when clipped), e_q = ∂ΔC_D/∂θ_q,
-  //   ig = I_Γ, f_q = ∂I_Γ/∂θ_q.
-  alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
-  // Per-angle scratch: phase, its sine and cosine.
-  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
-  // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
-  // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
-  alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
-      sar[kBlock], sbr[kBlock], sgr[kBlock];
-
-  for (int g = chunk_begin[static_cast<size_t>(chunk)];
-       g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
-    const Group& group = groups[static_cast<size_t>(g)];
-    const auto i = static_cast<size_t>(group.row);
-    for (int b0 = 0; b0 < group.count; b0 += kBlock) {
-      const int nb = std::min(kBlock, group.count - b0);
-      const size_t j0 = static_cast<size_t>(group.col_begin + b0);
-      for (int c = 0; c < nb; ++c) {
-        const size_t j = j0 + static_cast<size_t>(c);
-        const double delta = tab.cd[i] - tab.cd[j];
-        const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
-        const double log_g1 = -wq * id;
-        g1d[c] = std::exp(std::clamp(log_g1, kLogG1Min, 0.0));
-        if constexpr (kDerivs) {
-          fac[c] = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
-          for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
-        }
-        if constexpr (kLaminar) {
-          const double dg = tab.cg[i] - tab.cg[j];
-          ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
-          if constexpr (kDerivs) {
-            const double ratio = dg / ig[c];
-            for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
-          }
-        }
-      }
-      if constexpr (kDerivs) {
-        for (int c = 0; c < nb; ++c) {
-          saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
-        }
-      }
-      for (int tile_index : group.tiles) {
-        const RowTile& tile = tiles[static_cast<size_t>(tile_index)];
-        const auto k = static_cast<size_t>(tile.angle);
-        const double contrast = tab.contrast[k];
-        const double offset = tab.offset[k];
-        const double a = kLaminar ? tab.shear_a[k] : 0.0;
-        const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
-        if constexpr (kLaminar) {
-          for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
-          if (exact) {
-            for (int c = 0; c < nb; ++c) {
-              sn[c] = std::sin(xs[c]);
-              if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
-            }
-          } else if constexpr (kDerivs) {
-            FastSinCos(xs, sn, cs, nb);
-          } else {
-            FastSin(xs, sn, nb);
-          }
-          if constexpr (kDerivs) {
-            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
-          } else {
-            detail::ShearFactors(xs, sn, sfac, nb);
-          }
-        }
-        const double* data = tile.data + b0;
-        const double* weight = tile.weight ? tile.weight + b0 : nullptr;
-        double acc_chi2 = 0.0;
-        double cc = 0, co = 0, oo = 0, cr = 0, orr = 0;
-        double cd3[3] = {0, 0, 0}, cg3[3] = {0, 0, 0}, od3[3] = {0, 0, 0}, og3[3] = {0, 0, 0};
-        double cphi = 0, ophi = 0;
-        for (int c = 0; c < nb; ++c) {
-          const double s = kLaminar ? sfac[c] : 1.0;
-          const double ds_dx = kLaminar && kDerivs ? dsfac[c] : 0.0;
-          const double g1_raw = kLaminar ? g1d[c] * s : g1d[c];
-          const double g1 = FloorAt(g1_raw, kG1Floor);
-          const double g1sq = g1 * g1;
-          const double model = offset + contrast * g1sq;
-          if constexpr (kPass == Pass::kModel) {
-            model_out[tile_offset[static_cast<size_t>(tile_index)] + b0 + c] = model;
-            continue;
-          }
-          const double w = weight ? weight[c] : tile.uniform_weight;
-          const double r = (data[c] - model) * inv_sigma;
-          const double wr = w * r;
-          acc_chi2 += wr * r;
-          if constexpr (kDerivs) {
-            double alpha = 0.0, beta = 0.0, gamma = 0.0;
-            if (g1_raw > kG1Floor) {
-              const double dc2_dg1 = contrast * 2.0 * g1 * inv_sigma;
-              alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * fac[c];
-              if constexpr (kLaminar) {
-                const double ds_scaled = dc2_dg1 * g1d[c] * ds_dx;
-                beta = ds_scaled * a;
-                gamma = ds_scaled * bcoef * ig[c];
-              }
-            }
-            const double wa = w * alpha;
-            saa[c] += wa * alpha;
-            sar[c] += wa * r;
-            const double uc = g1sq * inv_sigma;  // (∂c2/∂contrast)/σ; (∂c2/∂offset)/σ = 1/σ
-            const double wuc = w * uc, wuo = w * inv_sigma;
-            for (int q = 0; q < 3; ++q) {
-              cd3[q] += wuc * alpha * e[q][c];
-              od3[q] += wuo * alpha * e[q][c];
-            }
-            if constexpr (kLaminar) {
-              const double wb = w * beta, wg = w * gamma;
-              sab[c] += wa * beta;
-              sbb[c] += wb * beta;
-              sag[c] += wa * gamma;
-              sbg[c] += wb * gamma;
-              sgg[c] += wg * gamma;
-              sbr[c] += wb * r;
-              sgr[c] += wg * r;
-              for (int q = 0; q < 3; ++q) {
-                cg3[q] += wuc * beta * f[q][c];
-                og3[q] += wuo * beta * f[q][c];
-              }
-              cphi += wuc * gamma;
-              ophi += wuo * gamma;
-            }
-            cc += wuc * uc;
-            co += wuc * inv_sigma;
-            oo += wuo * inv_sigma;
-            cr += uc * wr;
-            orr += inv_sigma * wr;
-          }
-        }
-        if constexpr (kPass != Pass::kModel) {
-          *chi2 += acc_chi2;
-          if constexpr (kDerivs) {
-            double* ang = angles + k * static_cast<size_t>(stride);
-            ang[0] += cc;
-            ang[1] += co;
-            ang[2] += oo;
-            ang[3] += cr;
-            ang[4] += orr;
-            for (int q = 0; q < 3; ++q) {
-              ang[5 + q] += cd3[q];
-              ang[5 + kNp + q] += od3[q];
-              if constexpr (kLaminar) {
-                ang[5 + 3 + q] += cg3[q];
-                ang[5 + kNp + 3 + q] += og3[q];
-              }
-            }
-            if constexpr (kLaminar) {
-              ang[5 + 6] += cphi;
-              ang[5 + kNp + 6] += ophi;
-            }
-          }
-        }
-      }
-      if constexpr (kDerivs) {
-        // Fold the per-column angle sums into the physics block: u = (α·e, β·f, γ).
-        for (int c = 0; c < nb; ++c) {
-          double v[kNp];
-          double wv[kNp];
-          for (int q = 0; q < 3; ++q) {
-            v[q] = e[q][c];
-            wv[q] = saa[c] * e[q][c];
-          }
-          for (int p = 0; p < 3; ++p) {
-            for (int q = p; q < 3; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
-            phys_jtr[p] += sar[c] * v[p];
-          }
-          if constexpr (kLaminar) {
-            for (int q = 0; q < 3; ++q) {
-              v[3 + q] = f[q][c];
-              wv[3 + q] = sbb[c] * f[q][c];
-            }
-            for (int p = 0; p < 3; ++p) {
-              for (int q = 0; q < 3; ++q) phys_jtj[p * kNp + 3 + q] += sab[c] * e[p][c] * f[q][c];
-              phys_jtj[p * kNp + 6] += sag[c] * e[p][c];
-            }
-            for (int p = 3; p < 6; ++p) {
-              for (int q = p; q < 6; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
-              phys_jtj[p * kNp + 6] += sbg[c] * v[p];
-              phys_jtr[p] += sbr[c] * v[p];
-            }
-            phys_jtj[6 * kNp + 6] += sgg[c];
-            phys_jtr[6] += sgr[c];
-          }
-        }
-      }
-    }
-  }
 }
 
 std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pass pass) const {
@@ -421,6 +171,8 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
 }
 
 ModelKernel::~ModelKernel() = default;
+ModelKernel::ModelKernel(ModelKernel&&) noexcept = default;
+ModelKernel& ModelKernel::operator=(ModelKernel&&) noexcept = default;
 
 AnalysisMode ModelKernel::mode() const { return impl_->mode; }
 const ExpandedIndex& ModelKernel::index() const { return impl_->index; }
@@ -479,5 +231,4 @@ void ModelKernel::EvaluateModel(std::span<const double> params, std::span<double
             : im.RunChunk<Pass::kModel, false>(tab, chunk, nullptr, out.data());
   });
 }
-
 }  // namespace homodyne::model

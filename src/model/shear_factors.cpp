@@ -6,6 +6,7 @@
 
 #include "homodyne/model/constants.h"
 #include "homodyne/model/sinc_derivative.h"
+#include "simd_clones.h"
 
 namespace homodyne::model::detail {
 namespace {
@@ -44,8 +45,6 @@ inline double SincSlope(double x, double sinc, double cs) {
 }
 
 }  // namespace
-
-#define HOMODYNE_SIMD_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 
 HOMODYNE_SIMD_CLONES void ShearFactors(const double* x, const double* sn, double* s, int n) {
   for (int m = 0; m < n; ++m) {

@@ -55,6 +55,8 @@ class ModelKernel {
   ~ModelKernel();
   ModelKernel(const ModelKernel&) = delete;
   ModelKernel& operator=(const ModelKernel&) = delete;
+  ModelKernel(ModelKernel&&) noexcept;
+  ModelKernel& operator=(ModelKernel&&) noexcept;
 
   AnalysisMode mode() const;
   const ExpandedIndex& index() const;  // parameter space: expanded, per-angle individual

@@ -70,6 +70,7 @@ class ParameterLayout {
                                 int fourier_order = 2);
 
   ScalingLayout layout() const { return layout_; }
+  AnalysisMode mode() const { return mode_; }
   const ExpandedIndex& expanded_index() const { return index_; }
   int num_optimised() const { return n_opt_; }
   int num_expanded() const { return index_.size(); }

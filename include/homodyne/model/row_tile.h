@@ -12,7 +12,8 @@ struct RowTile {
   const double* data = nullptr;    // c2_exp at those columns (caller keeps it alive)
   const double* weight = nullptr;  // per-point χ² weight, or nullptr → uniform_weight
   // Default 2: an upper-triangle pair (i, j) stands for both (i, j) and (j, i) of
-  // homodyne's full-matrix residual vector. Masked points should get weight 0.
+  // homodyne's full-matrix residual vector. Masked points get weight 0 (their data are then
+  // ignored, even if not finite); a per-point σ_p can be folded in as w·(σ/σ_p)².
   double uniform_weight = 2.0;
 };
 

@@ -1,0 +1,223 @@
+// The per-chunk evaluation loops of ModelKernel (see kernel.h for the strategy).
+#include <algorithm>
+#include <cmath>
+
+#include "homodyne/model/constants.h"
+#include "homodyne/model/fast_sincos.h"
+#include "kernel_impl.h"
+#include "point_terms.h"
+#include "shear_factors.h"
+
+namespace homodyne::model {
+
+using kernel_internal::kBlock;
+using kernel_internal::Pass;
+using kernel_internal::Tables;
+
+template <Pass kPass, bool kLaminar>
+void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
+                                 double* model_out) const {
+  constexpr int kNp = kLaminar ? 7 : 3;
+  constexpr bool kDerivs = kPass == Pass::kNormal;
+  const double inv_sigma = 1.0 / options.sigma;
+  const double wq = tab.wq;
+  const bool exact = options.exact_transcendentals;
+  const int stride = angle_stride();
+  // Partial layout (kNormal): [χ², phys JᵀJ (kNp², upper), phys Jᵀr (kNp), per-angle blocks].
+  double* chi2 = partial;
+  double* phys_jtj = kDerivs ? partial + 1 : nullptr;
+  double* phys_jtr = kDerivs ? phys_jtj + kNp * kNp : nullptr;
+  double* angles = kDerivs ? phys_jtr + kNp : nullptr;
+
+  // Angle-independent values of one block of columns:
+  //   g1d = exp(clip(−wq·I_D)), fac = ∂g1d/∂I_D·Δ/I (0 when clipped), e_q = ∂ΔC_D/∂θ_q,
+  //   ig = I_Γ, f_q = ∂I_Γ/∂θ_q.
+  alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
+  // Per-angle scratch: phase, its sine and cosine.
+  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
+  // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
+  // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
+  alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
+      sar[kBlock], sbr[kBlock], sgr[kBlock];
+
+  for (int g = chunk_begin[static_cast<size_t>(chunk)];
+       g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
+    const Group& group = groups[static_cast<size_t>(g)];
+    const auto i = static_cast<size_t>(group.row);
+    for (int b0 = 0; b0 < group.count; b0 += kBlock) {
+      const int nb = std::min(kBlock, group.count - b0);
+      const size_t j0 = static_cast<size_t>(group.col_begin + b0);
+      for (int c = 0; c < nb; ++c) {
+        const size_t j = j0 + static_cast<size_t>(c);
+        const double delta = tab.cd[i] - tab.cd[j];
+        const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
+        const double log_g1 = -wq * id;
+        g1d[c] = std::exp(std::clamp(log_g1, kLogG1Min, 0.0));
+        if constexpr (kDerivs) {
+          fac[c] = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
+          for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
+        }
+        if constexpr (kLaminar) {
+          const double dg = tab.cg[i] - tab.cg[j];
+          ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
+          if constexpr (kDerivs) {
+            const double ratio = dg / ig[c];
+            for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
+          }
+        }
+      }
+      const int nb4 = (nb + 3) & ~3;  // detail::PointBlock reads columns up to a multiple of 4
+      for (int c = nb; c < nb4; ++c) {
+        g1d[c] = fac[c] = ig[c] = 0.0;
+        for (int q = 0; q < 3; ++q) e[q][c] = f[q][c] = 0.0;
+      }
+      if constexpr (kDerivs) {
+        for (int c = 0; c < nb4; ++c) {
+          saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
+        }
+      }
+      for (int tile_index : group.tiles) {
+        const RowTile& tile = tiles[static_cast<size_t>(tile_index)];
+        const auto k = static_cast<size_t>(tile.angle);
+        const double contrast = tab.contrast[k];
+        const double offset = tab.offset[k];
+        const double a = kLaminar ? tab.shear_a[k] : 0.0;
+        const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
+        if constexpr (kLaminar) {
+          for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
+          if (exact) {
+            for (int c = 0; c < nb; ++c) {
+              sn[c] = std::sin(xs[c]);
+              if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
+            }
+          } else if constexpr (kDerivs) {
+            FastSinCos(xs, sn, cs, nb);
+          } else {
+            FastSin(xs, sn, nb);
+          }
+          if constexpr (kDerivs) {
+            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
+          } else {
+            detail::ShearFactors(xs, sn, sfac, nb);
+          }
+        }
+        const double* data = tile.data + b0;
+        if constexpr (kPass == Pass::kModel) {
+          double* out = model_out + tile_offset[static_cast<size_t>(tile_index)] + b0;
+          for (int c = 0; c < nb; ++c) {
+            const double g1_raw = kLaminar ? g1d[c] * sfac[c] : g1d[c];
+            const double g1 = FloorAt(g1_raw, kG1Floor);
+            out[c] = offset + contrast * (g1 * g1);
+          }
+          continue;
+        } else {
+          detail::PointBlock in;
+          in.n = nb;
+          in.g1d = g1d;
+          in.fac = fac;
+          in.ig = ig;
+          for (int q = 0; q < 3; ++q) {
+            in.e[q] = e[q];
+            in.f[q] = f[q];
+          }
+          in.s = kLaminar ? sfac : nullptr;
+          in.ds = kLaminar ? dsfac : nullptr;
+          in.data = data;
+          in.weight = tile.weight ? tile.weight + b0 : nullptr;
+          in.uniform_weight = tile.uniform_weight;
+          in.contrast = contrast;
+          in.offset = offset;
+          in.inv_sigma = inv_sigma;
+          in.a = a;
+          in.b = bcoef;
+          if constexpr (!kDerivs) {
+            *chi2 += detail::Chi2Block(in);
+          } else {
+            in.saa = saa;
+            in.sab = sab;
+            in.sbb = sbb;
+            in.sag = sag;
+            in.sbg = sbg;
+            in.sgg = sgg;
+            in.sar = sar;
+            in.sbr = sbr;
+            in.sgr = sgr;
+            double sums[detail::kNumTileSums] = {};
+            if constexpr (kLaminar) {
+              detail::NormalLaminarBlock(in, sums);
+            } else {
+              detail::NormalStaticBlock(in, sums);
+            }
+            *chi2 += sums[detail::kSumChi2];
+            double* ang = angles + k * static_cast<size_t>(stride);
+            ang[0] += sums[detail::kSumUcUc];
+            ang[1] += sums[detail::kSumUc] * inv_sigma;
+            ang[2] += sums[detail::kSumW] * (inv_sigma * inv_sigma);
+            ang[3] += sums[detail::kSumUcR];
+            ang[4] += sums[detail::kSumR] * inv_sigma;
+            for (int q = 0; q < 3; ++q) {
+              ang[5 + q] += sums[detail::kSumUcAlphaE + q];
+              ang[5 + kNp + q] += sums[detail::kSumAlphaE + q] * inv_sigma;
+              if constexpr (kLaminar) {
+                ang[5 + 3 + q] += sums[detail::kSumUcBetaF + q];
+                ang[5 + kNp + 3 + q] += sums[detail::kSumBetaF + q] * inv_sigma;
+              }
+            }
+            if constexpr (kLaminar) {
+              ang[5 + 6] += sums[detail::kSumUcGamma];
+              ang[5 + kNp + 6] += sums[detail::kSumGamma] * inv_sigma;
+            }
+          }
+        }
+      }
+      if constexpr (kDerivs) {
+        // Fold the per-column angle sums into the physics block: u = (α·e, β·f, γ).
+        for (int c = 0; c < nb; ++c) {
+          double v[kNp];
+          double wv[kNp];
+          for (int q = 0; q < 3; ++q) {
+            v[q] = e[q][c];
+            wv[q] = saa[c] * e[q][c];
+          }
+          for (int p = 0; p < 3; ++p) {
+            for (int q = p; q < 3; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
+            phys_jtr[p] += sar[c] * v[p];
+          }
+          if constexpr (kLaminar) {
+            for (int q = 0; q < 3; ++q) {
+              v[3 + q] = f[q][c];
+              wv[3 + q] = sbb[c] * f[q][c];
+            }
+            for (int p = 0; p < 3; ++p) {
+              for (int q = 0; q < 3; ++q) phys_jtj[p * kNp + 3 + q] += sab[c] * e[p][c] * f[q][c];
+              phys_jtj[p * kNp + 6] += sag[c] * e[p][c];
+            }
+            for (int p = 3; p < 6; ++p) {
+              for (int q = p; q < 6; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
+              phys_jtj[p * kNp + 6] += sbg[c] * v[p];
+              phys_jtr[p] += sbr[c] * v[p];
+            }
+            phys_jtj[6 * kNp + 6] += sgg[c];
+            phys_jtr[6] += sgr[c];
+          }
+        }
+      }
+    }
+  }
+}
+
+// The instantiations used by kernel.cpp.
+template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*,
+                                                              double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*,
+                                                               double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*,
+                                                             double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*,
+                                                              double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*,
+                                                               double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kNormal, false>(const Tables&, int, double*,
+                                                                double*) const;
+
+}  // namespace homodyne::model

@@ -1,0 +1,66 @@
+// Private implementation of ModelKernel (src/model only): the per-evaluation tables and the
+// Impl class shared by kernel.cpp (setup, reduction, public API) and kernel_chunk.cpp (the
+// per-chunk evaluation loops).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "homodyne/model/kernel.h"
+#include "homodyne/model/thread_pool.h"
+#include "point_terms.h"
+
+namespace homodyne::model {
+namespace kernel_internal {
+
+constexpr int kBlock = detail::kMaxBlock;  // columns sharing the angle-independent part
+
+enum class Pass { kModel, kChi2, kNormal };
+
+// Per-evaluation tables (O(n_t + n_phi)).
+struct Tables {
+  std::vector<double> cd, dcd[3], cg, dcg[3];
+  std::vector<double> shear_a;  // sp·cos(π/180(φ0 − φ_k))
+  std::vector<double> shear_b;  // sp·(−sin(π/180(φ0 − φ_k))·π/180)
+  const double* contrast = nullptr;
+  const double* offset = nullptr;
+  double wq = 0.0;
+};
+
+}  // namespace kernel_internal
+
+struct ModelKernel::Impl {
+  AnalysisMode mode;
+  Geometry geometry;
+  std::vector<double> t, phi, ts;
+  std::vector<RowTile> tiles;
+  KernelOptions options;
+  ExpandedIndex index;
+  std::vector<std::int64_t> tile_offset;  // first output index of each tile
+  std::int64_t n_points = 0;
+
+  struct Group {
+    int row, col_begin, count;
+    std::vector<int> tiles;
+  };
+  std::vector<Group> groups;
+  std::vector<int> chunk_begin;  // group ranges of the chunks (size n_chunks + 1)
+  std::unique_ptr<ThreadPool> pool;
+
+  int n_phys() const { return index.n_phys; }
+  // Partial-sum layout of one chunk.
+  int angle_stride() const { return 5 + 2 * n_phys(); }
+  int partial_size() const {
+    return 1 + n_phys() * n_phys() + n_phys() + index.n_angles * angle_stride();
+  }
+
+  kernel_internal::Tables MakeTables(std::span<const double> params, bool derivs) const;
+  template <kernel_internal::Pass kPass, bool kLaminar>
+  void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial,
+                double* model_out) const;
+  std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
+};
+
+}  // namespace homodyne::model
