@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/run_app.h"
 #include "homodyne/atomic_file.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/fault_injection.h"
-#include "homodyne/io/fitted_data.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
@@ -48,8 +48,8 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                "homodyne"};
   app.add_flag("--version", opts.show_version,
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
-  auto* cfg = app.add_option("--config,-c", opts.config, "homodyne YAML config")
-                  ->capture_default_str();
+  auto* cfg =
+      app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
   app.add_option("--method", opts.method, "nlsq (cmc and both arrive with the CMC module)")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
@@ -156,7 +156,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   ro.data_file = opts.data_file;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
-  MaybeInjectFailure("load", env.rank());
+  RunCollectively(env.world(), [&] { MaybeInjectFailure("load", env.rank()); });
   const nlsq::NlsqRunResult result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
 
   // Outputs: rank 0 writes, all ranks agree on success.
@@ -165,7 +165,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     if (env.rank() != 0) return;
     const std::filesystem::path out(opts.output_dir);
     nlsq::WriteNlsqResultFiles(out, result.report);
-    io::WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+    WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
   });
   if (env.rank() == 0 && !opts.quiet) {
     std::string text = FormatNlsqSummary(result);

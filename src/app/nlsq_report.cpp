@@ -40,16 +40,19 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
 std::string FormatTruthComparison(const nlsq::NlsqRunResult& r, const synth::SynthTruth& t) {
   const nlsq::FitReport& f = r.report;
   std::string out = "\nSynthetic data: truth vs fit\n";
-  out += fmt::format("  {:<18}{:>14}{:>14}{:>12}{:>10}\n", "parameter", "truth", "fit", "σ", "|Δ|/σ");
+  out +=
+      fmt::format("  {:<18}{:>14}{:>14}{:>12}{:>10}\n", "parameter", "truth", "fit", "σ", "|Δ|/σ");
   for (std::size_t i = 0; i < f.physical_names.size() && i < t.physical.size(); ++i) {
     const double sigma = f.physical_uncertainties[i];
-    const double z = sigma > 0 ? std::abs(f.physical_values[i] - t.physical[i]) / sigma : std::nan("");
+    const double z =
+        sigma > 0 ? std::abs(f.physical_values[i] - t.physical[i]) / sigma : std::nan("");
     out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}{:>12.3g}{:>10.2f}\n", f.physical_names[i],
                        t.physical[i], f.physical_values[i], sigma, z);
   }
   out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "contrast (mean)", Mean(t.contrast),
                      Mean(f.contrast));
-  out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "offset (mean)", Mean(t.offset), Mean(f.offset));
+  out +=
+      fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "offset (mean)", Mean(t.offset), Mean(f.offset));
   return out;
 }
 

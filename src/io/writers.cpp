@@ -221,3 +221,31 @@ GroupAttributes ReadAttributes(const std::string& path, const std::string& objec
 }
 
 }  // namespace homodyne::io
+
+namespace homodyne::io {
+
+void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
+                     const GroupAttributes& root_attributes) {
+  h5::Hdf5Init();
+  WriteAtomically(path, [&](hid_t file, const std::string& tmp) {
+    for (const NamedArray& a : arrays) {
+      std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
+      std::uint64_t n = 1;
+      for (auto d : a.dims) n *= d;
+      HOMODYNE_CHECK(n == a.data.size(), "array size does not match its dimensions");
+      WriteArray(file, tmp, a.path, dims, a.data.data(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
+      if (!a.description.empty()) {
+        auto ds = h5::OpenDataset(file, tmp, a.path);
+        h5::WriteStringAttribute(ds.get(), "description", a.description, {tmp, a.path});
+      }
+    }
+    for (const auto& [name, value] : root_attributes.strings) {
+      h5::WriteStringAttribute(file, name, value, {tmp, "/"});
+    }
+    for (const auto& [name, value] : root_attributes.numbers) {
+      h5::WriteDoubleAttribute(file, name, value, {tmp, "/"});
+    }
+  });
+}
+
+}  // namespace homodyne::io

@@ -42,6 +42,18 @@ void WriteApsU(const std::string& path, const std::vector<double>& q_values,
 void WriteGroupAttributes(const std::string& path, const std::string& group,
                           const GroupAttributes& attributes);
 
+// One float64 array of a result file (row-major, dims outermost first).
+struct NamedArray {
+  std::string path;                 // e.g. "/c2_exp"
+  std::vector<std::uint64_t> dims;  // product must equal data.size()
+  std::vector<double> data;
+  std::string description;  // stored as the dataset's "description" attribute
+};
+
+// Writes the arrays (and root attributes) to a new HDF5 file, atomically.
+void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
+                     const GroupAttributes& root_attributes = {});
+
 // Reads every scalar string or numeric attribute of an object (group or dataset).
 GroupAttributes ReadAttributes(const std::string& path, const std::string& object);
 

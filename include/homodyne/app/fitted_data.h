@@ -1,0 +1,23 @@
+// DIR/nlsq/fitted_data.h5: what homodyne writes to fitted_data.npz (physics spec §5.2),
+// on the full loader grid (t = 0 included): c2_exp, c2_theoretical_raw (1 + g1²),
+// c2_theoretical_scaled (post-hoc per-angle least squares), c2_solver_scaled,
+// per_angle_scaling, per_angle_scaling_solver, residuals, residuals_normalized, t1, t2,
+// q, phi_angles.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "homodyne/config/config.h"
+#include "homodyne/log.h"
+#include "homodyne/nlsq/xpcs_fit.h"
+
+namespace homodyne {
+
+// Rank-0 only (reads the selected data serially). Data larger than `max_bytes` of
+// arrays are not written (a warning says so). Atomic.
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const nlsq::NlsqRunResult& result,
+                     const Logger& logger, double max_bytes = 4.0 * (1ULL << 30));
+
+}  // namespace homodyne
