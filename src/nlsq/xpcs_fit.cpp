@@ -63,15 +63,38 @@ model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
   return o;
 }
 
-NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
-                         const Logger& logger) {
-  const auto t_start = std::chrono::steady_clock::now();
-  const model::AnalysisMode mode = ToModelMode(cfg.analysis_mode);
+struct XpcsFitSession::Impl {
+  const Comm& comm;
+  const config::Config& cfg;
+  NlsqRunOptions options;
+  const Logger& logger;
+  std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
+  model::AnalysisMode mode = model::AnalysisMode::kStatic;
+  io::LocalData local;
+  std::vector<double> phi;
+  model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
+  std::unique_ptr<model::ParameterLayout> layout;
+  model::ExpandedIndex index;
+  model::Bounds bounds;
+  std::vector<double> x0;
+  std::unique_ptr<XpcsProblem> problem;
+  std::int64_t n_t = 0;
+  std::int64_t n_data = 0;
+  int p_eff = 0;
+
+  Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
+      : comm(c), cfg(cf), options(o), logger(l) {}
+};
+
+XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
+                               const NlsqRunOptions& options, const Logger& logger)
+    : impl_(std::make_unique<Impl>(comm, cfg, options, logger)) {
+  Impl& s = *impl_;
+  s.mode = ToModelMode(cfg.analysis_mode);
 
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
-  const io::LocalData local =
-      io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
-  const io::DatasetMetadata& meta = local.meta;
+  s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+  const io::DatasetMetadata& meta = s.local.meta;
   if (meta.n_frames < 3) {
     RunCollectively(comm, [&] {
       ThrowBadInput(fmt::format("{} frame(s) selected; a fit needs at least 3", meta.n_frames),
@@ -79,26 +102,27 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
     });
   }
   const int n_phi = static_cast<int>(meta.n_angles());
-  const std::vector<double> phi = meta.phi_values();
+  s.phi = meta.phi_values();
   std::vector<double> t_fit(meta.t.begin() + 1, meta.t.end());  // t = 0 excluded
   const model::Geometry geometry = GeometryFromConfig(cfg, meta.q_physics);
   logger.Info("data: {} angle(s) {}, q = {:.6g} 1/Å, {} frames (dt = {} s), {} fitted pairs", n_phi,
-              fmt::join(phi, ","), meta.q_physics, meta.n_frames, meta.dt,
-              local.plan.total_points());
-  logger.Debug("{}", local.plan.Table());
+              fmt::join(s.phi, ","), meta.q_physics, meta.n_frames, meta.dt,
+              s.local.plan.total_points());
+  logger.Debug("{}", s.local.plan.Table());
 
   // 2. Layout and starting point.
   const model::LayoutOptions layout_options = LayoutOptionsFromConfig(cfg);
-  const model::ScalingLayout resolved = model::ResolveScalingLayout(layout_options, n_phi);
+  s.resolved = model::ResolveScalingLayout(layout_options, n_phi);
   const model::ScalingBounds scaling_bounds{cfg.contrast.min, cfg.contrast.max, cfg.offset.min,
                                             cfg.offset.max};
-  const auto estimates = EstimateInitialScaling(comm, local, scaling_bounds);
-  const model::ParameterLayout layout =
-      model::ParameterLayout::Create(resolved, mode, phi, estimates, layout_options.fourier_order);
-  logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(resolved),
-              layout.num_optimised());
+  const auto estimates = EstimateInitialScaling(comm, s.local, scaling_bounds);
+  s.layout = std::make_unique<model::ParameterLayout>(model::ParameterLayout::Create(
+      s.resolved, s.mode, s.phi, estimates, layout_options.fourier_order));
+  logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
+              s.layout->num_optimised());
 
-  const model::ExpandedIndex index(mode, n_phi);
+  s.index = model::ExpandedIndex(s.mode, n_phi);
+  const model::ExpandedIndex& index = s.index;
   std::vector<double> expanded(static_cast<std::size_t>(index.size()));
   model::Bounds expanded_bounds;
   expanded_bounds.lower.resize(expanded.size());
@@ -108,10 +132,11 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
     const auto ok = static_cast<std::size_t>(index.offset(k));
     expanded[ck] = estimates[static_cast<std::size_t>(k)].contrast;
     expanded[ok] = estimates[static_cast<std::size_t>(k)].offset;
-    if (cfg.initial_parameters.contrast && cfg.initial_parameters.contrast->size() == phi.size()) {
+    if (cfg.initial_parameters.contrast &&
+        cfg.initial_parameters.contrast->size() == s.phi.size()) {
       expanded[ck] = (*cfg.initial_parameters.contrast)[static_cast<std::size_t>(k)];
     }
-    if (cfg.initial_parameters.offset && cfg.initial_parameters.offset->size() == phi.size()) {
+    if (cfg.initial_parameters.offset && cfg.initial_parameters.offset->size() == s.phi.size()) {
       expanded[ok] = (*cfg.initial_parameters.offset)[static_cast<std::size_t>(k)];
     }
     expanded_bounds.lower[ck] = cfg.contrast.min;
@@ -119,7 +144,7 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
     expanded_bounds.lower[ok] = cfg.offset.min;
     expanded_bounds.upper[ok] = cfg.offset.max;
   }
-  const auto& names = model::PhysicalParameterNames(mode);
+  const auto& names = model::PhysicalParameterNames(s.mode);
   for (int p = 0; p < index.n_phys; ++p) {
     const auto e = static_cast<std::size_t>(index.phys(p));
     const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
@@ -131,74 +156,104 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
     expanded_bounds.lower[e] = ep.min;
     expanded_bounds.upper[e] = ep.max;
   }
-  const model::Bounds bounds = layout.OptimiserBounds(expanded_bounds);
-  std::vector<double> x0 = options.start.empty() ? layout.FromExpanded(expanded) : options.start;
+  s.bounds = s.layout->OptimiserBounds(expanded_bounds);
+  s.x0 = options.start.empty() ? s.layout->FromExpanded(expanded) : options.start;
 
-  // 3. Solve.
+  // 3. The problem on this communicator.
   XpcsProblemSetup setup;
-  setup.mode = mode;
+  setup.mode = s.mode;
   setup.geometry = geometry;
   setup.t = t_fit;
-  setup.phi_deg = phi;
-  setup.blocks = BlocksOf(local, comm.rank());
-  setup.first_block = local.plan.first_block(comm.rank());
-  setup.total_blocks = local.plan.n_blocks();
+  setup.phi_deg = s.phi;
+  setup.blocks = BlocksOf(s.local, comm.rank());
+  setup.first_block = s.local.plan.first_block(comm.rank());
+  setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
   setup.threads = options.threads;
-  XpcsProblem problem(comm, std::move(setup), layout);
+  s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
 
-  const std::int64_t n_t = static_cast<std::int64_t>(t_fit.size());
-  const std::int64_t n_data = static_cast<std::int64_t>(n_phi) * n_t * n_t;  // homodyne DOF
-  const int p_eff = resolved == model::ScalingLayout::kAveraged ? index.size()
-                    : (resolved == model::ScalingLayout::kFixedConstant ||
-                       resolved == model::ScalingLayout::kConstantAveraged)
-                        ? index.n_phys
-                        : layout.num_optimised();
+  s.n_t = static_cast<std::int64_t>(t_fit.size());
+  s.n_data = static_cast<std::int64_t>(n_phi) * s.n_t * s.n_t;  // homodyne's DOF convention
+  s.p_eff = s.resolved == model::ScalingLayout::kAveraged ? index.size()
+            : (s.resolved == model::ScalingLayout::kFixedConstant ||
+               s.resolved == model::ScalingLayout::kConstantAveraged)
+                ? index.n_phys
+                : s.layout->num_optimised();
+}
 
+XpcsFitSession::~XpcsFitSession() = default;
+
+const std::vector<double>& XpcsFitSession::x0() const { return impl_->x0; }
+const std::vector<double>& XpcsFitSession::lower() const { return impl_->bounds.lower; }
+const std::vector<double>& XpcsFitSession::upper() const { return impl_->bounds.upper; }
+const std::vector<std::string>& XpcsFitSession::parameter_names() const {
+  return impl_->layout->names();
+}
+int XpcsFitSession::num_physical() const { return impl_->index.n_phys; }
+
+double XpcsFitSession::Chi2At(const std::vector<double>& x) {
+  NormalEquations eq;
+  impl_->problem->Evaluate(x, false, eq);
+  return eq.chi2;
+}
+
+SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_progress) {
+  Impl& s = *impl_;
   SolverOptions so;
-  so.max_iterations = cfg.optimization.nlsq.max_iterations;
-  so.ftol = cfg.optimization.nlsq.tolerance;
-  so.xtol = cfg.optimization.nlsq.xtol;
-  so.gtol = cfg.optimization.nlsq.gtol;
-  so.print_petsc_monitors = comm.is_root();
-  const bool progress = options.print_progress;
+  so.max_iterations = s.cfg.optimization.nlsq.max_iterations;
+  so.ftol = s.cfg.optimization.nlsq.tolerance;
+  so.xtol = s.cfg.optimization.nlsq.xtol;
+  so.gtol = s.cfg.optimization.nlsq.gtol;
+  so.print_petsc_monitors = s.comm.is_root() && print_progress;
+  const double dof = static_cast<double>(s.n_data - s.p_eff);
+  const Logger& logger = s.logger;
   IterationCallback callback = [&](const IterationInfo& it) {
-    if (!progress) return;
+    if (!print_progress) return;
     logger.Info("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
-                it.iteration, it.chi2, it.chi2 / static_cast<double>(n_data - p_eff),
-                it.gradient_norm, it.step_norm);
+                it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
   };
-  logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)", layout.num_optimised(),
-              problem.total_points(), comm.size(), options.threads);
-  SolverSummary summary = SolveBounded(problem, x0, bounds.lower, bounds.upper, so, callback);
+  if (print_progress) {
+    logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)",
+                s.layout->num_optimised(), s.problem->total_points(), s.comm.size(),
+                s.options.threads);
+  }
+  return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+}
 
-  // 4. Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
-  //    understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
+NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
+  Impl& s = *impl_;
+  const model::ParameterLayout& layout = *s.layout;
+  const model::ExpandedIndex& index = s.index;
+  const io::DatasetMetadata& meta = s.local.meta;
+  const int n_phi = static_cast<int>(s.phi.size());
+  const auto& names = model::PhysicalParameterNames(s.mode);
+
+  // Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
+  // understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
   const CovarianceResult cov = CovarianceFromNormalEquations(
       summary.final_equations.hessian, layout.num_optimised(), summary.final_chi2,
-      problem.total_points(), layout.num_optimised());
+      s.problem->total_points(), layout.num_optimised());
   const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
 
   NlsqRunResult r;
   r.summary = summary;
-  r.layout = std::string(model::ToString(resolved));
+  r.layout = std::string(model::ToString(s.resolved));
   r.n_optimised = layout.num_optimised();
   r.expanded = layout.Expand(summary.x);
-  r.expanded_names = index.Names(mode);
-  r.initial_expanded = layout.Expand(x0);
+  r.expanded_names = index.Names(s.mode);
+  r.initial_expanded = layout.Expand(s.x0);
   for (int e = 0; e < index.size(); ++e) {
     r.expanded_uncertainty.push_back(
         std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0)));
   }
-  r.unique_pairs = problem.total_points();
+  r.unique_pairs = s.problem->total_points();
   r.q = meta.q_physics;
-  r.phi_deg = phi;
+  r.phi_deg = s.phi;
   r.t_full = meta.t;
-  r.passes = problem.passes();
+  r.passes = s.problem->passes();
 
-  // 5. Report.
   FitReport& rep = r.report;
-  rep.analysis_mode = std::string(model::ToString(mode));
+  rep.analysis_mode = std::string(model::ToString(s.mode));
   rep.per_angle_mode = r.layout;
   rep.physical_names = names;
   for (int p = 0; p < index.n_phys; ++p) {
@@ -206,7 +261,7 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
     rep.physical_uncertainties.push_back(
         r.expanded_uncertainty[static_cast<std::size_t>(index.phys(p))]);
   }
-  rep.phi_deg = phi;
+  rep.phi_deg = s.phi;
   for (int k = 0; k < n_phi; ++k) {
     rep.contrast.push_back(r.expanded[static_cast<std::size_t>(index.contrast(k))]);
     rep.contrast_uncertainty.push_back(
@@ -216,17 +271,17 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
         r.expanded_uncertainty[static_cast<std::size_t>(index.offset(k))]);
   }
   rep.chi_squared = summary.final_chi2;
-  rep.n_data = n_data;
-  rep.n_params = p_eff;
-  rep.reduced_chi_squared = summary.final_chi2 / static_cast<double>(n_data - p_eff);
-  rep.n_time_points = static_cast<int>(n_t);
+  rep.n_data = s.n_data;
+  rep.n_params = s.p_eff;
+  rep.reduced_chi_squared = summary.final_chi2 / static_cast<double>(s.n_data - s.p_eff);
+  rep.n_time_points = static_cast<int>(s.n_t);
   rep.q = meta.q_physics;
   rep.convergence_status = summary.termination == Termination::kConverged       ? "converged"
                            : summary.termination == Termination::kMaxIterations ? "max_iter"
                                                                                 : "failed";
   rep.iterations = summary.iterations;
   std::vector<ParameterBoundState> states;
-  const auto opt_names = layout.names();
+  const auto& opt_names = layout.names();
   for (std::size_t i = 0; i < summary.x.size(); ++i) {
     const bool physical = i >= summary.x.size() - static_cast<std::size_t>(index.n_phys);
     states.push_back(
@@ -236,13 +291,21 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
   rep.quality_flag = std::string(ToString(q.flag));
   rep.quality_passed = q.passed;
   rep.quality_warnings = q.warnings;
-  rep.mpi_ranks = comm.size();
-  rep.threads_per_rank = options.threads;
+  rep.mpi_ranks = s.comm.size();
+  rep.threads_per_rank = s.options.threads;
   rep.hostname = CpuModel();
   rep.timestamp = IsoTimestampNow();
   rep.execution_time =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  for (const auto& w : q.warnings) logger.Warn("{}", w);
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count();
+  return r;
+}
+
+NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                         const Logger& logger) {
+  XpcsFitSession session(comm, cfg, options, logger);
+  const SolverSummary summary = session.Solve(session.x0(), options.print_progress);
+  NlsqRunResult r = session.Finish(summary);
+  for (const auto& w : r.report.quality_warnings) logger.Warn("{}", w);
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,33 @@ struct NlsqRunResult {
   std::vector<double> phi_deg;
   std::vector<double> t_full;  // loader grid from 0 (for output files)
   int passes = 0;
+};
+
+// A fit set up on a communicator: the data loaded (each rank its blocks), the layout,
+// bounds, starting point and the least-squares problem. Solve may be called several
+// times (multistart); Finish turns a solve into the full result.
+class XpcsFitSession {
+ public:
+  // Collective over `comm` (which must outlive the session).
+  XpcsFitSession(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                 const Logger& logger);
+  ~XpcsFitSession();
+  XpcsFitSession(const XpcsFitSession&) = delete;
+  XpcsFitSession& operator=(const XpcsFitSession&) = delete;
+
+  const std::vector<double>& x0() const;  // optimiser-space start
+  const std::vector<double>& lower() const;
+  const std::vector<double>& upper() const;
+  const std::vector<std::string>& parameter_names() const;  // optimiser space
+  int num_physical() const;                                  // the last entries of x
+
+  double Chi2At(const std::vector<double>& x);                              // collective
+  SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
+  NlsqRunResult Finish(const SolverSummary& summary);                       // collective
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 // Collective over `comm`; every rank returns the same result. Errors are agreed.
