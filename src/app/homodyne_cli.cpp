@@ -16,6 +16,7 @@
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/fault_injection.h"
+#include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
@@ -157,7 +158,20 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
   RunCollectively(env.world(), [&] { MaybeInjectFailure("load", env.rank()); });
-  const nlsq::NlsqRunResult result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
+  nlsq::NlsqRunResult result;
+  nlsq::MultiStartSummary multistart;
+  const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
+  if (use_multistart) {
+    const auto ms = RunCollectively(env.world(), [&] {
+      return nlsq::MultiStartOptions::FromConfig(cfg.optimization.nlsq.multi_start);
+    });
+    result = nlsq::RunMultiStartFit(env.world(), cfg, ro, ms, log, &multistart);
+  } else {
+    result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
+  }
+  // Rank 0 holds the complete result; every rank returns its verdict.
+  int usable = env.rank() == 0 && result.summary.IsUsable() ? 1 : 0;
+  MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
 
   // Outputs: rank 0 writes, all ranks agree on success.
   RunCollectively(env.world(), [&] {
@@ -165,6 +179,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     if (env.rank() != 0) return;
     const std::filesystem::path out(opts.output_dir);
     nlsq::WriteNlsqResultFiles(out, result.report);
+    if (use_multistart) WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
     WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
   });
   if (env.rank() == 0 && !opts.quiet) {
@@ -178,7 +193,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
-  return result.summary.IsUsable() ? 0 : static_cast<int>(ExitCode::kInternalError);
+  return usable ? 0 : static_cast<int>(ExitCode::kInternalError);
 }
 
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {

@@ -2,12 +2,14 @@
 // measured matrix, at whatever rank count the test runs with.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "homodyne/config/config_reader.h"
+#include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/synth/synthetic_dataset.h"
@@ -241,6 +243,64 @@ TEST(NlsqFit, RealMeasuredMatrixFitsInStaticMode) {
   EXPECT_GT(r.report.chi_squared, 0.0);
   EXPECT_LT(r.report.chi_squared, r.summary.initial_chi2);
   EXPECT_EQ(r.report.n_time_points, 349);
+}
+
+}  // namespace
+}  // namespace homodyne::nlsq
+
+namespace homodyne::nlsq {
+namespace {
+
+// Multistart from the bound midpoints reaches the minimum a fit from the truth finds,
+// deterministically for a seed, whatever the number of rank groups.
+TEST(NlsqMultiStart, ReachesTheTruthMinimumDeterministically) {
+  const Comm& world = testing::TestEnvironment().world();
+  Dataset d = kLaminar;
+  d.frames = 70;
+  d.seed = 11;
+  d.per_angle = "auto";
+  const auto path = WriteData(d, "multistart");
+  const auto from_truth = Fit(world, d, path, d.truth);
+  ASSERT_TRUE(from_truth.summary.IsUsable());
+
+  config::Config cfg = MakeConfig(d, d.truth, path);
+  cfg.initial_parameters.values.reset();
+  for (auto& p : cfg.parameters) p.initial = 0.5 * (p.min + p.max);  // bound midpoints
+  NlsqRunOptions o;
+  o.print_progress = false;
+  MultiStartOptions ms;
+  ms.n_starts = 6;
+  ms.seed = 3;
+  MultiStartSummary a, b;
+  const auto r = RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
+  ms.max_groups = 1;  // all ranks in one group: same starts, same outcomes
+  RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &b);
+  ASSERT_EQ(a.starts.size(), 7u);
+  EXPECT_EQ(a.groups, std::min(world.size(), 7));
+  EXPECT_EQ(b.groups, 1);
+  EXPECT_EQ(a.best, b.best);
+  for (std::size_t i = 0; i < a.starts.size(); ++i) {
+    EXPECT_EQ(a.starts[i].start, b.starts[i].start);
+    EXPECT_EQ(a.starts[i].start_chi2, b.starts[i].start_chi2);
+    EXPECT_EQ(a.starts[i].solved, b.starts[i].solved);
+    EXPECT_EQ(a.starts[i].x, b.starts[i].x);
+  }
+  EXPECT_EQ(a.starts[0].start.back(),
+            0.5 * (cfg.parameters.back().min + cfg.parameters.back().max));
+  const int solved = static_cast<int>(
+      std::count_if(a.starts.begin(), a.starts.end(), [](const auto& s) { return s.solved; }));
+  EXPECT_EQ(solved, 3);  // max(3, ⌊0.5·7⌋)
+  EXPECT_GE(a.basins.size(), 1u);
+  if (world.rank() == 0) {  // group 0 holds the polished result
+    ASSERT_TRUE(r.summary.IsUsable());
+    EXPECT_NEAR(r.report.chi_squared, from_truth.report.chi_squared,
+                1e-6 * from_truth.report.chi_squared);
+    for (std::size_t i = 0; i < r.report.physical_values.size(); ++i) {
+      EXPECT_NEAR(r.report.physical_values[i], from_truth.report.physical_values[i],
+                  0.05 * from_truth.report.physical_uncertainties[i])
+          << r.report.physical_names[i];
+    }
+  }
 }
 
 }  // namespace

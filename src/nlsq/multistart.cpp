@@ -1,0 +1,233 @@
+#include "homodyne/nlsq/multistart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "homodyne/error.h"
+#include "homodyne/nlsq/latin_hypercube.h"
+#include "homodyne/parallel/collective.h"
+
+namespace homodyne::nlsq {
+
+MultiStartOptions MultiStartOptions::FromConfig(const config::MultiStart& m) {
+  MultiStartOptions o;
+  o.n_starts = m.n_starts;
+  o.seed = static_cast<std::uint64_t>(m.seed);
+  o.use_screening = m.use_screening;
+  o.screen_keep_fraction = m.screen_keep_fraction;
+  o.degeneracy_threshold = m.degeneracy_threshold;
+  if (m.sampling_strategy != "latin_hypercube") {
+    ThrowBadInput(fmt::format("sampling_strategy '{}' is not supported; use latin_hypercube",
+                              m.sampling_strategy),
+                  {}, "optimization.nlsq.multi_start.sampling_strategy");
+  }
+  return o;
+}
+
+void MultiStartOptions::Validate() const {
+  const std::string key = "optimization.nlsq.multi_start";
+  if (n_starts < 1) ThrowBadInput("n_starts must be ≥ 1", {}, key + ".n_starts");
+  if (!(screen_keep_fraction > 0.0 && screen_keep_fraction <= 1.0)) {
+    ThrowBadInput("screen_keep_fraction must be in (0, 1]", {}, key + ".screen_keep_fraction");
+  }
+  if (!(degeneracy_threshold >= 0.0)) {
+    ThrowBadInput("degeneracy_threshold must be ≥ 0", {}, key + ".degeneracy_threshold");
+  }
+}
+
+namespace {
+
+// Every rank gets every entry: each slot is written by exactly one rank (the root of the
+// group that owns it) and the others contribute 0, so the sum is exact.
+void ShareSlots(const Comm& world, std::vector<double>& v) {
+  MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
+                world.get());
+}
+
+}  // namespace
+
+NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
+                               const NlsqRunOptions& options, const MultiStartOptions& ms,
+                               const Logger& logger, MultiStartSummary* summary) {
+  ms.Validate();
+  const int n_total = ms.n_starts + 1;
+  int groups = std::min(world.size(), n_total);
+  if (ms.max_groups > 0) groups = std::min(groups, ms.max_groups);
+  const int group = world.rank() % groups;
+  const Comm group_comm = world.Split(group, world.rank());
+  const bool group_root = group_comm.is_root();
+  logger.Info("multistart: {} Latin-hypercube starts + the configured start on {} rank group(s)",
+              ms.n_starts, groups);
+
+  // Each group loads the data over its own ranks.
+  NlsqRunOptions quiet = options;
+  quiet.print_progress = false;
+  XpcsFitSession session(group_comm, cfg, quiet, group == 0 ? logger : Logger::Silent());
+  const std::size_t n = session.x0().size();
+
+  MultiStartSummary s;
+  s.groups = groups;
+  s.parameter_names = session.parameter_names();
+  // Starts: the configured one, then the Latin hypercube (same on every rank).
+  s.starts.resize(static_cast<std::size_t>(n_total));
+  s.starts[0].start = session.x0();
+  const auto lhs = LatinHypercube(ms.n_starts, session.lower(), session.upper(), ms.seed);
+  for (int i = 1; i < n_total; ++i) {
+    s.starts[static_cast<std::size_t>(i)].index = i;
+    s.starts[static_cast<std::size_t>(i)].start = lhs[static_cast<std::size_t>(i - 1)];
+  }
+
+  // Screening: one residual pass per start, starts spread over the groups.
+  std::vector<double> start_chi2(static_cast<std::size_t>(n_total), 0.0);
+  for (int i = group; i < n_total; i += groups) {
+    const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
+    if (group_root) start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
+  }
+  ShareSlots(world, start_chi2);
+  std::vector<int> order(static_cast<std::size_t>(n_total));
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+    return start_chi2[static_cast<std::size_t>(a)] < start_chi2[static_cast<std::size_t>(b)];
+  });
+  int keep = n_total;
+  if (ms.use_screening) {
+    keep = std::min(n_total, std::max(3, static_cast<int>(ms.screen_keep_fraction * n_total)));
+  }
+  std::vector<int> kept(order.begin(), order.begin() + keep);
+  for (int i = 0; i < n_total; ++i) {
+    s.starts[static_cast<std::size_t>(i)].start_chi2 = start_chi2[static_cast<std::size_t>(i)];
+  }
+
+  // Solve the kept starts, round-robin over the groups; share outcomes.
+  const std::size_t stride = 4 + n;  // solved, usable, chi2, iterations, x
+  std::vector<double> outcomes(static_cast<std::size_t>(n_total) * stride, 0.0);
+  for (std::size_t j = static_cast<std::size_t>(group); j < kept.size();
+       j += static_cast<std::size_t>(groups)) {
+    const auto i = static_cast<std::size_t>(kept[j]);
+    const SolverSummary r = session.Solve(s.starts[i].start, false);
+    if (!group_root) continue;
+    double* o = outcomes.data() + i * stride;
+    o[0] = 1.0 + group;  // group + 1 (0 = not solved)
+    o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
+    o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
+    o[3] = r.iterations;
+    std::copy(r.x.begin(), r.x.end(), o + 4);
+  }
+  ShareSlots(world, outcomes);
+  for (int i = 0; i < n_total; ++i) {
+    const double* o = outcomes.data() + static_cast<std::size_t>(i) * stride;
+    StartOutcome& st = s.starts[static_cast<std::size_t>(i)];
+    st.solved = o[0] > 0.0;
+    st.group = st.solved ? static_cast<int>(o[0]) - 1 : -1;
+    st.usable = o[1] > 0.0;
+    st.chi2 = o[2];
+    st.iterations = static_cast<int>(o[3]);
+    if (st.solved) st.x.assign(o + 4, o + 4 + n);
+  }
+
+  // Best and basins (identical on every rank: same shared numbers, same rules).
+  for (int i = 0; i < n_total; ++i) {
+    const auto& st = s.starts[static_cast<std::size_t>(i)];
+    if (st.usable && (s.best < 0 || st.chi2 < s.starts[static_cast<std::size_t>(s.best)].chi2)) {
+      s.best = i;
+    }
+  }
+  if (s.best < 0) {
+    RunCollectively(world, [] {
+      throw Error(ErrorKind::kNumerical, "multistart: no start converged to a usable fit");
+    });
+  }
+  const double best_chi2 = s.starts[static_cast<std::size_t>(s.best)].chi2;
+  std::vector<int> near;
+  for (int i = 0; i < n_total; ++i) {
+    const auto& st = s.starts[static_cast<std::size_t>(i)];
+    if (st.usable && st.chi2 <= best_chi2 * (1.0 + ms.degeneracy_threshold)) near.push_back(i);
+  }
+  std::stable_sort(near.begin(), near.end(), [&](int a, int b) {
+    return s.starts[static_cast<std::size_t>(a)].chi2 < s.starts[static_cast<std::size_t>(b)].chi2;
+  });
+  const std::size_t first_phys = n - static_cast<std::size_t>(session.num_physical());
+  for (int i : near) {
+    const auto& x = s.starts[static_cast<std::size_t>(i)].x;
+    bool placed = false;
+    for (Basin& b : s.basins) {
+      const auto& seed = s.starts[static_cast<std::size_t>(b.members.front())].x;
+      double d = 0.0;
+      for (std::size_t p = first_phys; p < n; ++p) {
+        d = std::max(d, std::abs(x[p] - seed[p]) / (session.upper()[p] - session.lower()[p]));
+      }
+      if (d < ms.basin_distance) {
+        b.members.push_back(i);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) s.basins.push_back({{i}, s.starts[static_cast<std::size_t>(i)].chi2});
+  }
+  s.degeneracy = s.basins.size() > 1;
+  logger.Info("{}", s.Table());
+  if (s.degeneracy) {
+    logger.Warn(
+        "multistart: {} distinct basins within {:.0f}% of the best chi2: the parameters are "
+        "degenerate for these data (see nlsq/multistart.json)",
+        s.basins.size(), 100.0 * ms.degeneracy_threshold);
+  }
+
+  // The final answer: group 0 polishes the best point (a few iterations at most) and
+  // computes uncertainties and the report there.
+  NlsqRunResult result;
+  if (group == 0) {
+    const SolverSummary polished =
+        session.Solve(s.starts[static_cast<std::size_t>(s.best)].x, options.print_progress);
+    result = session.Finish(polished);
+    for (const auto& w : result.report.quality_warnings) logger.Warn("{}", w);
+  }
+  if (summary != nullptr) *summary = s;
+  return result;
+}
+
+std::string MultiStartSummary::Table() const {
+  std::string out = fmt::format("multistart results ({} group(s)):\n", groups);
+  out += fmt::format("  {:>5} {:>6} {:>16} {:>16} {:>6} {:>8}\n", "start", "group", "start chi2",
+                     "final chi2", "iters", "status");
+  for (const auto& st : starts) {
+    if (!st.solved) {
+      out += fmt::format("  {:>5} {:>6} {:>16.8e} {:>16} {:>6} {:>8}\n", st.index, "-",
+                         st.start_chi2, "-", "-", "screened");
+      continue;
+    }
+    out += fmt::format("  {:>5} {:>6} {:>16.8e} {:>16.8e} {:>6} {:>8}{}\n", st.index, st.group,
+                       st.start_chi2, st.chi2, st.iterations, st.usable ? "ok" : "failed",
+                       st.index == best ? "  <- best" : "");
+  }
+  out += fmt::format("  basins within the degeneracy threshold: {}", basins.size());
+  return out;
+}
+
+std::string MultiStartSummary::ToJson() const {
+  nlohmann::json j;
+  j["groups"] = groups;
+  j["best_start"] = best;
+  j["degeneracy_detected"] = degeneracy;
+  j["parameter_names"] = parameter_names;
+  for (const auto& st : starts) {
+    nlohmann::json e = {{"index", st.index},   {"start", st.start}, {"start_chi2", st.start_chi2},
+                        {"solved", st.solved}, {"group", st.group}, {"usable", st.usable}};
+    if (st.solved) {
+      e["chi2"] = st.chi2;
+      e["iterations"] = st.iterations;
+      e["x"] = st.x;
+    }
+    j["starts"].push_back(e);
+  }
+  for (const auto& b : basins)
+    j["basins"].push_back({{"members", b.members}, {"best_chi2", b.best_chi2}});
+  return j.dump(2) + "\n";
+}
+
+}  // namespace homodyne::nlsq
