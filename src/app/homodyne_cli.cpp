@@ -1,5 +1,6 @@
 #include "homodyne/app/homodyne_cli.h"
 
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -102,8 +103,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   return std::nullopt;
 }
 
-// The output directory must not be (or be inside) a file we read, and must be creatable.
-void PrepareOutputDirectory(const HomodyneCliOptions& opts, const std::string& data_file) {
+// Checked before any work: the output directory must not be an input file, and it must
+// exist as a writable directory or be creatable under one. It is created only when the
+// results are written, so a run that fails on bad input leaves nothing behind.
+void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& data_file) {
   namespace fs = std::filesystem;
   const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
   for (const std::string& input : {opts.config, data_file}) {
@@ -112,7 +115,13 @@ void PrepareOutputDirectory(const HomodyneCliOptions& opts, const std::string& d
       ThrowBadInput("the output directory is an input file", input, "--output-dir");
     }
   }
-  EnsureDirectory(out);
+  fs::path existing = out;
+  while (!existing.empty() && !fs::exists(existing)) existing = existing.parent_path();
+  if (!fs::is_directory(existing) || ::access(existing.c_str(), W_OK) != 0) {
+    ThrowBadInput(
+        fmt::format("cannot create results under {} (not a writable directory)", existing.string()),
+        opts.output_dir, "--output-dir");
+  }
 }
 
 int RunFit(Environment& env, const HomodyneCliOptions& opts) {
@@ -150,7 +159,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   const std::string data_file =
       opts.data_file.empty() ? cfg.experimental_data.DataFile() : opts.data_file;
   RunCollectively(env.world(), [&] {
-    if (env.rank() == 0) PrepareOutputDirectory(opts, data_file);
+    if (env.rank() == 0) CheckOutputDirectory(opts, data_file);
   });
 
   nlsq::NlsqRunOptions ro;

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `homodyne --config` at 2 ranks: a synthetic fit writes every result file once and
+# converges; PETSc options reach TAO; bad input exits 2 with a message naming the file
+# or key and writes nothing.
+set -uo pipefail
+bindir=$1; mpiexec=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/cfg.yaml" <<YAML
+analysis_mode: laminar_flow
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0054}
+  geometry: {stator_rotor_gap: 2000000}
+experimental_data:
+  data_folder_path: $tmp
+  data_file_name: data.h5
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
+  values: [15000, -0.3, 0, 0.002, 0.1, 0.0001, 2]
+optimization:
+  nlsq:
+    anti_degeneracy: {per_angle_mode: auto}
+YAML
+"$bindir/homodyne-synth" --config "$tmp/cfg.yaml" -o "$tmp/data.h5" --frames 60 --angles "0,45,90,135" \
+  --param D0=20000 --param alpha=-0.4 --param gamma_dot_t0=0.003 --param phi0=4 --noise 0.001 -q \
+  || { echo "FAIL: synth"; exit 1; }
+
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/out" 2>&1); code=$?
+echo "$out" | tail -25
+[ $code -eq 0 ] || { echo "FAIL: fit exit code $code"; exit 1; }
+for f in nlsq/parameters.json nlsq/analysis_results_nlsq.json nlsq/convergence_metrics.json \
+         nlsq/fitted_data.h5 homodyne_results.json; do
+  [ -s "$tmp/out/$f" ] || { echo "FAIL: $f missing"; exit 1; }
+done
+[ "$(grep -c 'NLSQ OPTIMIZATION COMPLETE' <<<"$out")" -eq 1 ] || { echo "FAIL: summary not once"; exit 1; }
+grep -q 'truth vs fit' <<<"$out" || { echo "FAIL: no truth table"; exit 1; }
+grep -q '"convergence_status": "converged"' "$tmp/out/nlsq/parameters.json" || { echo "FAIL: not converged"; exit 1; }
+h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_solver_scaled' || { echo "FAIL: fitted_data.h5 content"; exit 1; }
+ls -a "$tmp/out/nlsq" | grep -q 'tmp' && { echo "FAIL: temporary file left"; exit 1; }
+
+# PETSc options reach TAO (one iteration allowed → max_iter) and monitors print once.
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/out2" \
+      -tao_max_it 1 -tao_monitor 2>&1); code=$?
+grep -q '"convergence_status": "max_iter"' "$tmp/out2/nlsq/parameters.json" \
+  || { echo "FAIL: -tao_max_it not honoured"; exit 1; }
+[ "$(grep -c '0 TAO,' <<<"$out")" -eq 1 ] || { echo "FAIL: -tao_monitor output not exactly once"; exit 1; }
+
+# Bad input: exit 2, the file/key named, nothing written.
+printf 'analysis_mode: laminar_flow\nanalyzer_parameters:\n  dtt: 0.1\n' > "$tmp/bad.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/bad.yaml" --output-dir "$tmp/out3" 2>&1); code=$?
+[ $code -eq 2 ] || { echo "FAIL: misspelt key gave $code"; exit 1; }
+grep -q 'analyzer_parameters.dtt' <<<"$out" || { echo "FAIL: key not named: $out"; exit 1; }
+[ ! -e "$tmp/out3" ] || { echo "FAIL: output written for a bad config"; exit 1; }
+sed "s/data.h5/missing.h5/" "$tmp/cfg.yaml" > "$tmp/nodata.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/nodata.yaml" --output-dir "$tmp/out4" 2>&1); code=$?
+[ $code -eq 2 ] && grep -q 'missing.h5' <<<"$out" || { echo "FAIL: missing data: $code $out"; exit 1; }
+[ "$(grep -c 'missing.h5' <<<"$out")" -eq 1 ] || { echo "FAIL: error printed more than once"; exit 1; }
+[ ! -e "$tmp/out4" ] || { echo "FAIL: output directory created for missing data"; exit 1; }
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/data.h5/sub" 2>&1); code=$?
+[ $code -eq 2 ] && grep -q -- '--output-dir' <<<"$out" || { echo "FAIL: unwritable output: $code"; exit 1; }
+echo PASS
