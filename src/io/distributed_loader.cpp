@@ -146,13 +146,19 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
   h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   RunCollectively(comm, [&] {
-    std::size_t a = 0;
-    while (a < local.tiles.size()) {
-      std::size_t b = a;
-      while (b < local.tiles.size() && local.tiles[b].tile.angle == local.tiles[a].tile.angle) ++b;
-      const auto k = static_cast<std::size_t>(local.tiles[a].tile.angle);
-      ReadAngleTiles(file.get(), meta, meta.bins[k], local.tiles, a, b, local.values);
-      a = b;
+    // One batch of large row/column blocks per angle: the rank's rows of an angle are a
+    // contiguous run (its blocks are consecutive rows), even though the tiles of
+    // different angles interleave block by block.
+    std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
+    for (const LocalTile& t : local.tiles) {
+      by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
+    }
+    for (std::size_t k = 0; k < by_angle.size(); ++k) {
+      auto& tiles = by_angle[k];
+      std::stable_sort(tiles.begin(), tiles.end(), [](const LocalTile& x, const LocalTile& y) {
+        return x.tile.row < y.tile.row;
+      });
+      ReadAngleTiles(file.get(), meta, meta.bins[k], tiles, 0, tiles.size(), local.values);
     }
     for (const LocalTile& t : local.tiles) {
       for (std::int64_t c = 0; c < t.tile.count; ++c) {

@@ -88,13 +88,27 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
 }
 
 std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pass pass) const {
-  const Tables tab = MakeTables(params, pass == Pass::kNormal);
   const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
   const auto psize = static_cast<size_t>(pass == Pass::kNormal ? partial_size() : 1);
   std::vector<double> partials(static_cast<size_t>(std::max(n_chunks, 0)) * psize, 0.0);
+  Partials(params, pass, partials.data());
+  std::vector<double> total(psize, 0.0);
+  for (int chunk = 0; chunk < n_chunks; ++chunk) {
+    const double* part = partials.data() + static_cast<size_t>(chunk) * psize;
+    for (size_t e = 0; e < psize; ++e) total[e] += part[e];
+  }
+  return total;
+}
+
+void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
+                                 double* partials) const {
+  const Tables tab = MakeTables(params, pass == Pass::kNormal);
+  const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
+  const auto psize = static_cast<size_t>(pass == Pass::kNormal ? partial_size() : 1);
+  std::fill(partials, partials + static_cast<size_t>(std::max(n_chunks, 0)) * psize, 0.0);
   const bool laminar = mode == AnalysisMode::kLaminarFlow;
   pool->ParallelFor(n_chunks, [&](int chunk) {
-    double* part = partials.data() + static_cast<size_t>(chunk) * psize;
+    double* part = partials + static_cast<size_t>(chunk) * psize;
     if (pass == Pass::kNormal) {
       laminar ? RunChunk<Pass::kNormal, true>(tab, chunk, part, nullptr)
               : RunChunk<Pass::kNormal, false>(tab, chunk, part, nullptr);
@@ -103,12 +117,6 @@ std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pa
               : RunChunk<Pass::kChi2, false>(tab, chunk, part, nullptr);
     }
   });
-  std::vector<double> total(psize, 0.0);
-  for (int chunk = 0; chunk < n_chunks; ++chunk) {
-    const double* part = partials.data() + static_cast<size_t>(chunk) * psize;
-    for (size_t e = 0; e < psize; ++e) total[e] += part[e];
-  }
-  return total;
 }
 
 ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vector<double> t,
@@ -133,7 +141,22 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
   for (double tm : im.t) im.ts.push_back(FloorAt(tm, eps));
 
   const int n_t = static_cast<int>(im.t.size());
-  std::map<std::tuple<int, int, int>, int> group_of;
+  // Explicit chunks: the chunk of every tile (groups never span two chunks).
+  const auto& starts = options.chunk_tile_starts;
+  if (!starts.empty()) {
+    if (starts.front() != 0 || !std::is_sorted(starts.begin(), starts.end()) ||
+        starts.back() > static_cast<int>(im.tiles.size())) {
+      ThrowBadInput("chunk_tile_starts must start at 0, increase, and stay within the tiles");
+    }
+  }
+  std::vector<int> chunk_of(im.tiles.size(), 0);
+  for (size_t c = 0; c < starts.size(); ++c) {
+    const int end = c + 1 < starts.size() ? starts[c + 1] : static_cast<int>(im.tiles.size());
+    for (int ti = starts[c]; ti < end; ++ti)
+      chunk_of[static_cast<size_t>(ti)] = static_cast<int>(c);
+  }
+  std::map<std::tuple<int, int, int, int>, int> group_of;
+  std::vector<int> group_chunk;
   for (size_t ti = 0; ti < im.tiles.size(); ++ti) {
     const RowTile& tile = im.tiles[ti];
     if (tile.angle < 0 || tile.angle >= im.index.n_angles || tile.row < 0 || tile.row >= n_t ||
@@ -148,15 +171,26 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
     im.tile_offset.push_back(im.n_points);
     im.n_points += tile.count;
     if (tile.count == 0) continue;
-    const auto key = std::make_tuple(tile.row, tile.col_begin, tile.count);
+    const auto key = std::make_tuple(chunk_of[ti], tile.row, tile.col_begin, tile.count);
     auto [it, inserted] = group_of.emplace(key, static_cast<int>(im.groups.size()));
-    if (inserted) im.groups.push_back({tile.row, tile.col_begin, tile.count, {}});
+    if (inserted) {
+      im.groups.push_back({tile.row, tile.col_begin, tile.count, {}});
+      group_chunk.push_back(chunk_of[ti]);
+    }
     im.groups[static_cast<size_t>(it->second)].tiles.push_back(static_cast<int>(ti));
   }
-  // Fixed chunks of whole groups, each ≈ chunk_points points.
   im.chunk_begin.push_back(0);
+  if (!starts.empty()) {
+    // One chunk per explicit range (possibly empty); groups of a chunk are contiguous.
+    size_t g = 0;
+    for (size_t c = 0; c < starts.size(); ++c) {
+      while (g < im.groups.size() && group_chunk[g] == static_cast<int>(c)) ++g;
+      im.chunk_begin.push_back(static_cast<int>(g));
+    }
+  }
+  // Fixed chunks of whole groups, each ≈ chunk_points points.
   std::int64_t in_chunk = 0;
-  for (size_t g = 0; g < im.groups.size(); ++g) {
+  for (size_t g = 0; starts.empty() && g < im.groups.size(); ++g) {
     in_chunk += static_cast<std::int64_t>(im.groups[g].count) *
                 static_cast<std::int64_t>(im.groups[g].tiles.size());
     if (in_chunk >= options.chunk_points) {
@@ -164,7 +198,7 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
       in_chunk = 0;
     }
   }
-  if (im.chunk_begin.back() != static_cast<int>(im.groups.size())) {
+  if (starts.empty() && im.chunk_begin.back() != static_cast<int>(im.groups.size())) {
     im.chunk_begin.push_back(static_cast<int>(im.groups.size()));
   }
   im.pool = std::make_unique<ThreadPool>(options.threads);
@@ -184,8 +218,29 @@ double ModelKernel::Chi2(std::span<const double> params) const {
 }
 
 NormalEquations ModelKernel::Accumulate(std::span<const double> params) const {
+  return FromPartial(impl_->Reduce(params, Pass::kNormal));
+}
+
+int ModelKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
+
+std::size_t ModelKernel::partial_size(bool with_derivatives) const {
+  return with_derivatives ? static_cast<std::size_t>(impl_->partial_size()) : 1;
+}
+
+void ModelKernel::ChunkPartials(std::span<const double> params, bool with_derivatives,
+                                std::span<double> out) const {
+  if (out.size() != static_cast<std::size_t>(num_chunks()) * partial_size(with_derivatives)) {
+    ThrowBadInput(fmt::format(
+        "chunk partials need {} entries, found {}",
+        static_cast<std::size_t>(num_chunks()) * partial_size(with_derivatives), out.size()));
+  }
+  impl_->Partials(params, with_derivatives ? Pass::kNormal : Pass::kChi2, out.data());
+}
+
+NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {
   const Impl& im = *impl_;
-  const auto total = im.Reduce(params, Pass::kNormal);
+  HOMODYNE_CHECK(total.size() == static_cast<std::size_t>(im.partial_size()),
+                 "partial of the wrong size");
   const ExpandedIndex& idx = im.index;
   const int np = idx.n_phys;
   NormalEquations ne(idx.size());

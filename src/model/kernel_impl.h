@@ -61,6 +61,8 @@ struct ModelKernel::Impl {
   void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial,
                 double* model_out) const;
   std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
+  // Per-chunk partials (n_chunks × partial size) into `out`.
+  void Partials(std::span<const double> params, kernel_internal::Pass pass, double* out) const;
 };
 
 }  // namespace homodyne::model

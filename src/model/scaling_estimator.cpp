@@ -11,14 +11,17 @@ namespace homodyne::model {
 
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) ThrowBadInput("percentile of an empty sample");
-  std::sort(values.begin(), values.end());
+  // Two order statistics by selection (O(n)) instead of a full sort: the same values.
   const double q = p / 100.0;
   const double h = static_cast<double>(values.size() - 1) * q;
   const double floor_h = std::floor(h);
   auto lo = static_cast<size_t>(floor_h);
-  if (lo >= values.size() - 1) return values.back();
+  if (lo >= values.size() - 1) return *std::max_element(values.begin(), values.end());
+  const auto nth = values.begin() + static_cast<std::ptrdiff_t>(lo);
+  std::nth_element(values.begin(), nth, values.end());
   const double g = h - floor_h;
-  const double a = values[lo], b = values[lo + 1];
+  const double a = *nth;
+  const double b = *std::min_element(nth + 1, values.end());
   const double diff = b - a;
   // numpy's _lerp: a + diff·g, computed from the upper end when g ≥ 0.5.
   return g >= 0.5 ? b - diff * (1.0 - g) : a + diff * g;

@@ -95,6 +95,9 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
   const io::DatasetMetadata& meta = s.local.meta;
+  logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
+              comm.size(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count());
   if (meta.n_frames < 3) {
     RunCollectively(comm, [&] {
       ThrowBadInput(fmt::format("{} frame(s) selected; a fit needs at least 3", meta.n_frames),

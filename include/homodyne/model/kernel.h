@@ -42,6 +42,11 @@ struct KernelOptions {
   // c2 within ~1e-15 of the reference); true: std::sin/std::cos, c2 bit-identical to the
   // literal reference model.
   bool exact_transcendentals = false;
+  // Explicit chunks instead of chunk_points: chunk c holds tiles
+  // [chunk_tile_starts[c], chunk_tile_starts[c+1]) (the last runs to the end); the first
+  // entry must be 0. Used by the distributed fit so that a chunk is one partition block,
+  // whose partial sums are then combined along the global block tree.
+  std::vector<int> chunk_tile_starts;
 
   void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
 };
@@ -68,6 +73,15 @@ class ModelKernel {
 
   // χ², JᵀWJ and JᵀWr in the expanded parameter space.
   NormalEquations Accumulate(std::span<const double> params) const;
+
+  // Per-chunk partial sums in the kernel's compact layout (partial_size(derivs) doubles
+  // per chunk, chunks in order). Compact partials add element-wise; FromPartial turns a
+  // sum of them into the normal equations (derivs) or χ² (element 0).
+  int num_chunks() const;
+  std::size_t partial_size(bool with_derivatives) const;
+  void ChunkPartials(std::span<const double> params, bool with_derivatives,
+                     std::span<double> out) const;
+  NormalEquations FromPartial(std::span<const double> partial) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const;
