@@ -13,6 +13,7 @@
 #include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/run_app.h"
+#include "homodyne/app/run_report.h"
 #include "homodyne/atomic_file.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
@@ -40,6 +41,7 @@ struct HomodyneCliOptions {
   bool laminar_flow = false;
   int threads = 0;  // 0: one per core of the rank's cpuset
   std::map<std::string, double> initial;
+  std::string command_line;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -97,6 +99,7 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
     return static_cast<int>(ExitCode::kBadInput);
   }
   opts.config_given = cfg->count() > 0;
+  for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
   for (const auto& [o, name] : initial_options) {
     if (o->count() > 0) opts.initial[name] = initial_values[name];
   }
@@ -183,7 +186,9 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
 
   // Outputs: rank 0 writes, all ranks agree on success.
+  PhaseTimes phases = result.phases;
   RunCollectively(env.world(), [&] {
+    PhaseTimes::Scope t(phases, "write_outputs");
     MaybeInjectFailure("output", env.rank());
     if (env.rank() != 0) return;
     const std::filesystem::path out(opts.output_dir);
@@ -191,6 +196,16 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     if (use_multistart) WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
     WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
   });
+  RunReportInput report;
+  report.command_line = opts.command_line;
+  report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
+  report.status = result.report.convergence_status;
+  report.message = result.summary.message;
+  report.config = &cfg;
+  report.nlsq = &result;
+  report.phases = phases;
+  report.placement = placement;
+  RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
     std::string text = FormatNlsqSummary(result);
     try {

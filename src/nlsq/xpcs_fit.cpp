@@ -81,6 +81,7 @@ struct XpcsFitSession::Impl {
   std::int64_t n_t = 0;
   std::int64_t n_data = 0;
   int p_eff = 0;
+  PhaseTimes phases;
 
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
@@ -93,7 +94,10 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   s.mode = ToModelMode(cfg.analysis_mode);
 
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
-  s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+  {
+    PhaseTimes::Scope t(s.phases, "load");
+    s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+  }
   const io::DatasetMetadata& meta = s.local.meta;
   logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
               comm.size(),
@@ -118,7 +122,11 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   s.resolved = model::ResolveScalingLayout(layout_options, n_phi);
   const model::ScalingBounds scaling_bounds{cfg.contrast.min, cfg.contrast.max, cfg.offset.min,
                                             cfg.offset.max};
-  const auto estimates = EstimateInitialScaling(comm, s.local, scaling_bounds);
+  std::vector<model::ScalingEstimate> estimates;
+  {
+    PhaseTimes::Scope t(s.phases, "initial_scaling");
+    estimates = EstimateInitialScaling(comm, s.local, scaling_bounds);
+  }
   s.layout = std::make_unique<model::ParameterLayout>(model::ParameterLayout::Create(
       s.resolved, s.mode, s.phi, estimates, layout_options.fourier_order));
   logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
@@ -173,7 +181,10 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
   setup.threads = options.threads;
-  s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
+  {
+    PhaseTimes::Scope t(s.phases, "setup");
+    s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
+  }
 
   s.n_t = static_cast<std::int64_t>(t_fit.size());
   s.n_data = static_cast<std::int64_t>(n_phi) * s.n_t * s.n_t;  // homodyne's DOF convention
@@ -220,6 +231,7 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
                 s.layout->num_optimised(), s.problem->total_points(), s.comm.size(),
                 s.options.threads);
   }
+  PhaseTimes::Scope t(s.phases, "fit");
   return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
 }
 
@@ -254,6 +266,10 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   r.phi_deg = s.phi;
   r.t_full = meta.t;
   r.passes = s.problem->passes();
+  r.data_file = meta.file;
+  r.data_format = std::string(io::ToString(meta.format));
+  r.dt = meta.dt;
+  r.phases = s.phases;
 
   FitReport& rep = r.report;
   rep.analysis_mode = std::string(model::ToString(s.mode));

@@ -38,6 +38,14 @@ grep -q 'truth vs fit' <<<"$out" || { echo "FAIL: no truth table"; exit 1; }
 grep -q '"convergence_status": "converged"' "$tmp/out/nlsq/parameters.json" || { echo "FAIL: not converged"; exit 1; }
 h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_solver_scaled' || { echo "FAIL: fitted_data.h5 content"; exit 1; }
 ls -a "$tmp/out/nlsq" | grep -q 'tmp' && { echo "FAIL: temporary file left"; exit 1; }
+rep="$tmp/out/run_report.yaml"
+for key in '^machine:' '^libraries:' '^config:' '^data:' '^timing_seconds:' '^throughput:' \
+           '^self_checks:' '  ranks: 2' 'hdf5_parallel: true'; do
+  grep -q "$key" "$rep" || { echo "FAIL: run_report.yaml lacks $key"; exit 1; }
+done
+[ "$(grep -c '{rank: ' "$rep")" -eq 2 ] || { echo "FAIL: placement of both ranks"; exit 1; }
+grep -q 'results bitwise identical on every rank, result: PASSED' "$rep" || { echo "FAIL: self-check"; exit 1; }
+grep -q 'FAILED' "$rep" && { echo "FAIL: a self-check failed"; exit 1; }
 
 # PETSc options reach TAO (one iteration allowed → max_iter) and monitors print once.
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/out2" \

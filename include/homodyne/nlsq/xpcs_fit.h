@@ -13,6 +13,7 @@
 #include "homodyne/nlsq/bounded_solver.h"
 #include "homodyne/nlsq/result_files.h"
 #include "homodyne/parallel/comm.h"
+#include "homodyne/phase_timer.h"
 
 namespace homodyne::nlsq {
 
@@ -39,6 +40,10 @@ struct NlsqRunResult {
   std::vector<double> phi_deg;
   std::vector<double> t_full;  // loader grid from 0 (for output files)
   int passes = 0;
+  std::string data_file;
+  std::string data_format;  // aps_old | aps_u
+  double dt = 0.0;
+  PhaseTimes phases;  // this rank's time per phase
 };
 
 // A fit set up on a communicator: the data loaded (each rank its blocks), the layout,
@@ -57,7 +62,7 @@ class XpcsFitSession {
   const std::vector<double>& lower() const;
   const std::vector<double>& upper() const;
   const std::vector<std::string>& parameter_names() const;  // optimiser space
-  int num_physical() const;                                  // the last entries of x
+  int num_physical() const;                                 // the last entries of x
 
   double Chi2At(const std::vector<double>& x);                              // collective
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective

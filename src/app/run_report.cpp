@@ -1,0 +1,228 @@
+#include "homodyne/app/run_report.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "homodyne/atomic_file.h"
+#include "homodyne/config/config_reader.h"
+#include "homodyne/version.h"
+
+namespace homodyne {
+namespace {
+
+// Every rank's string on rank 0 (empty vector elsewhere).
+std::vector<std::string> GatherStrings(const Comm& comm, const std::string& mine) {
+  const int len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<std::size_t>(comm.size()));
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm.get());
+  std::vector<int> displs;
+  int total = 0;
+  if (comm.is_root()) {
+    for (int l : lens) {
+      displs.push_back(total);
+      total += l;
+    }
+  }
+  std::string all(static_cast<std::size_t>(total), '\0');
+  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+              comm.get());
+  std::vector<std::string> out;
+  if (comm.is_root()) {
+    for (std::size_t r = 0; r < lens.size(); ++r) {
+      out.push_back(
+          all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lens[r])));
+    }
+  }
+  return out;
+}
+
+std::uint64_t HashDoubles(const std::vector<double>& v) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the bits
+  for (double d : v) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof(bits));
+    for (int b = 0; b < 8; ++b) {
+      h ^= (bits >> (8 * b)) & 0xffu;
+      h *= 1099511628211ULL;
+    }
+  }
+  return h;
+}
+
+void EmitNumberOrNull(YAML::Emitter& y, double v) {
+  if (std::isfinite(v)) {
+    y << v;
+  } else {
+    y << YAML::Null;
+  }
+}
+
+}  // namespace
+
+std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
+                           const RunReportInput& in) {
+  // Placement of every rank.
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
+  int host_len = 0;
+  MPI_Get_processor_name(host, &host_len);
+  std::vector<int> pus;
+  std::vector<int> numas;
+  for (const auto& s : in.placement.slots) {
+    pus.push_back(s.pu_os);
+    numas.push_back(s.numa_node);
+  }
+  const std::string mine =
+      fmt::format("{}|{}|{}|{}", std::string(host, static_cast<std::size_t>(host_len)),
+                  in.placement.cpuset, fmt::join(numas, ","), fmt::join(pus, ","));
+  const std::vector<std::string> places = GatherStrings(world, mine);
+
+  // Phase times: rank 0's phase names, every rank's values, min/max/sum.
+  std::string names_joined;
+  if (world.is_root()) {
+    for (const auto& [name, s] : in.phases.seconds()) names_joined += name + "\n";
+  }
+  int names_len = static_cast<int>(names_joined.size());
+  MPI_Bcast(&names_len, 1, MPI_INT, 0, world.get());
+  names_joined.resize(static_cast<std::size_t>(names_len));
+  MPI_Bcast(names_joined.data(), names_len, MPI_CHAR, 0, world.get());
+  std::vector<std::string> names;
+  for (std::size_t a = 0, b; (b = names_joined.find('\n', a)) != std::string::npos; a = b + 1) {
+    names.push_back(names_joined.substr(a, b - a));
+  }
+  std::vector<double> values;
+  for (const auto& n : names) {
+    auto it = in.phases.seconds().find(n);
+    values.push_back(it == in.phases.seconds().end() ? 0.0 : it->second);
+  }
+  std::vector<double> vmin(values.size()), vmax(values.size()), vsum(values.size());
+  const int nv = static_cast<int>(values.size());
+  MPI_Reduce(values.data(), vmin.data(), nv, MPI_DOUBLE, MPI_MIN, 0, world.get());
+  MPI_Reduce(values.data(), vmax.data(), nv, MPI_DOUBLE, MPI_MAX, 0, world.get());
+  MPI_Reduce(values.data(), vsum.data(), nv, MPI_DOUBLE, MPI_SUM, 0, world.get());
+
+  // Self-check: every rank that holds the result holds the same bits.
+  std::uint64_t hash =
+      in.nlsq != nullptr && !in.nlsq->expanded.empty() ? HashDoubles(in.nlsq->expanded) : 0;
+  std::uint64_t root_hash = hash;
+  MPI_Bcast(&root_hash, 1, MPI_UINT64_T, 0, world.get());
+  int mismatch = (hash != 0 && hash != root_hash) ? 1 : 0;
+  int any_mismatch = 0;
+  MPI_Allreduce(&mismatch, &any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
+  if (!world.is_root()) return {};
+
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  y << YAML::Key << "homodyne_hpc" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "version" << YAML::Value << std::string(Version());
+  y << YAML::Key << "command_line" << YAML::Value << in.command_line;
+  y << YAML::Key << "method" << YAML::Value << in.method << YAML::EndMap;
+
+  y << YAML::Key << "status" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "exit_code" << YAML::Value << in.exit_code;
+  y << YAML::Key << "result" << YAML::Value << in.status;
+  y << YAML::Key << "message" << YAML::Value << in.message << YAML::EndMap;
+
+  y << YAML::Key << "machine" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "ranks" << YAML::Value << world.size();
+  y << YAML::Key << "threads_per_rank" << YAML::Value << in.placement.slots.size();
+  y << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
+  for (std::size_t r = 0; r < places.size(); ++r) {
+    const auto& p = places[r];
+    const auto a = p.find('|'), b = p.find('|', a + 1), c = p.find('|', b + 1);
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "rank" << YAML::Value << r << YAML::Key
+      << "host" << YAML::Value << p.substr(0, a) << YAML::Key << "cpuset" << YAML::Value
+      << p.substr(a + 1, b - a - 1) << YAML::Key << "numa_nodes" << YAML::Value
+      << p.substr(b + 1, c - b - 1) << YAML::Key << "pus" << YAML::Value << p.substr(c + 1)
+      << YAML::EndMap;
+  }
+  y << YAML::EndSeq << YAML::EndMap;
+
+  const LibraryVersions v = QueryLibraryVersions();
+  y << YAML::Key << "libraries" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "mpi" << YAML::Value << v.mpi;
+  y << YAML::Key << "petsc" << YAML::Value << v.petsc;
+  y << YAML::Key << "hdf5" << YAML::Value << v.hdf5;
+  y << YAML::Key << "hdf5_parallel" << YAML::Value << v.hdf5_parallel;
+  y << YAML::Key << "yaml_cpp" << YAML::Value << v.yaml_cpp;
+  y << YAML::Key << "hwloc" << YAML::Value << v.hwloc;
+  y << YAML::Key << "compiler" << YAML::Value << v.compiler;
+  y << YAML::Key << "build_type" << YAML::Value << v.build_type << YAML::EndMap;
+
+  if (in.config != nullptr) {
+    y << YAML::Key << "config" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "file" << YAML::Value << in.config->source;
+    y << YAML::Key << "seeds" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "multi_start" << YAML::Value << in.config->optimization.nlsq.multi_start.seed;
+    y << YAML::Key << "cmc" << YAML::Value << in.config->optimization.cmc.seed << YAML::EndMap;
+    y << YAML::Key << "effective" << YAML::Value
+      << YAML::Load(config::EffectiveConfigYaml(*in.config));
+    y << YAML::EndMap;
+  }
+
+  const nlsq::NlsqRunResult* r = in.nlsq;
+  if (r != nullptr && !r->expanded.empty()) {
+    y << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "file" << YAML::Value << r->data_file;
+    y << YAML::Key << "format" << YAML::Value << r->data_format;
+    y << YAML::Key << "q" << YAML::Value << r->q;
+    y << YAML::Key << "phi_deg" << YAML::Value << YAML::Flow << r->phi_deg;
+    y << YAML::Key << "frames" << YAML::Value << r->t_full.size();
+    y << YAML::Key << "dt" << YAML::Value << r->dt;
+    y << YAML::Key << "fitted_points" << YAML::Value << r->unique_pairs << YAML::EndMap;
+  }
+
+  y << YAML::Key << "timing_seconds" << YAML::Value << YAML::BeginMap;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    y << YAML::Key << names[i] << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "min"
+      << YAML::Value << vmin[i] << YAML::Key << "max" << YAML::Value << vmax[i] << YAML::Key
+      << "mean" << YAML::Value << vsum[i] / world.size() << YAML::EndMap;
+  }
+  y << YAML::EndMap;
+
+  if (r != nullptr && !r->expanded.empty()) {
+    auto fit = in.phases.seconds().find("fit");
+    const double fit_s = fit != in.phases.seconds().end() ? fit->second : 0.0;
+    const double cores = static_cast<double>(world.size()) *
+                         static_cast<double>(std::max<std::size_t>(1, in.placement.slots.size()));
+    y << YAML::Key << "throughput" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "data_passes" << YAML::Value << r->passes;
+    y << YAML::Key << "iterations" << YAML::Value << r->summary.iterations;
+    y << YAML::Key << "gradient_evaluations" << YAML::Value << r->summary.evaluations;
+    y << YAML::Key << "points_per_second" << YAML::Value;
+    EmitNumberOrNull(
+        y, fit_s > 0 ? static_cast<double>(r->unique_pairs) * r->passes / fit_s : std::nan(""));
+    y << YAML::Key << "points_per_second_per_core" << YAML::Value;
+    EmitNumberOrNull(y, fit_s > 0
+                            ? static_cast<double>(r->unique_pairs) * r->passes / (fit_s * cores)
+                            : std::nan(""));
+    y << YAML::Key << "gradient_evaluations_per_second" << YAML::Value;
+    EmitNumberOrNull(y, fit_s > 0 ? r->summary.evaluations / fit_s : std::nan(""));
+    y << YAML::EndMap;
+  }
+
+  y << YAML::Key << "self_checks" << YAML::Value << YAML::BeginSeq;
+  auto check = [&](const std::string& name, bool passed) {
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "check" << YAML::Value << name << YAML::Key
+      << "result" << YAML::Value << (passed ? "PASSED" : "FAILED") << YAML::EndMap;
+  };
+  check("results bitwise identical on every rank", any_mismatch == 0);
+  if (r != nullptr && !r->expanded.empty()) {
+    check("chi2 finite", std::isfinite(r->report.chi_squared));
+    check("optimiser converged", r->report.convergence_status == "converged");
+    check("fit quality without warnings", r->report.quality_passed);
+  }
+  y << YAML::EndSeq;
+  y << YAML::EndMap;
+  const std::string text = std::string(y.c_str()) + "\n";
+  EnsureDirectory(dir);
+  WriteFileAtomically(dir / "run_report.yaml", text);
+  return text;
+}
+
+}  // namespace homodyne
