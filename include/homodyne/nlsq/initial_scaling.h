@@ -11,8 +11,9 @@
 
 namespace homodyne::nlsq {
 
-// Collective. The samples of every angle are gathered on rank 0 (percentiles are not
-// decomposable), estimated there and broadcast, so every rank gets the same values.
+// Collective. Exact, without gathering the data: every percentile is found by a
+// distributed bisection (parallel/order_statistics.h), so the result equals the serial
+// estimator's bit for bit and rank 0 holds no more than its own share.
 std::vector<model::ScalingEstimate> EstimateInitialScaling(const Comm& comm,
                                                            const io::LocalData& local,
                                                            const model::ScalingBounds& bounds);

@@ -1,0 +1,89 @@
+// The distributed quantile estimator equals the serial one (model::EstimateScaling) bit
+// for bit, and distributed percentiles equal numpy's on the pooled values.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "homodyne/io/dataset.h"
+#include "homodyne/io/distributed_loader.h"
+#include "homodyne/model/scaling_estimator.h"
+#include "homodyne/nlsq/initial_scaling.h"
+#include "homodyne/parallel/collective.h"
+#include "homodyne/parallel/order_statistics.h"
+#include "homodyne/random.h"
+#include "homodyne/synth/synthetic_dataset.h"
+#include "mpi_test_env.h"
+#include "synth_fixture.h"
+
+namespace homodyne {
+namespace {
+
+TEST(DistributedPercentile, EqualsTheSerialPercentileOfThePooledValues) {
+  const Comm& world = testing::TestEnvironment().world();
+  // Every rank draws the same pool and keeps its share (with ties and negatives).
+  CounterRng rng(9, 0, 0);
+  std::vector<double> pool;
+  for (int i = 0; i < 1001; ++i) pool.push_back(std::round(rng.Normal() * 50.0) / 8.0);
+  std::vector<double> mine;
+  for (std::size_t i = static_cast<std::size_t>(world.rank()); i < pool.size();
+       i += static_cast<std::size_t>(world.size())) {
+    mine.push_back(pool[i]);
+  }
+  std::sort(mine.begin(), mine.end());
+  for (double p : {0.0, 10.0, 20.0, 33.3, 50.0, 80.0, 90.0, 99.9, 100.0}) {
+    EXPECT_EQ(DistributedPercentile(world, mine, p), model::Percentile(pool, p)) << p;
+  }
+  std::vector<double> sorted = pool;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t k : {0, 1, 500, 999, 1000}) {
+    EXPECT_EQ(DistributedKthSmallest(world, mine, k), sorted[static_cast<std::size_t>(k)]);
+  }
+}
+
+TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
+  const Comm& world = testing::TestEnvironment().world();
+  const config::Config cfg =
+      testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("homodyne_scaling_" + std::to_string(world.size()) + ".h5"))
+                               .string();
+  RunCollectively(world, [&] {
+    if (world.rank() != 0) return;
+    synth::SynthOptions o;
+    o.output = path;
+    o.force = true;
+    o.frames = 50;
+    o.phi_deg = {0, 40, 80};
+    o.noise = 0.01;
+    o.seed = 4;
+    synth::WriteSyntheticDataset(cfg, o);
+  });
+  world.Barrier();
+  io::LoadOptions lo;
+  lo.path = path;
+  lo.dt = 0.1;
+  const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
+  const model::ScalingBounds bounds;
+  const auto distributed = nlsq::EstimateInitialScaling(world, local, bounds);
+
+  // Oracle: the serial estimator on the full fit grid (t = 0 excluded, full matrix).
+  const io::Dataset data = io::LoadDataset(lo, Logger::Silent());
+  ASSERT_EQ(distributed.size(), data.c2.size());
+  for (std::size_t k = 0; k < data.c2.size(); ++k) {
+    std::vector<double> dt, c2;
+    for (std::int64_t i = 1; i < data.meta.n_frames; ++i) {
+      for (std::int64_t j = 1; j < data.meta.n_frames; ++j) {
+        dt.push_back(std::abs(data.meta.t[static_cast<std::size_t>(i)] -
+                              data.meta.t[static_cast<std::size_t>(j)]));
+        c2.push_back(data.at(k, i, j));
+      }
+    }
+    const auto serial = model::EstimateScaling(dt, c2, bounds);
+    EXPECT_EQ(distributed[k].contrast, serial.contrast) << "angle " << k;
+    EXPECT_EQ(distributed[k].offset, serial.offset) << "angle " << k;
+  }
+}
+
+}  // namespace
+}  // namespace homodyne
