@@ -201,7 +201,7 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
   if (starts.empty() && im.chunk_begin.back() != static_cast<int>(im.groups.size())) {
     im.chunk_begin.push_back(static_cast<int>(im.groups.size()));
   }
-  im.pool = std::make_unique<ThreadPool>(options.threads);
+  im.pool = std::make_unique<ThreadPool>(options.threads, options.worker_start);
 }
 
 ModelKernel::~ModelKernel() = default;
@@ -219,6 +219,10 @@ double ModelKernel::Chi2(std::span<const double> params) const {
 
 NormalEquations ModelKernel::Accumulate(std::span<const double> params) const {
   return FromPartial(impl_->Reduce(params, Pass::kNormal));
+}
+
+void ModelKernel::OnEachThread(const std::function<void(int)>& fn) const {
+  impl_->pool->OnEachThread(fn);
 }
 
 int ModelKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
