@@ -42,7 +42,8 @@ for b in d["benchmarks"]:
         summary["passes"].append(dict({"name": name}, **{k: b[k] for k in keys if k in b}))
         rate[name] = b["points_per_s"]
 for kind in ["BM_KernelChi2", "BM_KernelNormalEquations"]:
-    one, two = rate.get(kind + "/threads:1/exact:0"), rate.get(kind + "/threads:2/exact:0")
+    one = rate.get(kind + "/threads:1/exact:0/real_time")
+    two = rate.get(kind + "/threads:2/exact:0/real_time")
     if one and two:
         summary["thread_speedup"][kind] = two / one
 rr = {}
