@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -148,9 +149,11 @@ int ChooseThreads(Environment& env, const HomodyneCliOptions& opts) {
         HardwareSignature(DescribeTopology(env.topology()), QueryLibraryVersions());
     const auto path = TuneCachePath(signature);
     if (const auto cached = ReadTuneCache(path, signature, &why)) {
-      log.Debug("threads per rank: {} from the autotune cache {} (measured {})",
-                cached->threads_per_rank, path.string(), cached->created);
-      return cached->threads_per_rank;
+      // Tuned on the node's cores; a rank bound to fewer uses all of its own.
+      const int threads = std::min(cached->threads_per_rank, env.topology().process_cores());
+      log.Debug("threads per rank: {} from the autotune cache {} (measured {}, tuned {})", threads,
+                path.string(), cached->created, cached->threads_per_rank);
+      return threads;
     }
   } catch (const Error& e) {
     log.Warn("autotune cache ignored: {}", e.what());
