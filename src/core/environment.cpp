@@ -116,9 +116,7 @@ const Comm& Environment::world() const { return impl_->world; }
 int Environment::thread_level() const { return impl_->mpi.provided(); }
 bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
 Logger& Environment::logger() { return impl_->logger; }
-const std::vector<std::string>& Environment::startup_notes() const {
-  return impl_->startup_notes;
-}
+const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");
