@@ -2,13 +2,26 @@
 // 1000 frames, upper triangle (i < j) of every angle → 23·499 500 points. Reports points
 // per second for the residual (χ²) pass and the χ² + JᵀWJ + JᵀWr pass at 1 and 2 threads,
 // and a naive single-threaded loop (exp and sin recomputed per point and angle) for scale.
+//
+// Roofline: the binary also measures this machine's two ceilings (STREAM-triad bandwidth,
+// peak FMA flops of one core; roofline_ceilings.h) and reports for each pass its flops and
+// bytes per point, the roofline bound per core, the attained fraction of that bound and
+// the ratio to the bandwidth-only rate. The flop counts are those of the cheapest
+// formulation we know (docs/performance.md itemises them); bytes are the data value read
+// per point (8 B; these tiles carry a uniform weight, so no weight array is read).
+// BM_KernelChi2Ranks splits the points over the MPI ranks (rank scaling of one pass).
 #include <benchmark/benchmark.h>
+#include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 #include <vector>
 
+#include "bench_env.h"
 #include "homodyne/model/kernel.h"
+#include "roofline_ceilings.h"
 
 namespace {
 
@@ -55,6 +68,60 @@ const Setup& TheSetup() {
   return setup;
 }
 
+// Flops per point of the cheapest formulation we know (docs/performance.md, "Roofline"),
+// FMA = 2 flops; bytes read per point: the 8-byte data value.
+constexpr double kChi2FlopsPerPoint = 24.0;
+constexpr double kNormalFlopsPerPoint = 96.0;
+constexpr double kBytesPerPoint = 8.0;
+
+struct Ceilings {
+  double bandwidth = 0.0;   // bytes/s, STREAM triad, one thread
+  double peak_flops = 0.0;  // flop/s, one core
+};
+
+const Ceilings& TheCeilings() {
+  static const Ceilings c{homodyne::bench::MeasureTriadBandwidth(0.5),
+                          homodyne::bench::MeasurePeakFlops(0.3)};
+  return c;
+}
+
+// Roofline counters of one kernel pass; `points` = points per iteration over all threads.
+void RooflineCounters(benchmark::State& state, double points, int threads, double flops) {
+  const Ceilings& c = TheCeilings();
+  const double bw_rate = c.bandwidth / kBytesPerPoint;
+  const double flop_rate = c.peak_flops / flops;
+  const double bound = std::min(bw_rate, flop_rate);
+  const double per_core = points * static_cast<double>(state.iterations()) / threads;
+  using benchmark::Counter;
+  state.counters["points_per_s_per_core"] = Counter(per_core, Counter::kIsRate);
+  state.counters["flops_per_point"] = flops;
+  state.counters["bytes_per_point"] = kBytesPerPoint;
+  state.counters["bandwidth_bytes_per_s"] = c.bandwidth;
+  state.counters["peak_flops_per_s"] = c.peak_flops;
+  state.counters["roofline_bound_points_per_s"] = bound;
+  state.counters["bandwidth_only_points_per_s"] = bw_rate;
+  state.counters["compute_only_points_per_s"] = flop_rate;
+  // Rates divided by a constant: (points/s/core) / bound.
+  state.counters["attained_fraction_of_bound"] = Counter(per_core / bound, Counter::kIsRate);
+  state.counters["ratio_to_bandwidth_rate"] = Counter(per_core / bw_rate, Counter::kIsRate);
+  state.SetLabel(bw_rate <= flop_rate ? "bound: memory bandwidth" : "bound: peak flops");
+}
+
+void BM_CeilingMemoryBandwidthTriad(benchmark::State& state) {
+  double bw = 0;
+  for (auto _ : state) bw = homodyne::bench::MeasureTriadBandwidth(0.5);
+  state.counters["bandwidth_bytes_per_s"] = bw;
+}
+BENCHMARK(BM_CeilingMemoryBandwidthTriad)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_CeilingPeakFlopsPerCore(benchmark::State& state) {
+  double flops = 0;
+  for (auto _ : state) flops = homodyne::bench::MeasurePeakFlops(0.3);
+  state.counters["peak_flops_per_s"] = flops;
+  state.SetLabel(homodyne::bench::PeakFlopsIsa());
+}
+BENCHMARK(BM_CeilingPeakFlopsPerCore)->Iterations(1)->Unit(benchmark::kMillisecond);
+
 // range(0) = threads, range(1) = 1 for exact libm sin/cos (bit-identical c2), 0 for FastSinCos.
 homodyne::model::KernelOptions Options(const benchmark::State& state) {
   return {.threads = static_cast<int>(state.range(0)),
@@ -64,10 +131,12 @@ homodyne::model::KernelOptions Options(const benchmark::State& state) {
 void BM_KernelChi2(benchmark::State& state) {
   const Setup& s = TheSetup();
   ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
+  TheCeilings();  // measured once, outside the timed loop
   for (auto _ : state) benchmark::DoNotOptimize(kernel.Chi2(s.params));
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
+  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), kChi2FlopsPerPoint);
 }
 BENCHMARK(BM_KernelChi2)
     ->ArgNames({"threads", "exact"})
@@ -80,10 +149,12 @@ BENCHMARK(BM_KernelChi2)
 void BM_KernelNormalEquations(benchmark::State& state) {
   const Setup& s = TheSetup();
   ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
+  TheCeilings();
   for (auto _ : state) benchmark::DoNotOptimize(kernel.Accumulate(s.params).chi2);
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
+  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), kNormalFlopsPerPoint);
 }
 BENCHMARK(BM_KernelNormalEquations)
     ->ArgNames({"threads", "exact"})
@@ -92,6 +163,34 @@ BENCHMARK(BM_KernelNormalEquations)
     ->Args({1, 1})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// One χ² pass split over the MPI ranks: rank r takes a contiguous share of the tiles with
+// ≈ 1/size of the points (one thread per rank) and the χ² are summed with MPI_Allreduce.
+// A fixed iteration count keeps the ranks in step (every rank runs the same loop).
+void BM_KernelChi2Ranks(benchmark::State& state) {
+  const Setup& s = TheSetup();
+  const homodyne::Comm& world = homodyne::bench::BenchEnvironment().world();
+  const double share = s.points() / world.size();
+  std::vector<RowTile> mine;
+  double before = 0.0;
+  for (const RowTile& tile : s.tiles) {
+    const int owner =
+        std::min(world.size() - 1, static_cast<int>((before + 0.5 * tile.count) / share));
+    if (owner == world.rank()) mine.push_back(tile);
+    before += tile.count;
+  }
+  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, mine, {.threads = 1});
+  world.Barrier();
+  for (auto _ : state) {
+    double local = kernel.Chi2(s.params), total = 0.0;
+    MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, world.get());
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["points_per_s"] = benchmark::Counter(
+      s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["ranks"] = world.size();
+}
+BENCHMARK(BM_KernelChi2Ranks)->Iterations(30)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Naive χ²: every point of every angle recomputes sqrt, exp and sin (no sharing across
 // angles, no per-column reuse), single thread.

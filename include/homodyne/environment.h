@@ -24,6 +24,9 @@ struct EnvironmentOptions {
   bool initialize_petsc = true;  // false: MPI (and hwloc) only, e.g. for tiny tools
   bool load_topology = true;
   LogLevel log_level = LogLevel::kInfo;
+  // Notes from start-up steps taken before the environment existed (e.g. the library
+  // thread limits), for the application to log once its verbosity is known.
+  std::vector<std::string> startup_notes;
 };
 
 class Environment {
@@ -48,6 +51,7 @@ class Environment {
   const Topology& topology() const;
 
   Logger& logger();
+  const std::vector<std::string>& startup_notes() const;
 
  private:
   struct Impl;

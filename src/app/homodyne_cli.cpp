@@ -3,6 +3,7 @@
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "homodyne/app/autotune.h"
 #include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/run_app.h"
@@ -22,6 +24,7 @@
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
+#include "homodyne/placement_report.h"
 #include "homodyne/synth/synthetic_dataset.h"
 #include "homodyne/version.h"
 
@@ -39,7 +42,8 @@ struct HomodyneCliOptions {
   std::string data_file;
   bool static_mode = false;
   bool laminar_flow = false;
-  int threads = 0;  // 0: one per core of the rank's cpuset
+  int threads = 0;  // 0: the autotune cache, else one per core of the rank's cpuset
+  bool no_autotune_cache = false;
   std::map<std::string, double> initial;
   std::string command_line;
 };
@@ -64,7 +68,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
   sm->excludes(lf);
   app.add_option("--threads", opts.threads,
-                 "compute threads per rank (default: one per core the rank is bound to)");
+                 "compute threads per rank (default: the autotune cache of homodyne-topology "
+                 "--autotune, else one per core the rank is bound to)");
+  app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
+               "ignore the settings cached by homodyne-topology --autotune");
   const std::pair<const char*, const char*> initial_flags[] = {
       {"--initial-d0", "D0"},
       {"--initial-alpha", "alpha"},
@@ -127,6 +134,38 @@ void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& dat
   }
 }
 
+// Threads per rank: --threads, else the autotune cache for this hardware signature, else
+// 0 (one per core of the rank's cpuset). Says at -v where the setting came from.
+int ChooseThreads(Environment& env, const HomodyneCliOptions& opts) {
+  const Logger& log = env.logger();
+  if (opts.threads > 0) {
+    log.Debug("threads per rank: {} (--threads)", opts.threads);
+    return opts.threads;
+  }
+  if (opts.no_autotune_cache) {
+    log.Debug("threads per rank: one per core of the rank's cpuset (--no-autotune-cache)");
+    return 0;
+  }
+  std::string why;
+  try {
+    const std::string signature =
+        HardwareSignature(DescribeTopology(env.topology()), QueryLibraryVersions());
+    const auto path = TuneCachePath(signature);
+    if (const auto cached = ReadTuneCache(path, signature, &why)) {
+      // Tuned on the node's cores; a rank bound to fewer uses all of its own.
+      const int threads = std::min(cached->threads_per_rank, env.topology().process_cores());
+      log.Debug("threads per rank: {} from the autotune cache {} (measured {}, tuned {})", threads,
+                path.string(), cached->created, cached->threads_per_rank);
+      return threads;
+    }
+  } catch (const Error& e) {
+    log.Warn("autotune cache ignored: {}", e.what());
+    why = "unusable autotune cache";
+  }
+  log.Debug("threads per rank: one per core of the rank's cpuset ({})", why);
+  return 0;
+}
+
 int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   const Logger& log = env.logger();
   if (opts.method != "nlsq") {
@@ -156,9 +195,16 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   log.Info("homodyne-hpc {}: {} fit of {} ({} rank(s))", Version(), opts.method, opts.config,
            env.size());
 
-  const PlacementPlan placement = PlanThreads(env.topology(), opts.threads);
+  for (const auto& note : env.startup_notes()) log.Debug("library threads: {}", note);
+  const PlacementPlan placement = PlanThreads(env.topology(), ChooseThreads(env, opts));
   for (const auto& w : placement.warnings) log.Warn("{}", w);
-  log.Debug("placement (rank 0): {}", placement.Describe());
+  const std::vector<RankPlacement> all_placements = GatherPlacements(env.world(), placement);
+  const bool pin = !RanksShareCores(all_placements);
+  if (!pin) {
+    log.Warn(
+        "ranks on the same host would share cores (were they started unbound?): compute "
+        "threads are left unpinned; bind one rank per NUMA domain (homodyne-topology --show)");
+  }
   const std::string data_file =
       opts.data_file.empty() ? cfg.experimental_data.DataFile() : opts.data_file;
   RunCollectively(env.world(), [&] {
@@ -169,6 +215,20 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   ro.data_file = opts.data_file;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
+  // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
+  // kernel's workers on the other slots.
+  if (pin) {
+    if (!PinCurrentThread(env.topology(), placement.slots.front())) {
+      log.Warn("could not pin the main thread to PU {}", placement.slots.front().pu_os);
+    }
+    ro.worker_start = [&topology = env.topology(), slots = placement.slots](int index) {
+      PinCurrentThread(topology, slots.at(static_cast<std::size_t>(index)));
+    };
+  }
+  for (const auto& p : all_placements) {
+    ro.placement.push_back(DescribeRankPlacement(p) + (pin ? "" : " (unpinned)"));
+    log.Debug("placement: {}", ro.placement.back());
+  }
   RunCollectively(env.world(), [&] { MaybeInjectFailure("load", env.rank()); });
   nlsq::NlsqRunResult result;
   nlsq::MultiStartSummary multistart;

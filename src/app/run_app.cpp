@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
+#include "homodyne/library_threads.h"
 
 namespace homodyne {
 namespace {
@@ -22,6 +23,8 @@ int ReportLocalFailure(Environment& env, const std::string& text, ExitCode code)
 }  // namespace
 
 int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions options) {
+  // Before MPI/PETSc start (and before any compute thread): libraries stay single-threaded.
+  for (auto& note : LimitLibraryThreads()) options.startup_notes.push_back(std::move(note));
   SplitArguments split = SplitPetscArguments(argc, argv);
   options.petsc_args.insert(options.petsc_args.end(), split.petsc_args.begin(),
                             split.petsc_args.end());

@@ -82,6 +82,7 @@ struct Environment::Impl {
       : mpi(argc, argv), world(MPI_COMM_WORLD), logger(world.rank(), options.log_level) {
     if (options.initialize_petsc) petsc.emplace(options.petsc_args);
     if (options.load_topology) topology.emplace();
+    startup_notes = options.startup_notes;
   }
   // Member order = initialisation order; destruction runs in reverse.
   MpiSession mpi;
@@ -89,6 +90,7 @@ struct Environment::Impl {
   Logger logger;
   std::optional<PetscSession> petsc;
   std::optional<Topology> topology;
+  std::vector<std::string> startup_notes;
 };
 
 Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
@@ -114,6 +116,7 @@ const Comm& Environment::world() const { return impl_->world; }
 int Environment::thread_level() const { return impl_->mpi.provided(); }
 bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
 Logger& Environment::logger() { return impl_->logger; }
+const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");

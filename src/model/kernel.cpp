@@ -105,10 +105,11 @@ void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
   const Tables tab = MakeTables(params, pass == Pass::kNormal);
   const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
   const auto psize = static_cast<size_t>(pass == Pass::kNormal ? partial_size() : 1);
-  std::fill(partials, partials + static_cast<size_t>(std::max(n_chunks, 0)) * psize, 0.0);
   const bool laminar = mode == AnalysisMode::kLaminarFlow;
   pool->ParallelFor(n_chunks, [&](int chunk) {
+    // Zeroed by the thread that accumulates into it (its cache, its core).
     double* part = partials + static_cast<size_t>(chunk) * psize;
+    std::fill(part, part + psize, 0.0);
     if (pass == Pass::kNormal) {
       laminar ? RunChunk<Pass::kNormal, true>(tab, chunk, part, nullptr)
               : RunChunk<Pass::kNormal, false>(tab, chunk, part, nullptr);
@@ -201,7 +202,7 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
   if (starts.empty() && im.chunk_begin.back() != static_cast<int>(im.groups.size())) {
     im.chunk_begin.push_back(static_cast<int>(im.groups.size()));
   }
-  im.pool = std::make_unique<ThreadPool>(options.threads);
+  im.pool = std::make_unique<ThreadPool>(options.threads, options.worker_start);
 }
 
 ModelKernel::~ModelKernel() = default;
@@ -219,6 +220,10 @@ double ModelKernel::Chi2(std::span<const double> params) const {
 
 NormalEquations ModelKernel::Accumulate(std::span<const double> params) const {
   return FromPartial(impl_->Reduce(params, Pass::kNormal));
+}
+
+void ModelKernel::OnEachThread(const std::function<void(int)>& fn) const {
+  impl_->pool->OnEachThread(fn);
 }
 
 int ModelKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }

@@ -4,10 +4,22 @@
 
 namespace homodyne::model {
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, ThreadHook on_worker_start) {
   if (threads < 1) ThrowBadInput("the model kernel needs at least one thread", {}, "threads");
   workers_.reserve(static_cast<size_t>(threads - 1));
-  for (int w = 0; w < threads - 1; ++w) workers_.emplace_back([this] { WorkerLoop(); });
+  for (int w = 1; w < threads; ++w) {
+    workers_.emplace_back([this, w, on_worker_start] { WorkerLoop(w, on_worker_start); });
+  }
+  std::unique_lock lock(mutex_);
+  done_.wait(lock, [&] { return started_ == threads - 1; });
+  if (error_) {  // a start hook failed: no destructor will run, so stop the workers here
+    auto error = error_;
+    stop_ = true;
+    lock.unlock();
+    wake_.notify_all();
+    for (auto& worker : workers_) worker.join();
+    std::rethrow_exception(error);
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -40,16 +52,72 @@ void ThreadPool::RunTasks() {
   }
 }
 
-void ThreadPool::WorkerLoop() {
-  std::uint64_t seen = 0;
+// Must be called with mutex_ held; returns with it held.
+void ThreadPool::RunBroadcast(int index) {
+  const auto* fn = broadcast_;
+  mutex_.unlock();
+  std::exception_ptr failure;
+  try {
+    (*fn)(index);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  mutex_.lock();
+  if (failure && !error_) error_ = failure;
+  if (--pending_ == 0) done_.notify_all();
+}
+
+void ThreadPool::WorkerLoop(int index, const ThreadHook& on_start) {
+  std::exception_ptr failure;
+  if (on_start) {
+    try {
+      on_start(index);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
   std::unique_lock lock(mutex_);
+  if (failure && !error_) error_ = failure;
+  ++started_;
+  done_.notify_all();
+  std::uint64_t seen = generation_;
   while (true) {
     wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
     if (stop_) return;
     seen = generation_;
     ++busy_;
-    RunTasks();  // the unique_lock still owns the (held) mutex
+    // The unique_lock still owns the (held) mutex in both.
+    if (broadcast_ != nullptr) {
+      RunBroadcast(index);
+    } else {
+      RunTasks();
+    }
     if (--busy_ == 0) done_.notify_all();
+  }
+}
+
+void ThreadPool::OnEachThread(const ThreadHook& fn) {
+  std::unique_lock lock(mutex_);
+  broadcast_ = &fn;
+  pending_ = static_cast<int>(workers_.size());
+  error_ = nullptr;
+  ++generation_;
+  wake_.notify_all();
+  lock.unlock();
+  std::exception_ptr failure;
+  try {
+    fn(0);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  lock.lock();
+  if (failure && !error_) error_ = failure;
+  done_.wait(lock, [&] { return pending_ == 0 && busy_ == 0; });
+  broadcast_ = nullptr;
+  if (error_) {
+    auto error = error_;
+    error_ = nullptr;
+    std::rethrow_exception(error);
   }
 }
 

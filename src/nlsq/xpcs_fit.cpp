@@ -181,6 +181,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
   setup.threads = options.threads;
+  setup.worker_start = options.worker_start;
   {
     PhaseTimes::Scope t(s.phases, "setup");
     s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
@@ -312,6 +313,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.quality_warnings = q.warnings;
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
+  rep.placement = s.options.placement;
   rep.hostname = CpuModel();
   rep.timestamp = IsoTimestampNow();
   rep.execution_time =

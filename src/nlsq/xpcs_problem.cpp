@@ -31,6 +31,7 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
   model::KernelOptions ko;
   ko.threads = setup.threads;
   ko.sigma = setup.sigma;
+  ko.worker_start = setup.worker_start;
   std::vector<model::RowTile> tiles;
   for (auto& block : setup.blocks) {
     ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));

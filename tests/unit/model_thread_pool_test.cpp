@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "homodyne/error.h"
@@ -35,6 +36,55 @@ TEST(ThreadPoolTest, PropagatesTheFirstExceptionAndStaysUsable) {
   pool.ParallelFor(10, [&](int) { count++; });
   EXPECT_EQ(count.load(), 10);
   EXPECT_THROW(ThreadPool(0), Error);
+}
+
+TEST(ThreadPoolTest, StartHookRunsOnceInEachWorkerBeforeConstructionReturns) {
+  for (int threads : {1, 2, 4}) {
+    std::vector<std::atomic<int>> started(static_cast<size_t>(threads));
+    std::vector<std::thread::id> ids(static_cast<size_t>(threads));
+    ThreadPool pool(threads, [&](int index) {
+      ASSERT_GE(index, 1);
+      ASSERT_LT(index, threads);
+      ids[static_cast<size_t>(index)] = std::this_thread::get_id();
+      started[static_cast<size_t>(index)]++;
+    });
+    // All hooks have run when the constructor returns; the caller (index 0) is not hooked.
+    EXPECT_EQ(started[0].load(), 0);
+    for (int i = 1; i < threads; ++i) EXPECT_EQ(started[static_cast<size_t>(i)].load(), 1);
+    // OnEachThread visits every thread once, the workers being the hooked threads.
+    for (int round = 0; round < 20; ++round) {
+      pool.ParallelFor(5, [](int) {});
+      std::vector<std::atomic<int>> seen(static_cast<size_t>(threads));
+      std::vector<std::thread::id> where(static_cast<size_t>(threads));
+      pool.OnEachThread([&](int index) {
+        seen[static_cast<size_t>(index)]++;
+        where[static_cast<size_t>(index)] = std::this_thread::get_id();
+      });
+      EXPECT_EQ(where[0], std::this_thread::get_id());
+      for (int i = 0; i < threads; ++i) {
+        EXPECT_EQ(seen[static_cast<size_t>(i)].load(), 1) << "thread " << i;
+        if (i > 0) {
+          EXPECT_EQ(where[static_cast<size_t>(i)], ids[static_cast<size_t>(i)]);
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolTest, FailingStartHookFailsConstructionAndOnEachThreadRethrows) {
+  EXPECT_THROW(ThreadPool(3,
+                          [](int index) {
+                            if (index == 2) throw std::runtime_error("cannot pin");
+                          }),
+               std::runtime_error);
+  ThreadPool pool(2);
+  EXPECT_THROW(pool.OnEachThread([](int index) {
+    if (index == 1) throw std::runtime_error("worker failed");
+  }),
+               std::runtime_error);
+  std::atomic<int> count{0};
+  pool.ParallelFor(10, [&](int) { count++; });
+  EXPECT_EQ(count.load(), 10);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -47,6 +48,10 @@ struct KernelOptions {
   // entry must be 0. Used by the distributed fit so that a chunk is one partition block,
   // whose partial sums are then combined along the global block tree.
   std::vector<int> chunk_tile_starts;
+  // Optional: runs once in each spawned worker thread (index 1..threads−1) before it takes
+  // any work, e.g. to pin it to its own core (the NLSQ driver passes a hwloc pin here). The
+  // calling thread (index 0) is the caller's to place. A throwing hook fails construction.
+  std::function<void(int thread_index)> worker_start;
 
   void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
 };
@@ -82,6 +87,10 @@ class ModelKernel {
   void ChunkPartials(std::span<const double> params, bool with_derivatives,
                      std::span<double> out) const;
   NormalEquations FromPartial(std::span<const double> partial) const;
+
+  // Runs fn(thread_index) once on every thread of the kernel's pool (the caller as 0);
+  // diagnostics such as "which PU does each compute thread run on".
+  void OnEachThread(const std::function<void(int thread_index)>& fn) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const;

@@ -34,6 +34,7 @@ struct FitReport {
   // Where it ran.
   int mpi_ranks = 1;
   int threads_per_rank = 1;
+  std::vector<std::string> placement;  // one line per rank: host, cpuset, NUMA, PUs
   std::string hostname;
   std::string cpu_model;
   std::string timestamp;  // ISO-8601, set by the caller (one clock for all files)

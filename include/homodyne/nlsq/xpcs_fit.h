@@ -2,6 +2,7 @@
 // layout and starting point, bounded Gauss–Newton through TAO, covariance and quality.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,6 +25,10 @@ struct NlsqRunOptions {
   double sigma = 0.01;                    // residual scale (homodyne's default)
   bool print_progress = true;             // rank 0 prints one line per iteration
   std::vector<double> start;              // optional optimiser-space start (multistart)
+  // Runs in each spawned compute thread (1..threads−1) at start (homodyne pins it to its
+  // core); thread 0 is the caller's. Empty: threads are left where the OS puts them.
+  std::function<void(int thread_index)> worker_start;
+  std::vector<std::string> placement;  // rank → NUMA → cores lines for the run report
 };
 
 struct NlsqRunResult {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -35,6 +36,9 @@ struct XpcsProblemSetup {
   std::int64_t total_blocks = 0;
   double sigma = 0.01;
   int threads = 1;
+  // Optional, run once in each of the kernel's spawned worker threads (1..threads−1) before
+  // any work: the driver pins them to their cores here (homodyne::PinCurrentThread).
+  std::function<void(int thread_index)> worker_start;
 };
 
 class XpcsProblem : public LeastSquaresProblem {

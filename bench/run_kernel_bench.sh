@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Model-kernel benchmark against the roofline (laminar_flow, 23 angles × 1000 frames):
+# both ceilings, the χ² and χ² + JᵀJ + Jᵀr passes at 1 and 2 threads with their roofline
+# counters, and one χ² pass split over 1 and 2 MPI ranks. Writes the Google Benchmark JSON
+# of each run and a summary JSON (thread and rank speedups).
+#   bash bench/run_kernel_bench.sh [build dir] [output dir]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build}
+out=${2:-$root/docs/bench}
+mkdir -p "$out"
+source "$root/scripts/mpi-env.sh"
+stamp=$(date -u +%Y-%m-%d)
+main="$out/kernel_${stamp}.json"
+"$build/bench/bench_kernel" --benchmark_filter='^BM_(Ceiling|Kernel(Chi2|NormalEquations)/)' \
+  --benchmark_out="$main" --benchmark_out_format=json
+ranks_runs=()
+for ranks in 1 2; do
+  f="$out/kernel_${stamp}_ranks_np${ranks}.json"
+  mpiexec -n "$ranks" "$build/bench/bench_kernel" --benchmark_filter='^BM_KernelChi2Ranks' \
+    --benchmark_out="$f" --benchmark_out_format=json
+  ranks_runs+=("$f")
+done
+python3 - "$out/kernel_${stamp}_summary.json" "$main" "${ranks_runs[@]}" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+summary = {"benchmark": "model kernel vs roofline, laminar_flow, 23 angles x 1000 frames",
+           "ceilings": {}, "passes": [], "thread_speedup": {}, "rank_speedup": {}}
+rate = {}
+for b in d["benchmarks"]:
+    name = b["name"]
+    if name.startswith("BM_CeilingMemory"):
+        summary["ceilings"]["bandwidth_bytes_per_s"] = b["bandwidth_bytes_per_s"]
+    elif name.startswith("BM_CeilingPeak"):
+        summary["ceilings"]["peak_flops_per_s"] = b["peak_flops_per_s"]
+        summary["ceilings"]["isa"] = b.get("label", "")
+    else:
+        keys = ["points_per_s", "points_per_s_per_core", "flops_per_point", "bytes_per_point",
+                "roofline_bound_points_per_s", "bandwidth_only_points_per_s",
+                "compute_only_points_per_s", "attained_fraction_of_bound",
+                "ratio_to_bandwidth_rate", "label"]
+        summary["passes"].append(dict({"name": name}, **{k: b[k] for k in keys if k in b}))
+        rate[name] = b["points_per_s"]
+for kind in ["BM_KernelChi2", "BM_KernelNormalEquations"]:
+    one = rate.get(kind + "/threads:1/exact:0/real_time")
+    two = rate.get(kind + "/threads:2/exact:0/real_time")
+    if one and two:
+        summary["thread_speedup"][kind] = two / one
+rr = {}
+for path in sys.argv[3:]:
+    b = json.load(open(path))["benchmarks"][0]
+    rr[int(b["ranks"])] = b["points_per_s"]
+summary["rank_points_per_s"] = rr
+if 1 in rr and 2 in rr:
+    summary["rank_speedup"]["BM_KernelChi2Ranks"] = rr[2] / rr[1]
+summary["machine"] = {"host": d["context"]["host_name"], "cpus": d["context"]["num_cpus"],
+                      "mhz": d["context"]["mhz_per_cpu"], "date": d["context"]["date"]}
+json.dump(summary, open(sys.argv[1], "w"), indent=2)
+print(json.dumps(summary, indent=2))
+PY
