@@ -9,7 +9,7 @@ status=0
 for f in "$root"/jobscripts/*.sbatch; do
   bash -n "$f" || { echo "FAIL: $f does not parse"; status=1; }
   grep -q '^# Parameters\|^# .*Parameters' "$f" || { echo "FAIL: $f documents no parameters"; status=1; }
-  for opt in $(grep -o -- '--[a-z][a-z-]*' "$f" | sort -u); do
+  for opt in $(grep -v '^[[:space:]]*#' "$f" | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     case "$opt" in
       --job-name|--nodes|--ntasks-per-node|--cpus-per-task|--time|--output|--mpi|--cpu-bind|\
       --mem-bind|--map-by|--bind-to|--report-bindings|--hostfile|--signal|--requeue) continue ;;
