@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
+#include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
 
 namespace homodyne::model {
@@ -79,6 +80,18 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
       const double angle = std::numbers::pi / 180.0 * (p[6] - phi_k);
       tab.shear_a.push_back(sp * std::cos(angle));
       tab.shear_b.push_back(sp * (-std::sin(angle) * std::numbers::pi / 180.0));
+    }
+    if (options.separable && !options.exact_transcendentals) {
+      // Per-(angle, time) sin/cos of a_k·C_Γ[m] for the separable shear path (O(n_φ·n_t)).
+      const size_t n_t = ts.size();
+      tab.shear_sin.resize(phi.size() * n_t);
+      tab.shear_cos.resize(phi.size() * n_t);
+      std::vector<double> phase(n_t);
+      for (size_t k = 0; k < phi.size(); ++k) {
+        for (size_t m = 0; m < n_t; ++m) phase[m] = tab.shear_a[k] * tab.cg[m];
+        FastSinCos(phase.data(), tab.shear_sin.data() + k * n_t, tab.shear_cos.data() + k * n_t,
+                   static_cast<int>(n_t));
+      }
     }
   }
   tab.contrast = params.data() + index.contrast(0);
@@ -270,6 +283,22 @@ NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {
     }
   }
   return ne;
+}
+
+std::int64_t ModelKernel::SeparablePoints(std::span<const double> params) const {
+  const Impl& im = *impl_;
+  if (im.mode != AnalysisMode::kLaminarFlow) return 0;
+  const Tables tab = im.MakeTables(params, false);
+  const int n_chunks = static_cast<int>(im.chunk_begin.size()) - 1;
+  std::vector<double> out(static_cast<size_t>(im.n_points));
+  std::vector<std::int64_t> counts(static_cast<size_t>(std::max(n_chunks, 0)), 0);
+  im.pool->ParallelFor(n_chunks, [&](int chunk) {
+    im.RunChunk<Pass::kModel, true>(tab, chunk, nullptr, out.data(),
+                                    &counts[static_cast<size_t>(chunk)]);
+  });
+  std::int64_t total = 0;
+  for (std::int64_t c : counts) total += c;
+  return total;
 }
 
 void ModelKernel::EvaluateModel(std::span<const double> params, std::span<double> out) const {

@@ -6,6 +6,7 @@
 #include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
 #include "point_terms.h"
+#include "separable_shear.h"
 #include "shear_factors.h"
 
 namespace homodyne::model {
@@ -15,8 +16,8 @@ using kernel_internal::Pass;
 using kernel_internal::Tables;
 
 template <Pass kPass, bool kLaminar>
-void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
-                                 double* model_out) const {
+void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, double* model_out,
+                                 std::int64_t* separable_points) const {
   constexpr int kNp = kLaminar ? 7 : 3;
   constexpr bool kDerivs = kPass == Pass::kNormal;
   const double inv_sigma = 1.0 / options.sigma;
@@ -35,6 +36,10 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
   alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
   // Per-angle scratch: phase, its sine and cosine.
   alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
+  // Separable shear path (separable_shear.h): C_Γ[i] + C_Γ[j] and the smooth-abs shift δ.
+  alignas(64) double cgsum[kBlock], shift[kBlock];
+  const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
+  const auto n_t = static_cast<size_t>(ts.size());
   // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
   // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
@@ -47,6 +52,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
     for (int b0 = 0; b0 < group.count; b0 += kBlock) {
       const int nb = std::min(kBlock, group.count - b0);
       const size_t j0 = static_cast<size_t>(group.col_begin + b0);
+      // The separable form needs every column on the same side of the diagonal (j > i).
+      const bool separable_block = separable && j0 > i;
       for (int c = 0; c < nb; ++c) {
         const size_t j = j0 + static_cast<size_t>(c);
         const double delta = tab.cd[i] - tab.cd[j];
@@ -60,6 +67,10 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         if constexpr (kLaminar) {
           const double dg = tab.cg[i] - tab.cg[j];
           ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
+          if (separable_block) {
+            cgsum[c] = tab.cg[i] + tab.cg[j];
+            shift[c] = kSmoothAbsEps2 / (ig[c] + std::abs(dg));
+          }
           if constexpr (kDerivs) {
             const double ratio = dg / ig[c];
             for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
@@ -90,10 +101,25 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
               sn[c] = std::sin(xs[c]);
               if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
             }
-          } else if constexpr (kDerivs) {
-            FastSinCos(xs, sn, cs, nb);
           } else {
-            FastSin(xs, sn, nb);
+            // Columns [0, start) direct, [start, nb) separable (start = nb: all direct).
+            int start = nb;
+            if (separable_block) {
+              const detail::SeparableColumns cols{g1d, cgsum, shift};
+              start = detail::SeparableStart(xs, a, contrast, cols, nb);
+            }
+            if constexpr (kDerivs) {
+              FastSinCos(xs, sn, cs, start);
+            } else {
+              FastSin(xs, sn, start);
+            }
+            if (start < nb) {
+              const size_t row = k * n_t;
+              detail::SeparableSinCos(tab.shear_sin.data() + row + j0,
+                                      tab.shear_cos.data() + row + j0, tab.shear_sin[row + i],
+                                      tab.shear_cos[row + i], a, shift, sn, cs, start, nb);
+              if (separable_points != nullptr) *separable_points += nb - start;
+            }
           }
           if constexpr (kDerivs) {
             detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
@@ -207,17 +233,17 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
 }
 
 // The instantiations used by kernel.cpp.
-template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*,
-                                                              double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*,
-                                                               double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*,
-                                                             double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*,
-                                                              double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*,
-                                                               double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*, double*,
+                                                              std::int64_t*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*, double*,
+                                                               std::int64_t*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*, double*,
+                                                             std::int64_t*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*, double*,
+                                                              std::int64_t*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*, double*,
+                                                               std::int64_t*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kNormal, false>(const Tables&, int, double*,
-                                                                double*) const;
+                                                                double*, std::int64_t*) const;
 
 }  // namespace homodyne::model

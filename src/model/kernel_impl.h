@@ -24,6 +24,9 @@ struct Tables {
   std::vector<double> cd, dcd[3], cg, dcg[3];
   std::vector<double> shear_a;  // sp·cos(π/180(φ0 − φ_k))
   std::vector<double> shear_b;  // sp·(−sin(π/180(φ0 − φ_k))·π/180)
+  // Separable shear path (laminar, default transcendentals): sin/cos(shear_a[k]·cg[m]) at
+  // [k·n_t + m]; empty when the path is off.
+  std::vector<double> shear_sin, shear_cos;
   const double* contrast = nullptr;
   const double* offset = nullptr;
   double wq = 0.0;
@@ -58,8 +61,10 @@ struct ModelKernel::Impl {
 
   kernel_internal::Tables MakeTables(std::span<const double> params, bool derivs) const;
   template <kernel_internal::Pass kPass, bool kLaminar>
-  void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial,
-                double* model_out) const;
+  // separable_points (may be null): incremented by the number of points of the chunk whose
+  // shear sin/cos took the separable path.
+  void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial, double* model_out,
+                std::int64_t* separable_points = nullptr) const;
   std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
   // Per-chunk partials (n_chunks × partial size) into `out`.
   void Partials(std::span<const double> params, kernel_internal::Pass pass, double* out) const;

@@ -42,6 +42,11 @@ struct KernelOptions {
   // c2 within ~1e-15 of the reference); true: std::sin/std::cos, c2 bit-identical to the
   // literal reference model.
   bool exact_transcendentals = false;
+  // true (default): with exact_transcendentals = false, the shear phase's sin/cos are taken
+  // from per-(angle, time) tables by the angle-addition formula wherever a derived error
+  // bound keeps c2 within 1e-15 of the direct value (src/model/separable_shear.h); elsewhere
+  // (near the diagonal, small phases) they are evaluated directly. false: always direct.
+  bool separable = true;
   // Explicit chunks instead of chunk_points: chunk c holds tiles
   // [chunk_tile_starts[c], chunk_tile_starts[c+1]) (the last runs to the end); the first
   // entry must be 0. Used by the distributed fit so that a chunk is one partition block,
@@ -82,6 +87,10 @@ class ModelKernel {
   void ChunkPartials(std::span<const double> params, bool with_derivatives,
                      std::span<double> out) const;
   NormalEquations FromPartial(std::span<const double> partial) const;
+
+  // Test hook: the number of points whose shear sin/cos take the separable path at `params`
+  // (0 for static mode, exact_transcendentals or separable = false).
+  std::int64_t SeparablePoints(std::span<const double> params) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const;

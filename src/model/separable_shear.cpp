@@ -1,0 +1,56 @@
+#include "separable_shear.h"
+
+#include <cmath>
+
+#include "simd_clones.h"
+
+namespace homodyne::model::detail {
+namespace {
+
+constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
+
+}  // namespace
+
+bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
+                         double shift) {
+  const double ax = std::abs(x);
+  const double scale = std::abs(contrast) > 1.0 ? std::abs(contrast) : 1.0;
+  const double sin_bound = 2.0 * kEps * (std::abs(a) * cgsum + 4.0 * ax + 12.0);
+  const double c2_bound = scale * 4.0 * (g1d * g1d) * sin_bound;
+  const double x2 = ax * ax;
+  // Written so that NaN anywhere gives false.
+  return ax >= kSeparableMinPhase && std::abs(a) * shift <= kSeparableMaxShift &&
+         c2_bound <= kSeparableC2Tolerance * (x2 * x2);
+}
+
+int SeparableStart(const double* xs, double a, double contrast, const SeparableColumns& cols,
+                   int n) {
+  // The predicate is monotone along the row (see the header): binary search for its first
+  // true column.
+  int lo = 0, hi = n;
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (SeparableBoundHolds(xs[mid], a, contrast, cols.g1d[mid], cols.cgsum[mid],
+                            cols.shift[mid])) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+HOMODYNE_SIMD_CLONES void SeparableSinCos(const double* tab_sin, const double* tab_cos, double si,
+                                          double ci, double a, const double* shift, double* sn,
+                                          double* cs, int begin, int n) {
+  for (int c = begin; c < n; ++c) {
+    const double s0 = tab_sin[c] * ci - tab_cos[c] * si;
+    const double c0 = tab_cos[c] * ci + tab_sin[c] * si;
+    const double psi = a * shift[c];
+    const double half_psi2 = 0.5 * (psi * psi);
+    sn[c] = (s0 - half_psi2 * s0) + psi * c0;
+    cs[c] = (c0 - half_psi2 * c0) - psi * s0;
+  }
+}
+
+}  // namespace homodyne::model::detail

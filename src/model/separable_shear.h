@@ -1,0 +1,60 @@
+// Separable ("factorised") sine and cosine of the shear phase for the fast kernel (private to
+// src/model). The one place that decides where the separable form may replace the direct
+// FastSinCos of x = a·I_Γ, and the error bound behind that decision (docs/model.md,
+// "Separable shear phase").
+//
+// For a row i and columns j > i the phase is x = a·I_Γ with I_Γ = |ΔC| + δ, ΔC = C_Γ[j] − C_Γ[i]
+// ≥ 0 (C_Γ is a prefix sum of rates floored at 1e-10 > 0, so it never decreases) and
+// δ = I_Γ − |ΔC| = 1e-12/(I_Γ + |ΔC|) the smooth-abs shift. With the per-(angle, time) tables
+// S[m] = sin(a·C_Γ[m]), K[m] = cos(a·C_Γ[m]) and ψ = a·δ:
+//   sin x = s0·cos ψ + c0·sin ψ,  cos x = c0·cos ψ − s0·sin ψ,
+//   s0 = S[j]·K[i] − K[j]·S[i],   c0 = K[j]·K[i] + S[j]·S[i],
+// evaluated to second order in ψ (|ψ| ≤ 1e-6 is required, so the neglected ψ³/6 ≤ 2e-19).
+//
+// Error bound (ε = 2^-53; FastSinCos is within 2ε absolute): the tables carry the rounding of
+// a·C_Γ[m], ≤ ε·|a|·C_Γ[m] each, plus 2ε each for the sines, and the combination adds ≤ 4ε, so
+// |s − sin(a·I)| ≤ ε·(|a|·(C_Γ[i] + C_Γ[j]) + 10); the reference's own phase fl(a·fl(I_Γ)) is
+// within 4ε·|x| of a·I and its sine within 2ε. Hence
+//   |Δsin| ≤ B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 12)   (a further factor 2 of margin).
+// The sinc is sin x / x with the same x in both, so |Δsinc| ≤ B/|x|; with |sinc| ≤ 1/|x| for
+// |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and c2 by max(1, |contrast|)
+// times that (the max keeps g1² itself, the contrast's derivative, accurate). The separable form
+// is used only where that is ≤ kSeparableC2Tolerance, |x| ≥ kSeparableMinPhase (so the sinc and
+// its derivative are on their direct branches sin x/x and (cos x − sinc)/x, never the Taylor
+// or series branches) and |ψ| ≤ kSeparableMaxShift. The g1 floor and the log clip need no
+// exclusion: g1_diff is still evaluated directly per column, and the floor max(g1, 1e-10) is
+// 1-Lipschitz, so c2 moves by no more than the bound either way.
+//
+// Monotonicity: along a row (j increasing, j > i) |x| grows, δ and g1_diff shrink, and the
+// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 12 ≥ 5|x| grows at most like |x|, so the bound
+// decreases like |x|^-3 or faster. The columns that pass are therefore a suffix of the block,
+// found by binary search (SeparableStart); no per-point test is needed.
+#pragma once
+
+namespace homodyne::model::detail {
+
+inline constexpr double kSeparableMinPhase = 1.0;       // |x| below this: direct evaluation
+inline constexpr double kSeparableMaxShift = 1e-6;      // |a·δ| above this: direct evaluation
+inline constexpr double kSeparableC2Tolerance = 1e-15;  // bound on the added |Δc2|
+
+// Angle-independent per-column inputs of one block of row i (every column j > i).
+struct SeparableColumns {
+  const double* g1d = nullptr;    // g1_diff (as evaluated directly)
+  const double* cgsum = nullptr;  // C_Γ[i] + C_Γ[j]
+  const double* shift = nullptr;  // δ = 1e-12/(I_Γ + |ΔC_Γ|)
+};
+
+// The bound at one point: phase x = a·I_Γ, contrast of the angle. False for non-finite input.
+bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
+                         double shift);
+
+// First column c in [0, n] from which on the bound holds (n: none). xs[c] = a·I_Γ[c].
+int SeparableStart(const double* xs, double a, double contrast, const SeparableColumns& cols,
+                   int n);
+
+// sn[c] = sin(a·I_Γ), cs[c] = cos(a·I_Γ) for c in [begin, n). tab_sin/tab_cos point at the
+// angle's table entries of column 0 (time j0), si/ci are the table entries of the row i.
+void SeparableSinCos(const double* tab_sin, const double* tab_cos, double si, double ci, double a,
+                     const double* shift, double* sn, double* cs, int begin, int n);
+
+}  // namespace homodyne::model::detail
