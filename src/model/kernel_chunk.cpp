@@ -96,14 +96,15 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
         if constexpr (kLaminar) {
           for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
+          // Columns [0, start) direct (sin/cos of x, then the shear factors), [start, nb)
+          // separable (start = nb: all direct).
+          int start = nb;
           if (exact) {
             for (int c = 0; c < nb; ++c) {
               sn[c] = std::sin(xs[c]);
               if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
             }
           } else {
-            // Columns [0, start) direct, [start, nb) separable (start = nb: all direct).
-            int start = nb;
             if (separable_block) {
               const detail::SeparableColumns cols{g1d, cgsum, shift};
               start = detail::SeparableStart(xs, a, contrast, cols, nb);
@@ -113,18 +114,27 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             } else {
               FastSin(xs, sn, start);
             }
-            if (start < nb) {
-              const size_t row = k * n_t;
-              detail::SeparableSinCos(tab.shear_sin.data() + row + j0,
-                                      tab.shear_cos.data() + row + j0, tab.shear_sin[row + i],
-                                      tab.shear_cos[row + i], a, shift, sn, cs, start, nb);
-              if (separable_points != nullptr) *separable_points += nb - start;
-            }
           }
           if constexpr (kDerivs) {
-            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
+            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, start);
           } else {
-            detail::ShearFactors(xs, sn, sfac, nb);
+            detail::ShearFactors(xs, sn, sfac, start);
+          }
+          if (start < nb) {
+            const size_t row = k * n_t;
+            const detail::SeparableRow sep{tab.shear_sin.data() + row + j0,
+                                           tab.shear_cos.data() + row + j0,
+                                           tab.shear_sin[row + i],
+                                           tab.shear_cos[row + i],
+                                           a,
+                                           shift,
+                                           xs};
+            if constexpr (kDerivs) {
+              detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, nb);
+            } else {
+              detail::SeparableShearFactors(sep, sfac, start, nb);
+            }
+            if (separable_points != nullptr) *separable_points += nb - start;
           }
         }
         const double* data = tile.data + b0;

@@ -40,16 +40,41 @@ int SeparableStart(const double* xs, double a, double contrast, const SeparableC
   return lo;
 }
 
-HOMODYNE_SIMD_CLONES void SeparableSinCos(const double* tab_sin, const double* tab_cos, double si,
-                                          double ci, double a, const double* shift, double* sn,
-                                          double* cs, int begin, int n) {
+namespace {
+
+// sin and cos of x = a·(ΔC + δ) from the tables, second order in ψ = a·δ.
+__attribute__((always_inline)) inline void SinCos(const SeparableRow& row, int c, double& sn,
+                                                  double& cs) {
+  const double s0 = row.tab_sin[c] * row.ci - row.tab_cos[c] * row.si;
+  const double c0 = row.tab_cos[c] * row.ci + row.tab_sin[c] * row.si;
+  const double psi = row.a * row.shift[c];
+  const double half_psi2 = 0.5 * (psi * psi);
+  sn = (s0 - half_psi2 * s0) + psi * c0;
+  cs = (c0 - half_psi2 * c0) - psi * s0;
+}
+
+}  // namespace
+
+HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double* s, int begin,
+                                                int n) {
+  const double* __restrict xs = row.xs;
   for (int c = begin; c < n; ++c) {
-    const double s0 = tab_sin[c] * ci - tab_cos[c] * si;
-    const double c0 = tab_cos[c] * ci + tab_sin[c] * si;
-    const double psi = a * shift[c];
-    const double half_psi2 = 0.5 * (psi * psi);
-    sn[c] = (s0 - half_psi2 * s0) + psi * c0;
-    cs[c] = (c0 - half_psi2 * c0) - psi * s0;
+    double sn, cs;
+    SinCos(row, c, sn, cs);
+    const double sinc = sn / xs[c];
+    s[c] = sinc * sinc;
+  }
+}
+
+HOMODYNE_SIMD_CLONES void SeparableShearFactorsWithDerivative(const SeparableRow& row, double* s,
+                                                              double* ds, int begin, int n) {
+  const double* __restrict xs = row.xs;
+  for (int c = begin; c < n; ++c) {
+    double sn, cs;
+    SinCos(row, c, sn, cs);
+    const double sinc = sn / xs[c];
+    s[c] = sinc * sinc;
+    ds[c] = 2.0 * sinc * ((cs - sinc) / xs[c]);
   }
 }
 

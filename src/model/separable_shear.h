@@ -52,9 +52,22 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
 int SeparableStart(const double* xs, double a, double contrast, const SeparableColumns& cols,
                    int n);
 
-// sn[c] = sin(a·I_Γ), cs[c] = cos(a·I_Γ) for c in [begin, n). tab_sin/tab_cos point at the
-// angle's table entries of column 0 (time j0), si/ci are the table entries of the row i.
-void SeparableSinCos(const double* tab_sin, const double* tab_cos, double si, double ci, double a,
-                     const double* shift, double* sn, double* cs, int begin, int n);
+// One (angle, row) of the separable path. tab_sin/tab_cos point at the angle's table entries
+// of column 0 (time j0), si/ci are its entries at the row i; shift and xs are per column.
+struct SeparableRow {
+  const double* tab_sin = nullptr;
+  const double* tab_cos = nullptr;
+  double si = 0.0, ci = 0.0;
+  double a = 0.0;                 // a_k = sp·cos(π/180(φ0 − φ_k))
+  const double* shift = nullptr;  // δ per column
+  const double* xs = nullptr;     // x = a·I_Γ per column (the same x as the direct path)
+};
+
+// For c in [begin, n) (columns that passed the bound, so |x| ≥ 1): sin x and cos x by the
+// angle-addition formula, then s[c] = sinc², sinc = sin x / x, and ds[c] = 2·sinc·(cos x −
+// sinc)/x — the direct branches of shear_factors.cpp, same expressions.
+void SeparableShearFactors(const SeparableRow& row, double* s, int begin, int n);
+void SeparableShearFactorsWithDerivative(const SeparableRow& row, double* s, double* ds, int begin,
+                                         int n);
 
 }  // namespace homodyne::model::detail
