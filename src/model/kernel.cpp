@@ -11,6 +11,7 @@
 #include "homodyne/error.h"
 #include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
+#include "separable.h"
 
 namespace homodyne::model {
 namespace {
@@ -97,6 +98,17 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
   tab.contrast = params.data() + index.contrast(0);
   tab.offset = params.data() + index.offset(0);
   tab.wq = geometry.DiffusionPrefactor();
+  if (options.separable && !options.exact_transcendentals) {
+    const size_t n_t = ts.size();
+    tab.diff_pivot.resize(n_t);
+    for (size_t m = 0; m < n_t; ++m) {
+      const size_t pivot = m - m % static_cast<size_t>(detail::kDiffusionPivotSpan);
+      tab.diff_pivot[m] = std::exp(-tab.wq * (tab.cd[m] - tab.cd[pivot]));
+    }
+    for (int k = 0; k < index.n_angles; ++k) {
+      tab.contrast_scale = std::max(tab.contrast_scale, std::abs(tab.contrast[k]));
+    }
+  }
   return tab;
 }
 
@@ -285,19 +297,24 @@ NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {
   return ne;
 }
 
-std::int64_t ModelKernel::SeparablePoints(std::span<const double> params) const {
+SeparableCounts ModelKernel::CountSeparable(std::span<const double> params) const {
   const Impl& im = *impl_;
-  if (im.mode != AnalysisMode::kLaminarFlow) return 0;
   const Tables tab = im.MakeTables(params, false);
   const int n_chunks = static_cast<int>(im.chunk_begin.size()) - 1;
   std::vector<double> out(static_cast<size_t>(im.n_points));
-  std::vector<std::int64_t> counts(static_cast<size_t>(std::max(n_chunks, 0)), 0);
+  std::vector<SeparableCounts> counts(static_cast<size_t>(std::max(n_chunks, 0)));
+  const bool laminar = im.mode == AnalysisMode::kLaminarFlow;
   im.pool->ParallelFor(n_chunks, [&](int chunk) {
-    im.RunChunk<Pass::kModel, true>(tab, chunk, nullptr, out.data(),
-                                    &counts[static_cast<size_t>(chunk)]);
+    SeparableCounts* mine = &counts[static_cast<size_t>(chunk)];
+    laminar ? im.RunChunk<Pass::kModel, true>(tab, chunk, nullptr, out.data(), mine)
+            : im.RunChunk<Pass::kModel, false>(tab, chunk, nullptr, out.data(), mine);
   });
-  std::int64_t total = 0;
-  for (std::int64_t c : counts) total += c;
+  SeparableCounts total;
+  total.points = im.n_points;
+  for (const auto& c : counts) {
+    total.shear += c.shear;
+    total.diffusion += c.diffusion;
+  }
   return total;
 }
 

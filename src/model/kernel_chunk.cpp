@@ -6,7 +6,7 @@
 #include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
 #include "point_terms.h"
-#include "separable_shear.h"
+#include "separable.h"
 #include "shear_factors.h"
 
 namespace homodyne::model {
@@ -17,7 +17,7 @@ using kernel_internal::Tables;
 
 template <Pass kPass, bool kLaminar>
 void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, double* model_out,
-                                 std::int64_t* separable_points) const {
+                                 SeparableCounts* counts) const {
   constexpr int kNp = kLaminar ? 7 : 3;
   constexpr bool kDerivs = kPass == Pass::kNormal;
   const double inv_sigma = 1.0 / options.sigma;
@@ -36,9 +36,13 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
   // Per-angle scratch: phase, its sine and cosine.
   alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
-  // Separable shear path (separable_shear.h): C_Γ[i] + C_Γ[j] and the smooth-abs shift δ.
-  alignas(64) double cgsum[kBlock], shift[kBlock];
+  // Separable paths (separable.h): C_Γ[i] + C_Γ[j] and the smooth-abs shifts δ_Γ, δ_D; the
+  // diffusion exponent −wq·I_D, ΔC_D and I_D per column.
+  alignas(64) double cgsum[kBlock], shift[kBlock], shift_d[kBlock], log_g1[kBlock], delta_d[kBlock],
+      id_d[kBlock];
   const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
+  const bool separable_diffusion = !exact && !tab.diff_pivot.empty();
+  constexpr int kSpan = detail::kDiffusionPivotSpan;
   const auto n_t = static_cast<size_t>(ts.size());
   // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
   // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
@@ -54,14 +58,16 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       const size_t j0 = static_cast<size_t>(group.col_begin + b0);
       // The separable form needs every column on the same side of the diagonal (j > i).
       const bool separable_block = separable && j0 > i;
+      const bool separable_diffusion_block = separable_diffusion && j0 > i;
       for (int c = 0; c < nb; ++c) {
         const size_t j = j0 + static_cast<size_t>(c);
         const double delta = tab.cd[i] - tab.cd[j];
         const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
-        const double log_g1 = -wq * id;
-        g1d[c] = std::exp(std::clamp(log_g1, kLogG1Min, 0.0));
+        log_g1[c] = -wq * id;
+        delta_d[c] = delta;
+        id_d[c] = id;
+        if (separable_diffusion_block) shift_d[c] = kSmoothAbsEps2 / (id + std::abs(delta));
         if constexpr (kDerivs) {
-          fac[c] = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
           for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
         }
         if constexpr (kLaminar) {
@@ -75,6 +81,37 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             const double ratio = dg / ig[c];
             for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
           }
+        }
+      }
+      // g1_diff per pivot span: factorised where the span passes its bound, else directly.
+      for (int c = 0; c < nb;) {
+        const size_t j = j0 + static_cast<size_t>(c);
+        const size_t p = j - j % static_cast<size_t>(kSpan);
+        const int end = std::min(nb, c + static_cast<int>(p + kSpan - j));
+        bool factorised = false;
+        if (separable_diffusion_block) {
+          const double r = std::exp(-wq * (tab.cd[p] - tab.cd[i]));
+          const size_t last = j0 + static_cast<size_t>(end - 1);
+          factorised =
+              detail::DiffusionSpanHolds(wq, tab.cd[i], tab.cd[p], tab.cd[last], log_g1[end - 1],
+                                         tab.diff_pivot[j] * r, tab.contrast_scale);
+          if (factorised) {
+            detail::SeparableDiffusion(tab.diff_pivot.data() + j0, r, wq, shift_d, g1d, c, end);
+            if (counts != nullptr) {
+              counts->diffusion += static_cast<std::int64_t>(end - c) *
+                                   static_cast<std::int64_t>(group.tiles.size());
+            }
+          }
+        }
+        if (!factorised) {
+          for (int cc = c; cc < end; ++cc)
+            g1d[cc] = std::exp(std::clamp(log_g1[cc], kLogG1Min, 0.0));
+        }
+        c = end;
+      }
+      if constexpr (kDerivs) {
+        for (int c = 0; c < nb; ++c) {
+          fac[c] = log_g1[c] < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta_d[c] / id_d[c]);
         }
       }
       const int nb4 = (nb + 3) & ~3;  // detail::PointBlock reads columns up to a multiple of 4
@@ -134,7 +171,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             } else {
               detail::SeparableShearFactors(sep, sfac, start, nb);
             }
-            if (separable_points != nullptr) *separable_points += nb - start;
+            if (counts != nullptr) counts->shear += nb - start;
           }
         }
         const double* data = tile.data + b0;
@@ -244,16 +281,16 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
 
 // The instantiations used by kernel.cpp.
 template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*, double*,
-                                                              std::int64_t*) const;
+                                                              SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*, double*,
-                                                               std::int64_t*) const;
+                                                               SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*, double*,
-                                                             std::int64_t*) const;
+                                                             SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*, double*,
-                                                              std::int64_t*) const;
+                                                              SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*, double*,
-                                                               std::int64_t*) const;
+                                                               SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kNormal, false>(const Tables&, int, double*,
-                                                                double*, std::int64_t*) const;
+                                                                double*, SeparableCounts*) const;
 
 }  // namespace homodyne::model

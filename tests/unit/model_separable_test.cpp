@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "homodyne/model/kernel.h"
@@ -58,26 +59,27 @@ std::vector<double> Params(const Grid& g, double contrast, std::vector<double> p
 struct Outcome {
   double worst_vs_reference = 0.0;
   double worst_vs_direct = 0.0;
-  std::int64_t separable = 0, points = 0;
+  SeparableCounts counts;
 };
 
-Outcome Compare(const Grid& g, const std::vector<double>& params) {
-  ModelKernel fast(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles, {.threads = 2});
-  ModelKernel direct(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles,
-                     {.threads = 1, .separable = false});
+Outcome Compare(const Grid& g, const std::vector<double>& params,
+                AnalysisMode mode = AnalysisMode::kLaminarFlow) {
+  ModelKernel fast(mode, g.geometry, g.t, g.phi, g.tiles, {.threads = 2});
+  ModelKernel direct(mode, g.geometry, g.t, g.phi, g.tiles, {.threads = 1, .separable = false});
   std::vector<double> a(static_cast<size_t>(fast.num_points())), b(a.size());
   fast.EvaluateModel(params, a);
   direct.EvaluateModel(params, b);
-  const auto ref =
-      reference::ModelAtTiles(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles, params);
+  const auto ref = reference::ModelAtTiles(mode, g.geometry, g.t, g.phi, g.tiles, params);
   Outcome out;
   for (size_t e = 0; e < a.size(); ++e) {
     out.worst_vs_reference = std::max(out.worst_vs_reference, std::abs(a[e] - ref[e]));
     out.worst_vs_direct = std::max(out.worst_vs_direct, std::abs(a[e] - b[e]));
   }
-  out.separable = fast.SeparablePoints(params);
-  out.points = fast.num_points();
-  EXPECT_EQ(direct.SeparablePoints(params), 0);
+  out.counts = fast.CountSeparable(params);
+  EXPECT_EQ(out.counts.points, fast.num_points());
+  const SeparableCounts none = direct.CountSeparable(params);
+  EXPECT_EQ(none.shear, 0);
+  EXPECT_EQ(none.diffusion, 0);
   // χ² and the normal equations of both paths agree too.
   const auto na = fast.Accumulate(params), nb = direct.Accumulate(params);
   EXPECT_NEAR(na.chi2, nb.chi2, 1e-12 * std::abs(nb.chi2) + 1e-300);
@@ -91,9 +93,11 @@ Outcome Compare(const Grid& g, const std::vector<double>& params) {
     EXPECT_LE(std::abs(na.jtr[static_cast<size_t>(r)] - nb.jtr[static_cast<size_t>(r)]),
               1e-10 * scale + 1e-300);
   }
-  std::printf("  worst |sep - ref| %.3g, |sep - direct| %.3g, separable %lld of %lld\n",
-              out.worst_vs_reference, out.worst_vs_direct, static_cast<long long>(out.separable),
-              static_cast<long long>(out.points));
+  std::printf(
+      "  worst |sep - ref| %.3g, |sep - direct| %.3g; of %lld points separable: %lld shear, "
+      "%lld diffusion\n",
+      out.worst_vs_reference, out.worst_vs_direct, static_cast<long long>(out.counts.points),
+      static_cast<long long>(out.counts.shear), static_cast<long long>(out.counts.diffusion));
   return out;
 }
 
@@ -153,23 +157,47 @@ std::vector<Regime> Regimes() {
   };
 }
 
-TEST(ModelSeparableShearTest, StaysWithin1e13OfTheReferenceInFragileRegimes) {
+TEST(ModelSeparableTest, StaysWithin1e13OfTheReferenceInFragileRegimes) {
   const std::vector<double> phi = {-170.0, -90.0, -30.0, 0.0, 45.0, 89.0, 135.0};
-  std::int64_t separable = 0;
+  SeparableCounts total;
   for (const auto& rg : Regimes()) {
     SCOPED_TRACE(rg.name);
     std::printf("%s\n", rg.name.c_str());
     const Grid g = MakeGrid(rg.geometry, rg.n, rg.t0, phi, 64);
     const Outcome out = Compare(g, Params(g, rg.contrast, rg.phys));
     EXPECT_LE(out.worst_vs_reference, 1e-13);
-    // The bound allows 1e-15 on top of the direct path's own sin error.
-    EXPECT_LE(out.worst_vs_direct, 3e-15);
-    separable += out.separable;
+    // The bounds allow 1e-15 (shear) + 5e-15 (diffusion) on top of the direct path's error.
+    EXPECT_LE(out.worst_vs_direct, 8e-15);
+    total.shear += out.counts.shear;
+    total.diffusion += out.counts.diffusion;
   }
-  EXPECT_GT(separable, 0);
+  EXPECT_GT(total.shear, 0);
+  EXPECT_GT(total.diffusion, 0);
 }
 
-TEST(ModelSeparableShearTest, TakenForMostPointsInATypicalCase) {
+TEST(ModelSeparableTest, StaticModeDiffusionStaysWithin1e13OfTheReference) {
+  const Geometry tmpl{0.0054, 2e6, 1e-3}, big{0.01, 2e6, 0.1};
+  const std::vector<std::pair<Geometry, std::vector<double>>> cases = {
+      {big, {1e5, 2.0, 1e5}},       // wq·C_D up to ~1e4 (clip over most of the matrix)
+      {big, {3e2, 0.0, 0.0}},       // slow decay: factorised almost everywhere
+      {big, {1e4, -2.0, 0.0}},      // t = 0 floor with α = −2
+      {big, {1e2, 0.5, -1e5}},      // rate at the floor
+      {tmpl, {1e5, 1.0, 5e4}},      // template grid, moderate decay
+      {tmpl, {2e4, -1.2, 150.0}}};  // template static values
+  for (const auto& [geometry, phys] : cases) {
+    for (double t0 : {0.0, geometry.dt}) {
+      const Grid g = MakeGrid(geometry, 300, t0, {0.0, 40.0}, 100);
+      std::vector<double> p = {0.9, 0.4, 1.0, 1.0};
+      p.insert(p.end(), phys.begin(), phys.end());
+      const Outcome out = Compare(g, p, AnalysisMode::kStatic);
+      EXPECT_LE(out.worst_vs_reference, 1e-13);
+      EXPECT_LE(out.worst_vs_direct, 8e-15);
+      EXPECT_EQ(out.counts.shear, 0);
+    }
+  }
+}
+
+TEST(ModelSeparableTest, TakenForMostPointsInATypicalCase) {
   // The benchmark's configuration on a shorter grid (template geometry, 11 angles).
   std::vector<double> phi;
   for (int k = 0; k < 11; ++k) phi.push_back(-180.0 + 360.0 * k / 11);
@@ -177,25 +205,27 @@ TEST(ModelSeparableShearTest, TakenForMostPointsInATypicalCase) {
   const auto params = Params(g, 0.2, {5e4, 0.5, -50.0, 0.25, 0.1, 1e-3, -2.0});
   const Outcome out = Compare(g, params);
   EXPECT_LE(out.worst_vs_reference, 1e-13);
-  EXPECT_GT(out.separable, out.points / 2);
-  // Off for exact transcendentals and for static mode.
+  EXPECT_GT(out.counts.shear, out.counts.points / 2);
+  EXPECT_GT(out.counts.diffusion, out.counts.points / 2);
+  // Off for exact transcendentals.
   ModelKernel exact(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles,
                     {.exact_transcendentals = true});
-  EXPECT_EQ(exact.SeparablePoints(params), 0);
-  ModelKernel stat(AnalysisMode::kStatic, g.geometry, g.t, g.phi, g.tiles);
-  std::vector<double> sp(params.begin(), params.begin() + 2 * 11 + 3);
-  EXPECT_EQ(stat.SeparablePoints(sp), 0);
+  const SeparableCounts none = exact.CountSeparable(params);
+  EXPECT_EQ(none.shear + none.diffusion, 0);
 }
 
-TEST(ModelSeparableShearTest, CountIndependentOfThreadsAndChunks) {
+TEST(ModelSeparableTest, CountsIndependentOfThreadsAndChunks) {
   std::vector<double> phi = {-10.0, 20.0, 70.0};
   const Grid g = MakeGrid({0.0054, 2e6, 1e-3}, 300, 1e-3, phi, 50);
   const auto params = Params(g, 0.5, {2e4, 0.3, 0.0, 0.2, 0.0, 0.0, 0.0});
   ModelKernel one(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles, {.threads = 1});
   ModelKernel three(AnalysisMode::kLaminarFlow, g.geometry, g.t, g.phi, g.tiles,
                     {.threads = 3, .chunk_points = 777});
-  EXPECT_GT(one.SeparablePoints(params), 0);
-  EXPECT_EQ(one.SeparablePoints(params), three.SeparablePoints(params));
+  const SeparableCounts a = one.CountSeparable(params), b = three.CountSeparable(params);
+  EXPECT_GT(a.shear, 0);
+  EXPECT_GT(a.diffusion, 0);
+  EXPECT_EQ(a.shear, b.shear);
+  EXPECT_EQ(a.diffusion, b.diffusion);
 }
 
 }  // namespace

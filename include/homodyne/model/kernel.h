@@ -42,10 +42,11 @@ struct KernelOptions {
   // c2 within ~1e-15 of the reference); true: std::sin/std::cos, c2 bit-identical to the
   // literal reference model.
   bool exact_transcendentals = false;
-  // true (default): with exact_transcendentals = false, the shear phase's sin/cos are taken
-  // from per-(angle, time) tables by the angle-addition formula wherever a derived error
-  // bound keeps c2 within 1e-15 of the direct value (src/model/separable_shear.h); elsewhere
-  // (near the diagonal, small phases) they are evaluated directly. false: always direct.
+  // true (default, only with exact_transcendentals = false): factorised evaluation where a
+  // derived error bound keeps c2 within ~1e-15 of the direct value (src/model/separable.h):
+  // the shear phase's sin/cos by angle addition from per-(angle, time) tables, and g1_diff
+  // as a product of per-time and per-(row, pivot) exponentials; direct evaluation elsewhere
+  // (near the diagonal, small phases, log clip). false: always direct.
   bool separable = true;
   // Explicit chunks instead of chunk_points: chunk c holds tiles
   // [chunk_tile_starts[c], chunk_tile_starts[c+1]) (the last runs to the end); the first
@@ -54,6 +55,13 @@ struct KernelOptions {
   std::vector<int> chunk_tile_starts;
 
   void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
+};
+
+// Points of the kernel that took the separable paths (ModelKernel::CountSeparable).
+struct SeparableCounts {
+  std::int64_t points = 0;     // all points
+  std::int64_t shear = 0;      // shear sin/cos by angle addition (laminar only)
+  std::int64_t diffusion = 0;  // g1_diff from the factorised exponential
 };
 
 class ModelKernel {
@@ -88,9 +96,8 @@ class ModelKernel {
                      std::span<double> out) const;
   NormalEquations FromPartial(std::span<const double> partial) const;
 
-  // Test hook: the number of points whose shear sin/cos take the separable path at `params`
-  // (0 for static mode, exact_transcendentals or separable = false).
-  std::int64_t SeparablePoints(std::span<const double> params) const;
+  // Test hook: how many points take the separable paths at `params` (KernelOptions::separable).
+  SeparableCounts CountSeparable(std::span<const double> params) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const;

@@ -1,4 +1,4 @@
-#include "separable_shear.h"
+#include "separable.h"
 
 #include <cmath>
 
@@ -75,6 +75,26 @@ HOMODYNE_SIMD_CLONES void SeparableShearFactorsWithDerivative(const SeparableRow
     const double sinc = sn / xs[c];
     s[c] = sinc * sinc;
     ds[c] = 2.0 * sinc * ((cs - sinc) / xs[c]);
+  }
+}
+
+bool DiffusionSpanHolds(double wq, double c_i, double c_p, double c_last, double log_g1_last,
+                        double g1d_first, double contrast_scale) {
+  const double within = wq * (c_last - c_p);
+  const double to_row = std::abs(wq * (c_p - c_i));
+  const double c2_bound =
+      contrast_scale * 2.0 * (g1d_first * g1d_first) * kEps * (5.0 * (within + to_row) + 9.0);
+  // Written so that NaN anywhere gives false.
+  return within <= kSeparableMaxExponent && to_row <= kSeparableMaxExponent &&
+         log_g1_last >= kSeparableMinLogG1 && c2_bound <= kSeparableDiffusionC2Tolerance;
+}
+
+HOMODYNE_SIMD_CLONES void SeparableDiffusion(const double* pivot_table, double r, double wq,
+                                             const double* shift_d, double* g1d, int begin,
+                                             int end) {
+  for (int c = begin; c < end; ++c) {
+    const double w = wq * shift_d[c];
+    g1d[c] = (pivot_table[c] * r) * ((1.0 - w) + 0.5 * (w * w));
   }
 }
 

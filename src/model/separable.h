@@ -1,7 +1,10 @@
-// Separable ("factorised") sine and cosine of the shear phase for the fast kernel (private to
-// src/model). The one place that decides where the separable form may replace the direct
-// FastSinCos of x = a·I_Γ, and the error bound behind that decision (docs/model.md,
-// "Separable shear phase").
+// Separable ("factorised") evaluation for the fast kernel (private to src/model): the one
+// place that decides where a factorised form may replace the direct per-point evaluation,
+// with the error bounds behind those decisions (docs/model.md, "Separable evaluation").
+// Used only with exact_transcendentals = false and only for row blocks whose columns all lie
+// right of the diagonal (j > i), where the prefix sums satisfy C[j] ≥ C[i].
+//
+// ── 1. Shear phase: sin/cos of x = a·I_Γ (per angle and point) ─────────────────────────────
 //
 // For a row i and columns j > i the phase is x = a·I_Γ with I_Γ = |ΔC| + δ, ΔC = C_Γ[j] − C_Γ[i]
 // ≥ 0 (C_Γ is a prefix sum of rates floored at 1e-10 > 0, so it never decreases) and
@@ -29,6 +32,27 @@
 // bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 12 ≥ 5|x| grows at most like |x|, so the bound
 // decreases like |x|^-3 or faster. The columns that pass are therefore a suffix of the block,
 // found by binary search (SeparableStart); no per-point test is needed.
+//
+// ── 2. Diffusion factor: g1_diff = exp(clip(−wq·I_D, −700, 0)) (per column, all angles) ─────
+//
+// Times are cut into pivot spans of kDiffusionPivotSpan; p(m) = m − m mod span. Per evaluation
+// the table P[m] = exp(−wq·(C_D[m] − C_D[p(m)])) (O(n_t) exp), per (row i, span p of the
+// columns) one R = exp(−wq·(C_D[p] − C_D[i])), and per column
+//   g1_diff = P[j]·R·(1 − w + w²/2),  w = wq·δ_D, δ_D = 1e-12/(I_D + |ΔC_D|) ≤ 1e-6
+// (w ≤ 5e-9 for q ≤ 0.1 Å⁻¹, dt ≤ 1 s; the neglected w³/6 is < 1e-25 relative).
+// Error bound: each exponent carries ≤ 2ε·wq·|difference| (subtraction and product), glibc
+// exp ≤ 1 ulp (2ε) each, the product and the correction ≤ 3ε; the reference's exponent
+// fl(wq·fl(sqrt(fl(Δ²) + 1e-12))) is within 3ε·wq·I_D and its exp within 2ε. So the relative
+// difference is ≤ ε·(5·wq·S + 9), S = (C_D[j] − C_D[p]) + |C_D[p] − C_D[i]| (= ΔC_D when
+// p ≥ i). g1² = g1_diff²·sinc⁴ then moves by ≤ 2·g1_diff²·ε·(5·wq·S + 9), c2 by
+// max(1, |contrast|) times that. A whole span of columns (sharing p) is factorised only if,
+// evaluated at its worst ends (g1_diff at its first column, S at its last),
+//   max(1, max_k |contrast_k|)·2·g1_diff²·ε·(5·wq·S + 9) ≤ kSeparableDiffusionC2Tolerance,
+// wq·(C_D[last] − C_D[p]) ≤ kSeparableMaxExponent and wq·|C_D[p] − C_D[i]| ≤ that (no overflow
+// or denormal factors), and −wq·I_D ≥ kSeparableMinLogG1 at its last column (so the −700 clip
+// is inactive over the span, as −wq·I_D decreases along the row). Otherwise the span is
+// evaluated directly. Near the diagonal with large wq·C_D this bound fails only when
+// wq·(C_D[i] − C_D[p]) is large (pivot left of the row): those spans fall back.
 #pragma once
 
 namespace homodyne::model::detail {
@@ -69,5 +93,21 @@ struct SeparableRow {
 void SeparableShearFactors(const SeparableRow& row, double* s, int begin, int n);
 void SeparableShearFactorsWithDerivative(const SeparableRow& row, double* s, double* ds, int begin,
                                          int n);
+
+inline constexpr int kDiffusionPivotSpan = 64;
+inline constexpr double kSeparableDiffusionC2Tolerance = 5e-15;  // bound on the added |Δc2|
+inline constexpr double kSeparableMaxExponent = 600.0;           // |exponent| of P and R
+inline constexpr double kSeparableMinLogG1 = -690.0;             // clip at −700 stays inactive
+
+// The span test. c_i, c_p, c_last = C_D at the row, the pivot and the span's last column;
+// log_g1_last = −wq·I_D at the last column; g1d_first ≥ g1_diff at the first column;
+// contrast_scale = max(1, max_k |contrast_k|). False for non-finite input.
+bool DiffusionSpanHolds(double wq, double c_i, double c_p, double c_last, double log_g1_last,
+                        double g1d_first, double contrast_scale);
+
+// g1d[c] = pivot_table[c]·r·(1 − w + w²/2), w = wq·δ_D[c], for c in [begin, end).
+// pivot_table points at P of column 0; shift_d[c] = δ_D.
+void SeparableDiffusion(const double* pivot_table, double r, double wq, const double* shift_d,
+                        double* g1d, int begin, int end);
 
 }  // namespace homodyne::model::detail
