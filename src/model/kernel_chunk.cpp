@@ -38,8 +38,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
   // Separable paths (separable.h): C_Γ[i] + C_Γ[j] and the smooth-abs shifts δ_Γ, δ_D; the
   // diffusion exponent −wq·I_D, ΔC_D and I_D per column.
-  alignas(64) double cgsum[kBlock], shift[kBlock], shift_d[kBlock], log_g1[kBlock], delta_d[kBlock],
-      id_d[kBlock];
+  alignas(64) double cgsum[kBlock], shift[kBlock], inv_ig[kBlock], shift_d[kBlock], log_g1[kBlock],
+      delta_d[kBlock], id_d[kBlock];
   const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
   const bool separable_diffusion = !exact && !tab.diff_pivot.empty();
   constexpr int kSpan = detail::kDiffusionPivotSpan;
@@ -76,6 +76,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           if (separable_block) {
             cgsum[c] = tab.cg[i] + tab.cg[j];
             shift[c] = kSmoothAbsEps2 / (ig[c] + std::abs(dg));
+            inv_ig[c] = 1.0 / ig[c];
           }
           if constexpr (kDerivs) {
             const double ratio = dg / ig[c];
@@ -164,8 +165,9 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
                                            tab.shear_sin[row + i],
                                            tab.shear_cos[row + i],
                                            a,
+                                           1.0 / a,
                                            shift,
-                                           xs};
+                                           inv_ig};
             if constexpr (kDerivs) {
               detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, nb);
             } else {

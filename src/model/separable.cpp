@@ -15,7 +15,7 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
                          double shift) {
   const double ax = std::abs(x);
   const double scale = std::abs(contrast) > 1.0 ? std::abs(contrast) : 1.0;
-  const double sin_bound = 2.0 * kEps * (std::abs(a) * cgsum + 4.0 * ax + 12.0);
+  const double sin_bound = 2.0 * kEps * (std::abs(a) * cgsum + 4.0 * ax + 16.0);
   const double c2_bound = scale * 4.0 * (g1d * g1d) * sin_bound;
   const double x2 = ax * ax;
   // Written so that NaN anywhere gives false.
@@ -57,24 +57,25 @@ __attribute__((always_inline)) inline void SinCos(const SeparableRow& row, int c
 
 HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double* s, int begin,
                                                 int n) {
-  const double* __restrict xs = row.xs;
+  const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
     double sn, cs;
     SinCos(row, c, sn, cs);
-    const double sinc = sn / xs[c];
+    const double sinc = sn * (row.inv_a * inv_ig[c]);
     s[c] = sinc * sinc;
   }
 }
 
 HOMODYNE_SIMD_CLONES void SeparableShearFactorsWithDerivative(const SeparableRow& row, double* s,
                                                               double* ds, int begin, int n) {
-  const double* __restrict xs = row.xs;
+  const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
     double sn, cs;
     SinCos(row, c, sn, cs);
-    const double sinc = sn / xs[c];
+    const double inv_x = row.inv_a * inv_ig[c];
+    const double sinc = sn * inv_x;
     s[c] = sinc * sinc;
-    ds[c] = 2.0 * sinc * ((cs - sinc) / xs[c]);
+    ds[c] = 2.0 * sinc * ((cs - sinc) * inv_x);
   }
 }
 

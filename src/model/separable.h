@@ -17,9 +17,11 @@
 // Error bound (ε = 2^-53; FastSinCos is within 2ε absolute): the tables carry the rounding of
 // a·C_Γ[m], ≤ ε·|a|·C_Γ[m] each, plus 2ε each for the sines, and the combination adds ≤ 4ε, so
 // |s − sin(a·I)| ≤ ε·(|a|·(C_Γ[i] + C_Γ[j]) + 10); the reference's own phase fl(a·fl(I_Γ)) is
-// within 4ε·|x| of a·I and its sine within 2ε. Hence
-//   |Δsin| ≤ B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 12)   (a further factor 2 of margin).
-// The sinc is sin x / x with the same x in both, so |Δsinc| ≤ B/|x|; with |sinc| ≤ 1/|x| for
+// within 4ε·|x| of a·I and its sine within 2ε. The separable sinc multiplies by
+// 1/x = (1/a)·(1/I_Γ) instead of dividing by x: ≤ 4ε relative more, i.e. ≤ 4ε/|x| absolute.
+// Hence, with the sine's error divided by |x|,
+//   |Δsinc| ≤ B/|x|,  B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 16)   (a factor 2 of margin);
+// with |sinc| ≤ 1/|x| for
 // |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and c2 by max(1, |contrast|)
 // times that (the max keeps g1² itself, the contrast's derivative, accurate). The separable form
 // is used only where that is ≤ kSeparableC2Tolerance, |x| ≥ kSeparableMinPhase (so the sinc and
@@ -29,7 +31,7 @@
 // 1-Lipschitz, so c2 moves by no more than the bound either way.
 //
 // Monotonicity: along a row (j increasing, j > i) |x| grows, δ and g1_diff shrink, and the
-// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 12 ≥ 5|x| grows at most like |x|, so the bound
+// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 16 ≥ 5|x| grows at most like |x|, so the bound
 // decreases like |x|^-3 or faster. The columns that pass are therefore a suffix of the block,
 // found by binary search (SeparableStart); no per-point test is needed.
 //
@@ -82,14 +84,17 @@ struct SeparableRow {
   const double* tab_sin = nullptr;
   const double* tab_cos = nullptr;
   double si = 0.0, ci = 0.0;
-  double a = 0.0;                 // a_k = sp·cos(π/180(φ0 − φ_k))
-  const double* shift = nullptr;  // δ per column
-  const double* xs = nullptr;     // x = a·I_Γ per column (the same x as the direct path)
+  double a = 0.0;                  // a_k = sp·cos(π/180(φ0 − φ_k))
+  double inv_a = 0.0;              // 1/a
+  const double* shift = nullptr;   // δ per column
+  const double* inv_ig = nullptr;  // 1/I_Γ per column
 };
 
 // For c in [begin, n) (columns that passed the bound, so |x| ≥ 1): sin x and cos x by the
-// angle-addition formula, then s[c] = sinc², sinc = sin x / x, and ds[c] = 2·sinc·(cos x −
-// sinc)/x — the direct branches of shear_factors.cpp, same expressions.
+// angle-addition formula, then s[c] = sinc², sinc = sin x · (1/x), and
+// ds[c] = 2·sinc·(cos x − sinc)·(1/x) — the direct branches of shear_factors.cpp, with the
+// division replaced by 1/x = (1/a)·(1/I_Γ) (1/I_Γ once per column for all angles; ≤ 4ε
+// relative on sinc, covered by the bound's constant).
 void SeparableShearFactors(const SeparableRow& row, double* s, int begin, int n);
 void SeparableShearFactorsWithDerivative(const SeparableRow& row, double* s, double* ds, int begin,
                                          int n);
