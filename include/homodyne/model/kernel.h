@@ -5,11 +5,14 @@
 // cumulative trapezoids and the trapezoids of their parameter derivatives). Tiles that share
 // (row, col_begin, count) across angles form a group whose angle-independent part (I_D,
 // g1_diff and their derivatives, I_Γ) is computed once per column; only sin/cos of the shear
-// phase is evaluated per angle and point. Every point is evaluated directly (no factorised
-// exp/sin) with the expression order of the literal reference model; with
-// exact_transcendentals c2 is bit-identical to reference::Evaluate, by default sin/cos of the
-// phase come from FastSinCos and c2 stays within ~1e-15 (docs/model.md has the argument and
-// the measurements). The physics block of JᵀWJ is accumulated per column over the angles
+// phase is evaluated per angle and point. With exact_transcendentals every point is evaluated
+// directly with the expression order of the literal reference model and c2 is bit-identical
+// to reference::Evaluate. By default (KernelOptions::separable) the transcendentals are
+// factorised where a derived error bound allows it: sin/cos of the phase by angle addition
+// from per-(angle, time) tables, g1_diff as a product of per-time and per-(row, pivot)
+// exponentials; near the diagonal, for small phases and where the log clip is active they are
+// evaluated directly (FastSinCos, std::exp). c2 stays within a few 1e-15 of the reference
+// (src/model/separable.h has the bounds, docs/model.md the argument and the measurements). The physics block of JᵀWJ is accumulated per column over the angles
 // (the derivative of every point factorises into an angle-dependent scalar times an
 // angle-independent vector), the per-angle contrast/offset blocks per tile.
 //
