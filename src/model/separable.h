@@ -21,14 +21,15 @@
 // 1/x = (1/a)·(1/I_Γ) instead of dividing by x: ≤ 4ε relative more, i.e. ≤ 4ε/|x| absolute.
 // Hence, with the sine's error divided by |x|,
 //   |Δsinc| ≤ B/|x|,  B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 16)   (a factor 2 of margin);
-// with |sinc| ≤ 1/|x| for
-// |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and c2 by max(1, |contrast|)
-// times that (the max keeps g1² itself, the contrast's derivative, accurate). The separable form
+// with |sinc| ≤ 1/|x| for |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and
+// c2 by max(1, |contrast|) times that (the max keeps g1² itself, the contrast's derivative,
+// accurate). The separable form
 // is used only where that is ≤ kSeparableC2Tolerance, |x| ≥ kSeparableMinPhase (so the sinc and
 // its derivative are on their direct branches sin x/x and (cos x − sinc)/x, never the Taylor
 // or series branches) and |ψ| ≤ kSeparableMaxShift. The g1 floor and the log clip need no
-// exclusion: g1_diff is still evaluated directly per column, and the floor max(g1, 1e-10) is
-// 1-Lipschitz, so c2 moves by no more than the bound either way.
+// exclusion here: g1_diff comes per column from section 2 (whose span test excludes the
+// clip) or directly, and the floor max(g1, 1e-10) is 1-Lipschitz, so c2 moves by no more than
+// the bound either way.
 //
 // Monotonicity: along a row (j increasing, j > i) |x| grows, δ and g1_diff shrink, and the
 // bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 16 ≥ 5|x| grows at most like |x|, so the bound
