@@ -4,17 +4,18 @@
 // Per parameter evaluation the O(n_t) per-time tables are built once (floored rates, their
 // cumulative trapezoids and the trapezoids of their parameter derivatives). Tiles that share
 // (row, col_begin, count) across angles form a group whose angle-independent part (I_D,
-// g1_diff and their derivatives, I_Γ) is computed once per column; only sin/cos of the shear
-// phase is evaluated per angle and point. With exact_transcendentals every point is evaluated
-// directly with the expression order of the literal reference model and c2 is bit-identical
-// to reference::Evaluate. By default (KernelOptions::separable) the transcendentals are
+// g1_diff and their derivatives, I_Γ) is computed once per column; only the shear factor is
+// evaluated per angle and point. With exact_transcendentals every point is evaluated directly
+// with the expression order of the literal reference model and c2 is bit-identical to
+// reference::Evaluate. By default (KernelOptions::separable) the transcendentals are
 // factorised where a derived error bound allows it: sin/cos of the phase by angle addition
 // from per-(angle, time) tables, g1_diff as a product of per-time and per-(row, pivot)
 // exponentials; near the diagonal, for small phases and where the log clip is active they are
 // evaluated directly (FastSinCos, std::exp). c2 stays within a few 1e-15 of the reference
-// (src/model/separable.h has the bounds, docs/model.md the argument and the measurements). The physics block of JᵀWJ is accumulated per column over the angles
-// (the derivative of every point factorises into an angle-dependent scalar times an
-// angle-independent vector), the per-angle contrast/offset blocks per tile.
+// (src/model/separable.h has the bounds, docs/model.md the argument and the measurements).
+// The physics block of JᵀWJ is accumulated per column over the angles (the derivative of
+// every point factorises into an angle-dependent scalar times an angle-independent vector),
+// the per-angle contrast/offset blocks per tile.
 //
 // Determinism: groups are cut into fixed chunks (KernelOptions::chunk_points); each chunk
 // accumulates its own partial sums in a fixed order and the partials are added in chunk
