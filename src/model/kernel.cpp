@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include "homodyne/error.h"
+#include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
+#include "separable.h"
 
 namespace homodyne::model {
 namespace {
@@ -80,10 +82,33 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
       tab.shear_a.push_back(sp * std::cos(angle));
       tab.shear_b.push_back(sp * (-std::sin(angle) * std::numbers::pi / 180.0));
     }
+    if (options.separable && !options.exact_transcendentals) {
+      // Per-(angle, time) sin/cos of a_k·C_Γ[m] for the separable shear path (O(n_φ·n_t)).
+      const size_t n_t = ts.size();
+      tab.shear_sin.resize(phi.size() * n_t);
+      tab.shear_cos.resize(phi.size() * n_t);
+      std::vector<double> phase(n_t);
+      for (size_t k = 0; k < phi.size(); ++k) {
+        for (size_t m = 0; m < n_t; ++m) phase[m] = tab.shear_a[k] * tab.cg[m];
+        FastSinCos(phase.data(), tab.shear_sin.data() + k * n_t, tab.shear_cos.data() + k * n_t,
+                   static_cast<int>(n_t));
+      }
+    }
   }
   tab.contrast = params.data() + index.contrast(0);
   tab.offset = params.data() + index.offset(0);
   tab.wq = geometry.DiffusionPrefactor();
+  if (options.separable && !options.exact_transcendentals) {
+    const size_t n_t = ts.size();
+    tab.diff_pivot.resize(n_t);
+    for (size_t m = 0; m < n_t; ++m) {
+      const size_t pivot = m - m % static_cast<size_t>(detail::kDiffusionPivotSpan);
+      tab.diff_pivot[m] = std::exp(-tab.wq * (tab.cd[m] - tab.cd[pivot]));
+    }
+    for (int k = 0; k < index.n_angles; ++k) {
+      tab.contrast_scale = std::max(tab.contrast_scale, std::abs(tab.contrast[k]));
+    }
+  }
   return tab;
 }
 
@@ -275,6 +300,27 @@ NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {
     }
   }
   return ne;
+}
+
+SeparableCounts ModelKernel::CountSeparable(std::span<const double> params) const {
+  const Impl& im = *impl_;
+  const Tables tab = im.MakeTables(params, false);
+  const int n_chunks = static_cast<int>(im.chunk_begin.size()) - 1;
+  std::vector<double> out(static_cast<size_t>(im.n_points));
+  std::vector<SeparableCounts> counts(static_cast<size_t>(std::max(n_chunks, 0)));
+  const bool laminar = im.mode == AnalysisMode::kLaminarFlow;
+  im.pool->ParallelFor(n_chunks, [&](int chunk) {
+    SeparableCounts* mine = &counts[static_cast<size_t>(chunk)];
+    laminar ? im.RunChunk<Pass::kModel, true>(tab, chunk, nullptr, out.data(), mine)
+            : im.RunChunk<Pass::kModel, false>(tab, chunk, nullptr, out.data(), mine);
+  });
+  SeparableCounts total;
+  total.points = im.n_points;
+  for (const auto& c : counts) {
+    total.shear += c.shear;
+    total.diffusion += c.diffusion;
+  }
+  return total;
 }
 
 void ModelKernel::EvaluateModel(std::span<const double> params, std::span<double> out) const {

@@ -6,6 +6,7 @@
 #include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
 #include "point_terms.h"
+#include "separable.h"
 #include "shear_factors.h"
 
 namespace homodyne::model {
@@ -15,8 +16,8 @@ using kernel_internal::Pass;
 using kernel_internal::Tables;
 
 template <Pass kPass, bool kLaminar>
-void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
-                                 double* model_out) const {
+void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, double* model_out,
+                                 SeparableCounts* counts) const {
   constexpr int kNp = kLaminar ? 7 : 3;
   constexpr bool kDerivs = kPass == Pass::kNormal;
   const double inv_sigma = 1.0 / options.sigma;
@@ -35,6 +36,14 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
   alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
   // Per-angle scratch: phase, its sine and cosine.
   alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
+  // Separable paths (separable.h): C_Γ[i] + C_Γ[j] and the smooth-abs shifts δ_Γ, δ_D; the
+  // diffusion exponent −wq·I_D, ΔC_D and I_D per column.
+  alignas(64) double cgsum[kBlock], shift[kBlock], inv_ig[kBlock], shift_d[kBlock], log_g1[kBlock],
+      delta_d[kBlock], id_d[kBlock];
+  const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
+  const bool separable_diffusion = !exact && !tab.diff_pivot.empty();
+  constexpr int kSpan = detail::kDiffusionPivotSpan;
+  const auto n_t = static_cast<size_t>(ts.size());
   // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
   // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
@@ -47,23 +56,63 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
     for (int b0 = 0; b0 < group.count; b0 += kBlock) {
       const int nb = std::min(kBlock, group.count - b0);
       const size_t j0 = static_cast<size_t>(group.col_begin + b0);
+      // The separable form needs every column on the same side of the diagonal (j > i).
+      const bool separable_block = separable && j0 > i;
+      const bool separable_diffusion_block = separable_diffusion && j0 > i;
       for (int c = 0; c < nb; ++c) {
         const size_t j = j0 + static_cast<size_t>(c);
         const double delta = tab.cd[i] - tab.cd[j];
         const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
-        const double log_g1 = -wq * id;
-        g1d[c] = std::exp(std::clamp(log_g1, kLogG1Min, 0.0));
+        log_g1[c] = -wq * id;
+        delta_d[c] = delta;
+        id_d[c] = id;
+        if (separable_diffusion_block) shift_d[c] = kSmoothAbsEps2 / (id + std::abs(delta));
         if constexpr (kDerivs) {
-          fac[c] = log_g1 < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta / id);
           for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
         }
         if constexpr (kLaminar) {
           const double dg = tab.cg[i] - tab.cg[j];
           ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
+          if (separable_block) {
+            cgsum[c] = tab.cg[i] + tab.cg[j];
+            shift[c] = kSmoothAbsEps2 / (ig[c] + std::abs(dg));
+            inv_ig[c] = 1.0 / ig[c];
+          }
           if constexpr (kDerivs) {
             const double ratio = dg / ig[c];
             for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
           }
+        }
+      }
+      // g1_diff per pivot span: factorised where the span passes its bound, else directly.
+      for (int c = 0; c < nb;) {
+        const size_t j = j0 + static_cast<size_t>(c);
+        const size_t p = j - j % static_cast<size_t>(kSpan);
+        const int end = std::min(nb, c + static_cast<int>(p + kSpan - j));
+        bool factorised = false;
+        if (separable_diffusion_block) {
+          const double r = std::exp(-wq * (tab.cd[p] - tab.cd[i]));
+          const size_t last = j0 + static_cast<size_t>(end - 1);
+          factorised =
+              detail::DiffusionSpanHolds(wq, tab.cd[i], tab.cd[p], tab.cd[last], log_g1[end - 1],
+                                         tab.diff_pivot[j] * r, tab.contrast_scale);
+          if (factorised) {
+            detail::SeparableDiffusion(tab.diff_pivot.data() + j0, r, wq, shift_d, g1d, c, end);
+            if (counts != nullptr) {
+              counts->diffusion += static_cast<std::int64_t>(end - c) *
+                                   static_cast<std::int64_t>(group.tiles.size());
+            }
+          }
+        }
+        if (!factorised) {
+          for (int cc = c; cc < end; ++cc)
+            g1d[cc] = std::exp(std::clamp(log_g1[cc], kLogG1Min, 0.0));
+        }
+        c = end;
+      }
+      if constexpr (kDerivs) {
+        for (int c = 0; c < nb; ++c) {
+          fac[c] = log_g1[c] < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta_d[c] / id_d[c]);
         }
       }
       const int nb4 = (nb + 3) & ~3;  // detail::PointBlock reads columns up to a multiple of 4
@@ -85,20 +134,46 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
         const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
         if constexpr (kLaminar) {
           for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
+          // Columns [0, start) direct (sin/cos of x, then the shear factors), [start, nb)
+          // separable (start = nb: all direct).
+          int start = nb;
           if (exact) {
             for (int c = 0; c < nb; ++c) {
               sn[c] = std::sin(xs[c]);
               if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
             }
-          } else if constexpr (kDerivs) {
-            FastSinCos(xs, sn, cs, nb);
           } else {
-            FastSin(xs, sn, nb);
+            if (separable_block) {
+              const detail::SeparableColumns cols{g1d, cgsum, shift};
+              start = detail::SeparableStart(xs, a, contrast, cols, nb);
+            }
+            if constexpr (kDerivs) {
+              FastSinCos(xs, sn, cs, start);
+            } else {
+              FastSin(xs, sn, start);
+            }
           }
           if constexpr (kDerivs) {
-            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, nb);
+            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, start);
           } else {
-            detail::ShearFactors(xs, sn, sfac, nb);
+            detail::ShearFactors(xs, sn, sfac, start);
+          }
+          if (start < nb) {
+            const size_t row = k * n_t;
+            const detail::SeparableRow sep{tab.shear_sin.data() + row + j0,
+                                           tab.shear_cos.data() + row + j0,
+                                           tab.shear_sin[row + i],
+                                           tab.shear_cos[row + i],
+                                           a,
+                                           1.0 / a,
+                                           shift,
+                                           inv_ig};
+            if constexpr (kDerivs) {
+              detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, nb);
+            } else {
+              detail::SeparableShearFactors(sep, sfac, start, nb);
+            }
+            if (counts != nullptr) counts->shear += nb - start;
           }
         }
         const double* data = tile.data + b0;
@@ -207,17 +282,17 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial,
 }
 
 // The instantiations used by kernel.cpp.
-template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*,
-                                                              double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*,
-                                                               double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*,
-                                                             double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*,
-                                                              double*) const;
-template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*,
-                                                               double*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kModel, true>(const Tables&, int, double*, double*,
+                                                              SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kModel, false>(const Tables&, int, double*, double*,
+                                                               SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, true>(const Tables&, int, double*, double*,
+                                                             SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kChi2, false>(const Tables&, int, double*, double*,
+                                                              SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, int, double*, double*,
+                                                               SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kNormal, false>(const Tables&, int, double*,
-                                                                double*) const;
+                                                                double*, SeparableCounts*) const;
 
 }  // namespace homodyne::model

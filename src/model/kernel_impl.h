@@ -24,6 +24,13 @@ struct Tables {
   std::vector<double> cd, dcd[3], cg, dcg[3];
   std::vector<double> shear_a;  // sp·cos(π/180(φ0 − φ_k))
   std::vector<double> shear_b;  // sp·(−sin(π/180(φ0 − φ_k))·π/180)
+  // Separable shear path (laminar, default transcendentals): sin/cos(shear_a[k]·cg[m]) at
+  // [k·n_t + m]; empty when the path is off.
+  std::vector<double> shear_sin, shear_cos;
+  // Separable diffusion path (default transcendentals): exp(−wq·(C_D[m] − C_D[p(m)])) with
+  // the pivot p(m) = m − m mod detail::kDiffusionPivotSpan; empty when the path is off.
+  std::vector<double> diff_pivot;
+  double contrast_scale = 1.0;  // max(1, max_k |contrast_k|)
   const double* contrast = nullptr;
   const double* offset = nullptr;
   double wq = 0.0;
@@ -58,8 +65,9 @@ struct ModelKernel::Impl {
 
   kernel_internal::Tables MakeTables(std::span<const double> params, bool derivs) const;
   template <kernel_internal::Pass kPass, bool kLaminar>
-  void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial,
-                double* model_out) const;
+  // counts (may be null): the chunk's points that took the separable paths are added.
+  void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial, double* model_out,
+                SeparableCounts* counts = nullptr) const;
   std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
   // Per-chunk partials (n_chunks × partial size) into `out`.
   void Partials(std::span<const double> params, kernel_internal::Pass pass, double* out) const;

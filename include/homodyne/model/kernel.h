@@ -4,14 +4,18 @@
 // Per parameter evaluation the O(n_t) per-time tables are built once (floored rates, their
 // cumulative trapezoids and the trapezoids of their parameter derivatives). Tiles that share
 // (row, col_begin, count) across angles form a group whose angle-independent part (I_D,
-// g1_diff and their derivatives, I_Γ) is computed once per column; only sin/cos of the shear
-// phase is evaluated per angle and point. Every point is evaluated directly (no factorised
-// exp/sin) with the expression order of the literal reference model; with
-// exact_transcendentals c2 is bit-identical to reference::Evaluate, by default sin/cos of the
-// phase come from FastSinCos and c2 stays within ~1e-15 (docs/model.md has the argument and
-// the measurements). The physics block of JᵀWJ is accumulated per column over the angles
-// (the derivative of every point factorises into an angle-dependent scalar times an
-// angle-independent vector), the per-angle contrast/offset blocks per tile.
+// g1_diff and their derivatives, I_Γ) is computed once per column; only the shear factor is
+// evaluated per angle and point. With exact_transcendentals every point is evaluated directly
+// with the expression order of the literal reference model and c2 is bit-identical to
+// reference::Evaluate. By default (KernelOptions::separable) the transcendentals are
+// factorised where a derived error bound allows it: sin/cos of the phase by angle addition
+// from per-(angle, time) tables, g1_diff as a product of per-time and per-(row, pivot)
+// exponentials; near the diagonal, for small phases and where the log clip is active they are
+// evaluated directly (FastSinCos, std::exp). c2 stays within a few 1e-15 of the reference
+// (src/model/separable.h has the bounds, docs/model.md the argument and the measurements).
+// The physics block of JᵀWJ is accumulated per column over the angles (the derivative of
+// every point factorises into an angle-dependent scalar times an angle-independent vector),
+// the per-angle contrast/offset blocks per tile.
 //
 // Determinism: groups are cut into fixed chunks (KernelOptions::chunk_points); each chunk
 // accumulates its own partial sums in a fixed order and the partials are added in chunk
@@ -43,6 +47,12 @@ struct KernelOptions {
   // c2 within ~1e-15 of the reference); true: std::sin/std::cos, c2 bit-identical to the
   // literal reference model.
   bool exact_transcendentals = false;
+  // true (default, only with exact_transcendentals = false): factorised evaluation where a
+  // derived error bound keeps c2 within ~1e-15 of the direct value (src/model/separable.h):
+  // the shear phase's sin/cos by angle addition from per-(angle, time) tables, and g1_diff
+  // as a product of per-time and per-(row, pivot) exponentials; direct evaluation elsewhere
+  // (near the diagonal, small phases, log clip). false: always direct.
+  bool separable = true;
   // Explicit chunks instead of chunk_points: chunk c holds tiles
   // [chunk_tile_starts[c], chunk_tile_starts[c+1]) (the last runs to the end); the first
   // entry must be 0. Used by the distributed fit so that a chunk is one partition block,
@@ -54,6 +64,13 @@ struct KernelOptions {
   std::function<void(int thread_index)> worker_start;
 
   void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
+};
+
+// Points of the kernel that took the separable paths (ModelKernel::CountSeparable).
+struct SeparableCounts {
+  std::int64_t points = 0;     // all points
+  std::int64_t shear = 0;      // shear sin/cos by angle addition (laminar only)
+  std::int64_t diffusion = 0;  // g1_diff from the factorised exponential
 };
 
 class ModelKernel {
@@ -91,6 +108,9 @@ class ModelKernel {
   // Runs fn(thread_index) once on every thread of the kernel's pool (the caller as 0);
   // diagnostics such as "which PU does each compute thread run on".
   void OnEachThread(const std::function<void(int thread_index)>& fn) const;
+
+  // Test hook: how many points take the separable paths at `params` (KernelOptions::separable).
+  SeparableCounts CountSeparable(std::span<const double> params) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const;
