@@ -1,0 +1,60 @@
+// The posterior of one CMC shard as a NUTS target (nuts::LogDensity).
+//
+//   c2_p ~ Normal(model_p(θ), σ) for every point p of the shard (each (i < j) pair once:
+//   the pairs are the independent measurements; homodyne's CMC counts both (i, j) and
+//   (j, i) and is over-confident by √2), θ the sampled model parameters of the per-angle
+//   layout (ParameterLayout's optimiser space), σ the shard's noise level;
+//   priors on every θ_i and on σ (tempered by the caller for K shards).
+// NUTS works on unconstrained coordinates q: θ_i = T_i(q_i) (BoundedTransform within the
+// parameter bounds) and σ = exp(q_σ); the log density includes the log-Jacobians. The
+// likelihood and its gradient come from the fast model kernel in one pass.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "homodyne/cmc/bounded_transform.h"
+#include "homodyne/cmc/prior.h"
+#include "homodyne/model/analysis_mode.h"
+#include "homodyne/model/geometry.h"
+#include "homodyne/model/parameter_layout.h"
+#include "homodyne/model/row_tile.h"
+#include "homodyne/nuts/log_density.h"
+
+namespace homodyne::cmc {
+
+struct ShardPosteriorSetup {
+  model::AnalysisMode mode = model::AnalysisMode::kStatic;
+  model::Geometry geometry;
+  std::vector<double> t;              // time grid the tiles refer to
+  std::vector<double> phi_deg;        // angles
+  std::vector<model::RowTile> tiles;  // the shard's points; weights are forced to 1
+  std::vector<Prior> priors;          // one per sampled model parameter (layout order)
+  std::vector<double> lower, upper;   // bounds of the sampled model parameters
+  Prior sigma_prior{PriorType::kHalfNormal, 0.0, 0.01};
+  int threads = 1;
+};
+
+class ShardPosterior final : public nuts::LogDensity {
+ public:
+  ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout layout);
+  ~ShardPosterior() override;
+
+  int dimension() const override;  // sampled model parameters + 1 (σ, last)
+  double LogDensityGradient(std::span<const double> q, std::span<double> gradient) const override;
+
+  // Coordinates ↔ (θ, σ).
+  std::vector<double> ToUnconstrained(std::span<const double> theta, double sigma) const;
+  std::vector<double> ToConstrained(std::span<const double> q) const;  // θ…, σ
+  const model::ParameterLayout& layout() const { return layout_; }
+  std::int64_t num_points() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  model::ParameterLayout layout_;
+};
+
+}  // namespace homodyne::cmc
