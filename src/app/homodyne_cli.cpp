@@ -17,6 +17,7 @@
 #include "homodyne/app/run_app.h"
 #include "homodyne/app/run_report.h"
 #include "homodyne/atomic_file.h"
+#include "homodyne/cmc/cmc_fit.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/fault_injection.h"
@@ -46,6 +47,13 @@ struct HomodyneCliOptions {
   bool no_autotune_cache = false;
   std::map<std::string, double> initial;
   std::string command_line;
+  // CMC
+  int n_samples = -1;
+  int n_warmup = -1;
+  int n_chains = -1;
+  int cmc_num_shards = -1;
+  bool no_nlsq_warmstart = false;
+  bool dense_mass_matrix = false;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -58,7 +66,7 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
   auto* cfg =
       app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
-  app.add_option("--method", opts.method, "nlsq (cmc and both arrive with the CMC module)")
+  app.add_option("--method", opts.method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
   app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
@@ -87,6 +95,12 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                              fmt::format("initial {} (phi0 in degrees)", name));
     initial_options.emplace_back(o, name);
   }
+  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)");
+  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain");
+  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard");
+  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards");
+  app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
+  app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -168,14 +182,6 @@ int ChooseThreads(Environment& env, const HomodyneCliOptions& opts) {
 
 int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   const Logger& log = env.logger();
-  if (opts.method != "nlsq") {
-    RunCollectively(env.world(), [&] {
-      ThrowBadInput(fmt::format("--method {} is not available yet: this build fits with nlsq "
-                                "(CMC arrives with the CMC module)",
-                                opts.method),
-                    {}, "--method");
-    });
-  }
   config::Config cfg = RunCollectively(env.world(), [&] {
     if (!opts.config_given && !std::filesystem::exists(opts.config)) {
       ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
@@ -244,6 +250,31 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   // Rank 0 holds the complete result; every rank returns its verdict.
   int usable = env.rank() == 0 && result.summary.IsUsable() ? 1 : 0;
   MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
+  const bool write_nlsq = opts.method != "cmc";
+
+  std::optional<cmc::CmcRunResult> cmc_result;
+  if (opts.method != "nlsq") {
+    // The warm start on every rank (multistart leaves it complete on rank 0 only).
+    for (auto* v : {&result.expanded, &result.expanded_uncertainty}) {
+      int n = static_cast<int>(v->size());
+      MPI_Bcast(&n, 1, MPI_INT, 0, env.world().get());
+      v->resize(static_cast<std::size_t>(n));
+      MPI_Bcast(v->data(), n, MPI_DOUBLE, 0, env.world().get());
+    }
+    cmc::CmcRunOptions co;
+    co.data_file = opts.data_file;
+    co.warm_start = opts.no_nlsq_warmstart ? nullptr : &result;
+    co.threads = ro.threads;
+    co.num_warmup = opts.n_warmup;
+    co.num_samples = opts.n_samples;
+    co.num_chains = opts.n_chains;
+    co.num_shards = opts.cmc_num_shards;
+    co.dense_metric = opts.dense_mass_matrix ||
+                      !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
+                      config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
+    PhaseTimes::Scope t(result.phases, "cmc");
+    cmc_result = cmc::RunCmcFit(env.world(), cfg, co, log);
+  }
 
   // Outputs: rank 0 writes, all ranks agree on success.
   PhaseTimes phases = result.phases;
@@ -252,12 +283,18 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     MaybeInjectFailure("output", env.rank());
     if (env.rank() != 0) return;
     const std::filesystem::path out(opts.output_dir);
-    nlsq::WriteNlsqResultFiles(out, result.report);
-    if (use_multistart) WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
-    WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+    if (write_nlsq) {
+      nlsq::WriteNlsqResultFiles(out, result.report);
+      if (use_multistart) {
+        WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
+      }
+      WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+    }
+    if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
   });
   RunReportInput report;
   report.command_line = opts.command_line;
+  report.method = opts.method;
   report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
   report.status = result.report.convergence_status;
   report.message = result.summary.message;
@@ -268,8 +305,11 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
     std::string text = FormatNlsqSummary(result);
+    if (cmc_result) text += FormatCmcSummary(*cmc_result);
     try {
-      text += FormatTruthComparison(result, synth::ReadSyntheticTruth(data_file));
+      const synth::SynthTruth truth = synth::ReadSyntheticTruth(data_file);
+      text += FormatTruthComparison(result, truth);
+      if (cmc_result) text += FormatCmcTruthComparison(*cmc_result, truth);
     } catch (const Error&) {
       // Not a synthetic file: no truth to compare with.
     }

@@ -56,4 +56,47 @@ std::string FormatTruthComparison(const nlsq::NlsqRunResult& r, const synth::Syn
   return out;
 }
 
+std::string FormatCmcSummary(const cmc::CmcRunResult& r) {
+  std::string out = "\n================ CMC SAMPLING COMPLETE ================\n";
+  out += fmt::format("  shards × chains    {} × {} ({} warmup + {} draws each), {:.1f} s\n",
+                     r.num_shards, r.num_chains, r.num_warmup, r.num_samples, r.seconds);
+  out += fmt::format("  per-angle scaling  {}\n", r.per_angle_mode);
+  out += fmt::format("  max R-hat          {:.4f}   min ESS {:.0f}   acceptance {:.2f}   {}\n",
+                     r.max_rhat, r.min_ess, r.acceptance_rate,
+                     r.all_converged ? "converged" : "NOT converged (R-hat ≥ 1.1)");
+  double c = 0, o = 0;
+  int n = 0;
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0) {
+      c += p.mean;
+      ++n;
+    } else if (p.name.rfind("offset_", 0) == 0) {
+      o += p.mean;
+    } else {
+      out += fmt::format("  {:<18}{:>16.8g} ± {:.3g}\n", p.name, p.mean, p.std);
+    }
+  }
+  if (n > 0) {
+    out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "contrast", c / n, n);
+    out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "offset", o / n, n);
+  }
+  out += "=======================================================\n";
+  return out;
+}
+
+std::string FormatCmcTruthComparison(const cmc::CmcRunResult& r, const synth::SynthTruth& t) {
+  std::string out = "\nSynthetic data: truth vs CMC posterior\n";
+  out += fmt::format("  {:<18}{:>14}{:>14}{:>12}{:>10}\n", "parameter", "truth", "mean", "std",
+                     "|Δ|/std");
+  for (std::size_t i = 0; i < t.physical_names.size(); ++i) {
+    for (const auto& p : r.parameters) {
+      if (p.name != t.physical_names[i]) continue;
+      const double z = p.std > 0 ? std::abs(p.mean - t.physical[i]) / p.std : std::nan("");
+      out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}{:>12.3g}{:>10.2f}\n", p.name, t.physical[i],
+                         p.mean, p.std, z);
+    }
+  }
+  return out;
+}
+
 }  // namespace homodyne

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 
+#include "homodyne/cmc/cmc_fit.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/synth/synthetic_dataset.h"
 
@@ -16,5 +17,11 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& result);
 // parameter and the mean contrast/offset.
 std::string FormatTruthComparison(const nlsq::NlsqRunResult& result,
                                   const synth::SynthTruth& truth);
+
+// The CMC block: posterior mean ± std of every physical parameter, the mean scaling, and
+// the sampling quality; and its truth comparison for synthetic data.
+std::string FormatCmcSummary(const cmc::CmcRunResult& result);
+std::string FormatCmcTruthComparison(const cmc::CmcRunResult& result,
+                                     const synth::SynthTruth& truth);
 
 }  // namespace homodyne

@@ -1,0 +1,491 @@
+#include "homodyne/cmc/cmc_fit.h"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "homodyne/app/config_bridge.h"
+#include "homodyne/atomic_file.h"
+#include "homodyne/cmc/bounded_transform.h"
+#include "homodyne/cmc/consensus.h"
+#include "homodyne/cmc/shard_posterior.h"
+#include "homodyne/cmc/sharding.h"
+#include "homodyne/config/config_reader.h"
+#include "homodyne/config/parameters.h"
+#include "homodyne/error.h"
+#include "homodyne/io/dataset.h"
+#include "homodyne/io/writers.h"
+#include "homodyne/nlsq/result_files.h"
+#include "homodyne/nuts/diagnostics.h"
+#include "homodyne/nuts/nuts_chain.h"
+#include "homodyne/nuts/run_sampler.h"
+#include "homodyne/parallel/collective.h"
+
+namespace homodyne::cmc {
+namespace {
+
+model::ScalingLayout CmcLayout(const config::Config& cfg, int n_phi) {
+  const std::string mode = cfg.optimization.cmc.per_angle_mode;
+  if (mode == "individual") return model::ScalingLayout::kIndividual;
+  if (mode == "constant") return model::ScalingLayout::kFixedConstant;
+  if (mode == "constant_averaged") return model::ScalingLayout::kConstantAveraged;
+  if (mode == "auto") {
+    return n_phi >= cfg.optimization.cmc.constant_scaling_threshold
+               ? model::ScalingLayout::kAveraged
+               : model::ScalingLayout::kIndividual;
+  }
+  ThrowBadInput(fmt::format("per_angle_mode '{}' is not available for CMC: use auto, individual, "
+                            "constant or constant_averaged",
+                            mode),
+                cfg.source, "optimization.cmc.per_angle_mode");
+}
+
+// The configured prior of a parameter (parameter_space), else TruncatedNormal(mid, w/4).
+Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo, double hi) {
+  Prior p{PriorType::kTruncatedNormal, 0.5 * (lo + hi), 0.25 * (hi - lo), lo, hi};
+  for (const auto& b : cfg.parameter_space.bounds) {
+    if (b.name != base) continue;
+    p.type = ParsePriorType(b.prior_type, "parameter_space.bounds[].type");
+    if (b.prior_mu) p.mu = *b.prior_mu;
+    if (b.prior_sigma) p.sigma = *b.prior_sigma;
+  }
+  if (auto it = cfg.parameter_space.priors.find(base); it != cfg.parameter_space.priors.end()) {
+    p.type = ParsePriorType(it->second.dist_type, "parameter_space.priors." + base + ".dist_type");
+    if (it->second.mu) p.mu = *it->second.mu;
+    if (it->second.sigma) p.sigma = *it->second.sigma;
+  }
+  p.lower = lo;
+  p.upper = hi;
+  return p;
+}
+
+double Median(std::vector<double> v) { return model::Percentile(std::move(v), 50.0); }
+
+// 1.4826·MAD of the shard's values, floored at 0.001 (homodyne's noise scale).
+double NoiseScale(const std::vector<model::RowTile>& tiles) {
+  std::vector<double> v;
+  for (const auto& t : tiles) v.insert(v.end(), t.data, t.data + t.count);
+  if (v.empty()) return 0.001;
+  const double m = Median(v);
+  for (double& x : v) x = std::abs(x - m);
+  return std::max(1.4826 * Median(v), 0.001);
+}
+
+struct LocalShardResult {
+  int shard = 0;
+  ShardDiagnostics diag;
+  std::vector<double> draws;  // unconstrained θ (σ dropped), chains pooled
+};
+
+}  // namespace
+
+CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
+                       const Logger& logger) {
+  const auto t_start = std::chrono::steady_clock::now();
+  const model::AnalysisMode mode = ToModelMode(cfg.analysis_mode);
+  const io::Dataset data = RunCollectively(world, [&] {
+    return io::LoadDataset(LoadOptionsFromConfig(cfg, options.data_file),
+                           world.is_root() ? logger : Logger::Silent());
+  });
+  const io::DatasetMetadata& meta = data.meta;
+  const std::int64_t nf = meta.n_frames;
+  const int n_phi = static_cast<int>(meta.n_angles());
+  if (nf < 3) {
+    RunCollectively(world, [&] {
+      ThrowBadInput(fmt::format("{} frame(s) selected; CMC needs at least 3", nf), meta.file,
+                    "analyzer_parameters.start_frame/end_frame");
+    });
+  }
+  const std::vector<double> phi = meta.phi_values();
+  const std::vector<double> t_fit(meta.t.begin() + 1, meta.t.end());
+  const model::Geometry geometry = GeometryFromConfig(cfg, meta.q_physics);
+
+  // Layout, bounds, per-angle estimates (identical on every rank: same data, same rules).
+  const model::ScalingLayout resolved = CmcLayout(cfg, n_phi);
+  const model::ScalingBounds sb{cfg.contrast.min, cfg.contrast.max, cfg.offset.min, cfg.offset.max};
+  std::vector<model::ScalingEstimate> estimates;
+  for (int k = 0; k < n_phi; ++k) {
+    std::vector<double> lags, values;
+    for (std::int64_t i = 1; i < nf; ++i) {
+      for (std::int64_t j = 1; j < nf; ++j) {
+        lags.push_back(
+            std::abs(meta.t[static_cast<std::size_t>(i)] - meta.t[static_cast<std::size_t>(j)]));
+        values.push_back(data.at(static_cast<std::size_t>(k), i, j));
+      }
+    }
+    estimates.push_back(model::EstimateScaling(lags, values, sb));
+  }
+  const model::ParameterLayout layout =
+      model::ParameterLayout::Create(resolved, mode, phi, estimates);
+  const model::ExpandedIndex index(mode, n_phi);
+  model::Bounds eb;
+  std::vector<double> expanded0(static_cast<std::size_t>(index.size()));
+  eb.lower.resize(expanded0.size());
+  eb.upper.resize(expanded0.size());
+  for (int k = 0; k < n_phi; ++k) {
+    const auto c = static_cast<std::size_t>(index.contrast(k));
+    const auto o = static_cast<std::size_t>(index.offset(k));
+    eb.lower[c] = cfg.contrast.min;
+    eb.upper[c] = cfg.contrast.max;
+    eb.lower[o] = cfg.offset.min;
+    eb.upper[o] = cfg.offset.max;
+    expanded0[c] = estimates[static_cast<std::size_t>(k)].contrast;
+    expanded0[o] = estimates[static_cast<std::size_t>(k)].offset;
+  }
+  for (int p = 0; p < index.n_phys; ++p) {
+    const auto e = static_cast<std::size_t>(index.phys(p));
+    eb.lower[e] = cfg.parameters.at(static_cast<std::size_t>(p)).min;
+    eb.upper[e] = cfg.parameters.at(static_cast<std::size_t>(p)).max;
+    expanded0[e] = cfg.parameters.at(static_cast<std::size_t>(p)).initial;
+  }
+  if (options.warm_start != nullptr && !options.warm_start->expanded.empty()) {
+    expanded0 = options.warm_start->expanded;
+  }
+  const model::Bounds bounds = layout.OptimiserBounds(eb);
+  const int n_theta = layout.num_optimised();
+  std::vector<double> theta0 = layout.FromExpanded(expanded0);
+  for (int i = 0; i < n_theta; ++i) {  // strictly inside for the logistic transform
+    const auto k = static_cast<std::size_t>(i);
+    const double w = bounds.upper[k] - bounds.lower[k];
+    theta0[k] = std::clamp(theta0[k], bounds.lower[k] + 1e-6 * w, bounds.upper[k] - 1e-6 * w);
+  }
+
+  // Sampling settings.
+  const auto& mc = cfg.optimization.cmc.per_shard_mcmc;
+  nuts::NutsOptions no;
+  no.num_warmup = options.num_warmup >= 0 ? options.num_warmup : mc.num_warmup;
+  no.num_samples = options.num_samples >= 0 ? options.num_samples : mc.num_samples;
+  no.max_tree_depth = mc.max_tree_depth;
+  no.target_accept = mode == model::AnalysisMode::kLaminarFlow
+                         ? std::max(mc.target_accept_prob, 0.9)
+                         : mc.target_accept_prob;
+  no.metric = options.dense_metric ? nuts::MetricKind::kDense : nuts::MetricKind::kDiag;
+  no.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.seed);
+  RunCollectively(world, [&] { no.Validate(); });
+  const int n_chains = options.num_chains > 0 ? options.num_chains : mc.num_chains;
+
+  // Shards.
+  const std::int64_t n_points = static_cast<std::int64_t>(n_phi) * (nf - 1) * (nf - 2) / 2;
+  ShardingOptions so;
+  so.strategy = cfg.optimization.cmc.sharding.strategy;
+  if (cfg.optimization.cmc.sharding.num_shards)
+    so.num_shards = *cfg.optimization.cmc.sharding.num_shards;
+  if (options.num_shards > 0) so.num_shards = options.num_shards;
+  if (cfg.optimization.cmc.sharding.max_points_per_shard) {
+    so.max_points_per_shard = *cfg.optimization.cmc.sharding.max_points_per_shard;
+  }
+  so.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.sharding.seed_base) + no.seed;
+  const int k_shards = RunCollectively(
+      world, [&] { return NumShards(so, mode, n_points, n_phi, no.num_warmup, no.num_samples); });
+  const ShardPlan plan = BuildShardPlan(n_phi, 1, nf - 1, k_shards, so);
+  const double temper = cfg.optimization.cmc.prior_tempering ? static_cast<double>(k_shards) : 1.0;
+  logger.Info(
+      "CMC: {} shard(s) of ~{} points, {} chain(s) × ({} warmup + {} draws), layout {}, {} sampled "
+      "parameters + sigma",
+      k_shards, n_points / k_shards, n_chains, no.num_warmup, no.num_samples,
+      model::ToString(resolved), n_theta);
+
+  // Priors of the sampled parameters.
+  const auto& names = layout.names();
+  std::vector<Prior> priors;
+  const double width_factor = cfg.optimization.cmc.validation.nlsq_prior_width_factor;
+  const bool informed = options.warm_start != nullptr && !options.warm_start->expanded.empty() &&
+                        cfg.optimization.cmc.validation.use_nlsq_informed_priors;
+  for (int i = 0; i < n_theta; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const std::string base = config::BaseParameterName(names[k]);
+    const double lo = bounds.lower[k], hi = bounds.upper[k];
+    const bool physical = i >= n_theta - index.n_phys;
+    if (informed && physical) {
+      const int p = i - (n_theta - index.n_phys);
+      const auto e = static_cast<std::size_t>(index.phys(p));
+      const double s = options.warm_start->expanded_uncertainty[e];
+      const double scale =
+          std::clamp(std::isfinite(s) && s > 0 ? width_factor * s : 0.1 * (hi - lo),
+                     0.01 * (hi - lo), 0.5 * (hi - lo));
+      priors.push_back(
+          {PriorType::kTruncatedNormal, options.warm_start->expanded[e], scale, lo, hi});
+    } else {
+      Prior pr = ConfigPrior(cfg, base, lo, hi);
+      pr.temper = temper;
+      priors.push_back(pr);
+    }
+  }
+
+  // Run this rank's shards.
+  std::vector<LocalShardResult> local;
+  RunCollectively(world, [&] {
+    for (int s = world.rank(); s < k_shards; s += world.size()) {
+      std::vector<model::RowTile> tiles;
+      for (const auto& seg : plan.shards[static_cast<std::size_t>(s)]) {
+        const double* row = data.c2[static_cast<std::size_t>(seg.angle)].data() +
+                            static_cast<std::size_t>(seg.row * nf + seg.col_begin);
+        tiles.push_back({seg.angle, static_cast<int>(seg.row - 1),
+                         static_cast<int>(seg.col_begin - 1), static_cast<int>(seg.count), row,
+                         nullptr, 1.0});
+      }
+      LocalShardResult r;
+      r.shard = s;
+      r.diag.shard = s;
+      r.diag.points = plan.Points(s);
+      if (tiles.empty()) continue;
+      const double noise = NoiseScale(tiles);
+      ShardPosteriorSetup setup;
+      setup.mode = mode;
+      setup.geometry = geometry;
+      setup.t = t_fit;
+      setup.phi_deg = phi;
+      setup.tiles = std::move(tiles);
+      setup.priors = priors;
+      setup.lower = bounds.lower;
+      setup.upper = bounds.upper;
+      setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(temper)};
+      setup.threads = options.threads;
+      const ShardPosterior post(std::move(setup), layout);
+      const std::vector<double> q0 = post.ToUnconstrained(theta0, noise);
+      double accept = 0, sigma_sum = 0;
+      std::int64_t divergent = 0, draws = 0;
+      std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
+      for (int c = 0; c < n_chains; ++c) {
+        nuts::NutsChain chain(post, no, q0, static_cast<std::uint64_t>(s),
+                              static_cast<std::uint64_t>(c));
+        const nuts::ChainRun run = nuts::RunChain(chain);
+        for (int p = 0; p < n_theta; ++p)
+          chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
+        for (int j = 0; j < no.num_samples; ++j) {
+          const double* q = run.draws.data() +
+                            static_cast<std::size_t>(j) * static_cast<std::size_t>(n_theta + 1);
+          r.draws.insert(r.draws.end(), q, q + n_theta);
+          sigma_sum += std::exp(q[n_theta]);
+        }
+        for (const auto& st : run.stats) {
+          accept += st.accept_stat;
+          divergent += st.divergent ? 1 : 0;
+          ++draws;
+        }
+      }
+      double max_rhat = 0, min_ess = 1e300;
+      for (const auto& ch : chains) {
+        if (n_chains > 1) max_rhat = std::max(max_rhat, nuts::SplitRankNormalizedRhat(ch).Max());
+        const auto ess = nuts::SplitRankNormalizedEss(ch);
+        min_ess = std::min(min_ess, std::min(ess.bulk, ess.tail));
+      }
+      r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
+      r.diag.min_ess = min_ess;
+      r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
+      r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
+      r.diag.noise_sigma_mean = sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
+      local.push_back(std::move(r));
+    }
+  });
+
+  // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, n, draws...].
+  std::vector<double> packed;
+  for (const auto& r : local) {
+    packed.insert(packed.end(),
+                  {static_cast<double>(r.shard), static_cast<double>(r.diag.points),
+                   r.diag.max_rhat, r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate,
+                   r.diag.noise_sigma_mean, static_cast<double>(r.draws.size())});
+    packed.insert(packed.end(), r.draws.begin(), r.draws.end());
+  }
+  const int count = static_cast<int>(packed.size());
+  std::vector<int> counts(static_cast<std::size_t>(world.size()));
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world.get());
+  std::vector<int> displs;
+  int total = 0;
+  if (world.is_root()) {
+    for (int c : counts) {
+      displs.push_back(total);
+      total += c;
+    }
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+              MPI_DOUBLE, 0, world.get());
+
+  CmcRunResult result;
+  result.analysis_mode = std::string(model::ToString(mode));
+  result.per_angle_mode = std::string(model::ToString(resolved));
+  result.num_shards = k_shards;
+  result.num_chains = n_chains;
+  result.num_warmup = no.num_warmup;
+  result.num_samples = no.num_samples;
+  result.names = names;
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    std::vector<ShardDraws> shard_draws(static_cast<std::size_t>(k_shards));
+    result.shards.resize(static_cast<std::size_t>(k_shards));
+    std::size_t pos = 0;
+    while (pos < all.size()) {
+      const auto s = static_cast<std::size_t>(all[pos]);
+      ShardDiagnostics& d = result.shards[s];
+      d.shard = static_cast<int>(s);
+      d.points = static_cast<std::int64_t>(all[pos + 1]);
+      d.max_rhat = all[pos + 2];
+      d.min_ess = all[pos + 3];
+      d.divergence_rate = all[pos + 4];
+      d.acceptance_rate = all[pos + 5];
+      d.noise_sigma_mean = all[pos + 6];
+      const auto n = static_cast<std::size_t>(all[pos + 7]);
+      shard_draws[s].dims = n_theta;
+      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 8),
+                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 8 + n));
+      pos += 8 + n;
+    }
+    std::erase_if(shard_draws, [](const ShardDraws& d) { return d.draws.empty(); });
+    const ConsensusResult combined = CombineConsensus(shard_draws);
+    std::vector<BoundedTransform> transforms;
+    for (int i = 0; i < n_theta; ++i) {
+      transforms.emplace_back(bounds.lower[static_cast<std::size_t>(i)],
+                              bounds.upper[static_cast<std::size_t>(i)]);
+    }
+    const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
+    for (int j = 0; j < n_draws; ++j) {
+      for (int i = 0; i < n_theta; ++i) {
+        result.draws.push_back(transforms[static_cast<std::size_t>(i)].ToConstrained(
+            combined.draws[static_cast<std::size_t>(j * n_theta + i)]));
+      }
+    }
+    // Summaries of the expanded parameters (physical + per-angle scaling).
+    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
+        x(result.draws.data(), n_draws, n_theta);
+    const Eigen::RowVectorXd mean = x.colwise().mean();
+    const Eigen::MatrixXd centred = x.rowwise() - mean;
+    const Eigen::MatrixXd cov = centred.transpose() * centred / std::max(1, n_draws - 1);
+    std::vector<double> cov_opt(cov.data(), cov.data() + cov.size());
+    const std::vector<double> mean_expanded =
+        layout.Expand(std::vector<double>(mean.data(), mean.data() + n_theta));
+    const std::vector<double> cov_expanded = layout.ExpandCovariance(cov_opt);
+    const auto expanded_names = index.Names(mode);
+    for (int e = 0; e < index.size(); ++e) {
+      result.parameters.push_back(
+          {expanded_names[static_cast<std::size_t>(e)], mean_expanded[static_cast<std::size_t>(e)],
+           std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0))});
+    }
+    result.max_rhat = 0;
+    result.min_ess = 1e300;
+    double acc = 0;
+    result.all_converged = true;
+    for (const auto& d : result.shards) {
+      if (std::isfinite(d.max_rhat)) result.max_rhat = std::max(result.max_rhat, d.max_rhat);
+      result.min_ess = std::min(result.min_ess, d.min_ess);
+      acc += d.acceptance_rate;
+      result.all_converged = result.all_converged && !(d.max_rhat >= 1.1);
+    }
+    result.acceptance_rate =
+        acc / static_cast<double>(std::max<std::size_t>(1, result.shards.size()));
+  });
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  if (world.is_root()) {
+    for (const auto& d : result.shards) {
+      logger.Info(
+          "  shard {:>4}: {:>8} points  R-hat {:.3f}  min ESS {:>7.0f}  divergences {:.1f}%  "
+          "accept {:.2f}",
+          d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate);
+    }
+  }
+  return result;
+}
+
+void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
+  using nlohmann::json;
+  const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";
+  EnsureDirectory(dir);
+  const std::string timestamp = nlsq::IsoTimestampNow();
+  json params;
+  double c_mean = 0, c_var = 0, o_mean = 0, o_var = 0;
+  int n_angles = 0;
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0) {
+      c_mean += p.mean;
+      c_var += p.std * p.std;
+      ++n_angles;
+    } else if (p.name.rfind("offset_", 0) == 0) {
+      o_mean += p.mean;
+      o_var += p.std * p.std;
+    } else {
+      params[p.name] = {{"mean", p.mean}, {"std", p.std}};
+    }
+  }
+  if (n_angles > 0) {
+    params["contrast"] = {{"mean", c_mean / n_angles}, {"std", std::sqrt(c_var / n_angles)}};
+    params["offset"] = {{"mean", o_mean / n_angles}, {"std", std::sqrt(o_var / n_angles)}};
+  }
+  json per_angle = json::array();
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0 || p.name.rfind("offset_", 0) == 0) {
+      per_angle.push_back({{"name", p.name}, {"mean", p.mean}, {"std", p.std}});
+    }
+  }
+  const json convergence = {{"all_chains_converged", r.all_converged},
+                            {"max_r_hat", r.max_rhat},
+                            {"min_ess", r.min_ess},
+                            {"acceptance_rate", r.acceptance_rate}};
+  const json sampling = {
+      {"n_samples", r.num_samples},
+      {"n_warmup", r.num_warmup},
+      {"n_chains", r.num_chains},
+      {"n_shards", r.num_shards},
+      {"total_samples",
+       static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
+      {"computation_time", r.seconds}};
+  WriteFileAtomically(dir / "parameters.json", json{{"timestamp", timestamp},
+                                                    {"analysis_mode", r.analysis_mode},
+                                                    {"method", "cmc"},
+                                                    {"sampling_summary", sampling},
+                                                    {"convergence", convergence},
+                                                    {"parameters", params},
+                                                    {"per_angle", per_angle}}
+                                                       .dump(2) +
+                                                   "\n");
+  const std::string flag = r.max_rhat < 1.05 ? "good" : r.max_rhat < 1.1 ? "acceptable" : "poor";
+  WriteFileAtomically(
+      dir / "analysis_results_cmc.json",
+      json{{"method", "cmc"},
+           {"timestamp", timestamp},
+           {"analysis_mode", r.analysis_mode},
+           {"sampling_quality",
+            {{"convergence_status", r.all_converged ? "converged" : "not_converged"},
+             {"quality_flag", flag}}},
+           {"sampling_summary", sampling}}
+              .dump(2) +
+          "\n");
+  json shards = json::array();
+  for (const auto& d : r.shards) {
+    shards.push_back({{"shard", d.shard},
+                      {"points", d.points},
+                      {"max_r_hat", d.max_rhat},
+                      {"min_ess", d.min_ess},
+                      {"divergence_rate", d.divergence_rate},
+                      {"acceptance_rate", d.acceptance_rate},
+                      {"sigma_mean", d.noise_sigma_mean}});
+  }
+  WriteFileAtomically(
+      dir / "diagnostics.json",
+      json{{"convergence", {{"all_chains_converged", r.all_converged}, {"r_hat_threshold", 1.1}}},
+           {"cmc_specific",
+            {{"num_shards", r.num_shards},
+             {"combination_method", "consensus_mc"},
+             {"shard_summary", shards}}}}
+              .dump(2) +
+          "\n");
+  const std::uint64_t n_draws = r.names.empty() ? 0 : r.draws.size() / r.names.size();
+  io::GroupAttributes attrs;
+  std::string names;
+  for (const auto& n : r.names) names += (names.empty() ? "" : ",") + n;
+  attrs.strings.emplace_back("param_names", names);
+  io::WriteArraysFile((dir / "samples.h5").string(),
+                      {{"/samples",
+                        {n_draws, static_cast<std::uint64_t>(r.names.size())},
+                        r.draws,
+                        "combined consensus draws (draws x params, constrained space)"}},
+                      attrs);
+}
+
+}  // namespace homodyne::cmc
