@@ -54,6 +54,33 @@ grep -q '"convergence_status": "max_iter"' "$tmp/out2/nlsq/parameters.json" \
   || { echo "FAIL: -tao_max_it not honoured"; exit 1; }
 [ "$(grep -c '0 TAO,' <<<"$out")" -eq 1 ] || { echo "FAIL: -tao_monitor output not exactly once"; exit 1; }
 
+# --method both: NLSQ files and the CMC files, each summary printed once.
+cat > "$tmp/static.yaml" <<YAML
+analysis_mode: static
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0054}
+experimental_data:
+  data_folder_path: $tmp
+  data_file_name: static.h5
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset]
+  values: [20000, -0.3, 0]
+YAML
+"$bindir/homodyne-synth" --config "$tmp/static.yaml" -o "$tmp/static.h5" --frames 40 --angles "0,60,120" \
+  --param D0=30000 --param alpha=-0.6 --noise 0.003 -q || { echo "FAIL: synth static"; exit 1; }
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outc" \
+      --method both --n-warmup 100 --n-samples 100 --n-chains 2 --cmc-num-shards 2 2>&1); code=$?
+echo "$out" | tail -22
+[ $code -eq 0 ] || { echo "FAIL: --method both exit code $code"; exit 1; }
+for f in nlsq/parameters.json cmc/parameters.json cmc/analysis_results_cmc.json cmc/diagnostics.json \
+         cmc/samples.h5 run_report.yaml; do
+  [ -s "$tmp/outc/$f" ] || { echo "FAIL: $f missing"; exit 1; }
+done
+[ "$(grep -c 'CMC SAMPLING COMPLETE' <<<"$out")" -eq 1 ] || { echo "FAIL: CMC summary not once"; exit 1; }
+grep -q '"method": "cmc"' "$tmp/outc/cmc/parameters.json" || { echo "FAIL: cmc/parameters.json"; exit 1; }
+grep -q 'method: both' "$tmp/outc/run_report.yaml" || { echo "FAIL: run report method"; exit 1; }
+
 # Bad input: exit 2, the file/key named, nothing written.
 printf 'analysis_mode: laminar_flow\nanalyzer_parameters:\n  dtt: 0.1\n' > "$tmp/bad.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/bad.yaml" --output-dir "$tmp/out3" 2>&1); code=$?
