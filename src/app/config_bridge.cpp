@@ -23,6 +23,42 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
   return o;
 }
 
+ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
+                                      const std::vector<model::ScalingEstimate>& estimates,
+                                      const std::map<std::string, double>& overrides) {
+  const int n_phi = static_cast<int>(estimates.size());
+  const model::ExpandedIndex index(mode, n_phi);
+  ExpandedStart out;
+  out.values.resize(static_cast<std::size_t>(index.size()));
+  out.bounds.lower.resize(out.values.size());
+  out.bounds.upper.resize(out.values.size());
+  const auto& contrast = cfg.initial_parameters.contrast;
+  const auto& offset = cfg.initial_parameters.offset;
+  for (int k = 0; k < n_phi; ++k) {
+    const auto kk = static_cast<std::size_t>(k);
+    const auto c = static_cast<std::size_t>(index.contrast(k));
+    const auto o = static_cast<std::size_t>(index.offset(k));
+    out.values[c] =
+        contrast && contrast->size() == estimates.size() ? (*contrast)[kk] : estimates[kk].contrast;
+    out.values[o] =
+        offset && offset->size() == estimates.size() ? (*offset)[kk] : estimates[kk].offset;
+    out.bounds.lower[c] = cfg.contrast.min;
+    out.bounds.upper[c] = cfg.contrast.max;
+    out.bounds.lower[o] = cfg.offset.min;
+    out.bounds.upper[o] = cfg.offset.max;
+  }
+  const auto& names = model::PhysicalParameterNames(mode);
+  for (int p = 0; p < index.n_phys; ++p) {
+    const auto e = static_cast<std::size_t>(index.phys(p));
+    const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
+    auto it = overrides.find(names[static_cast<std::size_t>(p)]);
+    out.values[e] = it != overrides.end() ? it->second : ep.initial;
+    out.bounds.lower[e] = ep.min;
+    out.bounds.upper[e] = ep.max;
+  }
+  return out;
+}
+
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q) {
   model::Geometry g;
   g.q = q;

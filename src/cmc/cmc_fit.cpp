@@ -123,26 +123,9 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const model::ParameterLayout layout =
       model::ParameterLayout::Create(resolved, mode, phi, estimates);
   const model::ExpandedIndex index(mode, n_phi);
-  model::Bounds eb;
-  std::vector<double> expanded0(static_cast<std::size_t>(index.size()));
-  eb.lower.resize(expanded0.size());
-  eb.upper.resize(expanded0.size());
-  for (int k = 0; k < n_phi; ++k) {
-    const auto c = static_cast<std::size_t>(index.contrast(k));
-    const auto o = static_cast<std::size_t>(index.offset(k));
-    eb.lower[c] = cfg.contrast.min;
-    eb.upper[c] = cfg.contrast.max;
-    eb.lower[o] = cfg.offset.min;
-    eb.upper[o] = cfg.offset.max;
-    expanded0[c] = estimates[static_cast<std::size_t>(k)].contrast;
-    expanded0[o] = estimates[static_cast<std::size_t>(k)].offset;
-  }
-  for (int p = 0; p < index.n_phys; ++p) {
-    const auto e = static_cast<std::size_t>(index.phys(p));
-    eb.lower[e] = cfg.parameters.at(static_cast<std::size_t>(p)).min;
-    eb.upper[e] = cfg.parameters.at(static_cast<std::size_t>(p)).max;
-    expanded0[e] = cfg.parameters.at(static_cast<std::size_t>(p)).initial;
-  }
+  const ExpandedStart start = ExpandedStartFromConfig(cfg, mode, estimates);
+  std::vector<double> expanded0 = start.values;
+  const model::Bounds& eb = start.bounds;
   if (options.warm_start != nullptr && !options.warm_start->expanded.empty()) {
     expanded0 = options.warm_start->expanded;
   }

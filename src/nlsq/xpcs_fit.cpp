@@ -133,40 +133,9 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
               s.layout->num_optimised());
 
   s.index = model::ExpandedIndex(s.mode, n_phi);
-  const model::ExpandedIndex& index = s.index;
-  std::vector<double> expanded(static_cast<std::size_t>(index.size()));
-  model::Bounds expanded_bounds;
-  expanded_bounds.lower.resize(expanded.size());
-  expanded_bounds.upper.resize(expanded.size());
-  for (int k = 0; k < n_phi; ++k) {
-    const auto ck = static_cast<std::size_t>(index.contrast(k));
-    const auto ok = static_cast<std::size_t>(index.offset(k));
-    expanded[ck] = estimates[static_cast<std::size_t>(k)].contrast;
-    expanded[ok] = estimates[static_cast<std::size_t>(k)].offset;
-    if (cfg.initial_parameters.contrast &&
-        cfg.initial_parameters.contrast->size() == s.phi.size()) {
-      expanded[ck] = (*cfg.initial_parameters.contrast)[static_cast<std::size_t>(k)];
-    }
-    if (cfg.initial_parameters.offset && cfg.initial_parameters.offset->size() == s.phi.size()) {
-      expanded[ok] = (*cfg.initial_parameters.offset)[static_cast<std::size_t>(k)];
-    }
-    expanded_bounds.lower[ck] = cfg.contrast.min;
-    expanded_bounds.upper[ck] = cfg.contrast.max;
-    expanded_bounds.lower[ok] = cfg.offset.min;
-    expanded_bounds.upper[ok] = cfg.offset.max;
-  }
-  const auto& names = model::PhysicalParameterNames(s.mode);
-  for (int p = 0; p < index.n_phys; ++p) {
-    const auto e = static_cast<std::size_t>(index.phys(p));
-    const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
-    expanded[e] = ep.initial;
-    if (auto it = options.initial.find(names[static_cast<std::size_t>(p)]);
-        it != options.initial.end()) {
-      expanded[e] = it->second;
-    }
-    expanded_bounds.lower[e] = ep.min;
-    expanded_bounds.upper[e] = ep.max;
-  }
+  const ExpandedStart start = ExpandedStartFromConfig(cfg, s.mode, estimates, options.initial);
+  const std::vector<double>& expanded = start.values;
+  const model::Bounds& expanded_bounds = start.bounds;
   s.bounds = s.layout->OptimiserBounds(expanded_bounds);
   s.x0 = options.start.empty() ? s.layout->FromExpanded(expanded) : options.start;
 
@@ -189,10 +158,10 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
 
   s.n_t = static_cast<std::int64_t>(t_fit.size());
   s.n_data = static_cast<std::int64_t>(n_phi) * s.n_t * s.n_t;  // homodyne's DOF convention
-  s.p_eff = s.resolved == model::ScalingLayout::kAveraged ? index.size()
+  s.p_eff = s.resolved == model::ScalingLayout::kAveraged ? s.index.size()
             : (s.resolved == model::ScalingLayout::kFixedConstant ||
                s.resolved == model::ScalingLayout::kConstantAveraged)
-                ? index.n_phys
+                ? s.index.n_phys
                 : s.layout->num_optimised();
 }
 

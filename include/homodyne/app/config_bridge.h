@@ -2,12 +2,16 @@
 // modules (io, model), kept in one place so that no module parses another's types.
 #pragma once
 
+#include <map>
 #include <string>
+#include <vector>
 
 #include "homodyne/config/config.h"
 #include "homodyne/io/load_options.h"
 #include "homodyne/model/analysis_mode.h"
 #include "homodyne/model/geometry.h"
+#include "homodyne/model/parameter_layout.h"
+#include "homodyne/model/scaling_estimator.h"
 
 namespace homodyne {
 
@@ -17,6 +21,19 @@ model::AnalysisMode ToModelMode(config::AnalysisMode mode);
 // experimental_data.data_folder_path/data_file_name when not empty.
 io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
                                       const std::string& data_file_override = {});
+
+// Starting point and bounds in the expanded per-angle space [contrast_k…, offset_k…,
+// physics]: per-angle values from `estimates`, replaced by
+// initial_parameters.per_angle_scaling lists of the right length; physics from the
+// config's effective initial values, replaced by `overrides` (--initial-*); bounds from
+// the effective parameter_space.
+struct ExpandedStart {
+  std::vector<double> values;
+  model::Bounds bounds;
+};
+ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
+                                      const std::vector<model::ScalingEstimate>& estimates,
+                                      const std::map<std::string, double>& overrides = {});
 
 // q (from the data, the first kept bin), L and dt of the model prefactors.
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q);
