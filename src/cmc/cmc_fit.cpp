@@ -232,7 +232,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       const ShardPosterior post(std::move(setup), layout);
       const std::vector<double> q0 = post.ToUnconstrained(theta0, noise);
       double accept = 0, sigma_sum = 0;
-      std::int64_t divergent = 0, draws = 0;
+      std::int64_t divergent = 0, saturated = 0, draws = 0;
       std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
       for (int c = 0; c < n_chains; ++c) {
         nuts::NutsChain chain(post, no, q0, static_cast<std::uint64_t>(s),
@@ -249,6 +249,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
         for (const auto& st : run.stats) {
           accept += st.accept_stat;
           divergent += st.divergent ? 1 : 0;
+          saturated += st.tree_depth >= no.max_tree_depth ? 1 : 0;
           ++draws;
         }
       }
@@ -263,17 +264,30 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
       r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
       r.diag.noise_sigma_mean = sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
+      r.diag.treedepth_saturation_rate =
+          draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
       local.push_back(std::move(r));
+      // Progress (rank 0's own shards stand for the others: same size, same settings).
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      const int mine = static_cast<int>(local.size());
+      const int my_total = (k_shards - world.rank() + world.size() - 1) / world.size();
+      logger.Info("CMC: shard {} done ({}/{} on rank 0, {} in all), {:.0f} draws/s, ETA {:.0f} s",
+                  s, mine, my_total, k_shards,
+                  static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
+                  elapsed / mine * (my_total - mine));
     }
   });
 
-  // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, n, draws...].
+  // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, saturation,
+  // n, draws...].
   std::vector<double> packed;
   for (const auto& r : local) {
-    packed.insert(packed.end(),
-                  {static_cast<double>(r.shard), static_cast<double>(r.diag.points),
-                   r.diag.max_rhat, r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate,
-                   r.diag.noise_sigma_mean, static_cast<double>(r.draws.size())});
+    packed.insert(
+        packed.end(),
+        {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
+         r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
+         r.diag.treedepth_saturation_rate, static_cast<double>(r.draws.size())});
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
   const int count = static_cast<int>(packed.size());
@@ -314,13 +328,22 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       d.divergence_rate = all[pos + 4];
       d.acceptance_rate = all[pos + 5];
       d.noise_sigma_mean = all[pos + 6];
-      const auto n = static_cast<std::size_t>(all[pos + 7]);
+      d.treedepth_saturation_rate = all[pos + 7];
+      const auto n = static_cast<std::size_t>(all[pos + 8]);
       shard_draws[s].dims = n_theta;
-      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 8),
-                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 8 + n));
-      pos += 8 + n;
+      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 9),
+                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 9 + n));
+      pos += 9 + n;
     }
     std::erase_if(shard_draws, [](const ShardDraws& d) { return d.draws.empty(); });
+    for (const auto& sd : shard_draws) {  // each shard's draws in the constrained space
+      std::vector<double> x(sd.draws.size());
+      for (std::size_t e = 0; e < x.size(); ++e) {
+        const auto i = e % static_cast<std::size_t>(n_theta);
+        x[e] = BoundedTransform(bounds.lower[i], bounds.upper[i]).ToConstrained(sd.draws[e]);
+      }
+      result.shard_draws.push_back(std::move(x));
+    }
     const ConsensusResult combined = CombineConsensus(shard_draws);
     std::vector<BoundedTransform> transforms;
     for (int i = 0; i < n_theta; ++i) {
@@ -447,8 +470,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"min_ess", d.min_ess},
                       {"divergence_rate", d.divergence_rate},
                       {"acceptance_rate", d.acceptance_rate},
-                      {"sigma_mean", d.noise_sigma_mean}});
+                      {"sigma_mean", d.noise_sigma_mean},
+                      {"treedepth_saturation_rate", d.treedepth_saturation_rate}});
   }
+  WriteFileAtomically(dir / "shard_diagnostics.json", shards.dump(2) + "\n");
   WriteFileAtomically(
       dir / "diagnostics.json",
       json{{"convergence", {{"all_chains_converged", r.all_converged}, {"r_hat_threshold", 1.1}}},
@@ -463,12 +488,19 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   std::string names;
   for (const auto& n : r.names) names += (names.empty() ? "" : ",") + n;
   attrs.strings.emplace_back("param_names", names);
-  io::WriteArraysFile((dir / "samples.h5").string(),
-                      {{"/samples",
-                        {n_draws, static_cast<std::uint64_t>(r.names.size())},
-                        r.draws,
-                        "combined consensus draws (draws x params, constrained space)"}},
-                      attrs);
+  std::vector<io::NamedArray> arrays = {
+      {"/samples",
+       {n_draws, static_cast<std::uint64_t>(r.names.size())},
+       r.draws,
+       "combined consensus draws (draws x params, constrained space)"}};
+  for (std::size_t s = 0; s < r.shard_draws.size(); ++s) {
+    arrays.push_back(
+        {fmt::format("/shards/shard_{:05d}", s),
+         {r.shard_draws[s].size() / r.names.size(), static_cast<std::uint64_t>(r.names.size())},
+         r.shard_draws[s],
+         "this shard's draws, chains one after the other (constrained space)"});
+  }
+  io::WriteArraysFile((dir / "samples.h5").string(), arrays, attrs);
 }
 
 }  // namespace homodyne::cmc

@@ -47,6 +47,7 @@ struct ShardDiagnostics {
   double divergence_rate = 0.0;
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
+  double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
 };
 
 struct CmcRunResult {
@@ -56,9 +57,10 @@ struct CmcRunResult {
   int num_chains = 0;
   int num_warmup = 0;
   int num_samples = 0;
-  std::vector<std::string> names;            // sampled parameters (optimiser space)
-  std::vector<double> draws;                 // combined, draws × names (constrained)
-  std::vector<ParameterSummary> parameters;  // physical + per-angle contrast/offset means
+  std::vector<std::string> names;                // sampled parameters (optimiser space)
+  std::vector<double> draws;                     // combined, draws × names (constrained)
+  std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)
+  std::vector<ParameterSummary> parameters;      // physical + per-angle contrast/offset means
   std::vector<ShardDiagnostics> shards;
   double max_rhat = 0.0;
   double min_ess = 0.0;
