@@ -12,10 +12,12 @@
 #include <vector>
 
 #include "homodyne/app/autotune.h"
+#include "homodyne/app/config_bridge.h"
 #include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/run_app.h"
 #include "homodyne/app/run_report.h"
+#include "homodyne/app/warm_start.h"
 #include "homodyne/atomic_file.h"
 #include "homodyne/cmc/cmc_fit.h"
 #include "homodyne/config/config_reader.h"
@@ -54,6 +56,7 @@ struct HomodyneCliOptions {
   int cmc_num_shards = -1;
   bool no_nlsq_warmstart = false;
   bool dense_mass_matrix = false;
+  std::string nlsq_result;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -101,6 +104,8 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards");
   app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
+  app.add_option("--nlsq-result", opts.nlsq_result,
+                 "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -239,7 +244,20 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   nlsq::NlsqRunResult result;
   nlsq::MultiStartSummary multistart;
   const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
-  if (use_multistart) {
+  // --method cmc may skip the NLSQ run: no warm start, or one loaded from a file.
+  const bool skip_nlsq =
+      opts.method == "cmc" && (opts.no_nlsq_warmstart || !opts.nlsq_result.empty());
+  if (!opts.nlsq_result.empty()) {
+    RunCollectively(env.world(), [&] {
+      if (opts.method != "cmc") {
+        ThrowBadInput("--nlsq-result is a warm start for --method cmc", {}, "--nlsq-result");
+      }
+      result = LoadNlsqWarmStart(opts.nlsq_result, ToModelMode(cfg.analysis_mode));
+    });
+  }
+  if (skip_nlsq) {
+    // Nothing to run.
+  } else if (use_multistart) {
     const auto ms = RunCollectively(env.world(), [&] {
       return nlsq::MultiStartOptions::FromConfig(cfg.optimization.nlsq.multi_start);
     });
@@ -248,14 +266,15 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
   }
   // Rank 0 holds the complete result; every rank returns its verdict.
-  int usable = env.rank() == 0 && result.summary.IsUsable() ? 1 : 0;
+  int usable = env.rank() == 0 && (skip_nlsq || result.summary.IsUsable()) ? 1 : 0;
   MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
   const bool write_nlsq = opts.method != "cmc";
 
   std::optional<cmc::CmcRunResult> cmc_result;
   if (opts.method != "nlsq") {
     // The warm start on every rank (multistart leaves it complete on rank 0 only).
-    for (auto* v : {&result.expanded, &result.expanded_uncertainty}) {
+    for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
+                    &result.report.physical_uncertainties}) {
       int n = static_cast<int>(v->size());
       MPI_Bcast(&n, 1, MPI_INT, 0, env.world().get());
       v->resize(static_cast<std::size_t>(n));
@@ -296,19 +315,21 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   report.command_line = opts.command_line;
   report.method = opts.method;
   report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
-  report.status = result.report.convergence_status;
-  report.message = result.summary.message;
+  report.status = skip_nlsq
+                      ? (cmc_result && cmc_result->all_converged ? "converged" : "not_converged")
+                      : result.report.convergence_status;
+  report.message = skip_nlsq ? "CMC without an NLSQ run" : result.summary.message;
   report.config = &cfg;
-  report.nlsq = &result;
+  report.nlsq = skip_nlsq ? nullptr : &result;
   report.phases = phases;
   report.placement = placement;
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
-    std::string text = FormatNlsqSummary(result);
+    std::string text = skip_nlsq ? std::string() : FormatNlsqSummary(result);
     if (cmc_result) text += FormatCmcSummary(*cmc_result);
     try {
       const synth::SynthTruth truth = synth::ReadSyntheticTruth(data_file);
-      text += FormatTruthComparison(result, truth);
+      if (!skip_nlsq) text += FormatTruthComparison(result, truth);
       if (cmc_result) text += FormatCmcTruthComparison(*cmc_result, truth);
     } catch (const Error&) {
       // Not a synthetic file: no truth to compare with.

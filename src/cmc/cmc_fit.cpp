@@ -126,8 +126,24 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const ExpandedStart start = ExpandedStartFromConfig(cfg, mode, estimates);
   std::vector<double> expanded0 = start.values;
   const model::Bounds& eb = start.bounds;
-  if (options.warm_start != nullptr && !options.warm_start->expanded.empty()) {
-    expanded0 = options.warm_start->expanded;
+  // Warm start: the whole expanded vector when it matches these data, else its physics.
+  const nlsq::NlsqRunResult* warm = options.warm_start;
+  const bool warm_physics =
+      warm != nullptr && static_cast<int>(warm->report.physical_values.size()) == index.n_phys;
+  if (warm != nullptr && static_cast<int>(warm->expanded.size()) == index.size()) {
+    expanded0 = warm->expanded;
+  } else if (warm_physics) {
+    for (int p = 0; p < index.n_phys; ++p) {
+      expanded0[static_cast<std::size_t>(index.phys(p))] =
+          warm->report.physical_values[static_cast<std::size_t>(p)];
+    }
+  } else if (warm != nullptr) {
+    RunCollectively(world, [&] {
+      ThrowBadInput(
+          fmt::format("the NLSQ warm start has {} physical parameters, {} mode needs {}",
+                      warm->report.physical_values.size(), model::ToString(mode), index.n_phys),
+          {}, "--nlsq-result");
+    });
   }
   const model::Bounds bounds = layout.OptimiserBounds(eb);
   const int n_theta = layout.num_optimised();
@@ -177,22 +193,20 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const auto& names = layout.names();
   std::vector<Prior> priors;
   const double width_factor = cfg.optimization.cmc.validation.nlsq_prior_width_factor;
-  const bool informed = options.warm_start != nullptr && !options.warm_start->expanded.empty() &&
-                        cfg.optimization.cmc.validation.use_nlsq_informed_priors;
+  const bool informed = warm_physics && cfg.optimization.cmc.validation.use_nlsq_informed_priors;
   for (int i = 0; i < n_theta; ++i) {
     const auto k = static_cast<std::size_t>(i);
     const std::string base = config::BaseParameterName(names[k]);
     const double lo = bounds.lower[k], hi = bounds.upper[k];
     const bool physical = i >= n_theta - index.n_phys;
     if (informed && physical) {
-      const int p = i - (n_theta - index.n_phys);
-      const auto e = static_cast<std::size_t>(index.phys(p));
-      const double s = options.warm_start->expanded_uncertainty[e];
+      const auto p = static_cast<std::size_t>(i - (n_theta - index.n_phys));
+      const double s = warm->report.physical_uncertainties[p];
       const double scale =
           std::clamp(std::isfinite(s) && s > 0 ? width_factor * s : 0.1 * (hi - lo),
                      0.01 * (hi - lo), 0.5 * (hi - lo));
       priors.push_back(
-          {PriorType::kTruncatedNormal, options.warm_start->expanded[e], scale, lo, hi});
+          {PriorType::kTruncatedNormal, warm->report.physical_values[p], scale, lo, hi});
     } else {
       Prior pr = ConfigPrior(cfg, base, lo, hi);
       pr.temper = temper;

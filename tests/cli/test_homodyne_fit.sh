@@ -84,6 +84,17 @@ h5ls -r "$tmp/outc/cmc/samples.h5" | grep -q 'shards/shard_00001' || { echo "FAI
 grep -q 'treedepth_saturation_rate' "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard diagnostics"; exit 1; }
 grep -q 'CMC: shard 0 done' <<<"$out" || { echo "FAIL: no CMC progress line"; exit 1; }
 
+# --method cmc with the warm start read back from the previous run's NLSQ files.
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outw" \
+      --method cmc --nlsq-result "$tmp/outc" --n-warmup 80 --n-samples 80 --n-chains 2 \
+      --cmc-num-shards 2 2>&1); code=$?
+[ $code -eq 0 ] || { echo "FAIL: --nlsq-result run exit $code"; echo "$out" | tail -5; exit 1; }
+grep -q 'NLSQ OPTIMIZATION COMPLETE' <<<"$out" && { echo "FAIL: NLSQ ran despite --nlsq-result"; exit 1; }
+[ -s "$tmp/outw/cmc/parameters.json" ] && [ ! -e "$tmp/outw/nlsq" ] || { echo "FAIL: cmc-only outputs"; exit 1; }
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outx" \
+      --method cmc --nlsq-result "$tmp/nowhere" 2>&1); code=$?
+[ $code -eq 2 ] && grep -q 'nowhere' <<<"$out" || { echo "FAIL: missing --nlsq-result gave $code"; exit 1; }
+
 # Bad input: exit 2, the file/key named, nothing written.
 printf 'analysis_mode: laminar_flow\nanalyzer_parameters:\n  dtt: 0.1\n' > "$tmp/bad.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/bad.yaml" --output-dir "$tmp/out3" 2>&1); code=$?
