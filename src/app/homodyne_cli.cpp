@@ -323,6 +323,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   report.nlsq = skip_nlsq ? nullptr : &result;
   report.phases = phases;
   report.placement = placement;
+  report.placements = all_placements;
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
     std::string text = skip_nlsq ? std::string() : FormatNlsqSummary(result);

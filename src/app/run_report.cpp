@@ -16,32 +16,6 @@
 namespace homodyne {
 namespace {
 
-// Every rank's string on rank 0 (empty vector elsewhere).
-std::vector<std::string> GatherStrings(const Comm& comm, const std::string& mine) {
-  const int len = static_cast<int>(mine.size());
-  std::vector<int> lens(static_cast<std::size_t>(comm.size()));
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm.get());
-  std::vector<int> displs;
-  int total = 0;
-  if (comm.is_root()) {
-    for (int l : lens) {
-      displs.push_back(total);
-      total += l;
-    }
-  }
-  std::string all(static_cast<std::size_t>(total), '\0');
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-              comm.get());
-  std::vector<std::string> out;
-  if (comm.is_root()) {
-    for (std::size_t r = 0; r < lens.size(); ++r) {
-      out.push_back(
-          all.substr(static_cast<std::size_t>(displs[r]), static_cast<std::size_t>(lens[r])));
-    }
-  }
-  return out;
-}
-
 std::uint64_t HashDoubles(const std::vector<double>& v) {
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the bits
   for (double d : v) {
@@ -67,21 +41,6 @@ void EmitNumberOrNull(YAML::Emitter& y, double v) {
 
 std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
                            const RunReportInput& in) {
-  // Placement of every rank.
-  char host[MPI_MAX_PROCESSOR_NAME] = {};
-  int host_len = 0;
-  MPI_Get_processor_name(host, &host_len);
-  std::vector<int> pus;
-  std::vector<int> numas;
-  for (const auto& s : in.placement.slots) {
-    pus.push_back(s.pu_os);
-    numas.push_back(s.numa_node);
-  }
-  const std::string mine =
-      fmt::format("{}|{}|{}|{}", std::string(host, static_cast<std::size_t>(host_len)),
-                  in.placement.cpuset, fmt::join(numas, ","), fmt::join(pus, ","));
-  const std::vector<std::string> places = GatherStrings(world, mine);
-
   // Phase times: rank 0's phase names, every rank's values, min/max/sum.
   std::string names_joined;
   if (world.is_root()) {
@@ -132,13 +91,17 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   y << YAML::Key << "ranks" << YAML::Value << world.size();
   y << YAML::Key << "threads_per_rank" << YAML::Value << in.placement.slots.size();
   y << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
-  for (std::size_t r = 0; r < places.size(); ++r) {
-    const auto& p = places[r];
-    const auto a = p.find('|'), b = p.find('|', a + 1), c = p.find('|', b + 1);
-    y << YAML::Flow << YAML::BeginMap << YAML::Key << "rank" << YAML::Value << r << YAML::Key
-      << "host" << YAML::Value << p.substr(0, a) << YAML::Key << "cpuset" << YAML::Value
-      << p.substr(a + 1, b - a - 1) << YAML::Key << "numa_nodes" << YAML::Value
-      << p.substr(b + 1, c - b - 1) << YAML::Key << "pus" << YAML::Value << p.substr(c + 1)
+  for (const RankPlacement& p : in.placements) {
+    std::vector<int> pus;
+    std::vector<int> numas;
+    for (const auto& slot : p.plan.slots) {
+      pus.push_back(slot.pu_os);
+      numas.push_back(slot.numa_node);
+    }
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "rank" << YAML::Value << p.rank << YAML::Key
+      << "host" << YAML::Value << p.host << YAML::Key << "cpuset" << YAML::Value << p.plan.cpuset
+      << YAML::Key << "numa_nodes" << YAML::Value << fmt::format("{}", fmt::join(numas, ","))
+      << YAML::Key << "pus" << YAML::Value << fmt::format("{}", fmt::join(pus, ","))
       << YAML::EndMap;
   }
   y << YAML::EndSeq << YAML::EndMap;

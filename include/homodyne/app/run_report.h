@@ -13,6 +13,7 @@
 #include "homodyne/parallel/comm.h"
 #include "homodyne/phase_timer.h"
 #include "homodyne/placement.h"
+#include "homodyne/placement_report.h"
 
 namespace homodyne {
 
@@ -26,9 +27,10 @@ struct RunReportInput {
   const nlsq::NlsqRunResult* nlsq = nullptr;  // complete on rank 0
   PhaseTimes phases;                          // this rank
   PlacementPlan placement;                    // this rank
+  std::vector<RankPlacement> placements;      // every rank (GatherPlacements)
 };
 
-// Collective over `world` (gathers placement and phase times); rank 0 writes the file
+// Collective over `world` (reduces the phase times); rank 0 writes the file
 // atomically and returns its text (other ranks return "").
 std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
                            const RunReportInput& input);
