@@ -128,15 +128,22 @@ homodyne::model::KernelOptions Options(const benchmark::State& state) {
           .exact_transcendentals = state.range(1) != 0};
 }
 
-void BM_KernelChi2(benchmark::State& state) {
+// One kernel pass timed over the benchmark loop, with its rate and roofline counters.
+template <typename Pass>
+void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
   const Setup& s = TheSetup();
   ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
   TheCeilings();  // measured once, outside the timed loop
-  for (auto _ : state) benchmark::DoNotOptimize(kernel.Chi2(s.params));
+  for (auto _ : state) benchmark::DoNotOptimize(pass(kernel, s.params));
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
-  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), kChi2FlopsPerPoint);
+  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
+}
+
+void BM_KernelChi2(benchmark::State& state) {
+  TimePass(state, kChi2FlopsPerPoint,
+           [](const ModelKernel& k, const auto& params) { return k.Chi2(params); });
 }
 BENCHMARK(BM_KernelChi2)
     ->ArgNames({"threads", "exact"})
@@ -147,14 +154,8 @@ BENCHMARK(BM_KernelChi2)
     ->UseRealTime();
 
 void BM_KernelNormalEquations(benchmark::State& state) {
-  const Setup& s = TheSetup();
-  ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, Options(state));
-  TheCeilings();
-  for (auto _ : state) benchmark::DoNotOptimize(kernel.Accumulate(s.params).chi2);
-  state.counters["points_per_s"] = benchmark::Counter(
-      s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
-  state.counters["threads"] = static_cast<double>(state.range(0));
-  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), kNormalFlopsPerPoint);
+  TimePass(state, kNormalFlopsPerPoint,
+           [](const ModelKernel& k, const auto& params) { return k.Accumulate(params).chi2; });
 }
 BENCHMARK(BM_KernelNormalEquations)
     ->ArgNames({"threads", "exact"})
