@@ -42,7 +42,7 @@ class Progress {
  private:
   void Show(std::string_view text, bool final_line);
 
-  const Logger& logger_;
+  Logger logger_;  // a copy: callers may pass a temporary (Logger::Silent())
   std::string phase_;
   ProgressOptions options_;
   bool active_ = false;
