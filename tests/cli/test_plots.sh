@@ -119,6 +119,12 @@ grep -q 'result: plotted' "$tmp/po/run_report.yaml" || fail "plot-only report st
   --plot-format pdf -q || fail "pdf run"
 head -c 5 "$tmp/pdf/plots/simulated_data_diagonal.pdf" | grep -q '%PDF-' || fail "not a PDF"
 
+# homodyne-plot's own bad input: exit 2 with a message.
+"$bindir/homodyne-plot" "$tmp/nowhere" 2>/dev/null; [ $? -eq 2 ] || fail "missing dir not exit 2"
+mkdir -p "$tmp/empty"
+msg=$("$bindir/homodyne-plot" "$tmp/empty" 2>&1); [ $? -eq 2 ] || fail "empty dir not exit 2"
+grep -q 'nothing to plot' <<<"$msg" || fail "empty dir message: $msg"
+
 # 3. No homodyne-plot: a warning that says what to do, the fit still succeeds.
 out=$(HOMODYNE_PLOT=/nonexistent/homodyne-plot "$bindir/homodyne" --config "$tmp/cfg.yaml" \
       --output-dir "$tmp/np" --save-plots 2>&1); code=$?
