@@ -252,6 +252,9 @@ int RunPlotsOnly(Environment& env, const HomodyneCliOptions& opts, const PlotReq
     if (env.rank() == 0) report.plots = DrawPlots(out, plots, env.logger());
     WaitWithoutSpinning(env.world());
   }
+  if (env.rank() == 0 && plots.experimental) {
+    report.data = SummariseData(*state.config, data_file, nullptr);
+  }
   report.status = "plotted";
   report.message = "plots only (no fit)";
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), out, report); });
