@@ -290,11 +290,12 @@ MemoryPlan PlanMemory(FitStrategy requested, const MemoryBudget& budget, const F
                               ? std::string("--strategy streaming")
                               : fmt::format("in-core estimate {} > budget {}", FormatBytes(need),
                                             FormatBytes(budget.bytes));
-  plan.reason = fmt::format("streaming ({}): window of {} points, estimate {}{}", why,
-                            plan.window_points, FormatBytes(plan.streaming.total()),
-                            plan.streaming.total() > budget.bytes
-                                ? " (one partition block already exceeds the budget)"
-                                : "");
+  plan.reason = fmt::format(
+      "streaming ({}): window of {} points, estimate {}{}", why, plan.window_points,
+      FormatBytes(plan.streaming.total()),
+      plan.streaming.total() > budget.bytes
+          ? " (over budget: the smallest streaming window, one partition block, does not fit)"
+          : "");
   return plan;
 }
 
