@@ -39,6 +39,11 @@ MemoryPlan PlanFitMemory(const Comm& comm, const config::Config& cfg,
   const MemoryBudget budget = ResolveBudget(bo, QueryNodeMemory(comm));
   const FitShape shape = ShapeOf(cfg, options, layout, comm.rank());
   MemoryPlan plan = PlanMemory(options.strategy, budget, shape);
+  if (plan.strategy == FitStrategy::kStreaming && options.window_points > 0) {
+    plan.window_points = std::max(options.window_points, shape.max_block_points);
+    plan.streaming = EstimateStreaming(shape, plan.window_points);
+    plan.reason += fmt::format(" (window set to {} points)", plan.window_points);
+  }
   int stream = plan.strategy == FitStrategy::kStreaming ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &stream, 1, MPI_INT, MPI_MAX, comm.get());
   if (stream == 1 && plan.strategy != FitStrategy::kStreaming) {
@@ -46,6 +51,10 @@ MemoryPlan PlanFitMemory(const Comm& comm, const config::Config& cfg,
     // if they fit.
     plan = PlanMemory(FitStrategy::kStreaming, budget, shape);
     plan.reason += " (another rank needs streaming)";
+    if (options.window_points > 0) {
+      plan.window_points = std::max(options.window_points, shape.max_block_points);
+      plan.streaming = EstimateStreaming(shape, plan.window_points);
+    }
   }
   return plan;
 }

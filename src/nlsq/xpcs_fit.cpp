@@ -100,9 +100,10 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   {
     PhaseTimes::Scope t(s.phases, "load");
-    FitData data =
-        LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
-                    {options.strategy, options.memory_limit_bytes, options.threads}, logger);
+    FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
+                               {options.strategy, options.memory_limit_bytes, options.threads,
+                                options.stream_window_points},
+                               logger);
     s.local = std::move(data.local);
     s.memory = data.plan;
     s.stream = std::move(data.stream);

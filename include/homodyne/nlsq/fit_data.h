@@ -19,6 +19,8 @@ struct FitMemoryOptions {
   FitStrategy strategy = FitStrategy::kAuto;  // --strategy
   std::uint64_t limit_bytes = 0;              // --memory-limit (per rank), 0: from config
   int threads = 1;                            // compute threads per rank
+  std::int64_t window_points = 0;             // > 0: streaming window size instead of the
+                                              // budget's (tests, benchmarks)
 };
 
 // Collective. The plan of this rank for the data layout `layout` (LoadDistributedLayout).

@@ -33,6 +33,7 @@ struct NlsqRunOptions {
   // Memory budget and data path (memory_plan.h): --strategy, --memory-limit (per rank).
   FitStrategy strategy = FitStrategy::kAuto;
   std::uint64_t memory_limit_bytes = 0;
+  std::int64_t stream_window_points = 0;  // > 0: streaming windows of this size (tests)
 };
 
 struct NlsqRunResult {
