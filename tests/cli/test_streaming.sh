@@ -80,4 +80,20 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "
 [ $code -eq 2 ] || fail "dry run with a missing file: exit code $code"
 grep -q 'missing.h5' <<<"$out" || fail "missing file not named: $out"
 [ -e "$tmp/bad" ] && fail "a failed run created the output directory"
+# A non-finite value among the fitted points: the streaming fit finds it on its first pass
+# and exits 2 with the in-core loader's message.
+cp "$tmp/data.h5" "$tmp/nan.h5"
+/usr/bin/python3 - "$tmp/nan.h5" <<'PY' || fail "could not write the NaN"
+import sys, h5py, numpy as np
+with h5py.File(sys.argv[1], "r+") as f:
+    d = f["/exchange/C2T_all/c2_00002"]
+    d[40, 60] = np.nan
+PY
+for strategy in in-core streaming; do
+  out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/bad" \
+        --data-file "$tmp/nan.h5" --strategy $strategy --memory-limit 1M 2>&1); code=$?
+  [ $code -eq 2 ] || fail "NaN data, $strategy: exit code $code"
+  grep -q 'NaN/Inf in bin .*1 non-finite values' <<<"$out" || fail "NaN data, $strategy: $out"
+done
+[ -e "$tmp/bad" ] && fail "a failed run created the output directory"
 echo "PASS"
