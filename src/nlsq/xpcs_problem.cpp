@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "homodyne/error.h"
+#include "homodyne/fault_injection.h"
 #include "homodyne/model/kernel.h"
 #include "homodyne/nlsq/block_stream.h"
 #include "homodyne/parallel/collective.h"
@@ -26,12 +27,14 @@ struct XpcsProblem::Impl {
   std::vector<double> partials;  // local_blocks × compact partial size
 
   // Streaming: every window's block partials into `partials`.
-  void StreamPartials(std::span<const double> expanded, bool with_derivatives, std::size_t width);
+  void StreamPartials(std::span<const double> expanded, bool with_derivatives, std::size_t width,
+                      int rank);
 };
 
 void XpcsProblem::Impl::StreamPartials(std::span<const double> expanded, bool with_derivatives,
-                                       std::size_t width) {
+                                       std::size_t width, int rank) {
   for (int w = 0; w < stream->num_windows(); ++w) {
+    MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
     const StreamWindow& win = stream->Load(w);
     model::KernelOptions ko = window_options;
     std::vector<model::RowTile> tiles;
@@ -108,7 +111,8 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   // Per-block sums on this rank's threads (fixed order inside each block) ...
   if (impl_->stream != nullptr) {
     // Reads can fail on some ranks only: agree before the collective sum.
-    RunCollectively(comm_, [&] { impl_->StreamPartials(expanded, with_derivatives, width); });
+    RunCollectively(
+        comm_, [&] { impl_->StreamPartials(expanded, with_derivatives, width, comm_.rank()); });
   } else {
     kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
   }

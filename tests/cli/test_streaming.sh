@@ -96,4 +96,13 @@ for strategy in in-core streaming; do
   grep -q 'NaN/Inf in bin .*1 non-finite values' <<<"$out" || fail "NaN data, $strategy: $out"
 done
 [ -e "$tmp/bad" ] && fail "a failed run created the output directory"
+
+# A window read failing on rank 1 in the middle of a pass: both ranks stop promptly with
+# the agreed error (exit 1), printed once; nothing hangs in the pass's collective sum.
+out=$(HOMODYNE_FAIL_AT=stream@1 timeout 60 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" \
+      --output-dir "$tmp/bad" --strategy streaming --memory-limit 1M 2>&1); code=$?
+[ $code -ne 124 ] || fail "streaming failure on one rank hung"
+[ $code -eq 1 ] || fail "injected stream failure: exit code $code: $out"
+[ "$(grep -c "injected failure at stage 'stream'" <<<"$out")" -eq 1 ] || fail "message not once: $out"
+grep -q "(rank 1)" <<<"$out" || fail "failing rank not named: $out"
 echo "PASS"
