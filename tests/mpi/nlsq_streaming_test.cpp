@@ -9,7 +9,9 @@
 #include <filesystem>
 #include <random>
 
+#include "homodyne/app/config_bridge.h"
 #include "homodyne/config/config_reader.h"
+#include "homodyne/nlsq/block_stream.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/parallel/order_statistics.h"
@@ -142,6 +144,66 @@ TEST(NlsqStreaming, AutoChoosesInCoreWhenTheBudgetAllows) {
   EXPECT_GE(r.memory.in_core.data,
             8u * static_cast<std::uint64_t>(r.unique_pairs) /
                 static_cast<std::uint64_t>(testing::TestEnvironment().world().size() + 1));
+}
+
+// The streamed windows hold exactly the loader's values (frame selection, C = H + Hᵀ),
+// tile for tile, in both file layouts (aps_u compressed with LZF).
+TEST(NlsqStreaming, StreamedValuesEqualLoadedValuesWithFrameSelection) {
+  const Comm& world = testing::TestEnvironment().world();
+  for (const std::string format : {"aps_old", "aps_u"}) {
+    const std::string path = WriteData(kStatic, "values_" + format);
+    // Rewrite in the requested layout (WriteData writes aps_old).
+    RunCollectively(world, [&] {
+      if (world.rank() != 0 || format == "aps_old") return;
+      synth::SynthOptions o;
+      o.output = path;
+      o.force = true;
+      o.format = format;
+      o.lzf = true;
+      o.frames = kStatic.frames;
+      o.phi_deg = kStatic.phi;
+      o.noise = 1e-3;
+      o.seed = 11;
+      synth::WriteSyntheticDataset(MakeConfig(kStatic, kStatic.truth, path), o);
+    });
+    world.Barrier();
+    config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
+    cfg.analyzer.start_frame = 5;
+    cfg.analyzer.end_frame = 70;
+    const io::LoadOptions lo = LoadOptionsFromConfig(cfg, "");
+    const io::LocalData in = io::LoadDistributed(world, lo, Logger::Silent());
+    const io::LocalData layout = io::LoadDistributedLayout(world, lo, Logger::Silent());
+    ASSERT_EQ(layout.meta.n_frames, 66) << format;
+    EXPECT_TRUE(layout.values.empty());
+    ASSERT_EQ(layout.tiles.size(), in.tiles.size());
+    EXPECT_EQ(layout.diagonal, in.diagonal);
+    BlockStream stream(world, layout, std::max<std::int64_t>(in.local_points() / 5, 1), 100);
+    EXPECT_EQ(stream.local_points(), in.local_points());
+    std::size_t next = 0;
+    std::int64_t seen = 0;
+    for (int w = 0; w < stream.num_windows(); ++w) {
+      const StreamWindow& win = stream.Load(w);
+      std::size_t in_block = 0;
+      for (const auto& block : win.blocks) in_block += block.size();
+      ASSERT_EQ(in_block, win.tiles.size());
+      for (const io::LocalTile& t : win.tiles) {
+        const io::LocalTile& ref = in.tiles.at(next++);
+        ASSERT_EQ(t.tile, ref.tile);
+        for (std::int64_t c = 0; c < t.tile.count; ++c) {
+          const double a = win.values[t.offset + static_cast<std::size_t>(c)];
+          const double b = in.values[ref.offset + static_cast<std::size_t>(c)];
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(a), std::bit_cast<std::uint64_t>(b))
+              << format << " angle " << t.tile.angle << " row " << t.tile.row;
+        }
+        seen += t.tile.count;
+      }
+    }
+    EXPECT_EQ(next, in.tiles.size());
+    EXPECT_EQ(seen, in.local_points());
+    if (in.local_points() > 5) {
+      EXPECT_GT(stream.num_windows(), 1);
+    }
+  }
 }
 
 // RadixSelect against the bisection of order_statistics.h on weighted multisets spread
