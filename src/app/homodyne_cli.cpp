@@ -15,6 +15,7 @@
 
 #include "homodyne/app/autotune.h"
 #include "homodyne/app/config_bridge.h"
+#include "homodyne/app/dry_run.h"
 #include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
 #include "homodyne/app/plots.h"
@@ -61,6 +62,10 @@ struct HomodyneCliOptions {
   bool dense_mass_matrix = false;
   std::string nlsq_result;
   PlotRequest plots;
+  // Memory (docs/streaming.md)
+  std::string strategy = "auto";
+  std::string memory_limit;
+  bool dry_run = false;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -127,6 +132,14 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
                  "simulated-data plots: angles in degrees (default: the data's)")
       ->delimiter(',');
+  app.add_option("--strategy", opts.strategy,
+                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
+      ->capture_default_str();
+  app.add_option("--memory-limit", opts.memory_limit,
+                 "memory budget per rank, e.g. 2G or 512M (default: "
+                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
+  app.add_flag("--dry-run", opts.dry_run,
+               "print the memory estimate, budget, strategy and partition per rank, then exit");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -265,6 +278,14 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   const Logger& log = env.logger();
   PlotRequest plots = opts.plots;
   plots.simulated_options.overrides = opts.initial;
+  nlsq::FitMemoryOptions memory = RunCollectively(env.world(), [&] {
+    nlsq::FitMemoryOptions m;
+    m.strategy = nlsq::ParseFitStrategy(opts.strategy, "--strategy");
+    if (!opts.memory_limit.empty()) {
+      m.limit_bytes = nlsq::ParseMemorySize(opts.memory_limit, "--memory-limit");
+    }
+    return m;
+  });
   config::Config cfg = RunCollectively(env.world(), [&] {
     if (!opts.config_given && !std::filesystem::exists(opts.config)) {
       ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
@@ -306,8 +327,15 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   });
   if (plots.PlotOnly()) return RunPlotsOnly(env, opts, plots, data_file, state);
 
+  if (opts.dry_run) {
+    memory.threads = static_cast<int>(placement.slots.size());
+    RunDryRun(env.world(), cfg, opts.data_file, memory, log);
+    return 0;
+  }
   nlsq::NlsqRunOptions ro;
   ro.data_file = opts.data_file;
+  ro.strategy = memory.strategy;
+  ro.memory_limit_bytes = memory.limit_bytes;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
@@ -391,7 +419,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
       if (use_multistart) {
         WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
       }
-      WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+      // A streaming fit does not hold the data: fitted_data.h5 only if it fits the budget.
+      const bool streamed = result.memory.strategy == nlsq::FitStrategy::kStreaming;
+      WriteFittedData(
+          out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log,
+          streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
     }
     if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
     WritePlotInputs(out, plots, cfg, data_file, log);

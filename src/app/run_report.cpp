@@ -15,6 +15,7 @@
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/io/dataset.h"
+#include "homodyne/nlsq/memory_plan.h"
 #include "homodyne/version.h"
 
 namespace homodyne {
@@ -107,6 +108,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   int mismatch = (hash != 0 && hash != root_hash) ? 1 : 0;
   int any_mismatch = 0;
   MPI_Allreduce(&mismatch, &any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
+  // Peak resident size of every rank so far (VmHWM).
+  const auto peak = static_cast<std::uint64_t>(nlsq::PeakRss());
+  std::vector<std::uint64_t> peaks(static_cast<std::size_t>(world.size()), 0);
+  MPI_Gather(&peak, 1, MPI_UINT64_T, peaks.data(), 1, MPI_UINT64_T, 0, world.get());
   if (!world.is_root()) return {};
 
   YAML::Emitter y;
@@ -182,6 +187,21 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "dt" << YAML::Value << d.dt;
     y << YAML::Key << "fitted_points" << YAML::Value << d.fitted_points << YAML::EndMap;
   }
+
+  y << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
+  if (r != nullptr && !r->expanded.empty() && r->memory.budget.bytes > 0) {
+    const nlsq::MemoryPlan& m = r->memory;
+    y << YAML::Key << "strategy" << YAML::Value << std::string(nlsq::ToString(m.strategy));
+    y << YAML::Key << "reason" << YAML::Value << m.reason;
+    y << YAML::Key << "budget_bytes_per_rank" << YAML::Value << m.budget.bytes;
+    y << YAML::Key << "budget_source" << YAML::Value << m.budget.source;
+    y << YAML::Key << "estimate_bytes_rank0" << YAML::Value << m.chosen().total();
+    y << YAML::Key << "in_core_estimate_bytes_rank0" << YAML::Value << m.in_core.total();
+    if (m.strategy == nlsq::FitStrategy::kStreaming) {
+      y << YAML::Key << "window_points_rank0" << YAML::Value << m.window_points;
+    }
+  }
+  y << YAML::Key << "peak_rss_bytes" << YAML::Value << YAML::Flow << peaks << YAML::EndMap;
 
   y << YAML::Key << "timing_seconds" << YAML::Value << YAML::BeginMap;
   for (std::size_t i = 0; i < names.size(); ++i) {

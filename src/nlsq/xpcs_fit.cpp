@@ -12,8 +12,10 @@
 #include "homodyne/error.h"
 #include "homodyne/io/distributed_loader.h"
 #include "homodyne/nlsq/covariance.h"
+#include "homodyne/nlsq/fit_data.h"
 #include "homodyne/nlsq/fit_quality.h"
 #include "homodyne/nlsq/initial_scaling.h"
+#include "homodyne/nlsq/streaming_scaling.h"
 #include "homodyne/nlsq/xpcs_problem.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/progress.h"
@@ -71,7 +73,9 @@ struct XpcsFitSession::Impl {
   const Logger& logger;
   std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
   model::AnalysisMode mode = model::AnalysisMode::kStatic;
-  io::LocalData local;
+  io::LocalData local;                  // streaming: values empty
+  MemoryPlan memory;                    // in-core or streaming (fit_data.h)
+  std::unique_ptr<BlockStream> stream;  // streaming: the rank's blocks from the file
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
@@ -97,7 +101,13 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   {
     PhaseTimes::Scope t(s.phases, "load");
-    s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+    FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
+                               {options.strategy, options.memory_limit_bytes, options.threads,
+                                options.stream_window_points},
+                               logger);
+    s.local = std::move(data.local);
+    s.memory = data.plan;
+    s.stream = std::move(data.stream);
   }
   const io::DatasetMetadata& meta = s.local.meta;
   logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
@@ -126,7 +136,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   std::vector<model::ScalingEstimate> estimates;
   {
     PhaseTimes::Scope t(s.phases, "initial_scaling");
-    estimates = EstimateInitialScaling(comm, s.local, scaling_bounds);
+    estimates = s.stream ? EstimateInitialScalingStreaming(comm, s.local, *s.stream, scaling_bounds)
+                         : EstimateInitialScaling(comm, s.local, scaling_bounds);
   }
   s.layout = std::make_unique<model::ParameterLayout>(model::ParameterLayout::Create(
       s.resolved, s.mode, s.phi, estimates, layout_options.fourier_order));
@@ -146,7 +157,11 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.geometry = geometry;
   setup.t = t_fit;
   setup.phi_deg = s.phi;
-  setup.blocks = BlocksOf(s.local, comm.rank());
+  if (s.stream) {
+    setup.stream = s.stream.get();
+  } else {
+    setup.blocks = BlocksOf(s.local, comm.rank());
+  }
   setup.first_block = s.local.plan.first_block(comm.rank());
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
@@ -249,6 +264,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   r.data_format = std::string(io::ToString(meta.format));
   r.dt = meta.dt;
   r.phases = s.phases;
+  r.memory = s.memory;
 
   FitReport& rep = r.report;
   rep.analysis_mode = std::string(model::ToString(s.mode));
