@@ -8,6 +8,7 @@
 
 #include "homodyne/io/selection.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/progress.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
@@ -171,6 +172,8 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
     // contiguous run (its blocks are consecutive rows), even though the tiles of
     // different angles interleave block by block.
     std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
+    Progress progress(logger, "loading");
+    double bytes_read = 0.0;
     for (const LocalTile& t : local.tiles) {
       by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
     }
@@ -181,7 +184,13 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
       });
       ReadAngleTiles(file.get(), meta, meta.bins[k], tiles, 0, tiles.size(), local.values,
                      kMaxBlockValues);
+      for (const LocalTile& t : tiles) bytes_read += 8.0 * static_cast<double>(t.tile.count);
+      progress.Update(fmt::format("angle {}/{}, {:.1f} MB read on rank 0, {:.0f} MB/s", k + 1,
+                                  by_angle.size(), bytes_read / 1e6,
+                                  bytes_read / 1e6 / std::max(progress.elapsed(), 1e-9)));
     }
+    progress.Done(fmt::format("{} angle(s), {:.1f} MB read on rank 0 in {:.2f} s", by_angle.size(),
+                              bytes_read / 1e6, progress.elapsed()));
     for (const LocalTile& t : local.tiles) {
       for (std::int64_t c = 0; read_values && c < t.tile.count; ++c) {
         if (!std::isfinite(local.values[t.offset + static_cast<std::size_t>(c)])) {

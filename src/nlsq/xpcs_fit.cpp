@@ -18,6 +18,7 @@
 #include "homodyne/nlsq/streaming_scaling.h"
 #include "homodyne/nlsq/xpcs_problem.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/progress.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -206,10 +207,13 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
+  Progress progress(print_progress ? logger : Logger::Silent(), "NLSQ");
   IterationCallback callback = [&](const IterationInfo& it) {
     if (!print_progress) return;
-    logger.Info("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
-                it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    logger.Debug("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
+                 it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    progress.Update(fmt::format("iteration {}, chi2 {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
+                                it.chi2, it.chi2 / dof, progress.elapsed()));
   };
   if (print_progress) {
     logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)",
@@ -217,7 +221,12 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  SolverSummary summary =
+      SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
+                            summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
+                            progress.elapsed()));
+  return summary;
 }
 
 NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
