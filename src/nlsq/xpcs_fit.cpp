@@ -109,8 +109,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     s.stream = std::move(data.stream);
   }
   const io::DatasetMetadata& meta = s.local.meta;
-  logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
-              comm.size(),
+  logger.Info("{} {} points on {} rank(s) in {:.2f} s", s.stream ? "set up streaming of" : "loaded",
+              s.local.plan.total_points(), comm.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count());
   if (meta.n_frames < 3) {
     RunCollectively(comm, [&] {
