@@ -36,7 +36,9 @@ MemoryPlan PlanFitMemory(const Comm& comm, const config::Config& cfg,
   bo.memory_threshold_gb = cfg.optimization.nlsq.memory_threshold_gb;
   bo.limit_bytes = options.limit_bytes;
   bo.strategy = options.strategy;
-  const MemoryBudget budget = ResolveBudget(bo, QueryNodeMemory(comm));
+  NodeMemory node = QueryNodeMemory(comm);
+  if (options.ranks_on_node > 0) node.ranks_on_node = options.ranks_on_node;
+  const MemoryBudget budget = ResolveBudget(bo, node);
   const FitShape shape = ShapeOf(cfg, options, layout, comm.rank());
   MemoryPlan plan = PlanMemory(options.strategy, budget, shape);
   if (plan.strategy == FitStrategy::kStreaming && options.window_points > 0) {

@@ -102,7 +102,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     PhaseTimes::Scope t(s.phases, "load");
     FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
                                {options.strategy, options.memory_limit_bytes, options.threads,
-                                options.stream_window_points},
+                                options.ranks_on_node, options.stream_window_points},
                                logger);
     s.local = std::move(data.local);
     s.memory = data.plan;
