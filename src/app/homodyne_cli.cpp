@@ -333,6 +333,9 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   ro.data_file = opts.data_file;
   ro.strategy = memory.strategy;
   ro.memory_limit_bytes = memory.limit_bytes;
+  // The node's budget is shared by all of the job's ranks on it, also when multistart
+  // fits on rank groups.
+  ro.ranks_on_node = nlsq::QueryNodeMemory(env.world()).ranks_on_node;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
