@@ -61,11 +61,11 @@ struct HomodyneCliOptions {
   bool no_nlsq_warmstart = false;
   bool dense_mass_matrix = false;
   std::string nlsq_result;
-  PlotRequest plots;
   // Memory (docs/streaming.md)
   std::string strategy = "auto";
   std::string memory_limit;
   bool dry_run = false;
+  PlotRequest plots;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -115,6 +115,14 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
                  "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
+  app.add_option("--strategy", opts.strategy,
+                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
+      ->capture_default_str();
+  app.add_option("--memory-limit", opts.memory_limit,
+                 "memory budget per rank, e.g. 2G or 512M (default: "
+                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
+  app.add_flag("--dry-run", opts.dry_run,
+               "print the memory estimate, budget, strategy and partition per rank, then exit");
   app.add_flag("--save-plots", opts.plots.save_plots,
                "figures of the results with homodyne-plot (c2 heatmaps, CMC diagnostics)");
   app.add_flag("--plot-experimental-data", opts.plots.experimental,
@@ -132,14 +140,6 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
                  "simulated-data plots: angles in degrees (default: the data's)")
       ->delimiter(',');
-  app.add_option("--strategy", opts.strategy,
-                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
-      ->capture_default_str();
-  app.add_option("--memory-limit", opts.memory_limit,
-                 "memory budget per rank, e.g. 2G or 512M (default: "
-                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
-  app.add_flag("--dry-run", opts.dry_run,
-               "print the memory estimate, budget, strategy and partition per rank, then exit");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -276,8 +276,6 @@ int RunPlotsOnly(Environment& env, const HomodyneCliOptions& opts, const PlotReq
 
 int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
-  PlotRequest plots = opts.plots;
-  plots.simulated_options.overrides = opts.initial;
   nlsq::FitMemoryOptions memory = RunCollectively(env.world(), [&] {
     nlsq::FitMemoryOptions m;
     m.strategy = nlsq::ParseFitStrategy(opts.strategy, "--strategy");
@@ -286,6 +284,8 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     }
     return m;
   });
+  PlotRequest plots = opts.plots;
+  plots.simulated_options.overrides = opts.initial;
   config::Config cfg = RunCollectively(env.world(), [&] {
     if (!opts.config_given && !std::filesystem::exists(opts.config)) {
       ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
@@ -336,6 +336,9 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   ro.data_file = opts.data_file;
   ro.strategy = memory.strategy;
   ro.memory_limit_bytes = memory.limit_bytes;
+  // The node's budget is shared by all of the job's ranks on it, also when multistart
+  // fits on rank groups.
+  ro.ranks_on_node = nlsq::QueryNodeMemory(env.world()).ranks_on_node;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the

@@ -36,7 +36,9 @@ MemoryPlan PlanFitMemory(const Comm& comm, const config::Config& cfg,
   bo.memory_threshold_gb = cfg.optimization.nlsq.memory_threshold_gb;
   bo.limit_bytes = options.limit_bytes;
   bo.strategy = options.strategy;
-  const MemoryBudget budget = ResolveBudget(bo, QueryNodeMemory(comm));
+  NodeMemory node = QueryNodeMemory(comm);
+  if (options.ranks_on_node > 0) node.ranks_on_node = options.ranks_on_node;
+  const MemoryBudget budget = ResolveBudget(bo, node);
   const FitShape shape = ShapeOf(cfg, options, layout, comm.rank());
   MemoryPlan plan = PlanMemory(options.strategy, budget, shape);
   if (plan.strategy == FitStrategy::kStreaming && options.window_points > 0) {
@@ -104,27 +106,26 @@ std::vector<std::string> DescribeMemoryPlans(const Comm& comm, const MemoryPlan&
 FitData LoadFitData(const Comm& comm, const config::Config& cfg, const io::LoadOptions& load,
                     const FitMemoryOptions& options, const Logger& logger) {
   FitData out;
-  FitData* data = &out;
-  data->local = io::LoadDistributedLayout(comm, load, logger);
-  data->plan = PlanFitMemory(comm, cfg, options, data->local);
-  const MemoryPlan& plan = data->plan;
+  out.local = io::LoadDistributedLayout(comm, load, logger);
+  out.plan = PlanFitMemory(comm, cfg, options, out.local);
+  const MemoryPlan& plan = out.plan;
   logger.Info("memory: budget {} per rank ({}); in-core estimate {} on rank 0 -> {}",
               FormatBytes(plan.budget.bytes), plan.budget.source, FormatBytes(plan.in_core.total()),
               plan.reason);
-  for (const auto& line : DescribeMemoryPlans(comm, plan, data->local)) {
+  for (const auto& line : DescribeMemoryPlans(comm, plan, out.local)) {
     logger.Debug("memory plan {}", line);
   }
   if (plan.strategy == FitStrategy::kInCore) {
-    data->local = io::LoadDistributed(comm, load, logger);
+    out.local = io::LoadDistributed(comm, load, logger);
     return out;
   }
   FitShape shape;
-  shape.n_frames = data->local.meta.n_frames;
+  shape.n_frames = out.local.meta.n_frames;
   const std::int64_t read_values = StreamingReadValues(shape, plan.window_points);
-  data->stream = RunCollectively(comm, [&] {
-    return std::make_unique<BlockStream>(comm, data->local, plan.window_points, read_values);
+  out.stream = RunCollectively(comm, [&] {
+    return std::make_unique<BlockStream>(comm, out.local, plan.window_points, read_values);
   });
-  int windows = data->stream->num_windows();
+  int windows = out.stream->num_windows();
   MPI_Allreduce(MPI_IN_PLACE, &windows, 1, MPI_INT, MPI_MAX, comm.get());
   logger.Info("streaming: up to {} window(s) per rank of at most {} points, re-read on every pass",
               windows, plan.window_points);

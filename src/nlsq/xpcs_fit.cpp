@@ -103,15 +103,15 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     PhaseTimes::Scope t(s.phases, "load");
     FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
                                {options.strategy, options.memory_limit_bytes, options.threads,
-                                options.stream_window_points},
+                                options.ranks_on_node, options.stream_window_points},
                                logger);
     s.local = std::move(data.local);
     s.memory = data.plan;
     s.stream = std::move(data.stream);
   }
   const io::DatasetMetadata& meta = s.local.meta;
-  logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
-              comm.size(),
+  logger.Info("{} {} points on {} rank(s) in {:.2f} s", s.stream ? "set up streaming of" : "loaded",
+              s.local.plan.total_points(), comm.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count());
   if (meta.n_frames < 3) {
     RunCollectively(comm, [&] {

@@ -19,8 +19,10 @@ struct FitMemoryOptions {
   FitStrategy strategy = FitStrategy::kAuto;  // --strategy
   std::uint64_t limit_bytes = 0;              // --memory-limit (per rank), 0: from config
   int threads = 1;                            // compute threads per rank
-  std::int64_t window_points = 0;             // > 0: streaming window size instead of the
-                                              // budget's (tests, benchmarks)
+  int ranks_on_node = 0;  // > 0: ranks sharing this node's budget (counted on the whole job
+                          // by the CLI); 0: counted on the fit's communicator
+  std::int64_t window_points = 0;  // > 0: streaming window size instead of the
+                                   // budget's (tests, benchmarks)
 };
 
 // Collective. The plan of this rank for the data layout `layout` (LoadDistributedLayout).

@@ -34,6 +34,7 @@ struct NlsqRunOptions {
   FitStrategy strategy = FitStrategy::kAuto;
   std::uint64_t memory_limit_bytes = 0;
   std::int64_t stream_window_points = 0;  // > 0: streaming windows of this size (tests)
+  int ranks_on_node = 0;  // > 0: ranks sharing the node's memory (multistart rank groups)
 };
 
 struct NlsqRunResult {
