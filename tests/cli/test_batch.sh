@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# `homodyne batch` at 2 ranks (two groups of one rank): 7 tiny NLSQ tasks of which three
+# are bad (missing data file, an unknown config key in the overrides, a base config with a
+# YAML syntax error). The good tasks complete with their outputs, the bad ones are in
+# batch_summary.{json,csv} with their errors, the exit code is 3; a rerun skips the
+# finished tasks without touching their outputs; a bad batch file exits 2 naming the key.
+set -uo pipefail
+bindir=$1; mpiexec=$2
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/base.yaml" <<YAML
+analysis_mode: static
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0054}
+experimental_data:
+  data_folder_path: $tmp
+  data_file_name: a.h5
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset]
+  values: [20000, -0.3, 0]
+YAML
+"$bindir/homodyne-synth" --config "$tmp/base.yaml" -o "$tmp/a.h5" --frames 30 --angles "0,60,120" \
+  --param D0=30000 --param alpha=-0.6 --noise 0.003 -q || { echo "FAIL: synth a"; exit 1; }
+"$bindir/homodyne-synth" --config "$tmp/base.yaml" -o "$tmp/b.h5" --frames 30 --angles "0,90" \
+  --param D0=12000 --param alpha=-0.4 --noise 0.003 -q || { echo "FAIL: synth b"; exit 1; }
+printf 'analysis_mode: static\nanalyzer_parameters: [dt: 0.1\n' > "$tmp/broken.yaml"
+cat > "$tmp/batch.yaml" <<YAML
+output_root: out
+group_size: 1
+defaults:
+  config: base.yaml
+  method: nlsq
+tasks:
+  - {name: a_default}
+  - {name: b_file, data_file: b.h5}
+  - {name: a_q, q: 0.0054}
+  - name: b_start
+    data_file: b.h5
+    overrides: {initial_parameters: {values: [10000, -0.2, 0]}}
+  - {name: missing_data, data_file: nowhere.h5}
+  - name: bad_override
+    overrides: {optimization: {nlsq: {max_iterationz: 5}}}
+  - {name: broken_config, config: broken.yaml}
+YAML
+
+out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/batch.yaml" 2>&1); code=$?
+echo "$out" | tail -15
+[ $code -eq 3 ] || { echo "FAIL: exit code $code (expected 3: some tasks failed)"; exit 1; }
+sum="$tmp/out/batch_summary.json"; csv="$tmp/out/batch_summary.csv"
+[ -s "$sum" ] && [ -s "$csv" ] || { echo "FAIL: summary missing"; exit 1; }
+/usr/bin/python3 - "$sum" <<'PY' || { echo "FAIL: batch_summary.json content"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = {r["task"]: r for r in s["tasks"]}
+assert len(t) == 7, t.keys()
+for name in ["a_default", "b_file", "a_q", "b_start"]:
+    r = t[name]
+    assert r["status"] == "ok" and r["exit_code"] == 0, r
+    assert r["ranks"] == 1 and r["group"] in (0, 1), r
+    assert r["chi2"] > 0 and r["reduced_chi2"] > 0 and r["convergence"] == "converged", r
+    assert set(r["parameters"]) == {"D0", "alpha", "D_offset"}, r
+    assert r["wall_seconds"] > 0, r
+# Each task fitted its own data: D0 near 30000 for a.h5, near 12000 for b.h5.
+for name, d0 in [("a_default", 30000), ("a_q", 30000), ("b_file", 12000), ("b_start", 12000)]:
+    assert abs(t[name]["parameters"]["D0"] / d0 - 1) < 0.1, (name, t[name]["parameters"])
+assert t["a_q"]["q"] == 0.0054
+m = t["missing_data"]
+assert m["status"] == "failed" and m["exit_code"] == 2 and "nowhere.h5" in m["error"], m
+b = t["bad_override"]
+assert b["status"] == "failed" and b["exit_code"] == 2 and "max_iterationz" in b["error"], b
+c = t["broken_config"]
+assert c["status"] == "failed" and c["exit_code"] == 2 and "broken.yaml" in c["error"], c
+assert c["ranks"] == 0
+assert s["counts"] == {"ok": 4, "failed": 3, "skipped": 0}, s["counts"]
+assert s["exit_code"] == 3 and s["world_ranks"] == 2 and s["groups"] == 2
+# Both groups got work (dynamic assignment over 2 groups of 1 rank).
+assert {t[n]["group"] for n in ["a_default", "b_file", "a_q", "b_start", "missing_data", "bad_override"]} == {0, 1}
+PY
+head -1 "$csv" | grep -q '^task,status,exit_code,method,ranks,group,wall_seconds,chi2' \
+  || { echo "FAIL: csv header"; exit 1; }
+[ "$(wc -l < "$csv")" -eq 8 ] || { echo "FAIL: csv rows"; exit 1; }
+grep -q '^missing_data,failed,2,' "$csv" || { echo "FAIL: csv failed row"; exit 1; }
+for t in a_default b_file a_q b_start; do
+  for f in nlsq/parameters.json nlsq/fitted_data.h5 run_report.yaml batch_task_done.json; do
+    [ -s "$tmp/out/$t/$f" ] || { echo "FAIL: $t/$f missing"; exit 1; }
+  done
+done
+for t in missing_data bad_override broken_config; do
+  [ -e "$tmp/out/$t/batch_task_done.json" ] && { echo "FAIL: $t has a completion marker"; exit 1; }
+done
+grep -q 'broken_config FAILED' <<<"$out" || { echo "FAIL: failure not logged"; exit 1; }
+
+# Rerun: finished tasks are skipped and their outputs untouched; the bad ones run again.
+stamp_before=$(stat -c %Y.%s "$tmp"/out/{a_default,b_file,a_q,b_start}/nlsq/parameters.json | md5sum)
+sleep 1
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --batch "$tmp/batch.yaml" 2>&1); code=$?
+[ $code -eq 3 ] || { echo "FAIL: rerun exit code $code"; exit 1; }
+[ "$(grep -c 'skipped: finished earlier' <<<"$out")" -eq 4 ] || { echo "FAIL: rerun did not skip 4: $out"; exit 1; }
+grep -q 'task a_default started' <<<"$out" && { echo "FAIL: finished task ran again"; exit 1; }
+stamp_after=$(stat -c %Y.%s "$tmp"/out/{a_default,b_file,a_q,b_start}/nlsq/parameters.json | md5sum)
+[ "$stamp_before" = "$stamp_after" ] || { echo "FAIL: outputs of skipped tasks changed"; exit 1; }
+/usr/bin/python3 - "$sum" <<'PY' || { echo "FAIL: rerun summary"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["counts"] == {"ok": 0, "failed": 3, "skipped": 4}, s["counts"]
+t = {r["task"]: r for r in s["tasks"]}
+assert t["a_default"]["status"] == "skipped" and t["a_default"]["chi2"] > 0
+PY
+# A changed task definition runs again.
+sed -i 's/{name: a_q, q: 0.0054}/{name: a_q, q: 0.0054, overrides: {initial_parameters: {values: [25000, -0.5, 0]}}}/' "$tmp/batch.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/batch.yaml" 2>&1)
+grep -q 'task a_q started' <<<"$out" || { echo "FAIL: a changed task was skipped"; exit 1; }
+
+# Bad batch files: exit 2, the key named, nothing run.
+printf 'tasks:\n  - {name: x, config: base.yaml, dataa_file: a.h5}\n' > "$tmp/bad_batch.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/bad_batch.yaml" 2>&1); code=$?
+[ $code -eq 2 ] && grep -q 'tasks\[0\].dataa_file' <<<"$out" || { echo "FAIL: unknown key: $code $out"; exit 1; }
+printf 'output_rot: x\ntasks: []\n' > "$tmp/bad_batch2.yaml"
+out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/bad_batch2.yaml" 2>&1); code=$?
+[ $code -eq 2 ] && grep -q 'output_rot' <<<"$out" || { echo "FAIL: unknown top key: $code $out"; exit 1; }
+
+# One rank: one group does everything.
+out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/batch.yaml" --output-dir "$tmp/one" 2>&1); code=$?
+[ $code -eq 3 ] || { echo "FAIL: 1-rank exit $code"; exit 1; }
+grep -q '"skipped": 4' "$tmp/one/batch_summary.json" || { echo "FAIL: 1-rank summary"; cat "$tmp/one/batch_summary.json"; exit 1; }
+echo PASS
