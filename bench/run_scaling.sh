@@ -35,7 +35,7 @@ source "$root/scripts/mpi-env.sh"
 mkdir -p "$out/runs"
 rm -f "$out"/runs/*.json
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-cores=$(nproc)
+cores=$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)  # nproc obeys OMP_NUM_THREADS
 homodyne=$build/apps/homodyne
 synth=$build/apps/homodyne-synth
 
@@ -103,6 +103,7 @@ run() {  # kind study ranks threads config [homodyne options...]
     "${from[@]}" --out "$out/runs/${kind}_${study}_r${r}t${t}.json"
 }
 
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "datasets in $work"
 make_laminar strong "$ANGLES"
 make_static cmc1 4
@@ -135,13 +136,15 @@ mpiexec -n 2 "$build/bench/bench_reduction" --benchmark_out="$out/reduction.json
   --benchmark_out_format=json > /dev/null
 
 cat > "$out/NOTE.txt" <<EOF2
-Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname) ($(nproc) cores, $(lscpu | sed -n 's/^Model name: *//p')),
+Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname) ($cores cores, $(lscpu | sed -n 's/^Model name: *//p')),
 a VM shared with other build and test jobs at the time: timings are noisy (thread and
-rank counts above the free cores oversubscribe). Rerun on an idle machine for numbers.
+rank counts above the free cores oversubscribe). Load average at the start: $load0;
+at the end: $(cut -d' ' -f1-3 /proc/loadavg). Rerun on an idle machine for numbers.
 Command: bash bench/run_scaling.sh
 EOF2
 status=0
 /usr/bin/python3 "$root/bench/scaling_summary.py" "$out" || status=$?
-/usr/bin/python3 "$root/bench/scaling_figures.py" "$out"
+fit_json=$(ls "$root"/docs/bench/nlsq_fit_*_summary.json 2>/dev/null | tail -1 || true)
+/usr/bin/python3 "$root/bench/scaling_figures.py" "$out" $fit_json
 echo "results in $out"
 exit $status

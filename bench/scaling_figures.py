@@ -16,7 +16,7 @@ The model (docs/performance.md, "Scaling model") uses the per-point costs measur
 1-rank, 1-thread runs of OUT and the Reduce+Bcast latency measured by bench_reduction
 (OUT/reduction.json); the inter-node network is an assumed InfiniBand HDR fabric.
 
-  /usr/bin/python3 bench/scaling_figures.py OUT"""
+  /usr/bin/python3 bench/scaling_figures.py OUT [docs/bench/nlsq_fit_<date>_summary.json]"""
 import json
 import math
 import os
@@ -233,6 +233,14 @@ def main():
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     if base_fit:
         rate = base_fit["points"] * base_fit["data_passes"] / base_fit["phases"]["fit"]["max"]
+        model["measured"]["nlsq_points_per_second_per_core_this_run"] = rate
+        # The per-point cost of a full fit measured on a quiet machine (docs/bench), when
+        # given, is the better base: this run's may be slowed down by other jobs.
+        if len(sys.argv) > 2 and os.path.exists(sys.argv[2]):
+            fit = json.load(open(sys.argv[2]))
+            one = next(r for r in fit["runs"] if int(r["ranks"]) == 1)
+            rate = one["points"] * one["passes"] / one["fit_seconds"]
+            model["measured"]["nlsq_rate_source"] = sys.argv[2]
         model["measured"]["nlsq_points_per_second_per_core"] = rate
         big = nlsq_model(A["target_points"], cores_list, rate, a_intra, A)
         small = nlsq_model(base_fit["points"], cores_list, rate, a_intra, A)
