@@ -28,5 +28,48 @@ for f in "$root"/jobscripts/*.sbatch; do
     grep -q -- "$opt" <<<"$help" || { echo "FAIL: $f uses $opt, which homodyne does not accept"; status=1; }
   done
 done
+
+# The checkpoint-restart chain's control flow, with stand-ins for srun (a step that
+# checkpoints on SIGUSR1 and exits 75, or finishes, or fails) and scontrol.
+fake=$(mktemp -d); trap 'rm -rf "$fake"' EXIT
+cat > "$fake/srun" <<'SH'
+#!/usr/bin/env bash
+while [ $# -gt 0 ] && [ "$1" != fake-homodyne ]; do shift; done
+echo "$*" >> "$FAKE/args"
+ckpt=""; prev=""
+for a in "$@"; do [ "$prev" = --checkpoint-dir ] && ckpt=$a; prev=$a; done
+case $FAKE_MODE in
+  finish) exit 0 ;;
+  fail) exit 2 ;;
+esac
+trap 'mkdir -p "$ckpt"; echo state > "$ckpt/state"; exit 75' USR1
+sleep 20 & wait $!
+exit 0
+SH
+printf '#!/usr/bin/env bash\necho "$*" >> "$FAKE/scontrol.log"\n' > "$fake/scontrol"
+chmod +x "$fake/srun" "$fake/scontrol"
+chain="$root/jobscripts/nlsq_checkpoint_chain.sbatch"
+export FAKE=$fake
+env PATH="$fake:$PATH" FAKE_MODE=wait SLURM_JOB_ID=42 HOMODYNE=fake-homodyne \
+  OUTPUT_DIR="$fake/out" bash "$chain" > "$fake/log1" 2>&1 &
+pid=$!
+for _ in $(seq 50); do [ -s "$fake/args" ] && break; sleep 0.1; done
+sleep 0.5
+kill -USR1 "$pid"
+wait "$pid"; code=$?
+[ $code -eq 0 ] && grep -q 'requeue 42' "$fake/scontrol.log" 2>/dev/null \
+  || { echo "FAIL: chain did not requeue after exit 75 (exit $code)"; cat "$fake/log1"; status=1; }
+[ -s "$fake/out/checkpoint/state" ] || { echo "FAIL: no checkpoint from the step"; status=1; }
+grep -q -- '--resume' "$fake/args" && { echo "FAIL: first link resumed"; status=1; }
+env PATH="$fake:$PATH" FAKE_MODE=finish SLURM_JOB_ID=42 SLURM_RESTART_COUNT=1 \
+  HOMODYNE=fake-homodyne OUTPUT_DIR="$fake/out" bash "$chain" > "$fake/log2" 2>&1; code=$?
+[ $code -eq 0 ] && tail -1 "$fake/args" | grep -q -- "--checkpoint-dir $fake/out/checkpoint --resume" \
+  || { echo "FAIL: restart did not resume (exit $code): $(tail -1 "$fake/args")"; status=1; }
+[ "$(wc -l < "$fake/scontrol.log")" -eq 1 ] || { echo "FAIL: finished chain requeued"; cat "$fake/scontrol.log" "$fake/log2"; status=1; }
+env PATH="$fake:$PATH" FAKE_MODE=fail SLURM_JOB_ID=42 HOMODYNE=fake-homodyne \
+  OUTPUT_DIR="$fake/out" bash "$chain" > "$fake/log3" 2>&1; code=$?
+[ $code -eq 2 ] && [ "$(wc -l < "$fake/scontrol.log")" -eq 1 ] \
+  || { echo "FAIL: a failing step must stop the chain with its code (got $code)"; status=1; }
+
 [ $status -eq 0 ] && echo PASS
 exit $status
