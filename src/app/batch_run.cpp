@@ -240,12 +240,15 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
       }
     }
   }
-  if (!usable) {
+  // In a batch a fit that did not converge (also max_iter, which a single run accepts)
+  // is a failed task: it is listed as such and retried by a rerun.
+  if (!usable || result.report.convergence_status != "converged") {
     row.status = "failed";
     row.exit_code = static_cast<int>(ExitCode::kInternalError);
-    row.error = fmt::format("NLSQ result not usable ({}): {}", result.report.convergence_status,
+    row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
+                            result.report.convergence_status, result.report.iterations,
                             result.summary.message);
-    if (task.spec.method != "nlsq") row.error += "; CMC not run";
+    if (!usable && task.spec.method != "nlsq") row.error += "; CMC not run";
     return;
   }
   row.status = "ok";

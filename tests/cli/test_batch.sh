@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# `homodyne batch` at 2 ranks (two groups of one rank): 7 tiny NLSQ tasks of which three
-# are bad (missing data file, an unknown config key in the overrides, a base config with a
-# YAML syntax error). The good tasks complete with their outputs, the bad ones are in
+# `homodyne batch` at 2 ranks (two groups of one rank): 9 tiny tasks (8 NLSQ, one NLSQ +
+# CMC) of which four are bad (missing data file, an unknown config key in the overrides, a
+# base config with a YAML syntax error, a fit stopped before convergence). The good tasks complete with their outputs, the bad ones are in
 # batch_summary.{json,csv} with their errors, the exit code is 3; a rerun skips the
 # finished tasks without touching their outputs; a bad batch file exits 2 naming the key.
 set -uo pipefail
@@ -41,6 +41,15 @@ tasks:
   - name: bad_override
     overrides: {optimization: {nlsq: {max_iterationz: 5}}}
   - {name: broken_config, config: broken.yaml}
+  - name: not_converged
+    overrides: {optimization: {nlsq: {max_iterations: 1}}}
+  - name: a_both
+    method: both
+    overrides:
+      optimization:
+        cmc:
+          sharding: {num_shards: 2}
+          per_shard_mcmc: {num_warmup: 60, num_samples: 60, num_chains: 2}
 YAML
 
 out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/batch.yaml" 2>&1); code=$?
@@ -52,13 +61,13 @@ sum="$tmp/out/batch_summary.json"; csv="$tmp/out/batch_summary.csv"
 import json, sys
 s = json.load(open(sys.argv[1]))
 t = {r["task"]: r for r in s["tasks"]}
-assert len(t) == 7, t.keys()
-for name in ["a_default", "b_file", "a_q", "b_start"]:
+assert len(t) == 9, t.keys()
+for name in ["a_default", "b_file", "a_q", "b_start", "a_both"]:
     r = t[name]
     assert r["status"] == "ok" and r["exit_code"] == 0, r
     assert r["ranks"] == 1 and r["group"] in (0, 1), r
     assert r["chi2"] > 0 and r["reduced_chi2"] > 0 and r["convergence"] == "converged", r
-    assert set(r["parameters"]) == {"D0", "alpha", "D_offset"}, r
+    assert {"D0", "alpha", "D_offset"} <= set(r["parameters"]), r
     assert r["wall_seconds"] > 0, r
 # Each task fitted its own data: D0 near 30000 for a.h5, near 12000 for b.h5.
 for name, d0 in [("a_default", 30000), ("a_q", 30000), ("b_file", 12000), ("b_start", 12000)]:
@@ -71,21 +80,28 @@ assert b["status"] == "failed" and b["exit_code"] == 2 and "max_iterationz" in b
 c = t["broken_config"]
 assert c["status"] == "failed" and c["exit_code"] == 2 and "broken.yaml" in c["error"], c
 assert c["ranks"] == 0
-assert s["counts"] == {"ok": 4, "failed": 3, "skipped": 0}, s["counts"]
+n = t["not_converged"]
+assert n["status"] == "failed" and n["exit_code"] == 1 and "did not converge" in n["error"], n
+assert n["convergence"] == "max_iter" and n["chi2"] > 0, n
+ab = t["a_both"]
+assert ab["cmc_max_rhat"] > 0 and abs(ab["parameters"]["cmc_D0"] / 30000 - 1) < 0.15, ab
+assert s["counts"] == {"ok": 5, "failed": 4, "skipped": 0}, s["counts"]
 assert s["exit_code"] == 3 and s["world_ranks"] == 2 and s["groups"] == 2
 # Both groups got work (dynamic assignment over 2 groups of 1 rank).
 assert {t[n]["group"] for n in ["a_default", "b_file", "a_q", "b_start", "missing_data", "bad_override"]} == {0, 1}
 PY
 head -1 "$csv" | grep -q '^task,status,exit_code,method,ranks,group,wall_seconds,chi2' \
   || { echo "FAIL: csv header"; exit 1; }
-[ "$(wc -l < "$csv")" -eq 8 ] || { echo "FAIL: csv rows"; exit 1; }
+[ "$(wc -l < "$csv")" -eq 10 ] || { echo "FAIL: csv rows"; exit 1; }
 grep -q '^missing_data,failed,2,' "$csv" || { echo "FAIL: csv failed row"; exit 1; }
-for t in a_default b_file a_q b_start; do
+for t in a_default b_file a_q b_start a_both; do
   for f in nlsq/parameters.json nlsq/fitted_data.h5 run_report.yaml batch_task_done.json; do
     [ -s "$tmp/out/$t/$f" ] || { echo "FAIL: $t/$f missing"; exit 1; }
   done
 done
-for t in missing_data bad_override broken_config; do
+[ -s "$tmp/out/a_both/cmc/parameters.json" ] || { echo "FAIL: CMC outputs of a_both"; exit 1; }
+[ -s "$tmp/out/not_converged/nlsq/parameters.json" ] || { echo "FAIL: outputs of a non-converged fit"; exit 1; }
+for t in missing_data bad_override broken_config not_converged; do
   [ -e "$tmp/out/$t/batch_task_done.json" ] && { echo "FAIL: $t has a completion marker"; exit 1; }
 done
 grep -q 'broken_config FAILED' <<<"$out" || { echo "FAIL: failure not logged"; exit 1; }
@@ -95,14 +111,14 @@ stamp_before=$(stat -c %Y.%s "$tmp"/out/{a_default,b_file,a_q,b_start}/nlsq/para
 sleep 1
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --batch "$tmp/batch.yaml" 2>&1); code=$?
 [ $code -eq 3 ] || { echo "FAIL: rerun exit code $code"; exit 1; }
-[ "$(grep -c 'skipped: finished earlier' <<<"$out")" -eq 4 ] || { echo "FAIL: rerun did not skip 4: $out"; exit 1; }
+[ "$(grep -c 'skipped: finished earlier' <<<"$out")" -eq 5 ] || { echo "FAIL: rerun did not skip 5: $out"; exit 1; }
 grep -q 'task a_default started' <<<"$out" && { echo "FAIL: finished task ran again"; exit 1; }
 stamp_after=$(stat -c %Y.%s "$tmp"/out/{a_default,b_file,a_q,b_start}/nlsq/parameters.json | md5sum)
 [ "$stamp_before" = "$stamp_after" ] || { echo "FAIL: outputs of skipped tasks changed"; exit 1; }
 /usr/bin/python3 - "$sum" <<'PY' || { echo "FAIL: rerun summary"; exit 1; }
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["counts"] == {"ok": 0, "failed": 3, "skipped": 4}, s["counts"]
+assert s["counts"] == {"ok": 0, "failed": 4, "skipped": 5}, s["counts"]
 t = {r["task"]: r for r in s["tasks"]}
 assert t["a_default"]["status"] == "skipped" and t["a_default"]["chi2"] > 0
 PY
@@ -122,5 +138,5 @@ out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/bad_batch2.yaml" 2>&1); cod
 # One rank: one group does everything.
 out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/batch.yaml" --output-dir "$tmp/one" 2>&1); code=$?
 [ $code -eq 3 ] || { echo "FAIL: 1-rank exit $code"; exit 1; }
-grep -q '"skipped": 4' "$tmp/one/batch_summary.json" || { echo "FAIL: 1-rank summary"; cat "$tmp/one/batch_summary.json"; exit 1; }
+grep -q '"skipped": 5' "$tmp/one/batch_summary.json" || { echo "FAIL: 1-rank summary"; cat "$tmp/one/batch_summary.json"; exit 1; }
 echo PASS
