@@ -135,6 +135,31 @@ printf 'output_rot: x\ntasks: []\n' > "$tmp/bad_batch2.yaml"
 out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/bad_batch2.yaml" 2>&1); code=$?
 [ $code -eq 2 ] && grep -q 'output_rot' <<<"$out" || { echo "FAIL: unknown top key: $code $out"; exit 1; }
 
+# A failure on one rank inside a task is agreed within its group only: with two groups
+# of one rank, the tasks of rank 1's group fail and rank 0's complete; with one group of
+# two ranks, every task fails on both ranks together; nothing hangs.
+printf 'output_root: inj\ndefaults: {config: base.yaml}\ntasks:\n  - {name: t1}\n  - {name: t2, data_file: b.h5}\n  - {name: t3}\n  - {name: t4, data_file: b.h5}\n' > "$tmp/inj.yaml"
+out=$(HOMODYNE_FAIL_AT=batch_task@1 timeout 120 "$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/inj.yaml" --group-size 1 2>&1); code=$?
+[ $code -eq 3 ] || { echo "FAIL: injected failure, groups of 1: exit $code"; echo "$out" | tail; exit 1; }
+/usr/bin/python3 - "$tmp/inj/batch_summary.json" <<'PY' || { echo "FAIL: groups of 1 with a failing rank"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+for r in s["tasks"]:
+    assert (r["status"] == "ok") == (r["group"] == 0), r
+    if r["group"] == 1:
+        assert "injected" in r["error"].lower() or "batch_task" in r["error"], r
+assert s["counts"]["ok"] >= 1 and s["counts"]["failed"] >= 1, s["counts"]
+PY
+rm -rf "$tmp/inj"
+out=$(HOMODYNE_FAIL_AT=batch_task@1 timeout 120 "$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/inj.yaml" --group-size 2 2>&1); code=$?
+[ $code -eq 3 ] || { echo "FAIL: injected failure, one group of 2: exit $code"; echo "$out" | tail; exit 1; }
+/usr/bin/python3 - "$tmp/inj/batch_summary.json" <<'PY' || { echo "FAIL: one group of 2 with a failing rank"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["groups"] == 1 and s["counts"] == {"ok": 0, "failed": 4, "skipped": 0}, s
+assert all(r["ranks"] == 2 and "(rank 1)" in r["error"] for r in s["tasks"]), s["tasks"]
+PY
+
 # One rank: one group does everything.
 out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/batch.yaml" --output-dir "$tmp/one" 2>&1); code=$?
 [ $code -eq 3 ] || { echo "FAIL: 1-rank exit $code"; exit 1; }
