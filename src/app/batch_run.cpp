@@ -42,8 +42,8 @@ std::optional<int> ParseBatchCommandLine(const Environment& env, std::vector<std
   app.add_option("--output-dir,-o", opts.output_root,
                  "directory of batch_summary.{json,csv} (overrides output_root)");
   app.add_option("--group-size", opts.group_size,
-                 "ranks per task group (default: the file's group_size, else from the data "
-                 "sizes)")
+                 "ranks per task for every task (overrides the tasks' and the file's "
+                 "group_size; default: per task from its data size)")
       ->check(CLI::PositiveNumber);
   app.add_option("--threads", opts.threads, "compute threads per rank (default: one per core)")
       ->check(CLI::PositiveNumber);
@@ -106,17 +106,19 @@ std::vector<std::string> GatherStrings(const Comm& comm, const std::string& mine
   return out;
 }
 
-int AutoGroupSize(const std::vector<PreparedTask>& tasks, const std::vector<int>& to_run,
-                  double bytes_per_rank, int world) {
-  double largest = 0.0;
-  for (int i : to_run) {
-    largest = std::max(largest, static_cast<double>(tasks[static_cast<std::size_t>(i)].data_bytes));
-  }
-  const int need = static_cast<int>(std::ceil(largest / bytes_per_rank));
-  return std::clamp(need, 1, world);
-}
-
 }  // namespace
+
+int TaskGroupSize(const PreparedTask& task, int forced, int file_size, double bytes_per_rank,
+                  int world) {
+  int size = forced > 0 ? forced : task.spec.group_size > 0 ? task.spec.group_size : file_size;
+  if (size <= 0) {
+    const int need =
+        static_cast<int>(std::ceil(static_cast<double>(task.data_bytes) / bytes_per_rank));
+    size = 1;
+    while (size < need && size < world) size *= 2;
+  }
+  return std::clamp(size, 1, world);
+}
 
 bool IsBatchCommand(const std::vector<std::string>& args) {
   if (args.size() > 1 && args[1] == "batch") return true;
@@ -142,7 +144,6 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
     if (!opts.output_root.empty()) {
       spec.output_root = std::filesystem::absolute(opts.output_root).lexically_normal().string();
     }
-    if (opts.group_size > 0) spec.group_size = opts.group_size;
     std::vector<PreparedTask> prepared;
     for (const auto& t : spec.tasks) prepared.push_back(PrepareTask(t));
     tasks_json = PreparedTasksToJson(prepared);
@@ -183,42 +184,60 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
   }
   int n_run = static_cast<int>(to_run.size());
   MPI_Bcast(&n_run, 1, MPI_INT, 0, world.get());
+  log.Info("[batch] {}: {} task(s), {} to run on {} rank(s)", opts.batch_file, tasks.size(), n_run,
+           world.size());
   to_run.resize(static_cast<std::size_t>(n_run));
   MPI_Bcast(to_run.data(), n_run, MPI_INT, 0, world.get());
 
-  const int group_size =
-      spec.group_size > 0 ? std::min(spec.group_size, world.size())
-                          : AutoGroupSize(tasks, to_run, spec.group_bytes_per_rank, world.size());
-  const int groups = std::max(1, world.size() / group_size);
-  const int color = std::min(world.rank() / group_size, groups - 1);
-  const Comm group = world.Split(color, world.rank());
-  log.Info("[batch] {}: {} task(s), {} to run on {} group(s) of {} rank(s)", opts.batch_file,
-           tasks.size(), n_run, groups, group_size);
+  // Group size per task; classes of equal size run one after the other, largest first.
+  std::vector<int> sizes(static_cast<std::size_t>(n_run));
+  for (int k = 0; k < n_run; ++k) {
+    sizes[static_cast<std::size_t>(k)] =
+        TaskGroupSize(tasks[static_cast<std::size_t>(to_run[static_cast<std::size_t>(k)])],
+                      opts.group_size, spec.group_size, spec.group_bytes_per_rank, world.size());
+  }
+  std::vector<int> class_sizes(sizes.begin(), sizes.end());
+  std::sort(class_sizes.begin(), class_sizes.end(), std::greater<>());
+  class_sizes.erase(std::unique(class_sizes.begin(), class_sizes.end()), class_sizes.end());
 
   // Threads and placement as for a single fit (the pinning is decided over the world).
   const PlacementPlan placement = PlanThreads(env.topology(), opts.threads);
   const std::vector<RankPlacement> world_placements = GatherPlacements(world, placement);
-  GroupContext g{env,
-                 group,
-                 color,
-                 placement,
-                 GatherPlacements(group, placement),
-                 !RanksShareCores(world_placements),
-                 opts.verbosity > 0 ? LogLevel::kInfo : LogLevel::kWarning,
-                 Logger(group.rank(), log.level()),
-                 opts.command_line};
-  if (g.pin) PinCurrentThread(env.topology(), placement.slots.front());
+  const bool pin = !RanksShareCores(world_placements);
+  if (pin) PinCurrentThread(env.topology(), placement.slots.front());
 
   std::vector<TaskRow> mine;
-  {
+  std::vector<GroupClass> classes;
+  for (const int group_size : class_sizes) {
+    std::vector<int> order;  // this class's tasks, largest data first
+    for (int k = 0; k < n_run; ++k) {
+      if (sizes[static_cast<std::size_t>(k)] == group_size) {
+        order.push_back(to_run[static_cast<std::size_t>(k)]);
+      }
+    }
+    const int groups = std::max(1, world.size() / group_size);
+    const int color = std::min(world.rank() / group_size, groups - 1);
+    const Comm group = world.Split(color, world.rank());
+    classes.push_back({group_size, groups, static_cast<int>(order.size())});
+    log.Info("[batch] {} task(s) on {} group(s) of {} rank(s)", order.size(), groups, group_size);
+    GroupContext g{env,
+                   group,
+                   color,
+                   placement,
+                   GatherPlacements(group, placement),
+                   pin,
+                   opts.verbosity > 0 ? LogLevel::kInfo : LogLevel::kWarning,
+                   Logger(group.rank(), log.level()),
+                   opts.command_line};
     SharedTaskCounter counter(world);
+    const long long n_class = static_cast<long long>(order.size());
     while (true) {
       long long next = 0;
       if (group.is_root()) next = counter.Next();
       MPI_Bcast(&next, 1, MPI_LONG_LONG, 0, group.get());
-      if (next >= n_run) break;
+      if (next >= n_class) break;
       TaskRow row =
-          RunTask(g, tasks[static_cast<std::size_t>(to_run[static_cast<std::size_t>(next)])]);
+          RunTask(g, tasks[static_cast<std::size_t>(order[static_cast<std::size_t>(next)])]);
       if (group.is_root()) mine.push_back(std::move(row));
     }
   }
@@ -245,8 +264,7 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
     exit_code = failed > 0 ? kSomeTasksFailed : 0;
     BatchTotals totals;
     totals.world_ranks = world.size();
-    totals.groups = groups;
-    totals.group_size = group_size;
+    totals.classes = classes;
     totals.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     totals.exit_code = exit_code;

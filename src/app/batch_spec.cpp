@@ -136,8 +136,9 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
     const YAML::Node t = tasks[i];
     const std::string where = fmt::format("tasks[{}]", i);
     if (!t.IsMap()) ThrowBadInput("expected a mapping", source, where);
-    CheckKeys(t, {"name", "config", "data_file", "q", "method", "overrides", "output_dir"}, source,
-              where);
+    CheckKeys(
+        t, {"name", "config", "data_file", "q", "method", "overrides", "output_dir", "group_size"},
+        source, where);
     TaskSpec task;
     task.index = static_cast<int>(i);
     if (!t["name"]) ThrowBadInput("every task needs a name", source, where + ".name");
@@ -173,6 +174,16 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
       }
       if (!(q > 0.0) || !std::isfinite(q)) ThrowBadInput("expected q > 0", source, where + ".q");
       task.q = q;
+    }
+    if (t["group_size"]) {
+      try {
+        task.group_size = t["group_size"].as<int>();
+      } catch (const YAML::BadConversion&) {
+        task.group_size = -1;
+      }
+      if (task.group_size < 1) {
+        ThrowBadInput("expected an integer ≥ 1", source, where + ".group_size");
+      }
     }
     task.method = t["method"] ? CheckMethod(ScalarString(t["method"], source, where + ".method"),
                                             source, where + ".method")
@@ -264,6 +275,7 @@ std::string PreparedTasksToJson(const std::vector<PreparedTask>& tasks) {
                  {"method", s.method},
                  {"overrides", s.overrides_yaml},
                  {"output_dir", s.output_dir},
+                 {"group_size", s.group_size},
                  {"config_text", p.config_text},
                  {"error", p.error},
                  {"exit_code", p.exit_code},
@@ -285,6 +297,7 @@ std::vector<PreparedTask> PreparedTasksFromJson(const std::string& json_text) {
     p.spec.method = j.at("method").get<std::string>();
     p.spec.overrides_yaml = j.at("overrides").get<std::string>();
     p.spec.output_dir = j.at("output_dir").get<std::string>();
+    p.spec.group_size = j.at("group_size").get<int>();
     p.config_text = j.at("config_text").get<std::string>();
     p.error = j.at("error").get<std::string>();
     p.exit_code = j.at("exit_code").get<int>();

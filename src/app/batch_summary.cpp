@@ -157,8 +157,11 @@ void WriteBatchSummary(const std::filesystem::path& root, const std::string& bat
   j["batch_file"] = batch_file;
   j["created"] = nlsq::IsoTimestampNow();
   j["world_ranks"] = totals.world_ranks;
-  j["groups"] = totals.groups;
-  j["group_size"] = totals.group_size;
+  j["group_classes"] = nlohmann::json::array();
+  for (const auto& c : totals.classes) {
+    j["group_classes"].push_back(
+        {{"group_size", c.group_size}, {"groups", c.groups}, {"tasks", c.tasks}});
+  }
   j["wall_seconds"] = totals.wall_seconds;
   j["exit_code"] = totals.exit_code;
   nlohmann::json counts = {{"ok", 0}, {"failed", 0}, {"skipped", 0}};

@@ -86,7 +86,8 @@ assert n["convergence"] == "max_iter" and n["chi2"] > 0, n
 ab = t["a_both"]
 assert ab["cmc_max_rhat"] > 0 and abs(ab["parameters"]["cmc_D0"] / 30000 - 1) < 0.15, ab
 assert s["counts"] == {"ok": 5, "failed": 4, "skipped": 0}, s["counts"]
-assert s["exit_code"] == 3 and s["world_ranks"] == 2 and s["groups"] == 2
+assert s["exit_code"] == 3 and s["world_ranks"] == 2
+assert s["group_classes"] == [{"group_size": 1, "groups": 2, "tasks": 8}], s["group_classes"]
 # Both groups got work (dynamic assignment over 2 groups of 1 rank).
 assert {t[n]["group"] for n in ["a_default", "b_file", "a_q", "b_start", "missing_data", "bad_override"]} == {0, 1}
 PY
@@ -156,9 +157,36 @@ out=$(HOMODYNE_FAIL_AT=batch_task@1 timeout 120 "$mpiexec" -n 2 "$bindir/homodyn
 /usr/bin/python3 - "$tmp/inj/batch_summary.json" <<'PY' || { echo "FAIL: one group of 2 with a failing rank"; exit 1; }
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["groups"] == 1 and s["counts"] == {"ok": 0, "failed": 4, "skipped": 0}, s
+assert s["group_classes"] == [{"group_size": 2, "groups": 1, "tasks": 4}], s
+assert s["counts"] == {"ok": 0, "failed": 4, "skipped": 0}, s
 assert all(r["ranks"] == 2 and "(rank 1)" in r["error"] for r in s["tasks"]), s["tasks"]
 PY
+
+# Group sizes per task: from the data size (a.h5 is larger than b.h5, and
+# group_bytes_per_rank is b.h5's size, so a-tasks need 2 ranks, b-tasks 1) or the
+# task's own group_size; the class of 2-rank tasks runs first.
+bsize=$(stat -c %s "$tmp/b.h5"); asize=$(stat -c %s "$tmp/a.h5")
+[ "$asize" -gt "$bsize" ] || { echo "FAIL: test assumption a.h5 > b.h5"; exit 1; }
+printf 'output_root: sized\ngroup_bytes_per_rank: %s\ndefaults: {config: base.yaml}\ntasks:\n  - {name: a1}\n  - {name: b1, data_file: b.h5}\n  - {name: b2, data_file: b.h5}\n  - {name: b3, data_file: b.h5, group_size: 2}\n' "$bsize" > "$tmp/sized.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/sized.yaml" 2>&1); code=$?
+[ $code -eq 0 ] || { echo "FAIL: sized batch exit $code"; echo "$out" | tail; exit 1; }
+/usr/bin/python3 - "$tmp/sized/batch_summary.json" <<'PY' || { echo "FAIL: per-task group sizes"; exit 1; }
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = {r["task"]: r for r in s["tasks"]}
+assert [t[n]["ranks"] for n in ["a1", "b1", "b2", "b3"]] == [2, 1, 1, 2], t
+assert s["group_classes"] == [{"group_size": 2, "groups": 1, "tasks": 2},
+                              {"group_size": 1, "groups": 2, "tasks": 2}], s["group_classes"]
+# The same fit on 2 ranks and on 1 rank gives the same bits.
+assert t["b3"]["parameters"] == t["b1"]["parameters"], (t["b1"], t["b3"])
+PY
+# --group-size forces one size for every task.
+rm -rf "$tmp/sized"
+"$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/sized.yaml" --group-size 1 > /dev/null 2>&1
+/usr/bin/python3 -c "
+import json, sys; s = json.load(open(sys.argv[1]))
+assert all(r['ranks'] == 1 for r in s['tasks']) and len(s['group_classes']) == 1, s" \
+  "$tmp/sized/batch_summary.json" || { echo "FAIL: --group-size 1"; exit 1; }
 
 # One rank: one group does everything.
 out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/batch.yaml" --output-dir "$tmp/one" 2>&1); code=$?

@@ -45,6 +45,9 @@ TEST(BatchSpec, UnknownAndMissingKeysAreNamed) {
       std::string::npos);
   EXPECT_NE(ErrorOf("tasks:\n  - {name: a/b, config: c}\n").find("not a valid task name"),
             std::string::npos);
+  EXPECT_NE(
+      ErrorOf("tasks:\n  - {name: a, config: c, group_size: 0}\n").find("tasks[0].group_size"),
+      std::string::npos);
   EXPECT_NE(ErrorOf("tasks: []\n").find("tasks"), std::string::npos);
   EXPECT_NE(ErrorOf("tasks: [\n").find("YAML syntax error"), std::string::npos);
 }
@@ -57,6 +60,7 @@ TEST(BatchSpec, DefaultsPathsAndOverrides) {
       "tasks:\n"
       "  - {name: a, data_file: d/a.h5, q: 0.005}\n"
       "  - name: b\n    config: /abs/other.yaml\n    method: nlsq\n    output_dir: elsewhere\n"
+      "    group_size: 3\n"
       "    overrides: {optimization: {nlsq: {max_iterations: 9}}}\n",
       "b.yaml", "/base");
   ASSERT_EQ(s.tasks.size(), 2u);
@@ -71,6 +75,8 @@ TEST(BatchSpec, DefaultsPathsAndOverrides) {
   EXPECT_EQ(s.tasks[1].config, "/abs/other.yaml");
   EXPECT_EQ(s.tasks[1].method, "nlsq");
   EXPECT_EQ(s.tasks[1].output_dir, "/base/elsewhere");
+  EXPECT_EQ(s.tasks[1].group_size, 3);
+  EXPECT_EQ(s.tasks[0].group_size, 0);
   // Task overrides merge into the defaults' key by key.
   EXPECT_NE(s.tasks[1].overrides_yaml.find("max_iterations: 9"), std::string::npos);
   EXPECT_NE(s.tasks[1].overrides_yaml.find("tolerance"), std::string::npos);
@@ -143,6 +149,21 @@ TEST(BatchSummary, RowRoundTripAndCsv) {
             "convergence,cmc_max_rhat,q,D0,alpha,data_file,output_dir,error");
   EXPECT_NE(csv.find("\"bad, \"\"quoted\"\" value\""), std::string::npos);
   EXPECT_NE(csv.find("t,failed,2,nlsq,2,1,"), std::string::npos);
+}
+
+TEST(BatchGroupSize, ForcedThenTaskThenFileThenDataSize) {
+  PreparedTask t;
+  t.data_bytes = 5000;
+  EXPECT_EQ(TaskGroupSize(t, 0, 0, 1000.0, 64), 8);  // ⌈5⌉ → next power of two
+  EXPECT_EQ(TaskGroupSize(t, 0, 0, 1000.0, 6), 6);   // at most the world
+  EXPECT_EQ(TaskGroupSize(t, 0, 3, 1000.0, 64), 3);  // the file's group_size
+  t.spec.group_size = 2;
+  EXPECT_EQ(TaskGroupSize(t, 0, 3, 1000.0, 64), 2);  // the task's own
+  EXPECT_EQ(TaskGroupSize(t, 4, 3, 1000.0, 64), 4);  // --group-size wins
+  EXPECT_EQ(TaskGroupSize(t, 9, 3, 1000.0, 4), 4);
+  t.spec.group_size = 0;
+  t.data_bytes = 0;
+  EXPECT_EQ(TaskGroupSize(t, 0, 0, 1000.0, 64), 1);  // unknown size: one rank
 }
 
 TEST(BatchCommand, Detection) {

@@ -1,6 +1,7 @@
 // `homodyne batch BATCH.yaml` (also `homodyne --batch BATCH.yaml`): many fits in one MPI
-// job. The world is split into rank groups; each group draws the next task from a shared
-// counter (largest data first), runs it on its own sub-communicator and writes the
+// job. Tasks are grouped by their rank count (from the data size or given); for each such
+// class the world is split into rank groups, and each group draws the next task from a
+// shared counter (largest data first), runs it on its own sub-communicator and writes the
 // task's output directory; a failing task is recorded and the others go on. At the end
 // rank 0 writes <output_root>/batch_summary.{json,csv}. A task that finished writes
 // batch_task_done.json into its directory last (atomically); a rerun skips it while its
@@ -53,10 +54,17 @@ void WriteCompletionMarker(const PreparedTask& task, const TaskRow& row);
 // The row stored by an earlier run if the marker exists and its fingerprint matches.
 std::optional<TaskRow> ReadCompletionMarker(const PreparedTask& task);
 
+// Tasks run in classes of equal group size (largest first); each class splits the
+// world into groups of its size.
+struct GroupClass {
+  int group_size = 0;
+  int groups = 0;
+  int tasks = 0;
+};
+
 struct BatchTotals {
   int world_ranks = 0;
-  int groups = 0;
-  int group_size = 0;
+  std::vector<GroupClass> classes;
   double wall_seconds = 0.0;
   int exit_code = 0;
 };
@@ -69,6 +77,12 @@ std::string BatchSummaryCsv(const std::vector<TaskRow>& rows);
 // True when `args` (argv[0] first) ask for batch mode: first argument "batch", or a
 // --batch option anywhere.
 bool IsBatchCommand(const std::vector<std::string>& args);
+
+// Ranks for one task: `forced` (--group-size) if > 0, else the task's group_size, else
+// the file's `file_size`, else ⌈data bytes / bytes_per_rank⌉ rounded up to a power of
+// two; always within [1, world].
+int TaskGroupSize(const PreparedTask& task, int forced, int file_size, double bytes_per_rank,
+                  int world);
 
 // The batch run on every rank. Returns 0 (all tasks ok or skipped), kSomeTasksFailed,
 // or throws an agreed Error for a bad batch file / command line (exit 2).

@@ -21,6 +21,7 @@ struct TaskSpec {
   std::string method = "nlsq";  // nlsq | cmc | both
   std::string overrides_yaml;   // defaults.overrides merged with the task's, YAML ("" none)
   std::string output_dir;       // default: <output_root>/<name>
+  int group_size = 0;           // ranks for this task; 0 = the batch's rule
 };
 
 struct BatchSpec {
