@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "homodyne/app/autotune.h"
+#include "homodyne/app/batch.h"
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/app/dry_run.h"
 #include "homodyne/app/fitted_data.h"
@@ -144,7 +145,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
       "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
-      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.");
+      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.\n"
+      "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
+      "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
+      "docs/batch.md; exit 3 when some tasks failed).");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
   try {
@@ -488,6 +492,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
 }
 
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {
+  if (batch::IsBatchCommand(args)) return batch::RunBatch(env, args);
   HomodyneCliOptions opts;
   if (auto code = ParseCommandLine(env, args, opts)) return *code;
   env.logger().set_level(LogLevelFromVerbosity(opts.verbosity, opts.quiet));
