@@ -16,6 +16,7 @@ struct ShardPosterior::Impl {
   std::vector<BoundedTransform> transforms;
   Prior sigma_prior;
   int n_theta = 0;
+  mutable std::vector<double> jtr_expanded;  // scratch (the density is not thread-safe)
 };
 
 ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout layout)
@@ -44,9 +45,11 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   }
   model::KernelOptions ko;
   ko.threads = setup.threads;
+  ko.worker_start = setup.worker_start;
   ko.sigma = 1.0;
   im.kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
                                                    setup.phi_deg, std::move(setup.tiles), ko);
+  im.jtr_expanded.assign(static_cast<std::size_t>(layout_.num_expanded()), 0.0);
 }
 
 ShardPosterior::~ShardPosterior() = default;
@@ -86,22 +89,28 @@ double ShardPosterior::LogDensityGradient(std::span<const double> q,
   const double sigma = std::exp(log_sigma);
   if (!std::isfinite(sigma) || sigma <= 0.0) return -std::numeric_limits<double>::infinity();
 
-  // Likelihood: χ² = Σ (y − m)², Jᵀr = −Σ (y − m)·∂m/∂θ (J = ∂r/∂θ, r = y − m).
-  const model::NormalEquations eq =
-      layout_.ToOptimiser(im.kernel->Accumulate(layout_.Expand(theta)));
+  // Likelihood: χ² = Σ (y − m)², Jᵀr = −Σ (y − m)·∂m/∂θ (J = ∂r/∂θ, r = y − m), from the
+  // kernel's gradient-only pass; optimiser-space Jᵀr = Bᵀ·(expanded Jᵀr).
+  const double chi2 = im.kernel->Gradient(layout_.Expand(theta), im.jtr_expanded);
+  const int n_expanded = layout_.num_expanded();
   const double n_points = static_cast<double>(im.kernel->num_points());
   const double inv_s2 = 1.0 / (sigma * sigma);
-  double lp = -0.5 * eq.chi2 * inv_s2 - n_points * log_sigma;
+  double lp = -0.5 * chi2 * inv_s2 - n_points * log_sigma;
 
   for (std::size_t i = 0; i < n; ++i) {
-    const double dll = -eq.jtr[i] * inv_s2;  // ∂ log L / ∂θ_i
+    double jtr = 0.0;
+    for (int e = 0; e < n_expanded; ++e) {
+      const double b = layout_.B(e, static_cast<int>(i));
+      if (b != 0.0) jtr += b * im.jtr_expanded[static_cast<std::size_t>(e)];
+    }
+    const double dll = -jtr * inv_s2;  // ∂ log L / ∂θ_i
     lp += im.priors[i].LogDensity(theta[i]) + im.transforms[i].LogJacobian(q[i]);
     gradient[i] = (dll + im.priors[i].DLogDensity(theta[i])) * im.transforms[i].DxDu(q[i]) +
                   im.transforms[i].DLogJacobian(q[i]);
   }
   // σ = exp(q_σ): log-Jacobian q_σ.
   lp += im.sigma_prior.LogDensity(sigma) + log_sigma;
-  const double dll_sigma = eq.chi2 * inv_s2 / sigma - n_points / sigma;
+  const double dll_sigma = chi2 * inv_s2 / sigma - n_points / sigma;
   gradient[n] = (dll_sigma + im.sigma_prior.DLogDensity(sigma)) * sigma + 1.0;
   return lp;
 }
