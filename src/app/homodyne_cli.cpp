@@ -284,6 +284,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     co.data_file = opts.data_file;
     co.warm_start = opts.no_nlsq_warmstart ? nullptr : &result;
     co.threads = ro.threads;
+    co.worker_start = ro.worker_start;
     co.num_warmup = opts.n_warmup;
     co.num_samples = opts.n_samples;
     co.num_chains = opts.n_chains;

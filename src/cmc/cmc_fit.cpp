@@ -13,6 +13,7 @@
 #include "homodyne/atomic_file.h"
 #include "homodyne/cmc/bounded_transform.h"
 #include "homodyne/cmc/consensus.h"
+#include "homodyne/cmc/shard_chains.h"
 #include "homodyne/cmc/shard_posterior.h"
 #include "homodyne/cmc/sharding.h"
 #include "homodyne/config/config_reader.h"
@@ -242,16 +243,16 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       setup.lower = bounds.lower;
       setup.upper = bounds.upper;
       setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(temper)};
-      setup.threads = options.threads;
-      const ShardPosterior post(std::move(setup), layout);
-      const std::vector<double> q0 = post.ToUnconstrained(theta0, noise);
+      ShardChainOptions chain_options;
+      chain_options.num_chains = n_chains;
+      chain_options.threads = options.threads;
+      chain_options.worker_start = options.worker_start;
+      const std::vector<nuts::ChainRun> runs = RunShardChains(
+          setup, layout, no, theta0, noise, static_cast<std::uint64_t>(s), chain_options);
       double accept = 0, sigma_sum = 0;
       std::int64_t divergent = 0, saturated = 0, draws = 0;
       std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
-      for (int c = 0; c < n_chains; ++c) {
-        nuts::NutsChain chain(post, no, q0, static_cast<std::uint64_t>(s),
-                              static_cast<std::uint64_t>(c));
-        const nuts::ChainRun run = nuts::RunChain(chain);
+      for (const nuts::ChainRun& run : runs) {
         for (int p = 0; p < n_theta; ++p)
           chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
         for (int j = 0; j < no.num_samples; ++j) {

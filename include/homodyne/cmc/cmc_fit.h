@@ -4,13 +4,14 @@
 // draws are combined by the full-covariance consensus (consensus.h) in the unconstrained
 // sampling coordinates and transformed back.
 //
-// Parallel layout: shard s runs on rank s mod P (chains one after the other, the kernel
-// on the rank's threads); every RNG stream is keyed by (seed, shard, chain), so the result
+// Parallel layout: shard s runs on rank s mod P, its chains in parallel on the rank's
+// threads (shard_chains.h); every RNG stream is keyed by (seed, shard, chain), so the result
 // does not depend on the number of ranks. Each rank reads the selected data itself (the
 // shards need rows from the whole matrix); the combination happens on rank 0.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ struct CmcRunOptions {
   std::string data_file;                            // --data-file
   const nlsq::NlsqRunResult* warm_start = nullptr;  // NLSQ result (complete on every rank)
   int threads = 1;
+  // Optional placement of compute slot i (1..threads−1) for the thread that runs there
+  // (the caller's thread is slot 0); see shard_chains.h.
+  std::function<void(int slot)> worker_start;
   int num_warmup = -1;  // < 0: config (per_shard_mcmc)
   int num_samples = -1;
   int num_chains = -1;

@@ -10,6 +10,7 @@
 // likelihood and its gradient come from the fast model kernel in one pass.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -35,6 +36,7 @@ struct ShardPosteriorSetup {
   std::vector<double> lower, upper;   // bounds of the sampled model parameters
   Prior sigma_prior{PriorType::kHalfNormal, 0.0, 0.01};
   int threads = 1;
+  std::function<void(int thread_index)> worker_start;  // kernel worker placement (optional)
 };
 
 class ShardPosterior final : public nuts::LogDensity {
