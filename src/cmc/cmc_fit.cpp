@@ -13,6 +13,7 @@
 #include "homodyne/atomic_file.h"
 #include "homodyne/cmc/bounded_transform.h"
 #include "homodyne/cmc/consensus.h"
+#include "homodyne/cmc/reparameterization.h"
 #include "homodyne/cmc/shard_chains.h"
 #include "homodyne/cmc/shard_posterior.h"
 #include "homodyne/cmc/sharding.h"
@@ -215,6 +216,35 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     }
   }
 
+  // Sampling sites: the model parameters, or the reparameterised ones (laminar_flow with one
+  // averaged contrast/offset, homodyne's default; reparameterization.h).
+  std::vector<double> site_lower = bounds.lower, site_upper = bounds.upper;
+  Reparameterization reparam;
+  if (mode == model::AnalysisMode::kLaminarFlow && resolved == model::ScalingLayout::kAveraged) {
+    reparam.diffusion = cfg.optimization.cmc.reparameterization.enable_d_total;
+    reparam.shear = cfg.optimization.cmc.reparameterization.enable_log_gamma;
+    reparam.first_phys = n_theta - index.n_phys;
+    reparam.t_ref = std::sqrt(geometry.dt * meta.t.back());
+    if (!(reparam.t_ref > 0.0) || !std::isfinite(reparam.t_ref)) reparam.t_ref = 1.0;
+  }
+  if (reparam.active()) {
+    ReparamPriors rp;
+    if (informed) {
+      rp = ReparamPriorsFromEstimate(reparam.t_ref, warm->report.physical_values,
+                                     warm->report.physical_uncertainties);
+    }
+    ReplaceSitePriors(reparam, rp, temper, priors, site_lower, site_upper);
+    const auto site_names = reparam.SiteNames(names);
+    for (int i = reparam.first_phys; i < n_theta; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (site_names[k] != names[k]) {
+        logger.Info("CMC: sampling {} ~ {}({:.4g}, {:.4g}) instead of {} (t_ref {:.4g} s)",
+                    site_names[k], ToString(priors[k].type), priors[k].mu, priors[k].sigma,
+                    names[k], reparam.t_ref);
+      }
+    }
+  }
+
   // Run this rank's shards.
   std::vector<LocalShardResult> local;
   RunCollectively(world, [&] {
@@ -240,8 +270,9 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       setup.phi_deg = phi;
       setup.tiles = std::move(tiles);
       setup.priors = priors;
-      setup.lower = bounds.lower;
-      setup.upper = bounds.upper;
+      setup.lower = site_lower;
+      setup.upper = site_upper;
+      setup.reparam = reparam;
       setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(temper)};
       ShardChainOptions chain_options;
       chain_options.num_chains = n_chains;
@@ -351,26 +382,25 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       pos += 9 + n;
     }
     std::erase_if(shard_draws, [](const ShardDraws& d) { return d.draws.empty(); });
-    for (const auto& sd : shard_draws) {  // each shard's draws in the constrained space
-      std::vector<double> x(sd.draws.size());
-      for (std::size_t e = 0; e < x.size(); ++e) {
-        const auto i = e % static_cast<std::size_t>(n_theta);
-        x[e] = BoundedTransform(bounds.lower[i], bounds.upper[i]).ToConstrained(sd.draws[e]);
+    const auto to_theta = [&](const double* u) {
+      return UnconstrainedToTheta(std::span<const double>(u, static_cast<std::size_t>(n_theta)),
+                                  site_lower, site_upper, reparam);
+    };
+    for (const auto& sd : shard_draws) {  // each shard's draws in the model parameters
+      std::vector<double> x;
+      x.reserve(sd.draws.size());
+      for (std::size_t e = 0; e < sd.draws.size(); e += static_cast<std::size_t>(n_theta)) {
+        const std::vector<double> th = to_theta(sd.draws.data() + e);
+        x.insert(x.end(), th.begin(), th.end());
       }
       result.shard_draws.push_back(std::move(x));
     }
     const ConsensusResult combined = CombineConsensus(shard_draws);
-    std::vector<BoundedTransform> transforms;
-    for (int i = 0; i < n_theta; ++i) {
-      transforms.emplace_back(bounds.lower[static_cast<std::size_t>(i)],
-                              bounds.upper[static_cast<std::size_t>(i)]);
-    }
     const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
     for (int j = 0; j < n_draws; ++j) {
-      for (int i = 0; i < n_theta; ++i) {
-        result.draws.push_back(transforms[static_cast<std::size_t>(i)].ToConstrained(
-            combined.draws[static_cast<std::size_t>(j * n_theta + i)]));
-      }
+      const std::vector<double> th =
+          to_theta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
+      result.draws.insert(result.draws.end(), th.begin(), th.end());
     }
     // Summaries of the expanded parameters (physical + per-angle scaling).
     const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
