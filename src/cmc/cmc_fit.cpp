@@ -15,6 +15,7 @@
 #include "homodyne/cmc/consensus.h"
 #include "homodyne/cmc/reparameterization.h"
 #include "homodyne/cmc/shard_chains.h"
+#include "homodyne/cmc/shard_filter.h"
 #include "homodyne/cmc/shard_posterior.h"
 #include "homodyne/cmc/sharding.h"
 #include "homodyne/config/config_reader.h"
@@ -76,6 +77,33 @@ double NoiseScale(const std::vector<model::RowTile>& tiles) {
   const double m = Median(v);
   for (double& x : v) x = std::abs(x - m);
   return std::max(1.4826 * Median(v), 0.001);
+}
+
+// combination.method: robust_consensus_mc (filters + consensus) or consensus_mc; homodyne's
+// deprecated element-wise rules fall back to consensus_mc with a warning.
+std::string CombinationMethod(const config::Config& cfg, const Logger& logger) {
+  const std::string m = cfg.optimization.cmc.combination.method;
+  if (m == "robust_consensus_mc" || m == "consensus_mc") return m;
+  logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc", m);
+  return "consensus_mc";
+}
+
+ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg,
+                                           const std::vector<std::string>& names,
+                                           const model::Bounds& bounds) {
+  const auto& v = cfg.optimization.cmc.validation;
+  ShardFilterOptions o;
+  o.max_divergence_rate = v.max_divergence_rate;
+  o.robust = cfg.optimization.cmc.combination.method == "robust_consensus_mc";
+  o.max_parameter_cv = v.max_parameter_cv;
+  o.heterogeneity_abort = v.heterogeneity_abort;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
+    for (const char* h : {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"}) {
+      if (names[i] == h) o.heterogeneity_parameters.push_back(static_cast<int>(i));
+    }
+  }
+  return o;
 }
 
 struct LocalShardResult {
@@ -381,21 +409,41 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
                                   all.begin() + static_cast<std::ptrdiff_t>(pos + 9 + n));
       pos += 9 + n;
     }
-    std::erase_if(shard_draws, [](const ShardDraws& d) { return d.draws.empty(); });
     const auto to_theta = [&](const double* u) {
       return UnconstrainedToTheta(std::span<const double>(u, static_cast<std::size_t>(n_theta)),
                                   site_lower, site_upper, reparam);
     };
-    for (const auto& sd : shard_draws) {  // each shard's draws in the model parameters
+    std::vector<ShardDraws> theta_draws;
+    for (auto& sd : shard_draws) {  // each shard's draws in the model parameters
+      sd.dims = n_theta;
       std::vector<double> x;
       x.reserve(sd.draws.size());
       for (std::size_t e = 0; e < sd.draws.size(); e += static_cast<std::size_t>(n_theta)) {
         const std::vector<double> th = to_theta(sd.draws.data() + e);
         x.insert(x.end(), th.begin(), th.end());
       }
-      result.shard_draws.push_back(std::move(x));
+      theta_draws.push_back({n_theta, x});
+      if (!x.empty()) result.shard_draws.push_back(std::move(x));
     }
-    const ConsensusResult combined = CombineConsensus(shard_draws);
+    // Shard filtering (shard_filter.h), every rejection logged and reported.
+    std::vector<double> divergence;
+    for (const auto& d : result.shards) divergence.push_back(d.divergence_rate);
+    const ShardFilterResult filter =
+        FilterShards(theta_draws, divergence, names, FilterOptionsFromConfig(cfg, names, bounds));
+    result.combination_method = CombinationMethod(cfg, logger);
+    for (const auto& rej : filter.rejected) {
+      logger.Warn("CMC: shard {} rejected: {}", rej.shard, rej.reason);
+      result.shards[static_cast<std::size_t>(rej.shard)].used = false;
+      result.shards[static_cast<std::size_t>(rej.shard)].rejection = rej.reason;
+    }
+    for (const auto& w : filter.warnings) logger.Warn("{}", w);
+    result.warnings = filter.warnings;
+    std::vector<ShardDraws> kept;
+    for (std::size_t sh = 0; sh < shard_draws.size(); ++sh) {
+      if (filter.keep[sh]) kept.push_back(std::move(shard_draws[sh]));
+    }
+    result.shards_used = static_cast<int>(kept.size());
+    const ConsensusResult combined = CombineConsensus(kept);
     const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
     for (int j = 0; j < n_draws; ++j) {
       const std::vector<double> th =
@@ -516,7 +564,13 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"divergence_rate", d.divergence_rate},
                       {"acceptance_rate", d.acceptance_rate},
                       {"sigma_mean", d.noise_sigma_mean},
-                      {"treedepth_saturation_rate", d.treedepth_saturation_rate}});
+                      {"treedepth_saturation_rate", d.treedepth_saturation_rate},
+                      {"used_in_combination", d.used},
+                      {"rejection_reason", d.rejection}});
+  }
+  json rejected = json::array();
+  for (const auto& d : r.shards) {
+    if (!d.used) rejected.push_back({{"shard", d.shard}, {"reason", d.rejection}});
   }
   WriteFileAtomically(dir / "shard_diagnostics.json", shards.dump(2) + "\n");
   WriteFileAtomically(
@@ -524,7 +578,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       json{{"convergence", {{"all_chains_converged", r.all_converged}, {"r_hat_threshold", 1.1}}},
            {"cmc_specific",
             {{"num_shards", r.num_shards},
-             {"combination_method", "consensus_mc"},
+             {"num_shards_used", r.shards_used},
+             {"combination_method", r.combination_method},
+             {"rejected_shards", rejected},
+             {"warnings", r.warnings},
              {"shard_summary", shards}}}}
               .dump(2) +
           "\n");

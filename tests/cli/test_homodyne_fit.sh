@@ -82,6 +82,7 @@ grep -q '"method": "cmc"' "$tmp/outc/cmc/parameters.json" || { echo "FAIL: cmc/p
 grep -q 'method: both' "$tmp/outc/run_report.yaml" || { echo "FAIL: run report method"; exit 1; }
 h5ls -r "$tmp/outc/cmc/samples.h5" | grep -q 'shards/shard_00001' || { echo "FAIL: per-shard draws"; exit 1; }
 grep -q 'treedepth_saturation_rate' "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard diagnostics"; exit 1; }
+grep -q "rejected_shards" "$tmp/outc/cmc/diagnostics.json" && grep -q "used_in_combination" "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard filter report"; exit 1; }
 grep -q 'CMC: shard 0 done' <<<"$out" || { echo "FAIL: no CMC progress line"; exit 1; }
 
 # --method cmc with the warm start read back from the previous run's NLSQ files.

@@ -52,6 +52,8 @@ struct ShardDiagnostics {
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
   double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
+  bool used = true;                        // kept by the shard filters (shard_filter.h)
+  std::string rejection;                   // why not
 };
 
 struct CmcRunResult {
@@ -66,6 +68,9 @@ struct CmcRunResult {
   std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)
   std::vector<ParameterSummary> parameters;      // physical + per-angle contrast/offset means
   std::vector<ShardDiagnostics> shards;
+  int shards_used = 0;
+  std::string combination_method = "robust_consensus_mc";
+  std::vector<std::string> warnings;  // heterogeneity warnings of the shard filter
   double max_rhat = 0.0;
   double min_ess = 0.0;
   double acceptance_rate = 0.0;
