@@ -310,7 +310,11 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
       }
       WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
     }
-    if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+    if (cmc_result) {
+      cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+                      cmc::PosteriorMeanModel(*cmc_result), log);
+    }
   });
   RunReportInput report;
   report.command_line = opts.command_line;

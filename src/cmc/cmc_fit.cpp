@@ -492,6 +492,21 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   return result;
 }
 
+FittedModel PosteriorMeanModel(const CmcRunResult& r) {
+  FittedModel m;
+  m.analysis_mode = r.analysis_mode;
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0) {
+      m.contrast.push_back(p.mean);
+    } else if (p.name.rfind("offset_", 0) == 0) {
+      m.offset.push_back(p.mean);
+    } else {
+      m.physical.push_back(p.mean);
+    }
+  }
+  return m;
+}
+
 void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   using nlohmann::json;
   const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";

@@ -74,9 +74,12 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-di
 echo "$out" | tail -22
 [ $code -eq 0 ] || { echo "FAIL: --method both exit code $code"; exit 1; }
 for f in nlsq/parameters.json cmc/parameters.json cmc/analysis_results_cmc.json cmc/diagnostics.json \
-         cmc/shard_diagnostics.json cmc/samples.h5 run_report.yaml; do
+         cmc/shard_diagnostics.json cmc/samples.h5 cmc/fitted_data.h5 run_report.yaml; do
   [ -s "$tmp/outc/$f" ] || { echo "FAIL: $f missing"; exit 1; }
 done
+# cmc/fitted_data.h5 has the layout of nlsq/fitted_data.h5 (same datasets and shapes).
+[ "$(h5ls "$tmp/outc/cmc/fitted_data.h5")" = "$(h5ls "$tmp/outc/nlsq/fitted_data.h5")" ] ||
+  { echo "FAIL: cmc/fitted_data.h5 layout differs from nlsq/"; exit 1; }
 [ "$(grep -c 'CMC SAMPLING COMPLETE' <<<"$out")" -eq 1 ] || { echo "FAIL: CMC summary not once"; exit 1; }
 grep -q '"method": "cmc"' "$tmp/outc/cmc/parameters.json" || { echo "FAIL: cmc/parameters.json"; exit 1; }
 grep -q 'method: both' "$tmp/outc/run_report.yaml" || { echo "FAIL: run report method"; exit 1; }

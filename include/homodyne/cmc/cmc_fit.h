@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "homodyne/app/fitted_data.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/nlsq/xpcs_fit.h"
@@ -81,6 +82,10 @@ struct CmcRunResult {
 // Collective over `world`; the returned result is complete on rank 0.
 CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
                        const Logger& logger);
+
+// The model at the posterior mean (physical parameters and per-angle contrast/offset from
+// `parameters`, expanded order) for DIR/cmc/fitted_data.h5.
+FittedModel PosteriorMeanModel(const CmcRunResult& result);
 
 // cmc/parameters.json, cmc/analysis_results_cmc.json, cmc/diagnostics.json and
 // cmc/samples.h5 under `output_dir` (rank 0, atomic).
