@@ -320,6 +320,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
           r.draws.insert(r.draws.end(), q, q + n_theta);
           sigma_sum += std::exp(q[n_theta]);
         }
+        r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
         for (const auto& st : run.stats) {
           accept += st.accept_stat;
           divergent += st.divergent ? 1 : 0;
@@ -354,14 +355,15 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   });
 
   // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, saturation,
-  // n, draws...].
+  // gradient evaluations, n, draws...].
   std::vector<double> packed;
   for (const auto& r : local) {
     packed.insert(
         packed.end(),
         {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
          r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
-         r.diag.treedepth_saturation_rate, static_cast<double>(r.draws.size())});
+         r.diag.treedepth_saturation_rate, static_cast<double>(r.diag.gradient_evaluations),
+         static_cast<double>(r.draws.size())});
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
   const int count = static_cast<int>(packed.size());
@@ -403,11 +405,12 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       d.acceptance_rate = all[pos + 5];
       d.noise_sigma_mean = all[pos + 6];
       d.treedepth_saturation_rate = all[pos + 7];
-      const auto n = static_cast<std::size_t>(all[pos + 8]);
+      d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
+      const auto n = static_cast<std::size_t>(all[pos + 9]);
       shard_draws[s].dims = n_theta;
-      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 9),
-                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 9 + n));
-      pos += 9 + n;
+      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 10),
+                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 10 + n));
+      pos += 10 + n;
     }
     const auto to_theta = [&](const double* u) {
       return UnconstrainedToTheta(std::span<const double>(u, static_cast<std::size_t>(n_theta)),
@@ -580,6 +583,7 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"acceptance_rate", d.acceptance_rate},
                       {"sigma_mean", d.noise_sigma_mean},
                       {"treedepth_saturation_rate", d.treedepth_saturation_rate},
+                      {"gradient_evaluations", d.gradient_evaluations},
                       {"used_in_combination", d.used},
                       {"rejection_reason", d.rejection}});
   }

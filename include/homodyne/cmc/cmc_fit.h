@@ -53,6 +53,7 @@ struct ShardDiagnostics {
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
   double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
+  std::int64_t gradient_evaluations = 0;   // leapfrog steps of all its chains
   bool used = true;                        // kept by the shard filters (shard_filter.h)
   std::string rejection;                   // why not
 };
