@@ -78,7 +78,7 @@ TEST(ShardChains, DrawsAreBitIdenticalForEveryThreadCount) {
   no.seed = 5;
   const std::vector<double> theta0{0.28, 1.0, 25000.0, -0.5, 0.0};
   std::vector<std::vector<nuts::ChainRun>> results;
-  for (int threads : {1, 2, 3, 5}) {
+  for (int threads : {1, 2, 3, 5, 6}) {  // 6: 3 chains × 2 kernel threads
     ShardChainOptions o;
     o.num_chains = 3;
     o.threads = threads;
@@ -95,6 +95,9 @@ TEST(ShardChains, DrawsAreBitIdenticalForEveryThreadCount) {
     for (int slot : slots) {
       EXPECT_GE(slot, 1);
       EXPECT_LT(slot, threads);
+    }
+    if (threads == 6) {
+      EXPECT_EQ(slots, (std::set<int>{1, 2, 3, 4, 5}));
     }
     if (threads == 2) {
       EXPECT_EQ(slots, (std::set<int>{1}));
