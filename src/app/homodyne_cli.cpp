@@ -403,6 +403,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     co.data_file = opts.data_file;
     co.warm_start = opts.no_nlsq_warmstart ? nullptr : &result;
     co.threads = ro.threads;
+    co.worker_start = ro.worker_start;
     co.num_warmup = opts.n_warmup;
     co.num_samples = opts.n_samples;
     co.num_chains = opts.n_chains;
@@ -432,7 +433,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
           out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log,
           streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
     }
-    if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+    if (cmc_result) {
+      cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+                      cmc::PosteriorMeanModel(*cmc_result), log);
+    }
     WritePlotInputs(out, plots, cfg, data_file, log);
   });
   state.phases = phases;
