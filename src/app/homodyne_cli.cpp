@@ -19,6 +19,8 @@
 #include "homodyne/app/run_report.h"
 #include "homodyne/app/warm_start.h"
 #include "homodyne/atomic_file.h"
+#include "homodyne/checkpoint/interrupt.h"
+#include "homodyne/checkpoint/nlsq_checkpoint.h"
 #include "homodyne/cmc/cmc_fit.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
@@ -57,6 +59,9 @@ struct HomodyneCliOptions {
   bool no_nlsq_warmstart = false;
   bool dense_mass_matrix = false;
   std::string nlsq_result;
+  // Checkpoints (docs/checkpoints.md)
+  bool resume = false;
+  std::string checkpoint_dir;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -106,6 +111,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
                  "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
+  app.add_flag("--resume", opts.resume,
+               "continue from the newest valid checkpoint (optimization.streaming.checkpoint_dir)");
+  app.add_option("--checkpoint-dir", opts.checkpoint_dir,
+                 "write checkpoints to DIR (enables them; overrides the config)");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -225,6 +234,17 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   nlsq::NlsqRunOptions ro;
   ro.data_file = opts.data_file;
   ro.initial = opts.initial;
+  // Checkpoints and the graceful stop on SIGTERM/SIGUSR1 (exit 75).
+  const checkpoint::InterruptHandlers interrupt_handlers;
+  ro.checkpoints = RunCollectively(env.world(), [&] {
+    std::map<std::string, std::string> overrides;
+    if (opts.static_mode) overrides["static_mode"] = "true";
+    if (opts.laminar_flow) overrides["laminar_flow"] = "true";
+    for (const auto& [name, v] : opts.initial)
+      overrides["initial." + name] = fmt::format("{:.17g}", v);
+    return checkpoint::CheckpointSettings::FromConfig(cfg, opts.checkpoint_dir, opts.resume,
+                                                      checkpoint::DescribeConfig(cfg, overrides));
+  });
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
   // kernel's workers on the other slots.

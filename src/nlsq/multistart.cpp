@@ -67,6 +67,7 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   // Each group loads the data over its own ranks.
   NlsqRunOptions quiet = options;
   quiet.print_progress = false;
+  quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
   XpcsFitSession session(group_comm, cfg, quiet, group == 0 ? logger : Logger::Silent());
   const std::size_t n = session.x0().size();
 

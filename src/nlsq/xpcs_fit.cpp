@@ -202,6 +202,13 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
+  if (s.options.checkpoints) {
+    const io::DatasetMetadata& meta = s.local.meta;
+    const std::string data = checkpoint::DescribeData(
+        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
+    return checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
+                                            so, callback, *s.options.checkpoints, data, logger);
+  }
   return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
 }
 

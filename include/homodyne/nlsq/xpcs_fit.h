@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "homodyne/checkpoint/nlsq_checkpoint.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/model/parameter_layout.h"
@@ -29,6 +31,8 @@ struct NlsqRunOptions {
   // core); thread 0 is the caller's. Empty: threads are left where the OS puts them.
   std::function<void(int thread_index)> worker_start;
   std::vector<std::string> placement;  // rank → NUMA → cores lines for the run report
+  // Checkpoints, resume and graceful stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CheckpointSettings> checkpoints;
 };
 
 struct NlsqRunResult {
