@@ -194,6 +194,25 @@ int ChooseThreads(Environment& env, const HomodyneCliOptions& opts) {
   return 0;
 }
 
+// CMC checkpoints follow the run's switches (--checkpoint-dir, --resume, streaming.*);
+// optimization.cmc.backend_config can turn them off and sets frequency and count.
+checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
+    const config::Config& cfg, const checkpoint::CheckpointSettings& run,
+    const HomodyneCliOptions& opts) {
+  const auto& b = cfg.optimization.cmc.backend_config;
+  checkpoint::CmcCheckpointSettings c;
+  c.enabled = run.enabled && b.enable_checkpoints;
+  c.resume = run.resume;
+  c.dir = run.dir;
+  c.frequency = b.checkpoint_frequency;
+  c.keep_last = b.keep_last_checkpoints;
+  c.config_description =
+      run.config_description + fmt::format("cli.cmc: {} {} {} {} {} {}\n", opts.n_samples,
+                                           opts.n_warmup, opts.n_chains, opts.cmc_num_shards,
+                                           opts.dense_mass_matrix, opts.no_nlsq_warmstart);
+  return c;
+}
+
 int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   const Logger& log = env.logger();
   config::Config cfg = RunCollectively(env.world(), [&] {
@@ -311,6 +330,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     co.dense_metric = opts.dense_mass_matrix ||
                       !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
                       config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
+    co.checkpoints = CmcCheckpointSettingsFor(cfg, *ro.checkpoints, opts);
     PhaseTimes::Scope t(result.phases, "cmc");
     cmc_result = cmc::RunCmcFit(env.world(), cfg, co, log);
   }

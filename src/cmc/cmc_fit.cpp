@@ -214,7 +214,15 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     }
   }
 
-  // Run this rank's shards.
+  // Run this rank's shards (chains in batches between checkpoint safe points).
+  checkpoint::CmcCheckpointSettings cs;
+  cs.stop_on_signal = false;
+  if (options.checkpoints) cs = *options.checkpoints;
+  std::string data_id =
+      checkpoint::DescribeData(meta.file, meta.q_physics, phi, nf, meta.dt, n_points);
+  for (double v : theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
+  checkpoint::CmcChainRunner runner(
+      world, cs, data_id, {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + 1}, logger);
   std::vector<LocalShardResult> local;
   RunCollectively(world, [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
@@ -249,9 +257,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       std::int64_t divergent = 0, saturated = 0, draws = 0;
       std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
       for (int c = 0; c < n_chains; ++c) {
-        nuts::NutsChain chain(post, no, q0, static_cast<std::uint64_t>(s),
-                              static_cast<std::uint64_t>(c));
-        const nuts::ChainRun run = nuts::RunChain(chain);
+        const nuts::ChainRun run = runner.Run(s, c, post, no, q0);
         for (int p = 0; p < n_theta; ++p)
           chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
         for (int j = 0; j < no.num_samples; ++j) {
@@ -291,6 +297,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
                   static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
                   elapsed / mine * (my_total - mine));
     }
+    runner.Finish();
   });
 
   // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, saturation,

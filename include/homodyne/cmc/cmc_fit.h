@@ -11,9 +11,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "homodyne/checkpoint/cmc_checkpoint.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/nlsq/xpcs_fit.h"
@@ -31,6 +33,8 @@ struct CmcRunOptions {
   int num_shards = -1;  // < 0: config / automatic
   bool dense_metric = true;
   bool print_progress = true;
+  // Checkpoints, resume, stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CmcCheckpointSettings> checkpoints;
 };
 
 struct ParameterSummary {
