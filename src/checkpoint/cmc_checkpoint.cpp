@@ -158,11 +158,12 @@ nuts::ChainRun CmcChainRunner::Run(int shard, int chain, const nuts::LogDensity&
         p.state ? nuts::NutsChain::Restore(density, options, *p.state)
                 : nuts::NutsChain(density, options, q0, static_cast<std::uint64_t>(shard),
                                   static_cast<std::uint64_t>(chain));
-    const int rank = world_.rank();
-    const nuts::IterationCallback hooks = [rank](const nuts::NutsChain&,
-                                                 const nuts::IterationResult& it) {
-      MaybeKill("cmc_draw", it.iteration + 1);
-      MaybeSignal("cmc_draw", it.iteration + 1, rank);
+    // Test hooks count the iterations this process has run in this run (all its chains).
+    const nuts::IterationCallback hooks = [this](const nuts::NutsChain&,
+                                                 const nuts::IterationResult&) {
+      ++iterations_run_;
+      MaybeKill("cmc_draw", iterations_run_);
+      MaybeSignal("cmc_draw", iterations_run_, world_.rank());
       return true;
     };
     const std::int64_t f = settings_.frequency;

@@ -35,7 +35,7 @@ YAML
 
 run() {  # run <ranks> <outdir> [args...]
   local n=$1 out=$2; shift 2
-  "$mpiexec" -n "$n" "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$out" -q "$@"
+  "$mpiexec" -n "$n" "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$out" "$@"
 }
 # compare <a> <b>: every fitted value and chi2 within 1e-9 relative
 compare() {
@@ -72,8 +72,13 @@ for point in nlsq_iter:1 nlsq_iter:2 nlsq_iter:3 nlsq_iter:4 nlsq_iter:5 nlsq_it
   HOMODYNE_KILL_AT=$point run $kill_n "$tmp/k" > "$tmp/kill.log" 2>&1; code=$?
   [ $code -ne 0 ] || { echo "FAIL: $point: the run was not killed"; exit 1; }
   [ -e "$tmp/k/nlsq/parameters.json" ] && { echo "FAIL: $point: killed run wrote results"; exit 1; }
+  has_ckpt=0; ls "$tmp/ckpt"/nlsq_*.h5 > /dev/null 2>&1 && has_ckpt=1
   run $resume_n "$tmp/k" --resume > "$tmp/resume.log" 2>&1 \
     || { cat "$tmp/resume.log"; echo "FAIL: $point: resume failed"; exit 1; }
+  # A checkpoint was left: the resumed run must have used it (not started over).
+  if [ $has_ckpt -eq 1 ]; then
+    grep -q "resuming NLSQ from" "$tmp/resume.log" || { cat "$tmp/resume.log"; echo "FAIL: $point: not resumed"; exit 1; }
+  fi
   echo -n "$point (killed on $kill_n, resumed on $resume_n): "
   compare "$tmp/ref" "$tmp/k" || { echo "FAIL: $point: resumed result differs"; exit 1; }
 done

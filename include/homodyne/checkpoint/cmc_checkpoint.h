@@ -77,6 +77,7 @@ class CmcChainRunner {
   std::unique_ptr<CheckpointStore> store_;
   std::map<std::pair<int, int>, Progress> progress_;  // this rank's chains
   bool all_done_ = false;
+  std::int64_t iterations_run_ = 0;  // by this process, for the test hooks
 };
 
 // NutsChainState ↔ record datasets under `prefix` (exact round trip).

@@ -38,9 +38,11 @@ std::string ResumeMessage(const std::string& checkpoint);
 // Test hooks. HOMODYNE_KILL_AT="<point>:<n>[,<point>:<n>…]": MaybeKill(point, n) raises
 // SIGKILL in this process when called with a listed (point, n) — every rank reaching
 // that point dies abruptly, as with kill -9. Points: nlsq_iter (accepted iteration n,
-// counted over the whole fit), cmc_draw (iteration n of a chain), checkpoint_write (the
+// counted over the whole fit), cmc_draw (the n-th NUTS iteration this process runs, over
+// all its chains), checkpoint_write (the
 // n-th write of the run, after the temporary file is complete, before the rename).
-// HOMODYNE_SIGNAL_AT="<point>:<n>": MaybeSignal raises SIGUSR1 on rank 0 only there.
+// HOMODYNE_SIGNAL_AT="<point>:<n>" (nlsq_iter or cmc_draw): MaybeSignal raises SIGUSR1 on rank 0
+// only there.
 inline constexpr const char* kKillVariable = "HOMODYNE_KILL_AT";
 inline constexpr const char* kSignalVariable = "HOMODYNE_SIGNAL_AT";
 bool PointListed(std::string_view spec, std::string_view point, std::int64_t n);
