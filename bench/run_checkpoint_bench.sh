@@ -4,7 +4,8 @@
 #   (b) checkpoints on, frequency 10^9 (the same solver path as (c), no writes),
 #   (c) checkpoints on at the default frequency (10 iterations),
 # each repeated; reports fit seconds (median), checkpoint writes, seconds per write and the
-# overhead (c − b)/b. Writes docs/bench/checkpoint_<date>.json.
+# overhead (c − b)/b; plus bench_checkpoint (write/read time of NLSQ-shaped records with 9,
+# 53 and 207 parameters). Writes docs/bench/checkpoint_<date>.json.
 #   bash bench/run_checkpoint_bench.sh [build dir] [output dir] [ranks] [frames] [repeats]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -52,6 +53,8 @@ for variant in off nowrite default; do
       > "$tmp/$variant.$r.log" 2>&1
   done
 done
+mpiexec -n "$ranks" "$build/bench/bench_checkpoint" --benchmark_out="$tmp/micro.json" \
+  --benchmark_out_format=json > /dev/null
 /usr/bin/python3 - "$tmp" "$repeats" "$ranks" "$frames" "$out/checkpoint_${stamp}.json" <<'PY'
 import json, re, socket, statistics, sys
 tmp, repeats, ranks, frames, path = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
@@ -77,6 +80,8 @@ summary = {
     "overhead_default_frequency": (d["fit_seconds_median"] - res["nowrite"]["fit_seconds_median"]) / res["nowrite"]["fit_seconds_median"],
     "write_share_of_fit_default_frequency": d["checkpoint_write_seconds_total_median"] / d["fit_seconds_median"],
     "goal": "overhead <= 0.02",
+    "bench_checkpoint_ms": {b["name"]: round(b["real_time"], 3)
+                            for b in json.load(open(f"{tmp}/micro.json"))["benchmarks"]},
     "host": socket.gethostname(),
     "note": "shared machine while measuring; the lead reruns on an idle machine",
 }
