@@ -2,8 +2,9 @@
 # NLSQ checkpoints (docs/checkpoints.md): kill -9 of every rank at 12 points of a fit
 # (HOMODYNE_KILL_AT), resume on the other rank count (1 ↔ 2), compare with the
 # uninterrupted run (≤ 1e-9 relative); a corrupted newest checkpoint is skipped with a
-# warning; SIGUSR1 → exit 75 → --resume gives the same result; a config change is bad
-# input naming the checkpoint; at most keep_last_checkpoints files remain.
+# warning; SIGUSR1 (hook, and real SIGUSR1 to mpiexec / SIGTERM to one rank) → exit 75 →
+# --resume gives the same result; a config change is bad input naming the checkpoint; at
+# most keep_last_checkpoints files remain.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -112,6 +113,36 @@ out=$(HOMODYNE_SIGNAL_AT=nlsq_iter:5 "$mpiexec" -n 2 "$bindir/homodyne" \
 [ "$(grep -c 'with --resume' <<<"$out")" -eq 1 ] || { echo "$out"; echo "FAIL: resume hint not printed once"; exit 1; }
 run 2 "$tmp/s" --resume > /dev/null 2>&1 || { echo "FAIL: resume after SIGUSR1"; exit 1; }
 echo -n "SIGUSR1 + resume: "; compare "$tmp/ref" "$tmp/s" || { echo "FAIL: after SIGUSR1"; exit 1; }
+
+# Real signals on a larger fit: SIGUSR1 to mpiexec (Open MPI forwards it to the ranks) and
+# SIGTERM to one rank process (as slurmstepd delivers it), sent after the first iteration.
+# If the fit finishes before the signal arrives (a very fast machine), that case is skipped.
+"$bindir/homodyne-synth" --config "$tmp/cfg.yaml" -o "$tmp/big.h5" --frames 300 --angles "0,45,90,135" \
+  --param D0=20000 --param alpha=-0.4 --param gamma_dot_t0=0.003 --param phi0=4 --noise 0.001 -q \
+  || { echo "FAIL: synth big"; exit 1; }
+sed "s|data_file_name: data.h5|data_file_name: big.h5|; s|checkpoint_frequency: 2|checkpoint_frequency: 10|" \
+  "$tmp/cfg.yaml" > "$tmp/big.yaml"
+rm -rf "$tmp/ckpt"
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/bigref" -q > /dev/null 2>&1 \
+  || { echo "FAIL: big reference run"; exit 1; }
+for how in usr1-mpiexec term-rank; do
+  rm -rf "$tmp/ckpt" "$tmp/sig"
+  "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/sig" > "$tmp/sig.log" 2>&1 &
+  pid=$!
+  for _ in $(seq 400); do grep -q "iter    1 " "$tmp/sig.log" && break; sleep 0.05; done
+  if [ "$how" = usr1-mpiexec ]; then
+    kill -USR1 $pid
+  else
+    kill -TERM "$(pgrep -P $pid | tail -1)"
+  fi
+  wait $pid; code=$?
+  if [ $code -eq 0 ]; then echo "$how: SKIP (the fit finished before the signal)"; continue; fi
+  [ $code -eq 75 ] || { cat "$tmp/sig.log"; echo "FAIL: $how: exit $code (expected 75)"; exit 1; }
+  "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/sig" --resume \
+    > "$tmp/resume.log" 2>&1 || { cat "$tmp/resume.log"; echo "FAIL: $how: resume"; exit 1; }
+  grep -q "resuming NLSQ from" "$tmp/resume.log" || { echo "FAIL: $how: not resumed"; exit 1; }
+  echo -n "$how + resume on 1 rank: "; compare "$tmp/bigref" "$tmp/sig" || { echo "FAIL: $how"; exit 1; }
+done
 
 # --checkpoint-dir overrides the config.
 rm -rf "$tmp/ckpt2"
