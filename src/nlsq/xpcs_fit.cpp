@@ -174,6 +174,11 @@ const std::vector<std::string>& XpcsFitSession::parameter_names() const {
   return impl_->layout->names();
 }
 int XpcsFitSession::num_physical() const { return impl_->index.n_phys; }
+std::string XpcsFitSession::DataDescription() const {
+  const io::DatasetMetadata& meta = impl_->local.meta;
+  return checkpoint::DescribeData(meta.file, meta.q_physics, impl_->phi, meta.n_frames, meta.dt,
+                                  impl_->problem->total_points());
+}
 
 double XpcsFitSession::Chi2At(const std::vector<double>& x) {
   NormalEquations eq;

@@ -144,12 +144,39 @@ for how in usr1-mpiexec term-rank; do
   echo -n "$how + resume on 1 rank: "; compare "$tmp/bigref" "$tmp/sig" || { echo "FAIL: $how"; exit 1; }
 done
 
+# Multistart: progress (solved starts and their results) is checkpointed after every round.
+sed 's|    anti_degeneracy: {per_angle_mode: auto}|    anti_degeneracy: {per_angle_mode: auto}\n    multi_start: {enable: true, n_starts: 5, use_screening: false}|' \
+  "$tmp/cfg.yaml" > "$tmp/ms.yaml"
+ms() {  # ms <ranks> <outdir> [args...]
+  local n=$1 out=$2; shift 2
+  "$mpiexec" -n "$n" "$bindir/homodyne" --config "$tmp/ms.yaml" --output-dir "$out" "$@"
+}
+starts() {
+  "$py" -c "import json,sys;d=json.load(open(sys.argv[1]));print([(s['index'],s.get('chi2'),s.get('x')) for s in d['starts']])" "$1/nlsq/multistart.json"
+}
+rm -rf "$tmp/ckpt"; ms 2 "$tmp/msref" -q > /dev/null 2>&1 || { echo "FAIL: multistart reference"; exit 1; }
+for point in multistart_start:1 multistart_start:2 multistart_start:3; do
+  for kill_n in 2 1; do
+    resume_n=$((3 - kill_n)); rm -rf "$tmp/ckpt" "$tmp/msk"
+    HOMODYNE_KILL_AT=$point ms $kill_n "$tmp/msk" -q > /dev/null 2>&1 && { echo "FAIL: $point not killed"; exit 1; }
+    has_ckpt=0; ls "$tmp/ckpt"/multistart_*.h5 > /dev/null 2>&1 && has_ckpt=1
+    ms $resume_n "$tmp/msk" --resume > "$tmp/resume.log" 2>&1 || { cat "$tmp/resume.log"; echo "FAIL: multistart resume"; exit 1; }
+    if [ $has_ckpt -eq 1 ]; then
+      grep -q "resuming multistart from" "$tmp/resume.log" || { echo "FAIL: $point: not resumed"; exit 1; }
+    fi
+    [ "$(starts "$tmp/msref")" = "$(starts "$tmp/msk")" ] || { echo "FAIL: $point: start outcomes differ"; exit 1; }
+    echo -n "multistart $point (killed on $kill_n, resumed on $resume_n, checkpoint: $has_ckpt): "
+    compare "$tmp/msref" "$tmp/msk" || { echo "FAIL: multistart $point"; exit 1; }
+  done
+done
+
 # --checkpoint-dir overrides the config.
 rm -rf "$tmp/ckpt2"
 run 1 "$tmp/d" --checkpoint-dir "$tmp/ckpt2" > /dev/null 2>&1 || { echo "FAIL: --checkpoint-dir run"; exit 1; }
 ls "$tmp/ckpt2" | grep -q '^nlsq_' || { echo "FAIL: --checkpoint-dir not used"; exit 1; }
 
 # Another config → bad input (exit 2) naming the checkpoint file and the key that differs.
+rm -rf "$tmp/ckpt"; run 1 "$tmp/d2" > /dev/null 2>&1 || { echo "FAIL: run before the mismatch test"; exit 1; }
 sed 's/values: \[15000,/values: [16000,/' "$tmp/cfg.yaml" > "$tmp/other.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/other.yaml" --output-dir "$tmp/o" --resume 2>&1); code=$?
 [ $code -eq 2 ] || { echo "$out"; echo "FAIL: config mismatch exit $code (expected 2)"; exit 1; }

@@ -72,6 +72,8 @@ class XpcsFitSession {
   const std::vector<double>& upper() const;
   const std::vector<std::string>& parameter_names() const;  // optimiser space
   int num_physical() const;                                 // the last entries of x
+  // The input data selection for checkpoint identities (checkpoint::DescribeData).
+  std::string DataDescription() const;
 
   double Chi2At(const std::vector<double>& x);                              // collective
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
