@@ -24,6 +24,8 @@
 #include "homodyne/app/run_report.h"
 #include "homodyne/app/warm_start.h"
 #include "homodyne/atomic_file.h"
+#include "homodyne/checkpoint/interrupt.h"
+#include "homodyne/checkpoint/nlsq_checkpoint.h"
 #include "homodyne/cmc/cmc_fit.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
@@ -67,6 +69,9 @@ struct HomodyneCliOptions {
   std::string memory_limit;
   bool dry_run = false;
   PlotRequest plots;
+  // Checkpoints (docs/checkpoints.md)
+  bool resume = false;
+  std::string checkpoint_dir;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -141,6 +146,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
                  "simulated-data plots: angles in degrees (default: the data's)")
       ->delimiter(',');
+  app.add_flag("--resume", opts.resume,
+               "continue from the newest valid checkpoint (optimization.streaming.checkpoint_dir)");
+  app.add_option("--checkpoint-dir", opts.checkpoint_dir,
+                 "write checkpoints to DIR (enables them; overrides the config)");
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -278,6 +287,25 @@ int RunPlotsOnly(Environment& env, const HomodyneCliOptions& opts, const PlotReq
   return 0;
 }
 
+// CMC checkpoints follow the run's switches (--checkpoint-dir, --resume, streaming.*);
+// optimization.cmc.backend_config can turn them off and sets frequency and count.
+checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
+    const config::Config& cfg, const checkpoint::CheckpointSettings& run,
+    const HomodyneCliOptions& opts) {
+  const auto& b = cfg.optimization.cmc.backend_config;
+  checkpoint::CmcCheckpointSettings c;
+  c.enabled = run.enabled && b.enable_checkpoints;
+  c.resume = run.resume;
+  c.dir = run.dir;
+  c.frequency = b.checkpoint_frequency;
+  c.keep_last = b.keep_last_checkpoints;
+  c.config_description =
+      run.config_description + fmt::format("cli.cmc: {} {} {} {} {} {}\n", opts.n_samples,
+                                           opts.n_warmup, opts.n_chains, opts.cmc_num_shards,
+                                           opts.dense_mass_matrix, opts.no_nlsq_warmstart);
+  return c;
+}
+
 int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
   nlsq::FitMemoryOptions memory = RunCollectively(env.world(), [&] {
@@ -344,6 +372,17 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   // fits on rank groups.
   ro.ranks_on_node = nlsq::QueryNodeMemory(env.world()).ranks_on_node;
   ro.initial = opts.initial;
+  // Checkpoints and the graceful stop on SIGTERM/SIGUSR1 (exit 75).
+  const checkpoint::InterruptHandlers interrupt_handlers;
+  ro.checkpoints = RunCollectively(env.world(), [&] {
+    std::map<std::string, std::string> overrides;
+    if (opts.static_mode) overrides["static_mode"] = "true";
+    if (opts.laminar_flow) overrides["laminar_flow"] = "true";
+    for (const auto& [name, v] : opts.initial)
+      overrides["initial." + name] = fmt::format("{:.17g}", v);
+    return checkpoint::CheckpointSettings::FromConfig(cfg, opts.checkpoint_dir, opts.resume,
+                                                      checkpoint::DescribeConfig(cfg, overrides));
+  });
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
   // kernel's workers on the other slots.
@@ -411,6 +450,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     co.dense_metric = opts.dense_mass_matrix ||
                       !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
                       config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
+    co.checkpoints = CmcCheckpointSettingsFor(cfg, *ro.checkpoints, opts);
     PhaseTimes::Scope t(result.phases, "cmc");
     cmc_result = cmc::RunCmcFit(env.world(), cfg, co, log);
   }

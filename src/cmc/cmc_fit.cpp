@@ -275,9 +275,17 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     }
   }
 
-  // Run this rank's shards.
+  // Run this rank's shards (chains in batches between checkpoint safe points).
+  checkpoint::CmcCheckpointSettings cs;
+  cs.stop_on_signal = false;
+  if (options.checkpoints) cs = *options.checkpoints;
+  std::string data_id =
+      checkpoint::DescribeData(meta.file, meta.q_physics, phi, nf, meta.dt, n_points);
+  for (double v : theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
+  checkpoint::CmcChainRunner runner(
+      world, cs, data_id, {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + 1}, logger);
   std::vector<LocalShardResult> local;
-  RunCollectively(world, [&] {
+  auto RunLocalShards = [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
       std::vector<model::RowTile> tiles;
       for (const auto& seg : plan.shards[static_cast<std::size_t>(s)]) {
@@ -308,8 +316,18 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       chain_options.num_chains = n_chains;
       chain_options.threads = options.threads;
       chain_options.worker_start = options.worker_start;
-      const std::vector<nuts::ChainRun> runs = RunShardChains(
-          setup, layout, no, theta0, noise, static_cast<std::uint64_t>(s), chain_options);
+      // Chains in parallel on the rank's threads, advanced in batches with the checkpoint
+      // safe points between them (the same draws as one uninterrupted run per chain).
+      runner.PrepareShard(s, n_chains);
+      ChainRounds rounds;
+      rounds.start = [&](const ShardPosterior& post, int c, std::span<const double> q0) {
+        return runner.Start(s, c, post, no, q0);
+      };
+      rounds.advance = [&](int c, nuts::NutsChain& ch) { runner.Advance(s, c, ch); };
+      rounds.round_end = [&] { runner.RoundEnd(); };
+      RunShardChainsInRounds(setup, layout, theta0, noise, chain_options, rounds);
+      std::vector<nuts::ChainRun> runs;
+      for (int c = 0; c < n_chains; ++c) runs.push_back(runner.Result(s, c));
       double accept = 0, sigma_sum = 0;
       std::int64_t divergent = 0, saturated = 0, draws = 0;
       std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
@@ -354,6 +372,23 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
           my_total, k_shards,
           static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
           elapsed / mine * (my_total - mine)));
+    }
+  };
+  // A failure on one rank reaches the others at their next safe point (runner.Fail), so
+  // no rank waits in a safe point for a rank that has left; the failing rank's error is the
+  // agreed one.
+  RunCollectively(world, [&] {
+    try {
+      RunLocalShards();
+      runner.Finish();
+    } catch (const checkpoint::SamplingAborted&) {
+      // Another rank's sampling failed: its error is agreed below.
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kCheckpointed) runner.Fail();
+      throw;
+    } catch (...) {
+      runner.Fail();
+      throw;
     }
   });
 

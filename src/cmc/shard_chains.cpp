@@ -1,6 +1,7 @@
 #include "homodyne/cmc/shard_chains.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include <fmt/format.h>
@@ -72,6 +73,85 @@ std::vector<nuts::ChainRun> RunShardChains(const ShardPosteriorSetup& setup,
   }
   pool->OnEachThread(worker);
   return runs;
+}
+
+void RunShardChainsInRounds(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
+                            std::span<const double> theta0, double sigma0,
+                            const ShardChainOptions& options, const ChainRounds& rounds) {
+  options.Validate();
+  const ChainConcurrency plan = PlanChainConcurrency(options.num_chains, options.threads);
+  const std::vector<double> theta(theta0.begin(), theta0.end());
+  // Per worker: its posterior (built on its own thread), per chain: the running chain.
+  std::vector<std::unique_ptr<ShardPosterior>> posts(static_cast<std::size_t>(plan.concurrent));
+  std::vector<std::unique_ptr<nuts::NutsChain>> chains(
+      static_cast<std::size_t>(options.num_chains));
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(plan.concurrent));
+  auto setup_worker = [&](int w) {
+    ShardPosteriorSetup mine = setup;
+    mine.threads = plan.kernel_threads;
+    const int base = w * plan.kernel_threads;
+    if (options.worker_start) {
+      mine.worker_start = [base, hook = options.worker_start](int j) { hook(base + j); };
+    }
+    auto post = std::make_unique<ShardPosterior>(std::move(mine), layout);
+    const std::vector<double> q0 = post->ToUnconstrained(theta, sigma0);
+    for (int c = w; c < options.num_chains; c += plan.concurrent) {
+      chains[static_cast<std::size_t>(c)] = rounds.start(*post, c, q0);
+    }
+    posts[static_cast<std::size_t>(w)] = std::move(post);
+  };
+  auto advance_worker = [&](int w) {
+    for (int c = w; c < options.num_chains; c += plan.concurrent) {
+      auto& ch = chains[static_cast<std::size_t>(c)];
+      if (ch && !ch->Done()) rounds.advance(c, *ch);
+    }
+  };
+  // Exceptions are kept per worker and the first rethrown on the calling thread.
+  auto guarded = [&](const std::function<void(int)>& fn) {
+    return [&errors, fn](int w) {
+      try {
+        fn(w);
+      } catch (...) {
+        errors[static_cast<std::size_t>(w)] = std::current_exception();
+      }
+    };
+  };
+  auto rethrow = [&] {
+    for (auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+  };
+  std::optional<model::ThreadPool> pool;
+  if (plan.concurrent > 1) {
+    if (options.worker_start) {
+      pool.emplace(plan.concurrent, [&](int w) { options.worker_start(w * plan.kernel_threads); });
+    } else {
+      pool.emplace(plan.concurrent);
+    }
+  }
+  auto on_workers = [&](const std::function<void(int)>& fn) {
+    const auto g = guarded(fn);
+    if (pool) {
+      pool->OnEachThread(g);
+    } else {
+      g(0);
+    }
+    rethrow();
+  };
+  on_workers(setup_worker);
+  const auto pending = [&] {
+    for (const auto& ch : chains) {
+      if (ch && !ch->Done()) return true;
+    }
+    return false;
+  };
+  while (pending()) {
+    on_workers(advance_worker);
+    rounds.round_end();
+  }
+  // Chains and posteriors go before the pool (the kernels' threads belong to the workers).
+  chains.clear();
+  posts.clear();
 }
 
 }  // namespace homodyne::cmc

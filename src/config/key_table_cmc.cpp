@@ -28,11 +28,14 @@ void AddBackendAndSharding(const KeyAdder& c) {
   b.Section("", kUse, "Execution backend and checkpoints", kNullable);
   b.Acc("name", T::kString, "auto", OneOf({"auto", "multiprocessing", "pjit", "pbs"}),
         "Backend (homodyne-hpc always uses MPI)");
-  b.Used("enable_checkpoints", T::kBool, "true", NoRule(), "Checkpoint finished shards");
-  b.Used("checkpoint_frequency", T::kInt, "1", AtLeast(1), "Shards between checkpoints");
-  b.Used("checkpoint_dir", T::kString, "./checkpoints/cmc", NoRule(), "Checkpoint folder");
+  b.Used("enable_checkpoints", T::kBool, "true", NoRule(), "false: no CMC checkpoints");
+  b.Used("checkpoint_frequency", T::kInt, "100", AtLeast(1),
+         "NUTS iterations per chain between checkpoints");
+  b.Acc("checkpoint_dir", T::kString, "./checkpoints/cmc", NoRule(),
+        "Ignored: CMC uses optimization.streaming.checkpoint_dir");
   b.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
-  b.Used("resume_from_checkpoint", T::kBool, "true", NoRule(), "Resume finished shards");
+  b.Acc("resume_from_checkpoint", T::kBool, "true", NoRule(),
+        "Ignored: --resume / streaming.resume_from_checkpoint decide");
 
   const KeyAdder s = c.Sub("sharding");
   s.Section("", kUse, "How the data are split into shards", kNullable);

@@ -11,9 +11,9 @@ constexpr auto kUse = KeyStatus::kUsed;
 void AddOptimizationKeys(std::vector<KeySpec>& table) {
   const KeyAdder s(table, "optimization.streaming");
   s.Section("", kUse, "Batch-wise fitting, checkpoints and fault tolerance", kNullable);
-  s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write fit checkpoints");
+  s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write NLSQ/CMC checkpoints");
   s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(), "Checkpoint folder");
-  s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "Batches between checkpoints");
+  s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "NLSQ iterations between checkpoints");
   s.Used("resume_from_checkpoint", T::kBool, "false", NoRule(), "Resume from the last one");
   s.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
   s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches");

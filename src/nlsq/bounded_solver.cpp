@@ -64,6 +64,8 @@ struct SolveContext {
   PetscInt previous_iteration = -1;
   double f_current = std::numeric_limits<double>::quiet_NaN();
   double f_before = std::numeric_limits<double>::quiet_NaN();
+  const SolverStart* start = nullptr;
+  bool stop_now = false;
 };
 
 std::vector<double> ToStd(Vec v) {
@@ -159,6 +161,10 @@ PetscErrorCode HessianCallback(Tao, Vec X, Mat H, Mat, void* raw) {
 // and a gradient test on the projected gradient (gtol).
 PetscErrorCode ConvergenceTest(Tao tao, void* raw) {
   auto& ctx = *static_cast<SolveContext*>(raw);
+  if (ctx.stop_now) {
+    PetscCall(TaoSetConvergedReason(tao, TAO_DIVERGED_USER));
+    return 0;
+  }
   PetscCall(TaoDefaultConvergenceTest(tao, nullptr));
   TaoConvergedReason reason;
   PetscCall(TaoGetConvergedReason(tao, &reason));
@@ -209,10 +215,14 @@ PetscErrorCode MonitorCallback(Tao tao, void* raw) {
   PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
   TaoConvergedReason reason;
   PetscCall(TaoGetSolutionStatus(tao, &it, &f, &gnorm, &cnorm, &xdiff, &reason));
+  const int offset = ctx.start->iteration_offset;
+  // A continuation's iteration 0 is the previous solve's last iteration.
+  if (it == 0 && offset > 0) return 0;
   ctx.chi2_history.push_back(2.0 * f);
-  if (*ctx.callback) {
+  if (*ctx.callback || ctx.start->stop) {
     try {
-      (*ctx.callback)({static_cast<int>(it), 2.0 * f, gnorm, xdiff});
+      if (*ctx.callback) (*ctx.callback)({static_cast<int>(it) + offset, 2.0 * f, gnorm, xdiff});
+      if (ctx.start->stop && ctx.start->stop(static_cast<int>(it) + offset)) ctx.stop_now = true;
     } catch (...) {
       ctx.error = std::current_exception();
       return PETSC_ERR_USER;
@@ -241,7 +251,8 @@ Termination MapReason(TaoConvergedReason reason) {
 
 SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                            const std::vector<double>& lower, const std::vector<double>& upper,
-                           const SolverOptions& options, const IterationCallback& callback) {
+                           const SolverOptions& options, const IterationCallback& callback,
+                           const SolverStart& start) {
   using petsc::Check;
   const auto t_start = std::chrono::steady_clock::now();
   const int n = problem.num_parameters();
@@ -263,6 +274,12 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   ctx.callback = &callback;
   ctx.lower = lower;
   ctx.upper = upper;
+  ctx.start = &start;
+  if (start.equations_at_x0 != nullptr) {
+    ctx.cached = *start.equations_at_x0;
+    ctx.cached_x = x0;
+    ctx.cache_valid = true;
+  }
 
   petsc::VecHandle x, xl, xu;
   petsc::MatHandle hess;
@@ -299,8 +316,33 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   Check(TaoSetConvergenceTest(tao.get(), ConvergenceTest, &ctx), "TaoSetConvergenceTest");
   Check(TaoSetMonitor(tao.get(), MonitorCallback, &ctx, nullptr), "TaoSetMonitor");
   // Command-line options (-tao_type, -tao_max_it, -tao_monitor, ...) override; every
-  // rank parses the same options, so every rank runs the same algorithm.
-  Check(TaoSetFromOptions(tao.get()), "TaoSetFromOptions");
+  // rank parses the same options, so every rank runs the same algorithm. A continuation
+  // starts from the saved trust radius (unless the command line chose an init type).
+  if (start.stateless_preconditioner) {
+    KSP ksp = nullptr;
+    PC pc = nullptr;
+    Check(TaoGetKSP(tao.get(), &ksp), "TaoGetKSP");
+    if (ksp != nullptr) {
+      Check(KSPGetPC(ksp, &pc), "KSPGetPC");
+      Check(PCSetType(pc, PCJACOBI), "PCSetType");
+    }
+  }
+  bool set_init_type = false;
+  if (start.trust_radius > 0.0) {
+    Check(TaoSetInitialTrustRegionRadius(tao.get(), start.trust_radius),
+          "TaoSetInitialTrustRegionRadius");
+    PetscBool given = PETSC_FALSE;
+    Check(PetscOptionsHasName(nullptr, nullptr, "-tao_bnk_init_type", &given),
+          "PetscOptionsHasName");
+    if (!given) {
+      Check(PetscOptionsSetValue(nullptr, "-tao_bnk_init_type", "constant"),
+            "PetscOptionsSetValue");
+      set_init_type = true;
+    }
+  }
+  const PetscErrorCode from_options = TaoSetFromOptions(tao.get());
+  if (set_init_type) PetscOptionsClearValue(nullptr, "-tao_bnk_init_type");
+  Check(from_options, "TaoSetFromOptions");
   if (!options.print_petsc_monitors) {
     // Same algorithm everywhere, output once: drop -tao_monitor & co. on this rank but
     // keep our own monitor (it records the χ² history).
@@ -324,6 +366,9 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
         "TaoGetSolutionStatus");
   s.termination = MapReason(reason);
   s.message = TaoConvergedReasons[reason];
+  s.stopped = ctx.stop_now;
+  Check(TaoGetCurrentTrustRegionRadius(tao.get(), &s.trust_radius),
+        "TaoGetCurrentTrustRegionRadius");
   s.x = ToStd(x.get());
   for (int i = 0; i < n; ++i) {  // guard against round-off outside the box
     s.x[static_cast<std::size_t>(i)] =

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
 #include <fmt/format.h>
 
+#include "homodyne/checkpoint/checkpoint_store.h"
+#include "homodyne/checkpoint/interrupt.h"
 #include "homodyne/error.h"
 #include "homodyne/nlsq/latin_hypercube.h"
 #include "homodyne/parallel/collective.h"
@@ -67,6 +70,7 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   // Each group loads the data over its own ranks.
   NlsqRunOptions quiet = options;
   quiet.print_progress = false;
+  quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
   XpcsFitSession session(group_comm, cfg, quiet, group == 0 ? logger : Logger::Silent());
   const std::size_t n = session.x0().size();
 
@@ -103,22 +107,76 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
     s.starts[static_cast<std::size_t>(i)].start_chi2 = start_chi2[static_cast<std::size_t>(i)];
   }
 
-  // Solve the kept starts, round-robin over the groups; share outcomes.
+  // Solve the kept starts, round-robin over the groups; share outcomes. With checkpoints
+  // (or resume) the groups meet after every round: the outcomes so far are shared, written
+  // to a "multistart" checkpoint, and a stop request is honoured there.
   const std::size_t stride = 4 + n;  // solved, usable, chi2, iterations, x
   std::vector<double> outcomes(static_cast<std::size_t>(n_total) * stride, 0.0);
-  for (std::size_t j = static_cast<std::size_t>(group); j < kept.size();
-       j += static_cast<std::size_t>(groups)) {
-    const auto i = static_cast<std::size_t>(kept[j]);
-    const SolverSummary r = session.Solve(s.starts[i].start, false);
-    if (!group_root) continue;
-    double* o = outcomes.data() + i * stride;
-    o[0] = 1.0 + group;  // group + 1 (0 = not solved)
-    o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
-    o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
-    o[3] = r.iterations;
-    std::copy(r.x.begin(), r.x.end(), o + 4);
+  const auto& ck = options.checkpoints;
+  const bool rounds = ck && (ck->enabled || ck->resume);
+  std::unique_ptr<checkpoint::CheckpointStore> store;
+  if (rounds) {
+    store = std::make_unique<checkpoint::CheckpointStore>(
+        world, checkpoint::StoreOptions{ck->dir, "multistart", ck->keep_last},
+        checkpoint::RunIdentity{ck->config_description, session.DataDescription()}, logger);
+    if (ck->resume) {
+      if (auto loaded = store->LoadNewest()) {
+        const auto& saved = loaded->record.Doubles("multistart.outcomes");
+        RunCollectively(world, [&] {
+          if (saved.size() != outcomes.size()) {
+            ThrowBadInput("the multistart checkpoint has another number of starts or parameters",
+                          loaded->path.string(), "multistart.outcomes");
+          }
+        });
+        outcomes = saved;
+        int done = 0;
+        for (int i = 0; i < n_total; ++i)
+          done += outcomes[static_cast<std::size_t>(i) * stride] > 0;
+        logger.Info("resuming multistart from {}: {} start(s) already solved",
+                    loaded->path.string(), done);
+      }
+    }
   }
-  ShareSlots(world, outcomes);
+  const std::size_t n_rounds =
+      (kept.size() + static_cast<std::size_t>(groups) - 1) / static_cast<std::size_t>(groups);
+  std::int64_t solved_here = 0;
+  for (std::size_t round = 0; round < n_rounds; ++round) {
+    std::vector<double> fresh(outcomes.size(), 0.0);
+    const std::size_t j =
+        round * static_cast<std::size_t>(groups) + static_cast<std::size_t>(group);
+    if (j < kept.size()) {
+      const auto i = static_cast<std::size_t>(kept[j]);
+      if (outcomes[i * stride] == 0.0) {  // not solved before an interruption
+        const SolverSummary r = session.Solve(s.starts[i].start, false);
+        checkpoint::MaybeKill("multistart_start", ++solved_here);
+        if (group_root) {
+          double* o = fresh.data() + i * stride;
+          o[0] = 1.0 + group;  // group + 1 (0 = not solved)
+          o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
+          o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
+          o[3] = r.iterations;
+          std::copy(r.x.begin(), r.x.end(), o + 4);
+        }
+      }
+    }
+    if (!rounds) {
+      for (std::size_t k = 0; k < outcomes.size(); ++k) outcomes[k] += fresh[k];
+      continue;
+    }
+    ShareSlots(world, fresh);
+    for (std::size_t k = 0; k < outcomes.size(); ++k) outcomes[k] += fresh[k];
+    const bool stop = ck->stop_on_signal && checkpoint::AgreeOnStop(world);
+    if (ck->enabled || stop) {
+      checkpoint::CheckpointRecord rec;
+      rec.PutDoubles("multistart.outcomes", outcomes);
+      const auto path = store->Write(rec);
+      if (stop && round + 1 < n_rounds) {
+        throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string()))
+            .MarkAgreed();
+      }
+    }
+  }
+  if (!rounds) ShareSlots(world, outcomes);
   for (int i = 0; i < n_total; ++i) {
     const double* o = outcomes.data() + static_cast<std::size_t>(i) * stride;
     StartOutcome& st = s.starts[static_cast<std::size_t>(i)];

@@ -190,6 +190,11 @@ const std::vector<std::string>& XpcsFitSession::parameter_names() const {
   return impl_->layout->names();
 }
 int XpcsFitSession::num_physical() const { return impl_->index.n_phys; }
+std::string XpcsFitSession::DataDescription() const {
+  const io::DatasetMetadata& meta = impl_->local.meta;
+  return checkpoint::DescribeData(meta.file, meta.q_physics, impl_->phi, meta.n_frames, meta.dt,
+                                  impl_->problem->total_points());
+}
 
 double XpcsFitSession::Chi2At(const std::vector<double>& x) {
   NormalEquations eq;
@@ -221,8 +226,17 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  SolverSummary summary =
-      SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  SolverSummary summary;
+  if (s.options.checkpoints) {
+    const io::DatasetMetadata& meta = s.local.meta;
+    const std::string data = checkpoint::DescribeData(
+        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
+    summary =
+        checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper, so,
+                                         callback, *s.options.checkpoints, data, logger);
+  } else {
+    summary = SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  }
   progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
                             summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
                             progress.elapsed()));

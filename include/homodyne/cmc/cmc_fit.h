@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "homodyne/app/fitted_data.h"
+#include "homodyne/checkpoint/cmc_checkpoint.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/nlsq/xpcs_fit.h"
@@ -36,6 +38,8 @@ struct CmcRunOptions {
   int num_shards = -1;  // < 0: config / automatic
   bool dense_metric = true;
   bool print_progress = true;
+  // Checkpoints, resume, stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CmcCheckpointSettings> checkpoints;
 };
 
 struct ParameterSummary {

@@ -11,10 +11,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "homodyne/cmc/shard_posterior.h"
+#include "homodyne/nuts/nuts_chain.h"
 #include "homodyne/nuts/nuts_options.h"
 #include "homodyne/nuts/run_sampler.h"
 
@@ -51,5 +53,21 @@ std::vector<nuts::ChainRun> RunShardChains(const ShardPosteriorSetup& setup,
                                            std::span<const double> theta0, double sigma0,
                                            std::uint64_t shard, const ShardChainOptions& options,
                                            const ChainRunner& runner = {});
+
+// The same chains advanced in rounds, for checkpointing: `start` makes (or restores) chain c
+// on its worker's posterior (null: the chain is already complete), `advance` runs it to the
+// end of its next batch; both run on the worker threads, concurrently for different chains.
+// After every round `round_end` runs on the calling thread while no chain runs (a
+// collective safe point), until every chain is complete. Batching does not change the draws.
+struct ChainRounds {
+  std::function<std::unique_ptr<nuts::NutsChain>(const ShardPosterior& posterior, int chain,
+                                                 std::span<const double> q0)>
+      start;
+  std::function<void(int chain, nuts::NutsChain& ch)> advance;
+  std::function<void()> round_end;
+};
+void RunShardChainsInRounds(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
+                            std::span<const double> theta0, double sigma0,
+                            const ShardChainOptions& options, const ChainRounds& rounds);
 
 }  // namespace homodyne::cmc

@@ -140,7 +140,7 @@ struct StreamingOptions {
 struct CmcBackendConfig {
   std::string name = "auto";
   bool enable_checkpoints = true;
-  int checkpoint_frequency = 1;
+  int checkpoint_frequency = 100;  // NUTS iterations per chain between checkpoints
   std::string checkpoint_dir = "./checkpoints/cmc";
   int keep_last_checkpoints = 3;
   bool resume_from_checkpoint = true;

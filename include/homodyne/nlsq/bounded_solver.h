@@ -61,6 +61,8 @@ struct SolverSummary {
   double seconds = 0.0;
   std::vector<double> chi2_history;  // one entry per accepted iteration (incl. start)
   std::vector<bool> at_lower_bound, at_upper_bound;
+  double trust_radius = 0.0;  // TAO's trust radius at the end (continuation state)
+  bool stopped = false;       // SolverStart::stop asked to stop (x is the last accepted point)
 
   bool IsUsable() const {
     return termination == Termination::kConverged || termination == Termination::kMaxIterations;
@@ -71,8 +73,26 @@ struct SolverSummary {
 // Called on every rank after each iteration (print on rank 0 only).
 using IterationCallback = std::function<void(const IterationInfo&)>;
 
+// How a solve continues an earlier one (checkpoint segments, resume); the defaults are a
+// fresh solve. A continuation restarts TAO at x0 with the saved trust radius, so two
+// runs continued from the same state follow the same path.
+struct SolverStart {
+  int iteration_offset = 0;   // iterations already done (callback numbering, history)
+  double trust_radius = 0.0;  // > 0: TAO's initial trust radius (-tao_bnk_init_type constant)
+  const NormalEquations* equations_at_x0 = nullptr;  // known equations at x0: saves a pass
+  // Jacobi instead of TAO's default LMVM preconditioner for the Newton system. LMVM
+  // accumulates history that a restart loses (a restarted solve then takes different,
+  // often much poorer steps); with Jacobi the solver's whole state is x, the trust radius
+  // and the equations at x, so a restart repeats the uninterrupted path exactly.
+  bool stateless_preconditioner = false;
+  // Called on every rank after each accepted iteration with the overall iteration
+  // number; true stops the solve there (it must return the same on every rank).
+  std::function<bool(int iteration)> stop;
+};
+
 SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                            const std::vector<double>& lower, const std::vector<double>& upper,
-                           const SolverOptions& options, const IterationCallback& callback = {});
+                           const SolverOptions& options, const IterationCallback& callback = {},
+                           const SolverStart& start = {});
 
 }  // namespace homodyne::nlsq

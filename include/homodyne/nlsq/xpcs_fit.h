@@ -5,9 +5,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "homodyne/checkpoint/nlsq_checkpoint.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/model/parameter_layout.h"
@@ -35,6 +37,8 @@ struct NlsqRunOptions {
   std::uint64_t memory_limit_bytes = 0;
   std::int64_t stream_window_points = 0;  // > 0: streaming windows of this size (tests)
   int ranks_on_node = 0;  // > 0: ranks sharing the node's memory (multistart rank groups)
+  // Checkpoints, resume and graceful stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CheckpointSettings> checkpoints;
 };
 
 struct NlsqRunResult {
@@ -75,6 +79,8 @@ class XpcsFitSession {
   const std::vector<double>& upper() const;
   const std::vector<std::string>& parameter_names() const;  // optimiser space
   int num_physical() const;                                 // the last entries of x
+  // The input data selection for checkpoint identities (checkpoint::DescribeData).
+  std::string DataDescription() const;
 
   double Chi2At(const std::vector<double>& x);                              // collective
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective

@@ -1,0 +1,120 @@
+#include "homodyne/checkpoint/run_identity.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "config/raw_config.h"
+
+namespace homodyne::checkpoint {
+namespace {
+
+// Keys that never change the result of a fit (where checkpoints go, how often, outputs).
+bool Ignored(const std::string& path) {
+  for (const char* prefix : {"optimization.streaming", "optimization.cmc.backend_config", "output",
+                             "logging", "experimental_data"}) {
+    const std::string p(prefix);
+    if (path == p || path.rfind(p + ".", 0) == 0 || path.rfind(p + "[", 0) == 0) return true;
+  }
+  return false;
+}
+
+void Flatten(const YAML::Node& node, const std::string& path, std::vector<std::string>& lines) {
+  if (!path.empty() && Ignored(path)) return;
+  switch (node.Type()) {
+    case YAML::NodeType::Map:
+      for (const auto& kv : node) {
+        const std::string key = kv.first.as<std::string>();
+        Flatten(kv.second, path.empty() ? key : path + "." + key, lines);
+      }
+      break;
+    case YAML::NodeType::Sequence:
+      for (std::size_t i = 0; i < node.size(); ++i) {
+        Flatten(node[i], fmt::format("{}[{}]", path, i), lines);
+      }
+      break;
+    case YAML::NodeType::Scalar:
+      lines.push_back(fmt::format("{}: {}", path, node.Scalar()));
+      break;
+    default:
+      lines.push_back(fmt::format("{}: null", path));
+      break;
+  }
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+}  // namespace
+
+std::string HashText(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::string RunIdentity::config_hash() const { return HashText(config_description); }
+std::string RunIdentity::data_hash() const { return HashText(data_description); }
+
+std::string DescribeConfig(const config::Config& cfg,
+                           const std::map<std::string, std::string>& overrides) {
+  std::vector<std::string> lines;
+  if (cfg.raw) Flatten(cfg.raw->root, "", lines);
+  std::sort(lines.begin(), lines.end());
+  lines.push_back(fmt::format("effective.analysis_mode: {}", cfg.analysis_mode_name));
+  for (const auto& [k, v] : overrides) lines.push_back(fmt::format("cli.{}: {}", k, v));
+  return fmt::format("{}\n", fmt::join(lines, "\n"));
+}
+
+std::string DescribeData(const std::string& file, double q, const std::vector<double>& phi_deg,
+                         std::int64_t n_frames, double dt, std::int64_t points) {
+  struct stat st {};
+  std::int64_t size = -1, mtime = -1;
+  if (::stat(file.c_str(), &st) == 0) {
+    size = static_cast<std::int64_t>(st.st_size);
+    mtime = static_cast<std::int64_t>(st.st_mtime);
+  }
+  std::string out;
+  out += fmt::format("data.file_size: {}\n", size);
+  out += fmt::format("data.file_mtime: {}\n", mtime);
+  out += fmt::format("data.q: {:.17g}\n", q);
+  out += fmt::format("data.phi_deg: [{:.17g}]\n", fmt::join(phi_deg, ", "));
+  out += fmt::format("data.frames: {}\n", n_frames);
+  out += fmt::format("data.dt: {:.17g}\n", dt);
+  out += fmt::format("data.points: {}\n", points);
+  return out;
+}
+
+std::string FirstDifference(const std::string& checkpoint, const std::string& current) {
+  const auto a = Lines(checkpoint);
+  const auto b = Lines(current);
+  // Compare by key so an inserted key is named, not the line after it.
+  auto key_of = [](const std::string& line) { return line.substr(0, line.find(": ")); };
+  std::map<std::string, std::string> ma, mb;
+  for (const auto& l : a) ma[key_of(l)] = l;
+  for (const auto& l : b) mb[key_of(l)] = l;
+  for (const auto& [k, line] : ma) {
+    auto it = mb.find(k);
+    if (it == mb.end()) return fmt::format("checkpoint has '{}', this run has no {}", line, k);
+    if (it->second != line) {
+      return fmt::format("checkpoint has '{}', this run has '{}'", line, it->second);
+    }
+  }
+  for (const auto& [k, line] : mb) {
+    if (!ma.count(k)) return fmt::format("this run has '{}', the checkpoint has no {}", line, k);
+  }
+  return {};
+}
+
+}  // namespace homodyne::checkpoint

@@ -1,0 +1,184 @@
+// The parallel-HDF5 checkpoint store at 1 and 2 ranks: round trip (replicated and
+// rank-owned datasets), fletcher32 corruption detection with fallback, keep-last-K,
+// and the config/data hash mismatch error.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "homodyne/checkpoint/checkpoint_store.h"
+#include "homodyne/error.h"
+#include "mpi_test_env.h"
+
+namespace homodyne::checkpoint {
+namespace {
+
+namespace fs = std::filesystem;
+using homodyne::testing::TestEnvironment;
+
+// A directory agreed by all ranks (rank 0's pid), removed at the end by rank 0.
+class SharedDir {
+ public:
+  SharedDir(const Comm& comm, const std::string& stem) : comm_(comm) {
+    int pid = static_cast<int>(::getpid());
+    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
+    path_ = fs::temp_directory_path() / ("homodyne_ckpt_" + std::to_string(pid) + "_" + stem);
+    if (comm.is_root()) fs::remove_all(path_);
+    comm.Barrier();
+  }
+  ~SharedDir() {
+    comm_.Barrier();
+    if (comm_.is_root()) fs::remove_all(path_);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  const Comm& comm_;
+  fs::path path_;
+};
+
+RunIdentity Identity(const std::string& extra = "") {
+  return {"analysis_mode: static\noptimization.nlsq.max_iterations: 100\n" + extra,
+          "data.q: 0.0054\ndata.frames: 60\n"};
+}
+
+CheckpointRecord Sample(const Comm& comm, double scale) {
+  CheckpointRecord r;
+  r.PutDoubles("x", {1.5 * scale, -2.25, 1e-300, 3.0e8});
+  r.PutInts("counters", {7, -1, 1LL << 40});
+  r.PutText("tag", "fit");
+  r.PutDoubles("empty", {});
+  // One dataset per rank, written by that rank only (values known only there).
+  for (int owner = 0; owner < comm.size(); ++owner) {
+    std::vector<double> v;
+    if (owner == comm.rank()) v = {10.0 * owner + scale, 0.5 * owner};
+    // Non-owners pass the right length (values ignored): sizes come from the owner.
+    if (owner != comm.rank()) v.assign(2, -1.0);
+    r.PutDoubles("rank." + std::to_string(owner), v, owner);
+  }
+  return r;
+}
+
+TEST(CheckpointStore, RoundTripOnEveryRank) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "roundtrip");
+  CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
+  const fs::path written = store.Write(Sample(world, 1.0));
+  EXPECT_EQ(written.filename().string(), "nlsq_000001.h5");
+  EXPECT_TRUE(fs::exists(written));
+  const auto loaded = store.LoadNewest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->sequence, 1);
+  EXPECT_EQ(loaded->ranks_at_write, world.size());
+  const CheckpointRecord& r = loaded->record;
+  EXPECT_EQ(r.Doubles("x"), (std::vector<double>{1.5, -2.25, 1e-300, 3.0e8}));
+  EXPECT_EQ(r.Ints("counters"), (std::vector<std::int64_t>{7, -1, 1LL << 40}));
+  EXPECT_EQ(r.Text("tag"), "fit");
+  EXPECT_TRUE(r.Doubles("empty").empty());
+  for (int owner = 0; owner < world.size(); ++owner) {
+    // Every rank sees the owner's values.
+    EXPECT_EQ(r.Doubles("rank." + std::to_string(owner)),
+              (std::vector<double>{10.0 * owner + 1.0, 0.5 * owner}));
+  }
+  // The identity texts are stored too.
+  EXPECT_EQ(r.Text("identity.data"), Identity().data_description);
+  // A second store on the same directory continues the numbering.
+  CheckpointStore again(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
+  EXPECT_EQ(again.Write(Sample(world, 2.0)).filename().string(), "nlsq_000002.h5");
+  // No temporary file remains.
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+}
+
+TEST(CheckpointStore, KeepsTheNewestK) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "keep");
+  CheckpointStore store(world, {dir.path(), "nlsq", 2}, Identity(), Logger::Silent());
+  for (int i = 1; i <= 5; ++i) store.Write(Sample(world, i));
+  const auto files = store.List();
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].filename().string(), "nlsq_000004.h5");
+  EXPECT_EQ(files[1].filename().string(), "nlsq_000005.h5");
+  const auto loaded = store.LoadNewest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->record.Doubles("x")[0], 1.5 * 5);
+}
+
+// Flips one byte inside the first chunk of `dataset` (serial HDF5 to find the offset).
+void Corrupt(const fs::path& file, const std::string& dataset) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+  ASSERT_GE(d, 0);
+  const hsize_t origin[1] = {0};
+  unsigned mask = 0;
+  haddr_t addr = 0;
+  hsize_t size = 0;
+  ASSERT_GE(H5Dget_chunk_info_by_coord(d, origin, &mask, &addr, &size), 0);
+  H5Dclose(d);
+  H5Fclose(f);
+  std::FILE* fp = std::fopen(file.c_str(), "r+b");
+  ASSERT_NE(fp, nullptr);
+  std::fseek(fp, static_cast<long>(addr + 2), SEEK_SET);
+  const int c = std::fgetc(fp);
+  std::fseek(fp, static_cast<long>(addr + 2), SEEK_SET);
+  std::fputc(c ^ 0x10, fp);
+  std::fclose(fp);
+}
+
+TEST(CheckpointStore, CorruptNewestFallsBackToThePrevious) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "corrupt");
+  CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
+  store.Write(Sample(world, 1.0));
+  const fs::path newest = store.Write(Sample(world, 2.0));
+  if (world.is_root()) Corrupt(newest, "x");
+  world.Barrier();
+  const auto loaded = store.LoadNewest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->sequence, 1);
+  EXPECT_EQ(loaded->record.Doubles("x")[0], 1.5);
+  // Both corrupt: none left.
+  if (world.is_root()) Corrupt(dir.path() / "nlsq_000001.h5", "counters");
+  world.Barrier();
+  EXPECT_FALSE(store.LoadNewest().has_value());
+}
+
+TEST(CheckpointStore, ConfigOrDataMismatchIsBadInputNamingFileAndKey) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "mismatch");
+  {
+    CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
+    store.Write(Sample(world, 1.0));
+  }
+  CheckpointStore other(world, {dir.path(), "nlsq", 3},
+                        Identity("optimization.nlsq.tolerance: 1e-10\n"), Logger::Silent());
+  try {
+    other.LoadNewest();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("nlsq_000001.h5"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("optimization.nlsq.tolerance"), std::string::npos)
+        << e.what();
+  }
+  RunIdentity data = Identity();
+  data.data_description = "data.q: 0.0054\ndata.frames: 80\n";
+  CheckpointStore other_data(world, {dir.path(), "nlsq", 3}, data, Logger::Silent());
+  try {
+    other_data.LoadNewest();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("data.frames"), std::string::npos) << e.what();
+  }
+  // Another kind in the same directory is not seen at all.
+  CheckpointStore cmc(world, {dir.path(), "cmc", 3}, Identity(), Logger::Silent());
+  EXPECT_FALSE(cmc.LoadNewest().has_value());
+}
+
+}  // namespace
+}  // namespace homodyne::checkpoint
