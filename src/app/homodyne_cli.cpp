@@ -240,7 +240,6 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     ro.placement.push_back(DescribeRankPlacement(p) + (pin ? "" : " (unpinned)"));
     log.Debug("placement: {}", ro.placement.back());
   }
-  RunCollectively(env.world(), [&] { MaybeInjectFailure("load", env.rank()); });
   nlsq::NlsqRunResult result;
   nlsq::MultiStartSummary multistart;
   const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;

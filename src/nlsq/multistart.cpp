@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,20 @@
 #include "homodyne/parallel/collective.h"
 
 namespace homodyne::nlsq {
+namespace {
+
+// Runs fn and returns what it threw (null if nothing), for AgreeOnError.
+template <typename Fn>
+std::exception_ptr CaptureError(Fn&& fn) {
+  try {
+    fn();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 MultiStartOptions MultiStartOptions::FromConfig(const config::MultiStart& m) {
   MultiStartOptions o;
@@ -67,7 +83,14 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   // Each group loads the data over its own ranks.
   NlsqRunOptions quiet = options;
   quiet.print_progress = false;
-  XpcsFitSession session(group_comm, cfg, quiet, group == 0 ? logger : Logger::Silent());
+  // Errors inside a group are agreed on by that group only; each group phase therefore
+  // ends with an agreement over the world, or the other groups would wait forever.
+  std::optional<XpcsFitSession> session_holder;
+  AgreeOnError(world, CaptureError([&] {
+                 session_holder.emplace(group_comm, cfg, quiet,
+                                        group == 0 ? logger : Logger::Silent());
+               }));
+  XpcsFitSession& session = *session_holder;
   const std::size_t n = session.x0().size();
 
   MultiStartSummary s;
@@ -84,10 +107,14 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
 
   // Screening: one residual pass per start, starts spread over the groups.
   std::vector<double> start_chi2(static_cast<std::size_t>(n_total), 0.0);
-  for (int i = group; i < n_total; i += groups) {
-    const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
-    if (group_root) start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
-  }
+  AgreeOnError(world, CaptureError([&] {
+                 for (int i = group; i < n_total; i += groups) {
+                   const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
+                   if (group_root) {
+                     start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
+                   }
+                 }
+               }));
   ShareSlots(world, start_chi2);
   std::vector<int> order(static_cast<std::size_t>(n_total));
   std::iota(order.begin(), order.end(), 0);
@@ -106,18 +133,20 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   // Solve the kept starts, round-robin over the groups; share outcomes.
   const std::size_t stride = 4 + n;  // solved, usable, chi2, iterations, x
   std::vector<double> outcomes(static_cast<std::size_t>(n_total) * stride, 0.0);
-  for (std::size_t j = static_cast<std::size_t>(group); j < kept.size();
-       j += static_cast<std::size_t>(groups)) {
-    const auto i = static_cast<std::size_t>(kept[j]);
-    const SolverSummary r = session.Solve(s.starts[i].start, false);
-    if (!group_root) continue;
-    double* o = outcomes.data() + i * stride;
-    o[0] = 1.0 + group;  // group + 1 (0 = not solved)
-    o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
-    o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
-    o[3] = r.iterations;
-    std::copy(r.x.begin(), r.x.end(), o + 4);
-  }
+  AgreeOnError(world, CaptureError([&] {
+                 for (std::size_t j = static_cast<std::size_t>(group); j < kept.size();
+                      j += static_cast<std::size_t>(groups)) {
+                   const auto i = static_cast<std::size_t>(kept[j]);
+                   const SolverSummary r = session.Solve(s.starts[i].start, false);
+                   if (!group_root) continue;
+                   double* o = outcomes.data() + i * stride;
+                   o[0] = 1.0 + group;  // group + 1 (0 = not solved)
+                   o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
+                   o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
+                   o[3] = r.iterations;
+                   std::copy(r.x.begin(), r.x.end(), o + 4);
+                 }
+               }));
   ShareSlots(world, outcomes);
   for (int i = 0; i < n_total; ++i) {
     const double* o = outcomes.data() + static_cast<std::size_t>(i) * stride;

@@ -4,7 +4,9 @@
 #include <limits>
 
 #include "homodyne/error.h"
+#include "homodyne/fault_injection.h"
 #include "homodyne/model/kernel.h"
+#include "homodyne/parallel/collective.h"
 #include "homodyne/parallel/tile_sum.h"
 
 namespace homodyne::nlsq {
@@ -56,8 +58,12 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   const model::ModelKernel& kernel = *impl_->kernel;
   const std::size_t width = kernel.partial_size(with_derivatives);
   impl_->partials.resize(static_cast<std::size_t>(impl_->local_blocks) * width);
-  // Per-block sums on this rank's threads (fixed order inside each block) ...
-  kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
+  // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
+  // here on one rank is agreed on before the sum below, so no rank waits in it forever.
+  RunCollectively(comm_, [&] {
+    MaybeInjectFailure("fit", comm_.rank());
+    kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
+  });
   // ... combined along the global block tree: identical bits for any rank/thread count.
   const std::int64_t b0 = impl_->first_block;
   const auto sum = ReproducibleTileSum(
