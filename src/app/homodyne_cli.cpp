@@ -25,6 +25,7 @@
 #include "homodyne/fault_injection.h"
 #include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
+#include "homodyne/output_paths.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
 #include "homodyne/placement_report.h"
@@ -138,12 +139,20 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
 void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& data_file) {
   namespace fs = std::filesystem;
   const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
-  for (const std::string& input : {opts.config, data_file}) {
-    if (input.empty()) continue;
-    if (fs::absolute(input).lexically_normal() == out) {
-      ThrowBadInput("the output directory is an input file", input, "--output-dir");
-    }
+  // Never overwrite an input: not the directory itself, nothing in what the run fills.
+  OutputLayout layout{out, {}, {"run_report.yaml"}};
+  if (opts.method != "cmc") {
+    layout.owned_dirs.push_back("nlsq");
+    layout.files.push_back("homodyne_results.json");
   }
+  if (opts.method != "nlsq") layout.owned_dirs.push_back("cmc");
+  std::string warm = opts.nlsq_result;
+  if (!warm.empty() && fs::is_directory(warm)) {
+    warm = fs::exists(fs::path(warm) / "nlsq" / "parameters.json")
+               ? (fs::path(warm) / "nlsq" / "parameters.json").string()
+               : (fs::path(warm) / "parameters.json").string();
+  }
+  CheckOutputsSpareInputs(layout, {opts.config, data_file, warm});
   fs::path existing = out;
   while (!existing.empty() && !fs::exists(existing)) existing = existing.parent_path();
   if (!fs::is_directory(existing) || ::access(existing.c_str(), W_OK) != 0) {
@@ -304,9 +313,9 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     if (write_nlsq) {
       nlsq::WriteNlsqResultFiles(out, result.report);
       if (use_multistart) {
-        WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
+        WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart.ToJson());
       }
-      WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log);
+      WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log);
     }
     if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
   });

@@ -32,6 +32,13 @@ std::vector<double> ReadList(hid_t file, const std::string& name, const std::str
         fmt::format("expected a 1-D (M,) or 2-D (1, M) list, found a {}-D dataset", dims.size()),
         name, path);
   }
+  auto type = h5::Own<h5::Datatype>(H5Dget_type(ds.get()), "reading the datatype", where);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    ThrowBadInput(fmt::format("expected a numeric (float or integer) list, found {}",
+                              cls == H5T_STRING ? "strings" : "a non-numeric datatype"),
+                  name, path);
+  }
   std::vector<double> values = h5::ReadAllDoubles(ds.get(), where, 1ULL << 26);
   if (dims.size() == 2) values.resize(static_cast<std::size_t>(dims[1]));  // row 0
   return values;
