@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -81,7 +82,8 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   sm->excludes(lf);
   app.add_option("--threads", opts.threads,
                  "compute threads per rank (default: the autotune cache of homodyne-topology "
-                 "--autotune, else one per core the rank is bound to)");
+                 "--autotune, else one per core the rank is bound to)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
                "ignore the settings cached by homodyne-topology --autotune");
   const std::pair<const char*, const char*> initial_flags[] = {
@@ -99,10 +101,14 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                              fmt::format("initial {} (phi0 in degrees)", name));
     initial_options.emplace_back(o, name);
   }
-  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)");
-  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain");
-  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard");
-  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards");
+  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
