@@ -20,7 +20,12 @@ work=$build/corpus/$target
 artifacts=$build/artifacts/$target
 mkdir -p "$work" "$artifacts"
 cp -n "$root/fuzz/corpus/$target"/* "$work"/ 2>/dev/null || true
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# HDF5 keeps some allocations for the life of the process (released by H5close at exit),
+# which libFuzzer's per-input leak check reports as leaks; fuzz_h5_metadata checks
+# instead that the reader closes every HDF5 object it opens.
+leaks=1
+[ "$target" = fuzz_h5_metadata ] && leaks=0
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=$leaks:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 dict=()
 [ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict")
