@@ -184,11 +184,28 @@ std::uint64_t CheckedElementCount(const std::vector<hsize_t>& dims, std::uint64_
   }
   return n;
 }
+
+// The stored type must be a plain number: HDF5 converts through buffers of n × the
+// stored element size, so a corrupt header declaring huge elements (or a string or
+// compound type) must be refused before H5Dread allocates them.
+void CheckStoredNumber(hid_t dataset, const Where& where) {
+  auto type = Own<Datatype>(H5Dget_type(dataset), "reading the datatype", where);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const std::size_t size = H5Tget_size(type.get());
+  if ((cls != H5T_FLOAT && cls != H5T_INTEGER) || size == 0 || size > 16) {
+    ThrowBadInput(fmt::format("expected numbers (integer or float of at most 16 bytes), found "
+                              "a datatype of class {} and size {} bytes",
+                              static_cast<int>(cls), size),
+                  where.file, where.object);
+  }
+}
 }  // namespace
 
 std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where, std::uint64_t max_elements) {
   const auto dims = DatasetDims(dataset, where);
-  std::vector<double> out(CheckedElementCount(dims, max_elements, where));
+  const std::uint64_t n = CheckedElementCount(dims, max_elements, where);
+  if (n > 0) CheckStoredNumber(dataset, where);
+  std::vector<double> out(n);
   if (!out.empty()) {
     Check(H5Dread(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
           "reading the dataset as float64", where, ErrorKind::kBadInput);
@@ -199,7 +216,9 @@ std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where, std::uint6
 std::vector<std::int64_t> ReadAllInt64(hid_t dataset, const Where& where,
                                        std::uint64_t max_elements) {
   const auto dims = DatasetDims(dataset, where);
-  std::vector<std::int64_t> out(CheckedElementCount(dims, max_elements, where));
+  const std::uint64_t n = CheckedElementCount(dims, max_elements, where);
+  if (n > 0) CheckStoredNumber(dataset, where);
+  std::vector<std::int64_t> out(n);
   if (!out.empty()) {
     Check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
           "reading the dataset as int64", where, ErrorKind::kBadInput);

@@ -21,6 +21,9 @@ constexpr const char* kApsUMaps = "/xpcs/twotime/correlation_map";
 constexpr const char* kOldQ = "/xpcs/dqlist";
 constexpr const char* kOldPhi = "/xpcs/dphilist";
 constexpr const char* kOldMaps = "/exchange/C2T_all";
+// q/phi lists and bin lists have at most a few thousand entries; a header claiming more
+// than this is corrupt and is refused before anything is allocated.
+constexpr std::uint64_t kMaxListEntries = 1ULL << 20;
 
 // A q or phi list: (M,) or (R, M) of which row 0 is used (homodyne reads `[0]`).
 std::vector<double> ReadList(hid_t file, const std::string& name, const std::string& path) {
@@ -39,7 +42,7 @@ std::vector<double> ReadList(hid_t file, const std::string& name, const std::str
                               cls == H5T_STRING ? "strings" : "a non-numeric datatype"),
                   name, path);
   }
-  std::vector<double> values = h5::ReadAllDoubles(ds.get(), where, 1ULL << 26);
+  std::vector<double> values = h5::ReadAllDoubles(ds.get(), where, kMaxListEntries);
   if (dims.size() == 2) values.resize(static_cast<std::size_t>(dims[1]));  // row 0
   return values;
 }
@@ -99,7 +102,7 @@ std::vector<Candidate> SelectApsU(hid_t file, const LoadOptions& o, const Logger
   RequireFinite(phiv, name, kApsUPhi);
   auto bins_ds = h5::OpenDataset(file, name, kApsUBins);
   const std::vector<std::int64_t> processed =
-      h5::ReadAllInt64(bins_ds.get(), {name, kApsUBins}, 1ULL << 26);
+      h5::ReadAllInt64(bins_ds.get(), {name, kApsUBins}, kMaxListEntries);
   if (phiv.empty()) ThrowBadInput("expected at least one phi value", name, kApsUPhi);
   auto group = h5::OpenGroup(file, name, kApsUMaps);
   std::vector<std::string> keys = h5::GroupKeysInH5pyOrder(group.get(), {name, kApsUMaps});
@@ -148,6 +151,11 @@ std::int64_t MatrixSide(hid_t file, const std::string& name, const std::string& 
   const H5T_class_t cls = H5Tget_class(type.get());
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
     ThrowBadInput("expected a numeric (float or integer) matrix", name, path);
+  }
+  if (H5Tget_size(type.get()) > 16) {  // conversion buffers scale with the stored size
+    ThrowBadInput(fmt::format("expected numbers of at most 16 bytes, found {}-byte elements",
+                              H5Tget_size(type.get())),
+                  name, path);
   }
   const auto dims = h5::DatasetDims(ds.get(), where);
   if (dims.size() != 2) {

@@ -379,5 +379,28 @@ TEST_F(BadInput, AbsurdListLengthIsRejectedBeforeReading) {
   EXPECT_THAT(e.what(), HasSubstr("refusing to read it"));
 }
 
+// Found by fuzz_h5_metadata: a header declaring oversized float elements made HDF5
+// allocate n x element-size conversion buffers (gigabytes) before any check.
+TEST_F(BadInput, OversizedElementTypeIsRejectedBeforeReading) {
+  const std::string path = File("wide.h5");
+  hid_t f = CreateRaw(path);
+  PutLegacyLists(f, 1);
+  PutRaw(f, "/exchange/C2T_all/c2_00001", {4, 4}, Matrix(4, 1.0));
+  H5Ldelete(f, "/xpcs/dqlist", H5P_DEFAULT);
+  hid_t type = H5Tcopy(H5T_IEEE_F64LE);
+  ASSERT_GE(H5Tset_size(type, 64), 0);
+  const hsize_t dims[2] = {1, 1};
+  hid_t space = H5Screate_simple(2, dims, nullptr);
+  H5Dclose(H5Dcreate2(f, "/xpcs/dqlist", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(f);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().file, path);
+  EXPECT_EQ(e.context().key, "/xpcs/dqlist");
+  EXPECT_THAT(e.what(), HasSubstr("at most 16 bytes"));
+}
+
 }  // namespace
 }  // namespace homodyne::io
