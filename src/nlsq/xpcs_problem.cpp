@@ -61,7 +61,7 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
   // here on one rank is agreed on before the sum below, so no rank waits in it forever.
   RunCollectively(comm_, [&] {
-    MaybeInjectFailure("fit", comm_.rank());
+    MaybeInjectFailure("fit");  // job rank: comm_ may be a group
     kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
   });
   // ... combined along the global block tree: identical bits for any rank/thread count.
