@@ -5,6 +5,8 @@
 #   scripts/fuzz.sh fuzz_h5_metadata 600
 # New inputs that raise coverage land in build-fuzz/corpus/<target>; crashing inputs in
 # build-fuzz/artifacts/<target>/ (copy them to fuzz/corpus/<target>/ with the fix).
+# FUZZ_ARGS adds libFuzzer options, e.g. FUZZ_ARGS="-fork=1 -ignore_crashes=1" to keep
+# going past crashes inside libhdf5 (see docs/reliability.md) and triage them afterwards.
 set -euo pipefail
 target=${1:?usage: scripts/fuzz.sh TARGET SECONDS}
 seconds=${2:?usage: scripts/fuzz.sh TARGET SECONDS}
@@ -33,4 +35,4 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 dict=()
 [ -f "$root/fuzz/$target.dict" ] && dict=(-dict="$root/fuzz/$target.dict")
 exec "$build/fuzz/$target" "$work" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-  -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}"
+  -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" "${dict[@]}" ${FUZZ_ARGS:-}
