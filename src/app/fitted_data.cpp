@@ -10,15 +10,21 @@ namespace homodyne {
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger, double max_bytes) {
-  const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(cfg, data_file), Logger::Silent());
+  // The size check comes before the data are read (from the metadata alone).
+  const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
+  {
+    const io::DatasetMetadata meta = io::ReadDatasetMetadata(load, Logger::Silent());
+    const auto nf = static_cast<double>(meta.n_frames);
+    const double bytes = 8.0 * 7.0 * static_cast<double>(meta.n_angles()) * nf * nf;
+    if (bytes > max_bytes) {
+      logger.Warn("{} not written: its arrays would take {:.2f} GiB (limit {:.2f} GiB)",
+                  path.string(), bytes / (1ULL << 30), max_bytes / (1ULL << 30));
+      return;
+    }
+  }
+  const io::Dataset data = io::LoadDataset(load, Logger::Silent());
   const std::size_t n = data.c2.size();
   const auto nf = static_cast<std::size_t>(data.meta.n_frames);
-  const double bytes = 8.0 * 7.0 * static_cast<double>(n * nf * nf);
-  if (bytes > max_bytes) {
-    logger.Warn("{} not written: its arrays would take {:.1f} GiB (limit {:.1f} GiB)",
-                path.string(), bytes / (1ULL << 30), max_bytes / (1ULL << 30));
-    return;
-  }
   // g1² on the loader grid at the fitted physics (contrast 1, offset 0).
   synth::SynthTruth model;
   model.mode = ToModelMode(cfg.analysis_mode);

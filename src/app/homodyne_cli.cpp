@@ -4,18 +4,22 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "homodyne/app/autotune.h"
 #include "homodyne/app/config_bridge.h"
+#include "homodyne/app/dry_run.h"
 #include "homodyne/app/fitted_data.h"
 #include "homodyne/app/nlsq_report.h"
+#include "homodyne/app/plots.h"
 #include "homodyne/app/run_app.h"
 #include "homodyne/app/run_report.h"
 #include "homodyne/app/warm_start.h"
@@ -59,6 +63,11 @@ struct HomodyneCliOptions {
   bool no_nlsq_warmstart = false;
   bool dense_mass_matrix = false;
   std::string nlsq_result;
+  // Memory (docs/streaming.md)
+  std::string strategy = "auto";
+  std::string memory_limit;
+  bool dry_run = false;
+  PlotRequest plots;
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
@@ -113,6 +122,31 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
                  "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
+  app.add_option("--strategy", opts.strategy,
+                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
+      ->capture_default_str();
+  app.add_option("--memory-limit", opts.memory_limit,
+                 "memory budget per rank, e.g. 2G or 512M (default: "
+                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
+  app.add_flag("--dry-run", opts.dry_run,
+               "print the memory estimate, budget, strategy and partition per rank, then exit");
+  app.add_flag("--save-plots", opts.plots.save_plots,
+               "figures of the results with homodyne-plot (c2 heatmaps, CMC diagnostics)");
+  app.add_flag("--plot-experimental-data", opts.plots.experimental,
+               "plots/ of the selected data (without --save-plots: no fit)");
+  app.add_flag("--plot-simulated-data", opts.plots.simulated,
+               "plots/ of the model at the config's initial parameters (without --save-plots: "
+               "no fit, no data loading)");
+  app.add_option("--plot-format", opts.plots.format, "figure format")
+      ->check(CLI::IsMember({"png", "pdf"}))
+      ->capture_default_str();
+  app.add_option("--contrast", opts.plots.simulated_options.contrast, "simulated-data plots")
+      ->capture_default_str();
+  app.add_option("--offset", opts.plots.simulated_options.offset, "simulated-data plots")
+      ->capture_default_str();
+  app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
+                 "simulated-data plots: angles in degrees (default: the data's)")
+      ->delimiter(',');
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
@@ -152,6 +186,7 @@ void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& dat
     layout.files.push_back("homodyne_results.json");
   }
   if (opts.method != "nlsq") layout.owned_dirs.push_back("cmc");
+  layout.owned_dirs.push_back("plots");  // --save-plots / --plot-* (inputs never live there)
   std::string warm = opts.nlsq_result;
   if (!warm.empty() && fs::is_directory(warm)) {
     warm = fs::exists(fs::path(warm) / "nlsq" / "parameters.json")
@@ -200,15 +235,82 @@ int ChooseThreads(Environment& env, const HomodyneCliOptions& opts) {
   return 0;
 }
 
-int RunFit(Environment& env, const HomodyneCliOptions& opts) {
+// What a run has set up so far: a failed run's report says as much as it knows.
+struct RunState {
+  std::optional<config::Config> config;
+  PlacementPlan placement;
+  std::vector<RankPlacement> placements;
+  PhaseTimes phases;
+};
+
+// A barrier that sleeps instead of polling: the other ranks wait for rank 0's plotting
+// without taking the cores the plotting process needs.
+void WaitWithoutSpinning(const Comm& world) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_Ibarrier(world.get(), &request);
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done != 0) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+RunReportInput BaseReport(const HomodyneCliOptions& opts, const RunState& state) {
+  RunReportInput report;
+  report.command_line = opts.command_line;
+  report.method = opts.plots.PlotOnly() ? "plot" : opts.method;
+  report.config = state.config ? &*state.config : nullptr;
+  report.phases = state.phases;
+  report.placement = state.placement;
+  report.placements = state.placements;
+  report.plots = opts.plots.Any() ? "not drawn" : "not requested";
+  return report;
+}
+
+// --plot-experimental-data / --plot-simulated-data without --save-plots: no fit.
+int RunPlotsOnly(Environment& env, const HomodyneCliOptions& opts, const PlotRequest& plots,
+                 const std::string& data_file, RunState& state) {
+  const std::filesystem::path out(opts.output_dir);
+  RunCollectively(env.world(), [&] {
+    PhaseTimes::Scope t(state.phases, "plot_inputs");
+    if (env.rank() == 0) WritePlotInputs(out, plots, *state.config, data_file, env.logger());
+  });
+  RunReportInput report = BaseReport(opts, state);
+  {
+    PhaseTimes::Scope t(report.phases, "plots");
+    if (env.rank() == 0) report.plots = DrawPlots(out, plots, env.logger());
+    WaitWithoutSpinning(env.world());
+  }
+  if (env.rank() == 0 && plots.experimental) {
+    report.data = SummariseData(*state.config, data_file, nullptr);
+  }
+  report.status = "plotted";
+  report.message = "plots only (no fit)";
+  RunCollectively(env.world(), [&] { WriteRunReport(env.world(), out, report); });
+  return 0;
+}
+
+int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
+  nlsq::FitMemoryOptions memory = RunCollectively(env.world(), [&] {
+    nlsq::FitMemoryOptions m;
+    m.strategy = nlsq::ParseFitStrategy(opts.strategy, "--strategy");
+    if (!opts.memory_limit.empty()) {
+      m.limit_bytes = nlsq::ParseMemorySize(opts.memory_limit, "--memory-limit");
+    }
+    return m;
+  });
+  PlotRequest plots = opts.plots;
+  plots.simulated_options.overrides = opts.initial;
   config::Config cfg = RunCollectively(env.world(), [&] {
     if (!opts.config_given && !std::filesystem::exists(opts.config)) {
       ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
                     opts.config, "--config");
     }
     config::ReadOptions ro;
-    ro.require_data_file = opts.data_file.empty();
+    // A simulation alone reads no data.
+    ro.require_data_file = opts.data_file.empty() && !(plots.PlotOnly() && !plots.experimental);
+    plots.simulated_options.Validate();
     config::Config c = config::ReadConfigFile(opts.config, ro);
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
@@ -217,14 +319,17 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     }
     return c;
   });
+  state.config = cfg;
   for (const auto& note : cfg.notes) log.Debug("config: {}", note);
-  log.Info("homodyne-hpc {}: {} fit of {} ({} rank(s))", Version(), opts.method, opts.config,
-           env.size());
+  log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
+           plots.PlotOnly() ? std::string("plots") : opts.method + " fit", opts.config, env.size());
 
   for (const auto& note : env.startup_notes()) log.Debug("library threads: {}", note);
   const PlacementPlan placement = PlanThreads(env.topology(), ChooseThreads(env, opts));
   for (const auto& w : placement.warnings) log.Warn("{}", w);
   const std::vector<RankPlacement> all_placements = GatherPlacements(env.world(), placement);
+  state.placement = placement;
+  state.placements = all_placements;
   const bool pin = !RanksShareCores(all_placements);
   if (!pin) {
     log.Warn(
@@ -236,9 +341,20 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
   RunCollectively(env.world(), [&] {
     if (env.rank() == 0) CheckOutputDirectory(opts, data_file);
   });
+  if (plots.PlotOnly()) return RunPlotsOnly(env, opts, plots, data_file, state);
 
+  if (opts.dry_run) {
+    memory.threads = static_cast<int>(placement.slots.size());
+    RunDryRun(env.world(), cfg, opts.data_file, memory, log);
+    return 0;
+  }
   nlsq::NlsqRunOptions ro;
   ro.data_file = opts.data_file;
+  ro.strategy = memory.strategy;
+  ro.memory_limit_bytes = memory.limit_bytes;
+  // The node's budget is shared by all of the job's ranks on it, also when multistart
+  // fits on rank groups.
+  ro.ranks_on_node = nlsq::QueryNodeMemory(env.world()).ranks_on_node;
   ro.initial = opts.initial;
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
@@ -321,23 +437,31 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
       if (use_multistart) {
         WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart.ToJson());
       }
-      WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log);
+      // A streaming fit does not hold the data: fitted_data.h5 only if it fits the budget.
+      const bool streamed = result.memory.strategy == nlsq::FitStrategy::kStreaming;
+      WriteFittedData(
+          OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
+          streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
     }
     if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+    WritePlotInputs(out, plots, cfg, data_file, log);
   });
-  RunReportInput report;
-  report.command_line = opts.command_line;
-  report.method = opts.method;
+  state.phases = phases;
+  RunReportInput report = BaseReport(opts, state);
+  if (plots.Any()) {
+    PhaseTimes::Scope t(report.phases, "plots");
+    if (env.rank() == 0) report.plots = DrawPlots(opts.output_dir, plots, log);
+    WaitWithoutSpinning(env.world());
+  }
   report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
   report.status = skip_nlsq
                       ? (cmc_result && cmc_result->all_converged ? "converged" : "not_converged")
                       : result.report.convergence_status;
   report.message = skip_nlsq ? "CMC without an NLSQ run" : result.summary.message;
-  report.config = &cfg;
   report.nlsq = skip_nlsq ? nullptr : &result;
-  report.phases = phases;
-  report.placement = placement;
-  report.placements = all_placements;
+  report.cmc = cmc_result ? &*cmc_result : nullptr;
+  report.pinned = pin;
+  if (env.rank() == 0) report.data = SummariseData(cfg, data_file, skip_nlsq ? nullptr : &result);
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
     std::string text = skip_nlsq ? std::string() : FormatNlsqSummary(result);
@@ -354,6 +478,28 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
     std::fflush(stdout);
   }
   return usable ? 0 : static_cast<int>(ExitCode::kInternalError);
+}
+
+// A run that stops on an agreed error (not bad input: that leaves nothing behind) still
+// writes its report, with the status and the message.
+int RunFit(Environment& env, const HomodyneCliOptions& opts) {
+  RunState state;
+  try {
+    return RunFitBody(env, opts, state);
+  } catch (const Error& e) {
+    if ((e.agreed() || env.size() == 1) && e.kind() != ErrorKind::kBadInput && state.config) {
+      RunReportInput report = BaseReport(opts, state);
+      report.exit_code = static_cast<int>(e.exit_code());
+      report.status = e.kind() == ErrorKind::kCheckpointed ? "checkpointed" : "failed";
+      report.message = e.what();
+      try {
+        WriteRunReport(env.world(), opts.output_dir, report);
+      } catch (const std::exception& w) {
+        env.logger().Warn("run_report.yaml not written: {}", w.what());
+      }
+    }
+    throw;
+  }
 }
 
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {

@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -9,8 +10,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "homodyne/app/config_bridge.h"
 #include "homodyne/atomic_file.h"
 #include "homodyne/config/config_reader.h"
+#include "homodyne/error.h"
+#include "homodyne/io/dataset.h"
+#include "homodyne/nlsq/memory_plan.h"
 #include "homodyne/version.h"
 
 namespace homodyne {
@@ -38,6 +43,36 @@ void EmitNumberOrNull(YAML::Emitter& y, double v) {
 }
 
 }  // namespace
+
+std::optional<RunDataSummary> SummariseData(const config::Config& cfg, const std::string& data_file,
+                                            const nlsq::NlsqRunResult* r) {
+  RunDataSummary d;
+  if (r != nullptr && !r->expanded.empty()) {
+    d.file = r->data_file;
+    d.format = r->data_format;
+    d.q = r->q;
+    d.phi_deg = r->phi_deg;
+    d.frames = static_cast<std::int64_t>(r->t_full.size());
+    d.dt = r->dt;
+    d.fitted_points = r->unique_pairs;
+    return d;
+  }
+  try {
+    const io::DatasetMetadata meta =
+        io::ReadDatasetMetadata(LoadOptionsFromConfig(cfg, data_file), Logger::Silent());
+    d.file = meta.file;
+    d.format = meta.format == io::DataFormat::kApsU ? "aps_u" : "aps_old";
+    d.q = meta.q_physics;
+    d.phi_deg = meta.phi_values();
+    d.frames = meta.n_frames;
+    d.dt = meta.dt;
+    const std::int64_t n = std::max<std::int64_t>(meta.n_frames - 1, 0);
+    d.fitted_points = static_cast<std::int64_t>(meta.n_angles()) * n * (n - 1) / 2;
+    return d;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
 
 std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
                            const RunReportInput& in) {
@@ -73,6 +108,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   int mismatch = (hash != 0 && hash != root_hash) ? 1 : 0;
   int any_mismatch = 0;
   MPI_Allreduce(&mismatch, &any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
+  // Peak resident size of every rank so far (VmHWM).
+  const auto peak = static_cast<std::uint64_t>(nlsq::PeakRss());
+  std::vector<std::uint64_t> peaks(static_cast<std::size_t>(world.size()), 0);
+  MPI_Gather(&peak, 1, MPI_UINT64_T, peaks.data(), 1, MPI_UINT64_T, 0, world.get());
   if (!world.is_root()) return {};
 
   YAML::Emitter y;
@@ -85,11 +124,18 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   y << YAML::Key << "status" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "exit_code" << YAML::Value << in.exit_code;
   y << YAML::Key << "result" << YAML::Value << in.status;
-  y << YAML::Key << "message" << YAML::Value << in.message << YAML::EndMap;
+  y << YAML::Key << "message" << YAML::Value << in.message;
+  y << YAML::Key << "plots" << YAML::Value << in.plots << YAML::EndMap;
 
   y << YAML::Key << "machine" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "ranks" << YAML::Value << world.size();
   y << YAML::Key << "threads_per_rank" << YAML::Value << in.placement.slots.size();
+  y << YAML::Key << "pinned" << YAML::Value << in.pinned;
+  std::vector<std::string> hosts;
+  for (const RankPlacement& p : in.placements) {
+    if (std::find(hosts.begin(), hosts.end(), p.host) == hosts.end()) hosts.push_back(p.host);
+  }
+  y << YAML::Key << "hostnames" << YAML::Value << YAML::Flow << hosts;
   y << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
   for (const RankPlacement& p : in.placements) {
     std::vector<int> pus;
@@ -129,16 +175,33 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
 
   const nlsq::NlsqRunResult* r = in.nlsq;
-  if (r != nullptr && !r->expanded.empty()) {
+  if (in.data) {
+    const RunDataSummary& d = *in.data;
     y << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
-    y << YAML::Key << "file" << YAML::Value << r->data_file;
-    y << YAML::Key << "format" << YAML::Value << r->data_format;
-    y << YAML::Key << "q" << YAML::Value << r->q;
-    y << YAML::Key << "phi_deg" << YAML::Value << YAML::Flow << r->phi_deg;
-    y << YAML::Key << "frames" << YAML::Value << r->t_full.size();
-    y << YAML::Key << "dt" << YAML::Value << r->dt;
-    y << YAML::Key << "fitted_points" << YAML::Value << r->unique_pairs << YAML::EndMap;
+    y << YAML::Key << "file" << YAML::Value << d.file;
+    y << YAML::Key << "format" << YAML::Value << d.format;
+    y << YAML::Key << "q" << YAML::Value << d.q;
+    y << YAML::Key << "angles" << YAML::Value << d.phi_deg.size();
+    y << YAML::Key << "phi_deg" << YAML::Value << YAML::Flow << d.phi_deg;
+    y << YAML::Key << "frames" << YAML::Value << d.frames;
+    y << YAML::Key << "dt" << YAML::Value << d.dt;
+    y << YAML::Key << "fitted_points" << YAML::Value << d.fitted_points << YAML::EndMap;
   }
+
+  y << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
+  if (r != nullptr && !r->expanded.empty() && r->memory.budget.bytes > 0) {
+    const nlsq::MemoryPlan& m = r->memory;
+    y << YAML::Key << "strategy" << YAML::Value << std::string(nlsq::ToString(m.strategy));
+    y << YAML::Key << "reason" << YAML::Value << m.reason;
+    y << YAML::Key << "budget_bytes_per_rank" << YAML::Value << m.budget.bytes;
+    y << YAML::Key << "budget_source" << YAML::Value << m.budget.source;
+    y << YAML::Key << "estimate_bytes_rank0" << YAML::Value << m.chosen().total();
+    y << YAML::Key << "in_core_estimate_bytes_rank0" << YAML::Value << m.in_core.total();
+    if (m.strategy == nlsq::FitStrategy::kStreaming) {
+      y << YAML::Key << "window_points_rank0" << YAML::Value << m.window_points;
+    }
+  }
+  y << YAML::Key << "peak_rss_bytes" << YAML::Value << YAML::Flow << peaks << YAML::EndMap;
 
   y << YAML::Key << "timing_seconds" << YAML::Value << YAML::BeginMap;
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -148,12 +211,14 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
   y << YAML::EndMap;
 
-  if (r != nullptr && !r->expanded.empty()) {
+  const bool have_nlsq = r != nullptr && !r->expanded.empty();
+  if (have_nlsq || in.cmc != nullptr)
+    y << YAML::Key << "throughput" << YAML::Value << YAML::BeginMap;
+  if (have_nlsq) {
     auto fit = in.phases.seconds().find("fit");
     const double fit_s = fit != in.phases.seconds().end() ? fit->second : 0.0;
     const double cores = static_cast<double>(world.size()) *
                          static_cast<double>(std::max<std::size_t>(1, in.placement.slots.size()));
-    y << YAML::Key << "throughput" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "data_passes" << YAML::Value << r->passes;
     y << YAML::Key << "iterations" << YAML::Value << r->summary.iterations;
     y << YAML::Key << "gradient_evaluations" << YAML::Value << r->summary.evaluations;
@@ -166,8 +231,20 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
                             : std::nan(""));
     y << YAML::Key << "gradient_evaluations_per_second" << YAML::Value;
     EmitNumberOrNull(y, fit_s > 0 ? r->summary.evaluations / fit_s : std::nan(""));
-    y << YAML::EndMap;
   }
+  if (in.cmc != nullptr) {
+    const cmc::CmcRunResult& c = *in.cmc;
+    const double iterations =
+        static_cast<double>(c.num_shards) * c.num_chains * (c.num_warmup + c.num_samples);
+    y << YAML::Key << "cmc_seconds" << YAML::Value << c.seconds;
+    y << YAML::Key << "cmc_draws_per_second" << YAML::Value;
+    EmitNumberOrNull(y, c.seconds > 0 ? iterations / c.seconds : std::nan(""));
+    y << YAML::Key << "cmc_min_ess" << YAML::Value;
+    EmitNumberOrNull(y, c.min_ess);
+    y << YAML::Key << "cmc_min_ess_per_second" << YAML::Value;
+    EmitNumberOrNull(y, c.seconds > 0 ? c.min_ess / c.seconds : std::nan(""));
+  }
+  if (have_nlsq || in.cmc != nullptr) y << YAML::EndMap;
 
   y << YAML::Key << "self_checks" << YAML::Value << YAML::BeginSeq;
   auto check = [&](const std::string& name, bool passed) {
@@ -180,6 +257,13 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     check("optimiser converged", r->report.convergence_status == "converged");
     check("fit quality without warnings", r->report.quality_passed);
   }
+  if (in.cmc != nullptr) {
+    const bool finite = std::all_of(in.cmc->draws.begin(), in.cmc->draws.end(),
+                                    [](double x) { return std::isfinite(x); });
+    check("CMC draws finite", finite && !in.cmc->draws.empty());
+    check("CMC every shard R-hat < 1.1", in.cmc->all_converged);
+  }
+  if (in.plots != "not requested") check("plots written", in.plots == "written");
   y << YAML::EndSeq;
   y << YAML::EndMap;
   const std::string text = std::string(y.c_str()) + "\n";

@@ -26,6 +26,7 @@
 #include "homodyne/nuts/nuts_chain.h"
 #include "homodyne/nuts/run_sampler.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/progress.h"
 
 namespace homodyne::cmc {
 namespace {
@@ -88,6 +89,7 @@ struct LocalShardResult {
 CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
                        const Logger& logger) {
   const auto t_start = std::chrono::steady_clock::now();
+  Progress progress(logger, "CMC");
   const model::AnalysisMode mode = ToModelMode(cfg.analysis_mode);
   const io::Dataset data = RunCollectively(world, [&] {
     return io::LoadDataset(LoadOptionsFromConfig(cfg, options.data_file),
@@ -288,10 +290,11 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
       const int mine = static_cast<int>(local.size());
       const int my_total = (k_shards - world.rank() + world.size() - 1) / world.size();
-      logger.Info("CMC: shard {} done ({}/{} on rank 0, {} in all), {:.0f} draws/s, ETA {:.0f} s",
-                  s, mine, my_total, k_shards,
-                  static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
-                  elapsed / mine * (my_total - mine));
+      progress.Update(fmt::format(
+          "shard {} done ({}/{} on rank 0, {} in all), {:.0f} draws/s, ETA {:.0f} s", s, mine,
+          my_total, k_shards,
+          static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
+          elapsed / mine * (my_total - mine)));
     }
   });
 
@@ -404,6 +407,8 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   });
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  progress.Done(
+      fmt::format("{} shard(s) × {} chain(s) in {:.1f} s", k_shards, n_chains, result.seconds));
   if (world.is_root()) {
     for (const auto& d : result.shards) {
       logger.Info(

@@ -13,9 +13,11 @@ void AddNlsqBasics(const KeyAdder& n) {
   n.Acc("workflow", T::kString, "auto", NoRule(), "Workflow selection (informational)");
   n.Acc("goal", T::kString, "quality", NoRule(), "Optimization goal (informational)");
   n.Used("memory_fraction", T::kFloat, "0.75", Fraction(),
-         "Fraction of memory the fit may use (env NLSQ_MEMORY_FRACTION overrides)");
+         "Fraction of the node's RAM the fit may use, shared by the node's ranks; picks in-core "
+         "or streaming (clamped to [0.1, 0.9]; env NLSQ_MEMORY_FRACTION overrides)");
   n.Used("memory_threshold_gb", T::kFloat, "null", Positive(),
-         "Absolute memory limit in GB (overrides memory_fraction)", kNullable);
+         "Memory limit in GiB per node, shared by its ranks (overrides memory_fraction)",
+         kNullable);
   n.Used("max_iterations", T::kInt, "1000", AtLeast(1),
          "Maximum solver iterations (homodyne code default 1000; templates 100)");
   n.Used("tolerance", T::kFloat, "1e-8", Positive(), "Relative cost tolerance (ftol)");

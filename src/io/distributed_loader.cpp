@@ -9,6 +9,7 @@
 #include "homodyne/fault_injection.h"
 #include "homodyne/io/selection.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/progress.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
@@ -65,10 +66,11 @@ std::vector<double> ReadSuperDiagonal(hid_t file, const DatasetMetadata& meta,
   return super;
 }
 
-// Fills the values of tiles [first, last) (all of one angle) from row/column blocks.
+}  // namespace
+
 void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
-                    std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,
-                    std::vector<double>& values) {
+                    const std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,
+                    std::span<double> values, std::int64_t max_block_values) {
   const std::int64_t n = meta.n_frames;
   const std::int64_t s0 = meta.frame_begin;
   std::size_t a = first;
@@ -79,7 +81,7 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
     while (b < last) {
       const std::int64_t j = std::min(jmin, tiles[b].tile.col_begin);
       const std::int64_t rows = tiles[b].tile.row - tiles[a].tile.row + 1;
-      if (rows * (n - j) > kMaxBlockValues) break;
+      if (rows * (n - j) > max_block_values) break;
       jmin = j;
       ++b;
     }
@@ -104,9 +106,28 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
   }
 }
 
-}  // namespace
+void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
+                      const std::vector<std::int64_t>& bad) {
+  std::vector<std::int64_t> total(bad.size(), 0);
+  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
+                comm.get());
+  for (std::size_t k = 0; k < total.size(); ++k) {
+    if (total[k] > 0) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the fitted "
+                              "points and first off-diagonals of frames {}..{}",
+                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
+                              meta.end_frame),
+                  {meta.file, meta.bins[k].dataset, -1})
+          .MarkAgreed();
+    }
+  }
+}
 
-LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Logger& logger) {
+namespace {
+
+LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logger,
+               bool read_values) {
   LocalData local;
   local.rank = comm.rank();
   local.meta = BroadcastMetadata(comm, options, logger);
@@ -129,6 +150,7 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
     offset += static_cast<std::size_t>(t.tile.count);
   }
   RunCollectively(comm, [&] {
+    if (!read_values) return;
     // values + per-angle diagonals + the two read blocks (bounded by kMaxBlockValues).
     const auto n = static_cast<std::uint64_t>(meta.n_frames);
     const std::uint64_t block = std::min<std::uint64_t>(static_cast<std::uint64_t>(kMaxBlockValues),
@@ -152,18 +174,29 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
     // contiguous run (its blocks are consecutive rows), even though the tiles of
     // different angles interleave block by block.
     std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
+    Progress progress(logger, "loading");
+    double bytes_read = 0.0;
     for (const LocalTile& t : local.tiles) {
       by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
     }
-    for (std::size_t k = 0; k < by_angle.size(); ++k) {
+    for (std::size_t k = 0; read_values && k < by_angle.size(); ++k) {
       auto& tiles = by_angle[k];
       std::stable_sort(tiles.begin(), tiles.end(), [](const LocalTile& x, const LocalTile& y) {
         return x.tile.row < y.tile.row;
       });
-      ReadAngleTiles(file.get(), meta, meta.bins[k], tiles, 0, tiles.size(), local.values);
+      ReadAngleTiles(file.get(), meta, meta.bins[k], tiles, 0, tiles.size(), local.values,
+                     kMaxBlockValues);
+      for (const LocalTile& t : tiles) bytes_read += 8.0 * static_cast<double>(t.tile.count);
+      progress.Update(fmt::format("angle {}/{}, {:.1f} MB read on rank 0, {:.0f} MB/s", k + 1,
+                                  by_angle.size(), bytes_read / 1e6,
+                                  bytes_read / 1e6 / std::max(progress.elapsed(), 1e-9)));
+    }
+    if (read_values) {
+      progress.Done(fmt::format("{} angle(s), {:.1f} MB read on rank 0 in {:.2f} s",
+                                by_angle.size(), bytes_read / 1e6, progress.elapsed()));
     }
     for (const LocalTile& t : local.tiles) {
-      for (std::int64_t c = 0; c < t.tile.count; ++c) {
+      for (std::int64_t c = 0; read_values && c < t.tile.count; ++c) {
         if (!std::isfinite(local.values[t.offset + static_cast<std::size_t>(c)])) {
           ++bad[static_cast<std::size_t>(t.tile.angle)];
         }
@@ -186,22 +219,19 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
   });
   file.Close({meta.file, ""});
 
-  // Agree on non-finite values: every rank raises the same error.
-  std::vector<std::int64_t> total(bad.size(), 0);
-  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
-                comm.get());
-  for (std::size_t k = 0; k < total.size(); ++k) {
-    if (total[k] > 0) {
-      throw Error(ErrorKind::kBadInput,
-                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the fitted "
-                              "points and first off-diagonals of frames {}..{}",
-                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
-                              meta.end_frame),
-                  {meta.file, meta.bins[k].dataset, -1})
-          .MarkAgreed();
-    }
-  }
+  AgreeOnNonFinite(comm, meta, bad);
   return local;
+}
+
+}  // namespace
+
+LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Logger& logger) {
+  return Load(comm, options, logger, true);
+}
+
+LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options,
+                                const Logger& logger) {
+  return Load(comm, options, logger, false);
 }
 
 }  // namespace homodyne::io

@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "homodyne/error.h"
 
@@ -103,6 +104,21 @@ std::vector<std::size_t> FilterPhi(std::span<const double> phi_normalized,
     logger.Warn("phi_filtering: no angle lies in the target ranges; keeping all {} angles",
                 phi_normalized.size());
     return all;
+  }
+  if (kept.size() < phi_normalized.size()) {
+    std::vector<double> dropped;
+    for (std::size_t i = 0, j = 0; i < phi_normalized.size(); ++i) {
+      if (j < kept.size() && kept[j] == i) {
+        ++j;
+      } else {
+        dropped.push_back(phi_normalized[i]);
+      }
+    }
+    logger.Warn(
+        "phi_filtering kept {} of {} angles; dropped {:.4g} deg (outside "
+        "phi_filtering.target_ranges: widen the ranges or set phi_filtering.enabled: false to "
+        "fit them)",
+        kept.size(), phi_normalized.size(), fmt::join(dropped, ", "));
   }
   return kept;
 }

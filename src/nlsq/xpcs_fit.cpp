@@ -12,10 +12,13 @@
 #include "homodyne/error.h"
 #include "homodyne/io/distributed_loader.h"
 #include "homodyne/nlsq/covariance.h"
+#include "homodyne/nlsq/fit_data.h"
 #include "homodyne/nlsq/fit_quality.h"
 #include "homodyne/nlsq/initial_scaling.h"
+#include "homodyne/nlsq/streaming_scaling.h"
 #include "homodyne/nlsq/xpcs_problem.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/progress.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -70,7 +73,9 @@ struct XpcsFitSession::Impl {
   const Logger& logger;
   std::chrono::steady_clock::time_point t_start = std::chrono::steady_clock::now();
   model::AnalysisMode mode = model::AnalysisMode::kStatic;
-  io::LocalData local;
+  io::LocalData local;                  // streaming: values empty
+  MemoryPlan memory;                    // in-core or streaming (fit_data.h)
+  std::unique_ptr<BlockStream> stream;  // streaming: the rank's blocks from the file
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
@@ -96,11 +101,17 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   {
     PhaseTimes::Scope t(s.phases, "load");
-    s.local = io::LoadDistributed(comm, LoadOptionsFromConfig(cfg, options.data_file), logger);
+    FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
+                               {options.strategy, options.memory_limit_bytes, options.threads,
+                                options.ranks_on_node, options.stream_window_points},
+                               logger);
+    s.local = std::move(data.local);
+    s.memory = data.plan;
+    s.stream = std::move(data.stream);
   }
   const io::DatasetMetadata& meta = s.local.meta;
-  logger.Info("loaded {} points on {} rank(s) in {:.2f} s", s.local.plan.total_points(),
-              comm.size(),
+  logger.Info("{} {} points on {} rank(s) in {:.2f} s", s.stream ? "set up streaming of" : "loaded",
+              s.local.plan.total_points(), comm.size(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count());
   if (meta.n_frames < 3) {
     RunCollectively(comm, [&] {
@@ -125,7 +136,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   std::vector<model::ScalingEstimate> estimates;
   {
     PhaseTimes::Scope t(s.phases, "initial_scaling");
-    estimates = EstimateInitialScaling(comm, s.local, scaling_bounds);
+    estimates = s.stream ? EstimateInitialScalingStreaming(comm, s.local, *s.stream, scaling_bounds)
+                         : EstimateInitialScaling(comm, s.local, scaling_bounds);
   }
   s.layout = std::make_unique<model::ParameterLayout>(model::ParameterLayout::Create(
       s.resolved, s.mode, s.phi, estimates, layout_options.fourier_order));
@@ -146,7 +158,11 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.geometry = geometry;
   setup.t = t_fit;
   setup.phi_deg = s.phi;
-  setup.blocks = BlocksOf(s.local, comm.rank());
+  if (s.stream) {
+    setup.stream = s.stream.get();
+  } else {
+    setup.blocks = BlocksOf(s.local, comm.rank());
+  }
   setup.first_block = s.local.plan.first_block(comm.rank());
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
@@ -192,10 +208,13 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
+  Progress progress(print_progress ? logger : Logger::Silent(), "NLSQ");
   IterationCallback callback = [&](const IterationInfo& it) {
     if (!print_progress) return;
-    logger.Info("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
-                it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    logger.Debug("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
+                 it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    progress.Update(fmt::format("iteration {}, chi2 {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
+                                it.chi2, it.chi2 / dof, progress.elapsed()));
   };
   if (print_progress) {
     logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)",
@@ -203,7 +222,12 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  SolverSummary summary =
+      SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
+                            summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
+                            progress.elapsed()));
+  return summary;
 }
 
 NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
@@ -241,6 +265,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   r.data_format = std::string(io::ToString(meta.format));
   r.dt = meta.dt;
   r.phases = s.phases;
+  r.memory = s.memory;
 
   FitReport& rep = r.report;
   rep.analysis_mode = std::string(model::ToString(s.mode));

@@ -6,19 +6,49 @@
 #include "homodyne/error.h"
 #include "homodyne/fault_injection.h"
 #include "homodyne/model/kernel.h"
+#include "homodyne/nlsq/block_stream.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/parallel/tile_sum.h"
 
 namespace homodyne::nlsq {
 
 struct XpcsProblem::Impl {
-  std::unique_ptr<model::ModelKernel> kernel;  // all local blocks, one chunk per block
+  // In-core: all local blocks, one chunk per block. Streaming: no tiles (layout only).
+  std::unique_ptr<model::ModelKernel> kernel;
+  BlockStream* stream = nullptr;
+  model::AnalysisMode mode = model::AnalysisMode::kStatic;
+  model::Geometry geometry;
+  std::vector<double> t, phi;
+  model::KernelOptions window_options;  // streaming: per-window kernels
   std::int64_t first_block = 0;
   std::int64_t total_blocks = 0;
   int local_blocks = 0;
   std::int64_t local_points = 0;
   std::vector<double> partials;  // local_blocks × compact partial size
+
+  // Streaming: every window's block partials into `partials`.
+  void StreamPartials(std::span<const double> expanded, bool with_derivatives, std::size_t width,
+                      int rank);
 };
+
+void XpcsProblem::Impl::StreamPartials(std::span<const double> expanded, bool with_derivatives,
+                                       std::size_t width, int rank) {
+  for (int w = 0; w < stream->num_windows(); ++w) {
+    MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
+    const StreamWindow& win = stream->Load(w);
+    model::KernelOptions ko = window_options;
+    std::vector<model::RowTile> tiles;
+    for (const auto& block : win.blocks) {
+      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
+      tiles.insert(tiles.end(), block.begin(), block.end());
+    }
+    const model::ModelKernel k(mode, geometry, t, phi, std::move(tiles), ko);
+    HOMODYNE_CHECK(k.num_chunks() == static_cast<int>(win.blocks.size()), "one chunk per block");
+    const std::size_t offset = static_cast<std::size_t>(win.first_block) * width;
+    k.ChunkPartials(expanded, with_derivatives,
+                    std::span<double>(partials.data() + offset, win.blocks.size() * width));
+  }
+}
 
 XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::ParameterLayout layout)
     : impl_(std::make_unique<Impl>()), comm_(comm), layout_(std::move(layout)) {
@@ -29,20 +59,40 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
       "block range outside the plan");
   impl_->first_block = setup.first_block;
   impl_->total_blocks = setup.total_blocks;
-  impl_->local_blocks = static_cast<int>(setup.blocks.size());
   model::KernelOptions ko;
   ko.threads = setup.threads;
   ko.sigma = setup.sigma;
   ko.worker_start = setup.worker_start;
-  std::vector<model::RowTile> tiles;
-  for (auto& block : setup.blocks) {
-    ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
-    tiles.insert(tiles.end(), block.begin(), block.end());
+  if (setup.stream != nullptr) {
+    HOMODYNE_CHECK(setup.blocks.empty(), "a streaming problem takes its blocks from the stream");
+    HOMODYNE_CHECK(setup.first_block + setup.stream->num_blocks() <= setup.total_blocks,
+                   "block range outside the plan");
+    Impl& im = *impl_;
+    im.stream = setup.stream;
+    im.local_blocks = setup.stream->num_blocks();
+    im.local_points = setup.stream->local_points();
+    im.mode = setup.mode;
+    im.geometry = setup.geometry;
+    im.t = setup.t;
+    im.phi = setup.phi_deg;
+    im.window_options = ko;
+    model::KernelOptions layout_only;
+    layout_only.sigma = setup.sigma;
+    im.kernel =
+        std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t, setup.phi_deg,
+                                             std::vector<model::RowTile>{}, layout_only);
+  } else {
+    impl_->local_blocks = static_cast<int>(setup.blocks.size());
+    std::vector<model::RowTile> tiles;
+    for (auto& block : setup.blocks) {
+      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
+      tiles.insert(tiles.end(), block.begin(), block.end());
+    }
+    impl_->kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
+                                                         setup.phi_deg, std::move(tiles), ko);
+    HOMODYNE_CHECK(impl_->kernel->num_chunks() == impl_->local_blocks, "one chunk per block");
+    impl_->local_points = impl_->kernel->num_points();
   }
-  impl_->kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
-                                                       setup.phi_deg, std::move(tiles), ko);
-  HOMODYNE_CHECK(impl_->kernel->num_chunks() == impl_->local_blocks, "one chunk per block");
-  impl_->local_points = impl_->kernel->num_points();
   MPI_Allreduce(&impl_->local_points, &total_points_, 1, MPI_INT64_T, MPI_SUM, comm_.get());
 }
 
@@ -59,10 +109,15 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   const std::size_t width = kernel.partial_size(with_derivatives);
   impl_->partials.resize(static_cast<std::size_t>(impl_->local_blocks) * width);
   // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
-  // here on one rank is agreed on before the sum below, so no rank waits in it forever.
+  // here on one rank (a model error, a streamed read) is agreed on before the sum below,
+  // so no rank waits in it forever.
   RunCollectively(comm_, [&] {
-    MaybeInjectFailure("fit");  // job rank: comm_ may be a group
-    kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
+    MaybeInjectFailure("fit");  // job rank: comm_ may be a multistart group
+    if (impl_->stream != nullptr) {
+      impl_->StreamPartials(expanded, with_derivatives, width, comm_.rank());
+    } else {
+      kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
+    }
   });
   // ... combined along the global block tree: identical bits for any rank/thread count.
   const std::int64_t b0 = impl_->first_block;

@@ -2,7 +2,8 @@
 # A failure injected on rank 1 only, at every stage of a run (startup, load, fit,
 # sampling, output), ends both ranks within 10 s of the failure, with the message printed
 # once, the failing rank named and the documented exit code (1, internal error); no
-# result file is written. Bad command-line input exits 2.
+# result file is written (only run_report.yaml, recording the failure). Bad command-line
+# input exits 2.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -26,8 +27,15 @@ check_failure() {
   [ "$n" -eq 1 ] || { echo "FAIL: $stage: message printed $n times, expected once"; exit 1; }
   grep -q "(rank 1)" <<<"$out" || { echo "FAIL: $stage: failing rank not named"; exit 1; }
   grep -q "aborting all" <<<"$out" && { echo "FAIL: $stage: not agreed (MPI_Abort path)"; exit 1; }
+  # No results after a failure; only the run report, which records the failure.
   if [ "$stage" != output ] && [ -e "$tmp/out" ]; then
-    echo "FAIL: $stage: results written after a failure"; exit 1
+    extra=$(find "$tmp/out" -mindepth 1 ! -name run_report.yaml)
+    [ -z "$extra" ] || { echo "FAIL: $stage: results written after a failure: $extra"; exit 1; }
+  fi
+  if [ -e "$tmp/out/run_report.yaml" ]; then
+    grep -q "injected failure at stage '$stage'" "$tmp/out/run_report.yaml" && \
+      grep -q "exit_code: 1" "$tmp/out/run_report.yaml" || \
+      { echo "FAIL: $stage: run_report.yaml does not record the failure"; exit 1; }
   fi
   return 0
 }

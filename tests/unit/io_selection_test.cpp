@@ -82,6 +82,22 @@ TEST(PhiFiltering, NoMatchKeepsAllWithAWarning) {
   EXPECT_THAT(std::string(buf, n), ::testing::HasSubstr("keeping all 2 angles"));
 }
 
+TEST(PhiFiltering, DroppedAnglesAreNamedInAWarning) {
+  std::FILE* err = std::tmpfile();
+  ASSERT_NE(err, nullptr);
+  Logger logger(0, LogLevel::kInfo, err, err);
+  const std::vector<double> phi = {0.0, 45.0, 90.0};
+  EXPECT_THAT(FilterPhi(phi, {true, {{-10.0, 50.0}}}, logger), ElementsAre(0, 1));
+  std::rewind(err);
+  char buf[512] = {};
+  const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, err);
+  std::fclose(err);
+  const std::string text(buf, n);
+  EXPECT_THAT(text,
+              ::testing::HasSubstr("warning: phi_filtering kept 2 of 3 angles; dropped 90 deg"));
+  EXPECT_THAT(text, ::testing::HasSubstr("phi_filtering.target_ranges"));
+}
+
 TEST(FrameSlicing, ClampsAndResolvesNegativeEnd) {
   FrameRange r = ResolveFrames(0, -1, 100, "f.h5");
   EXPECT_EQ(r.begin, 0);

@@ -42,4 +42,14 @@ struct LocalData {
 // raised on every rank as the same agreed homodyne::Error.
 LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Logger& logger);
 
+// Everything LoadDistributed does except reading the fitted values (streaming fits):
+// metadata, plan, this rank's tiles with their offsets, the corrected diagonals (checked
+// finite). `values` stays empty. Collective.
+LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options, const Logger& logger);
+
+// Collective: `bad[k]` non-finite values of angle k found on this rank; if any rank found
+// some, every rank throws the same agreed bad-input Error naming the bin.
+void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
+                      const std::vector<std::int64_t>& bad);
+
 }  // namespace homodyne::io

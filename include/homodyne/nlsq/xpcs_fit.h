@@ -12,6 +12,7 @@
 #include "homodyne/log.h"
 #include "homodyne/model/parameter_layout.h"
 #include "homodyne/nlsq/bounded_solver.h"
+#include "homodyne/nlsq/memory_plan.h"
 #include "homodyne/nlsq/result_files.h"
 #include "homodyne/parallel/comm.h"
 #include "homodyne/phase_timer.h"
@@ -29,6 +30,11 @@ struct NlsqRunOptions {
   // core); thread 0 is the caller's. Empty: threads are left where the OS puts them.
   std::function<void(int thread_index)> worker_start;
   std::vector<std::string> placement;  // rank → NUMA → cores lines for the run report
+  // Memory budget and data path (memory_plan.h): --strategy, --memory-limit (per rank).
+  FitStrategy strategy = FitStrategy::kAuto;
+  std::uint64_t memory_limit_bytes = 0;
+  std::int64_t stream_window_points = 0;  // > 0: streaming windows of this size (tests)
+  int ranks_on_node = 0;  // > 0: ranks sharing the node's memory (multistart rank groups)
 };
 
 struct NlsqRunResult {
@@ -49,6 +55,7 @@ struct NlsqRunResult {
   std::string data_format;  // aps_old | aps_u
   double dt = 0.0;
   PhaseTimes phases;  // this rank's time per phase
+  MemoryPlan memory;  // rank 0's plan (strategy, estimate, budget)
 };
 
 // A fit set up on a communicator: the data loaded (each rank its blocks), the layout,

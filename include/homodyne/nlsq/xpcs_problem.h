@@ -6,6 +6,11 @@
 // sums along the global block tree (ReproducibleTileSum), so χ², Jᵀr and JᵀJ are the
 // same bits on every rank and for every rank and thread count. The solver works in
 // the layout's optimiser space: JᵀJ_opt = Bᵀ(JᵀJ)B, Jᵀr_opt = BᵀJᵀr.
+//
+// Streaming (setup.stream set, setup.blocks empty): the rank's blocks come window by
+// window from a BlockStream on every pass; each window gets a kernel whose chunks are its
+// blocks, so every block's partial — and hence the tree sum — has the same bits as in
+// the in-core problem.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +29,8 @@
 
 namespace homodyne::nlsq {
 
+class BlockStream;
+
 struct XpcsProblemSetup {
   model::AnalysisMode mode = model::AnalysisMode::kStatic;
   model::Geometry geometry;
@@ -34,6 +41,9 @@ struct XpcsProblemSetup {
   std::vector<std::vector<model::RowTile>> blocks;
   std::int64_t first_block = 0;
   std::int64_t total_blocks = 0;
+  // Streaming instead of `blocks`: the rank's blocks, read window by window on every pass
+  // (the stream must outlive the problem).
+  BlockStream* stream = nullptr;
   double sigma = 0.01;
   int threads = 1;
   // Optional, run once in each of the kernel's spawned worker threads (1..threads−1) before

@@ -1,0 +1,23 @@
+// The initial per-angle contrast/offset of a streaming fit: the same estimator as
+// EstimateInitialScaling (homodyne's quantiles over each angle's fit-grid points, every
+// pair counted twice, the diagonal once), with the data read window by window. The
+// percentiles come from RadixSelect (six passes over the data, a few KiB per angle), so
+// the estimates equal the in-core ones bit for bit. The first pass also checks that every
+// fitted value is finite (the in-core loader's check and message).
+#pragma once
+
+#include <vector>
+
+#include "homodyne/io/distributed_loader.h"
+#include "homodyne/model/scaling_estimator.h"
+#include "homodyne/nlsq/block_stream.h"
+#include "homodyne/parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+// Collective. `layout` is the rank's LoadDistributedLayout, `stream` its blocks.
+std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
+    const Comm& comm, const io::LocalData& layout, BlockStream& stream,
+    const model::ScalingBounds& bounds);
+
+}  // namespace homodyne::nlsq

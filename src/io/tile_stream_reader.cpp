@@ -1,0 +1,48 @@
+#include "homodyne/io/tile_stream_reader.h"
+
+#include <algorithm>
+
+#include "io/h5_handles.h"
+#include "io/matrix_reader.h"
+
+namespace homodyne::io {
+
+struct TileStreamReader::Impl {
+  DatasetMetadata meta;
+  h5::File file;
+  std::int64_t max_block_values = 0;
+  std::vector<std::vector<LocalTile>> by_angle;  // reused between reads
+};
+
+TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta,
+                                   std::int64_t max_block_values)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->meta = meta;
+  impl_->max_block_values = std::max<std::int64_t>(max_block_values, 1);
+  impl_->file = h5::OpenForRead(meta.file, comm.get());
+  impl_->by_angle.resize(meta.n_angles());
+}
+
+TileStreamReader::~TileStreamReader() = default;
+
+void TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<double> values) {
+  Impl& im = *impl_;
+  for (auto& v : im.by_angle) v.clear();
+  for (const LocalTile& t : tiles) {
+    HOMODYNE_CHECK(t.offset + static_cast<std::size_t>(t.tile.count) <= values.size(),
+                   "streamed tile outside the window buffer");
+    im.by_angle.at(static_cast<std::size_t>(t.tile.angle)).push_back(t);
+    values_read_ += t.tile.count;
+  }
+  for (std::size_t k = 0; k < im.by_angle.size(); ++k) {
+    auto& list = im.by_angle[k];
+    if (list.empty()) continue;
+    std::stable_sort(list.begin(), list.end(), [](const LocalTile& x, const LocalTile& y) {
+      return x.tile.row < y.tile.row;
+    });
+    ReadAngleTiles(im.file.get(), im.meta, im.meta.bins[k], list, 0, list.size(), values,
+                   im.max_block_values);
+  }
+}
+
+}  // namespace homodyne::io

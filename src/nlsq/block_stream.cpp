@@ -1,0 +1,77 @@
+#include "homodyne/nlsq/block_stream.h"
+
+#include <algorithm>
+
+#include "homodyne/error.h"
+#include "homodyne/nlsq/memory_plan.h"
+
+namespace homodyne::nlsq {
+
+BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int64_t window_points,
+                         std::int64_t max_read_values)
+    : tiles_(layout.tiles) {
+  const PartitionPlan& plan = layout.plan;
+  const int rank = comm.rank();
+  std::vector<std::int64_t> block_points;
+  std::size_t next = 0;
+  for (int b = plan.first_block(rank); b < plan.end_block(rank); ++b) {
+    block_tile_begin_.push_back(next);
+    next += plan.BlockTiles(b).size();
+    block_points.push_back(plan.block_points(b));
+    local_points_ += block_points.back();
+  }
+  block_tile_begin_.push_back(next);
+  HOMODYNE_CHECK(next == layout.tiles.size(), "tiles do not match the plan's blocks");
+  window_starts_ = WindowStarts(block_points, window_points);
+  std::int64_t largest = 0;
+  for (int w = 0; w < num_windows(); ++w) {
+    const int b0 = window_starts_[static_cast<std::size_t>(w)];
+    const int b1 =
+        w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+    std::int64_t points = 0;
+    for (int b = b0; b < b1; ++b) points += block_points[static_cast<std::size_t>(b)];
+    largest = std::max(largest, points);
+  }
+  buffer_.assign(static_cast<std::size_t>(largest), 0.0);
+  reader_ = std::make_unique<io::TileStreamReader>(comm, layout.meta, max_read_values);
+}
+
+BlockStream::~BlockStream() = default;
+
+int BlockStream::num_windows() const { return static_cast<int>(window_starts_.size()); }
+int BlockStream::num_blocks() const { return static_cast<int>(block_tile_begin_.size()) - 1; }
+std::int64_t BlockStream::max_window_points() const {
+  return static_cast<std::int64_t>(buffer_.size());
+}
+
+const StreamWindow& BlockStream::Load(int w) {
+  HOMODYNE_CHECK(w >= 0 && w < num_windows(), "window index out of range");
+  const int b0 = window_starts_[static_cast<std::size_t>(w)];
+  const int b1 =
+      w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+  StreamWindow& win = window_;
+  win.first_block = b0;
+  win.tiles.clear();
+  win.blocks.assign(static_cast<std::size_t>(b1 - b0), {});
+  std::size_t offset = 0;
+  for (int b = b0; b < b1; ++b) {
+    auto& block = win.blocks[static_cast<std::size_t>(b - b0)];
+    for (std::size_t t = block_tile_begin_[static_cast<std::size_t>(b)];
+         t < block_tile_begin_[static_cast<std::size_t>(b) + 1]; ++t) {
+      io::LocalTile lt = tiles_[t];
+      lt.offset = offset;
+      offset += static_cast<std::size_t>(lt.tile.count);
+      win.tiles.push_back(lt);
+      block.push_back({lt.tile.angle, static_cast<int>(lt.tile.row - 1),
+                       static_cast<int>(lt.tile.col_begin - 1), static_cast<int>(lt.tile.count),
+                       buffer_.data() + lt.offset, nullptr, 2.0});
+    }
+  }
+  HOMODYNE_CHECK(offset <= buffer_.size(), "window larger than its buffer");
+  reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset));
+  win.values = std::span<const double>(buffer_.data(), offset);
+  ++loads_;
+  return win;
+}
+
+}  // namespace homodyne::nlsq

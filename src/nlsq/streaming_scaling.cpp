@@ -1,0 +1,148 @@
+#include "homodyne/nlsq/streaming_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "homodyne/parallel/collective.h"
+#include "homodyne/parallel/radix_select.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+// Runs passes until every query is resolved; `pass` adds this rank's values.
+template <typename PassFn>
+void RunPasses(const Comm& comm, RadixSelect& select, PassFn&& pass) {
+  while (!select.done()) {
+    RunCollectively(comm, [&] { pass(); });
+    select.FinishPass(comm);
+  }
+}
+
+struct PercentileQuery {
+  PercentileRanks ranks;
+  int a = -1;
+  int b = -1;
+};
+
+PercentileQuery AskPercentile(RadixSelect& select, int set, double p) {
+  PercentileQuery q;
+  q.ranks = PercentileRanksOf(select.count(set), p);
+  q.a = select.AddQuery(set, q.ranks.lo);
+  if (!q.ranks.single) q.b = select.AddQuery(set, q.ranks.lo + 1);
+  return q;
+}
+
+double Answer(const RadixSelect& select, const PercentileQuery& q) {
+  return CombinePercentile(q.ranks, select.result(q.a), q.ranks.single ? 0.0 : select.result(q.b));
+}
+
+// Lag percentiles of the fit grid (p80, p20), as initial_scaling.cpp's LagPercentile: the
+// rank's tiles of angle 0 (weight 2) and, on rank 0, the n_t zero lags of the diagonal.
+std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& local) {
+  const std::vector<double>& t = local.meta.t;
+  RadixSelect select(1);
+  bool first = true;
+  PercentileQuery q80, q20;
+  auto pass = [&] {
+    for (const auto& lt : local.tiles) {
+      if (lt.tile.angle != 0) continue;
+      const auto i = static_cast<std::size_t>(lt.tile.row);
+      for (std::int64_t c = 0; c < lt.tile.count; ++c) {
+        select.Add(0, std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]), 2);
+      }
+    }
+    if (comm.is_root()) {
+      for (std::size_t m = 1; m < t.size(); ++m) select.Add(0, 0.0, 1);
+    }
+  };
+  while (first || !select.done()) {
+    pass();
+    select.FinishPass(comm);
+    if (first) {
+      first = false;
+      q80 = AskPercentile(select, 0, 80.0);
+      q20 = AskPercentile(select, 0, 20.0);
+    }
+  }
+  return {Answer(select, q80), Answer(select, q20)};
+}
+
+}  // namespace
+
+std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
+    const Comm& comm, const io::LocalData& local, BlockStream& stream,
+    const model::ScalingBounds& bounds) {
+  const int n_angles = static_cast<int>(local.meta.n_angles());
+  std::vector<model::ScalingEstimate> out;
+  if (n_angles == 0) return out;
+  const auto [hi, lo] = LagPercentiles(comm, local);
+  const std::vector<double>& t = local.meta.t;
+  // Sets per angle k: 3k all points, 3k+1 far (lag ≥ hi), 3k+2 near (lag ≤ lo).
+  RadixSelect select(3 * n_angles);
+  std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
+  auto add = [&](int k, double v, double lag, std::int64_t w) {
+    select.Add(3 * k, v, w);
+    if (lag >= hi) select.Add(3 * k + 1, v, w);
+    if (lag <= lo) select.Add(3 * k + 2, v, w);
+  };
+  auto pass = [&] {
+    const bool check = !select.first_pass_done();
+    for (int w = 0; w < stream.num_windows(); ++w) {
+      const StreamWindow& win = stream.Load(w);
+      for (const io::LocalTile& lt : win.tiles) {
+        const int k = lt.tile.angle;
+        const auto i = static_cast<std::size_t>(lt.tile.row);
+        const double* v = win.values.data() + lt.offset;
+        for (std::int64_t c = 0; c < lt.tile.count; ++c) {
+          if (!std::isfinite(v[c])) {
+            if (check) ++bad[static_cast<std::size_t>(k)];
+            continue;
+          }
+          add(k, v[c], std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]), 2);
+        }
+      }
+    }
+    if (comm.is_root()) {
+      for (int k = 0; k < n_angles; ++k) {
+        const auto& diag = local.diagonal[static_cast<std::size_t>(k)];
+        for (std::size_t m = 1; m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
+      }
+    }
+  };
+  // First pass: counts (and the finite check), then the queries each angle needs.
+  RunCollectively(comm, [&] { pass(); });
+  io::AgreeOnNonFinite(comm, local.meta, bad);
+  select.FinishPass(comm);
+  struct AngleQueries {
+    bool fallback = false;
+    PercentileQuery offset, ceiling;
+  };
+  std::vector<AngleQueries> queries(static_cast<std::size_t>(n_angles));
+  for (int k = 0; k < n_angles; ++k) {
+    AngleQueries& a = queries[static_cast<std::size_t>(k)];
+    if (select.count(3 * k) < 100) {
+      a.fallback = true;
+      continue;
+    }
+    const int far = select.count(3 * k + 1) >= 10 ? 3 * k + 1 : 3 * k;
+    const int near = select.count(3 * k + 2) >= 10 ? 3 * k + 2 : 3 * k;
+    a.offset = AskPercentile(select, far, 10.0);
+    a.ceiling = AskPercentile(select, near, 90.0);
+  }
+  RunPasses(comm, select, pass);
+  for (const AngleQueries& a : queries) {
+    model::ScalingEstimate e;
+    if (a.fallback) {
+      e.contrast = 0.5 * (bounds.contrast_lower + bounds.contrast_upper);
+      e.offset = 0.5 * (bounds.offset_lower + bounds.offset_upper);
+    } else {
+      e.offset = std::clamp(Answer(select, a.offset), bounds.offset_lower, bounds.offset_upper);
+      e.contrast = std::clamp(Answer(select, a.ceiling) - e.offset, bounds.contrast_lower,
+                              bounds.contrast_upper);
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace homodyne::nlsq

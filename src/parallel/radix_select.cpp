@@ -1,0 +1,149 @@
+#include "homodyne/parallel/radix_select.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "homodyne/error.h"
+
+namespace homodyne {
+namespace {
+
+// The order-preserving image of order_statistics.cpp; ±0 share the image of −0.
+std::uint64_t Key(double x) {
+  if (x == 0.0) x = -0.0;
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof(b));
+  return (b & 0x8000000000000000ULL) != 0 ? ~b : (b | 0x8000000000000000ULL);
+}
+double FromKey(std::uint64_t k) {
+  const std::uint64_t b = (k & 0x8000000000000000ULL) != 0 ? (k & ~0x8000000000000000ULL) : ~k;
+  double x = 0;
+  std::memcpy(&x, &b, sizeof(x));
+  return x;
+}
+
+int DigitBits(int bits_done) { return std::min(11, 64 - bits_done); }
+
+}  // namespace
+
+RadixSelect::RadixSelect(int n_sets)
+    : n_sets_(n_sets),
+      set_hist_(static_cast<std::size_t>(n_sets), std::vector<std::int64_t>(1u << kDigitBits, 0)),
+      counts_(static_cast<std::size_t>(n_sets), 0),
+      set_queries_(static_cast<std::size_t>(n_sets)) {}
+
+void RadixSelect::AddToSet(int set, double value, std::int64_t weight) {
+  set_hist_[static_cast<std::size_t>(set)][Key(value) >> (64 - kDigitBits)] += weight;
+}
+
+void RadixSelect::AddToQueries(int set, double value, std::int64_t weight) {
+  const auto& ids = set_queries_[static_cast<std::size_t>(set)];
+  if (ids.empty()) return;
+  const std::uint64_t key = Key(value);
+  for (int id : ids) {
+    Query& q = queries_[static_cast<std::size_t>(id)];
+    if (q.bits >= 64 || (key >> (64 - q.bits)) != q.prefix) continue;
+    const int d = DigitBits(q.bits);
+    const std::uint64_t digit = (key >> (64 - q.bits - d)) & ((std::uint64_t{1} << d) - 1);
+    q.hist[digit] += weight;
+  }
+}
+
+void RadixSelect::Descend(Query& q, const std::vector<std::int64_t>& hist, int digit_bits) {
+  std::int64_t below = 0;
+  for (std::size_t b = 0; b < hist.size(); ++b) {
+    if (below + hist[b] > q.k) {
+      q.k -= below;
+      q.prefix = (q.prefix << digit_bits) | b;
+      q.bits += digit_bits;
+      return;
+    }
+    below += hist[b];
+  }
+  ThrowInternal("radix select: rank beyond the set's count");
+}
+
+void RadixSelect::FinishPass(const Comm& comm) {
+  if (first_pass_) {
+    for (std::size_t s = 0; s < set_hist_.size(); ++s) {
+      auto& h = set_hist_[s];
+      MPI_Allreduce(MPI_IN_PLACE, h.data(), static_cast<int>(h.size()), MPI_INT64_T, MPI_SUM,
+                    comm.get());
+      std::int64_t n = 0;
+      for (std::int64_t c : h) n += c;
+      counts_[s] = n;
+    }
+    first_pass_ = false;
+    return;
+  }
+  std::vector<std::int64_t> all;
+  for (const Query& q : queries_) all.insert(all.end(), q.hist.begin(), q.hist.end());
+  MPI_Allreduce(MPI_IN_PLACE, all.data(), static_cast<int>(all.size()), MPI_INT64_T, MPI_SUM,
+                comm.get());
+  std::size_t at = 0;
+  for (Query& q : queries_) {
+    const std::size_t width = q.hist.size();
+    if (q.bits < 64) {
+      const std::vector<std::int64_t> h(all.begin() + static_cast<std::ptrdiff_t>(at),
+                                        all.begin() + static_cast<std::ptrdiff_t>(at + width));
+      Descend(q, h, DigitBits(q.bits));
+    }
+    at += width;
+    q.hist.assign(q.bits < 64 ? (std::size_t{1} << DigitBits(q.bits)) : 0, 0);
+  }
+}
+
+std::int64_t RadixSelect::count(int set) const {
+  HOMODYNE_CHECK(!first_pass_, "radix select: counts are known after the first pass");
+  return counts_.at(static_cast<std::size_t>(set));
+}
+
+int RadixSelect::AddQuery(int set, std::int64_t k) {
+  HOMODYNE_CHECK(!first_pass_, "radix select: queries follow the first pass");
+  HOMODYNE_CHECK(k >= 0 && k < count(set), "radix select: rank outside the set");
+  Query q;
+  q.set = set;
+  q.k = k;
+  Descend(q, set_hist_[static_cast<std::size_t>(set)], kDigitBits);
+  q.hist.assign(std::size_t{1} << DigitBits(q.bits), 0);
+  queries_.push_back(std::move(q));
+  set_queries_[static_cast<std::size_t>(set)].push_back(static_cast<int>(queries_.size()) - 1);
+  return static_cast<int>(queries_.size()) - 1;
+}
+
+bool RadixSelect::done() const {
+  if (first_pass_) return false;
+  for (const Query& q : queries_) {
+    if (q.bits < 64) return false;
+  }
+  return true;
+}
+
+double RadixSelect::result(int query) const {
+  const Query& q = queries_.at(static_cast<std::size_t>(query));
+  HOMODYNE_CHECK(q.bits == 64, "radix select: query not resolved yet");
+  return FromKey(q.prefix);
+}
+
+PercentileRanks PercentileRanksOf(std::int64_t n, double p) {
+  if (n == 0) ThrowBadInput("percentile of an empty sample");
+  PercentileRanks r;
+  const double h = static_cast<double>(n - 1) * (p / 100.0);
+  const double floor_h = std::floor(h);
+  r.lo = static_cast<std::int64_t>(floor_h);
+  if (r.lo >= n - 1) {
+    r.lo = n - 1;
+    r.single = true;
+    return r;
+  }
+  r.g = h - floor_h;
+  return r;
+}
+
+double CombinePercentile(const PercentileRanks& r, double a, double b) {
+  if (r.single) return a;
+  const double diff = b - a;
+  return r.g >= 0.5 ? b - diff * (1.0 - r.g) : a + diff * r.g;  // numpy's lerp
+}
+
+}  // namespace homodyne

@@ -1,0 +1,275 @@
+// Streaming (out-of-core) NLSQ fits against in-core fits of the same synthetic files, and
+// the exact streaming order statistics they rely on, at whatever rank count the test runs
+// with (ctest: 1 and 2 ranks).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "homodyne/app/config_bridge.h"
+#include "homodyne/config/config_reader.h"
+#include "homodyne/nlsq/block_stream.h"
+#include "homodyne/nlsq/xpcs_fit.h"
+#include "homodyne/parallel/collective.h"
+#include "homodyne/parallel/order_statistics.h"
+#include "homodyne/parallel/radix_select.h"
+#include "homodyne/synth/synthetic_dataset.h"
+#include "mpi_test_env.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+struct Case {
+  std::string mode;
+  std::string truth;
+  std::string start;
+  std::string per_angle;
+  std::vector<double> phi;
+  int frames = 90;
+};
+
+config::Config MakeConfig(const Case& c, const std::string& values, const std::string& file) {
+  const bool laminar = c.mode == "laminar_flow";
+  const auto path = std::filesystem::path(file);
+  const std::string yaml =
+      "analysis_mode: " + c.mode +
+      "\nanalyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: -1\n"
+      "  scattering:\n    wavevector_q: 0.0054\n"
+      "  geometry:\n    stator_rotor_gap: 2000000\n"
+      "experimental_data:\n  data_folder_path: " +
+      path.parent_path().string() + "\n  data_file_name: " + path.filename().string() +
+      "\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset" +
+      (laminar ? ", gamma_dot_t0, beta, gamma_dot_t_offset, phi0" : "") + "]\n  values: [" +
+      values + "]\noptimization:\n  nlsq:\n    max_iterations: 200\n" +
+      "    anti_degeneracy:\n      per_angle_mode: " + c.per_angle + "\n";
+  return config::ReadConfigString(yaml, "nlsq-streaming-test", config::ReadOptions{});
+}
+
+std::string WriteData(const Case& c, const std::string& name) {
+  const Comm& world = testing::TestEnvironment().world();
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("homodyne_stream_" + name + "_" + std::to_string(world.size()) + ".h5"))
+          .string();
+  RunCollectively(world, [&] {
+    if (world.rank() != 0) return;
+    synth::SynthOptions o;
+    o.output = path;
+    o.force = true;
+    o.frames = c.frames;
+    o.phi_deg = c.phi;
+    o.noise = 1e-3;
+    o.seed = 7;
+    o.contrast = 0.3;
+    o.offset = 1.0;
+    synth::WriteSyntheticDataset(MakeConfig(c, c.truth, path), o);
+  });
+  world.Barrier();
+  return path;
+}
+
+NlsqRunResult Fit(const Case& c, const std::string& path, FitStrategy strategy,
+                  std::int64_t window = 0, int threads = 1) {
+  NlsqRunOptions o;
+  o.print_progress = false;
+  o.threads = threads;
+  o.strategy = strategy;
+  o.stream_window_points = window;
+  return RunNlsqFit(testing::TestEnvironment().world(), MakeConfig(c, c.start, path), o,
+                    Logger::Silent());
+}
+
+double RelDiff(double a, double b) {
+  return std::abs(a - b) / std::max({std::abs(a), std::abs(b), 1e-300});
+}
+
+void ExpectSameFit(const NlsqRunResult& in_core, const NlsqRunResult& streamed) {
+  ASSERT_TRUE(in_core.summary.IsUsable());
+  ASSERT_TRUE(streamed.summary.IsUsable());
+  EXPECT_EQ(in_core.memory.strategy, FitStrategy::kInCore);
+  EXPECT_EQ(streamed.memory.strategy, FitStrategy::kStreaming);
+  EXPECT_EQ(in_core.summary.iterations, streamed.summary.iterations);
+  EXPECT_EQ(in_core.passes, streamed.passes);
+  ASSERT_EQ(in_core.expanded.size(), streamed.expanded.size());
+  // The starting point (initial scaling from the streamed data) and the result.
+  for (std::size_t i = 0; i < in_core.expanded.size(); ++i) {
+    EXPECT_LE(RelDiff(in_core.initial_expanded[i], streamed.initial_expanded[i]), 1e-10)
+        << in_core.expanded_names[i];
+    EXPECT_LE(RelDiff(in_core.expanded[i], streamed.expanded[i]), 1e-10)
+        << in_core.expanded_names[i];
+    EXPECT_LE(RelDiff(in_core.expanded_uncertainty[i], streamed.expanded_uncertainty[i]), 1e-10)
+        << in_core.expanded_names[i];
+  }
+  EXPECT_LE(RelDiff(in_core.report.chi_squared, streamed.report.chi_squared), 1e-10);
+  // The design goal is stronger: every block's partial sums are the in-core bits.
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(in_core.report.chi_squared),
+            std::bit_cast<std::uint64_t>(streamed.report.chi_squared));
+  EXPECT_EQ(in_core.expanded, streamed.expanded);
+}
+
+const Case kStatic{"static", "3000, -0.6, 20", "1000, 0.0, 0.0", "individual", {0, 60, 120}};
+const Case kLaminar{"laminar_flow",
+                    "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4",
+                    "10000, -0.2, 20, 0.002, 0.1, 0.0001, 2",
+                    "auto",
+                    {-30, 0, 30, 60, 90}};
+
+TEST(NlsqStreaming, StaticStreamingEqualsInCore) {
+  const auto path = WriteData(kStatic, "static");
+  const NlsqRunResult a = Fit(kStatic, path, FitStrategy::kInCore);
+  // Windows of ~1/10 of a rank's points: several windows per rank and per pass.
+  const std::int64_t window = a.unique_pairs / testing::TestEnvironment().world().size() / 10;
+  const NlsqRunResult b = Fit(kStatic, path, FitStrategy::kStreaming, window);
+  EXPECT_LE(b.memory.window_points, std::max<std::int64_t>(window, 1) * 2);
+  ExpectSameFit(a, b);
+}
+
+TEST(NlsqStreaming, LaminarStreamingEqualsInCoreWithThreads) {
+  const auto path = WriteData(kLaminar, "laminar");
+  const NlsqRunResult a = Fit(kLaminar, path, FitStrategy::kInCore, 0, 2);
+  const std::int64_t window = a.unique_pairs / testing::TestEnvironment().world().size() / 7;
+  const NlsqRunResult b = Fit(kLaminar, path, FitStrategy::kStreaming, window, 2);
+  ExpectSameFit(a, b);
+}
+
+TEST(NlsqStreaming, AutoChoosesInCoreWhenTheBudgetAllows) {
+  const auto path = WriteData(kStatic, "static_auto");
+  const NlsqRunResult r = Fit(kStatic, path, FitStrategy::kAuto);
+  // The default budget (75 % of the node's RAM) holds this small dataset.
+  EXPECT_EQ(r.memory.strategy, FitStrategy::kInCore);
+  EXPECT_GT(r.memory.budget.bytes, r.memory.in_core.total());
+  EXPECT_GE(r.memory.in_core.data,
+            8u * static_cast<std::uint64_t>(r.unique_pairs) /
+                static_cast<std::uint64_t>(testing::TestEnvironment().world().size() + 1));
+}
+
+// The streamed windows hold exactly the loader's values (frame selection, C = H + Hᵀ),
+// tile for tile, in both file layouts (aps_u compressed with LZF).
+TEST(NlsqStreaming, StreamedValuesEqualLoadedValuesWithFrameSelection) {
+  const Comm& world = testing::TestEnvironment().world();
+  for (const std::string format : {"aps_old", "aps_u"}) {
+    const std::string path = WriteData(kStatic, "values_" + format);
+    // Rewrite in the requested layout (WriteData writes aps_old).
+    RunCollectively(world, [&] {
+      if (world.rank() != 0 || format == "aps_old") return;
+      synth::SynthOptions o;
+      o.output = path;
+      o.force = true;
+      o.format = format;
+      o.lzf = true;
+      o.frames = kStatic.frames;
+      o.phi_deg = kStatic.phi;
+      o.noise = 1e-3;
+      o.seed = 11;
+      synth::WriteSyntheticDataset(MakeConfig(kStatic, kStatic.truth, path), o);
+    });
+    world.Barrier();
+    config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
+    cfg.analyzer.start_frame = 5;
+    cfg.analyzer.end_frame = 70;
+    const io::LoadOptions lo = LoadOptionsFromConfig(cfg, "");
+    const io::LocalData in = io::LoadDistributed(world, lo, Logger::Silent());
+    const io::LocalData layout = io::LoadDistributedLayout(world, lo, Logger::Silent());
+    ASSERT_EQ(layout.meta.n_frames, 66) << format;
+    EXPECT_TRUE(layout.values.empty());
+    ASSERT_EQ(layout.tiles.size(), in.tiles.size());
+    EXPECT_EQ(layout.diagonal, in.diagonal);
+    BlockStream stream(world, layout, std::max<std::int64_t>(in.local_points() / 5, 1), 100);
+    EXPECT_EQ(stream.local_points(), in.local_points());
+    std::size_t next = 0;
+    std::int64_t seen = 0;
+    for (int w = 0; w < stream.num_windows(); ++w) {
+      const StreamWindow& win = stream.Load(w);
+      std::size_t in_block = 0;
+      for (const auto& block : win.blocks) in_block += block.size();
+      ASSERT_EQ(in_block, win.tiles.size());
+      for (const io::LocalTile& t : win.tiles) {
+        const io::LocalTile& ref = in.tiles.at(next++);
+        ASSERT_EQ(t.tile, ref.tile);
+        for (std::int64_t c = 0; c < t.tile.count; ++c) {
+          const double a = win.values[t.offset + static_cast<std::size_t>(c)];
+          const double b = in.values[ref.offset + static_cast<std::size_t>(c)];
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(a), std::bit_cast<std::uint64_t>(b))
+              << format << " angle " << t.tile.angle << " row " << t.tile.row;
+        }
+        seen += t.tile.count;
+      }
+    }
+    EXPECT_EQ(next, in.tiles.size());
+    EXPECT_EQ(seen, in.local_points());
+    if (in.local_points() > 5) {
+      EXPECT_GT(stream.num_windows(), 1);
+    }
+  }
+}
+
+// RadixSelect against the bisection of order_statistics.h on weighted multisets spread
+// over the ranks (duplicates, negatives, ±0).
+TEST(RadixSelect, EqualsDistributedKthSmallest) {
+  const Comm& world = testing::TestEnvironment().world();
+  std::mt19937_64 rng(1234 + static_cast<std::uint64_t>(world.rank()));
+  std::normal_distribution<double> normal(1.0, 0.3);
+  std::vector<double> a, b;  // set 0: a (weight 2) + b (weight 1); set 1: a only
+  for (int i = 0; i < 3000; ++i) a.push_back(i % 17 == 0 ? 1.25 : normal(rng));
+  for (int i = 0; i < 500; ++i)
+    b.push_back(i % 50 == 0 ? (i % 100 == 0 ? 0.0 : -0.0) : -normal(rng));
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  RadixSelect select(2);
+  auto pass = [&] {
+    for (double v : a) {
+      select.Add(0, v, 2);
+      select.Add(1, v, 1);
+    }
+    for (double v : b) select.Add(0, v, 1);
+  };
+  pass();
+  select.FinishPass(world);
+  const std::int64_t n0 = select.count(0);
+  const std::int64_t n1 = select.count(1);
+  EXPECT_EQ(n0, world.size() * (2 * 3000 + 500));
+  EXPECT_EQ(n1, world.size() * 3000);
+  const std::vector<std::int64_t> ks0 = {0, 1, n0 / 10, n0 / 2, n0 / 2 + 1, n0 - 2, n0 - 1};
+  const std::vector<std::int64_t> ks1 = {0, n1 / 3, n1 - 1};
+  std::vector<int> q0, q1;
+  for (auto k : ks0) q0.push_back(select.AddQuery(0, k));
+  for (auto k : ks1) q1.push_back(select.AddQuery(1, k));
+  const std::vector<double> ps = {0.0, 10.0, 37.5, 90.0, 100.0};
+  std::vector<std::pair<int, int>> qp;
+  for (double p : ps) {
+    const PercentileRanks r = PercentileRanksOf(n0, p);
+    qp.emplace_back(select.AddQuery(0, r.lo), r.single ? -1 : select.AddQuery(0, r.lo + 1));
+  }
+  int passes = 1;
+  while (!select.done()) {
+    pass();
+    select.FinishPass(world);
+    ++passes;
+  }
+  EXPECT_EQ(passes, 6);
+  const std::array<WeightedRun, 2> runs0{{{a, 2}, {b, 1}}};
+  const std::array<WeightedRun, 1> runs1{{{a, 1}}};
+  for (std::size_t i = 0; i < ks0.size(); ++i) {
+    const double want = DistributedKthSmallest(world, runs0, ks0[i]);
+    EXPECT_EQ(std::bit_cast<std::uint64_t>(select.result(q0[i])),
+              std::bit_cast<std::uint64_t>(want))
+        << "k = " << ks0[i];
+  }
+  for (std::size_t i = 0; i < ks1.size(); ++i) {
+    const double want = DistributedKthSmallest(world, runs1, ks1[i]);
+    EXPECT_EQ(select.result(q1[i]), want) << "k = " << ks1[i];
+  }
+  // Percentiles combined as DistributedPercentile does.
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const PercentileRanks r = PercentileRanksOf(n0, ps[i]);
+    const double got = CombinePercentile(r, select.result(qp[i].first),
+                                         qp[i].second < 0 ? 0.0 : select.result(qp[i].second));
+    EXPECT_EQ(got, DistributedPercentile(world, runs0, ps[i])) << "p = " << ps[i];
+  }
+}
+
+}  // namespace
+}  // namespace homodyne::nlsq
