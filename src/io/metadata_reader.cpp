@@ -175,6 +175,7 @@ std::int64_t MatrixSide(hid_t file, const std::string& name, const std::string& 
                               dims[0], dims[1], max_frames),
                   name, path);
   }
+  h5::CheckStorageMatchesShape(ds.get(), static_cast<std::uint64_t>(dims[0]) * dims[1], where);
   return static_cast<std::int64_t>(dims[0]);
 }
 
