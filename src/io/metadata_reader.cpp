@@ -112,8 +112,9 @@ std::vector<Candidate> SelectApsU(hid_t file, const LoadOptions& o, const Logger
   const auto n_q = static_cast<std::int64_t>(qv.size());
   std::vector<std::pair<std::int64_t, std::pair<std::size_t, std::size_t>>> pairs;
   for (std::int64_t id : processed) {
-    const std::int64_t b = id - 1;
-    // Python floor division: negative b gives a negative q index (invalid).
+    // Ids count from 1; Python floor division makes id < 1 a negative q index (invalid).
+    // (Checked before subtracting: id - 1 overflows for the smallest int64.)
+    const std::int64_t b = id >= 1 ? id - 1 : -1;
     const std::int64_t qi = b >= 0 ? b / n_phi : -1;
     if (qi < 0 || qi >= n_q) {
       logger.Warn("{}: {}: processed bin {} maps to q index {} outside [0, {}); skipped", name,

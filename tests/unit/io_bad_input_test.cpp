@@ -402,5 +402,28 @@ TEST_F(BadInput, OversizedElementTypeIsRejectedBeforeReading) {
   EXPECT_THAT(e.what(), HasSubstr("at most 16 bytes"));
 }
 
+// Found by fuzz_h5_metadata (UBSan): a processed bin id of INT64_MIN overflowed `id - 1`.
+// Ids below 1 are skipped like any other invalid id.
+TEST_F(BadInput, ExtremeApsUBinIdsAreSkippedWithoutOverflow) {
+  const std::string path = File("aps_u_ids.h5");
+  hid_t f = CreateRaw(path);
+  PutRaw(f, "/xpcs/qmap/dynamic_v_list_dim0", {1}, {0.0054});
+  PutRaw(f, "/xpcs/qmap/dynamic_v_list_dim1", {1}, {0.0});
+  PutRaw(f, "/xpcs/twotime/correlation_map/c2_00001", {4, 4}, Matrix(4, 1.0));
+  const std::int64_t ids[3] = {std::numeric_limits<std::int64_t>::min(), 0, 1};
+  const hsize_t n = 3;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  hid_t d = H5Dcreate2(f, "/xpcs/twotime/processed_bins", H5T_STD_I64LE, space, H5P_DEFAULT,
+                       H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids);
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Fclose(f);
+  LoadOptions o = Options(path);
+  const DatasetMetadata meta = ReadDatasetMetadata(o, Logger::Silent());
+  ASSERT_EQ(meta.bins.size(), 1u);  // only id 1 is valid
+  EXPECT_EQ(meta.bins[0].bin, 1);
+}
+
 }  // namespace
 }  // namespace homodyne::io
