@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   # toolchain
   build-essential cmake pkg-config git python3 python3-numpy python3-h5py
-  python3-matplotlib python3-yaml      # homodyne-plot; run_report.yaml checks in the tests
+  python3-matplotlib python3-yaml time bc   # homodyne-plot, run_report checks, bench/run_scaling.sh
   # the seven required packages
   libopenmpi-dev openmpi-bin           # Open MPI
   petsc-dev                            # PETSc with TAO

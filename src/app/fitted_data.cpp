@@ -10,6 +10,15 @@ namespace homodyne {
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger, double max_bytes) {
+  WriteFittedData(path, cfg, data_file,
+                  FittedModel{result.report.analysis_mode, result.report.physical_values,
+                              result.report.contrast, result.report.offset},
+                  logger, max_bytes);
+}
+
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& result, const Logger& logger,
+                     double max_bytes) {
   // The size check comes before the data are read (from the metadata alone).
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
   {
@@ -29,7 +38,7 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   synth::SynthTruth model;
   model.mode = ToModelMode(cfg.analysis_mode);
   model.geometry = GeometryFromConfig(cfg, data.meta.q_physics);
-  model.physical = result.report.physical_values;
+  model.physical = result.physical;
   model.phi_deg = data.meta.phi_values();
   model.contrast.assign(n, 1.0);
   model.offset.assign(n, 0.0);
@@ -62,8 +71,8 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
     const double den = m * sxx - sx * sx;
     const double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
     const double b = (sy - a * sx) / m;
-    const double contrast = result.report.contrast[k];
-    const double offset = result.report.offset[k];
+    const double contrast = result.contrast.at(k);
+    const double offset = result.offset.at(k);
     posthoc.data.insert(posthoc.data.end(), {a, b});
     fitted.data.insert(fitted.data.end(), {contrast, offset});
     for (std::uint64_t p = 0; p < nn; ++p) {
@@ -85,7 +94,7 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   arrays.push_back({"/q", {1}, {data.meta.q_physics}, "1/Angstrom"});
   arrays.push_back({"/phi_angles", {n}, data.meta.phi_values(), "degrees, normalised"});
   io::GroupAttributes attrs;
-  attrs.strings.emplace_back("analysis_mode", result.report.analysis_mode);
+  attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", data.meta.file);
   io::WriteArraysFile(path.string(), arrays, attrs);
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "homodyne/app/autotune.h"
+#include "homodyne/app/batch.h"
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/app/dry_run.h"
 #include "homodyne/app/fitted_data.h"
@@ -151,7 +152,10 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
       "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
-      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.");
+      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.\n"
+      "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
+      "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
+      "docs/batch.md; exit 3 when some tasks failed).");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
   try {
@@ -414,6 +418,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     co.data_file = opts.data_file;
     co.warm_start = opts.no_nlsq_warmstart ? nullptr : &result;
     co.threads = ro.threads;
+    co.worker_start = ro.worker_start;
     co.num_warmup = opts.n_warmup;
     co.num_samples = opts.n_samples;
     co.num_chains = opts.n_chains;
@@ -443,7 +448,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
           OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
           streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
     }
-    if (cmc_result) cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+    if (cmc_result) {
+      cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
+      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+                      cmc::PosteriorMeanModel(*cmc_result), log);
+    }
     WritePlotInputs(out, plots, cfg, data_file, log);
   });
   state.phases = phases;
@@ -503,6 +512,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
 }
 
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {
+  if (batch::IsBatchCommand(args)) return batch::RunBatch(env, args);
   HomodyneCliOptions opts;
   if (auto code = ParseCommandLine(env, args, opts)) return *code;
   env.logger().set_level(LogLevelFromVerbosity(opts.verbosity, opts.quiet));

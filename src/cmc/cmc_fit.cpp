@@ -13,6 +13,9 @@
 #include "homodyne/atomic_file.h"
 #include "homodyne/cmc/bounded_transform.h"
 #include "homodyne/cmc/consensus.h"
+#include "homodyne/cmc/reparameterization.h"
+#include "homodyne/cmc/shard_chains.h"
+#include "homodyne/cmc/shard_filter.h"
 #include "homodyne/cmc/shard_posterior.h"
 #include "homodyne/cmc/sharding.h"
 #include "homodyne/config/config_reader.h"
@@ -76,6 +79,33 @@ double NoiseScale(const std::vector<model::RowTile>& tiles) {
   const double m = Median(v);
   for (double& x : v) x = std::abs(x - m);
   return std::max(1.4826 * Median(v), 0.001);
+}
+
+// combination.method: robust_consensus_mc (filters + consensus) or consensus_mc; homodyne's
+// deprecated element-wise rules fall back to consensus_mc with a warning.
+std::string CombinationMethod(const config::Config& cfg, const Logger& logger) {
+  const std::string m = cfg.optimization.cmc.combination.method;
+  if (m == "robust_consensus_mc" || m == "consensus_mc") return m;
+  logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc", m);
+  return "consensus_mc";
+}
+
+ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg,
+                                           const std::vector<std::string>& names,
+                                           const model::Bounds& bounds) {
+  const auto& v = cfg.optimization.cmc.validation;
+  ShardFilterOptions o;
+  o.max_divergence_rate = v.max_divergence_rate;
+  o.robust = cfg.optimization.cmc.combination.method == "robust_consensus_mc";
+  o.max_parameter_cv = v.max_parameter_cv;
+  o.heterogeneity_abort = v.heterogeneity_abort;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
+    for (const char* h : {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"}) {
+      if (names[i] == h) o.heterogeneity_parameters.push_back(static_cast<int>(i));
+    }
+  }
+  return o;
 }
 
 struct LocalShardResult {
@@ -217,6 +247,35 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     }
   }
 
+  // Sampling sites: the model parameters, or the reparameterised ones (laminar_flow with one
+  // averaged contrast/offset, homodyne's default; reparameterization.h).
+  std::vector<double> site_lower = bounds.lower, site_upper = bounds.upper;
+  Reparameterization reparam;
+  if (mode == model::AnalysisMode::kLaminarFlow && resolved == model::ScalingLayout::kAveraged) {
+    reparam.diffusion = cfg.optimization.cmc.reparameterization.enable_d_total;
+    reparam.shear = cfg.optimization.cmc.reparameterization.enable_log_gamma;
+    reparam.first_phys = n_theta - index.n_phys;
+    reparam.t_ref = std::sqrt(geometry.dt * meta.t.back());
+    if (!(reparam.t_ref > 0.0) || !std::isfinite(reparam.t_ref)) reparam.t_ref = 1.0;
+  }
+  if (reparam.active()) {
+    ReparamPriors rp;
+    if (informed) {
+      rp = ReparamPriorsFromEstimate(reparam.t_ref, warm->report.physical_values,
+                                     warm->report.physical_uncertainties);
+    }
+    ReplaceSitePriors(reparam, rp, temper, priors, site_lower, site_upper);
+    const auto site_names = reparam.SiteNames(names);
+    for (int i = reparam.first_phys; i < n_theta; ++i) {
+      const auto k = static_cast<std::size_t>(i);
+      if (site_names[k] != names[k]) {
+        logger.Info("CMC: sampling {} ~ {}({:.4g}, {:.4g}) instead of {} (t_ref {:.4g} s)",
+                    site_names[k], ToString(priors[k].type), priors[k].mu, priors[k].sigma,
+                    names[k], reparam.t_ref);
+      }
+    }
+  }
+
   // Run this rank's shards.
   std::vector<LocalShardResult> local;
   RunCollectively(world, [&] {
@@ -243,19 +302,20 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       setup.phi_deg = phi;
       setup.tiles = std::move(tiles);
       setup.priors = priors;
-      setup.lower = bounds.lower;
-      setup.upper = bounds.upper;
+      setup.lower = site_lower;
+      setup.upper = site_upper;
+      setup.reparam = reparam;
       setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(temper)};
-      setup.threads = options.threads;
-      const ShardPosterior post(std::move(setup), layout);
-      const std::vector<double> q0 = post.ToUnconstrained(theta0, noise);
+      ShardChainOptions chain_options;
+      chain_options.num_chains = n_chains;
+      chain_options.threads = options.threads;
+      chain_options.worker_start = options.worker_start;
+      const std::vector<nuts::ChainRun> runs = RunShardChains(
+          setup, layout, no, theta0, noise, static_cast<std::uint64_t>(s), chain_options);
       double accept = 0, sigma_sum = 0;
       std::int64_t divergent = 0, saturated = 0, draws = 0;
       std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
-      for (int c = 0; c < n_chains; ++c) {
-        nuts::NutsChain chain(post, no, q0, static_cast<std::uint64_t>(s),
-                              static_cast<std::uint64_t>(c));
-        const nuts::ChainRun run = nuts::RunChain(chain);
+      for (const nuts::ChainRun& run : runs) {
         for (int p = 0; p < n_theta; ++p)
           chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
         for (int j = 0; j < no.num_samples; ++j) {
@@ -264,6 +324,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
           r.draws.insert(r.draws.end(), q, q + n_theta);
           sigma_sum += std::exp(q[n_theta]);
         }
+        r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
         for (const auto& st : run.stats) {
           accept += st.accept_stat;
           divergent += st.divergent ? 1 : 0;
@@ -299,14 +360,15 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   });
 
   // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, saturation,
-  // n, draws...].
+  // gradient evaluations, n, draws...].
   std::vector<double> packed;
   for (const auto& r : local) {
     packed.insert(
         packed.end(),
         {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
          r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
-         r.diag.treedepth_saturation_rate, static_cast<double>(r.draws.size())});
+         r.diag.treedepth_saturation_rate, static_cast<double>(r.diag.gradient_evaluations),
+         static_cast<double>(r.draws.size())});
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
   const int count = static_cast<int>(packed.size());
@@ -348,33 +410,53 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       d.acceptance_rate = all[pos + 5];
       d.noise_sigma_mean = all[pos + 6];
       d.treedepth_saturation_rate = all[pos + 7];
-      const auto n = static_cast<std::size_t>(all[pos + 8]);
+      d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
+      const auto n = static_cast<std::size_t>(all[pos + 9]);
       shard_draws[s].dims = n_theta;
-      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 9),
-                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 9 + n));
-      pos += 9 + n;
+      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 10),
+                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 10 + n));
+      pos += 10 + n;
     }
-    std::erase_if(shard_draws, [](const ShardDraws& d) { return d.draws.empty(); });
-    for (const auto& sd : shard_draws) {  // each shard's draws in the constrained space
-      std::vector<double> x(sd.draws.size());
-      for (std::size_t e = 0; e < x.size(); ++e) {
-        const auto i = e % static_cast<std::size_t>(n_theta);
-        x[e] = BoundedTransform(bounds.lower[i], bounds.upper[i]).ToConstrained(sd.draws[e]);
+    const auto to_theta = [&](const double* u) {
+      return UnconstrainedToTheta(std::span<const double>(u, static_cast<std::size_t>(n_theta)),
+                                  site_lower, site_upper, reparam);
+    };
+    std::vector<ShardDraws> theta_draws;
+    for (auto& sd : shard_draws) {  // each shard's draws in the model parameters
+      sd.dims = n_theta;
+      std::vector<double> x;
+      x.reserve(sd.draws.size());
+      for (std::size_t e = 0; e < sd.draws.size(); e += static_cast<std::size_t>(n_theta)) {
+        const std::vector<double> th = to_theta(sd.draws.data() + e);
+        x.insert(x.end(), th.begin(), th.end());
       }
-      result.shard_draws.push_back(std::move(x));
+      theta_draws.push_back({n_theta, x});
+      if (!x.empty()) result.shard_draws.push_back(std::move(x));
     }
-    const ConsensusResult combined = CombineConsensus(shard_draws);
-    std::vector<BoundedTransform> transforms;
-    for (int i = 0; i < n_theta; ++i) {
-      transforms.emplace_back(bounds.lower[static_cast<std::size_t>(i)],
-                              bounds.upper[static_cast<std::size_t>(i)]);
+    // Shard filtering (shard_filter.h), every rejection logged and reported.
+    std::vector<double> divergence;
+    for (const auto& d : result.shards) divergence.push_back(d.divergence_rate);
+    const ShardFilterResult filter =
+        FilterShards(theta_draws, divergence, names, FilterOptionsFromConfig(cfg, names, bounds));
+    result.combination_method = CombinationMethod(cfg, logger);
+    for (const auto& rej : filter.rejected) {
+      logger.Warn("CMC: shard {} rejected: {}", rej.shard, rej.reason);
+      result.shards[static_cast<std::size_t>(rej.shard)].used = false;
+      result.shards[static_cast<std::size_t>(rej.shard)].rejection = rej.reason;
     }
+    for (const auto& w : filter.warnings) logger.Warn("{}", w);
+    result.warnings = filter.warnings;
+    std::vector<ShardDraws> kept;
+    for (std::size_t sh = 0; sh < shard_draws.size(); ++sh) {
+      if (filter.keep[sh]) kept.push_back(std::move(shard_draws[sh]));
+    }
+    result.shards_used = static_cast<int>(kept.size());
+    const ConsensusResult combined = CombineConsensus(kept);
     const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
     for (int j = 0; j < n_draws; ++j) {
-      for (int i = 0; i < n_theta; ++i) {
-        result.draws.push_back(transforms[static_cast<std::size_t>(i)].ToConstrained(
-            combined.draws[static_cast<std::size_t>(j * n_theta + i)]));
-      }
+      const std::vector<double> th =
+          to_theta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
+      result.draws.insert(result.draws.end(), th.begin(), th.end());
     }
     // Summaries of the expanded parameters (physical + per-angle scaling).
     const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
@@ -418,6 +500,21 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     }
   }
   return result;
+}
+
+FittedModel PosteriorMeanModel(const CmcRunResult& r) {
+  FittedModel m;
+  m.analysis_mode = r.analysis_mode;
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0) {
+      m.contrast.push_back(p.mean);
+    } else if (p.name.rfind("offset_", 0) == 0) {
+      m.offset.push_back(p.mean);
+    } else {
+      m.physical.push_back(p.mean);
+    }
+  }
+  return m;
 }
 
 void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
@@ -492,7 +589,14 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"divergence_rate", d.divergence_rate},
                       {"acceptance_rate", d.acceptance_rate},
                       {"sigma_mean", d.noise_sigma_mean},
-                      {"treedepth_saturation_rate", d.treedepth_saturation_rate}});
+                      {"treedepth_saturation_rate", d.treedepth_saturation_rate},
+                      {"gradient_evaluations", d.gradient_evaluations},
+                      {"used_in_combination", d.used},
+                      {"rejection_reason", d.rejection}});
+  }
+  json rejected = json::array();
+  for (const auto& d : r.shards) {
+    if (!d.used) rejected.push_back({{"shard", d.shard}, {"reason", d.rejection}});
   }
   WriteFileAtomically(dir / "shard_diagnostics.json", shards.dump(2) + "\n");
   WriteFileAtomically(
@@ -500,7 +604,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       json{{"convergence", {{"all_chains_converged", r.all_converged}, {"r_hat_threshold", 1.1}}},
            {"cmc_specific",
             {{"num_shards", r.num_shards},
-             {"combination_method", "consensus_mc"},
+             {"num_shards_used", r.shards_used},
+             {"combination_method", r.combination_method},
+             {"rejected_shards", rejected},
+             {"warnings", r.warnings},
              {"shard_summary", shards}}}}
               .dump(2) +
           "\n");

@@ -1,5 +1,6 @@
 #include "homodyne/cmc/shard_posterior.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -15,7 +16,9 @@ struct ShardPosterior::Impl {
   std::vector<Prior> priors;
   std::vector<BoundedTransform> transforms;
   Prior sigma_prior;
+  Reparameterization reparam;
   int n_theta = 0;
+  mutable std::vector<double> jtr_expanded;  // scratch (the density is not thread-safe)
 };
 
 ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout layout)
@@ -37,6 +40,7 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   }
   setup.sigma_prior.Validate("sigma");
   im.priors = std::move(setup.priors);
+  im.reparam = setup.reparam;
   im.sigma_prior = setup.sigma_prior;
   for (auto& tile : setup.tiles) {
     tile.weight = nullptr;
@@ -44,9 +48,11 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   }
   model::KernelOptions ko;
   ko.threads = setup.threads;
+  ko.worker_start = setup.worker_start;
   ko.sigma = 1.0;
   im.kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
                                                    setup.phi_deg, std::move(setup.tiles), ko);
+  im.jtr_expanded.assign(static_cast<std::size_t>(layout_.num_expanded()), 0.0);
 }
 
 ShardPosterior::~ShardPosterior() = default;
@@ -57,10 +63,13 @@ std::int64_t ShardPosterior::num_points() const { return impl_->kernel->num_poin
 
 std::vector<double> ShardPosterior::ToUnconstrained(std::span<const double> theta,
                                                     double sigma) const {
+  const std::vector<double> sites = impl_->reparam.active()
+                                        ? impl_->reparam.ToSites(theta.first(impl_->n_theta))
+                                        : std::vector<double>(theta.begin(), theta.end());
   std::vector<double> q;
   for (int i = 0; i < impl_->n_theta; ++i) {
     q.push_back(impl_->transforms[static_cast<std::size_t>(i)].ToUnconstrained(
-        theta[static_cast<std::size_t>(i)]));
+        sites[static_cast<std::size_t>(i)]));
   }
   q.push_back(std::log(sigma));
   return q;
@@ -72,6 +81,10 @@ std::vector<double> ShardPosterior::ToConstrained(std::span<const double> q) con
     out.push_back(impl_->transforms[static_cast<std::size_t>(i)].ToConstrained(
         q[static_cast<std::size_t>(i)]));
   }
+  if (impl_->reparam.active()) {
+    const std::vector<double> theta = impl_->reparam.ToTheta(out);
+    std::copy(theta.begin(), theta.end(), out.begin());
+  }
   out.push_back(std::exp(q[static_cast<std::size_t>(impl_->n_theta)]));
   return out;
 }
@@ -80,28 +93,40 @@ double ShardPosterior::LogDensityGradient(std::span<const double> q,
                                           std::span<double> gradient) const {
   const Impl& im = *impl_;
   const auto n = static_cast<std::size_t>(im.n_theta);
-  std::vector<double> theta(n);
-  for (std::size_t i = 0; i < n; ++i) theta[i] = im.transforms[i].ToConstrained(q[i]);
+  std::vector<double> sites(n);
+  for (std::size_t i = 0; i < n; ++i) sites[i] = im.transforms[i].ToConstrained(q[i]);
+  const std::vector<double> theta = im.reparam.active() ? im.reparam.ToTheta(sites) : sites;
   const double log_sigma = q[n];
   const double sigma = std::exp(log_sigma);
   if (!std::isfinite(sigma) || sigma <= 0.0) return -std::numeric_limits<double>::infinity();
 
-  // Likelihood: χ² = Σ (y − m)², Jᵀr = −Σ (y − m)·∂m/∂θ (J = ∂r/∂θ, r = y − m).
-  const model::NormalEquations eq =
-      layout_.ToOptimiser(im.kernel->Accumulate(layout_.Expand(theta)));
+  // Likelihood: χ² = Σ (y − m)², Jᵀr = −Σ (y − m)·∂m/∂θ (J = ∂r/∂θ, r = y − m), from the
+  // kernel's gradient-only pass; optimiser-space Jᵀr = Bᵀ·(expanded Jᵀr).
+  const double chi2 = im.kernel->Gradient(layout_.Expand(theta), im.jtr_expanded);
+  const int n_expanded = layout_.num_expanded();
   const double n_points = static_cast<double>(im.kernel->num_points());
   const double inv_s2 = 1.0 / (sigma * sigma);
-  double lp = -0.5 * eq.chi2 * inv_s2 - n_points * log_sigma;
+  double lp = -0.5 * chi2 * inv_s2 - n_points * log_sigma;
 
+  // ∂ log L / ∂θ, then ∂ log L / ∂sites (the chain rule through the reparameterisation).
+  std::vector<double> dll(n);
   for (std::size_t i = 0; i < n; ++i) {
-    const double dll = -eq.jtr[i] * inv_s2;  // ∂ log L / ∂θ_i
-    lp += im.priors[i].LogDensity(theta[i]) + im.transforms[i].LogJacobian(q[i]);
-    gradient[i] = (dll + im.priors[i].DLogDensity(theta[i])) * im.transforms[i].DxDu(q[i]) +
+    double jtr = 0.0;
+    for (int e = 0; e < n_expanded; ++e) {
+      const double b = layout_.B(e, static_cast<int>(i));
+      if (b != 0.0) jtr += b * im.jtr_expanded[static_cast<std::size_t>(e)];
+    }
+    dll[i] = -jtr * inv_s2;
+  }
+  if (im.reparam.active()) im.reparam.PullBack(theta, dll);
+  for (std::size_t i = 0; i < n; ++i) {
+    lp += im.priors[i].LogDensity(sites[i]) + im.transforms[i].LogJacobian(q[i]);
+    gradient[i] = (dll[i] + im.priors[i].DLogDensity(sites[i])) * im.transforms[i].DxDu(q[i]) +
                   im.transforms[i].DLogJacobian(q[i]);
   }
   // σ = exp(q_σ): log-Jacobian q_σ.
   lp += im.sigma_prior.LogDensity(sigma) + log_sigma;
-  const double dll_sigma = eq.chi2 * inv_s2 / sigma - n_points / sigma;
+  const double dll_sigma = chi2 * inv_s2 / sigma - n_points / sigma;
   gradient[n] = (dll_sigma + im.sigma_prior.DLogDensity(sigma)) * sigma + 1.0;
   return lp;
 }

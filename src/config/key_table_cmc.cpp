@@ -88,8 +88,10 @@ void AddSamplerAndChecks(const KeyAdder& c) {
 
   const KeyAdder r = c.Sub("reparameterization");
   r.Section("", kUse, "Sampling reparameterizations", kNullable);
-  r.Used("enable_d_total", T::kBool, "true", NoRule(), "Sample D0 + D_offset");
-  r.Used("enable_log_gamma", T::kBool, "true", NoRule(), "Sample log gamma_dot_t0 (laminar)");
+  r.Used("enable_d_total", T::kBool, "true", NoRule(),
+         "Laminar auto mode: sample log D_ref, D_offset/D_ref (D_ref = D0 t_ref^alpha)");
+  r.Used("enable_log_gamma", T::kBool, "true", NoRule(),
+         "Laminar auto mode: sample log(gamma_dot_t0 t_ref^beta)");
   r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold");
   r.Used("bimodal_min_separation", T::kFloat, "0.5", NonNegative(), "Bimodality separation");
 }

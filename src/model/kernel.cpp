@@ -114,7 +114,7 @@ Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs
 
 std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pass pass) const {
   const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
-  const auto psize = static_cast<size_t>(pass == Pass::kNormal ? partial_size() : 1);
+  const auto psize = static_cast<size_t>(partial_size(pass));
   std::vector<double> partials(static_cast<size_t>(std::max(n_chunks, 0)) * psize, 0.0);
   Partials(params, pass, partials.data());
   std::vector<double> total(psize, 0.0);
@@ -127,9 +127,9 @@ std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pa
 
 void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
                                  double* partials) const {
-  const Tables tab = MakeTables(params, pass == Pass::kNormal);
+  const Tables tab = MakeTables(params, pass == Pass::kNormal || pass == Pass::kGradient);
   const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
-  const auto psize = static_cast<size_t>(pass == Pass::kNormal ? partial_size() : 1);
+  const auto psize = static_cast<size_t>(partial_size(pass));
   const bool laminar = mode == AnalysisMode::kLaminarFlow;
   pool->ParallelFor(n_chunks, [&](int chunk) {
     // Zeroed by the thread that accumulates into it (its cache, its core).
@@ -138,6 +138,9 @@ void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
     if (pass == Pass::kNormal) {
       laminar ? RunChunk<Pass::kNormal, true>(tab, chunk, part, nullptr)
               : RunChunk<Pass::kNormal, false>(tab, chunk, part, nullptr);
+    } else if (pass == Pass::kGradient) {
+      laminar ? RunChunk<Pass::kGradient, true>(tab, chunk, part, nullptr)
+              : RunChunk<Pass::kGradient, false>(tab, chunk, part, nullptr);
     } else {
       laminar ? RunChunk<Pass::kChi2, true>(tab, chunk, part, nullptr)
               : RunChunk<Pass::kChi2, false>(tab, chunk, part, nullptr);
@@ -245,6 +248,24 @@ double ModelKernel::Chi2(std::span<const double> params) const {
 
 NormalEquations ModelKernel::Accumulate(std::span<const double> params) const {
   return FromPartial(impl_->Reduce(params, Pass::kNormal));
+}
+
+double ModelKernel::Gradient(std::span<const double> params, std::span<double> jtr) const {
+  const Impl& im = *impl_;
+  const ExpandedIndex& idx = im.index;
+  if (static_cast<int>(jtr.size()) != idx.size()) {
+    ThrowBadInput(fmt::format("the gradient needs {} entries, found {}", idx.size(), jtr.size()));
+  }
+  const std::vector<double> total = im.Reduce(params, Pass::kGradient);
+  const int np = idx.n_phys;
+  // J = −u: JᵀWr = −Σ w·u·r (same sign convention as NormalEquations::jtr).
+  for (int p = 0; p < np; ++p) jtr[static_cast<size_t>(idx.phys(p))] = -total[1 + p];
+  for (int k = 0; k < idx.n_angles; ++k) {
+    const double* ang = total.data() + 1 + np + 2 * k;
+    jtr[static_cast<size_t>(idx.contrast(k))] = -ang[0];
+    jtr[static_cast<size_t>(idx.offset(k))] = -ang[1];
+  }
+  return total[0];
 }
 
 void ModelKernel::OnEachThread(const std::function<void(int)>& fn) const {

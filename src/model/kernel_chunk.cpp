@@ -19,15 +19,17 @@ template <Pass kPass, bool kLaminar>
 void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, double* model_out,
                                  SeparableCounts* counts) const {
   constexpr int kNp = kLaminar ? 7 : 3;
-  constexpr bool kDerivs = kPass == Pass::kNormal;
+  constexpr bool kFull = kPass == Pass::kNormal;  // JᵀJ as well as Jᵀr
+  constexpr bool kDerivs = kFull || kPass == Pass::kGradient;
   const double inv_sigma = 1.0 / options.sigma;
   const double wq = tab.wq;
   const bool exact = options.exact_transcendentals;
-  const int stride = angle_stride();
-  // Partial layout (kNormal): [χ², phys JᵀJ (kNp², upper), phys Jᵀr (kNp), per-angle blocks].
+  const int stride = kFull ? angle_stride() : 2;
+  // Partial layout (kNormal): [χ², phys JᵀJ (kNp², upper), phys Jᵀr (kNp), per-angle blocks];
+  // (kGradient): [χ², phys Jᵀr (kNp), per angle (Σ w·uc·r, Σ w·r/σ)].
   double* chi2 = partial;
-  double* phys_jtj = kDerivs ? partial + 1 : nullptr;
-  double* phys_jtr = kDerivs ? phys_jtj + kNp * kNp : nullptr;
+  double* phys_jtj = kFull ? partial + 1 : nullptr;
+  double* phys_jtr = kFull ? phys_jtj + kNp * kNp : kDerivs ? partial + 1 : nullptr;
   double* angles = kDerivs ? phys_jtr + kNp : nullptr;
 
   // Angle-independent values of one block of columns:
@@ -207,6 +209,20 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           in.b = bcoef;
           if constexpr (!kDerivs) {
             *chi2 += detail::Chi2Block(in);
+          } else if constexpr (!kFull) {
+            in.sar = sar;
+            in.sbr = sbr;
+            in.sgr = sgr;
+            double sums[detail::kNumTileSums] = {};
+            if constexpr (kLaminar) {
+              detail::GradientLaminarBlock(in, sums);
+            } else {
+              detail::GradientStaticBlock(in, sums);
+            }
+            *chi2 += sums[detail::kSumChi2];
+            double* ang = angles + k * static_cast<size_t>(stride);
+            ang[0] += sums[detail::kSumUcR];
+            ang[1] += sums[detail::kSumR] * inv_sigma;
           } else {
             in.saa = saa;
             in.sab = sab;
@@ -245,7 +261,17 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           }
         }
       }
-      if constexpr (kDerivs) {
+      if constexpr (kDerivs && !kFull) {
+        // Jᵀr only: the same accumulation order as the kNormal fold below.
+        for (int c = 0; c < nb; ++c) {
+          for (int p = 0; p < 3; ++p) phys_jtr[p] += sar[c] * e[p][c];
+          if constexpr (kLaminar) {
+            for (int p = 0; p < 3; ++p) phys_jtr[3 + p] += sbr[c] * f[p][c];
+            phys_jtr[6] += sgr[c];
+          }
+        }
+      }
+      if constexpr (kFull) {
         // Fold the per-column angle sums into the physics block: u = (α·e, β·f, γ).
         for (int c = 0; c < nb; ++c) {
           double v[kNp];
@@ -294,5 +320,9 @@ template void ModelKernel::Impl::RunChunk<Pass::kNormal, true>(const Tables&, in
                                                                SeparableCounts*) const;
 template void ModelKernel::Impl::RunChunk<Pass::kNormal, false>(const Tables&, int, double*,
                                                                 double*, SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kGradient, true>(const Tables&, int, double*,
+                                                                 double*, SeparableCounts*) const;
+template void ModelKernel::Impl::RunChunk<Pass::kGradient, false>(const Tables&, int, double*,
+                                                                  double*, SeparableCounts*) const;
 
 }  // namespace homodyne::model

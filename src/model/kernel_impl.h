@@ -17,7 +17,8 @@ namespace kernel_internal {
 
 constexpr int kBlock = detail::kMaxBlock;  // columns sharing the angle-independent part
 
-enum class Pass { kModel, kChi2, kNormal };
+// kGradient: χ² and JᵀWr only (O(P) per point), the same sums in the same order as kNormal.
+enum class Pass { kModel, kChi2, kNormal, kGradient };
 
 // Per-evaluation tables (O(n_t + n_phi)).
 struct Tables {
@@ -61,6 +62,13 @@ struct ModelKernel::Impl {
   int angle_stride() const { return 5 + 2 * n_phys(); }
   int partial_size() const {
     return 1 + n_phys() * n_phys() + n_phys() + index.n_angles * angle_stride();
+  }
+  // kGradient partial: [χ², phys Jᵀr (n_phys), per angle (Σ w·uc·r, Σ w·r/σ)].
+  int gradient_partial_size() const { return 1 + n_phys() + 2 * index.n_angles; }
+  int partial_size(kernel_internal::Pass pass) const {
+    return pass == kernel_internal::Pass::kNormal     ? partial_size()
+           : pass == kernel_internal::Pass::kGradient ? gradient_partial_size()
+                                                      : 1;
   }
 
   kernel_internal::Tables MakeTables(std::span<const double> params, bool derivs) const;

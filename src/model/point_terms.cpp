@@ -148,7 +148,50 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   for (int k = 0; k < kNumTileSums; ++k) sums[k] += Fold(acc[k]);
 }
 
+template <bool kLaminar>
+__attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
+  Points pt;
+  const int n4 = ComputePoints<kLaminar, true>(in, pt);
+  double* __restrict sar = in.sar;
+  for (int c = 0; c < n4; ++c) {
+    const double wa = pt.w[c] * pt.alpha[c];
+    sar[c] += wa * pt.r[c];
+  }
+  if constexpr (kLaminar) {
+    double* __restrict sbr = in.sbr;
+    double* __restrict sgr = in.sgr;
+    for (int c = 0; c < n4; ++c) {
+      const double wb = pt.w[c] * pt.beta[c];
+      const double wg = pt.w[c] * pt.gamma[c];
+      sbr[c] += wb * pt.r[c];
+      sgr[c] += wg * pt.r[c];
+    }
+  }
+  V4 chi2 = {0.0, 0.0, 0.0, 0.0}, ucr = chi2, rsum = chi2;
+  for (int c = 0; c < n4; c += 4) {
+    V4 w, r, uc;
+    Load(w, pt.w + c);
+    Load(r, pt.r + c);
+    Load(uc, pt.uc + c);
+    const V4 wr = w * r;
+    chi2 += wr * r;
+    ucr += uc * wr;
+    rsum += wr;
+  }
+  sums[kSumChi2] += Fold(chi2);
+  sums[kSumUcR] += Fold(ucr);
+  sums[kSumR] += Fold(rsum);
+}
+
 }  // namespace
+
+HOMODYNE_SIMD_CLONES void GradientLaminarBlock(const PointBlock& in, double* sums) {
+  Gradient<true>(in, sums);
+}
+
+HOMODYNE_SIMD_CLONES void GradientStaticBlock(const PointBlock& in, double* sums) {
+  Gradient<false>(in, sums);
+}
 
 HOMODYNE_SIMD_CLONES void NormalLaminarBlock(const PointBlock& in, double* sums) {
   Normal<true>(in, sums);

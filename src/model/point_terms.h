@@ -51,6 +51,11 @@ struct PointBlock {
 // Adds the tile sums into sums[kNumTileSums] and updates the S arrays.
 void NormalLaminarBlock(const PointBlock& in, double* sums);
 void NormalStaticBlock(const PointBlock& in, double* sums);
+// Gradient-only variants: update only sar (and sbr, sgr for laminar) and add only
+// sums[kSumChi2], sums[kSumUcR], sums[kSumR], with the same expressions and order as the
+// normal passes (bit-identical values).
+void GradientLaminarBlock(const PointBlock& in, double* sums);
+void GradientStaticBlock(const PointBlock& in, double* sums);
 // Σ w·r² in the same lanes and order as the normal passes (bit-identical χ²).
 double Chi2Block(const PointBlock& in);
 

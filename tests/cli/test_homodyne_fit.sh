@@ -74,14 +74,18 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-di
 echo "$out" | tail -22
 [ $code -eq 0 ] || { echo "FAIL: --method both exit code $code"; exit 1; }
 for f in nlsq/parameters.json cmc/parameters.json cmc/analysis_results_cmc.json cmc/diagnostics.json \
-         cmc/shard_diagnostics.json cmc/samples.h5 run_report.yaml; do
+         cmc/shard_diagnostics.json cmc/samples.h5 cmc/fitted_data.h5 run_report.yaml; do
   [ -s "$tmp/outc/$f" ] || { echo "FAIL: $f missing"; exit 1; }
 done
+# cmc/fitted_data.h5 has the layout of nlsq/fitted_data.h5 (same datasets and shapes).
+[ "$(h5ls "$tmp/outc/cmc/fitted_data.h5")" = "$(h5ls "$tmp/outc/nlsq/fitted_data.h5")" ] ||
+  { echo "FAIL: cmc/fitted_data.h5 layout differs from nlsq/"; exit 1; }
 [ "$(grep -c 'CMC SAMPLING COMPLETE' <<<"$out")" -eq 1 ] || { echo "FAIL: CMC summary not once"; exit 1; }
 grep -q '"method": "cmc"' "$tmp/outc/cmc/parameters.json" || { echo "FAIL: cmc/parameters.json"; exit 1; }
 grep -q 'method: both' "$tmp/outc/run_report.yaml" || { echo "FAIL: run report method"; exit 1; }
 h5ls -r "$tmp/outc/cmc/samples.h5" | grep -q 'shards/shard_00001' || { echo "FAIL: per-shard draws"; exit 1; }
 grep -q 'treedepth_saturation_rate' "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard diagnostics"; exit 1; }
+grep -q "rejected_shards" "$tmp/outc/cmc/diagnostics.json" && grep -q "used_in_combination" "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard filter report"; exit 1; }
 grep -q 'CMC: shard 0 done' <<<"$out" || { echo "FAIL: no CMC progress line"; exit 1; }
 
 # --method cmc with the warm start read back from the previous run's NLSQ files.

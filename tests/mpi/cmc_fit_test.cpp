@@ -1,6 +1,6 @@
 // Consensus Monte Carlo end to end on a small synthetic static dataset: the posterior
 // covers the truth, the shards converge, and the result does not depend on the number
-// of ranks (streams keyed by shard and chain, combination in shard order).
+// of ranks or threads (streams keyed by shard and chain, combination in shard order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -63,8 +63,11 @@ TEST(CmcFit, PosteriorCoversTheTruthAndIsIndependentOfRanks) {
   o.num_chains = 2;
   o.print_progress = false;
   const CmcRunResult r = RunCmcFit(world, cfg, o, Logger::Silent());
+  // One rank with 2 threads (the 2 chains of a shard in parallel) gives the same draws.
   Comm self(MPI_COMM_SELF);
-  const CmcRunResult serial = RunCmcFit(self, cfg, o, Logger::Silent());
+  CmcRunOptions threaded = o;
+  threaded.threads = 2;
+  const CmcRunResult serial = RunCmcFit(self, cfg, threaded, Logger::Silent());
   if (world.rank() != 0) return;  // the result lives on rank 0
   ASSERT_EQ(r.num_shards, 2);
   ASSERT_EQ(r.shards.size(), 2u);

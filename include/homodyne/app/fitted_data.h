@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
@@ -14,10 +15,20 @@
 
 namespace homodyne {
 
+// The model whose c2 the file holds: physical parameters and per-angle contrast/offset.
+struct FittedModel {
+  std::string analysis_mode;
+  std::vector<double> physical, contrast, offset;
+};
+
 // Rank-0 only (reads the selected data serially). Data larger than `max_bytes` of
 // arrays are not written (a warning says so). Atomic.
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger, double max_bytes = 4.0 * (1ULL << 30));
+// The same file for any model (e.g. DIR/cmc/fitted_data.h5 at the posterior mean).
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes = 4.0 * (1ULL << 30));
 
 }  // namespace homodyne

@@ -4,16 +4,18 @@
 // draws are combined by the full-covariance consensus (consensus.h) in the unconstrained
 // sampling coordinates and transformed back.
 //
-// Parallel layout: shard s runs on rank s mod P (chains one after the other, the kernel
-// on the rank's threads); every RNG stream is keyed by (seed, shard, chain), so the result
+// Parallel layout: shard s runs on rank s mod P, its chains in parallel on the rank's
+// threads (shard_chains.h); every RNG stream is keyed by (seed, shard, chain), so the result
 // does not depend on the number of ranks. Each rank reads the selected data itself (the
 // shards need rows from the whole matrix); the combination happens on rank 0.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "homodyne/app/fitted_data.h"
 #include "homodyne/config/config.h"
 #include "homodyne/log.h"
 #include "homodyne/nlsq/xpcs_fit.h"
@@ -25,6 +27,9 @@ struct CmcRunOptions {
   std::string data_file;                            // --data-file
   const nlsq::NlsqRunResult* warm_start = nullptr;  // NLSQ result (complete on every rank)
   int threads = 1;
+  // Optional placement of compute slot i (1..threads−1) for the thread that runs there
+  // (the caller's thread is slot 0); see shard_chains.h.
+  std::function<void(int slot)> worker_start;
   int num_warmup = -1;  // < 0: config (per_shard_mcmc)
   int num_samples = -1;
   int num_chains = -1;
@@ -48,6 +53,9 @@ struct ShardDiagnostics {
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
   double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
+  std::int64_t gradient_evaluations = 0;   // leapfrog steps of all its chains
+  bool used = true;                        // kept by the shard filters (shard_filter.h)
+  std::string rejection;                   // why not
 };
 
 struct CmcRunResult {
@@ -62,6 +70,9 @@ struct CmcRunResult {
   std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)
   std::vector<ParameterSummary> parameters;      // physical + per-angle contrast/offset means
   std::vector<ShardDiagnostics> shards;
+  int shards_used = 0;
+  std::string combination_method = "robust_consensus_mc";
+  std::vector<std::string> warnings;  // heterogeneity warnings of the shard filter
   double max_rhat = 0.0;
   double min_ess = 0.0;
   double acceptance_rate = 0.0;
@@ -72,6 +83,10 @@ struct CmcRunResult {
 // Collective over `world`; the returned result is complete on rank 0.
 CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
                        const Logger& logger);
+
+// The model at the posterior mean (physical parameters and per-angle contrast/offset from
+// `parameters`, expanded order) for DIR/cmc/fitted_data.h5.
+FittedModel PosteriorMeanModel(const CmcRunResult& result);
 
 // cmc/parameters.json, cmc/analysis_results_cmc.json, cmc/diagnostics.json and
 // cmc/samples.h5 under `output_dir` (rank 0, atomic).

@@ -96,6 +96,12 @@ class ModelKernel {
   // χ², JᵀWJ and JᵀWr in the expanded parameter space.
   NormalEquations Accumulate(std::span<const double> params) const;
 
+  // χ² (returned) and JᵀWr (into `jtr`, size index().size()) without JᵀWJ: O(P) work per
+  // point instead of the normal pass's O(P²) sums, for samplers that need only the gradient
+  // (∂χ²/∂θ = 2·JᵀWr). The same partial sums in the same order as Accumulate: χ² and JᵀWr
+  // are bit-identical to Accumulate's and, like them, independent of the thread count.
+  double Gradient(std::span<const double> params, std::span<double> jtr) const;
+
   // Per-chunk partial sums in the kernel's compact layout (partial_size(derivs) doubles
   // per chunk, chunks in order). Compact partials add element-wise; FromPartial turns a
   // sum of them into the normal equations (derivs) or χ² (element 0).

@@ -1,0 +1,174 @@
+#include "homodyne/cmc/shard_filter.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "homodyne/error.h"
+
+namespace homodyne::cmc {
+namespace {
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  const double upper = *mid;
+  return 0.5 * (upper + *std::max_element(v.begin(), mid));
+}
+
+struct Moments {
+  std::vector<double> mean, var;
+};
+
+Moments ColumnMoments(const ShardDraws& d) {
+  Moments m;
+  const int n = d.count();
+  m.mean.assign(static_cast<std::size_t>(d.dims), 0.0);
+  m.var.assign(static_cast<std::size_t>(d.dims), 0.0);
+  for (int j = 0; j < n; ++j) {
+    for (int p = 0; p < d.dims; ++p) {
+      m.mean[static_cast<std::size_t>(p)] += d.draws[static_cast<std::size_t>(j * d.dims + p)];
+    }
+  }
+  for (double& x : m.mean) x /= std::max(n, 1);
+  for (int j = 0; j < n; ++j) {
+    for (int p = 0; p < d.dims; ++p) {
+      const double e =
+          d.draws[static_cast<std::size_t>(j * d.dims + p)] - m.mean[static_cast<std::size_t>(p)];
+      m.var[static_cast<std::size_t>(p)] += e * e;
+    }
+  }
+  for (double& x : m.var) x /= std::max(n - 1, 1);
+  return m;
+}
+
+}  // namespace
+
+ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
+                               const std::vector<double>& divergence_rates,
+                               const std::vector<std::string>& names, const ShardFilterOptions& o) {
+  const std::size_t k = draws.size();
+  HOMODYNE_CHECK(divergence_rates.size() == k, "one divergence rate per shard");
+  ShardFilterResult r;
+  r.keep.assign(k, true);
+  const auto reject = [&](std::size_t s, std::string reason) {
+    r.keep[s] = false;
+    r.rejected.push_back({static_cast<int>(s), std::move(reason)});
+  };
+  for (std::size_t s = 0; s < k; ++s) {
+    if (draws[s].count() == 0) {
+      reject(s, "no draws");
+    } else if (divergence_rates[s] > o.max_divergence_rate) {
+      reject(s, fmt::format("divergence rate {:.3f} > max_divergence_rate {:.3f}",
+                            divergence_rates[s], o.max_divergence_rate));
+    }
+  }
+  const auto kept = [&] {
+    std::vector<std::size_t> v;
+    for (std::size_t s = 0; s < k; ++s) {
+      if (r.keep[s]) v.push_back(s);
+    }
+    return v;
+  };
+  if (kept().empty()) {
+    throw Error(ErrorKind::kNumerical,
+                fmt::format("CMC: all {} shards were rejected (divergence rate above {})", k,
+                            o.max_divergence_rate));
+  }
+  std::vector<Moments> mom(k);
+  for (std::size_t s : kept()) mom[s] = ColumnMoments(draws[s]);
+  const int dims = draws[kept().front()].dims;
+
+  if (o.robust) {
+    // Outliers by the modified z-score of the shard means, parameter by parameter.
+    std::vector<std::size_t> alive = kept();
+    std::vector<std::string> why(k);
+    for (int p = 0; p < dims && alive.size() >= 3; ++p) {
+      const auto pp = static_cast<std::size_t>(p);
+      std::vector<double> m;
+      for (std::size_t s : alive) m.push_back(mom[s].mean[pp]);
+      const double med = Median(m);
+      std::vector<double> dev;
+      for (double x : m) dev.push_back(std::abs(x - med));
+      const double mad = Median(dev);
+      if (!(mad > 0.0)) continue;
+      for (std::size_t s : alive) {
+        const double z = 0.6745 * std::abs(mom[s].mean[pp] - med) / mad;
+        if (z >= 3.5 && why[s].empty()) {
+          why[s] = fmt::format("outlier in {} (mean {:.6g}, modified z = {:.2f} >= 3.5)", names[pp],
+                               mom[s].mean[pp], z);
+        }
+      }
+    }
+    const auto outliers =
+        std::count_if(alive.begin(), alive.end(), [&](std::size_t s) { return !why[s].empty(); });
+    if (static_cast<std::size_t>(outliers) + 3 <= alive.size()) {
+      for (std::size_t s : alive) {
+        if (!why[s].empty()) reject(s, why[s]);
+      }
+    }
+    // Degenerate variances.
+    alive = kept();
+    if (alive.size() >= 3) {
+      std::vector<std::string> deg(k);
+      for (int p = 0; p < dims; ++p) {
+        const auto pp = static_cast<std::size_t>(p);
+        std::vector<double> v;
+        for (std::size_t s : alive) v.push_back(mom[s].var[pp]);
+        const double med = Median(v);
+        for (std::size_t s : alive) {
+          if (mom[s].var[pp] < 1e-6 * med && deg[s].empty()) {
+            deg[s] = fmt::format("degenerate: variance of {} {:.3g} < 1e-6 x median {:.3g}",
+                                 names[pp], mom[s].var[pp], med);
+          }
+        }
+      }
+      const auto n_deg =
+          std::count_if(alive.begin(), alive.end(), [&](std::size_t s) { return !deg[s].empty(); });
+      if (static_cast<std::size_t>(n_deg) < alive.size()) {
+        for (std::size_t s : alive) {
+          if (!deg[s].empty()) reject(s, deg[s]);
+        }
+      }
+    }
+  }
+
+  // Heterogeneity of the kept shards.
+  const std::vector<std::size_t> alive = kept();
+  for (int p : o.heterogeneity_parameters) {
+    const auto pp = static_cast<std::size_t>(p);
+    if (alive.size() < 2) {
+      r.parameter_cv.push_back(std::nan(""));
+      continue;
+    }
+    double mean = 0.0, m2 = 0.0;
+    for (std::size_t s : alive) mean += mom[s].mean[pp];
+    mean /= static_cast<double>(alive.size());
+    for (std::size_t s : alive) m2 += (mom[s].mean[pp] - mean) * (mom[s].mean[pp] - mean);
+    const double sd = std::sqrt(m2 / static_cast<double>(alive.size() - 1));
+    const double range = pp < o.parameter_ranges.size() ? o.parameter_ranges[pp] : 0.0;
+    const double cv = sd / std::max(std::abs(mean), 0.01 * range);
+    r.parameter_cv.push_back(cv);
+    if (cv > o.max_parameter_cv) {
+      const std::string msg =
+          fmt::format("CMC: shard means of {} disagree (CV {:.3f} > max_parameter_cv {:.3f})",
+                      names[pp], cv, o.max_parameter_cv);
+      if (o.heterogeneity_abort) {
+        throw Error(ErrorKind::kNumerical,
+                    msg +
+                        "; set optimization.cmc.validation.heterogeneity_abort: false to "
+                        "combine anyway");
+      }
+      r.warnings.push_back(msg);
+    } else if (cv > 0.5 * o.max_parameter_cv) {
+      r.warnings.push_back(fmt::format("CMC: shard means of {} vary (CV {:.3f} > {:.3f})",
+                                       names[pp], cv, 0.5 * o.max_parameter_cv));
+    }
+  }
+  return r;
+}
+
+}  // namespace homodyne::cmc

@@ -1,0 +1,72 @@
+// Shard filters before the consensus: divergence, outliers (modified z-score), degenerate
+// variances and heterogeneity, with the rejection reasons.
+#include <gtest/gtest.h>
+
+#include "homodyne/cmc/shard_filter.h"
+#include "homodyne/error.h"
+#include "homodyne/random.h"
+
+namespace homodyne::cmc {
+namespace {
+
+// Shard s: 200 draws of two parameters, N(mean[s], sd[s]²) each.
+std::vector<ShardDraws> Shards(const std::vector<double>& means, const std::vector<double>& sds) {
+  std::vector<ShardDraws> out;
+  for (std::size_t s = 0; s < means.size(); ++s) {
+    CounterRng rng(3, s, 0);
+    ShardDraws d{2, {}};
+    for (int j = 0; j < 200; ++j) {
+      d.draws.push_back(means[s] + sds[s] * rng.Normal());
+      d.draws.push_back(10.0 + rng.Normal());
+    }
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+const std::vector<std::string> kNames{"D0", "alpha"};
+
+TEST(ShardFilter, DivergentShardsAreDropped) {
+  const auto shards = Shards({1, 1, 1}, {1, 1, 1});
+  const auto r = FilterShards(shards, {0.0, 0.25, 0.05}, kNames, {});
+  EXPECT_EQ(r.keep, (std::vector<bool>{true, false, true}));
+  ASSERT_EQ(r.rejected.size(), 1u);
+  EXPECT_EQ(r.rejected[0].shard, 1);
+  EXPECT_NE(r.rejected[0].reason.find("divergence"), std::string::npos);
+  EXPECT_THROW(FilterShards(shards, {0.5, 0.5, 0.5}, kNames, {}), Error);
+}
+
+TEST(ShardFilter, RobustMethodDropsOutliersAndDegenerateShards) {
+  // Shard 4's mean is 50 sd away; shard 5's variance is 1e-8 of the others.
+  const auto shards = Shards({1.0, 1.1, 0.9, 1.05, 50.0, 1.0}, {1, 1, 1, 1, 1, 1e-5});
+  const std::vector<double> div(6, 0.0);
+  const auto r = FilterShards(shards, div, kNames, {});
+  EXPECT_EQ(r.keep, (std::vector<bool>{true, true, true, true, false, false}));
+  ASSERT_EQ(r.rejected.size(), 2u);
+  EXPECT_NE(r.rejected[0].reason.find("outlier in D0"), std::string::npos);
+  EXPECT_NE(r.rejected[1].reason.find("degenerate"), std::string::npos);
+  ShardFilterOptions plain;
+  plain.robust = false;
+  const auto p = FilterShards(shards, div, kNames, plain);
+  EXPECT_TRUE(p.rejected.empty());
+}
+
+TEST(ShardFilter, HeterogeneityWarnsOrAborts) {
+  const auto shards = Shards({1.0, 3.0, 5.0}, {0.1, 0.1, 0.1});  // CV of the means 0.67
+  const std::vector<double> div(3, 0.0);
+  ShardFilterOptions o;
+  o.robust = false;
+  o.heterogeneity_parameters = {0};
+  o.parameter_ranges = {4.0, 4.0};
+  const auto warn = FilterShards(shards, div, kNames, o);
+  ASSERT_EQ(warn.parameter_cv.size(), 1u);
+  EXPECT_NEAR(warn.parameter_cv[0], 2.0 / 3.0, 0.02);
+  EXPECT_EQ(warn.warnings.size(), 1u);
+  o.max_parameter_cv = 0.5;
+  EXPECT_THROW(FilterShards(shards, div, kNames, o), Error);
+  o.heterogeneity_abort = false;
+  EXPECT_EQ(FilterShards(shards, div, kNames, o).warnings.size(), 1u);
+}
+
+}  // namespace
+}  // namespace homodyne::cmc
