@@ -17,4 +17,9 @@ bool FailureRequested(std::string_view spec, std::string_view stage, int rank);
 
 void MaybeInjectFailure(std::string_view stage, int rank);
 
+// Same, with the process's rank in the whole job (MPI_COMM_WORLD): for stages that run
+// on sub-communicators (e.g. multistart groups), whose own ranks differ from the job's.
+// The only use of MPI_COMM_WORLD in the library; a test facility.
+void MaybeInjectFailure(std::string_view stage);
+
 }  // namespace homodyne

@@ -1,5 +1,11 @@
 #include "homodyne/app/config_bridge.h"
 
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "homodyne/error.h"
+
 namespace homodyne {
 
 model::AnalysisMode ToModelMode(config::AnalysisMode mode) {
@@ -52,6 +58,11 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
     const auto e = static_cast<std::size_t>(index.phys(p));
     const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
     auto it = overrides.find(names[static_cast<std::size_t>(p)]);
+    if (it != overrides.end() && !std::isfinite(it->second)) {
+      ThrowBadInput(fmt::format("initial value of {} must be a finite number, found {}", it->first,
+                                it->second),
+                    {}, "--initial-" + it->first);
+    }
     out.values[e] = it != overrides.end() ? it->second : ep.initial;
     out.bounds.lower[e] = ep.min;
     out.bounds.upper[e] = ep.max;

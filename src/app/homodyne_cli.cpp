@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -32,6 +33,7 @@
 #include "homodyne/fault_injection.h"
 #include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
+#include "homodyne/output_paths.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
 #include "homodyne/placement_report.h"
@@ -95,7 +97,8 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
   sm->excludes(lf);
   app.add_option("--threads", opts.threads,
                  "compute threads per rank (default: the autotune cache of homodyne-topology "
-                 "--autotune, else one per core the rank is bound to)");
+                 "--autotune, else one per core the rank is bound to)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
                "ignore the settings cached by homodyne-topology --autotune");
   const std::pair<const char*, const char*> initial_flags[] = {
@@ -113,10 +116,14 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
                              fmt::format("initial {} (phi0 in degrees)", name));
     initial_options.emplace_back(o, name);
   }
-  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)");
-  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain");
-  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard");
-  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards");
+  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
@@ -185,12 +192,21 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
 void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& data_file) {
   namespace fs = std::filesystem;
   const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
-  for (const std::string& input : {opts.config, data_file}) {
-    if (input.empty()) continue;
-    if (fs::absolute(input).lexically_normal() == out) {
-      ThrowBadInput("the output directory is an input file", input, "--output-dir");
-    }
+  // Never overwrite an input: not the directory itself, nothing in what the run fills.
+  OutputLayout layout{out, {}, {"run_report.yaml"}};
+  if (opts.method != "cmc") {
+    layout.owned_dirs.push_back("nlsq");
+    layout.files.push_back("homodyne_results.json");
   }
+  if (opts.method != "nlsq") layout.owned_dirs.push_back("cmc");
+  layout.owned_dirs.push_back("plots");  // --save-plots / --plot-* (inputs never live there)
+  std::string warm = opts.nlsq_result;
+  if (!warm.empty() && fs::is_directory(warm)) {
+    warm = fs::exists(fs::path(warm) / "nlsq" / "parameters.json")
+               ? (fs::path(warm) / "nlsq" / "parameters.json").string()
+               : (fs::path(warm) / "parameters.json").string();
+  }
+  CheckOutputsSpareInputs(layout, {opts.config, data_file, warm});
   fs::path existing = out;
   while (!existing.empty() && !fs::exists(existing)) existing = existing.parent_path();
   if (!fs::is_directory(existing) || ::access(existing.c_str(), W_OK) != 0) {
@@ -398,7 +414,6 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     ro.placement.push_back(DescribeRankPlacement(p) + (pin ? "" : " (unpinned)"));
     log.Debug("placement: {}", ro.placement.back());
   }
-  RunCollectively(env.world(), [&] { MaybeInjectFailure("load", env.rank()); });
   nlsq::NlsqRunResult result;
   nlsq::MultiStartSummary multistart;
   const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
@@ -465,12 +480,12 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     if (write_nlsq) {
       nlsq::WriteNlsqResultFiles(out, result.report);
       if (use_multistart) {
-        WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
+        WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart.ToJson());
       }
       // A streaming fit does not hold the data: fitted_data.h5 only if it fits the budget.
       const bool streamed = result.memory.strategy == nlsq::FitStrategy::kStreaming;
       WriteFittedData(
-          out / "nlsq" / "fitted_data.h5", cfg, data_file, result, log,
+          OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
           streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
     }
     if (cmc_result) {

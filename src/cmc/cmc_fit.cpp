@@ -21,6 +21,7 @@
 #include "homodyne/config/config_reader.h"
 #include "homodyne/config/parameters.h"
 #include "homodyne/error.h"
+#include "homodyne/fault_injection.h"
 #include "homodyne/io/dataset.h"
 #include "homodyne/io/writers.h"
 #include "homodyne/nlsq/result_files.h"
@@ -287,6 +288,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   std::vector<LocalShardResult> local;
   auto RunLocalShards = [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
+      MaybeInjectFailure("sampling", world.rank());  // reaches the others at a safe point
       std::vector<model::RowTile> tiles;
       for (const auto& seg : plan.shards[static_cast<std::size_t>(s)]) {
         const double* row = data.c2[static_cast<std::size_t>(seg.angle)].data() +

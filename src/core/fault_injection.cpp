@@ -5,6 +5,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <mpi.h>
 
 #include "homodyne/error.h"
 
@@ -35,6 +36,15 @@ void MaybeInjectFailure(std::string_view stage, int rank) {
       ErrorKind::kInternal,
       fmt::format("injected failure at stage '{}' ({}={})", stage, kFailureInjectionVariable, spec),
       {{}, {}, rank});
+}
+
+void MaybeInjectFailure(std::string_view stage) {
+  if (std::getenv(kFailureInjectionVariable) == nullptr) return;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  int rank = 0;
+  if (initialized != 0) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MaybeInjectFailure(stage, rank);
 }
 
 }  // namespace homodyne

@@ -184,11 +184,58 @@ std::uint64_t CheckedElementCount(const std::vector<hsize_t>& dims, std::uint64_
   }
   return n;
 }
+
+// The stored type must be a plain number: HDF5 converts through buffers of n × the
+// stored element size, so a corrupt header declaring huge elements (or a string or
+// compound type) must be refused before H5Dread allocates them.
+void CheckStoredNumber(hid_t dataset, const Where& where) {
+  auto type = Own<Datatype>(H5Dget_type(dataset), "reading the datatype", where);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  const std::size_t size = H5Tget_size(type.get());
+  if ((cls != H5T_FLOAT && cls != H5T_INTEGER) || size == 0 || size > 16) {
+    ThrowBadInput(fmt::format("expected numbers (integer or float of at most 16 bytes), found "
+                              "a datatype of class {} and size {} bytes",
+                              static_cast<int>(cls), size),
+                  where.file, where.object);
+  }
+}
 }  // namespace
+
+void CheckStorageMatchesShape(hid_t dataset, std::uint64_t elements, const Where& where) {
+  auto dcpl = Own<PropList>(H5Dget_create_plist(dataset), "reading creation properties", where);
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  if (layout != H5D_COMPACT && layout != H5D_CONTIGUOUS) return;
+  auto type = Own<Datatype>(H5Dget_type(dataset), "reading the datatype", where);
+  const std::uint64_t needed = elements * H5Tget_size(type.get());
+  const std::uint64_t stored = H5Dget_storage_size(dataset);
+  if (layout == H5D_COMPACT && stored != needed) {
+    ThrowBadInput(
+        fmt::format("corrupt dataset: its shape needs {} bytes but {} are stored", needed, stored),
+        where.file, where.object);
+  }
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t offset = H5Dget_offset(dataset);
+    if (offset == HADDR_UNDEF) return;  // never written: reads give the fill value
+    hsize_t file_size = 0;
+    const hid_t file = H5Iget_file_id(dataset);
+    const herr_t rc = file >= 0 ? H5Fget_filesize(file, &file_size) : -1;
+    if (file >= 0) H5Fclose(file);
+    Check(rc, "reading the file size", where);
+    if (offset > file_size || needed > file_size - offset) {
+      ThrowBadInput(fmt::format("truncated or corrupt file: the dataset's {} bytes at offset {} "
+                                "extend beyond the end of the file ({} bytes)",
+                                needed, offset, file_size),
+                    where.file, where.object);
+    }
+  }
+}
 
 std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where, std::uint64_t max_elements) {
   const auto dims = DatasetDims(dataset, where);
-  std::vector<double> out(CheckedElementCount(dims, max_elements, where));
+  const std::uint64_t n = CheckedElementCount(dims, max_elements, where);
+  if (n > 0) CheckStoredNumber(dataset, where);
+  if (n > 0) CheckStorageMatchesShape(dataset, n, where);
+  std::vector<double> out(n);
   if (!out.empty()) {
     Check(H5Dread(dataset, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
           "reading the dataset as float64", where, ErrorKind::kBadInput);
@@ -199,7 +246,10 @@ std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where, std::uint6
 std::vector<std::int64_t> ReadAllInt64(hid_t dataset, const Where& where,
                                        std::uint64_t max_elements) {
   const auto dims = DatasetDims(dataset, where);
-  std::vector<std::int64_t> out(CheckedElementCount(dims, max_elements, where));
+  const std::uint64_t n = CheckedElementCount(dims, max_elements, where);
+  if (n > 0) CheckStoredNumber(dataset, where);
+  if (n > 0) CheckStorageMatchesShape(dataset, n, where);
+  std::vector<std::int64_t> out(n);
   if (!out.empty()) {
     Check(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()),
           "reading the dataset as int64", where, ErrorKind::kBadInput);

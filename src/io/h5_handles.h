@@ -116,6 +116,12 @@ Group OpenGroup(hid_t file, const std::string& file_name, const std::string& pat
 // Dimensions of a dataset.
 std::vector<hsize_t> DatasetDims(hid_t dataset, const Where& where);
 
+// The stored data must be where the header says and as large as the dataspace needs:
+// compact data exactly elements × element size, contiguous data allocated within the
+// file. (A corrupt header otherwise makes HDF5 copy from a missing buffer.) Chunked
+// data is read chunk by chunk and checked by HDF5. Throws kBadInput naming the dataset.
+void CheckStorageMatchesShape(hid_t dataset, std::uint64_t elements, const Where& where);
+
 // Reads a whole dataset as doubles (any numeric type is converted by HDF5). Refuses
 // datasets larger than `max_elements`.
 std::vector<double> ReadAllDoubles(hid_t dataset, const Where& where,

@@ -21,6 +21,9 @@ constexpr const char* kApsUMaps = "/xpcs/twotime/correlation_map";
 constexpr const char* kOldQ = "/xpcs/dqlist";
 constexpr const char* kOldPhi = "/xpcs/dphilist";
 constexpr const char* kOldMaps = "/exchange/C2T_all";
+// q/phi lists and bin lists have at most a few thousand entries; a header claiming more
+// than this is corrupt and is refused before anything is allocated.
+constexpr std::uint64_t kMaxListEntries = 1ULL << 20;
 
 // A q or phi list: (M,) or (R, M) of which row 0 is used (homodyne reads `[0]`).
 std::vector<double> ReadList(hid_t file, const std::string& name, const std::string& path) {
@@ -32,7 +35,14 @@ std::vector<double> ReadList(hid_t file, const std::string& name, const std::str
         fmt::format("expected a 1-D (M,) or 2-D (1, M) list, found a {}-D dataset", dims.size()),
         name, path);
   }
-  std::vector<double> values = h5::ReadAllDoubles(ds.get(), where, 1ULL << 26);
+  auto type = h5::Own<h5::Datatype>(H5Dget_type(ds.get()), "reading the datatype", where);
+  const H5T_class_t cls = H5Tget_class(type.get());
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    ThrowBadInput(fmt::format("expected a numeric (float or integer) list, found {}",
+                              cls == H5T_STRING ? "strings" : "a non-numeric datatype"),
+                  name, path);
+  }
+  std::vector<double> values = h5::ReadAllDoubles(ds.get(), where, kMaxListEntries);
   if (dims.size() == 2) values.resize(static_cast<std::size_t>(dims[1]));  // row 0
   return values;
 }
@@ -92,7 +102,7 @@ std::vector<Candidate> SelectApsU(hid_t file, const LoadOptions& o, const Logger
   RequireFinite(phiv, name, kApsUPhi);
   auto bins_ds = h5::OpenDataset(file, name, kApsUBins);
   const std::vector<std::int64_t> processed =
-      h5::ReadAllInt64(bins_ds.get(), {name, kApsUBins}, 1ULL << 26);
+      h5::ReadAllInt64(bins_ds.get(), {name, kApsUBins}, kMaxListEntries);
   if (phiv.empty()) ThrowBadInput("expected at least one phi value", name, kApsUPhi);
   auto group = h5::OpenGroup(file, name, kApsUMaps);
   std::vector<std::string> keys = h5::GroupKeysInH5pyOrder(group.get(), {name, kApsUMaps});
@@ -102,8 +112,9 @@ std::vector<Candidate> SelectApsU(hid_t file, const LoadOptions& o, const Logger
   const auto n_q = static_cast<std::int64_t>(qv.size());
   std::vector<std::pair<std::int64_t, std::pair<std::size_t, std::size_t>>> pairs;
   for (std::int64_t id : processed) {
-    const std::int64_t b = id - 1;
-    // Python floor division: negative b gives a negative q index (invalid).
+    // Ids count from 1; Python floor division makes id < 1 a negative q index (invalid).
+    // (Checked before subtracting: id - 1 overflows for the smallest int64.)
+    const std::int64_t b = id >= 1 ? id - 1 : -1;
     const std::int64_t qi = b >= 0 ? b / n_phi : -1;
     if (qi < 0 || qi >= n_q) {
       logger.Warn("{}: {}: processed bin {} maps to q index {} outside [0, {}); skipped", name,
@@ -142,6 +153,11 @@ std::int64_t MatrixSide(hid_t file, const std::string& name, const std::string& 
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
     ThrowBadInput("expected a numeric (float or integer) matrix", name, path);
   }
+  if (H5Tget_size(type.get()) > 16) {  // conversion buffers scale with the stored size
+    ThrowBadInput(fmt::format("expected numbers of at most 16 bytes, found {}-byte elements",
+                              H5Tget_size(type.get())),
+                  name, path);
+  }
   const auto dims = h5::DatasetDims(ds.get(), where);
   if (dims.size() != 2) {
     ThrowBadInput(
@@ -160,6 +176,7 @@ std::int64_t MatrixSide(hid_t file, const std::string& name, const std::string& 
                               dims[0], dims[1], max_frames),
                   name, path);
   }
+  h5::CheckStorageMatchesShape(ds.get(), static_cast<std::uint64_t>(dims[0]) * dims[1], where);
   return static_cast<std::int64_t>(dims[0]);
 }
 

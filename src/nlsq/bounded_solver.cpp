@@ -58,6 +58,7 @@ struct SolveContext {
   bool cache_valid = false;
   int evaluations = 0;
   int objective_evaluations = 0;
+  int non_finite_evaluations = 0;  // trial points where chi2 or its gradient was NaN/Inf
   std::exception_ptr error;
   std::vector<double> chi2_history;
   // For the ftol rule: f at the current and the previous iteration.
@@ -113,6 +114,7 @@ PetscErrorCode ObjectiveCallback(Tao, Vec X, PetscReal* f, void* raw) {
     NormalEquations eq;
     ctx.problem->Evaluate(x, false, eq);
     ++ctx.objective_evaluations;
+    if (!std::isfinite(eq.chi2)) ++ctx.non_finite_evaluations;
     *f = std::isfinite(eq.chi2) ? 0.5 * eq.chi2 : PETSC_INFINITY;
     return 0;
   } catch (...) {
@@ -127,6 +129,7 @@ PetscErrorCode ObjectiveGradientCallback(Tao, Vec X, PetscReal* f, Vec G, void* 
     const NormalEquations& eq = EvaluateFull(ctx, ToStd(X));
     bool finite = std::isfinite(eq.chi2);
     for (double g : eq.gradient) finite = finite && std::isfinite(g);
+    if (!finite) ++ctx.non_finite_evaluations;
     *f = finite ? 0.5 * eq.chi2 : PETSC_INFINITY;
     PetscScalar* g = nullptr;
     VecGetArray(G, &g);
@@ -369,6 +372,12 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   s.stopped = ctx.stop_now;
   Check(TaoGetCurrentTrustRegionRadius(tao.get(), &s.trust_radius),
         "TaoGetCurrentTrustRegionRadius");
+  if (ctx.non_finite_evaluations > 0) {
+    s.message += fmt::format(
+        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
+        "parameter values)",
+        ctx.non_finite_evaluations);
+  }
   s.x = ToStd(x.get());
   for (int i = 0; i < n; ++i) {  // guard against round-off outside the box
     s.x[static_cast<std::size_t>(i)] =
@@ -377,7 +386,18 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   }
   s.final_equations = EvaluateFull(ctx, s.x);
   s.final_chi2 = s.final_equations.chi2;
-  if (!std::isfinite(s.final_chi2)) s.termination = Termination::kNumericalFailure;
+  bool finite = std::isfinite(s.final_chi2);
+  for (double g : s.final_equations.gradient) finite = finite && std::isfinite(g);
+  if (!finite) {
+    // NaN/Inf from the model (extreme parameters) or the data (overflowing values): never
+    // reported as a fit. Steps into such regions were already rejected (f = +inf).
+    s.termination = Termination::kNumericalFailure;
+    s.message = fmt::format(
+        "numerical failure: chi2 = {} or its gradient is not finite at the {} point (NaN/Inf "
+        "from extreme parameter values or data values; check initial values, bounds and the "
+        "data scale)",
+        s.final_chi2, its == 0 ? "starting" : "final");
+  }
   s.initial_chi2 = ctx.chi2_history.empty() ? s.final_chi2 : ctx.chi2_history.front();
   s.chi2_history = ctx.chi2_history;
   s.projected_gradient_norm =

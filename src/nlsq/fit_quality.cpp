@@ -25,7 +25,8 @@ QualityAssessment AssessFitQuality(double reduced_chi2, bool converged,
   if (!std::isfinite(reduced_chi2)) {
     out.flag = FitQuality::kPoor;
     out.warnings.push_back(
-        "reduced chi-squared is not finite (fewer data points than parameters?)");
+        "reduced chi-squared is not finite (NaN/Inf chi-squared, or fewer data points than "
+        "parameters)");
   } else if (reduced_chi2 < rules.good_below) {
     out.flag = FitQuality::kGood;
   } else if (reduced_chi2 < rules.acceptable_below) {

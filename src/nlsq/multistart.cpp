@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,20 @@
 #include "homodyne/parallel/collective.h"
 
 namespace homodyne::nlsq {
+namespace {
+
+// Runs fn and returns what it threw (null if nothing), for AgreeOnError.
+template <typename Fn>
+std::exception_ptr CaptureError(Fn&& fn) {
+  try {
+    fn();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 MultiStartOptions MultiStartOptions::FromConfig(const config::MultiStart& m) {
   MultiStartOptions o;
@@ -71,7 +87,14 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   NlsqRunOptions quiet = options;
   quiet.print_progress = false;
   quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
-  XpcsFitSession session(group_comm, cfg, quiet, group == 0 ? logger : Logger::Silent());
+  // Errors inside a group are agreed on by that group only; each group phase therefore
+  // ends with an agreement over the world, or the other groups would wait forever.
+  std::optional<XpcsFitSession> session_holder;
+  AgreeOnError(world, CaptureError([&] {
+                 session_holder.emplace(group_comm, cfg, quiet,
+                                        group == 0 ? logger : Logger::Silent());
+               }));
+  XpcsFitSession& session = *session_holder;
   const std::size_t n = session.x0().size();
 
   MultiStartSummary s;
@@ -88,10 +111,14 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
 
   // Screening: one residual pass per start, starts spread over the groups.
   std::vector<double> start_chi2(static_cast<std::size_t>(n_total), 0.0);
-  for (int i = group; i < n_total; i += groups) {
-    const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
-    if (group_root) start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
-  }
+  AgreeOnError(world, CaptureError([&] {
+                 for (int i = group; i < n_total; i += groups) {
+                   const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
+                   if (group_root) {
+                     start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
+                   }
+                 }
+               }));
   ShareSlots(world, start_chi2);
   std::vector<int> order(static_cast<std::size_t>(n_total));
   std::iota(order.begin(), order.end(), 0);
@@ -144,21 +171,21 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
     std::vector<double> fresh(outcomes.size(), 0.0);
     const std::size_t j =
         round * static_cast<std::size_t>(groups) + static_cast<std::size_t>(group);
-    if (j < kept.size()) {
-      const auto i = static_cast<std::size_t>(kept[j]);
-      if (outcomes[i * stride] == 0.0) {  // not solved before an interruption
-        const SolverSummary r = session.Solve(s.starts[i].start, false);
-        checkpoint::MaybeKill("multistart_start", ++solved_here);
-        if (group_root) {
-          double* o = fresh.data() + i * stride;
-          o[0] = 1.0 + group;  // group + 1 (0 = not solved)
-          o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
-          o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
-          o[3] = r.iterations;
-          std::copy(r.x.begin(), r.x.end(), o + 4);
-        }
-      }
-    }
+    // Every group ends every round with an agreement over the world (same round count).
+    AgreeOnError(world, CaptureError([&] {
+                   if (j >= kept.size()) return;
+                   const auto i = static_cast<std::size_t>(kept[j]);
+                   if (outcomes[i * stride] != 0.0) return;  // solved before an interruption
+                   const SolverSummary r = session.Solve(s.starts[i].start, false);
+                   checkpoint::MaybeKill("multistart_start", ++solved_here);
+                   if (!group_root) return;
+                   double* o = fresh.data() + i * stride;
+                   o[0] = 1.0 + group;  // group + 1 (0 = not solved)
+                   o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
+                   o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
+                   o[3] = r.iterations;
+                   std::copy(r.x.begin(), r.x.end(), o + 4);
+                 }));
     if (!rounds) {
       for (std::size_t k = 0; k < outcomes.size(); ++k) outcomes[k] += fresh[k];
       continue;

@@ -108,14 +108,17 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   const model::ModelKernel& kernel = *impl_->kernel;
   const std::size_t width = kernel.partial_size(with_derivatives);
   impl_->partials.resize(static_cast<std::size_t>(impl_->local_blocks) * width);
-  // Per-block sums on this rank's threads (fixed order inside each block) ...
-  if (impl_->stream != nullptr) {
-    // Reads can fail on some ranks only: agree before the collective sum.
-    RunCollectively(
-        comm_, [&] { impl_->StreamPartials(expanded, with_derivatives, width, comm_.rank()); });
-  } else {
-    kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
-  }
+  // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
+  // here on one rank (a model error, a streamed read) is agreed on before the sum below,
+  // so no rank waits in it forever.
+  RunCollectively(comm_, [&] {
+    MaybeInjectFailure("fit");  // job rank: comm_ may be a multistart group
+    if (impl_->stream != nullptr) {
+      impl_->StreamPartials(expanded, with_derivatives, width, comm_.rank());
+    } else {
+      kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
+    }
+  });
   // ... combined along the global block tree: identical bits for any rank/thread count.
   const std::int64_t b0 = impl_->first_block;
   const auto sum = ReproducibleTileSum(

@@ -48,7 +48,7 @@ class TreeBuilder {
       LeapfrogStep(density_, metric_, z, sign * epsilon_);
       ++n_leapfrog_;
       const double h = Hamiltonian(metric_, z);
-      if (h - h0_ > kMaxDeltaH) divergent_ = true;
+      if (!(h - h0_ <= kMaxDeltaH)) divergent_ = true;  // NaN energy counts as divergent
       log_sum_weight = LogSumExp(log_sum_weight, h0_ - h);
       sum_metro_prob_ += h0_ - h > 0.0 ? 1.0 : std::exp(h0_ - h);
       propose = z;

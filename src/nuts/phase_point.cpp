@@ -18,7 +18,9 @@ void UpdatePotentialGradient(const LogDensity& density, PhasePoint& point) {
     if (error.kind() != ErrorKind::kNumerical) throw;
     log_density = -std::numeric_limits<double>::infinity();
   }
-  if (!std::isfinite(log_density)) {
+  bool finite = std::isfinite(log_density);
+  for (double g : point.gradient) finite = finite && std::isfinite(g);
+  if (!finite) {  // a non-finite gradient would poison the next momentum update
     point.potential = std::numeric_limits<double>::infinity();
     return;
   }

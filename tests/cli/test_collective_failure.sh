@@ -1,21 +1,71 @@
 #!/usr/bin/env bash
-# A failure injected on rank 1 only ends both ranks promptly, with the message printed
-# once and the documented exit code (1, internal error); bad command-line input exits 2.
+# A failure injected on rank 1 only, at every stage of a run (startup, load, fit,
+# sampling, output), ends both ranks within 10 s of the failure, with the message printed
+# once, the failing rank named and the documented exit code (1, internal error); no
+# result file is written (only run_report.yaml, recording the failure). Bad command-line
+# input exits 2.
 set -uo pipefail
 bindir=$1; mpiexec=$2
-start=$(date +%s)
-out=$(HOMODYNE_FAIL_AT=startup@1 timeout 30 "$mpiexec" -n 2 --oversubscribe \
-        "$bindir/homodyne" --version 2>&1)
-code=$?
-elapsed=$(( $(date +%s) - start ))
-echo "$out"
-[ $code -ne 124 ] || { echo "FAIL: job hung (killed by timeout)"; exit 1; }
-[ $code -eq 1 ] || { echo "FAIL: exit code $code, expected 1"; exit 1; }
-[ "$elapsed" -le 10 ] || { echo "FAIL: took ${elapsed}s (> 10 s)"; exit 1; }
-n=$(grep -c "injected failure at stage 'startup'" <<<"$out" || true)
-[ "$n" -eq 1 ] || { echo "FAIL: message printed $n times, expected once"; exit 1; }
-grep -q "(rank 1)" <<<"$out" || { echo "FAIL: failing rank not named"; exit 1; }
-grep -q "^homodyne-hpc " <<<"$out" && { echo "FAIL: ran past the failure"; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+
+# check_failure STAGE TIMEOUT_S ARGS...: runs homodyne at 2 ranks with STAGE@1 injected.
+check_failure() {
+  local stage=$1 limit=$2; shift 2
+  local start code elapsed out n
+  rm -rf "$tmp/out"
+  start=$(date +%s)
+  out=$(HOMODYNE_FAIL_AT=$stage@1 timeout 120 "$mpiexec" -n 2 --oversubscribe \
+          "$bindir/homodyne" "$@" 2>&1)
+  code=$?
+  elapsed=$(( $(date +%s) - start ))
+  echo "--- $stage: exit $code after ${elapsed}s"
+  echo "$out" | tail -4
+  [ $code -ne 124 ] || { echo "FAIL: $stage: job hung (killed by timeout)"; exit 1; }
+  [ $code -eq 1 ] || { echo "FAIL: $stage: exit code $code, expected 1"; exit 1; }
+  [ "$elapsed" -le "$limit" ] || { echo "FAIL: $stage: took ${elapsed}s (> $limit s)"; exit 1; }
+  n=$(grep -c "injected failure at stage '$stage'" <<<"$out" || true)
+  [ "$n" -eq 1 ] || { echo "FAIL: $stage: message printed $n times, expected once"; exit 1; }
+  grep -q "(rank 1)" <<<"$out" || { echo "FAIL: $stage: failing rank not named"; exit 1; }
+  grep -q "aborting all" <<<"$out" && { echo "FAIL: $stage: not agreed (MPI_Abort path)"; exit 1; }
+  # No results after a failure; only the run report, which records the failure.
+  if [ "$stage" != output ] && [ -e "$tmp/out" ]; then
+    extra=$(find "$tmp/out" -mindepth 1 ! -name run_report.yaml)
+    [ -z "$extra" ] || { echo "FAIL: $stage: results written after a failure: $extra"; exit 1; }
+  fi
+  if [ -e "$tmp/out/run_report.yaml" ]; then
+    grep -q "injected failure at stage '$stage'" "$tmp/out/run_report.yaml" && \
+      grep -q "exit_code: 1" "$tmp/out/run_report.yaml" || \
+      { echo "FAIL: $stage: run_report.yaml does not record the failure"; exit 1; }
+  fi
+  return 0
+}
+
+check_failure startup 10 --version
+
+# A small synthetic data set: the later stages fail in well under a second of work, so
+# the whole run (MPI start-up included) must end within 10 s.
+cat > "$tmp/cfg.yaml" <<YAML
+analysis_mode: static
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0054}
+experimental_data:
+  data_folder_path: $tmp
+  data_file_name: data.h5
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset]
+  values: [15000, -0.3, 0]
+YAML
+"$bindir/homodyne-synth" --config "$tmp/cfg.yaml" -o "$tmp/data.h5" --frames 30 --angles "0,90" \
+  --param D0=20000 --param alpha=-0.4 --noise 0.001 -q || { echo "FAIL: synth"; exit 1; }
+run=(--config "$tmp/cfg.yaml" --output-dir "$tmp/out")
+check_failure load 10 "${run[@]}"
+check_failure fit 10 "${run[@]}"
+# Sampling: two shards, so rank 1 owns one (rank 0 keeps sampling its own shard and
+# learns of the failure at the end of the shard loop).
+check_failure sampling 20 "${run[@]}" --method cmc --no-nlsq-warmstart --cmc-num-shards 2 \
+  --n-warmup 50 --n-samples 50 --n-chains 1
+check_failure output 10 "${run[@]}"
 
 out=$(timeout 30 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --no-such-flag 2>&1)
 code=$?

@@ -267,5 +267,163 @@ TEST_F(BadInput, AbsurdFrameCountIsRejectedBeforeAllocating) {
   EXPECT_THAT(e3.what(), HasSubstr("more than the limit"));
 }
 
+TEST_F(BadInput, TruncatedFileNamesTheFile) {
+  const std::string good = File("good.h5");
+  hid_t f = CreateRaw(good);
+  PutLegacyLists(f, 1);
+  PutRaw(f, "/exchange/C2T_all/c2_00001", {40, 40}, Matrix(40, 1.0));
+  H5Fclose(f);
+  const std::string path = File("truncated.h5");
+  fs::copy_file(good, path);
+  fs::resize_file(path, fs::file_size(good) / 2);  // a transfer cut short
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().file, path);
+  EXPECT_THAT(e.what(), HasSubstr("truncated"));
+}
+
+TEST_F(BadInput, StringDatatypesAreRejectedWithTheDatasetNamed) {
+  const std::string path = File("strings.h5");
+  hid_t f = CreateRaw(path);
+  PutLegacyLists(f, 1);
+  // A 2x2 matrix of fixed-length strings instead of numbers.
+  hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, 4);
+  const hsize_t dims[2] = {2, 2};
+  hid_t space = H5Screate_simple(2, dims, nullptr);
+  hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+  H5Pset_create_intermediate_group(lcpl, 1);
+  hid_t d =
+      H5Dcreate2(f, "/exchange/C2T_all/c2_00001", type, space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dclose(d);
+  H5Ldelete(f, "/xpcs/dqlist", H5P_DEFAULT);
+  const hsize_t list_dims[2] = {1, 1};
+  hid_t list_space = H5Screate_simple(2, list_dims, nullptr);
+  d = H5Dcreate2(f, "/xpcs/dqlist", type, list_space, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dclose(d);
+  H5Sclose(list_space);
+  H5Pclose(lcpl);
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(f);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().file, path);
+  EXPECT_EQ(e.context().key, "/xpcs/dqlist");
+  EXPECT_THAT(e.what(), HasSubstr("expected a numeric (float or integer) list, found strings"));
+
+  // With a numeric q list, the string matrix itself is reported.
+  f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  H5Ldelete(f, "/xpcs/dqlist", H5P_DEFAULT);
+  PutRaw(f, "/xpcs/dqlist", {1, 1}, {0.0054});
+  H5Fclose(f);
+  const Error e2 = LoadError(Options(path));
+  EXPECT_EQ(e2.context().key, "/exchange/C2T_all/c2_00001");
+  EXPECT_THAT(e2.what(), HasSubstr("expected a numeric (float or integer) matrix"));
+}
+
+TEST_F(BadInput, NonFiniteQListNamesTheEntry) {
+  const std::string path = File("inf_q.h5");
+  hid_t f = CreateRaw(path);
+  PutRaw(f, "/xpcs/dqlist", {1, 2}, {0.0054, std::numeric_limits<double>::infinity()});
+  PutRaw(f, "/xpcs/dphilist", {1, 2}, {0.0, 90.0});
+  PutRaw(f, "/exchange/C2T_all/c2_00001", {4, 4}, Matrix(4, 1.0));
+  PutRaw(f, "/exchange/C2T_all/c2_00002", {4, 4}, Matrix(4, 1.0));
+  H5Fclose(f);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().key, "/xpcs/dqlist");
+  EXPECT_THAT(e.what(), HasSubstr("expected finite values, entry 1 is inf"));
+}
+
+TEST_F(BadInput, EmptyGroupAndEmptyListsAreRejected) {
+  const std::string path = File("empty.h5");
+  hid_t f = CreateRaw(path);
+  PutRaw(f, "/xpcs/dqlist", {1, 0}, {});
+  PutRaw(f, "/xpcs/dphilist", {1, 0}, {});
+  H5Gclose(H5Gcreate2(f, "/exchange", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Gclose(H5Gcreate2(f, "/exchange/C2T_all", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Fclose(f);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().file, path);
+  EXPECT_THAT(e.what(), HasSubstr("no (q, phi) bins in the file (empty list)"));
+
+  // Lists present but the matrix group empty: the counts disagree.
+  const std::string path2 = File("empty_group.h5");
+  f = CreateRaw(path2);
+  PutLegacyLists(f, 2);
+  H5Gclose(H5Gcreate2(f, "/exchange", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Gclose(H5Gcreate2(f, "/exchange/C2T_all", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Fclose(f);
+  const Error e2 = LoadError(Options(path2));
+  EXPECT_EQ(e2.context().key, "/exchange/C2T_all");
+  EXPECT_THAT(e2.what(), HasSubstr("group holds 0 matrices"));
+}
+
+TEST_F(BadInput, AbsurdListLengthIsRejectedBeforeReading) {
+  const std::string path = File("long_list.h5");
+  hid_t f = CreateRaw(path);
+  hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  const hsize_t chunk[2] = {1, 1024};
+  H5Pset_chunk(dcpl, 2, chunk);
+  PutRaw(f, "/xpcs/dqlist", {1, 10000000000ULL}, {}, dcpl);
+  H5Pclose(dcpl);
+  PutRaw(f, "/xpcs/dphilist", {1, 1}, {0.0});
+  PutRaw(f, "/exchange/C2T_all/c2_00001", {4, 4}, Matrix(4, 1.0));
+  H5Fclose(f);
+  EXPECT_LT(fs::file_size(path), 1u << 20);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().key, "/xpcs/dqlist");
+  EXPECT_THAT(e.what(), HasSubstr("refusing to read it"));
+}
+
+// Found by fuzz_h5_metadata: a header declaring oversized float elements made HDF5
+// allocate n x element-size conversion buffers (gigabytes) before any check.
+TEST_F(BadInput, OversizedElementTypeIsRejectedBeforeReading) {
+  const std::string path = File("wide.h5");
+  hid_t f = CreateRaw(path);
+  PutLegacyLists(f, 1);
+  PutRaw(f, "/exchange/C2T_all/c2_00001", {4, 4}, Matrix(4, 1.0));
+  H5Ldelete(f, "/xpcs/dqlist", H5P_DEFAULT);
+  hid_t type = H5Tcopy(H5T_IEEE_F64LE);
+  ASSERT_GE(H5Tset_size(type, 64), 0);
+  const hsize_t dims[2] = {1, 1};
+  hid_t space = H5Screate_simple(2, dims, nullptr);
+  H5Dclose(H5Dcreate2(f, "/xpcs/dqlist", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5Sclose(space);
+  H5Tclose(type);
+  H5Fclose(f);
+  const Error e = LoadError(Options(path));
+  EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  EXPECT_EQ(e.context().file, path);
+  EXPECT_EQ(e.context().key, "/xpcs/dqlist");
+  EXPECT_THAT(e.what(), HasSubstr("at most 16 bytes"));
+}
+
+// Found by fuzz_h5_metadata (UBSan): a processed bin id of INT64_MIN overflowed `id - 1`.
+// Ids below 1 are skipped like any other invalid id.
+TEST_F(BadInput, ExtremeApsUBinIdsAreSkippedWithoutOverflow) {
+  const std::string path = File("aps_u_ids.h5");
+  hid_t f = CreateRaw(path);
+  PutRaw(f, "/xpcs/qmap/dynamic_v_list_dim0", {1}, {0.0054});
+  PutRaw(f, "/xpcs/qmap/dynamic_v_list_dim1", {1}, {0.0});
+  PutRaw(f, "/xpcs/twotime/correlation_map/c2_00001", {4, 4}, Matrix(4, 1.0));
+  const std::int64_t ids[3] = {std::numeric_limits<std::int64_t>::min(), 0, 1};
+  const hsize_t n = 3;
+  hid_t space = H5Screate_simple(1, &n, nullptr);
+  hid_t d = H5Dcreate2(f, "/xpcs/twotime/processed_bins", H5T_STD_I64LE, space, H5P_DEFAULT,
+                       H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, ids);
+  H5Dclose(d);
+  H5Sclose(space);
+  H5Fclose(f);
+  LoadOptions o = Options(path);
+  const DatasetMetadata meta = ReadDatasetMetadata(o, Logger::Silent());
+  ASSERT_EQ(meta.bins.size(), 1u);  // only id 1 is valid
+  EXPECT_EQ(meta.bins[0].bin, 1);
+}
+
 }  // namespace
 }  // namespace homodyne::io
