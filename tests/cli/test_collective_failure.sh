@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A failure injected on rank 1 only, at every stage of a run (startup, load, fit,
-# sampling, output), ends both ranks within 10 s of the failure, with the message printed
+# sampling, checkpoint, output), ends both ranks within 10 s of the failure, with the message printed
 # once, the failing rank named and the documented exit code (1, internal error); no
 # result file is written (only run_report.yaml, recording the failure). Bad command-line
 # input exits 2.
@@ -62,9 +62,13 @@ run=(--config "$tmp/cfg.yaml" --output-dir "$tmp/out")
 check_failure load 10 "${run[@]}"
 check_failure fit 10 "${run[@]}"
 # Sampling: two shards, so rank 1 owns one (rank 0 keeps sampling its own shard and
-# learns of the failure at the end of the shard loop).
+# learns of the failure at its next checkpoint safe point, after at most one batch).
 check_failure sampling 20 "${run[@]}" --method cmc --no-nlsq-warmstart --cmc-num-shards 2 \
   --n-warmup 50 --n-samples 50 --n-chains 1
+# Checkpoint writing (parallel HDF5, collective): fails on rank 1 only.
+{ cat "$tmp/cfg.yaml"; printf 'optimization:\n  streaming: {checkpoint_frequency: 1}\n'; } > "$tmp/ckpt.yaml"
+check_failure checkpoint 10 --config "$tmp/ckpt.yaml" --output-dir "$tmp/out" \
+  --checkpoint-dir "$tmp/ckpt"
 check_failure output 10 "${run[@]}"
 
 out=$(timeout 30 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --no-such-flag 2>&1)

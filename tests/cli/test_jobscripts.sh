@@ -21,9 +21,6 @@ for f in "$root"/jobscripts/*.sbatch; do
       --mem-bind|--map-by|--bind-to|--report-bindings|--hostfile|--signal|--requeue|\
       --ntasks|--exclusive|--open-mode|--dependency) continue ;;
       --run-dir|--kind|--study|--ranks|--out) continue ;;  # bench/scaling_collect.py
-      # From the checkpoint work (another branch): tolerated until it is merged, then the
-      # lead removes this line so that homodyne --help must list them.
-      --resume|--checkpoint-dir) continue ;;
     esac
     grep -q -- "$opt" <<<"$help" || { echo "FAIL: $f uses $opt, which homodyne does not accept"; status=1; }
   done
