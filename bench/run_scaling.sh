@@ -136,10 +136,10 @@ mpiexec -n 2 "$build/bench/bench_reduction" --benchmark_out="$out/reduction.json
   --benchmark_out_format=json > /dev/null
 
 cat > "$out/NOTE.txt" <<EOF2
-Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname) ($cores cores, $(lscpu | sed -n 's/^Model name: *//p')),
-a VM shared with other build and test jobs at the time: timings are noisy (thread and
-rank counts above the free cores oversubscribe). Load average at the start: $load0;
-at the end: $(cut -d' ' -f1-3 /proc/loadavg). Rerun on an idle machine for numbers.
+Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(hostname) ($cores cores, $(lscpu | sed -n 's/^Model name: *//p')).
+Load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg) (a load
+near 0 means nothing else ran; 2 ranks × 2 threads oversubscribe a 2-core machine).
+The datasets are small (seconds per run), so start-up and I/O weigh on the efficiencies.
 Command: bash bench/run_scaling.sh
 EOF2
 status=0
