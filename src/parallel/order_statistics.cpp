@@ -2,25 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "homodyne/error.h"
+#include "ordered_key.h"
 
 namespace homodyne {
 namespace {
 
 // Monotone map of finite doubles to unsigned integers (and back).
-std::uint64_t Key(double x) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &x, sizeof(b));
-  return (b & 0x8000000000000000ULL) != 0 ? ~b : (b | 0x8000000000000000ULL);
-}
-double FromKey(std::uint64_t k) {
-  const std::uint64_t b = (k & 0x8000000000000000ULL) != 0 ? (k & ~0x8000000000000000ULL) : ~k;
-  double x = 0;
-  std::memcpy(&x, &b, sizeof(x));
-  return x;
-}
+std::uint64_t Key(double x) { return detail::OrderedKey(x); }
+double FromKey(std::uint64_t k) { return detail::FromOrderedKey(k); }
 
 std::int64_t CountAtMost(const Comm& comm, std::span<const WeightedRun> runs, double v) {
   std::int64_t mine = 0;

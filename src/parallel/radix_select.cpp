@@ -1,26 +1,16 @@
 #include "homodyne/parallel/radix_select.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "homodyne/error.h"
+#include "ordered_key.h"
 
 namespace homodyne {
 namespace {
 
 // The order-preserving image of order_statistics.cpp; ±0 share the image of −0.
-std::uint64_t Key(double x) {
-  if (x == 0.0) x = -0.0;
-  std::uint64_t b = 0;
-  std::memcpy(&b, &x, sizeof(b));
-  return (b & 0x8000000000000000ULL) != 0 ? ~b : (b | 0x8000000000000000ULL);
-}
-double FromKey(std::uint64_t k) {
-  const std::uint64_t b = (k & 0x8000000000000000ULL) != 0 ? (k & ~0x8000000000000000ULL) : ~k;
-  double x = 0;
-  std::memcpy(&x, &b, sizeof(x));
-  return x;
-}
+std::uint64_t Key(double x) { return detail::OrderedKey(x == 0.0 ? -0.0 : x); }
+double FromKey(std::uint64_t k) { return detail::FromOrderedKey(k); }
 
 int DigitBits(int bits_done) { return std::min(11, 64 - bits_done); }
 
