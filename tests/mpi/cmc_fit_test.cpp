@@ -58,7 +58,9 @@ TEST(CmcFit, PosteriorCoversTheTruthAndIsIndependentOfRanks) {
   const auto warm = nlsq::RunNlsqFit(world, cfg, no, Logger::Silent());
   CmcRunOptions o;
   o.warm_start = &warm;
-  o.num_warmup = 150;
+  // 150 warmup iterations left R-hat at 1.17 in one shard in a -O1 build (other rounding,
+  // other chains); 300 converge robustly.
+  o.num_warmup = 300;
   o.num_samples = 150;
   o.num_chains = 2;
   o.print_progress = false;
