@@ -89,11 +89,13 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
   // Errors inside a group are agreed on by that group only; each group phase therefore
   // ends with an agreement over the world, or the other groups would wait forever.
+  // The session keeps a reference to its logger: it must outlive the session (a
+  // `cond ? logger : Logger::Silent()` temporary would dangle; AddressSanitizer found it).
+  const Logger silent = Logger::Silent();
+  const Logger& session_logger = group == 0 ? logger : silent;
   std::optional<XpcsFitSession> session_holder;
-  AgreeOnError(world, CaptureError([&] {
-                 session_holder.emplace(group_comm, cfg, quiet,
-                                        group == 0 ? logger : Logger::Silent());
-               }));
+  AgreeOnError(
+      world, CaptureError([&] { session_holder.emplace(group_comm, cfg, quiet, session_logger); }));
   XpcsFitSession& session = *session_holder;
   const std::size_t n = session.x0().size();
 
