@@ -29,6 +29,38 @@ ChainConcurrency PlanChainConcurrency(int num_chains, int threads) {
   return c;
 }
 
+namespace {
+
+// Worker w's posterior: ⌊T/W⌋ kernel threads on the slots after the worker's own (built on
+// the worker's thread, so its kernel's memory and threads start there).
+std::unique_ptr<ShardPosterior> WorkerPosterior(const ShardPosteriorSetup& setup,
+                                                const model::ParameterLayout& layout,
+                                                const ChainConcurrency& plan,
+                                                const ShardChainOptions& options, int w) {
+  ShardPosteriorSetup mine = setup;
+  mine.threads = plan.kernel_threads;
+  const int base = w * plan.kernel_threads;
+  if (options.worker_start) {
+    mine.worker_start = [base, hook = options.worker_start](int j) { hook(base + j); };
+  }
+  return std::make_unique<ShardPosterior>(std::move(mine), layout);
+}
+
+// Starts the W chain workers in `pool` (none when W = 1: the calling thread is the only
+// worker). The pool is not movable, hence the out-parameter.
+void StartWorkerPool(std::optional<model::ThreadPool>& pool, const ChainConcurrency& plan,
+                     const ShardChainOptions& options) {
+  if (plan.concurrent == 1) return;
+  if (options.worker_start) {
+    pool.emplace(plan.concurrent,
+                 [&options, plan](int w) { options.worker_start(w * plan.kernel_threads); });
+  } else {
+    pool.emplace(plan.concurrent);
+  }
+}
+
+}  // namespace
+
 std::vector<nuts::ChainRun> RunShardChains(const ShardPosteriorSetup& setup,
                                            const model::ParameterLayout& layout,
                                            const nuts::NutsOptions& nuts_options,
@@ -49,29 +81,19 @@ std::vector<nuts::ChainRun> RunShardChains(const ShardPosteriorSetup& setup,
   // Worker w: its own posterior (built on its own thread: its kernel's memory and threads
   // start there), chains w, w + W, ….
   auto worker = [&](int w) {
-    ShardPosteriorSetup mine = setup;
-    mine.threads = plan.kernel_threads;
-    const int base = w * plan.kernel_threads;
-    if (options.worker_start) {
-      mine.worker_start = [base, hook = options.worker_start](int j) { hook(base + j); };
-    }
-    const ShardPosterior post(std::move(mine), layout);
-    const std::vector<double> q0 = post.ToUnconstrained(theta, sigma0);
+    const auto post = WorkerPosterior(setup, layout, plan, options, w);
+    const std::vector<double> q0 = post->ToUnconstrained(theta, sigma0);
     for (int c = w; c < options.num_chains; c += plan.concurrent) {
-      runs[static_cast<std::size_t>(c)] = run(post, c, q0);
+      runs[static_cast<std::size_t>(c)] = run(*post, c, q0);
     }
   };
-  if (plan.concurrent == 1) {
-    worker(0);
-    return runs;
-  }
   std::optional<model::ThreadPool> pool;
-  if (options.worker_start) {
-    pool.emplace(plan.concurrent, [&](int w) { options.worker_start(w * plan.kernel_threads); });
+  StartWorkerPool(pool, plan, options);
+  if (pool) {
+    pool->OnEachThread(worker);
   } else {
-    pool.emplace(plan.concurrent);
+    worker(0);
   }
-  pool->OnEachThread(worker);
   return runs;
 }
 
@@ -87,13 +109,7 @@ void RunShardChainsInRounds(const ShardPosteriorSetup& setup, const model::Param
       static_cast<std::size_t>(options.num_chains));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(plan.concurrent));
   auto setup_worker = [&](int w) {
-    ShardPosteriorSetup mine = setup;
-    mine.threads = plan.kernel_threads;
-    const int base = w * plan.kernel_threads;
-    if (options.worker_start) {
-      mine.worker_start = [base, hook = options.worker_start](int j) { hook(base + j); };
-    }
-    auto post = std::make_unique<ShardPosterior>(std::move(mine), layout);
+    auto post = WorkerPosterior(setup, layout, plan, options, w);
     const std::vector<double> q0 = post->ToUnconstrained(theta, sigma0);
     for (int c = w; c < options.num_chains; c += plan.concurrent) {
       chains[static_cast<std::size_t>(c)] = rounds.start(*post, c, q0);
@@ -122,13 +138,7 @@ void RunShardChainsInRounds(const ShardPosteriorSetup& setup, const model::Param
     }
   };
   std::optional<model::ThreadPool> pool;
-  if (plan.concurrent > 1) {
-    if (options.worker_start) {
-      pool.emplace(plan.concurrent, [&](int w) { options.worker_start(w * plan.kernel_threads); });
-    } else {
-      pool.emplace(plan.concurrent);
-    }
-  }
+  StartWorkerPool(pool, plan, options);
   auto on_workers = [&](const std::function<void(int)>& fn) {
     const auto g = guarded(fn);
     if (pool) {
