@@ -152,49 +152,62 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         const double offset = tab.offset[k];
         const double a = kLaminar ? tab.shear_a[k] : 0.0;
         const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
+        // Laminar: columns [0, start) are evaluated directly here (sin/cos of x, then the
+        // shear factors), [start, nb) take the separable path (start = nb: none). The point
+        // passes evaluate the separable columns inside their point loop (PointBlock::sep);
+        // the model pass here.
+        int start = nb;
+        int sep_lo = nb, sep_hi = nb;  // see below
+        detail::SeparableRow sep;
         if constexpr (kLaminar) {
-          for (int c = 0; c < nb; ++c) xs[c] = a * ig[c];
-          // Columns [0, start) direct (sin/cos of x, then the shear factors), [start, nb)
-          // separable (start = nb: all direct).
-          int start = nb;
+          if (separable_block) {
+            const detail::SeparableColumns cols{g1d, cgsum, shift};
+            start = detail::SeparableStart(ig, a, contrast, cols, nb);
+          }
+          for (int c = 0; c < start; ++c) xs[c] = a * ig[c];
           if (exact) {
             for (int c = 0; c < nb; ++c) {
               sn[c] = std::sin(xs[c]);
               if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
             }
+          } else if constexpr (kDerivs) {
+            FastSinCos(xs, sn, cs, start);
           } else {
-            if (separable_block) {
-              const detail::SeparableColumns cols{g1d, cgsum, shift};
-              start = detail::SeparableStart(xs, a, contrast, cols, nb);
-            }
-            if constexpr (kDerivs) {
-              FastSinCos(xs, sn, cs, start);
-            } else {
-              FastSin(xs, sn, start);
-            }
+            FastSin(xs, sn, start);
           }
           if constexpr (kDerivs) {
             detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, start);
           } else {
             detail::ShearFactors(xs, sn, sfac, start);
           }
+          // The point passes evaluate the separable columns' whole vectors [sep_lo, sep_hi)
+          // in their point loop; the rest of [start, nb) is filled here.
           if (start < nb) {
             const size_t row = k * n_t;
-            const detail::SeparableRow sep{tab.shear_sin.data() + row + j0,
-                                           tab.shear_cos.data() + row + j0,
-                                           tab.shear_sin[row + i],
-                                           tab.shear_cos[row + i],
-                                           a,
-                                           1.0 / a,
-                                           shift,
-                                           inv_ig};
+            sep = detail::SeparableRow{tab.shear_sin.data() + row + j0,
+                                       tab.shear_cos.data() + row + j0,
+                                       tab.shear_sin[row + i],
+                                       tab.shear_cos[row + i],
+                                       a,
+                                       1.0 / a,
+                                       shift,
+                                       inv_ig};
+            const int whole = nb & ~3;
+            if constexpr (kPass != Pass::kModel) {
+              sep_lo = std::min((start + 3) & ~3, whole);
+              sep_hi = std::max(sep_lo, whole);
+            }
+            const int tail = std::max(sep_hi, start);
             if constexpr (kDerivs) {
-              detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, nb);
+              detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, sep_lo);
+              detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, tail, nb);
             } else {
-              detail::SeparableShearFactors(sep, sfac, start, nb);
+              detail::SeparableShearFactors(sep, sfac, start, sep_lo);
+              detail::SeparableShearFactors(sep, sfac, tail, nb);
             }
             if (counts != nullptr) counts->shear += nb - start;
           }
+          for (int c = nb; c < nb4; ++c) sfac[c] = dsfac[c] = 0.0;
         }
         const double* data = tile.data + b0;
         if constexpr (kPass == Pass::kModel) {
@@ -217,6 +230,9 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           }
           in.s = kLaminar ? sfac : nullptr;
           in.ds = kLaminar ? dsfac : nullptr;
+          in.sep_lo = sep_lo;
+          in.sep_hi = sep_hi;
+          in.sep = sep;
           in.data = data;
           in.weight = tile.weight ? tile.weight + b0 : nullptr;
           in.uniform_weight = tile.uniform_weight;

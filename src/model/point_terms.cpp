@@ -1,218 +1,285 @@
 #include "point_terms.h"
 
-#include <bit>
 #include <cstdint>
 #include <cstring>
 
 #include "homodyne/model/constants.h"
 #include "simd_clones.h"
 
+// The 4-lane vector type is passed between always-inline helpers only; the baseline clone
+// (no AVX) would pass it in memory, which GCC notes as an ABI change.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 namespace homodyne::model::detail {
 namespace {
 
 typedef double V4 __attribute__((vector_size(32)));
+typedef std::int64_t M4 __attribute__((vector_size(32)));
 
-inline double Pick(bool condition, double if_true, double if_false) {
-  const std::uint64_t mask = 0 - static_cast<std::uint64_t>(condition);
-  return std::bit_cast<double>((std::bit_cast<std::uint64_t>(if_true) & mask) |
-                               (std::bit_cast<std::uint64_t>(if_false) & ~mask));
-}
+__attribute__((always_inline)) inline V4 Splat(double x) { return V4{x, x, x, x}; }
 
-// Out-parameter form: returning a 32-byte vector by value changes the ABI without AVX.
-__attribute__((always_inline)) inline void Load(V4& v, const double* p) {
+__attribute__((always_inline)) inline V4 Load(const double* p) {
+  V4 v;
   std::memcpy(&v, p, sizeof(v));
+  return v;
 }
 
-__attribute__((always_inline)) inline double Fold(const V4& v) {
-  return (v[0] + v[1]) + (v[2] + v[3]);
-}
+__attribute__((always_inline)) inline void Store(double* p, V4 v) { std::memcpy(p, &v, sizeof(v)); }
 
-// Elementwise point values of one block, padded with zeros to a multiple of 4.
-struct Points {
-  alignas(64) double w[kMaxBlock], r[kMaxBlock], uc[kMaxBlock];
-  alignas(64) double alpha[kMaxBlock], beta[kMaxBlock], gamma[kMaxBlock];
+__attribute__((always_inline)) inline double Fold(V4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+
+// Where(m, a, b): a in the lanes where m is set, else b.
+__attribute__((always_inline)) inline V4 Where(M4 m, V4 a, V4 b) { return m ? a : b; }
+
+// The terms of four points (columns c … c + 3).
+struct Lanes {
+  V4 w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
 };
 
-template <bool kLaminar, bool kDerivs>
-__attribute__((always_inline)) inline int ComputePoints(const PointBlock& in, Points& pt) {
-  const int n = in.n;
-  const int n4 = (n + 3) & ~3;
-  const double contrast = in.contrast, offset = in.offset, inv_sigma = in.inv_sigma;
-  const double* __restrict g1d = in.g1d;
-  const double* __restrict sv = in.s;
-  const double* __restrict dsv = in.ds;
-  const double* __restrict fac = in.fac;
-  const double* __restrict ig = in.ig;
-  const double* __restrict data = in.data;
-  if (in.weight != nullptr) {
-    for (int c = 0; c < n; ++c) pt.w[c] = in.weight[c];
-  } else {
-    for (int c = 0; c < n; ++c) pt.w[c] = in.uniform_weight;
+// The block's scalars, broadcast once per block (not per vector).
+struct Consts {
+  V4 floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight;  // PointBlock
+  V4 ci, si, row_a, inv_a;                                                    // SeparableRow fields
+  explicit Consts(const PointBlock& in)
+      : floor(Splat(kG1Floor)),
+        offset(Splat(in.offset)),
+        contrast(Splat(in.contrast)),
+        two_contrast(Splat(in.contrast) * Splat(2.0)),
+        inv_sigma(Splat(in.inv_sigma)),
+        a(Splat(in.a)),
+        b(Splat(in.b)),
+        uniform_weight(Splat(in.uniform_weight)),
+        ci(Splat(in.sep.ci)),
+        si(Splat(in.sep.si)),
+        row_a(Splat(in.sep.a)),
+        inv_a(Splat(in.sep.inv_a)) {}
+};
+
+// The columns' data and weights; the block's last vector may be partial (lanes ≥ n get
+// weight 0 and data 0).
+struct Inputs {
+  V4 d, w;
+};
+
+template <bool kWhole>  // kWhole: c + 4 ≤ n
+__attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, const Consts& k,
+                                                        int c) {
+  Inputs x;
+  if (kWhole) {
+    x.d = Load(in.data + c);
+    x.w = in.weight != nullptr ? Load(in.weight + c) : k.uniform_weight;
+    return x;
   }
-  for (int c = 0; c < n; ++c) {
-    const double s = kLaminar ? sv[c] : 1.0;
-    const double g1_raw = kLaminar ? g1d[c] * s : g1d[c];
-    const bool alive = g1_raw > kG1Floor;  // the g1 floor passes no gradient when selected
-    const double g1 = Pick(alive, g1_raw, kG1Floor);
-    const double g1sq = g1 * g1;
-    const double model = offset + contrast * g1sq;
-    // A masked point (weight 0) contributes exactly 0, even if its data are not finite.
-    pt.r[c] = Pick(pt.w[c] != 0.0, (data[c] - model) * inv_sigma, 0.0);
-    if constexpr (kDerivs) {
-      pt.uc[c] = g1sq * inv_sigma;
-      const double dc2_dg1 = Pick(alive, contrast * 2.0 * g1 * inv_sigma, 0.0);
-      pt.alpha[c] = (kLaminar ? dc2_dg1 * s : dc2_dg1) * fac[c];
-      if constexpr (kLaminar) {
-        const double ds_scaled = dc2_dg1 * g1d[c] * dsv[c];
-        pt.beta[c] = ds_scaled * in.a;
-        pt.gamma[c] = ds_scaled * in.b * ig[c];
-      }
-    }
+  alignas(32) double d[4] = {}, w[4] = {};
+  for (int l = 0; c + l < in.n; ++l) {
+    d[l] = in.data[c + l];
+    w[l] = in.weight != nullptr ? in.weight[c + l] : in.uniform_weight;
   }
-  for (int c = n; c < n4; ++c) {
-    pt.w[c] = pt.r[c] = pt.uc[c] = pt.alpha[c] = pt.beta[c] = pt.gamma[c] = 0.0;
-  }
-  return n4;
+  x.d = Load(d);
+  x.w = Load(w);
+  return x;
 }
 
-template <bool kLaminar>
-__attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
-  Points pt;
-  const int n4 = ComputePoints<kLaminar, true>(in, pt);
-  // Per-column sums over the angles (elementwise).
-  double* __restrict saa = in.saa;
-  double* __restrict sar = in.sar;
-  for (int c = 0; c < n4; ++c) {
-    const double wa = pt.w[c] * pt.alpha[c];
-    saa[c] += wa * pt.alpha[c];
-    sar[c] += wa * pt.r[c];
+// sinc² and its x-derivative of four separable columns (SeparableSinCos and
+// SeparableShearFactorsWithDerivative of separable.h/.cpp, four lanes at a time).
+__attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& row, const Consts& k,
+                                                          int c, V4& s, V4& ds) {
+  const V4 ts = Load(row.tab_sin + c), tc = Load(row.tab_cos + c);
+  const V4 s0 = ts * k.ci - tc * k.si;
+  const V4 c0 = tc * k.ci + ts * k.si;
+  const V4 psi = k.row_a * Load(row.shift + c);
+  const V4 sn = s0 + psi * c0;
+  const V4 cs = c0 - psi * s0;
+  const V4 inv_x = k.inv_a * Load(row.inv_ig + c);
+  const V4 sinc = sn * inv_x;
+  s = sinc * sinc;
+  ds = Splat(2.0) * sinc * ((cs - sinc) * inv_x);
+}
+
+// The point terms of columns c … c + 3 from their sinc² s and its derivative ds (laminar):
+// g1 = max(g1_diff·s, floor), c2, the residual r0 = d − c2 (0 where the weight is 0, even
+// for non-finite data), and with kDerivs r = r0/σ, uc = g1²/σ and the derivative scalars
+// α (diffusion), β (shear rate), γ (φ0).
+template <bool kLaminar, bool kDerivs>
+__attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
+                                                  const Inputs& x, V4 s, V4 ds) {
+  const V4 floor = k.floor;
+  const V4 g1d = Load(in.g1d + c);
+  const V4 g1_raw = kLaminar ? g1d * s : g1d;
+  const M4 alive = g1_raw > floor;  // the g1 floor passes no gradient when selected
+  const V4 g1 = Where(alive, g1_raw, floor);
+  const V4 g1sq = g1 * g1;
+  const V4 model = k.offset + k.contrast * g1sq;
+  const V4 inv_sigma = k.inv_sigma;
+  Lanes t;
+  t.w = x.w;
+  t.r0 = Where(x.w != Splat(0.0), x.d - model, Splat(0.0));
+  if constexpr (kDerivs) {
+    t.r = t.r0 * inv_sigma;
+    t.uc = g1sq * inv_sigma;
+    const V4 dc2_dg1 = Where(alive, k.two_contrast * g1 * inv_sigma, Splat(0.0));
+    t.alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * Load(in.fac + c);
+    if constexpr (kLaminar) {
+      const V4 ds_scaled = dc2_dg1 * g1d * ds;
+      t.beta = ds_scaled * k.a;
+      t.gamma = ds_scaled * k.b * Load(in.ig + c);
+    }
+  } else {
+    (void)ds;
   }
+  return t;
+}
+
+// Calls body(t, c) for the block's vectors in column order: the shear factors come from the
+// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it.
+template <bool kLaminar, bool kDerivs, typename Body>
+__attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
+  const int n = in.n;
+  const Consts k(in);
+  const auto from_arrays = [&](int c, const Inputs& x) {
+    if constexpr (kLaminar) {
+      body(
+          Terms<true, kDerivs>(in, k, c, x, Load(in.s + c), kDerivs ? Load(in.ds + c) : Splat(0.0)),
+          c);
+    } else {
+      body(Terms<false, kDerivs>(in, k, c, x, Splat(1.0), Splat(0.0)), c);
+    }
+  };
+  // [lo, hi) is empty or a range of whole vectors.
+  const int lo = kLaminar && in.sep_lo < in.sep_hi ? in.sep_lo : 0;
+  const int hi = kLaminar && in.sep_lo < in.sep_hi ? in.sep_hi : 0;
+  int c = 0;
+  for (; c < lo; c += 4) from_arrays(c, LoadInputs<true>(in, k, c));
   if constexpr (kLaminar) {
-    double* __restrict sab = in.sab;
-    double* __restrict sbb = in.sbb;
-    double* __restrict sag = in.sag;
-    double* __restrict sbg = in.sbg;
-    double* __restrict sgg = in.sgg;
-    double* __restrict sbr = in.sbr;
-    double* __restrict sgr = in.sgr;
-    for (int c = 0; c < n4; ++c) {
-      const double wa = pt.w[c] * pt.alpha[c];
-      const double wb = pt.w[c] * pt.beta[c];
-      const double wg = pt.w[c] * pt.gamma[c];
-      sab[c] += wa * pt.beta[c];
-      sbb[c] += wb * pt.beta[c];
-      sag[c] += wa * pt.gamma[c];
-      sbg[c] += wb * pt.gamma[c];
-      sgg[c] += wg * pt.gamma[c];
-      sbr[c] += wb * pt.r[c];
-      sgr[c] += wg * pt.r[c];
+    const SeparableRow row = in.sep;
+    for (; c < hi; c += 4) {
+      V4 s, ds;
+      SeparableLanes(row, k, c, s, ds);
+      body(Terms<true, kDerivs>(in, k, c, LoadInputs<true>(in, k, c), s, ds), c);
     }
   }
-  // Per-tile sums: 4-lane vector reductions.
+  for (; c + 4 <= n; c += 4) from_arrays(c, LoadInputs<true>(in, k, c));
+  if (c < n) from_arrays(c, LoadInputs<false>(in, k, c));
+}
+
+// In-place update of a per-column sum array: p[c … c + 3] += v.
+__attribute__((always_inline)) inline void AddTo(double* p, V4 v) { Store(p, Load(p) + v); }
+
+// χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under a uniform weight, whose
+// w and 1/σ² are applied once to the tile's sum).
+template <bool kUniform>
+__attribute__((always_inline)) inline void AddChi2(V4& acc, const Lanes& t) {
+  acc += (kUniform ? t.r0 : t.w * t.r0) * t.r0;
+}
+template <bool kUniform>
+__attribute__((always_inline)) inline double Chi2Sum(V4 acc, const PointBlock& in) {
+  const double scale = in.inv_sigma * in.inv_sigma;
+  return kUniform ? Fold(acc) * (in.uniform_weight * scale) : Fold(acc) * scale;
+}
+
+template <bool kLaminar, bool kUniform>
+__attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   V4 acc[kNumTileSums];
-  for (auto& v : acc) v = V4{0.0, 0.0, 0.0, 0.0};
-  for (int c = 0; c < n4; c += 4) {
-    V4 w, r, uc, alpha;
-    Load(w, pt.w + c);
-    Load(r, pt.r + c);
-    Load(uc, pt.uc + c);
-    Load(alpha, pt.alpha + c);
-    const V4 wr = w * r, wuc = w * uc, wa = w * alpha, wuca = wuc * alpha;
-    acc[kSumChi2] += wr * r;
-    acc[kSumUcUc] += wuc * uc;
+  for (auto& v : acc) v = Splat(0.0);
+  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
+    const V4 wa = t.w * t.alpha;
+    // Per-column sums over the angles.
+    AddTo(in.saa + c, wa * t.alpha);
+    AddTo(in.sar + c, wa * t.r);
+    if constexpr (kLaminar) {
+      const V4 wb = t.w * t.beta;
+      const V4 wg = t.w * t.gamma;
+      AddTo(in.sab + c, wa * t.beta);
+      AddTo(in.sbb + c, wb * t.beta);
+      AddTo(in.sag + c, wa * t.gamma);
+      AddTo(in.sbg + c, wb * t.gamma);
+      AddTo(in.sgg + c, wg * t.gamma);
+      AddTo(in.sbr + c, wb * t.r);
+      AddTo(in.sgr + c, wg * t.r);
+    }
+    // Per-tile sums.
+    const V4 wr = t.w * t.r, wuc = t.w * t.uc, wuca = wuc * t.alpha;
+    AddChi2<kUniform>(acc[kSumChi2], t);
+    acc[kSumUcUc] += wuc * t.uc;
     acc[kSumUc] += wuc;
-    acc[kSumW] += w;
-    acc[kSumUcR] += uc * wr;
+    acc[kSumW] += t.w;
+    acc[kSumUcR] += t.uc * wr;
     acc[kSumR] += wr;
     for (int q = 0; q < 3; ++q) {
-      V4 e;
-      Load(e, in.e[q] + c);
+      const V4 e = Load(in.e[q] + c);
       acc[kSumUcAlphaE + q] += wuca * e;
       acc[kSumAlphaE + q] += wa * e;
     }
     if constexpr (kLaminar) {
-      V4 beta, gamma;
-      Load(beta, pt.beta + c);
-      Load(gamma, pt.gamma + c);
-      const V4 wb = w * beta, wucb = wuc * beta;
+      const V4 wb = t.w * t.beta, wucb = wuc * t.beta;
       for (int q = 0; q < 3; ++q) {
-        V4 f;
-        Load(f, in.f[q] + c);
+        const V4 f = Load(in.f[q] + c);
         acc[kSumUcBetaF + q] += wucb * f;
         acc[kSumBetaF + q] += wb * f;
       }
-      acc[kSumUcGamma] += wuc * gamma;
-      acc[kSumGamma] += w * gamma;
+      acc[kSumUcGamma] += wuc * t.gamma;
+      acc[kSumGamma] += t.w * t.gamma;
     }
-  }
-  for (int k = 0; k < kNumTileSums; ++k) sums[k] += Fold(acc[k]);
+  });
+  sums[kSumChi2] += Chi2Sum<kUniform>(acc[kSumChi2], in);
+  for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) sums[k] += Fold(acc[k]);
 }
 
-template <bool kLaminar>
+template <bool kLaminar, bool kUniform>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
-  Points pt;
-  const int n4 = ComputePoints<kLaminar, true>(in, pt);
-  double* __restrict sar = in.sar;
-  for (int c = 0; c < n4; ++c) {
-    const double wa = pt.w[c] * pt.alpha[c];
-    sar[c] += wa * pt.r[c];
-  }
-  if constexpr (kLaminar) {
-    double* __restrict sbr = in.sbr;
-    double* __restrict sgr = in.sgr;
-    for (int c = 0; c < n4; ++c) {
-      const double wb = pt.w[c] * pt.beta[c];
-      const double wg = pt.w[c] * pt.gamma[c];
-      sbr[c] += wb * pt.r[c];
-      sgr[c] += wg * pt.r[c];
+  V4 chi2 = Splat(0.0), ucr = chi2, rsum = chi2;
+  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
+    const V4 wa = t.w * t.alpha;
+    AddTo(in.sar + c, wa * t.r);
+    if constexpr (kLaminar) {
+      const V4 wb = t.w * t.beta;
+      const V4 wg = t.w * t.gamma;
+      AddTo(in.sbr + c, wb * t.r);
+      AddTo(in.sgr + c, wg * t.r);
     }
-  }
-  V4 chi2 = {0.0, 0.0, 0.0, 0.0}, ucr = chi2, rsum = chi2;
-  for (int c = 0; c < n4; c += 4) {
-    V4 w, r, uc;
-    Load(w, pt.w + c);
-    Load(r, pt.r + c);
-    Load(uc, pt.uc + c);
-    const V4 wr = w * r;
-    chi2 += wr * r;
-    ucr += uc * wr;
+    const V4 wr = t.w * t.r;
+    AddChi2<kUniform>(chi2, t);
+    ucr += t.uc * wr;
     rsum += wr;
-  }
-  sums[kSumChi2] += Fold(chi2);
+  });
+  sums[kSumChi2] += Chi2Sum<kUniform>(chi2, in);
   sums[kSumUcR] += Fold(ucr);
   sums[kSumR] += Fold(rsum);
+}
+
+template <bool kLaminar, bool kUniform>
+__attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
+  V4 acc = Splat(0.0);
+  ForEachVector<kLaminar, false>(in, [&](const Lanes& t, int) { AddChi2<kUniform>(acc, t); });
+  return Chi2Sum<kUniform>(acc, in);
+}
+
+// A uniform weight of 0 takes the weighted form (its residuals are masked to 0).
+inline bool Uniform(const PointBlock& in) {
+  return in.weight == nullptr && in.uniform_weight != 0.0;
 }
 
 }  // namespace
 
 HOMODYNE_SIMD_CLONES void GradientLaminarBlock(const PointBlock& in, double* sums) {
-  Gradient<true>(in, sums);
+  Uniform(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
 }
 
 HOMODYNE_SIMD_CLONES void GradientStaticBlock(const PointBlock& in, double* sums) {
-  Gradient<false>(in, sums);
+  Uniform(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
 }
 
 HOMODYNE_SIMD_CLONES void NormalLaminarBlock(const PointBlock& in, double* sums) {
-  Normal<true>(in, sums);
+  Uniform(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
 }
 
 HOMODYNE_SIMD_CLONES void NormalStaticBlock(const PointBlock& in, double* sums) {
-  Normal<false>(in, sums);
+  Uniform(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
 }
 
 HOMODYNE_SIMD_CLONES double Chi2Block(const PointBlock& in) {
-  Points pt;
-  const int n4 =
-      in.s != nullptr ? ComputePoints<true, false>(in, pt) : ComputePoints<false, false>(in, pt);
-  V4 acc = {0.0, 0.0, 0.0, 0.0};
-  for (int c = 0; c < n4; c += 4) {
-    V4 w, r;
-    Load(w, pt.w + c);
-    Load(r, pt.r + c);
-    acc += (w * r) * r;
-  }
-  return Fold(acc);
+  if (in.s != nullptr) return Uniform(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
+  return Uniform(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
 }
 
 }  // namespace homodyne::model::detail

@@ -1,10 +1,13 @@
 // Vectorised per-(tile, block) point terms of the kernel (private to src/model).
 //
-// For one tile's block of n ≤ kMaxBlock columns: g1, c2, residuals and the derivative
-// scalars (elementwise, vectorised), the per-column angle sums S (elementwise) and the
-// per-tile sums (explicit 4-lane vector reductions: lane = column mod 4, lanes combined as
-// (l0 + l1) + (l2 + l3)). The summation order is fixed, so results do not depend on threads.
+// For one tile's block of n ≤ kMaxBlock columns, four columns at a time (explicit 4-lane
+// vectors): g1, c2, residuals and the derivative scalars, the per-column angle sums S and the
+// per-tile sums (lane = column mod 4, lanes combined as (l0 + l1) + (l2 + l3)), in one pass
+// over the points. The summation order is fixed, so results do not depend on threads; every
+// pass computes a point's residual with the same code, so their χ² agree bit for bit.
 #pragma once
+
+#include "separable.h"
 
 namespace homodyne::model::detail {
 
@@ -35,9 +38,15 @@ struct PointBlock {
   const double* e[3] = {nullptr, nullptr, nullptr};
   const double* ig = nullptr;
   const double* f[3] = {nullptr, nullptr, nullptr};
-  // This tile's angle: sinc² and d sinc²/dx (laminar; nullptr for static).
+  // This tile's angle (laminar; nullptr for static): sinc² and d sinc²/dx per column, filled
+  // by the caller for the columns outside [sep_lo, sep_hi); the columns [sep_lo, sep_hi)
+  // (multiples of 4, within the block's whole vectors) take the separable shear path
+  // (separable.h), evaluated from `sep` inside the point loop (sep_lo = sep_hi: none). The
+  // caller zero-fills s and ds from n up to the next multiple of 4.
   const double* s = nullptr;
   const double* ds = nullptr;
+  int sep_lo = 0, sep_hi = 0;
+  SeparableRow sep;
   const double* data = nullptr;    // n values
   const double* weight = nullptr;  // n values or nullptr → uniform_weight
   double uniform_weight = 0.0;

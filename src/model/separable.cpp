@@ -15,7 +15,7 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
                          double shift) {
   const double ax = std::abs(x);
   const double scale = std::abs(contrast) > 1.0 ? std::abs(contrast) : 1.0;
-  const double sin_bound = 2.0 * kEps * (std::abs(a) * cgsum + 4.0 * ax + 16.0);
+  const double sin_bound = SeparableSineBound(a, cgsum, x, a * shift);
   const double c2_bound = scale * 4.0 * (g1d * g1d) * sin_bound;
   const double x2 = ax * ax;
   // Written so that NaN anywhere gives false.
@@ -23,15 +23,18 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
          c2_bound <= kSeparableC2Tolerance * (x2 * x2);
 }
 
-int SeparableStart(const double* xs, double a, double contrast, const SeparableColumns& cols,
+int SeparableStart(const double* ig, double a, double contrast, const SeparableColumns& cols,
                    int n) {
   // The predicate is monotone along the row (see the header): binary search for its first
-  // true column.
+  // true column, after testing column 0 (away from the diagonal the whole block passes).
+  const auto holds = [&](int c) {
+    return SeparableBoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
+  };
+  if (n > 0 && holds(0)) return 0;
   int lo = 0, hi = n;
   while (lo < hi) {
     const int mid = lo + (hi - lo) / 2;
-    if (SeparableBoundHolds(xs[mid], a, contrast, cols.g1d[mid], cols.cgsum[mid],
-                            cols.shift[mid])) {
+    if (holds(mid)) {
       hi = mid;
     } else {
       lo = mid + 1;
@@ -40,27 +43,12 @@ int SeparableStart(const double* xs, double a, double contrast, const SeparableC
   return lo;
 }
 
-namespace {
-
-// sin and cos of x = a·(ΔC + δ) from the tables, second order in ψ = a·δ.
-__attribute__((always_inline)) inline void SinCos(const SeparableRow& row, int c, double& sn,
-                                                  double& cs) {
-  const double s0 = row.tab_sin[c] * row.ci - row.tab_cos[c] * row.si;
-  const double c0 = row.tab_cos[c] * row.ci + row.tab_sin[c] * row.si;
-  const double psi = row.a * row.shift[c];
-  const double half_psi2 = 0.5 * (psi * psi);
-  sn = (s0 - half_psi2 * s0) + psi * c0;
-  cs = (c0 - half_psi2 * c0) - psi * s0;
-}
-
-}  // namespace
-
 HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double* s, int begin,
                                                 int n) {
   const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
     double sn, cs;
-    SinCos(row, c, sn, cs);
+    SeparableSinCos(row, c, sn, cs);
     const double sinc = sn * (row.inv_a * inv_ig[c]);
     s[c] = sinc * sinc;
   }
@@ -71,7 +59,7 @@ HOMODYNE_SIMD_CLONES void SeparableShearFactorsWithDerivative(const SeparableRow
   const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
     double sn, cs;
-    SinCos(row, c, sn, cs);
+    SeparableSinCos(row, c, sn, cs);
     const double inv_x = row.inv_a * inv_ig[c];
     const double sinc = sn * inv_x;
     s[c] = sinc * sinc;

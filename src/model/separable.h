@@ -12,7 +12,8 @@
 // S[m] = sin(a·C_Γ[m]), K[m] = cos(a·C_Γ[m]) and ψ = a·δ:
 //   sin x = s0·cos ψ + c0·sin ψ,  cos x = c0·cos ψ − s0·sin ψ,
 //   s0 = S[j]·K[i] − K[j]·S[i],   c0 = K[j]·K[i] + S[j]·S[i],
-// evaluated to second order in ψ (|ψ| ≤ 1e-6 is required, so the neglected ψ³/6 ≤ 2e-19).
+// evaluated to first order in ψ (sin x ≈ s0 + ψ·c0); the neglected terms are at most
+// ψ²/2·(1 + |ψ|) in absolute value and are part of the bound below.
 //
 // Error bound (ε = 2^-53; FastSinCos is within 2ε absolute): the tables carry the rounding of
 // a·C_Γ[m], ≤ ε·|a|·C_Γ[m] each, plus 2ε each for the sines, and the combination adds ≤ 4ε, so
@@ -20,7 +21,8 @@
 // within 4ε·|x| of a·I and its sine within 2ε. The separable sinc multiplies by
 // 1/x = (1/a)·(1/I_Γ) instead of dividing by x: ≤ 4ε relative more, i.e. ≤ 4ε/|x| absolute.
 // Hence, with the sine's error divided by |x|,
-//   |Δsinc| ≤ B/|x|,  B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 16)   (a factor 2 of margin);
+//   |Δsinc| ≤ B/|x|,  B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 16)   (a factor 2 of margin)
+//                         + ψ²/2·(1 + |ψ|)   (the truncation in ψ; SeparableSineBound);
 // with |sinc| ≤ 1/|x| for |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and
 // c2 by max(1, |contrast|) times that (the max keeps g1² itself, the contrast's derivative,
 // accurate). The separable form
@@ -32,9 +34,10 @@
 // the bound either way.
 //
 // Monotonicity: along a row (j increasing, j > i) |x| grows, δ and g1_diff shrink, and the
-// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 16 ≥ 5|x| grows at most like |x|, so the bound
-// decreases like |x|^-3 or faster. The columns that pass are therefore a suffix of the block,
-// found by binary search (SeparableStart); no per-point test is needed.
+// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 16 ≥ 5|x| grows at most like |x| while its
+// ψ² term shrinks (|ψ| = |a|·δ), so the bound decreases like |x|^-3 or faster. The columns that
+// pass are therefore a suffix of the block, found by binary search (SeparableStart); no per-point
+// test is needed.
 //
 // ── 2. Diffusion factor: g1_diff = exp(clip(−wq·I_D, −700, 0)) (per column, all angles) ─────
 //
@@ -75,8 +78,9 @@ struct SeparableColumns {
 bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
                          double shift);
 
-// First column c in [0, n] from which on the bound holds (n: none). xs[c] = a·I_Γ[c].
-int SeparableStart(const double* xs, double a, double contrast, const SeparableColumns& cols,
+// First column c in [0, n] from which on the bound holds (n: none), for the phases
+// x = a·ig[c] (ig = I_Γ per column).
+int SeparableStart(const double* ig, double a, double contrast, const SeparableColumns& cols,
                    int n);
 
 // One (angle, row) of the separable path. tab_sin/tab_cos point at the angle's table entries
@@ -90,6 +94,25 @@ struct SeparableRow {
   const double* shift = nullptr;   // δ per column
   const double* inv_ig = nullptr;  // 1/I_Γ per column
 };
+
+// sin x and cos x of column c by the angle-addition formula, first order in ψ = a·δ.
+__attribute__((always_inline)) inline void SeparableSinCos(const SeparableRow& row, int c,
+                                                           double& sn, double& cs) {
+  const double s0 = row.tab_sin[c] * row.ci - row.tab_cos[c] * row.si;
+  const double c0 = row.tab_cos[c] * row.ci + row.tab_sin[c] * row.si;
+  const double psi = row.a * row.shift[c];
+  sn = s0 + psi * c0;
+  cs = c0 - psi * s0;
+}
+
+// B of the header: the bound on |sin − sin x| of SeparableSinCos at a point with
+// cgsum = C_Γ[i] + C_Γ[j], phase x and ψ = a·δ.
+inline double SeparableSineBound(double a, double cgsum, double x, double psi) {
+  constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
+  const double apsi = psi < 0 ? -psi : psi;
+  return 2.0 * kEps * ((a < 0 ? -a : a) * cgsum + 4.0 * (x < 0 ? -x : x) + 16.0) +
+         0.5 * apsi * apsi * (1.0 + apsi);
+}
 
 // For c in [begin, n) (columns that passed the bound, so |x| ≥ 1): sin x and cos x by the
 // angle-addition formula, then s[c] = sinc², sinc = sin x · (1/x), and

@@ -44,7 +44,7 @@ TEST(ModelSeparableBoundTest, ShearSincWithinItsBound) {
     double sep = 0.0, dsep = 0.0;
     detail::SeparableShearFactorsWithDerivative(row, &sep, &dsep, 0, 1);
     const double sinc = std::sqrt(sep) * (ref < 0 ? -1.0 : 1.0);
-    const double bound = 2.0 * kEps * (std::abs(a) * (ci + cj) + 4.0 * std::abs(x) + 16.0);
+    const double bound = detail::SeparableSineBound(a, ci + cj, x, a * shift);
     const double err = std::abs(sinc - ref) * std::abs(x);  // |Δsinc|·|x| ≤ B
     // sqrt(sinc²) adds ≤ 1 ulp of sinc: allow it on top of the bound.
     ASSERT_LE(err, bound + 4.0 * kEps * std::abs(ref * x)) << a << " " << ci << " " << cj;
