@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "column_terms.h"
 #include "homodyne/model/constants.h"
 #include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
@@ -78,29 +79,32 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       // The separable form needs every column on the same side of the diagonal (j > i).
       const bool separable_block = separable && j0 > i;
       const bool separable_diffusion_block = separable_diffusion && j0 > i;
-      for (int c = 0; c < nb; ++c) {
-        const size_t j = j0 + static_cast<size_t>(c);
-        const double delta = tab.cd[i] - tab.cd[j];
-        const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
-        log_g1[c] = -wq * id;
-        delta_d[c] = delta;
-        id_d[c] = id;
-        if (separable_diffusion_block) shift_d[c] = kSmoothAbsEps2 / (id + std::abs(delta));
-        if constexpr (kDerivs) {
-          for (int q = 0; q < 3; ++q) e[q][c] = tab.dcd[q][i] - tab.dcd[q][j];
-        }
+      {
+        detail::ColumnInputs cin;
+        cin.n = nb;
+        cin.wq = wq;
+        cin.cd = tab.cd.data() + j0;
+        cin.cd_i = tab.cd[i];
         if constexpr (kLaminar) {
-          const double dg = tab.cg[i] - tab.cg[j];
-          ig[c] = std::sqrt(dg * dg + kSmoothAbsEps2);
-          if (separable_block) {
-            cgsum[c] = tab.cg[i] + tab.cg[j];
-            shift[c] = kSmoothAbsEps2 / (ig[c] + std::abs(dg));
-            inv_ig[c] = 1.0 / ig[c];
+          cin.cg = tab.cg.data() + j0;
+          cin.cg_i = tab.cg[i];
+        }
+        if constexpr (kDerivs) {
+          for (int q = 0; q < 3; ++q) {
+            cin.dcd[q] = tab.dcd[q].data() + j0;
+            cin.dcd_i[q] = tab.dcd[q][i];
+            if constexpr (kLaminar) {
+              cin.dcg[q] = tab.dcg[q].data() + j0;
+              cin.dcg_i[q] = tab.dcg[q][i];
+            }
           }
-          if constexpr (kDerivs) {
-            const double ratio = dg / ig[c];
-            for (int q = 0; q < 3; ++q) f[q][c] = ratio * (tab.dcg[q][i] - tab.dcg[q][j]);
-          }
+        }
+        const detail::ColumnValues cout{log_g1, delta_d, id_d,  shift_d, {e[0], e[1], e[2]},
+                                        ig,     cgsum,   shift, inv_ig,  {f[0], f[1], f[2]}};
+        if constexpr (kLaminar) {
+          detail::LaminarColumns(cin, cout, kDerivs);
+        } else {
+          detail::StaticColumns(cin, cout, kDerivs);
         }
       }
       // g1_diff per pivot span: factorised where the span passes its bound, else directly.
