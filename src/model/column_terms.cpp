@@ -23,7 +23,9 @@ __attribute__((always_inline)) inline void Columns(const ColumnInputs& in,
   double* __restrict shift = out.shift;
   double* __restrict inv_ig = out.inv_ig;
   const double wq = in.wq, cd_i = in.cd_i, cg_i = in.cg_i;
-  for (int c = 0; c < in.n; ++c) {
+  const int n = in.n;
+#pragma GCC ivdep
+  for (int c = 0; c < n; ++c) {
     const double delta = cd_i - cd[c];
     const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
     log_g1[c] = -wq * id;
@@ -44,14 +46,14 @@ __attribute__((always_inline)) inline void Columns(const ColumnInputs& in,
       const double* __restrict dcd = in.dcd[q];
       double* __restrict e = out.e[q];
       const double di = in.dcd_i[q];
-      for (int c = 0; c < in.n; ++c) e[c] = di - dcd[c];
+      for (int c = 0; c < n; ++c) e[c] = di - dcd[c];
     }
     if constexpr (kLaminar) {
       for (int q = 0; q < 3; ++q) {
         const double* __restrict dcg = in.dcg[q];
         double* __restrict f = out.f[q];
         const double di = in.dcg_i[q];
-        for (int c = 0; c < in.n; ++c) {
+        for (int c = 0; c < n; ++c) {
           const double dg = cg_i - cg[c];
           f[c] = (dg / ig_out[c]) * (di - dcg[c]);
         }

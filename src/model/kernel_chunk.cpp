@@ -69,6 +69,29 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
       sar[kBlock], sbr[kBlock], sgr[kBlock];
 
+  // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
+  detail::PointBlock in;
+  in.g1d = g1d;
+  in.fac = fac;
+  in.ig = ig;
+  for (int q = 0; q < 3; ++q) {
+    in.e[q] = e[q];
+    in.f[q] = f[q];
+  }
+  in.s = kLaminar ? sfac : nullptr;
+  in.ds = kLaminar ? dsfac : nullptr;
+  if constexpr (kDerivs) {
+    in.saa = saa;
+    in.sab = sab;
+    in.sbb = sbb;
+    in.sag = sag;
+    in.sbg = sbg;
+    in.sgg = sgg;
+    in.sar = sar;
+    in.sbr = sbr;
+    in.sgr = sgr;
+  }
+
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
     const Group& group = groups[static_cast<size_t>(g)];
@@ -223,17 +246,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           }
           continue;
         } else {
-          detail::PointBlock in;
+          // The block's fixed fields are set once per chunk (below the scratch arrays).
           in.n = nb;
-          in.g1d = g1d;
-          in.fac = fac;
-          in.ig = ig;
-          for (int q = 0; q < 3; ++q) {
-            in.e[q] = e[q];
-            in.f[q] = f[q];
-          }
-          in.s = kLaminar ? sfac : nullptr;
-          in.ds = kLaminar ? dsfac : nullptr;
           in.sep_lo = sep_lo;
           in.sep_hi = sep_hi;
           in.sep = sep;
@@ -248,9 +262,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           if constexpr (!kDerivs) {
             *chi2 += detail::Chi2Block(in);
           } else if constexpr (!kFull) {
-            in.sar = sar;
-            in.sbr = sbr;
-            in.sgr = sgr;
             double sums[detail::kNumTileSums] = {};
             if constexpr (kLaminar) {
               detail::GradientLaminarBlock(in, sums);
@@ -262,15 +273,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             ang[0] += sums[detail::kSumUcR];
             ang[1] += sums[detail::kSumR] * inv_sigma;
           } else {
-            in.saa = saa;
-            in.sab = sab;
-            in.sbb = sbb;
-            in.sag = sag;
-            in.sbg = sbg;
-            in.sgg = sgg;
-            in.sar = sar;
-            in.sbr = sbr;
-            in.sgr = sgr;
             double sums[detail::kNumTileSums] = {};
             if constexpr (kLaminar) {
               detail::NormalLaminarBlock(in, sums);

@@ -9,10 +9,8 @@ namespace {
 
 constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
 
-}  // namespace
-
-bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
-                         double shift) {
+__attribute__((always_inline)) inline bool BoundHolds(double x, double a, double contrast,
+                                                     double g1d, double cgsum, double shift) {
   const double ax = std::abs(x);
   const double scale = std::abs(contrast) > 1.0 ? std::abs(contrast) : 1.0;
   const double sin_bound = SeparableSineBound(a, cgsum, x, a * shift);
@@ -23,12 +21,19 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
          c2_bound <= kSeparableC2Tolerance * (x2 * x2);
 }
 
+}  // namespace
+
+bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
+                         double shift) {
+  return BoundHolds(x, a, contrast, g1d, cgsum, shift);
+}
+
 int SeparableStart(const double* ig, double a, double contrast, const SeparableColumns& cols,
                    int n) {
   // The predicate is monotone along the row (see the header): binary search for its first
   // true column, after testing column 0 (away from the diagonal the whole block passes).
   const auto holds = [&](int c) {
-    return SeparableBoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
+    return BoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
   };
   if (n > 0 && holds(0)) return 0;
   int lo = 0, hi = n;
