@@ -161,7 +161,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           fac[c] = log_g1[c] < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta_d[c] / id_d[c]);
         }
       }
-      const int nb4 = (nb + 3) & ~3;  // detail::PointBlock reads columns up to a multiple of 4
+      // detail::PointBlock reads columns up to a multiple of detail::kLanes.
+      const int nb4 = (nb + detail::kLanes - 1) & ~(detail::kLanes - 1);
       for (int c = nb; c < nb4; ++c) {
         g1d[c] = fac[c] = ig[c] = 0.0;
         for (int q = 0; q < 3; ++q) e[q][c] = f[q][c] = 0.0;
@@ -219,9 +220,9 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
                                        1.0 / a,
                                        shift,
                                        inv_ig};
-            const int whole = nb & ~3;
+            const int whole = nb & ~(detail::kLanes - 1);
             if constexpr (kPass != Pass::kModel) {
-              sep_lo = std::min((start + 3) & ~3, whole);
+              sep_lo = std::min((start + detail::kLanes - 1) & ~(detail::kLanes - 1), whole);
               sep_hi = std::max(sep_lo, whole);
             }
             const int tail = std::max(sep_hi, start);

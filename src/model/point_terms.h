@@ -1,17 +1,18 @@
 // Vectorised per-(tile, block) point terms of the kernel (private to src/model).
 //
-// For one tile's block of n ≤ kMaxBlock columns, four columns at a time (explicit 4-lane
-// vectors): g1, c2, residuals and the derivative scalars, the per-column angle sums S and the
-// per-tile sums (lane = column mod 4, lanes combined as (l0 + l1) + (l2 + l3)), in one pass
-// over the points. The summation order is fixed, so results do not depend on threads; every
-// pass computes a point's residual with the same code, so their χ² agree bit for bit.
+// For one tile's block of n ≤ kMaxBlock columns, kLanes columns at a time (explicit vectors): g1,
+// c2, residuals and the derivative scalars, the per-column angle sums S and the per-tile sums (lane
+// = column mod 4, lanes combined as (l0 + l1) + (l2 + l3)), in one pass over the points. The
+// summation order is fixed, so results do not depend on threads; every pass computes a point's
+// residual with the same code, so their χ² agree bit for bit.
 #pragma once
 
 #include "separable.h"
 
 namespace homodyne::model::detail {
 
-inline constexpr int kMaxBlock = 128;  // multiple of 4
+inline constexpr int kLanes = 8;       // columns per vector (lane = column mod kLanes)
+inline constexpr int kMaxBlock = 128;  // multiple of kLanes
 
 enum TileSum : int {
   kSumChi2 = 0,                   // Σ w·r²
@@ -32,7 +33,7 @@ enum TileSum : int {
 struct PointBlock {
   int n = 0;
   // Angle-independent, per column. The caller zero-fills e, f, fac, g1d, ig from n up to the
-  // next multiple of 4.
+  // next multiple of kLanes.
   const double* g1d = nullptr;
   const double* fac = nullptr;
   const double* e[3] = {nullptr, nullptr, nullptr};
@@ -40,9 +41,9 @@ struct PointBlock {
   const double* f[3] = {nullptr, nullptr, nullptr};
   // This tile's angle (laminar; nullptr for static): sinc² and d sinc²/dx per column, filled
   // by the caller for the columns outside [sep_lo, sep_hi); the columns [sep_lo, sep_hi)
-  // (multiples of 4, within the block's whole vectors) take the separable shear path
+  // (multiples of kLanes, within the block's whole vectors) take the separable shear path
   // (separable.h), evaluated from `sep` inside the point loop (sep_lo = sep_hi: none). The
-  // caller zero-fills s and ds from n up to the next multiple of 4.
+  // caller zero-fills s and ds from n up to the next multiple of kLanes.
   const double* s = nullptr;
   const double* ds = nullptr;
   int sep_lo = 0, sep_hi = 0;

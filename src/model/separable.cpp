@@ -10,7 +10,7 @@ namespace {
 constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
 
 __attribute__((always_inline)) inline bool BoundHolds(double x, double a, double contrast,
-                                                     double g1d, double cgsum, double shift) {
+                                                      double g1d, double cgsum, double shift) {
   const double ax = std::abs(x);
   const double scale = std::abs(contrast) > 1.0 ? std::abs(contrast) : 1.0;
   const double sin_bound = SeparableSineBound(a, cgsum, x, a * shift);
