@@ -302,46 +302,28 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           }
         }
       }
-      if constexpr (kDerivs && !kFull) {
-        // Jᵀr only: the same accumulation order as the kNormal fold below.
-        for (int c = 0; c < nb; ++c) {
-          for (int p = 0; p < 3; ++p) phys_jtr[p] += sar[c] * e[p][c];
-          if constexpr (kLaminar) {
-            for (int p = 0; p < 3; ++p) phys_jtr[3 + p] += sbr[c] * f[p][c];
-            phys_jtr[6] += sgr[c];
-          }
+      if constexpr (kDerivs) {
+        // Fold the per-column angle sums into the physics block (Jᵀr only for kGradient,
+        // with the same values).
+        detail::ColumnSums col;
+        col.n = nb4;
+        col.saa = saa;
+        col.sab = sab;
+        col.sbb = sbb;
+        col.sag = sag;
+        col.sbg = sbg;
+        col.sgg = sgg;
+        col.sar = sar;
+        col.sbr = sbr;
+        col.sgr = sgr;
+        for (int q = 0; q < 3; ++q) {
+          col.e[q] = e[q];
+          col.f[q] = f[q];
         }
-      }
-      if constexpr (kFull) {
-        // Fold the per-column angle sums into the physics block: u = (α·e, β·f, γ).
-        for (int c = 0; c < nb; ++c) {
-          double v[kNp];
-          double wv[kNp];
-          for (int q = 0; q < 3; ++q) {
-            v[q] = e[q][c];
-            wv[q] = saa[c] * e[q][c];
-          }
-          for (int p = 0; p < 3; ++p) {
-            for (int q = p; q < 3; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
-            phys_jtr[p] += sar[c] * v[p];
-          }
-          if constexpr (kLaminar) {
-            for (int q = 0; q < 3; ++q) {
-              v[3 + q] = f[q][c];
-              wv[3 + q] = sbb[c] * f[q][c];
-            }
-            for (int p = 0; p < 3; ++p) {
-              for (int q = 0; q < 3; ++q) phys_jtj[p * kNp + 3 + q] += sab[c] * e[p][c] * f[q][c];
-              phys_jtj[p * kNp + 6] += sag[c] * e[p][c];
-            }
-            for (int p = 3; p < 6; ++p) {
-              for (int q = p; q < 6; ++q) phys_jtj[p * kNp + q] += wv[p] * v[q];
-              phys_jtj[p * kNp + 6] += sbg[c] * v[p];
-              phys_jtr[p] += sbr[c] * v[p];
-            }
-            phys_jtj[6 * kNp + 6] += sgg[c];
-            phys_jtr[6] += sgr[c];
-          }
+        if constexpr (kLaminar) {
+          detail::FoldLaminarColumns(col, phys_jtj, phys_jtr);
+        } else {
+          detail::FoldStaticColumns(col, phys_jtj, phys_jtr);
         }
       }
     }

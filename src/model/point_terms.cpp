@@ -264,7 +264,63 @@ inline bool Uniform(const PointBlock& in) {
   return in.weight == nullptr && in.uniform_weight != 0.0;
 }
 
+template <bool kLaminar, bool kJtj>
+__attribute__((always_inline)) inline void FoldColumns(const ColumnSums& cs, double* jtj,
+                                                       double* jtr) {
+  constexpr int kNp = kLaminar ? 7 : 3;
+  // Accumulators: Jᵀr (kNp) then the upper triangle of JᵀJ (row-major), as vectors.
+  constexpr int kNumJtj = kNp * (kNp + 1) / 2;
+  V r[kNp], m[kNumJtj];
+  for (auto& v : r) v = Splat(0.0);
+  for (auto& v : m) v = Splat(0.0);
+  for (int c = 0; c < cs.n; c += kLanes) {
+    V u[kNp];  // the angle-independent factors of the parameters: e_q, f_q, 1
+    for (int q = 0; q < 3; ++q) u[q] = Load(cs.e[q] + c);
+    if constexpr (kLaminar) {
+      for (int q = 0; q < 3; ++q) u[3 + q] = Load(cs.f[q] + c);
+      u[6] = Splat(1.0);
+    }
+    // Column weight of the pair (p, q) by the groups of p and q: 0 = α (diffusion),
+    // 1 = β (shear rate), 2 = γ (φ0).
+    const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
+    const V sr[3] = {Load(cs.sar + c), kLaminar ? Load(cs.sbr + c) : Splat(0.0),
+                     kLaminar ? Load(cs.sgr + c) : Splat(0.0)};
+    for (int p = 0; p < kNp; ++p) r[p] += sr[group(p)] * u[p];
+    if constexpr (kJtj) {
+      const V saa = Load(cs.saa + c);
+      V sw[3][3];
+      sw[0][0] = saa;
+      if constexpr (kLaminar) {
+        sw[0][1] = Load(cs.sab + c);
+        sw[0][2] = Load(cs.sag + c);
+        sw[1][1] = Load(cs.sbb + c);
+        sw[1][2] = Load(cs.sbg + c);
+        sw[2][2] = Load(cs.sgg + c);
+      }
+      int k = 0;
+      for (int p = 0; p < kNp; ++p) {
+        for (int q = p; q < kNp; ++q, ++k) m[k] += (sw[group(p)][group(q)] * u[p]) * u[q];
+      }
+    }
+  }
+  for (int p = 0; p < kNp; ++p) jtr[p] += Fold(r[p]);
+  if constexpr (kJtj) {
+    int k = 0;
+    for (int p = 0; p < kNp; ++p) {
+      for (int q = p; q < kNp; ++q, ++k) jtj[p * kNp + q] += Fold(m[k]);
+    }
+  }
+}
+
 }  // namespace
+
+HOMODYNE_SIMD_CLONES void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr) {
+  jtj != nullptr ? FoldColumns<true, true>(cs, jtj, jtr) : FoldColumns<true, false>(cs, jtj, jtr);
+}
+
+HOMODYNE_SIMD_CLONES void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr) {
+  jtj != nullptr ? FoldColumns<false, true>(cs, jtj, jtr) : FoldColumns<false, false>(cs, jtj, jtr);
+}
 
 HOMODYNE_SIMD_CLONES void GradientLaminarBlock(const PointBlock& in, double* sums) {
   Uniform(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);

@@ -58,6 +58,23 @@ struct PointBlock {
          *sgg = nullptr, *sar = nullptr, *sbr = nullptr, *sgr = nullptr;
 };
 
+// The per-column angle sums of a block and the angle-independent per-column vectors they
+// multiply: e_q (diffusion), f_q (shear rate; laminar), zero-padded to a multiple of kLanes.
+struct ColumnSums {
+  int n = 0;  // a multiple of kLanes
+  const double *saa = nullptr, *sab = nullptr, *sbb = nullptr, *sag = nullptr, *sbg = nullptr,
+               *sgg = nullptr, *sar = nullptr, *sbr = nullptr, *sgr = nullptr;
+  const double* e[3] = {nullptr, nullptr, nullptr};
+  const double* f[3] = {nullptr, nullptr, nullptr};
+};
+
+// Folds a block's column sums into the physics block, u = (α·e, β·f, γ): jtj (kNp × kNp,
+// upper triangle, kNp = 7 laminar, 3 static) and jtr (kNp) gain Σ_c of the products (vector
+// lanes over the columns, folded as in the tile sums). jtj = nullptr: Jᵀr only, with the
+// same values as with jtj.
+void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr);
+void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr);
+
 // Adds the tile sums into sums[kNumTileSums] and updates the S arrays.
 void NormalLaminarBlock(const PointBlock& in, double* sums);
 void NormalStaticBlock(const PointBlock& in, double* sums);
