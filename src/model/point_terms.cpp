@@ -45,7 +45,7 @@ struct Lanes {
 struct Consts {
   V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight;  // PointBlock
   V ci, si, row_a, inv_a;                                                    // SeparableRow fields
-  explicit Consts(const PointBlock& in)
+  __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
         offset(Splat(in.offset)),
         contrast(Splat(in.contrast)),
@@ -90,11 +90,11 @@ __attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, co
 __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& row, const Consts& k,
                                                           int c, V& s, V& ds) {
   const V ts = Load(row.tab_sin + c), tc = Load(row.tab_cos + c);
-  const V s0 = ts * k.ci - tc * k.si;
-  const V c0 = tc * k.ci + ts * k.si;
   const V psi = k.row_a * Load(row.shift + c);
-  const V sn = s0 + psi * c0;
-  const V cs = c0 - psi * s0;
+  const V ca = k.ci + psi * k.si;
+  const V cb = psi * k.ci - k.si;
+  const V sn = ts * ca + tc * cb;
+  const V cs = tc * ca - ts * cb;
   const V inv_x = k.inv_a * Load(row.inv_ig + c);
   const V sinc = sn * inv_x;
   s = sinc * sinc;

@@ -95,14 +95,16 @@ struct SeparableRow {
   const double* inv_ig = nullptr;  // 1/I_Γ per column
 };
 
-// sin x and cos x of column c by the angle-addition formula, first order in ψ = a·δ.
+// sin x and cos x of column c by the angle-addition formula, first order in ψ = a·δ:
+// sin x ≈ s0 + ψ·c0 = S[j]·A + K[j]·B and cos x ≈ c0 − ψ·s0 = K[j]·A − S[j]·B with
+// A = K[i] + ψ·S[i], B = ψ·K[i] − S[i] (five products for the sine instead of six).
 __attribute__((always_inline)) inline void SeparableSinCos(const SeparableRow& row, int c,
                                                            double& sn, double& cs) {
-  const double s0 = row.tab_sin[c] * row.ci - row.tab_cos[c] * row.si;
-  const double c0 = row.tab_cos[c] * row.ci + row.tab_sin[c] * row.si;
   const double psi = row.a * row.shift[c];
-  sn = s0 + psi * c0;
-  cs = c0 - psi * s0;
+  const double ca = row.ci + psi * row.si;
+  const double cb = psi * row.ci - row.si;
+  sn = row.tab_sin[c] * ca + row.tab_cos[c] * cb;
+  cs = row.tab_cos[c] * ca - row.tab_sin[c] * cb;
 }
 
 // B of the header: the bound on |sin − sin x| of SeparableSinCos at a point with
