@@ -1,346 +1,61 @@
-#include "point_terms.h"
+// The point loops with the 8 lanes held as two 4-lane halves (AVX2 and baseline clones), and
+// the public entry points, which take the AVX-512 copy (point_terms_avx512.cpp) when the CPU
+// has it. Both copies give the same bits (point_terms_impl.h).
+#include <cstdlib>
 
-#include <cstdint>
-#include <cstring>
-
-#include "homodyne/model/constants.h"
 #include "simd_clones.h"
 
-// The vector type is passed between always-inline helpers only; the baseline clone
-// (no AVX) would pass it in memory, which GCC notes as an ABI change.
-#pragma GCC diagnostic ignored "-Wpsabi"
+#define HOMODYNE_POINT_TERMS_NATIVE_V8 0
+#define HOMODYNE_POINT_TERMS_NS halves
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(HOMODYNE_NO_SIMD_CLONES)
+#define HOMODYNE_POINT_TERMS_TARGET __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define HOMODYNE_POINT_TERMS_AVX512 1
+#else
+#define HOMODYNE_POINT_TERMS_TARGET
+#define HOMODYNE_POINT_TERMS_AVX512 0
+#endif
+#include "point_terms_impl.h"
 
 namespace homodyne::model::detail {
-namespace {
 
-// kLanes columns per vector; the same on every ISA, so the lane structure of the sums (and so
-// their bits, up to FMA contraction) does not depend on the machine. AVX-512 holds a vector in
-// one register, AVX2 in two, SSE2 in four.
-typedef double V __attribute__((vector_size(8 * kLanes)));
-typedef std::int64_t M __attribute__((vector_size(8 * kLanes)));
-
-__attribute__((always_inline)) inline V Splat(double x) { return V{x, x, x, x, x, x, x, x}; }
-
-__attribute__((always_inline)) inline V Load(const double* p) {
-  V v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
+#if HOMODYNE_POINT_TERMS_AVX512
+bool HasAvx512() {
+  static const bool has = [] {
+    const char* off = std::getenv("HOMODYNE_NO_AVX512");
+    if (off != nullptr && *off != '\0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  }();
+  return has;
 }
+#define HOMODYNE_DISPATCH(call) return HasAvx512() ? avx512::call : halves::call
+#else
+bool HasAvx512() { return false; }
+#define HOMODYNE_DISPATCH(call) return halves::call
+#endif
 
-__attribute__((always_inline)) inline void Store(double* p, V v) { std::memcpy(p, &v, sizeof(v)); }
-
-__attribute__((always_inline)) inline double Fold(V v) {
-  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr) {
+  HOMODYNE_DISPATCH(FoldLaminarColumns(cs, jtj, jtr));
 }
-
-// Where(m, a, b): a in the lanes where m is set, else b.
-__attribute__((always_inline)) inline V Where(M m, V a, V b) { return m ? a : b; }
-
-// The terms of the kLanes points of columns c … c + kLanes − 1.
-struct Lanes {
-  V w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
-};
-
-// The block's scalars, broadcast once per block (not per vector).
-struct Consts {
-  V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight;  // PointBlock
-  V ci, si, row_a, inv_a;                                                    // SeparableRow fields
-  __attribute__((always_inline)) explicit Consts(const PointBlock& in)
-      : floor(Splat(kG1Floor)),
-        offset(Splat(in.offset)),
-        contrast(Splat(in.contrast)),
-        two_contrast(Splat(in.contrast) * Splat(2.0)),
-        inv_sigma(Splat(in.inv_sigma)),
-        a(Splat(in.a)),
-        b(Splat(in.b)),
-        uniform_weight(Splat(in.uniform_weight)),
-        ci(Splat(in.sep.ci)),
-        si(Splat(in.sep.si)),
-        row_a(Splat(in.sep.a)),
-        inv_a(Splat(in.sep.inv_a)) {}
-};
-
-// The columns' data and weights; the block's last vector may be partial (lanes ≥ n get
-// weight 0 and data 0).
-struct Inputs {
-  V d, w;
-};
-
-template <bool kWhole>  // kWhole: c + kLanes ≤ n
-__attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, const Consts& k,
-                                                        int c) {
-  Inputs x;
-  if (kWhole) {
-    x.d = Load(in.data + c);
-    x.w = in.weight != nullptr ? Load(in.weight + c) : k.uniform_weight;
-    return x;
-  }
-  alignas(64) double d[kLanes] = {}, w[kLanes] = {};
-  for (int l = 0; c + l < in.n; ++l) {
-    d[l] = in.data[c + l];
-    w[l] = in.weight != nullptr ? in.weight[c + l] : in.uniform_weight;
-  }
-  x.d = Load(d);
-  x.w = Load(w);
-  return x;
+void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr) {
+  HOMODYNE_DISPATCH(FoldStaticColumns(cs, jtj, jtr));
 }
-
-// sinc² and its x-derivative of kLanes separable columns (SeparableSinCos and
-// SeparableShearFactorsWithDerivative of separable.h/.cpp, a vector at a time).
-__attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& row, const Consts& k,
-                                                          int c, V& s, V& ds) {
-  const V ts = Load(row.tab_sin + c), tc = Load(row.tab_cos + c);
-  const V psi = k.row_a * Load(row.shift + c);
-  const V ca = k.ci + psi * k.si;
-  const V cb = psi * k.ci - k.si;
-  const V sn = ts * ca + tc * cb;
-  const V cs = tc * ca - ts * cb;
-  const V inv_x = k.inv_a * Load(row.inv_ig + c);
-  const V sinc = sn * inv_x;
-  s = sinc * sinc;
-  ds = Splat(2.0) * sinc * ((cs - sinc) * inv_x);
+void GradientLaminarBlock(const PointBlock& in, double* sums) {
+  HOMODYNE_DISPATCH(GradientLaminarBlock(in, sums));
 }
-
-// The point terms of columns c … c + kLanes − 1 from their sinc² s and its derivative ds (laminar):
-// g1 = max(g1_diff·s, floor), c2, the residual r0 = d − c2 (0 where the weight is 0, even
-// for non-finite data), and with kDerivs r = r0/σ, uc = g1²/σ and the derivative scalars
-// α (diffusion), β (shear rate), γ (φ0).
-template <bool kLaminar, bool kDerivs>
-__attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
-                                                  const Inputs& x, V s, V ds) {
-  const V floor = k.floor;
-  const V g1d = Load(in.g1d + c);
-  const V g1_raw = kLaminar ? g1d * s : g1d;
-  const M alive = g1_raw > floor;  // the g1 floor passes no gradient when selected
-  const V g1 = Where(alive, g1_raw, floor);
-  const V g1sq = g1 * g1;
-  const V model = k.offset + k.contrast * g1sq;
-  const V inv_sigma = k.inv_sigma;
-  Lanes t;
-  t.w = x.w;
-  t.r0 = Where(x.w != Splat(0.0), x.d - model, Splat(0.0));
-  if constexpr (kDerivs) {
-    t.r = t.r0 * inv_sigma;
-    t.uc = g1sq * inv_sigma;
-    const V dc2_dg1 = Where(alive, k.two_contrast * g1 * inv_sigma, Splat(0.0));
-    t.alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * Load(in.fac + c);
-    if constexpr (kLaminar) {
-      const V ds_scaled = dc2_dg1 * g1d * ds;
-      t.beta = ds_scaled * k.a;
-      t.gamma = ds_scaled * k.b * Load(in.ig + c);
-    }
-  } else {
-    (void)ds;
-  }
-  return t;
+void GradientStaticBlock(const PointBlock& in, double* sums) {
+  HOMODYNE_DISPATCH(GradientStaticBlock(in, sums));
 }
-
-// Calls body(t, c) for the block's vectors in column order: the shear factors come from the
-// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it.
-template <bool kLaminar, bool kDerivs, typename Body>
-__attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
-  const int n = in.n;
-  const Consts k(in);
-  const auto from_arrays = [&](int c, const Inputs& x) {
-    if constexpr (kLaminar) {
-      body(
-          Terms<true, kDerivs>(in, k, c, x, Load(in.s + c), kDerivs ? Load(in.ds + c) : Splat(0.0)),
-          c);
-    } else {
-      body(Terms<false, kDerivs>(in, k, c, x, Splat(1.0), Splat(0.0)), c);
-    }
-  };
-  // [lo, hi) is empty or a range of whole vectors.
-  const int lo = kLaminar && in.sep_lo < in.sep_hi ? in.sep_lo : 0;
-  const int hi = kLaminar && in.sep_lo < in.sep_hi ? in.sep_hi : 0;
-  int c = 0;
-  for (; c < lo; c += kLanes) from_arrays(c, LoadInputs<true>(in, k, c));
-  if constexpr (kLaminar) {
-    const SeparableRow row = in.sep;
-    for (; c < hi; c += kLanes) {
-      V s, ds;
-      SeparableLanes(row, k, c, s, ds);
-      body(Terms<true, kDerivs>(in, k, c, LoadInputs<true>(in, k, c), s, ds), c);
-    }
-  }
-  for (; c + kLanes <= n; c += kLanes) from_arrays(c, LoadInputs<true>(in, k, c));
-  if (c < n) from_arrays(c, LoadInputs<false>(in, k, c));
+void NormalLaminarBlock(const PointBlock& in, double* sums) {
+  HOMODYNE_DISPATCH(NormalLaminarBlock(in, sums));
 }
-
-// In-place update of a per-column sum array: p[c … c + kLanes − 1] += v.
-__attribute__((always_inline)) inline void AddTo(double* p, V v) { Store(p, Load(p) + v); }
-
-// χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under a uniform weight, whose
-// w and 1/σ² are applied once to the tile's sum).
-template <bool kUniform>
-__attribute__((always_inline)) inline void AddChi2(V& acc, const Lanes& t) {
-  acc += (kUniform ? t.r0 : t.w * t.r0) * t.r0;
+void NormalStaticBlock(const PointBlock& in, double* sums) {
+  HOMODYNE_DISPATCH(NormalStaticBlock(in, sums));
 }
-template <bool kUniform>
-__attribute__((always_inline)) inline double Chi2Sum(V acc, const PointBlock& in) {
-  const double scale = in.inv_sigma * in.inv_sigma;
-  return kUniform ? Fold(acc) * (in.uniform_weight * scale) : Fold(acc) * scale;
-}
-
-template <bool kLaminar, bool kUniform>
-__attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
-  V acc[kNumTileSums];
-  for (auto& v : acc) v = Splat(0.0);
-  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
-    const V wa = t.w * t.alpha;
-    // Per-column sums over the angles.
-    AddTo(in.saa + c, wa * t.alpha);
-    AddTo(in.sar + c, wa * t.r);
-    if constexpr (kLaminar) {
-      const V wb = t.w * t.beta;
-      const V wg = t.w * t.gamma;
-      AddTo(in.sab + c, wa * t.beta);
-      AddTo(in.sbb + c, wb * t.beta);
-      AddTo(in.sag + c, wa * t.gamma);
-      AddTo(in.sbg + c, wb * t.gamma);
-      AddTo(in.sgg + c, wg * t.gamma);
-      AddTo(in.sbr + c, wb * t.r);
-      AddTo(in.sgr + c, wg * t.r);
-    }
-    // Per-tile sums.
-    const V wr = t.w * t.r, wuc = t.w * t.uc, wuca = wuc * t.alpha;
-    AddChi2<kUniform>(acc[kSumChi2], t);
-    acc[kSumUcUc] += wuc * t.uc;
-    acc[kSumUc] += wuc;
-    acc[kSumW] += t.w;
-    acc[kSumUcR] += t.uc * wr;
-    acc[kSumR] += wr;
-    for (int q = 0; q < 3; ++q) {
-      const V e = Load(in.e[q] + c);
-      acc[kSumUcAlphaE + q] += wuca * e;
-      acc[kSumAlphaE + q] += wa * e;
-    }
-    if constexpr (kLaminar) {
-      const V wb = t.w * t.beta, wucb = wuc * t.beta;
-      for (int q = 0; q < 3; ++q) {
-        const V f = Load(in.f[q] + c);
-        acc[kSumUcBetaF + q] += wucb * f;
-        acc[kSumBetaF + q] += wb * f;
-      }
-      acc[kSumUcGamma] += wuc * t.gamma;
-      acc[kSumGamma] += t.w * t.gamma;
-    }
-  });
-  sums[kSumChi2] += Chi2Sum<kUniform>(acc[kSumChi2], in);
-  for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) sums[k] += Fold(acc[k]);
-}
-
-template <bool kLaminar, bool kUniform>
-__attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
-  V chi2 = Splat(0.0), ucr = chi2, rsum = chi2;
-  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
-    const V wa = t.w * t.alpha;
-    AddTo(in.sar + c, wa * t.r);
-    if constexpr (kLaminar) {
-      const V wb = t.w * t.beta;
-      const V wg = t.w * t.gamma;
-      AddTo(in.sbr + c, wb * t.r);
-      AddTo(in.sgr + c, wg * t.r);
-    }
-    const V wr = t.w * t.r;
-    AddChi2<kUniform>(chi2, t);
-    ucr += t.uc * wr;
-    rsum += wr;
-  });
-  sums[kSumChi2] += Chi2Sum<kUniform>(chi2, in);
-  sums[kSumUcR] += Fold(ucr);
-  sums[kSumR] += Fold(rsum);
-}
-
-template <bool kLaminar, bool kUniform>
-__attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
-  V acc = Splat(0.0);
-  ForEachVector<kLaminar, false>(in, [&](const Lanes& t, int) { AddChi2<kUniform>(acc, t); });
-  return Chi2Sum<kUniform>(acc, in);
-}
-
-// A uniform weight of 0 takes the weighted form (its residuals are masked to 0).
-inline bool Uniform(const PointBlock& in) {
-  return in.weight == nullptr && in.uniform_weight != 0.0;
-}
-
-template <bool kLaminar, bool kJtj>
-__attribute__((always_inline)) inline void FoldColumns(const ColumnSums& cs, double* jtj,
-                                                       double* jtr) {
-  constexpr int kNp = kLaminar ? 7 : 3;
-  // Accumulators: Jᵀr (kNp) then the upper triangle of JᵀJ (row-major), as vectors.
-  constexpr int kNumJtj = kNp * (kNp + 1) / 2;
-  V r[kNp], m[kNumJtj];
-  for (auto& v : r) v = Splat(0.0);
-  for (auto& v : m) v = Splat(0.0);
-  for (int c = 0; c < cs.n; c += kLanes) {
-    V u[kNp];  // the angle-independent factors of the parameters: e_q, f_q, 1
-    for (int q = 0; q < 3; ++q) u[q] = Load(cs.e[q] + c);
-    if constexpr (kLaminar) {
-      for (int q = 0; q < 3; ++q) u[3 + q] = Load(cs.f[q] + c);
-      u[6] = Splat(1.0);
-    }
-    // Column weight of the pair (p, q) by the groups of p and q: 0 = α (diffusion),
-    // 1 = β (shear rate), 2 = γ (φ0).
-    const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
-    const V sr[3] = {Load(cs.sar + c), kLaminar ? Load(cs.sbr + c) : Splat(0.0),
-                     kLaminar ? Load(cs.sgr + c) : Splat(0.0)};
-    for (int p = 0; p < kNp; ++p) r[p] += sr[group(p)] * u[p];
-    if constexpr (kJtj) {
-      const V saa = Load(cs.saa + c);
-      V sw[3][3];
-      sw[0][0] = saa;
-      if constexpr (kLaminar) {
-        sw[0][1] = Load(cs.sab + c);
-        sw[0][2] = Load(cs.sag + c);
-        sw[1][1] = Load(cs.sbb + c);
-        sw[1][2] = Load(cs.sbg + c);
-        sw[2][2] = Load(cs.sgg + c);
-      }
-      int k = 0;
-      for (int p = 0; p < kNp; ++p) {
-        for (int q = p; q < kNp; ++q, ++k) m[k] += (sw[group(p)][group(q)] * u[p]) * u[q];
-      }
-    }
-  }
-  for (int p = 0; p < kNp; ++p) jtr[p] += Fold(r[p]);
-  if constexpr (kJtj) {
-    int k = 0;
-    for (int p = 0; p < kNp; ++p) {
-      for (int q = p; q < kNp; ++q, ++k) jtj[p * kNp + q] += Fold(m[k]);
-    }
-  }
-}
-
-}  // namespace
-
-HOMODYNE_SIMD_CLONES void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr) {
-  jtj != nullptr ? FoldColumns<true, true>(cs, jtj, jtr) : FoldColumns<true, false>(cs, jtj, jtr);
-}
-
-HOMODYNE_SIMD_CLONES void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr) {
-  jtj != nullptr ? FoldColumns<false, true>(cs, jtj, jtr) : FoldColumns<false, false>(cs, jtj, jtr);
-}
-
-HOMODYNE_SIMD_CLONES void GradientLaminarBlock(const PointBlock& in, double* sums) {
-  Uniform(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
-}
-
-HOMODYNE_SIMD_CLONES void GradientStaticBlock(const PointBlock& in, double* sums) {
-  Uniform(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
-}
-
-HOMODYNE_SIMD_CLONES void NormalLaminarBlock(const PointBlock& in, double* sums) {
-  Uniform(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
-}
-
-HOMODYNE_SIMD_CLONES void NormalStaticBlock(const PointBlock& in, double* sums) {
-  Uniform(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
-}
-
-HOMODYNE_SIMD_CLONES double Chi2Block(const PointBlock& in) {
-  if (in.s != nullptr) return Uniform(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
-  return Uniform(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
-}
+double Chi2Block(const PointBlock& in) { HOMODYNE_DISPATCH(Chi2Block(in)); }
+#undef HOMODYNE_DISPATCH
 
 }  // namespace homodyne::model::detail

@@ -86,4 +86,26 @@ void GradientStaticBlock(const PointBlock& in, double* sums);
 // Σ w·r² in the same lanes and order as the normal passes (bit-identical χ²).
 double Chi2Block(const PointBlock& in);
 
+// The two compiled copies behind the functions above (point_terms_impl.h): `halves` (8 lanes
+// as two 4-lane halves; AVX2 and baseline clones) and, on x86-64 with GCC/Clang, `avx512` (a
+// native 8-lane vector; call only when HasAvx512()). They give the same bits.
+#define HOMODYNE_POINT_TERMS_DECLARE                                       \
+  void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr); \
+  void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr);  \
+  void GradientLaminarBlock(const PointBlock& block, double* sums);        \
+  void GradientStaticBlock(const PointBlock& block, double* sums);         \
+  void NormalLaminarBlock(const PointBlock& block, double* sums);          \
+  void NormalStaticBlock(const PointBlock& block, double* sums);           \
+  double Chi2Block(const PointBlock& block);
+namespace halves {
+HOMODYNE_POINT_TERMS_DECLARE
+}  // namespace halves
+namespace avx512 {
+HOMODYNE_POINT_TERMS_DECLARE
+}  // namespace avx512
+#undef HOMODYNE_POINT_TERMS_DECLARE
+// True when the CPU runs x86-64-v4 code (AVX-512 F, BW, CD, DQ, VL) and the environment
+// variable HOMODYNE_NO_AVX512 is unset or empty; the entry points then take the avx512 copy.
+bool HasAvx512();
+
 }  // namespace homodyne::model::detail
