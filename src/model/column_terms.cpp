@@ -24,7 +24,11 @@ __attribute__((always_inline)) inline void Columns(const ColumnInputs& in,
   double* __restrict inv_ig = out.inv_ig;
   const double wq = in.wq, cd_i = in.cd_i, cg_i = in.cg_i;
   const int n = in.n;
+#if defined(__clang__)
+#pragma clang loop vectorize(assume_safety)
+#else
 #pragma GCC ivdep
+#endif
   for (int c = 0; c < n; ++c) {
     const double delta = cd_i - cd[c];
     const double id = std::sqrt(delta * delta + kSmoothAbsEps2);

@@ -75,7 +75,9 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
   const int n_angles = static_cast<int>(local.meta.n_angles());
   std::vector<model::ScalingEstimate> out;
   if (n_angles == 0) return out;
-  const auto [hi, lo] = LagPercentiles(comm, local);
+  // Plain variables: clang 14 does not let the lambdas below capture structured bindings.
+  const auto percentiles = LagPercentiles(comm, local);
+  const double hi = percentiles.first, lo = percentiles.second;
   const std::vector<double>& t = local.meta.t;
   // Sets per angle k: 3k all points, 3k+1 far (lag ≥ hi), 3k+2 near (lag ≤ lo).
   RadixSelect select(3 * n_angles);
