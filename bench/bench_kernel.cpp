@@ -9,7 +9,8 @@
 // the ratio to the bandwidth-only rate. The flop counts are those of the cheapest
 // formulation we know (docs/performance.md itemises them); bytes are the data value read
 // per point (8 B; these tiles carry a uniform weight, so no weight array is read).
-// BM_KernelChi2Ranks splits the points over the MPI ranks (rank scaling of one pass).
+// BM_KernelChi2Ranks splits the points over the MPI ranks (rank scaling of one pass);
+// BM_PointBlock times the point loop alone on one cache-resident block.
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/model/point_terms.h"
 #include "bench_env.h"
 #include "homodyne/model/kernel.h"
 #include "roofline_ceilings.h"
@@ -68,10 +70,12 @@ const Setup& TheSetup() {
   return setup;
 }
 
-// Flops per point of the cheapest formulation we know (docs/performance.md, "Roofline"),
-// FMA = 2 flops; bytes read per point: the 8-byte data value.
-constexpr double kChi2FlopsPerPoint = 24.0;
-constexpr double kNormalFlopsPerPoint = 96.0;
+// Flops per point of the cheapest formulation we know (docs/performance.md, "Counting"),
+// FMA = 2 flops: the separable shear path (sin/cos by angle addition from per-(angle, time)
+// tables), the angle-independent work shared by the angles of a column, the uniform weight
+// and 1/σ applied once per sum. Bytes read per point: the 8-byte data value.
+constexpr double kChi2FlopsPerPoint = 19.0;
+constexpr double kNormalFlopsPerPoint = 88.0;
 constexpr double kBytesPerPoint = 8.0;
 
 struct Ceilings {
@@ -138,6 +142,12 @@ void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
+  // Share of the points on the separable paths (the rest is evaluated directly).
+  const auto counts = kernel.CountSeparable(s.params);
+  state.counters["separable_shear_fraction"] =
+      static_cast<double>(counts.shear) / static_cast<double>(counts.points);
+  state.counters["separable_diffusion_fraction"] =
+      static_cast<double>(counts.diffusion) / static_cast<double>(counts.points);
   RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
 }
 
@@ -192,6 +202,71 @@ void BM_KernelChi2Ranks(benchmark::State& state) {
   state.counters["ranks"] = world.size();
 }
 BENCHMARK(BM_KernelChi2Ranks)->Iterations(30)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// One tile block of 128 separable columns evaluated over and over (in L1): the point loop
+// alone, without the per-column setup, the direct columns near the diagonal and the memory
+// traffic of a whole pass. range(0) = 0: χ² block, 1: normal-equation block.
+void BM_PointBlock(benchmark::State& state) {
+  namespace d = homodyne::model::detail;
+  constexpr int n = d::kMaxBlock;
+  std::vector<double> g1d(n, 0.5), shift(n, 1e-12), inv_ig(n), ig(n), ts(n), tc(n), data(n, 1.1),
+      s(n, 0.0), ds(n, 0.0), fac(n, 0.1), e(3 * n, 0.3), f(3 * n, 0.2), sums(9 * n, 0.0);
+  for (int c = 0; c < n; ++c) {
+    ig[static_cast<size_t>(c)] = 10.0 + c;
+    inv_ig[static_cast<size_t>(c)] = 1.0 / (10.0 + c);
+    ts[static_cast<size_t>(c)] = std::sin(0.1 * c);
+    tc[static_cast<size_t>(c)] = std::cos(0.1 * c);
+  }
+  d::PointBlock in;
+  in.n = n;
+  in.g1d = g1d.data();
+  in.fac = fac.data();
+  in.ig = ig.data();
+  for (int q = 0; q < 3; ++q) {
+    in.e[q] = e.data() + q * n;
+    in.f[q] = f.data() + q * n;
+  }
+  in.s = s.data();
+  in.ds = ds.data();
+  in.sep_lo = 0;
+  in.sep_hi = n;
+  in.sep =
+      d::SeparableRow{ts.data(), tc.data(), 0.3, 0.95, 100.0, 0.01, shift.data(), inv_ig.data()};
+  in.data = data.data();
+  in.uniform_weight = 2.0;
+  in.contrast = 0.2;
+  in.offset = 1.0;
+  in.inv_sigma = 1.0;
+  in.a = 3.0;
+  in.b = 0.1;
+  double* col[9];
+  for (int k = 0; k < 9; ++k) col[k] = sums.data() + k * n;
+  in.saa = col[0];
+  in.sab = col[1];
+  in.sbb = col[2];
+  in.sag = col[3];
+  in.sbg = col[4];
+  in.sgg = col[5];
+  in.sar = col[6];
+  in.sbr = col[7];
+  in.sgr = col[8];
+  const bool normal = state.range(0) != 0;
+  for (auto _ : state) {
+    double out[d::kNumTileSums] = {};
+    if (normal) {
+      d::NormalLaminarBlock(in, out);
+    } else {
+      out[0] = d::Chi2Block(in);
+    }
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  }
+  state.counters["points_per_s"] =
+      benchmark::Counter(static_cast<double>(n) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
+  state.counters["avx512_copy"] = d::HasAvx512() ? 1.0 : 0.0;
+}
+BENCHMARK(BM_PointBlock)->ArgName("normal")->Arg(0)->Arg(1);
 
 // Naive χ²: every point of every angle recomputes sqrt, exp and sin (no sharing across
 // angles, no per-column reuse), single thread.
