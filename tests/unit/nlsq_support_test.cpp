@@ -45,6 +45,39 @@ TEST(Covariance, SingularDirectionIsDroppedNotInfinite) {
   for (double u : c.uncertainties) EXPECT_TRUE(std::isfinite(u));
 }
 
+// Parameters on very different scales with a strongly correlated pair (as D0 ~ 1e4 and
+// γ̇0 ~ 1e-3 in a laminar fit, with D0 and D_offset correlated): the uncertainties must be
+// those of the same problem in units of order one, rescaled, and must not move when the last
+// bits of JᵀJ do. On the raw JᵀJ the small eigenvalues were rounding noise.
+TEST(Covariance, UncertaintiesAreIndependentOfParameterUnits) {
+  // A unit-scale 3-parameter problem: J columns with correlation 0.9999 between 0 and 1.
+  const int n = 3;
+  const double rho = 0.9999;
+  const std::vector<double> unit = {1.0, rho, 0.1, rho, 1.0, 0.1, 0.1, 0.1, 1.0};
+  const double chi2 = 80.0;
+  const std::int64_t m = 100;
+  const auto ref = CovarianceFromNormalEquations(unit, n, chi2, m, n);
+  // The same problem with the parameters in units 1e-4, 1e3 and 1e6 times smaller:
+  // JᵀJ_ij → JᵀJ_ij·u_i·u_j and σ_i → σ_i/u_i.
+  const double u[3] = {1e-4, 1e-3 * 1e6, 1e6};
+  for (double wobble : {0.0, 1e-15, -2e-15}) {
+    std::vector<double> scaled(unit.size());
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < n; ++j) {
+        scaled[static_cast<std::size_t>(i * n + j)] =
+            unit[static_cast<std::size_t>(i * n + j)] * u[i] * u[j] * (1.0 + (i != j ? wobble : 0));
+      }
+    }
+    const auto c = CovarianceFromNormalEquations(scaled, n, chi2, m, n);
+    EXPECT_EQ(c.dropped_directions, 0);
+    for (int i = 0; i < n; ++i) {
+      const double expect = ref.uncertainties[static_cast<std::size_t>(i)] / u[i];
+      EXPECT_NEAR(c.uncertainties[static_cast<std::size_t>(i)], expect, 1e-9 * expect)
+          << "parameter " << i << ", relative change of the off-diagonal " << wobble;
+    }
+  }
+}
+
 TEST(Covariance, TransformExpandsAveragedParameters) {
   // One shared contrast replicated to three angles: B = [1;1;1].
   const std::vector<double> cov = {0.04};

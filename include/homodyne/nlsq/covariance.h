@@ -1,7 +1,8 @@
 // Parameter covariance and uncertainties from the Gauss–Newton normal equations.
 //
 // Cov = (JᵀJ)⁺ · s²,  s² = χ² / (n_data − n_params)  (the reduced χ²),
-// with (JᵀJ)⁺ the pseudo-inverse that drops directions whose singular value of J is
+// with (JᵀJ)⁺ = S·(S·JᵀJ·S)⁺·S, S = diag(JᵀJ)^(-1/2): the pseudo-inverse of the equilibrated
+// (unit-free) matrix, which drops directions whose singular value of the equilibrated J is
 // below eps·max(n_data, n_params)·s_max (the rule numpy/SciPy-based fits use), so a
 // degenerate direction gives a large but finite uncertainty instead of Inf/NaN.
 #pragma once
@@ -15,7 +16,7 @@ struct CovarianceResult {
   std::vector<double> covariance;     // n×n row-major
   std::vector<double> uncertainties;  // √max(diag, 0)
   double reduced_chi2 = 0.0;          // s²
-  double condition_number = 0.0;      // of JᵀJ (λ_max/λ_min over kept directions)
+  double condition_number = 0.0;      // of S·JᵀJ·S (λ_max/λ_min over kept directions)
   int dropped_directions = 0;         // directions removed by the pseudo-inverse
 };
 
