@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Model-kernel benchmark against the roofline (laminar_flow, 23 angles × 1000 frames):
 # both ceilings, the χ² and χ² + JᵀJ + Jᵀr passes at 1 and 2 threads with their roofline
-# counters, and one χ² pass split over 1 and 2 MPI ranks. Writes the Google Benchmark JSON
-# of each run and a summary JSON (thread and rank speedups).
+# counters, the point loop alone on a cache-resident block, and one χ² pass split over 1 and
+# 2 MPI ranks. Writes the Google Benchmark JSON of each run and a summary JSON (thread and
+# rank speedups).
 #   bash bench/run_kernel_bench.sh [build dir] [output dir]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -12,7 +13,7 @@ mkdir -p "$out"
 source "$root/scripts/mpi-env.sh"
 stamp=$(date -u +%Y-%m-%d)
 main="$out/kernel_${stamp}.json"
-"$build/bench/bench_kernel" --benchmark_filter='^BM_(Ceiling|Kernel(Chi2|NormalEquations)/)' \
+"$build/bench/bench_kernel" --benchmark_filter='^BM_(Ceiling|Kernel(Chi2|NormalEquations)/|PointBlock)' \
   --benchmark_out="$main" --benchmark_out_format=json
 ranks_runs=()
 for ranks in 1 2; do
@@ -34,11 +35,15 @@ for b in d["benchmarks"]:
     elif name.startswith("BM_CeilingPeak"):
         summary["ceilings"]["peak_flops_per_s"] = b["peak_flops_per_s"]
         summary["ceilings"]["isa"] = b.get("label", "")
+    elif name.startswith("BM_PointBlock"):
+        summary.setdefault("point_block_alone", {})[name] = {
+            "points_per_s": b["points_per_s"], "avx512_copy": b.get("avx512_copy")}
     else:
         keys = ["points_per_s", "points_per_s_per_core", "flops_per_point", "bytes_per_point",
                 "roofline_bound_points_per_s", "bandwidth_only_points_per_s",
                 "compute_only_points_per_s", "attained_fraction_of_bound",
-                "ratio_to_bandwidth_rate", "label"]
+                "ratio_to_bandwidth_rate", "separable_shear_fraction",
+                "separable_diffusion_fraction", "label"]
         summary["passes"].append(dict({"name": name}, **{k: b[k] for k in keys if k in b}))
         rate[name] = b["points_per_s"]
 for kind in ["BM_KernelChi2", "BM_KernelNormalEquations"]:

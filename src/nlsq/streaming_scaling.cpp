@@ -72,6 +72,21 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
     const Comm& comm, const io::LocalData& local, BlockStream& stream,
     const model::ScalingBounds& bounds) {
+  return EstimateInitialScalingOverWindows(
+      comm, local,
+      [&](const ScalingWindowVisit& visit) {
+        for (int w = 0; w < stream.num_windows(); ++w) {
+          const StreamWindow& win = stream.Load(w);
+          visit(win.tiles, win.values);
+        }
+      },
+      bounds);
+}
+
+std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
+    const Comm& comm, const io::LocalData& local,
+    const std::function<void(const ScalingWindowVisit&)>& windows,
+    const model::ScalingBounds& bounds) {
   const int n_angles = static_cast<int>(local.meta.n_angles());
   std::vector<model::ScalingEstimate> out;
   if (n_angles == 0) return out;
@@ -89,12 +104,11 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
   };
   auto pass = [&] {
     const bool check = !select.first_pass_done();
-    for (int w = 0; w < stream.num_windows(); ++w) {
-      const StreamWindow& win = stream.Load(w);
-      for (const io::LocalTile& lt : win.tiles) {
+    windows([&](std::span<const io::LocalTile> tiles, std::span<const double> values) {
+      for (const io::LocalTile& lt : tiles) {
         const int k = lt.tile.angle;
         const auto i = static_cast<std::size_t>(lt.tile.row);
-        const double* v = win.values.data() + lt.offset;
+        const double* v = values.data() + lt.offset;
         for (std::int64_t c = 0; c < lt.tile.count; ++c) {
           if (!std::isfinite(v[c])) {
             if (check) ++bad[static_cast<std::size_t>(k)];
@@ -103,7 +117,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
           add(k, v[c], std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]), 2);
         }
       }
-    }
+    });
     if (comm.is_root()) {
       for (int k = 0; k < n_angles; ++k) {
         const auto& diag = local.diagonal[static_cast<std::size_t>(k)];

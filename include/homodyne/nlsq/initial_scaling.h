@@ -11,9 +11,9 @@
 
 namespace homodyne::nlsq {
 
-// Collective. Exact, without gathering the data: every percentile is found by a
-// distributed bisection (parallel/order_statistics.h), so the result equals the serial
-// estimator's bit for bit and rank 0 holds no more than its own share.
+// Collective. Exact, without gathering the data: every percentile is found by distributed
+// radix selection (parallel/radix_select.h, as the streaming estimator), so the result
+// equals the serial estimator's bit for bit and rank 0 holds no more than its own share.
 std::vector<model::ScalingEstimate> EstimateInitialScaling(const Comm& comm,
                                                            const io::LocalData& local,
                                                            const model::ScalingBounds& bounds);

@@ -6,6 +6,8 @@
 // fitted value is finite (the in-core loader's check and message).
 #pragma once
 
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "homodyne/io/distributed_loader.h"
@@ -14,6 +16,18 @@
 #include "homodyne/parallel/comm.h"
 
 namespace homodyne::nlsq {
+
+// Visits one window of the rank's data: its tiles (offsets into `values`) and values.
+using ScalingWindowVisit =
+    std::function<void(std::span<const io::LocalTile>, std::span<const double>)>;
+
+// Collective. The estimator over data read window by window: `windows(visit)` calls `visit`
+// for every window of the rank's data, in the same order each time (it is called once per
+// RadixSelect pass). `layout` gives the time grid, the angles and rank 0's diagonal.
+std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
+    const Comm& comm, const io::LocalData& layout,
+    const std::function<void(const ScalingWindowVisit&)>& windows,
+    const model::ScalingBounds& bounds);
 
 // Collective. `layout` is the rank's LoadDistributedLayout, `stream` its blocks.
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
