@@ -69,27 +69,29 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
       sar[kBlock], sbr[kBlock], sgr[kBlock];
 
-  // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
+  // The point passes' input and the fold's: the per-column arrays are fixed, the rest is set
+  // per tile (in) or per block (col.n).
   detail::PointBlock in;
+  detail::ColumnSums col;
   in.g1d = g1d;
   in.fac = fac;
   in.ig = ig;
   for (int q = 0; q < 3; ++q) {
-    in.e[q] = e[q];
-    in.f[q] = f[q];
+    in.e[q] = col.e[q] = e[q];
+    in.f[q] = col.f[q] = f[q];
   }
   in.s = kLaminar ? sfac : nullptr;
   in.ds = kLaminar ? dsfac : nullptr;
   if constexpr (kDerivs) {
-    in.saa = saa;
-    in.sab = sab;
-    in.sbb = sbb;
-    in.sag = sag;
-    in.sbg = sbg;
-    in.sgg = sgg;
-    in.sar = sar;
-    in.sbr = sbr;
-    in.sgr = sgr;
+    col.saa = in.saa = saa;
+    col.sab = in.sab = sab;
+    col.sbb = in.sbb = sbb;
+    col.sag = in.sag = sag;
+    col.sbg = in.sbg = sbg;
+    col.sgg = in.sgg = sgg;
+    col.sar = in.sar = sar;
+    col.sbr = in.sbr = sbr;
+    col.sgr = in.sgr = sgr;
   }
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
@@ -305,21 +307,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       if constexpr (kDerivs) {
         // Fold the per-column angle sums into the physics block (Jᵀr only for kGradient,
         // with the same values).
-        detail::ColumnSums col;
         col.n = nb4;
-        col.saa = saa;
-        col.sab = sab;
-        col.sbb = sbb;
-        col.sag = sag;
-        col.sbg = sbg;
-        col.sgg = sgg;
-        col.sar = sar;
-        col.sbr = sbr;
-        col.sgr = sgr;
-        for (int q = 0; q < 3; ++q) {
-          col.e[q] = e[q];
-          col.f[q] = f[q];
-        }
         if constexpr (kLaminar) {
           detail::FoldLaminarColumns(col, phys_jtj, phys_jtr);
         } else {
