@@ -1,4 +1,4 @@
 // `homodyne-topology`: hardware description and recommended MPI layout.
-#include "homodyne/topology_report.h"
+#include "homodyne/app/topology_cli.h"
 
 int main(int argc, char** argv) { return homodyne::TopologyMain(argc, argv); }

@@ -48,7 +48,4 @@ LayoutRecommendation RecommendLayout(const TopologyDescription& description, int
 std::string FormatTopologyText(const TopologyDescription& d, const LayoutRecommendation& r);
 std::string FormatTopologyJson(const TopologyDescription& d, const LayoutRecommendation& r);
 
-// Entry point of the `homodyne-topology` executable.
-int TopologyMain(int argc, char** argv);
-
 }  // namespace homodyne
