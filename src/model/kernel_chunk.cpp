@@ -69,29 +69,27 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
       sar[kBlock], sbr[kBlock], sgr[kBlock];
 
-  // The point passes' input and the fold's: the per-column arrays are fixed, the rest is set
-  // per tile (in) or per block (col.n).
+  // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
   detail::PointBlock in;
-  detail::ColumnSums col;
   in.g1d = g1d;
   in.fac = fac;
   in.ig = ig;
   for (int q = 0; q < 3; ++q) {
-    in.e[q] = col.e[q] = e[q];
-    in.f[q] = col.f[q] = f[q];
+    in.e[q] = e[q];
+    in.f[q] = f[q];
   }
   in.s = kLaminar ? sfac : nullptr;
   in.ds = kLaminar ? dsfac : nullptr;
   if constexpr (kDerivs) {
-    col.saa = in.saa = saa;
-    col.sab = in.sab = sab;
-    col.sbb = in.sbb = sbb;
-    col.sag = in.sag = sag;
-    col.sbg = in.sbg = sbg;
-    col.sgg = in.sgg = sgg;
-    col.sar = in.sar = sar;
-    col.sbr = in.sbr = sbr;
-    col.sgr = in.sgr = sgr;
+    in.saa = saa;
+    in.sab = sab;
+    in.sbb = sbb;
+    in.sag = sag;
+    in.sbg = sbg;
+    in.sgg = sgg;
+    in.sar = sar;
+    in.sbr = sbr;
+    in.sgr = sgr;
   }
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
@@ -164,13 +162,13 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         }
       }
       // detail::PointBlock reads columns up to a multiple of detail::kLanes.
-      const int nb4 = (nb + detail::kLanes - 1) & ~(detail::kLanes - 1);
-      for (int c = nb; c < nb4; ++c) {
+      const int nb_padded = (nb + detail::kLanes - 1) & ~(detail::kLanes - 1);
+      for (int c = nb; c < nb_padded; ++c) {
         g1d[c] = fac[c] = ig[c] = 0.0;
         for (int q = 0; q < 3; ++q) e[q][c] = f[q][c] = 0.0;
       }
       if constexpr (kDerivs) {
-        for (int c = 0; c < nb4; ++c) {
+        for (int c = 0; c < nb_padded; ++c) {
           saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
         }
       }
@@ -237,7 +235,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             }
             if (counts != nullptr) counts->shear += nb - start;
           }
-          for (int c = nb; c < nb4; ++c) sfac[c] = dsfac[c] = 0.0;
+          for (int c = nb; c < nb_padded; ++c) sfac[c] = dsfac[c] = 0.0;
         }
         const double* data = tile.data + b0;
         if constexpr (kPass == Pass::kModel) {
@@ -307,11 +305,10 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       if constexpr (kDerivs) {
         // Fold the per-column angle sums into the physics block (Jᵀr only for kGradient,
         // with the same values).
-        col.n = nb4;
         if constexpr (kLaminar) {
-          detail::FoldLaminarColumns(col, phys_jtj, phys_jtr);
+          detail::FoldLaminarColumns(in, nb_padded, phys_jtj, phys_jtr);
         } else {
-          detail::FoldStaticColumns(col, phys_jtj, phys_jtr);
+          detail::FoldStaticColumns(in, nb_padded, phys_jtj, phys_jtr);
         }
       }
     }

@@ -37,11 +37,11 @@ bool HasAvx512() { return false; }
 #define HOMODYNE_DISPATCH(call) return halves::call
 #endif
 
-void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr) {
-  HOMODYNE_DISPATCH(FoldLaminarColumns(cs, jtj, jtr));
+void FoldLaminarColumns(const PointBlock& block, int n, double* jtj, double* jtr) {
+  HOMODYNE_DISPATCH(FoldLaminarColumns(block, n, jtj, jtr));
 }
-void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr) {
-  HOMODYNE_DISPATCH(FoldStaticColumns(cs, jtj, jtr));
+void FoldStaticColumns(const PointBlock& block, int n, double* jtj, double* jtr) {
+  HOMODYNE_DISPATCH(FoldStaticColumns(block, n, jtj, jtr));
 }
 void GradientLaminarBlock(const PointBlock& in, double* sums) {
   HOMODYNE_DISPATCH(GradientLaminarBlock(in, sums));

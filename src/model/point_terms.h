@@ -58,22 +58,14 @@ struct PointBlock {
          *sgg = nullptr, *sar = nullptr, *sbr = nullptr, *sgr = nullptr;
 };
 
-// The per-column angle sums of a block and the angle-independent per-column vectors they
-// multiply: e_q (diffusion), f_q (shear rate; laminar), zero-padded to a multiple of kLanes.
-struct ColumnSums {
-  int n = 0;  // a multiple of kLanes
-  const double *saa = nullptr, *sab = nullptr, *sbb = nullptr, *sag = nullptr, *sbg = nullptr,
-               *sgg = nullptr, *sar = nullptr, *sbr = nullptr, *sgr = nullptr;
-  const double* e[3] = {nullptr, nullptr, nullptr};
-  const double* f[3] = {nullptr, nullptr, nullptr};
-};
-
-// Folds a block's column sums into the physics block, u = (α·e, β·f, γ): jtj (kNp × kNp,
-// upper triangle, kNp = 7 laminar, 3 static) and jtr (kNp) gain Σ_c of the products (vector
-// lanes over the columns, folded as in the tile sums). jtj = nullptr: Jᵀr only, with the
-// same values as with jtj.
-void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr);
-void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr);
+// Folds a block's per-column angle sums (block.saa … block.sgr, after every tile of the block
+// has added to them) into the physics block, u = (α·e, β·f, γ), over the first n columns
+// (n a multiple of kLanes; e, f and the sums zero-padded up to it): jtj (kNp × kNp, upper
+// triangle, kNp = 7 laminar, 3 static) and jtr (kNp) gain Σ_c of the products (vector lanes
+// over the columns, folded as in the tile sums). jtj = nullptr: Jᵀr only, with the same
+// values as with jtj. Reads only the block's column pointers.
+void FoldLaminarColumns(const PointBlock& block, int n, double* jtj, double* jtr);
+void FoldStaticColumns(const PointBlock& block, int n, double* jtj, double* jtr);
 
 // Adds the tile sums into sums[kNumTileSums] and updates the S arrays.
 void NormalLaminarBlock(const PointBlock& in, double* sums);
@@ -89,13 +81,13 @@ double Chi2Block(const PointBlock& in);
 // The two compiled copies behind the functions above (point_terms_impl.h): `halves` (8 lanes
 // as two 4-lane halves; AVX2 and baseline clones) and, on x86-64 with GCC/Clang, `avx512` (a
 // native 8-lane vector; call only when HasAvx512()). They give the same bits.
-#define HOMODYNE_POINT_TERMS_DECLARE                                       \
-  void FoldLaminarColumns(const ColumnSums& cs, double* jtj, double* jtr); \
-  void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr);  \
-  void GradientLaminarBlock(const PointBlock& block, double* sums);        \
-  void GradientStaticBlock(const PointBlock& block, double* sums);         \
-  void NormalLaminarBlock(const PointBlock& block, double* sums);          \
-  void NormalStaticBlock(const PointBlock& block, double* sums);           \
+#define HOMODYNE_POINT_TERMS_DECLARE                                                 \
+  void FoldLaminarColumns(const PointBlock& block, int n, double* jtj, double* jtr); \
+  void FoldStaticColumns(const PointBlock& block, int n, double* jtj, double* jtr);  \
+  void GradientLaminarBlock(const PointBlock& block, double* sums);                  \
+  void GradientStaticBlock(const PointBlock& block, double* sums);                   \
+  void NormalLaminarBlock(const PointBlock& block, double* sums);                    \
+  void NormalStaticBlock(const PointBlock& block, double* sums);                     \
   double Chi2Block(const PointBlock& block);
 namespace halves {
 HOMODYNE_POINT_TERMS_DECLARE

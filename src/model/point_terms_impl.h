@@ -308,7 +308,7 @@ inline bool Uniform(const PointBlock& in) {
 }
 
 template <bool kLaminar, bool kJtj>
-__attribute__((always_inline)) inline void FoldColumns(const ColumnSums& cs, double* jtj,
+__attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int n, double* jtj,
                                                        double* jtr) {
   constexpr int kNp = kLaminar ? 7 : 3;
   // Accumulators: Jᵀr (kNp) then the upper triangle of JᵀJ (row-major), as vectors.
@@ -316,29 +316,29 @@ __attribute__((always_inline)) inline void FoldColumns(const ColumnSums& cs, dou
   V r[kNp], m[kNumJtj];
   for (auto& v : r) v = Splat(0.0);
   for (auto& v : m) v = Splat(0.0);
-  for (int c = 0; c < cs.n; c += kLanes) {
+  for (int c = 0; c < n; c += kLanes) {
     V u[kNp];  // the angle-independent factors of the parameters: e_q, f_q, 1
-    for (int q = 0; q < 3; ++q) u[q] = Load(cs.e[q] + c);
+    for (int q = 0; q < 3; ++q) u[q] = Load(in.e[q] + c);
     if constexpr (kLaminar) {
-      for (int q = 0; q < 3; ++q) u[3 + q] = Load(cs.f[q] + c);
+      for (int q = 0; q < 3; ++q) u[3 + q] = Load(in.f[q] + c);
       u[6] = Splat(1.0);
     }
     // Column weight of the pair (p, q) by the groups of p and q: 0 = α (diffusion),
     // 1 = β (shear rate), 2 = γ (φ0).
     const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
-    const V sr[3] = {Load(cs.sar + c), kLaminar ? Load(cs.sbr + c) : Splat(0.0),
-                     kLaminar ? Load(cs.sgr + c) : Splat(0.0)};
+    const V sr[3] = {Load(in.sar + c), kLaminar ? Load(in.sbr + c) : Splat(0.0),
+                     kLaminar ? Load(in.sgr + c) : Splat(0.0)};
     for (int p = 0; p < kNp; ++p) r[p] += sr[group(p)] * u[p];
     if constexpr (kJtj) {
-      const V saa = Load(cs.saa + c);
+      const V saa = Load(in.saa + c);
       V sw[3][3];
       sw[0][0] = saa;
       if constexpr (kLaminar) {
-        sw[0][1] = Load(cs.sab + c);
-        sw[0][2] = Load(cs.sag + c);
-        sw[1][1] = Load(cs.sbb + c);
-        sw[1][2] = Load(cs.sbg + c);
-        sw[2][2] = Load(cs.sgg + c);
+        sw[0][1] = Load(in.sab + c);
+        sw[0][2] = Load(in.sag + c);
+        sw[1][1] = Load(in.sbb + c);
+        sw[1][2] = Load(in.sbg + c);
+        sw[2][2] = Load(in.sgg + c);
       }
       int k = 0;
       for (int p = 0; p < kNp; ++p) {
@@ -358,13 +358,16 @@ __attribute__((always_inline)) inline void FoldColumns(const ColumnSums& cs, dou
 #undef HOMODYNE_INLINE
 }  // namespace
 
-HOMODYNE_POINT_TERMS_TARGET void FoldLaminarColumns(const ColumnSums& cs, double* jtj,
+HOMODYNE_POINT_TERMS_TARGET void FoldLaminarColumns(const PointBlock& block, int n, double* jtj,
                                                     double* jtr) {
-  jtj != nullptr ? FoldColumns<true, true>(cs, jtj, jtr) : FoldColumns<true, false>(cs, jtj, jtr);
+  jtj != nullptr ? FoldColumns<true, true>(block, n, jtj, jtr)
+                 : FoldColumns<true, false>(block, n, jtj, jtr);
 }
 
-HOMODYNE_POINT_TERMS_TARGET void FoldStaticColumns(const ColumnSums& cs, double* jtj, double* jtr) {
-  jtj != nullptr ? FoldColumns<false, true>(cs, jtj, jtr) : FoldColumns<false, false>(cs, jtj, jtr);
+HOMODYNE_POINT_TERMS_TARGET void FoldStaticColumns(const PointBlock& block, int n, double* jtj,
+                                                   double* jtr) {
+  jtj != nullptr ? FoldColumns<false, true>(block, n, jtj, jtr)
+                 : FoldColumns<false, false>(block, n, jtj, jtr);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void GradientLaminarBlock(const PointBlock& block, double* sums) {

@@ -123,28 +123,14 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
         ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
         EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), halves::Chi2Block(b.in))) << n;
         EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), sa[kSumChi2])) << "χ² pass vs normal";
-        ColumnSums cs;
-        cs.n = (n + kLanes - 1) / kLanes * kLanes;
-        cs.saa = a.in.saa;
-        cs.sab = a.in.sab;
-        cs.sbb = a.in.sbb;
-        cs.sag = a.in.sag;
-        cs.sbg = a.in.sbg;
-        cs.sgg = a.in.sgg;
-        cs.sar = a.in.sar;
-        cs.sbr = a.in.sbr;
-        cs.sgr = a.in.sgr;
-        for (int q = 0; q < 3; ++q) {
-          cs.e[q] = a.in.e[q];
-          cs.f[q] = a.in.f[q];
-        }
+        const int padded = (n + kLanes - 1) / kLanes * kLanes;
         double ja[49] = {}, jb[49] = {}, ra[7] = {}, rb[7] = {};
         if (laminar) {
-          avx512::FoldLaminarColumns(cs, ja, ra);
-          halves::FoldLaminarColumns(cs, jb, rb);
+          avx512::FoldLaminarColumns(a.in, padded, ja, ra);
+          halves::FoldLaminarColumns(a.in, padded, jb, rb);
         } else {
-          avx512::FoldStaticColumns(cs, ja, ra);
-          halves::FoldStaticColumns(cs, jb, rb);
+          avx512::FoldStaticColumns(a.in, padded, ja, ra);
+          halves::FoldStaticColumns(a.in, padded, jb, rb);
         }
         for (int k = 0; k < 49; ++k) EXPECT_TRUE(SameBits(ja[k], jb[k])) << "fold JᵀJ " << k;
         for (int k = 0; k < 7; ++k) EXPECT_TRUE(SameBits(ra[k], rb[k])) << "fold Jᵀr " << k;
