@@ -128,20 +128,12 @@ __attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, co
   return x;
 }
 
-// sinc² and its x-derivative of kLanes separable columns (SeparableSinCos and
-// SeparableShearFactorsWithDerivative of separable.h/.cpp, a vector at a time).
+// sinc² and its x-derivative of kLanes separable columns (separable.h's SeparableFactors,
+// the same expressions as the scalar edge columns, a vector at a time).
 __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& row, const Consts& k,
                                                           int c, V& s, V& ds) {
-  const V ts = Load(row.tab_sin + c), tc = Load(row.tab_cos + c);
-  const V psi = k.row_a * Load(row.shift + c);
-  const V ca = k.ci + psi * k.si;
-  const V cb = psi * k.ci - k.si;
-  const V sn = ts * ca + tc * cb;
-  const V cs = tc * ca - ts * cb;
-  const V inv_x = k.inv_a * Load(row.inv_ig + c);
-  const V sinc = sn * inv_x;
-  s = sinc * sinc;
-  ds = Splat(2.0) * sinc * ((cs - sinc) * inv_x);
+  SeparableFactors(Load(row.tab_sin + c), Load(row.tab_cos + c), k.row_a * Load(row.shift + c),
+                   k.ci, k.si, k.inv_a * Load(row.inv_ig + c), s, ds);
 }
 
 // The point terms of columns c … c + kLanes − 1 from their sinc² s and its derivative ds (laminar):

@@ -52,10 +52,9 @@ HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double*
                                                 int n) {
   const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
-    double sn, cs;
-    SeparableSinCos(row, c, sn, cs);
-    const double sinc = sn * (row.inv_a * inv_ig[c]);
-    s[c] = sinc * sinc;
+    double ds;
+    SeparableFactors(row.tab_sin[c], row.tab_cos[c], row.a * row.shift[c], row.ci, row.si,
+                     row.inv_a * inv_ig[c], s[c], ds);
   }
 }
 
@@ -63,12 +62,8 @@ HOMODYNE_SIMD_CLONES void SeparableShearFactorsWithDerivative(const SeparableRow
                                                               double* ds, int begin, int n) {
   const double* __restrict inv_ig = row.inv_ig;
   for (int c = begin; c < n; ++c) {
-    double sn, cs;
-    SeparableSinCos(row, c, sn, cs);
-    const double inv_x = row.inv_a * inv_ig[c];
-    const double sinc = sn * inv_x;
-    s[c] = sinc * sinc;
-    ds[c] = 2.0 * sinc * ((cs - sinc) * inv_x);
+    SeparableFactors(row.tab_sin[c], row.tab_cos[c], row.a * row.shift[c], row.ci, row.si,
+                     row.inv_a * inv_ig[c], s[c], ds[c]);
   }
 }
 

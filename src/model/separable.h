@@ -95,19 +95,25 @@ struct SeparableRow {
   const double* inv_ig = nullptr;  // 1/I_Γ per column
 };
 
-// sin x and cos x of column c by the angle-addition formula, first order in ψ = a·δ:
+// sin x and cos x of a column by the angle-addition formula, first order in ψ = a·δ:
 // sin x ≈ s0 + ψ·c0 = S[j]·A + K[j]·B and cos x ≈ c0 − ψ·s0 = K[j]·A − S[j]·B with
-// A = K[i] + ψ·S[i], B = ψ·K[i] − S[i] (five products for the sine instead of six).
-__attribute__((always_inline)) inline void SeparableSinCos(const SeparableRow& row, int c,
-                                                           double& sn, double& cs) {
-  const double psi = row.a * row.shift[c];
-  const double ca = row.ci + psi * row.si;
-  const double cb = psi * row.ci - row.si;
-  sn = row.tab_sin[c] * ca + row.tab_cos[c] * cb;
-  cs = row.tab_cos[c] * ca - row.tab_sin[c] * cb;
+// A = K[i] + ψ·S[i], B = ψ·K[i] − S[i] (five products for the sine instead of six), and from
+// them with 1/x: sinc² and d sinc²/dx = 2·sinc·(cos x − sinc)·(1/x). T is double (one
+// column) or a vector of columns (the kernel's point loops): the same expressions, so the
+// same values.
+template <typename T>
+__attribute__((always_inline)) inline void SeparableFactors(T tab_sin, T tab_cos, T psi, T ci, T si,
+                                                            T inv_x, T& s, T& ds) {
+  const T ca = ci + psi * si;
+  const T cb = psi * ci - si;
+  const T sn = tab_sin * ca + tab_cos * cb;
+  const T cs = tab_cos * ca - tab_sin * cb;
+  const T sinc = sn * inv_x;
+  s = sinc * sinc;
+  ds = (sinc + sinc) * ((cs - sinc) * inv_x);  // sinc + sinc = 2·sinc exactly
 }
 
-// B of the header: the bound on |sin − sin x| of SeparableSinCos at a point with
+// B of the header: the bound on |sin − sin x| of SeparableFactors at a point with
 // cgsum = C_Γ[i] + C_Γ[j], phase x and ψ = a·δ.
 inline double SeparableSineBound(double a, double cgsum, double x, double psi) {
   constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
