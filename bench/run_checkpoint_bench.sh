@@ -8,16 +8,11 @@
 # 53 and 207 parameters). Writes docs/bench/checkpoint_<date>.json.
 #   bash bench/run_checkpoint_bench.sh [build dir] [output dir] [ranks] [frames] [repeats]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-out=${2:-$root/docs/bench}
+source "$(dirname "$0")/lib.sh" "$@"
 ranks=${3:-2}
 frames=${4:-400}
 repeats=${5:-3}
-mkdir -p "$out"
-source "$root/scripts/mpi-env.sh"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-stamp=$(date -u +%Y-%m-%d)
 write_cfg() {  # write_cfg <file> <enable> <frequency>
   cat > "$1" <<YAML
 analysis_mode: laminar_flow

@@ -4,18 +4,8 @@
 # at 1 and 2 ranks; one Google Benchmark JSON per run and a combined summary JSON.
 #   bash bench/run_cmc_bench.sh [build dir] [output dir]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-out=${2:-$root/docs/bench}
-mkdir -p "$out"
-source "$root/scripts/mpi-env.sh"
-stamp=$(date -u +%Y-%m-%d)
-runs=()
-for ranks in 1 2; do
-  f="$out/cmc_${stamp}_np${ranks}.json"
-  mpiexec -n "$ranks" "$build/bench/bench_cmc" --benchmark_out="$f" --benchmark_out_format=json
-  runs+=("$f")
-done
+source "$(dirname "$0")/lib.sh" "$@"
+run_at_1_and_2_ranks "cmc_${stamp}" bench_cmc
 python3 - "$out/cmc_${stamp}_summary.json" "${runs[@]}" <<'PY'
 import json, sys
 summary = {"benchmark": "CMC, laminar_flow, auto per-angle mode (reparameterised)",

@@ -6,23 +6,12 @@
 # rank speedups).
 #   bash bench/run_kernel_bench.sh [build dir] [output dir]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-out=${2:-$root/docs/bench}
-mkdir -p "$out"
-source "$root/scripts/mpi-env.sh"
-stamp=$(date -u +%Y-%m-%d)
+source "$(dirname "$0")/lib.sh" "$@"
 main="$out/kernel_${stamp}.json"
 "$build/bench/bench_kernel" --benchmark_filter='^BM_(Ceiling|Kernel(Chi2|NormalEquations)/|PointBlock)' \
   --benchmark_out="$main" --benchmark_out_format=json
-ranks_runs=()
-for ranks in 1 2; do
-  f="$out/kernel_${stamp}_ranks_np${ranks}.json"
-  mpiexec -n "$ranks" "$build/bench/bench_kernel" --benchmark_filter='^BM_KernelChi2Ranks' \
-    --benchmark_out="$f" --benchmark_out_format=json
-  ranks_runs+=("$f")
-done
-python3 - "$out/kernel_${stamp}_summary.json" "$main" "${ranks_runs[@]}" <<'PY'
+run_at_1_and_2_ranks "kernel_${stamp}_ranks" bench_kernel --benchmark_filter='^BM_KernelChi2Ranks'
+python3 - "$out/kernel_${stamp}_summary.json" "$main" "${runs[@]}" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[2]))
 summary = {"benchmark": "model kernel vs roofline, laminar_flow, 23 angles x 1000 frames",

@@ -3,18 +3,8 @@
 # ranks; writes one Google Benchmark JSON per run and a combined summary JSON.
 #   bash bench/run_nlsq_fit_bench.sh [build dir] [output dir]
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-out=${2:-$root/docs/bench}
-mkdir -p "$out"
-source "$root/scripts/mpi-env.sh"
-stamp=$(date -u +%Y-%m-%d)
-runs=()
-for ranks in 1 2; do
-  f="$out/nlsq_fit_${stamp}_np${ranks}.json"
-  mpiexec -n "$ranks" "$build/bench/bench_nlsq_fit" --benchmark_out="$f" --benchmark_out_format=json
-  runs+=("$f")
-done
+source "$(dirname "$0")/lib.sh" "$@"
+run_at_1_and_2_ranks "nlsq_fit_${stamp}" bench_nlsq_fit
 python3 - "$out/nlsq_fit_${stamp}_summary.json" "${runs[@]}" <<'PY'
 import json, sys, platform
 summary = {"benchmark": "full NLSQ fit, laminar_flow, auto per-angle mode", "runs": []}

@@ -8,11 +8,7 @@
 #   bash bench/run_streaming_bench.sh [build dir] [output dir]
 # Environment: RANKS (2), FRAMES (700), ANGLES ("0,60,120"), MEMORY_LIMIT (64M), THREADS (1).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
-out=${2:-$root/docs/bench}
-mkdir -p "$out"
-source "$root/scripts/mpi-env.sh"
+source "$(dirname "$0")/lib.sh" "$@"
 ranks=${RANKS:-2}
 frames=${FRAMES:-700}
 angles=${ANGLES:-0,60,120}
@@ -21,7 +17,6 @@ threads=${THREADS:-1}
 big_frames=$(/usr/bin/python3 -c "import math; print(round($frames * math.sqrt(10)))")
 work=$(mktemp -d "${TMPDIR:-/tmp}/homodyne_stream_bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-stamp=$(date -u +%Y-%m-%d)
 
 write_config() {  # $1 = data file
   cat <<YAML
