@@ -12,15 +12,14 @@
 // HOMODYNE_BENCH_DRAWS (warmup = draws per chain, 150), HOMODYNE_BENCH_CHAINS (2).
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "bench_env.h"
+#include "bench_laminar_config.h"
 #include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/config/config_reader.h"
 #include "homodyne/model/kernel.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/random.h"
@@ -28,27 +27,15 @@
 
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
+using homodyne::bench::EnvInt;
 
 const char* kTruth = "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4";
 
 homodyne::config::Config BenchConfig(const std::string& data) {
-  const auto p = std::filesystem::path(data);
-  const std::string yaml = fmt::format(
-      "analysis_mode: laminar_flow\n"
-      "analyzer_parameters:\n  dt: 0.1\n  scattering: {{wavevector_q: 0.0054}}\n"
-      "  geometry: {{stator_rotor_gap: 2000000}}\n"
-      "experimental_data:\n  data_folder_path: {}\n  data_file_name: {}\n"
-      "initial_parameters:\n"
-      "  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]\n"
-      "  values: [{}]\n"
-      "optimization:\n  cmc:\n    per_angle_mode: auto\n    seed: 42\n"
-      "    validation: {{heterogeneity_abort: false}}\n",
-      p.parent_path().string(), p.filename().string(), kTruth);
-  return homodyne::config::ReadConfigString(yaml, "bench-cmc-config");
+  return homodyne::bench::LaminarBenchConfig(data, kTruth,
+                                             "  cmc:\n    per_angle_mode: auto\n    seed: 42\n"
+                                             "    validation: {heterogeneity_abort: false}\n",
+                                             "bench-cmc-config");
 }
 
 // A laminar shard-sized set of tiles (8 angles, 5 000 points) with noisy model data.

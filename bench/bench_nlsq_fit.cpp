@@ -7,39 +7,26 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "bench_env.h"
-#include "homodyne/config/config_reader.h"
+#include "bench_laminar_config.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/synth/synthetic_dataset.h"
 
 namespace {
 
-int EnvInt(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? std::atoi(v) : fallback;
-}
+using homodyne::bench::EnvInt;
 
 homodyne::config::Config BenchConfig(const std::string& data, const std::string& values) {
-  const auto p = std::filesystem::path(data);
-  const std::string yaml = fmt::format(
-      "analysis_mode: laminar_flow\n"
-      "analyzer_parameters:\n  dt: 0.1\n  scattering: {{wavevector_q: 0.0054}}\n"
-      "  geometry: {{stator_rotor_gap: 2000000}}\n"
-      "experimental_data:\n  data_folder_path: {}\n  data_file_name: {}\n"
-      "initial_parameters:\n"
-      "  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]\n"
-      "  values: [{}]\n"
-      "optimization:\n  nlsq:\n    max_iterations: 300\n"
-      "    anti_degeneracy: {{per_angle_mode: auto}}\n",
-      p.parent_path().string(), p.filename().string(), values);
-  return homodyne::config::ReadConfigString(yaml, "bench-config");
+  return homodyne::bench::LaminarBenchConfig(
+      data, values,
+      "  nlsq:\n    max_iterations: 300\n    anti_degeneracy: {per_angle_mode: auto}\n",
+      "bench-config");
 }
 
 void BM_NlsqFitLaminar(benchmark::State& state) {
