@@ -22,6 +22,7 @@ PACKAGES=(
   libcli11-dev                         # command-line parsing
   nlohmann-json3-dev                   # JSON result files
   libeigen3-dev                        # small dense linear algebra (covariances)
+  librandom123-dev                     # counter-based RNG streams (Philox), header-only
 )
 
 missing=()
