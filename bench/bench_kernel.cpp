@@ -209,11 +209,13 @@ BENCHMARK(BM_KernelChi2Ranks)->Iterations(30)->Unit(benchmark::kMillisecond)->Us
 void BM_PointBlock(benchmark::State& state) {
   namespace d = homodyne::model::detail;
   constexpr int n = d::kMaxBlock;
-  std::vector<double> g1d(n, 0.5), shift(n, 1e-12), inv_ig(n), ig(n), ts(n), tc(n), data(n, 1.1),
-      s(n, 0.0), ds(n, 0.0), fac(n, 0.1), e(3 * n, 0.3), f(3 * n, 0.2), sums(9 * n, 0.0);
+  std::vector<double> g1d(n, 0.5), shift(n, 1e-12), inv_ig(n), g1d_inv_ig2(n), ig(n), ts(n), tc(n),
+      data(n, 1.1), s(n, 0.0), ds(n, 0.0), fac(n, 0.1), e(3 * n, 0.3), f(3 * n, 0.2),
+      sums(9 * n, 0.0);
   for (int c = 0; c < n; ++c) {
     ig[static_cast<size_t>(c)] = 10.0 + c;
     inv_ig[static_cast<size_t>(c)] = 1.0 / (10.0 + c);
+    g1d_inv_ig2[static_cast<size_t>(c)] = 0.5 / ((10.0 + c) * (10.0 + c));
     ts[static_cast<size_t>(c)] = std::sin(0.1 * c);
     tc[static_cast<size_t>(c)] = std::cos(0.1 * c);
   }
@@ -230,8 +232,8 @@ void BM_PointBlock(benchmark::State& state) {
   in.ds = ds.data();
   in.sep_lo = 0;
   in.sep_hi = n;
-  in.sep =
-      d::SeparableRow{ts.data(), tc.data(), 0.3, 0.95, 100.0, 0.01, shift.data(), inv_ig.data()};
+  in.sep = d::SeparableRow{ts.data(),     tc.data(),         0.3, 0.95, 100.0, 0.01, shift.data(),
+                           inv_ig.data(), g1d_inv_ig2.data()};
   in.data = data.data();
   in.uniform_weight = 2.0;
   in.contrast = 0.2;

@@ -60,6 +60,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   // diffusion exponent −wq·I_D, ΔC_D and I_D per column.
   alignas(64) double cgsum[kBlock], shift[kBlock], inv_ig[kBlock], shift_d[kBlock], log_g1[kBlock],
       delta_d[kBlock], id_d[kBlock];
+  // g1_diff/I_Γ² per column, for the point passes' separable lanes (SeparableRow).
+  alignas(64) double g1d_inv_ig2[kBlock];
   const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
   const bool separable_diffusion = !exact && !tab.diff_pivot.empty();
   constexpr int kSpan = detail::kDiffusionPivotSpan;
@@ -161,6 +163,11 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           fac[c] = log_g1[c] < kLogG1Min ? 0.0 : g1d[c] * (-wq) * (delta_d[c] / id_d[c]);
         }
       }
+      if constexpr (kLaminar) {
+        if (separable_block) {
+          for (int c = 0; c < nb; ++c) g1d_inv_ig2[c] = g1d[c] * (inv_ig[c] * inv_ig[c]);
+        }
+      }
       // detail::PointBlock reads columns up to a multiple of detail::kLanes.
       const int nb_padded = (nb + detail::kLanes - 1) & ~(detail::kLanes - 1);
       for (int c = nb; c < nb_padded; ++c) {
@@ -181,9 +188,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         const double a = kLaminar ? tab.shear_a[k] : 0.0;
         const double bcoef = kLaminar ? tab.shear_b[k] : 0.0;
         // Laminar: columns [0, start) are evaluated directly here (sin/cos of x, then the
-        // shear factors), [start, nb) take the separable path (start = nb: none). The point
-        // passes evaluate the separable columns inside their point loop (PointBlock::sep);
-        // the model pass here.
+        // shear factors), [start, nb) take the separable path (start = nb: none), its whole
+        // vectors inside the point loop (PointBlock::sep), the rest here.
         int start = nb;
         int sep_lo = nb, sep_hi = nb;  // see below
         detail::SeparableRow sep;
@@ -208,8 +214,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           } else {
             detail::ShearFactors(xs, sn, sfac, start);
           }
-          // The point passes evaluate the separable columns' whole vectors [sep_lo, sep_hi)
-          // in their point loop; the rest of [start, nb) is filled here.
+          // The point loop evaluates the separable columns' whole vectors [sep_lo, sep_hi);
+          // the rest of [start, nb) is filled here.
           if (start < nb) {
             const size_t row = k * n_t;
             sep = detail::SeparableRow{tab.shear_sin.data() + row + j0,
@@ -219,12 +225,11 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
                                        a,
                                        1.0 / a,
                                        shift,
-                                       inv_ig};
+                                       inv_ig,
+                                       g1d_inv_ig2};
             const int whole = nb & ~(detail::kLanes - 1);
-            if constexpr (kPass != Pass::kModel) {
-              sep_lo = std::min((start + detail::kLanes - 1) & ~(detail::kLanes - 1), whole);
-              sep_hi = std::max(sep_lo, whole);
-            }
+            sep_lo = std::min((start + detail::kLanes - 1) & ~(detail::kLanes - 1), whole);
+            sep_hi = std::max(sep_lo, whole);
             const int tail = std::max(sep_hi, start);
             if constexpr (kDerivs) {
               detail::SeparableShearFactorsWithDerivative(sep, sfac, dsfac, start, sep_lo);
@@ -237,29 +242,23 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           }
           for (int c = nb; c < nb_padded; ++c) sfac[c] = dsfac[c] = 0.0;
         }
-        const double* data = tile.data + b0;
+        // The block's fixed fields are set once per chunk (below the scratch arrays).
+        in.n = nb;
+        in.sep_lo = sep_lo;
+        in.sep_hi = sep_hi;
+        in.sep = sep;
+        in.data = tile.data + b0;
+        in.weight = tile.weight ? tile.weight + b0 : nullptr;
+        in.uniform_weight = tile.uniform_weight;
+        in.contrast = contrast;
+        in.offset = offset;
+        in.inv_sigma = inv_sigma;
+        in.a = a;
+        in.b = bcoef;
         if constexpr (kPass == Pass::kModel) {
-          double* out = model_out + tile_offset[static_cast<size_t>(tile_index)] + b0;
-          for (int c = 0; c < nb; ++c) {
-            const double g1_raw = kLaminar ? g1d[c] * sfac[c] : g1d[c];
-            const double g1 = FloorAt(g1_raw, kG1Floor);
-            out[c] = offset + contrast * (g1 * g1);
-          }
+          detail::ModelBlock(in, model_out + tile_offset[static_cast<size_t>(tile_index)] + b0);
           continue;
         } else {
-          // The block's fixed fields are set once per chunk (below the scratch arrays).
-          in.n = nb;
-          in.sep_lo = sep_lo;
-          in.sep_hi = sep_hi;
-          in.sep = sep;
-          in.data = data;
-          in.weight = tile.weight ? tile.weight + b0 : nullptr;
-          in.uniform_weight = tile.uniform_weight;
-          in.contrast = contrast;
-          in.offset = offset;
-          in.inv_sigma = inv_sigma;
-          in.a = a;
-          in.b = bcoef;
           if constexpr (!kDerivs) {
             *chi2 += detail::Chi2Block(in);
           } else if constexpr (!kFull) {

@@ -56,6 +56,7 @@ void NormalStaticBlock(const PointBlock& in, double* sums) {
   HOMODYNE_DISPATCH(NormalStaticBlock(in, sums));
 }
 double Chi2Block(const PointBlock& in) { HOMODYNE_DISPATCH(Chi2Block(in)); }
+void ModelBlock(const PointBlock& in, double* out) { HOMODYNE_DISPATCH(ModelBlock(in, out)); }
 #undef HOMODYNE_DISPATCH
 
 }  // namespace homodyne::model::detail

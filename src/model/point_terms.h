@@ -77,6 +77,9 @@ void GradientLaminarBlock(const PointBlock& in, double* sums);
 void GradientStaticBlock(const PointBlock& in, double* sums);
 // Σ w·r² in the same lanes and order as the normal passes (bit-identical χ²).
 double Chi2Block(const PointBlock& in);
+// c2 of the block's n columns into out[0 … n), the values whose residuals the passes above
+// sum (the data are loaded but do not enter c2; the weights are not read).
+void ModelBlock(const PointBlock& in, double* out);
 
 // The two compiled copies behind the functions above (point_terms_impl.h): `halves` (8 lanes
 // as two 4-lane halves; AVX2 and baseline clones) and, on x86-64 with GCC/Clang, `avx512` (a
@@ -88,7 +91,8 @@ double Chi2Block(const PointBlock& in);
   void GradientStaticBlock(const PointBlock& block, double* sums);                   \
   void NormalLaminarBlock(const PointBlock& block, double* sums);                    \
   void NormalStaticBlock(const PointBlock& block, double* sums);                     \
-  double Chi2Block(const PointBlock& block);
+  double Chi2Block(const PointBlock& block);                                         \
+  void ModelBlock(const PointBlock& block, double* out);
 namespace halves {
 HOMODYNE_POINT_TERMS_DECLARE
 }  // namespace halves

@@ -81,13 +81,13 @@ HOMODYNE_INLINE V Where(M m, V a, V b) { return {m.lo ? a.lo : b.lo, m.hi ? a.hi
 
 // The terms of the kLanes points of columns c … c + kLanes − 1.
 struct Lanes {
-  V w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
+  V model, w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
 };
 
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
   V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight;  // PointBlock
-  V ci, si, row_a, inv_a;                                                    // SeparableRow fields
+  V ci, si, ci_a, si_a, inv_a;  // SeparableRow fields; ci_a = ci·(1/a), si_a = si·(1/a)
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
         offset(Splat(in.offset)),
@@ -99,7 +99,8 @@ struct Consts {
         uniform_weight(Splat(in.uniform_weight)),
         ci(Splat(in.sep.ci)),
         si(Splat(in.sep.si)),
-        row_a(Splat(in.sep.a)),
+        ci_a(Splat(in.sep.ci * in.sep.inv_a)),
+        si_a(Splat(in.sep.si * in.sep.inv_a)),
         inv_a(Splat(in.sep.inv_a)) {}
 };
 
@@ -128,33 +129,54 @@ __attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, co
   return x;
 }
 
-// sinc² and its x-derivative of kLanes separable columns (separable.h's SeparableFactors,
-// the same expressions as the scalar edge columns, a vector at a time).
+// kLanes separable columns, the angle-addition form of separable.h divided by a: with ψ = a·δ,
+//   sin x/a ≈ S[j]·(ci/a + δ·si) + K[j]·(δ·ci − si/a),  cos x/a ≈ K[j]·(…) − S[j]·(…),
+// and g1_diff·sinc² = (g1_diff/I_Γ²)·(sin x/a)² — six products per point where
+// SeparableFactors and g1_diff·sinc² take eight (ψ, 1/x and sinc disappear). Rounding differs
+// from the scalar form by a few ε relative, inside the factor 2 of margin of separable.h's
+// bound. With kDerivs also sinc = (sin x/a)·(1/I_Γ), s = sinc² and
+// d sinc²/dx = 2·sinc·(cos x − sinc)/x = 2·sinc·(cos x/a − sinc·(1/a))·(1/I_Γ).
+template <bool kDerivs>
 __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& row, const Consts& k,
-                                                          int c, V& s, V& ds) {
-  SeparableFactors(Load(row.tab_sin + c), Load(row.tab_cos + c), k.row_a * Load(row.shift + c),
-                   k.ci, k.si, k.inv_a * Load(row.inv_ig + c), s, ds);
+                                                          int c, V& g1_raw, V& s, V& ds) {
+  const V tab_sin = Load(row.tab_sin + c), tab_cos = Load(row.tab_cos + c);
+  const V delta = Load(row.shift + c);
+  const V ca = k.ci_a + delta * k.si;
+  const V cb = delta * k.ci - k.si_a;
+  const V sn = tab_sin * ca + tab_cos * cb;
+  g1_raw = Load(row.g1d_inv_ig2 + c) * (sn * sn);
+  if constexpr (kDerivs) {
+    const V inv_ig = Load(row.inv_ig + c);
+    const V cs = tab_cos * ca - tab_sin * cb;
+    const V sinc = sn * inv_ig;
+    s = sinc * sinc;
+    ds = (sinc + sinc) * ((cs - sinc * k.inv_a) * inv_ig);
+  } else {
+    (void)s;
+    (void)ds;
+  }
 }
 
-// The point terms of columns c … c + kLanes − 1 from their sinc² s and its derivative ds (laminar):
-// g1 = max(g1_diff·s, floor), c2, the residual r0 = d − c2 (0 where the weight is 0, even
-// for non-finite data), and with kDerivs r = r0/σ, uc = g1²/σ and the derivative scalars
-// α (diffusion), β (shear rate), γ (φ0).
-template <bool kLaminar, bool kDerivs>
+// The point terms of columns c … c + kLanes − 1 from g1_raw = g1_diff·sinc², sinc² s and its
+// derivative ds (laminar; static: g1_raw = g1_diff): g1 = max(g1_raw, floor), c2, the
+// residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
+// kMask every lane has a nonzero weight), and with kDerivs r = r0/σ, uc = g1²/σ and the
+// derivative scalars α (diffusion), β (shear rate), γ (φ0).
+template <bool kLaminar, bool kDerivs, bool kMask>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
-                                                  const Inputs& x, V s, V ds) {
+                                                  const Inputs& x, V g1_raw, V s, V ds) {
   const V floor = k.floor;
-  const V g1d = Load(in.g1d + c);
-  const V g1_raw = kLaminar ? g1d * s : g1d;
   const M alive = g1_raw > floor;  // the g1 floor passes no gradient when selected
   const V g1 = Where(alive, g1_raw, floor);
   const V g1sq = g1 * g1;
   const V model = k.offset + k.contrast * g1sq;
   const V inv_sigma = k.inv_sigma;
   Lanes t;
+  t.model = model;
   t.w = x.w;
-  t.r0 = Where(x.w != Splat(0.0), x.d - model, Splat(0.0));
+  t.r0 = kMask ? Where(x.w != Splat(0.0), x.d - model, Splat(0.0)) : x.d - model;
   if constexpr (kDerivs) {
+    const V g1d = Load(in.g1d + c);
     t.r = t.r0 * inv_sigma;
     t.uc = g1sq * inv_sigma;
     const V dc2_dg1 = Where(alive, k.two_contrast * g1 * inv_sigma, Splat(0.0));
@@ -171,35 +193,39 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
 }
 
 // Calls body(t, c) for the block's vectors in column order: the shear factors come from the
-// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it.
-template <bool kLaminar, bool kDerivs, typename Body>
+// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it. kUniform:
+// the block has one nonzero weight, so only the partial last vector needs the mask.
+template <bool kLaminar, bool kDerivs, bool kUniform, typename Body>
 __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
   const int n = in.n;
   const Consts k(in);
-  const auto from_arrays = [&](int c, const Inputs& x) {
+  const auto from_arrays = [&]<bool kWhole>(int c) {
+    const Inputs x = LoadInputs<kWhole>(in, k, c);
+    constexpr bool kMask = !kUniform || !kWhole;
     if constexpr (kLaminar) {
-      body(
-          Terms<true, kDerivs>(in, k, c, x, Load(in.s + c), kDerivs ? Load(in.ds + c) : Splat(0.0)),
-          c);
+      const V s = Load(in.s + c);
+      body(Terms<true, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c) * s, s,
+                                       kDerivs ? Load(in.ds + c) : Splat(0.0)),
+           c);
     } else {
-      body(Terms<false, kDerivs>(in, k, c, x, Splat(1.0), Splat(0.0)), c);
+      body(Terms<false, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c), Splat(1.0), Splat(0.0)), c);
     }
   };
   // [lo, hi) is empty or a range of whole vectors.
   const int lo = kLaminar && in.sep_lo < in.sep_hi ? in.sep_lo : 0;
   const int hi = kLaminar && in.sep_lo < in.sep_hi ? in.sep_hi : 0;
   int c = 0;
-  for (; c < lo; c += kLanes) from_arrays(c, LoadInputs<true>(in, k, c));
+  for (; c < lo; c += kLanes) from_arrays.template operator()<true>(c);
   if constexpr (kLaminar) {
     const SeparableRow row = in.sep;
     for (; c < hi; c += kLanes) {
-      V s, ds;
-      SeparableLanes(row, k, c, s, ds);
-      body(Terms<true, kDerivs>(in, k, c, LoadInputs<true>(in, k, c), s, ds), c);
+      V g1_raw, s, ds;
+      SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
+      body(Terms<true, kDerivs, !kUniform>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
     }
   }
-  for (; c + kLanes <= n; c += kLanes) from_arrays(c, LoadInputs<true>(in, k, c));
-  if (c < n) from_arrays(c, LoadInputs<false>(in, k, c));
+  for (; c + kLanes <= n; c += kLanes) from_arrays.template operator()<true>(c);
+  if (c < n) from_arrays.template operator()<false>(c);
 }
 
 // In-place update of a per-column sum array: p[c … c + kLanes − 1] += v.
@@ -221,7 +247,7 @@ template <bool kLaminar, bool kUniform>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   V acc[kNumTileSums];
   for (auto& v : acc) v = Splat(0.0);
-  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
+  ForEachVector<kLaminar, true, kUniform>(in, [&](const Lanes& t, int c) {
     const V wa = t.w * t.alpha;
     // Per-column sums over the angles.
     AddTo(in.saa + c, wa * t.alpha);
@@ -268,7 +294,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
 template <bool kLaminar, bool kUniform>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
   V chi2 = Splat(0.0), ucr = chi2, rsum = chi2;
-  ForEachVector<kLaminar, true>(in, [&](const Lanes& t, int c) {
+  ForEachVector<kLaminar, true, kUniform>(in, [&](const Lanes& t, int c) {
     const V wa = t.w * t.alpha;
     AddTo(in.sar + c, wa * t.r);
     if constexpr (kLaminar) {
@@ -290,8 +316,23 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
 template <bool kLaminar, bool kUniform>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
   V acc = Splat(0.0);
-  ForEachVector<kLaminar, false>(in, [&](const Lanes& t, int) { AddChi2<kUniform>(acc, t); });
+  ForEachVector<kLaminar, false, kUniform>(in,
+                                           [&](const Lanes& t, int) { AddChi2<kUniform>(acc, t); });
   return Chi2Sum<kUniform>(acc, in);
+}
+
+// c2 of the block's n columns into out (the model pass).
+template <bool kLaminar>
+__attribute__((always_inline)) inline void Model(const PointBlock& in, double* out) {
+  ForEachVector<kLaminar, false, true>(in, [&](const Lanes& t, int c) {
+    if (c + kLanes <= in.n) {
+      Store(out + c, t.model);
+      return;
+    }
+    alignas(64) double v[kLanes];
+    Store(v, t.model);
+    for (int l = 0; c + l < in.n; ++l) out[c + l] = v[l];
+  });
 }
 
 // A uniform weight of 0 takes the weighted form (its residuals are masked to 0).
@@ -380,6 +421,13 @@ HOMODYNE_POINT_TERMS_TARGET void NormalLaminarBlock(const PointBlock& block, dou
 HOMODYNE_POINT_TERMS_TARGET void NormalStaticBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
   Uniform(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
+}
+
+HOMODYNE_POINT_TERMS_TARGET void ModelBlock(const PointBlock& block, double* out) {
+  PointBlock in = block;  // see Chi2Block; weights do not enter c2
+  in.weight = nullptr;
+  in.uniform_weight = 1.0;
+  in.s != nullptr ? Model<true>(in, out) : Model<false>(in, out);
 }
 
 HOMODYNE_POINT_TERMS_TARGET double Chi2Block(const PointBlock& block) {

@@ -93,6 +93,11 @@ struct SeparableRow {
   double inv_a = 0.0;              // 1/a
   const double* shift = nullptr;   // δ per column
   const double* inv_ig = nullptr;  // 1/I_Γ per column
+  // g1_diff/I_Γ² per column, for the point loops' scaled form (point_terms_impl.h):
+  // g1 = g1_diff·sinc² = (g1_diff/I_Γ²)·(sin x/a)², with sin x/a from the table entries and
+  // the row's ci/a, si/a (one product per point fewer than ψ = a·δ, 1/x = (1/a)(1/I_Γ),
+  // sinc = sin x·(1/x), sinc², g1_diff·sinc²).
+  const double* g1d_inv_ig2 = nullptr;
 };
 
 // sin x and cos x of a column by the angle-addition formula, first order in ψ = a·δ:

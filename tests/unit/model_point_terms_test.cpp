@@ -20,7 +20,7 @@ bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) =
 struct Block {
   static constexpr int kArrays = 9;
   std::vector<double> g1d, fac, ig, e[3], f[3], s, ds, data, weight, tab_sin, tab_cos, shift,
-      inv_ig;
+      inv_ig, g1d_inv_ig2;
   std::vector<double> sums[kArrays];
   PointBlock in;
 
@@ -45,6 +45,7 @@ struct Block {
     fill(tab_cos, -1.0, 1.0);
     fill(shift, 0.0, 1e-9);
     fill(inv_ig, 0.02, 2.0);
+    fill(g1d_inv_ig2, 1e-12, 4.0);
     for (auto& v : sums) fill(v, -1.0, 1.0);
     in.n = n;
     in.g1d = g1d.data();
@@ -60,8 +61,9 @@ struct Block {
       const int whole = n / kLanes * kLanes;
       in.sep_lo = std::min(2 * kLanes, whole);
       in.sep_hi = std::max(in.sep_lo, whole - kLanes);
-      in.sep = SeparableRow{tab_sin.data(), tab_cos.data(), 0.3,          -0.7,
-                            37.0,           1.0 / 37.0,     shift.data(), inv_ig.data()};
+      in.sep =
+          SeparableRow{tab_sin.data(), tab_cos.data(),    0.3, -0.7, 37.0, 1.0 / 37.0, shift.data(),
+                       inv_ig.data(),  g1d_inv_ig2.data()};
     }
     in.data = data.data();
     in.weight = weighted ? weight.data() : nullptr;
@@ -123,6 +125,10 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
         ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
         EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), halves::Chi2Block(b.in))) << n;
         EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), sa[kSumChi2])) << "χ² pass vs normal";
+        std::vector<double> ma(static_cast<size_t>(n)), mb(ma.size());
+        avx512::ModelBlock(a.in, ma.data());
+        halves::ModelBlock(b.in, mb.data());
+        EXPECT_TRUE(ma == mb) << "model " << n;
         const int padded = (n + kLanes - 1) / kLanes * kLanes;
         double ja[49] = {}, jb[49] = {}, ra[7] = {}, rb[7] = {};
         if (laminar) {
@@ -139,6 +145,31 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
     }
   }
   EXPECT_EQ(checked, 28);
+}
+
+// The model pass writes the c2 whose residuals the χ² pass sums: from ModelBlock's values, the
+// χ² summed in the point loops' lanes and order (lane = column mod kLanes, folded as
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), times w/σ² once) is Chi2Block's to the bit,
+// on separable and array columns and a partial last vector. Runs on the copy this CPU takes.
+TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
+  std::mt19937_64 rng(7);
+  for (int n : {5, 64, 99, kMaxBlock}) {
+    for (bool laminar : {true, false}) {
+      Block b(rng, n, laminar, /*weighted=*/false);
+      std::vector<double> model(static_cast<size_t>(n));
+      ModelBlock(b.in, model.data());
+      double lane[kLanes] = {};
+      for (int c = 0; c < n; ++c) {
+        const double r0 = b.data[static_cast<size_t>(c)] - model[static_cast<size_t>(c)];
+        lane[c % kLanes] += r0 * r0;
+      }
+      const double folded =
+          ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      const double chi2 = folded * (b.in.uniform_weight * (b.in.inv_sigma * b.in.inv_sigma));
+      EXPECT_TRUE(SameBits(chi2, Chi2Block(b.in))) << n << " laminar " << laminar;
+      for (double m : model) EXPECT_GE(m, b.in.offset);  // c2 = offset + contrast·g1², contrast > 0
+    }
+  }
 }
 
 }  // namespace
