@@ -1,7 +1,10 @@
 #include "homodyne/checkpoint/interrupt.h"
 
 #include <charconv>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -74,6 +77,17 @@ void MaybeSignal(std::string_view point, std::int64_t n, int rank) {
   const char* spec = std::getenv(kSignalVariable);
   if (rank != 0 || spec == nullptr || !PointListed(spec, point, n)) return;
   std::raise(SIGUSR1);
+}
+
+void MaybePause(std::string_view point, std::int64_t n) {
+  const char* spec = std::getenv(kPauseVariable);
+  if (spec == nullptr || !PointListed(spec, point, n)) return;
+  std::fputs(fmt::format("paused at {} {}\n", point, n).c_str(), stderr);
+  std::fflush(stderr);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(kPauseSeconds);
+  while (g_stop_signal == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 }  // namespace homodyne::checkpoint

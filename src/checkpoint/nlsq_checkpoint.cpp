@@ -128,6 +128,7 @@ nlsq::SolverSummary SolveWithCheckpoints(
     start.stop = [&](int it) {
       MaybeKill("nlsq_iter", it);
       MaybeSignal("nlsq_iter", it, comm.rank());
+      MaybePause("nlsq_iter", it);
       return settings.stop_on_signal && AgreeOnStop(comm);
     };
     last = nlsq::SolveBounded(problem, st.x, lower, upper, so, callback, start);

@@ -20,7 +20,10 @@ experimental_data:
   data_file_name: data.h5
 initial_parameters:
   parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
-  values: [15000, -0.3, 0, 0.002, 0.1, 0.0001, 2]
+  # Far enough from the truth that the fit needs well over the 10 iterations the kill
+  # points below use (about 50 here); a start near the truth converged in 9-12
+  # iterations depending on the last bits of the kernel's rounding.
+  values: [10000, -0.1, 0, 0.001, 0.2, 0.0, 1]
 optimization:
   nlsq:
     anti_degeneracy: {per_angle_mode: auto}
@@ -114,34 +117,33 @@ out=$(HOMODYNE_SIGNAL_AT=nlsq_iter:5 "$mpiexec" -n 2 "$bindir/homodyne" \
 run 2 "$tmp/s" --resume > /dev/null 2>&1 || { echo "FAIL: resume after SIGUSR1"; exit 1; }
 echo -n "SIGUSR1 + resume: "; compare "$tmp/ref" "$tmp/s" || { echo "FAIL: after SIGUSR1"; exit 1; }
 
-# Real signals on a larger fit: SIGUSR1 to mpiexec (Open MPI forwards it to the ranks) and
-# SIGTERM to one rank process (as slurmstepd delivers it), sent after the first iteration.
-# If the fit finishes before the signal arrives (a very fast machine), that case is skipped.
-"$bindir/homodyne-synth" --config "$tmp/cfg.yaml" -o "$tmp/big.h5" --frames 300 --angles "0,45,90,135" \
-  --param D0=20000 --param alpha=-0.4 --param gamma_dot_t0=0.003 --param phi0=4 --noise 0.001 -q \
-  || { echo "FAIL: synth big"; exit 1; }
-sed "s|data_file_name: data.h5|data_file_name: big.h5|; s|checkpoint_frequency: 2|checkpoint_frequency: 10|" \
-  "$tmp/cfg.yaml" > "$tmp/big.yaml"
+# Real signals mid-fit: SIGUSR1 to mpiexec (Open MPI forwards it to the ranks) and SIGTERM
+# to one rank process (as slurmstepd delivers it). HOMODYNE_PAUSE_AT holds the ranks after
+# iteration 1 until the signal arrives, so the signal lands mid-fit however fast it is.
 rm -rf "$tmp/ckpt"
-"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/bigref" -q > /dev/null 2>&1 \
-  || { echo "FAIL: big reference run"; exit 1; }
 for how in usr1-mpiexec term-rank; do
   rm -rf "$tmp/ckpt" "$tmp/sig"
-  "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/sig" > "$tmp/sig.log" 2>&1 &
+  HOMODYNE_PAUSE_AT=nlsq_iter:1 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" \
+    --output-dir "$tmp/sig" > "$tmp/sig.log" 2>&1 &
   pid=$!
-  for _ in $(seq 400); do grep -q "iter    1 " "$tmp/sig.log" && break; sleep 0.05; done
+  paused=0
+  for _ in $(seq 600); do
+    [ "$(grep -c "paused at nlsq_iter 1" "$tmp/sig.log")" -eq 2 ] && { paused=1; break; }
+    sleep 0.05
+  done
+  [ $paused -eq 1 ] || { kill $pid; cat "$tmp/sig.log"; echo "FAIL: $how: the ranks never paused"; exit 1; }
   if [ "$how" = usr1-mpiexec ]; then
     kill -USR1 $pid
   else
     kill -TERM "$(pgrep -P $pid | tail -1)"
   fi
   wait $pid; code=$?
-  if [ $code -eq 0 ]; then echo "$how: SKIP (the fit finished before the signal)"; continue; fi
   [ $code -eq 75 ] || { cat "$tmp/sig.log"; echo "FAIL: $how: exit $code (expected 75)"; exit 1; }
-  "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/big.yaml" --output-dir "$tmp/sig" --resume \
+  [ -e "$tmp/sig/nlsq/parameters.json" ] && { echo "FAIL: $how: interrupted run wrote results"; exit 1; }
+  "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/sig" --resume \
     > "$tmp/resume.log" 2>&1 || { cat "$tmp/resume.log"; echo "FAIL: $how: resume"; exit 1; }
   grep -q "resuming NLSQ from" "$tmp/resume.log" || { echo "FAIL: $how: not resumed"; exit 1; }
-  echo -n "$how + resume on 1 rank: "; compare "$tmp/bigref" "$tmp/sig" || { echo "FAIL: $how"; exit 1; }
+  echo -n "$how + resume on 1 rank: "; compare "$tmp/ref" "$tmp/sig" || { echo "FAIL: $how"; exit 1; }
 done
 
 # Multistart: progress (solved starts and their results) is checkpointed after every round.
@@ -177,7 +179,7 @@ ls "$tmp/ckpt2" | grep -q '^nlsq_' || { echo "FAIL: --checkpoint-dir not used"; 
 
 # Another config → bad input (exit 2) naming the checkpoint file and the key that differs.
 rm -rf "$tmp/ckpt"; run 1 "$tmp/d2" > /dev/null 2>&1 || { echo "FAIL: run before the mismatch test"; exit 1; }
-sed 's/values: \[15000,/values: [16000,/' "$tmp/cfg.yaml" > "$tmp/other.yaml"
+sed 's/values: \[10000,/values: [11000,/' "$tmp/cfg.yaml" > "$tmp/other.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/other.yaml" --output-dir "$tmp/o" --resume 2>&1); code=$?
 [ $code -eq 2 ] || { echo "$out"; echo "FAIL: config mismatch exit $code (expected 2)"; exit 1; }
 grep -q "nlsq_.*\.h5" <<<"$out" && grep -q "initial_parameters.values" <<<"$out" \

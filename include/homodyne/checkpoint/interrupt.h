@@ -42,11 +42,16 @@ std::string ResumeMessage(const std::string& checkpoint);
 // all its chains), checkpoint_write (the
 // n-th write of the run, after the temporary file is complete, before the rename).
 // HOMODYNE_SIGNAL_AT="<point>:<n>" (nlsq_iter or cmc_draw): MaybeSignal raises SIGUSR1 on rank 0
-// only there.
+// only there. HOMODYNE_PAUSE_AT="<point>:<n>": MaybePause prints "paused at <point> <n>"
+// on stderr and waits until a stop signal reaches this process or kPauseSeconds pass, so a
+// test can deliver a real signal mid-fit however fast the fit is.
 inline constexpr const char* kKillVariable = "HOMODYNE_KILL_AT";
 inline constexpr const char* kSignalVariable = "HOMODYNE_SIGNAL_AT";
+inline constexpr const char* kPauseVariable = "HOMODYNE_PAUSE_AT";
+inline constexpr int kPauseSeconds = 10;
 bool PointListed(std::string_view spec, std::string_view point, std::int64_t n);
 void MaybeKill(std::string_view point, std::int64_t n);
 void MaybeSignal(std::string_view point, std::int64_t n, int rank);
+void MaybePause(std::string_view point, std::int64_t n);
 
 }  // namespace homodyne::checkpoint
