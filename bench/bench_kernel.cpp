@@ -235,7 +235,8 @@ void BM_PointBlock(benchmark::State& state) {
   in.sep = d::SeparableRow{ts.data(),     tc.data(),         0.3, 0.95, 100.0, 0.01, shift.data(),
                            inv_ig.data(), g1d_inv_ig2.data()};
   in.data = data.data();
-  in.uniform_weight = 2.0;
+  in.uniform_weight =
+      1.0;  // the kernel passes 1 for its tiles of weight 2 (ModelKernel::Impl::weight_scale)
   in.contrast = 0.2;
   in.offset = 1.0;
   in.inv_sigma = 1.0;

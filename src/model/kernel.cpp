@@ -145,6 +145,9 @@ void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
       laminar ? RunChunk<Pass::kChi2, true>(tab, chunk, part, nullptr)
               : RunChunk<Pass::kChi2, false>(tab, chunk, part, nullptr);
     }
+    if (weight_scale != 1.0) {
+      for (size_t e = 0; e < psize; ++e) part[e] *= weight_scale;
+    }
   });
 }
 
@@ -207,6 +210,18 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
       group_chunk.push_back(chunk_of[ti]);
     }
     im.groups[static_cast<size_t>(it->second)].tiles.push_back(static_cast<int>(ti));
+  }
+  // The common uniform weight, if a power of two (see Impl::weight_scale).
+  double common = 0.0;
+  bool one_weight = true;
+  for (const RowTile& tile : im.tiles) {
+    if (tile.count == 0 || tile.weight != nullptr) continue;
+    if (common == 0.0) common = tile.uniform_weight;
+    one_weight = one_weight && tile.uniform_weight == common;
+  }
+  int exponent = 0;
+  if (one_weight && std::isfinite(common) && common > 0.0 && std::frexp(common, &exponent) == 0.5) {
+    im.weight_scale = common;
   }
   im.chunk_begin.push_back(0);
   if (!starts.empty()) {

@@ -1,6 +1,7 @@
 // The per-chunk evaluation loops of ModelKernel (see kernel.h for the strategy).
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "column_terms.h"
 #include "homodyne/model/constants.h"
@@ -40,6 +41,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   constexpr bool kFull = kPass == Pass::kNormal;  // JᵀJ as well as Jᵀr
   constexpr bool kDerivs = kFull || kPass == Pass::kGradient;
   const double inv_sigma = 1.0 / options.sigma;
+  const double inv_weight_scale = 1.0 / weight_scale;
   const double wq = tab.wq;
   const bool exact = options.exact_transcendentals;
   const int stride = kFull ? angle_stride() : 2;
@@ -73,6 +75,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
 
   // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
   detail::PointBlock in;
+  in.weight_scale = inv_weight_scale;
   in.g1d = g1d;
   in.fac = fac;
   in.ig = ig;
@@ -94,10 +97,16 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
     in.sgr = sgr;
   }
 
+  // Per tile of the group: the separable bound held at some column of an earlier block of
+  // this row, so it holds at every later column (it is monotone along the row, separable.h)
+  // and the later blocks skip SeparableStart.
+  std::vector<unsigned char> passed;
+
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
     const Group& group = groups[static_cast<size_t>(g)];
     const auto i = static_cast<size_t>(group.row);
+    if constexpr (kLaminar) passed.assign(group.tiles.size(), 0);
     for (int b0 = 0; b0 < group.count; b0 += kBlock) {
       const int nb = std::min(kBlock, group.count - b0);
       const size_t j0 = static_cast<size_t>(group.col_begin + b0);
@@ -179,7 +188,8 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           saa[c] = sab[c] = sbb[c] = sag[c] = sbg[c] = sgg[c] = sar[c] = sbr[c] = sgr[c] = 0.0;
         }
       }
-      for (int tile_index : group.tiles) {
+      for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
+        const int tile_index = group.tiles[slot];
         const RowTile& tile = tiles[static_cast<size_t>(tile_index)];
         PrefetchNextBlock(tile, b0, group.count);
         const auto k = static_cast<size_t>(tile.angle);
@@ -195,8 +205,13 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         detail::SeparableRow sep;
         if constexpr (kLaminar) {
           if (separable_block) {
-            const detail::SeparableColumns cols{g1d, cgsum, shift};
-            start = detail::SeparableStart(ig, a, contrast, cols, nb);
+            if (passed[slot] != 0) {
+              start = 0;
+            } else {
+              const detail::SeparableColumns cols{g1d, cgsum, shift};
+              start = detail::SeparableStart(ig, a, contrast, cols, nb);
+              passed[slot] = start < nb ? 1 : 0;
+            }
           }
           for (int c = 0; c < start; ++c) xs[c] = a * ig[c];
           if (exact) {
@@ -249,7 +264,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         in.sep = sep;
         in.data = tile.data + b0;
         in.weight = tile.weight ? tile.weight + b0 : nullptr;
-        in.uniform_weight = tile.uniform_weight;
+        in.uniform_weight = tile.uniform_weight * inv_weight_scale;  // exact: a power of two
         in.contrast = contrast;
         in.offset = offset;
         in.inv_sigma = inv_sigma;

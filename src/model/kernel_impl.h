@@ -47,6 +47,12 @@ struct ModelKernel::Impl {
   KernelOptions options;
   ExpandedIndex index;
   std::vector<std::int64_t> tile_offset;  // first output index of each tile
+  // Every sum of the χ², gradient and normal passes is linear in the weights. When all tiles
+  // without a weight array share one uniform weight that is a power of two, the point loops
+  // sum with weight 1 (the unit-weight loops: no weight products) and each chunk's partial is
+  // multiplied by it; per-point weights are divided by it. Powers of two scale exactly, so
+  // the bits are those of summing w·(…) directly. Otherwise 1.
+  double weight_scale = 1.0;
   std::int64_t n_points = 0;
 
   struct Group {

@@ -49,8 +49,9 @@ struct PointBlock {
   int sep_lo = 0, sep_hi = 0;
   SeparableRow sep;
   const double* data = nullptr;    // n values
-  const double* weight = nullptr;  // n values or nullptr → uniform_weight
+  const double* weight = nullptr;  // n values (times weight_scale) or nullptr → uniform_weight
   double uniform_weight = 0.0;
+  double weight_scale = 1.0;  // multiplies the weight array's values (ModelKernel::Impl)
   double contrast = 0.0, offset = 0.0, inv_sigma = 0.0;
   double a = 0.0, b = 0.0;  // ∂x/∂I_Γ, ∂x/∂φ0 / I_Γ (laminar)
   // Per-column sums over angles, updated in place: w·αα, αβ, ββ, αγ, βγ, γγ, αr, βr, γr.

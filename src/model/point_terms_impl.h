@@ -55,6 +55,7 @@ HOMODYNE_INLINE V operator*(V a, V b) { return {a.lo * b.lo, a.hi * b.hi}; }
 HOMODYNE_INLINE V& operator+=(V& a, V b) { return a = a + b; }
 HOMODYNE_INLINE M operator>(V a, V b) { return {a.lo > b.lo, a.hi > b.hi}; }
 HOMODYNE_INLINE M operator!=(V a, V b) { return {a.lo != b.lo, a.hi != b.hi}; }
+HOMODYNE_INLINE M operator&(M a, M b) { return {a.lo & b.lo, a.hi & b.hi}; }
 
 HOMODYNE_INLINE V Splat(double x) { return {V4{x, x, x, x}, V4{x, x, x, x}}; }
 
@@ -86,7 +87,7 @@ struct Lanes {
 
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
-  V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight;  // PointBlock
+  V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight, weight_scale;
   V ci, si, ci_a, si_a, inv_a;  // SeparableRow fields; ci_a = ci·(1/a), si_a = si·(1/a)
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
@@ -97,6 +98,7 @@ struct Consts {
         a(Splat(in.a)),
         b(Splat(in.b)),
         uniform_weight(Splat(in.uniform_weight)),
+        weight_scale(Splat(in.weight_scale)),
         ci(Splat(in.sep.ci)),
         si(Splat(in.sep.si)),
         ci_a(Splat(in.sep.ci * in.sep.inv_a)),
@@ -116,13 +118,13 @@ __attribute__((always_inline)) inline Inputs LoadInputs(const PointBlock& in, co
   Inputs x;
   if (kWhole) {
     x.d = Load(in.data + c);
-    x.w = in.weight != nullptr ? Load(in.weight + c) : k.uniform_weight;
+    x.w = in.weight != nullptr ? Load(in.weight + c) * k.weight_scale : k.uniform_weight;
     return x;
   }
   alignas(64) double d[kLanes] = {}, w[kLanes] = {};
   for (int l = 0; c + l < in.n; ++l) {
     d[l] = in.data[c + l];
-    w[l] = in.weight != nullptr ? in.weight[c + l] : in.uniform_weight;
+    w[l] = in.weight != nullptr ? in.weight[c + l] * in.weight_scale : in.uniform_weight;
   }
   x.d = Load(d);
   x.w = Load(w);
@@ -161,7 +163,8 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
 // derivative ds (laminar; static: g1_raw = g1_diff): g1 = max(g1_raw, floor), c2, the
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
 // kMask every lane has a nonzero weight), and with kDerivs r = r0/σ, uc = g1²/σ and the
-// derivative scalars α (diffusion), β (shear rate), γ (φ0).
+// derivative scalars α (diffusion), β (shear rate), γ (φ0), also 0 where the weight is 0
+// under kMask (so that the unit-weight sums, which take no weight products, skip those lanes).
 template <bool kLaminar, bool kDerivs, bool kMask>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
                                                   const Inputs& x, V g1_raw, V s, V ds) {
@@ -179,7 +182,9 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
     const V g1d = Load(in.g1d + c);
     t.r = t.r0 * inv_sigma;
     t.uc = g1sq * inv_sigma;
-    const V dc2_dg1 = Where(alive, k.two_contrast * g1 * inv_sigma, Splat(0.0));
+    const M live = kMask ? alive & (x.w != Splat(0.0)) : alive;
+    t.uc = kMask ? Where(x.w != Splat(0.0), t.uc, Splat(0.0)) : t.uc;
+    const V dc2_dg1 = Where(live, k.two_contrast * g1 * inv_sigma, Splat(0.0));
     t.alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * Load(in.fac + c);
     if constexpr (kLaminar) {
       const V ds_scaled = dc2_dg1 * g1d * ds;
@@ -193,15 +198,15 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
 }
 
 // Calls body(t, c) for the block's vectors in column order: the shear factors come from the
-// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it. kUniform:
-// the block has one nonzero weight, so only the partial last vector needs the mask.
-template <bool kLaminar, bool kDerivs, bool kUniform, typename Body>
+// caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it. kUnit:
+// every weight of the block is 1 (UnitWeight), so only the partial last vector needs the mask.
+template <bool kLaminar, bool kDerivs, bool kUnit, typename Body>
 __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
   const int n = in.n;
   const Consts k(in);
   const auto from_arrays = [&]<bool kWhole>(int c) {
     const Inputs x = LoadInputs<kWhole>(in, k, c);
-    constexpr bool kMask = !kUniform || !kWhole;
+    constexpr bool kMask = !kUnit || !kWhole;
     if constexpr (kLaminar) {
       const V s = Load(in.s + c);
       body(Terms<true, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c) * s, s,
@@ -221,7 +226,7 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
     for (; c < hi; c += kLanes) {
       V g1_raw, s, ds;
       SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
-      body(Terms<true, kDerivs, !kUniform>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+      body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
     }
   }
   for (; c + kLanes <= n; c += kLanes) from_arrays.template operator()<true>(c);
@@ -231,30 +236,34 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
 // In-place update of a per-column sum array: p[c … c + kLanes − 1] += v.
 __attribute__((always_inline)) inline void AddTo(double* p, V v) { Store(p, Load(p) + v); }
 
-// χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under a uniform weight, whose
-// w and 1/σ² are applied once to the tile's sum).
-template <bool kUniform>
+// χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under unit weights), times
+// 1/σ² once.
+template <bool kUnit>
 __attribute__((always_inline)) inline void AddChi2(V& acc, const Lanes& t) {
-  acc += (kUniform ? t.r0 : t.w * t.r0) * t.r0;
+  acc += (kUnit ? t.r0 : t.w * t.r0) * t.r0;
 }
-template <bool kUniform>
 __attribute__((always_inline)) inline double Chi2Sum(V acc, const PointBlock& in) {
-  const double scale = in.inv_sigma * in.inv_sigma;
-  return kUniform ? Fold(acc) * (in.uniform_weight * scale) : Fold(acc) * scale;
+  return Fold(acc) * (in.inv_sigma * in.inv_sigma);
 }
 
-template <bool kLaminar, bool kUniform>
+// w·x, or x under unit weights (whose masked lanes Terms has set to 0).
+template <bool kUnit>
+__attribute__((always_inline)) inline V Weighted(const Lanes& t, V x) {
+  return kUnit ? x : t.w * x;
+}
+
+template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   V acc[kNumTileSums];
   for (auto& v : acc) v = Splat(0.0);
-  ForEachVector<kLaminar, true, kUniform>(in, [&](const Lanes& t, int c) {
-    const V wa = t.w * t.alpha;
+  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
+    const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
     AddTo(in.saa + c, wa * t.alpha);
     AddTo(in.sar + c, wa * t.r);
     if constexpr (kLaminar) {
-      const V wb = t.w * t.beta;
-      const V wg = t.w * t.gamma;
+      const V wb = Weighted<kUnit>(t, t.beta);
+      const V wg = Weighted<kUnit>(t, t.gamma);
       AddTo(in.sab + c, wa * t.beta);
       AddTo(in.sbb + c, wb * t.beta);
       AddTo(in.sag + c, wa * t.gamma);
@@ -264,11 +273,11 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       AddTo(in.sgr + c, wg * t.r);
     }
     // Per-tile sums.
-    const V wr = t.w * t.r, wuc = t.w * t.uc, wuca = wuc * t.alpha;
-    AddChi2<kUniform>(acc[kSumChi2], t);
+    const V wr = Weighted<kUnit>(t, t.r), wuc = Weighted<kUnit>(t, t.uc), wuca = wuc * t.alpha;
+    AddChi2<kUnit>(acc[kSumChi2], t);
     acc[kSumUcUc] += wuc * t.uc;
     acc[kSumUc] += wuc;
-    acc[kSumW] += t.w;
+    if constexpr (!kUnit) acc[kSumW] += t.w;
     acc[kSumUcR] += t.uc * wr;
     acc[kSumR] += wr;
     for (int q = 0; q < 3; ++q) {
@@ -277,48 +286,51 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       acc[kSumAlphaE + q] += wa * e;
     }
     if constexpr (kLaminar) {
-      const V wb = t.w * t.beta, wucb = wuc * t.beta;
+      const V wb = Weighted<kUnit>(t, t.beta), wucb = wuc * t.beta;
       for (int q = 0; q < 3; ++q) {
         const V f = Load(in.f[q] + c);
         acc[kSumUcBetaF + q] += wucb * f;
         acc[kSumBetaF + q] += wb * f;
       }
       acc[kSumUcGamma] += wuc * t.gamma;
-      acc[kSumGamma] += t.w * t.gamma;
+      acc[kSumGamma] += Weighted<kUnit>(t, t.gamma);
     }
   });
-  sums[kSumChi2] += Chi2Sum<kUniform>(acc[kSumChi2], in);
-  for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) sums[k] += Fold(acc[k]);
+  sums[kSumChi2] += Chi2Sum(acc[kSumChi2], in);
+  // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).
+  sums[kSumW] += kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
+  for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) {
+    if (k != kSumW) sums[k] += Fold(acc[k]);
+  }
 }
 
-template <bool kLaminar, bool kUniform>
+template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
   V chi2 = Splat(0.0), ucr = chi2, rsum = chi2;
-  ForEachVector<kLaminar, true, kUniform>(in, [&](const Lanes& t, int c) {
-    const V wa = t.w * t.alpha;
+  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
+    const V wa = Weighted<kUnit>(t, t.alpha);
     AddTo(in.sar + c, wa * t.r);
     if constexpr (kLaminar) {
-      const V wb = t.w * t.beta;
-      const V wg = t.w * t.gamma;
+      const V wb = Weighted<kUnit>(t, t.beta);
+      const V wg = Weighted<kUnit>(t, t.gamma);
       AddTo(in.sbr + c, wb * t.r);
       AddTo(in.sgr + c, wg * t.r);
     }
-    const V wr = t.w * t.r;
-    AddChi2<kUniform>(chi2, t);
+    const V wr = Weighted<kUnit>(t, t.r);
+    AddChi2<kUnit>(chi2, t);
     ucr += t.uc * wr;
     rsum += wr;
   });
-  sums[kSumChi2] += Chi2Sum<kUniform>(chi2, in);
+  sums[kSumChi2] += Chi2Sum(chi2, in);
   sums[kSumUcR] += Fold(ucr);
   sums[kSumR] += Fold(rsum);
 }
 
-template <bool kLaminar, bool kUniform>
+template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
   V acc = Splat(0.0);
-  ForEachVector<kLaminar, false, kUniform>(in,
-                                           [&](const Lanes& t, int) { AddChi2<kUniform>(acc, t); });
-  return Chi2Sum<kUniform>(acc, in);
+  ForEachVector<kLaminar, false, kUnit>(in, [&](const Lanes& t, int) { AddChi2<kUnit>(acc, t); });
+  return Chi2Sum(acc, in);
 }
 
 // c2 of the block's n columns into out (the model pass).
@@ -335,9 +347,10 @@ __attribute__((always_inline)) inline void Model(const PointBlock& in, double* o
   });
 }
 
-// A uniform weight of 0 takes the weighted form (its residuals are masked to 0).
-inline bool Uniform(const PointBlock& in) {
-  return in.weight == nullptr && in.uniform_weight != 0.0;
+// Every weight of the block is 1: the loops without weight products. Any other uniform
+// weight (0 included: its residuals are masked to 0) takes the weighted form.
+inline bool UnitWeight(const PointBlock& in) {
+  return in.weight == nullptr && in.uniform_weight == 1.0;
 }
 
 template <bool kLaminar, bool kJtj>
@@ -405,22 +418,22 @@ HOMODYNE_POINT_TERMS_TARGET void FoldStaticColumns(const PointBlock& block, int 
 
 HOMODYNE_POINT_TERMS_TARGET void GradientLaminarBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
-  Uniform(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
+  UnitWeight(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void GradientStaticBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
-  Uniform(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
+  UnitWeight(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalLaminarBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
-  Uniform(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
+  UnitWeight(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalStaticBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
-  Uniform(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
+  UnitWeight(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void ModelBlock(const PointBlock& block, double* out) {
@@ -435,8 +448,8 @@ HOMODYNE_POINT_TERMS_TARGET double Chi2Block(const PointBlock& block) {
   // the block's pointers and keeps them in registers (through the reference it reloaded them
   // before every store).
   const PointBlock in = block;
-  if (in.s != nullptr) return Uniform(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
-  return Uniform(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
+  if (in.s != nullptr) return UnitWeight(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
+  return UnitWeight(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
 }
 
 }  // namespace homodyne::model::detail::HOMODYNE_POINT_TERMS_NS

@@ -311,6 +311,43 @@ TEST(ModelKernelTest, PerAngleColumnsOnlySeeTheirOwnAngle) {
   EXPECT_GT(ne.JtJ(idx.offset(1), idx.offset(1)), 0.0);
 }
 
+// Tiles sharing one uniform weight that is a power of two are summed by the unit-weight
+// loops (no weight products) and the chunk partials scaled by the weight afterwards; any other
+// weight by the weighted loops. Either way the bits must be those of the same weights given
+// per point (weighted loops, scale 1): powers of two scale exactly.
+TEST(ModelKernelTest, UniformWeightsGiveTheBitsOfTheSameWeightsPerPoint) {
+  std::mt19937_64 rng(31);
+  for (AnalysisMode mode : {AnalysisMode::kLaminarFlow, AnalysisMode::kStatic}) {
+    const auto pb =
+        MakeProblem(mode, Geometry{0.01, 2e6, 0.1}, 45, 0.1, {0.0, 30.0, 60.0, 95.0}, 19, rng);
+    const auto params = RandomParams(pb.mode, 4, rng);
+    for (double w : {2.0, 1.0, 0.25, 3.0}) {
+      std::vector<RowTile> uniform, per_point;
+      std::vector<double> weights;
+      weights.reserve(pb.data.size());
+      for (RowTile tile : pb.tiles) {
+        tile.weight = nullptr;
+        tile.uniform_weight = w;
+        uniform.push_back(tile);
+        tile.weight = weights.data() + weights.size();
+        weights.insert(weights.end(), static_cast<size_t>(tile.count), w);
+        per_point.push_back(tile);
+      }
+      const ModelKernel a(pb.mode, pb.geometry, pb.t, pb.phi, uniform, {.chunk_points = 500});
+      const ModelKernel b(pb.mode, pb.geometry, pb.t, pb.phi, per_point, {.chunk_points = 500});
+      const auto na = a.Accumulate(params), nb = b.Accumulate(params);
+      EXPECT_GT(na.chi2, 0.0);
+      EXPECT_EQ(na.chi2, nb.chi2) << "w " << w;
+      EXPECT_TRUE(na.jtj == nb.jtj) << "w " << w;
+      EXPECT_TRUE(na.jtr == nb.jtr) << "w " << w;
+      EXPECT_EQ(a.Chi2(params), nb.chi2) << "w " << w;
+      std::vector<double> ga(na.jtr.size()), gb(na.jtr.size());
+      EXPECT_EQ(a.Gradient(params, ga), b.Gradient(params, gb));
+      EXPECT_TRUE(ga == gb && ga == na.jtr) << "w " << w;
+    }
+  }
+}
+
 TEST(ModelKernelTest, MaskedPointsAreIgnoredEvenWithNonFiniteData) {
   std::mt19937_64 rng(8);
   auto pb = MakeProblem(AnalysisMode::kLaminarFlow, Geometry{0.01, 2e6, 0.1}, 40, 0.1,

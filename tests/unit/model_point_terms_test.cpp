@@ -5,6 +5,7 @@
 // non-uniform weights and a separable range inside the block.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -67,7 +68,7 @@ struct Block {
     }
     in.data = data.data();
     in.weight = weighted ? weight.data() : nullptr;
-    in.uniform_weight = 2.0;
+    in.uniform_weight = 1.0;  // what the kernel passes under a common power-of-two weight
     in.contrast = 0.3;
     in.offset = 1.01;
     in.inv_sigma = 1.7;
@@ -145,6 +146,43 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
     }
   }
   EXPECT_EQ(checked, 28);
+}
+
+// A block of unit weights (no weight array, uniform weight 1) goes through the loops without
+// weight products, whose masked last-vector lanes rely on Terms zeroing them; the same block
+// with a weight array of ones goes through the weighted loops. Same bits in every sum.
+TEST(ModelPointTermsTest, UnitWeightLoopsGiveTheBitsOfTheWeightedLoops) {
+  std::mt19937_64 rng(11);
+  for (int n : {1, 7, 8, 61, 100, kMaxBlock}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool laminar = variant % 2 == 0;
+      // Variants 2, 3: every g1 at the floor, so the padded lanes' floor values (which the
+      // unit-weight loops must mask) are as large as the real ones.
+      const bool at_floor = variant >= 2;
+      const std::uint64_t seed = rng();
+      std::mt19937_64 r1(seed), r2(seed);
+      Block a(r1, n, laminar, /*weighted=*/false), b(r2, n, laminar, /*weighted=*/true);
+      std::fill(b.weight.begin(), b.weight.end(), 1.0);
+      if (at_floor) {
+        for (Block* x : {&a, &b}) {
+          std::fill(x->g1d.begin(), x->g1d.begin() + n, 1e-13);
+          std::fill(x->g1d_inv_ig2.begin(), x->g1d_inv_ig2.begin() + n, 1e-13);
+        }
+      }
+      ASSERT_EQ(a.in.uniform_weight, 1.0);
+      double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
+      laminar ? NormalLaminarBlock(a.in, sa) : NormalStaticBlock(a.in, sa);
+      laminar ? NormalLaminarBlock(b.in, sb) : NormalStaticBlock(b.in, sb);
+      ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
+      EXPECT_EQ(sa[kSumW], static_cast<double>(n));
+      double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
+      laminar ? GradientLaminarBlock(a.in, ga) : GradientStaticBlock(a.in, ga);
+      laminar ? GradientLaminarBlock(b.in, gb) : GradientStaticBlock(b.in, gb);
+      ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
+      EXPECT_TRUE(SameBits(Chi2Block(a.in), Chi2Block(b.in))) << n;
+      EXPECT_TRUE(SameBits(Chi2Block(a.in), sa[kSumChi2])) << n;
+    }
+  }
 }
 
 // The model pass writes the c2 whose residuals the χ² pass sums: from ModelBlock's values, the
