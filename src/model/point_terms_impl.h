@@ -80,6 +80,29 @@ HOMODYNE_INLINE double Fold(V v) {
 HOMODYNE_INLINE V Where(M m, V a, V b) { return {m.lo ? a.lo : b.lo, m.hi ? a.hi : b.hi}; }
 #endif
 
+// The tile sums accumulate each vector's two halves added first (lane l gets lanes l and
+// l + 4), in 4 lanes, folded as (l0 + l1) + (l2 + l3): the normal-equation loop keeps 20 of
+// them live, which at 8 lanes (two AVX2 registers each) spilled to the stack on every vector.
+// The same on both copies and in every pass (so the χ², gradient and normal passes give the
+// same χ² bits). A trivial aggregate (no member initialiser; zero it with Zero4()).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+typedef double V4 __attribute__((vector_size(32)));
+HOMODYNE_INLINE V4 HalfSum(V x) {
+  return __builtin_shufflevector(x, x, 0, 1, 2, 3) + __builtin_shufflevector(x, x, 4, 5, 6, 7);
+}
+#else
+HOMODYNE_INLINE V4 HalfSum(V x) { return x.lo + x.hi; }
+#endif
+struct Sum4 {
+  V4 v;
+  HOMODYNE_INLINE Sum4& operator+=(V x) {
+    v += HalfSum(x);
+    return *this;
+  }
+};
+HOMODYNE_INLINE Sum4 Zero4() { return Sum4{V4{0.0, 0.0, 0.0, 0.0}}; }
+HOMODYNE_INLINE double Fold(Sum4 a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3]); }
+
 // The terms of the kLanes points of columns c … c + kLanes − 1.
 struct Lanes {
   V model, w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
@@ -239,10 +262,10 @@ __attribute__((always_inline)) inline void AddTo(double* p, V v) { Store(p, Load
 // χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under unit weights), times
 // 1/σ² once.
 template <bool kUnit>
-__attribute__((always_inline)) inline void AddChi2(V& acc, const Lanes& t) {
+__attribute__((always_inline)) inline void AddChi2(Sum4& acc, const Lanes& t) {
   acc += (kUnit ? t.r0 : t.w * t.r0) * t.r0;
 }
-__attribute__((always_inline)) inline double Chi2Sum(V acc, const PointBlock& in) {
+__attribute__((always_inline)) inline double Chi2Sum(Sum4 acc, const PointBlock& in) {
   return Fold(acc) * (in.inv_sigma * in.inv_sigma);
 }
 
@@ -254,8 +277,8 @@ __attribute__((always_inline)) inline V Weighted(const Lanes& t, V x) {
 
 template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
-  V acc[kNumTileSums];
-  for (auto& v : acc) v = Splat(0.0);
+  Sum4 acc[kNumTileSums];
+  for (auto& v : acc) v = Zero4();
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
@@ -306,7 +329,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
 
 template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
-  V chi2 = Splat(0.0), ucr = chi2, rsum = chi2;
+  Sum4 chi2 = Zero4(), ucr = chi2, rsum = chi2;
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     AddTo(in.sar + c, wa * t.r);
@@ -328,7 +351,7 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
 
 template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
-  V acc = Splat(0.0);
+  Sum4 acc = Zero4();
   ForEachVector<kLaminar, false, kUnit>(in, [&](const Lanes& t, int) { AddChi2<kUnit>(acc, t); });
   return Chi2Sum(acc, in);
 }

@@ -186,9 +186,9 @@ TEST(ModelPointTermsTest, UnitWeightLoopsGiveTheBitsOfTheWeightedLoops) {
 }
 
 // The model pass writes the c2 whose residuals the χ² pass sums: from ModelBlock's values, the
-// χ² summed in the point loops' lanes and order (lane = column mod kLanes, folded as
-// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)), times w/σ² once) is Chi2Block's to the bit,
-// on separable and array columns and a partial last vector. Runs on the copy this CPU takes.
+// χ² summed in the point loops' lanes and order (per vector, column l + 4 added to column l,
+// then into lane l of 4, folded as (l0 + l1) + (l2 + l3), times w/σ² once) is Chi2Block's to the
+// bit, on separable and array columns and a partial last vector. Runs on the copy this CPU takes.
 TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
   std::mt19937_64 rng(7);
   for (int n : {5, 64, 99, kMaxBlock}) {
@@ -196,13 +196,21 @@ TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
       Block b(rng, n, laminar, /*weighted=*/false);
       std::vector<double> model(static_cast<size_t>(n));
       ModelBlock(b.in, model.data());
-      double lane[kLanes] = {};
-      for (int c = 0; c < n; ++c) {
-        const double r0 = b.data[static_cast<size_t>(c)] - model[static_cast<size_t>(c)];
-        lane[c % kLanes] += r0 * r0;
+      // Per vector of kLanes columns, lanes l and l + 4 are added first, then into lane l.
+      double lane[kLanes / 2] = {};
+      for (int v = 0; v < n; v += kLanes) {
+        for (int l = 0; l < kLanes / 2; ++l) {
+          double sq[2] = {0.0, 0.0};
+          for (int h = 0; h < 2; ++h) {
+            const int c = v + l + h * kLanes / 2;
+            if (c >= n) continue;
+            const double r0 = b.data[static_cast<size_t>(c)] - model[static_cast<size_t>(c)];
+            sq[h] = r0 * r0;
+          }
+          lane[l] += sq[0] + sq[1];
+        }
       }
-      const double folded =
-          ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      const double folded = (lane[0] + lane[1]) + (lane[2] + lane[3]);
       const double chi2 = folded * (b.in.uniform_weight * (b.in.inv_sigma * b.in.inv_sigma));
       EXPECT_TRUE(SameBits(chi2, Chi2Block(b.in))) << n << " laminar " << laminar;
       for (double m : model) EXPECT_GE(m, b.in.offset);  // c2 = offset + contrast·g1², contrast > 0
