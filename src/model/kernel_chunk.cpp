@@ -101,6 +101,10 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   // this row, so it holds at every later column (it is monotone along the row, separable.h)
   // and the later blocks skip SeparableStart.
   std::vector<unsigned char> passed;
+  // Per angle: where the bound started to hold in the last block searched, as a distance j − i
+  // (past the block if nowhere in it; −1: none yet); the next search starts there
+  // (SeparableStartFrom).
+  std::vector<int> start_distance(kLaminar ? static_cast<size_t>(index.n_angles) : 0, -1);
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
@@ -209,8 +213,11 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
               start = 0;
             } else {
               const detail::SeparableColumns cols{g1d, cgsum, shift};
-              start = detail::SeparableStart(ig, a, contrast, cols, nb);
+              int& distance = start_distance[k];
+              const int guess = distance < 0 ? -1 : distance - static_cast<int>(j0 - i);
+              start = detail::SeparableStartFrom(ig, a, contrast, cols, nb, guess);
               passed[slot] = start < nb ? 1 : 0;
+              distance = start + static_cast<int>(j0 - i);  // start = nb: at least there
             }
           }
           for (int c = 0; c < start; ++c) xs[c] = a * ig[c];

@@ -1,5 +1,6 @@
 #include "separable.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "simd_clones.h"
@@ -21,6 +22,20 @@ __attribute__((always_inline)) inline bool BoundHolds(double x, double a, double
          c2_bound <= kSeparableC2Tolerance * (x2 * x2);
 }
 
+// The first c in [lo, hi] with holds(c), given that it lies there (hi: none before hi).
+template <typename Holds>
+int FirstHolding(const Holds& holds, int lo, int hi) {
+  while (lo < hi) {
+    const int mid = lo + (hi - lo) / 2;
+    if (holds(mid)) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
 }  // namespace
 
 bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double cgsum,
@@ -36,16 +51,24 @@ int SeparableStart(const double* ig, double a, double contrast, const SeparableC
     return BoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
   };
   if (n > 0 && holds(0)) return 0;
-  int lo = 0, hi = n;
-  while (lo < hi) {
-    const int mid = lo + (hi - lo) / 2;
-    if (holds(mid)) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
+  return FirstHolding(holds, 0, n);
+}
+
+int SeparableStartFrom(const double* ig, double a, double contrast, const SeparableColumns& cols,
+                       int n, int guess) {
+  if (guess < 0 || n == 0) return SeparableStart(ig, a, contrast, cols, n);
+  guess = std::min(guess, n - 1);
+  const auto holds = [&](int c) {
+    return BoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
+  };
+  // The first true column b: b ≤ guess if the guess holds, else b > guess; its neighbour
+  // settles the usual case (the boundary moved by at most one column), else binary search.
+  if (holds(guess)) {
+    if (guess == 0 || !holds(guess - 1)) return guess;
+    return FirstHolding(holds, 0, guess - 1);
   }
-  return lo;
+  if (guess + 1 == n || holds(guess + 1)) return guess + 1;
+  return FirstHolding(holds, guess + 2, n);
 }
 
 HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double* s, int begin,

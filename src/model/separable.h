@@ -82,6 +82,11 @@ bool SeparableBoundHolds(double x, double a, double contrast, double g1d, double
 // x = a·ig[c] (ig = I_Γ per column).
 int SeparableStart(const double* ig, double a, double contrast, const SeparableColumns& cols,
                    int n);
+// The same from a guess of it (the previous row's boundary, shifted to this block): two
+// tests when the boundary is at the guess or next to it (a guess ≥ n: one test when no column
+// holds), else a binary search; a guess < 0 is SeparableStart. Any guess gives its result.
+int SeparableStartFrom(const double* ig, double a, double contrast, const SeparableColumns& cols,
+                       int n, int guess);
 
 // One (angle, row) of the separable path. tab_sin/tab_cos point at the angle's table entries
 // of column 0 (time j0), si/ci are its entries at the row i; shift and xs are per column.

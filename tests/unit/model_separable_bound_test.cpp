@@ -53,6 +53,47 @@ TEST(ModelSeparableBoundTest, ShearSincWithinItsBound) {
   std::printf("worst |Δsinc|·|x| / B = %.3g\n", worst_ratio);
 }
 
+// SeparableStartFrom (the kernel's search from the previous row's boundary) finds the same
+// first separable column as SeparableStart's binary search, from any guess, on rows built as
+// the kernel builds them (smooth-abs I_Γ, shift and C_Γ sums of a growing prefix sum).
+TEST(ModelSeparableBoundTest, StartFromAnyGuessIsTheBinarySearchResult) {
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  constexpr int kN = 128;
+  int interior = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const double a =
+        (u(rng) < 0.5 ? -1.0 : 1.0) * std::exp(std::log(1e-2) + u(rng) * std::log(1e4));
+    const double contrast = 0.05 + 2.0 * u(rng);
+    const double rate = std::exp(std::log(1e-4) + u(rng) * std::log(1e4));
+    const double ci = rate * 1000.0 * u(rng);
+    const double wq = 1e-3 * u(rng);
+    const int offset = static_cast<int>(u(rng) * 40);  // first column j0 − i − 1
+    double ig[kN], g1d[kN], cgsum[kN], shift[kN];
+    for (int c = 0; c < kN; ++c) {
+      const double dc = rate * (offset + c + 1);
+      ig[c] = std::sqrt(dc * dc + kSmoothAbsEps2);
+      shift[c] = kSmoothAbsEps2 / (ig[c] + dc);
+      cgsum[c] = 2.0 * ci + dc;
+      g1d[c] = std::exp(-wq * (offset + c + 1));
+    }
+    const detail::SeparableColumns cols{g1d, cgsum, shift};
+    const int want = detail::SeparableStart(ig, a, contrast, cols, kN);
+    // The predicate is monotone on these rows (what both searches rely on).
+    for (int c = 0; c < kN; ++c) {
+      ASSERT_EQ(detail::SeparableBoundHolds(a * ig[c], a, contrast, g1d[c], cgsum[c], shift[c]),
+                c >= want)
+          << trial << " column " << c;
+    }
+    if (want > 0 && want < kN) ++interior;
+    for (int guess = -2; guess <= kN + 1; ++guess) {
+      ASSERT_EQ(detail::SeparableStartFrom(ig, a, contrast, cols, kN, guess), want)
+          << trial << " guess " << guess;
+    }
+  }
+  EXPECT_GT(interior, 40);  // the boundary falls inside the block often enough to matter
+}
+
 TEST(ModelSeparableBoundTest, DiffusionFactorWithinItsBound) {
   std::mt19937_64 rng(78);
   std::uniform_real_distribution<double> u(0.0, 1.0);
