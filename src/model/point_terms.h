@@ -54,7 +54,8 @@ struct PointBlock {
   double weight_scale = 1.0;  // multiplies the weight array's values (ModelKernel::Impl)
   double contrast = 0.0, offset = 0.0, inv_sigma = 0.0;
   double a = 0.0, b = 0.0;  // ∂x/∂I_Γ, ∂x/∂φ0 / I_Γ (laminar)
-  // Per-column sums over angles, updated in place: w·αα, αβ, ββ, αγ, βγ, γγ, αr, βr, γr.
+  // Per-column sums over angles, updated in place: w·αα, αβ, ββ, αγ, βγ, γγ, αr0, βr0, γr0
+  // (r0 = σ·r: FoldColumns applies the 1/σ).
   double *saa = nullptr, *sab = nullptr, *sbb = nullptr, *sag = nullptr, *sbg = nullptr,
          *sgg = nullptr, *sar = nullptr, *sbr = nullptr, *sgr = nullptr;
 };

@@ -105,18 +105,20 @@ HOMODYNE_INLINE double Fold(Sum4 a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3
 
 // The terms of the kLanes points of columns c … c + kLanes − 1.
 struct Lanes {
-  V model, w, r0, r, uc, alpha, beta, gamma;  // r0 = σ·r: the residual before the 1/σ scaling
+  // r0 = d − c2 and g1sq = g1² before the 1/σ of the scaled residual r = r0/σ and of
+  // uc = ∂c2/∂contrast/σ = g1²/σ, which the sums apply once (Normal, Gradient, FoldColumns).
+  V model, w, r0, g1sq, alpha, beta, gamma;
 };
 
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
-  V floor, offset, contrast, two_contrast, inv_sigma, a, b, uniform_weight, weight_scale;
+  V floor, offset, contrast, two_contrast_sigma, inv_sigma, a, b, uniform_weight, weight_scale;
   V ci, si, ci_a, si_a, inv_a;  // SeparableRow fields; ci_a = ci·(1/a), si_a = si·(1/a)
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
         offset(Splat(in.offset)),
         contrast(Splat(in.contrast)),
-        two_contrast(Splat(in.contrast) * Splat(2.0)),
+        two_contrast_sigma(Splat(2.0 * in.contrast * in.inv_sigma)),
         inv_sigma(Splat(in.inv_sigma)),
         a(Splat(in.a)),
         b(Splat(in.b)),
@@ -185,9 +187,9 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
 // The point terms of columns c … c + kLanes − 1 from g1_raw = g1_diff·sinc², sinc² s and its
 // derivative ds (laminar; static: g1_raw = g1_diff): g1 = max(g1_raw, floor), c2, the
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
-// kMask every lane has a nonzero weight), and with kDerivs r = r0/σ, uc = g1²/σ and the
-// derivative scalars α (diffusion), β (shear rate), γ (φ0), also 0 where the weight is 0
-// under kMask (so that the unit-weight sums, which take no weight products, skip those lanes).
+// kMask every lane has a nonzero weight), and with kDerivs g1² and the derivative scalars
+// α (diffusion), β (shear rate), γ (φ0) of c2/σ, also 0 where the weight is 0 under kMask (so
+// that the unit-weight sums, which take no weight products, skip those lanes).
 template <bool kLaminar, bool kDerivs, bool kMask>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
                                                   const Inputs& x, V g1_raw, V s, V ds) {
@@ -196,18 +198,15 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   const V g1 = Where(alive, g1_raw, floor);
   const V g1sq = g1 * g1;
   const V model = k.offset + k.contrast * g1sq;
-  const V inv_sigma = k.inv_sigma;
   Lanes t;
   t.model = model;
   t.w = x.w;
   t.r0 = kMask ? Where(x.w != Splat(0.0), x.d - model, Splat(0.0)) : x.d - model;
   if constexpr (kDerivs) {
     const V g1d = Load(in.g1d + c);
-    t.r = t.r0 * inv_sigma;
-    t.uc = g1sq * inv_sigma;
     const M live = kMask ? alive & (x.w != Splat(0.0)) : alive;
-    t.uc = kMask ? Where(x.w != Splat(0.0), t.uc, Splat(0.0)) : t.uc;
-    const V dc2_dg1 = Where(live, k.two_contrast * g1 * inv_sigma, Splat(0.0));
+    t.g1sq = kMask ? Where(x.w != Splat(0.0), g1sq, Splat(0.0)) : g1sq;
+    const V dc2_dg1 = Where(live, k.two_contrast_sigma * g1, Splat(0.0));  // ∂(c2/σ)/∂g1
     t.alpha = (kLaminar ? dc2_dg1 * s : dc2_dg1) * Load(in.fac + c);
     if constexpr (kLaminar) {
       const V ds_scaled = dc2_dg1 * g1d * ds;
@@ -227,7 +226,7 @@ template <bool kLaminar, bool kDerivs, bool kUnit, typename Body>
 __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
   const int n = in.n;
   const Consts k(in);
-  const auto from_arrays = [&]<bool kWhole>(int c) {
+  const auto from_arrays = [&]<bool kWhole>(int c) __attribute__((always_inline)) {
     const Inputs x = LoadInputs<kWhole>(in, k, c);
     constexpr bool kMask = !kUnit || !kWhole;
     if constexpr (kLaminar) {
@@ -283,7 +282,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
     AddTo(in.saa + c, wa * t.alpha);
-    AddTo(in.sar + c, wa * t.r);
+    AddTo(in.sar + c, wa * t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit>(t, t.beta);
       const V wg = Weighted<kUnit>(t, t.gamma);
@@ -292,16 +291,16 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       AddTo(in.sag + c, wa * t.gamma);
       AddTo(in.sbg + c, wb * t.gamma);
       AddTo(in.sgg + c, wg * t.gamma);
-      AddTo(in.sbr + c, wb * t.r);
-      AddTo(in.sgr + c, wg * t.r);
+      AddTo(in.sbr + c, wb * t.r0);
+      AddTo(in.sgr + c, wg * t.r0);
     }
     // Per-tile sums.
-    const V wr = Weighted<kUnit>(t, t.r), wuc = Weighted<kUnit>(t, t.uc), wuca = wuc * t.alpha;
+    const V wr = Weighted<kUnit>(t, t.r0), wuc = Weighted<kUnit>(t, t.g1sq), wuca = wuc * t.alpha;
     AddChi2<kUnit>(acc[kSumChi2], t);
-    acc[kSumUcUc] += wuc * t.uc;
+    acc[kSumUcUc] += wuc * t.g1sq;
     acc[kSumUc] += wuc;
     if constexpr (!kUnit) acc[kSumW] += t.w;
-    acc[kSumUcR] += t.uc * wr;
+    acc[kSumUcR] += t.g1sq * wr;
     acc[kSumR] += wr;
     for (int q = 0; q < 3; ++q) {
       const V e = Load(in.e[q] + c);
@@ -322,8 +321,13 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   sums[kSumChi2] += Chi2Sum(acc[kSumChi2], in);
   // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).
   sums[kSumW] += kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
+  // The 1/σ of uc and r, once per sum.
+  const double s1 = in.inv_sigma, s2 = in.inv_sigma * in.inv_sigma;
   for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) {
-    if (k != kSumW) sums[k] += Fold(acc[k]);
+    const bool uc = k == kSumUc || (k >= kSumUcAlphaE && k < kSumUcAlphaE + 3) ||
+                    (k >= kSumUcBetaF && k < kSumUcBetaF + 3) || k == kSumUcGamma;
+    const double scale = k == kSumUcUc || k == kSumUcR ? s2 : uc || k == kSumR ? s1 : 1.0;
+    if (k != kSumW) sums[k] += Fold(acc[k]) * scale;
   }
 }
 
@@ -332,21 +336,21 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
   Sum4 chi2 = Zero4(), ucr = chi2, rsum = chi2;
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
-    AddTo(in.sar + c, wa * t.r);
+    AddTo(in.sar + c, wa * t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit>(t, t.beta);
       const V wg = Weighted<kUnit>(t, t.gamma);
-      AddTo(in.sbr + c, wb * t.r);
-      AddTo(in.sgr + c, wg * t.r);
+      AddTo(in.sbr + c, wb * t.r0);
+      AddTo(in.sgr + c, wg * t.r0);
     }
-    const V wr = Weighted<kUnit>(t, t.r);
+    const V wr = Weighted<kUnit>(t, t.r0);
     AddChi2<kUnit>(chi2, t);
-    ucr += t.uc * wr;
+    ucr += t.g1sq * wr;
     rsum += wr;
   });
   sums[kSumChi2] += Chi2Sum(chi2, in);
-  sums[kSumUcR] += Fold(ucr);
-  sums[kSumR] += Fold(rsum);
+  sums[kSumUcR] += Fold(ucr) * (in.inv_sigma * in.inv_sigma);  // as in Normal
+  sums[kSumR] += Fold(rsum) * in.inv_sigma;
 }
 
 template <bool kLaminar, bool kUnit>
@@ -415,7 +419,8 @@ __attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int
       }
     }
   }
-  for (int p = 0; p < kNp; ++p) jtr[p] += Fold(r[p]);
+  // The column sums hold α·r0 (r0 = σ·r): the 1/σ of r here, once.
+  for (int p = 0; p < kNp; ++p) jtr[p] += Fold(r[p]) * in.inv_sigma;
   if constexpr (kJtj) {
     int k = 0;
     for (int p = 0; p < kNp; ++p) {
