@@ -284,7 +284,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           if constexpr (!kDerivs) {
             *chi2 += detail::Chi2Block(in);
           } else if constexpr (!kFull) {
-            double sums[detail::kNumTileSums] = {};
+            double sums[detail::kNumTileSums];  // written by the block function
             if constexpr (kLaminar) {
               detail::GradientLaminarBlock(in, sums);
             } else {
@@ -295,7 +295,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             ang[0] += sums[detail::kSumUcR];
             ang[1] += sums[detail::kSumR] * inv_sigma;
           } else {
-            double sums[detail::kNumTileSums] = {};
+            double sums[detail::kNumTileSums];  // written by the block function
             if constexpr (kLaminar) {
               detail::NormalLaminarBlock(in, sums);
             } else {

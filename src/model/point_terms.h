@@ -69,10 +69,11 @@ struct PointBlock {
 void FoldLaminarColumns(const PointBlock& block, int n, double* jtj, double* jtr);
 void FoldStaticColumns(const PointBlock& block, int n, double* jtj, double* jtr);
 
-// Adds the tile sums into sums[kNumTileSums] and updates the S arrays.
+// Writes the tile sums to sums[kNumTileSums] (every entry; the caller need not zero them) and
+// adds to the per-column S arrays.
 void NormalLaminarBlock(const PointBlock& in, double* sums);
 void NormalStaticBlock(const PointBlock& in, double* sums);
-// Gradient-only variants: update only sar (and sbr, sgr for laminar) and add only
+// Gradient-only variants: update only sar (and sbr, sgr for laminar) and write only
 // sums[kSumChi2], sums[kSumUcR], sums[kSumR], with the same expressions and order as the
 // normal passes (bit-identical values).
 void GradientLaminarBlock(const PointBlock& in, double* sums);

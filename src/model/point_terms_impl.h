@@ -318,16 +318,16 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       acc[kSumGamma] += Weighted<kUnit>(t, t.gamma);
     }
   });
-  sums[kSumChi2] += Chi2Sum(acc[kSumChi2], in);
+  sums[kSumChi2] = Chi2Sum(acc[kSumChi2], in);
   // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).
-  sums[kSumW] += kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
+  sums[kSumW] = kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
   // The 1/σ of uc and r, once per sum.
   const double s1 = in.inv_sigma, s2 = in.inv_sigma * in.inv_sigma;
   for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) {
     const bool uc = k == kSumUc || (k >= kSumUcAlphaE && k < kSumUcAlphaE + 3) ||
                     (k >= kSumUcBetaF && k < kSumUcBetaF + 3) || k == kSumUcGamma;
     const double scale = k == kSumUcUc || k == kSumUcR ? s2 : uc || k == kSumR ? s1 : 1.0;
-    if (k != kSumW) sums[k] += Fold(acc[k]) * scale;
+    if (k != kSumW) sums[k] = Fold(acc[k]) * scale;
   }
 }
 
@@ -348,9 +348,9 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
     ucr += t.g1sq * wr;
     rsum += wr;
   });
-  sums[kSumChi2] += Chi2Sum(chi2, in);
-  sums[kSumUcR] += Fold(ucr) * (in.inv_sigma * in.inv_sigma);  // as in Normal
-  sums[kSumR] += Fold(rsum) * in.inv_sigma;
+  sums[kSumChi2] = Chi2Sum(chi2, in);
+  sums[kSumUcR] = Fold(ucr) * (in.inv_sigma * in.inv_sigma);  // as in Normal
+  sums[kSumR] = Fold(rsum) * in.inv_sigma;
 }
 
 template <bool kLaminar, bool kUnit>
