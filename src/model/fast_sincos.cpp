@@ -38,10 +38,10 @@ inline Reduced Reduce(double x) {
   // Estrin's scheme in z = r²: the same polynomials as Horner's rule with a dependency chain
   // of 4 products instead of 8 (the loops are latency-bound: 4 → 2.x ns per point).
   const double r4 = r2 * r2, r8 = r4 * r4;
-  const double ps = ((kS1 + r2 * kS2) + r4 * (kS3 + r2 * kS4)) +
-                    r8 * ((kS5 + r2 * kS6) + r4 * (kS7 + r2 * kS8));
-  const double pc = ((kC2 + r2 * kC3) + r4 * (kC4 + r2 * kC5)) +
-                    r8 * ((kC6 + r2 * kC7) + r4 * (kC8 + r2 * kC9));
+  const double ps =
+      ((kS1 + r2 * kS2) + r4 * (kS3 + r2 * kS4)) + r8 * ((kS5 + r2 * kS6) + r4 * (kS7 + r2 * kS8));
+  const double pc =
+      ((kC2 + r2 * kC3) + r4 * (kC4 + r2 * kC5)) + r8 * ((kC6 + r2 * kC7) + r4 * (kC8 + r2 * kC9));
   Reduced out;
   out.sr = r + r * (r2 * ps);
   out.cr = (1.0 - 0.5 * r2) + (r2 * r2) * pc;
