@@ -16,13 +16,26 @@ core=${5:-$(( $(nproc) - 1 ))}
 for bin in "$a" "$b"; do
   [ -x "$bin" ] || { echo "ab_kernel.sh: $bin is not an executable bench_kernel" >&2; exit 2; }
 done
-for _ in $(seq "$runs"); do
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+for r in $(seq "$runs"); do
   for side in A B; do
     bin=$a; [ "$side" = B ] && bin=$b
-    taskset -c "$core" "$bin" --benchmark_filter="$filter" --benchmark_format=csv 2>/dev/null \
-      | awk -F, -v side="$side" '/^"BM/ {gsub(/"/, "", $1); print side, $1, $4, $5}'
+    # JSON, not CSV: Google Benchmark's CSV reporter aborts when the selected benchmarks
+    # report different counters (the passes and BM_PointBlock do).
+    taskset -c "$core" "$bin" --benchmark_filter="$filter" --benchmark_format=json \
+      > "$tmp/$side.$r.json" 2> /dev/null
   done
-done | awk '{k = $2 " " $1; if (!(k in m) || $3 < m[k]) {m[k] = $3; u[k] = $4}}
-            END {for (k in m) print k, m[k], u[k]}' | sort \
-  | awk 'BEGIN {printf "%-60s %4s %14s\n", "benchmark", "bin", "min real time"}
-         {printf "%-60s %4s %14.4g %s\n", $1, $2, $3, $4}'
+done
+python3 - "$tmp" <<'PY'
+import glob, json, os, sys
+best = {}
+for path in glob.glob(os.path.join(sys.argv[1], "*.json")):
+    side = os.path.basename(path).split(".")[0]
+    for b in json.load(open(path))["benchmarks"]:
+        key = (b["name"], side)
+        if key not in best or b["real_time"] < best[key][0]:
+            best[key] = (b["real_time"], b["time_unit"])
+print(f"{'benchmark':60s} {'bin':>4s} {'min real time':>16s}")
+for (name, side), (t, unit) in sorted(best.items()):
+    print(f"{name:60s} {side:>4s} {t:13.4g} {unit}")
+PY
