@@ -17,23 +17,6 @@ using kernel_internal::kBlock;
 using kernel_internal::Pass;
 using kernel_internal::Tables;
 
-namespace {
-
-// The tiles of a group are separate rows of different angles' matrices, read a block at a
-// time in turn; the hardware prefetchers do not follow that many interleaved streams, so the
-// next block of this tile (its data and weights) is requested while this one is computed.
-inline void PrefetchNextBlock(const RowTile& tile, int b0, int count) {
-  constexpr int kLine = 64 / static_cast<int>(sizeof(double));
-  const int begin = b0 + kBlock;
-  const int end = std::min(count, begin + kBlock);
-  for (int c = begin; c < end; c += kLine) {
-    __builtin_prefetch(tile.data + c, 0, 3);
-    if (tile.weight != nullptr) __builtin_prefetch(tile.weight + c, 0, 3);
-  }
-}
-
-}  // namespace
-
 template <Pass kPass, bool kLaminar>
 void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, double* model_out,
                                  SeparableCounts* counts) const {
@@ -195,7 +178,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
         const int tile_index = group.tiles[slot];
         const RowTile& tile = tiles[static_cast<size_t>(tile_index)];
-        PrefetchNextBlock(tile, b0, group.count);
         const auto k = static_cast<size_t>(tile.angle);
         const double contrast = tab.contrast[k];
         const double offset = tab.offset[k];
@@ -271,6 +253,20 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         in.sep = sep;
         in.data = tile.data + b0;
         in.weight = tile.weight ? tile.weight + b0 : nullptr;
+        // The block after next in the group's order (this block of the tile two slots on, or
+        // the next block of a tile at the start), requested vector by vector in the point loop.
+        {
+          size_t ps = slot + 2;
+          int pb = b0;
+          if (ps >= group.tiles.size()) {
+            ps -= group.tiles.size();
+            pb = b0 + kBlock < group.count ? b0 + kBlock : b0;
+            if (ps >= group.tiles.size()) ps = slot;
+          }
+          const RowTile& pt = tiles[static_cast<size_t>(group.tiles[ps])];
+          in.prefetch_data = pt.data + pb;
+          in.prefetch_weight = pt.weight ? pt.weight + pb : nullptr;
+        }
         in.uniform_weight = tile.uniform_weight * inv_weight_scale;  // exact: a power of two
         in.contrast = contrast;
         in.offset = offset;

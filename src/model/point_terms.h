@@ -50,6 +50,11 @@ struct PointBlock {
   SeparableRow sep;
   const double* data = nullptr;    // n values
   const double* weight = nullptr;  // n values (times weight_scale) or nullptr → uniform_weight
+  // Software prefetch: the loops request prefetch_data[c] (and prefetch_weight[c] when weight
+  // is set) with each whole vector of columns c, spreading the next block's requests over the
+  // block (the caller points them at this tile's next block, or at data/weight for the last).
+  const double* prefetch_data = nullptr;
+  const double* prefetch_weight = nullptr;
   double uniform_weight = 0.0;
   double weight_scale = 1.0;  // multiplies the weight array's values (ModelKernel::Impl)
   double contrast = 0.0, offset = 0.0, inv_sigma = 0.0;
