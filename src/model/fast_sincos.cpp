@@ -68,10 +68,21 @@ inline double CosFromQuadrant(const Reduced& v) {
   return Select(std::abs(v.q) == 1.0, (v.q > 0.5) | (v.q < -1.5), v.cr, v.sr);
 }
 
+// True when every |x[m]| ≤ kFastSinCosMaxArg (false for NaN): a branch-free reduction that
+// vectorises, so that the per-element fix-up loop (a compare and branch per element, ~20 % of
+// the time on short arrays) runs only when some argument needs std::sin/std::cos.
+inline bool AllInRange(const double* x, int n) {
+  std::uint64_t out = 0;
+  for (int m = 0; m < n; ++m)
+    out |= static_cast<std::uint64_t>(!(std::abs(x[m]) <= kFastSinCosMaxArg));
+  return out == 0;
+}
+
 }  // namespace
 
 HOMODYNE_SIMD_CLONES void FastSin(const double* x, double* s, int n) {
   for (int m = 0; m < n; ++m) s[m] = SinFromQuadrant(Reduce(x[m]));
+  if (AllInRange(x, n)) return;
   for (int m = 0; m < n; ++m) {
     if (!(std::abs(x[m]) <= kFastSinCosMaxArg)) s[m] = std::sin(x[m]);
   }
@@ -83,6 +94,7 @@ HOMODYNE_SIMD_CLONES void FastSinCos(const double* x, double* s, double* c, int 
     s[m] = SinFromQuadrant(v);
     c[m] = CosFromQuadrant(v);
   }
+  if (AllInRange(x, n)) return;
   for (int m = 0; m < n; ++m) {
     if (!(std::abs(x[m]) <= kFastSinCosMaxArg)) {
       s[m] = std::sin(x[m]);

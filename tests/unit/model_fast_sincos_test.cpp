@@ -65,5 +65,38 @@ TEST(FastSinCosTest, MultiplesOfHalfPiAndSpecialValues) {
   EXPECT_TRUE(std::isnan(s[static_cast<size_t>(n - 1)]));
 }
 
+// The libm fall-back runs whenever any one argument is out of the fast range, wherever it sits
+// in the array (the range check is a vectorised reduction over the whole array).
+TEST(FastSinCosTest, OneArgumentOutOfRangeAnywhereTakesLibm) {
+  const double specials[] = {5e6, -3e7, std::numeric_limits<double>::quiet_NaN(),
+                             std::numeric_limits<double>::infinity()};
+  for (const int n : {1, 3, 8, 13, 130}) {
+    for (int at = 0; at < n; at += std::max(1, n / 4)) {
+      for (const double special : specials) {
+        std::vector<double> x(static_cast<size_t>(n)), s(x.size()), s2(x.size()), c(x.size());
+        for (int m = 0; m < n; ++m) x[static_cast<size_t>(m)] = 0.37 * m - 2.0;
+        x[static_cast<size_t>(at)] = special;
+        FastSin(x.data(), s.data(), n);
+        FastSinCos(x.data(), s2.data(), c.data(), n);
+        for (int m = 0; m < n; ++m) {
+          const double xm = x[static_cast<size_t>(m)];
+          const double sm = s[static_cast<size_t>(m)], cm = c[static_cast<size_t>(m)];
+          if (m == at && std::isnan(std::sin(xm))) {
+            EXPECT_TRUE(std::isnan(sm) && std::isnan(cm)) << "n " << n << " at " << at;
+          } else if (m == at) {
+            EXPECT_EQ(sm, std::sin(xm)) << "n " << n << " at " << at << " x " << xm;
+            EXPECT_EQ(cm, std::cos(xm)) << "n " << n << " at " << at << " x " << xm;
+          } else {
+            EXPECT_NEAR(sm, std::sin(xm), 4.5e-16);
+            EXPECT_NEAR(cm, std::cos(xm), 4.5e-16);
+          }
+          EXPECT_TRUE(sm == s2[static_cast<size_t>(m)] ||
+                      (std::isnan(sm) && std::isnan(s2[static_cast<size_t>(m)])));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace homodyne::model
