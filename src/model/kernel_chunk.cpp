@@ -87,7 +87,10 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   // Per angle: where the bound started to hold in the last block searched, as a distance j − i
   // (past the block if nowhere in it; −1: none yet); the next search starts there
   // (SeparableStartFrom).
-  std::vector<int> start_distance(kLaminar ? static_cast<size_t>(index.n_angles) : 0, -1);
+  // Kept per thread across chunks and passes (a chunk is a few rows): only a guess, any value
+  // of which gives the same start.
+  thread_local std::vector<int> start_distance;
+  if constexpr (kLaminar) start_distance.resize(static_cast<size_t>(index.n_angles), -1);
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {

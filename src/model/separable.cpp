@@ -61,14 +61,25 @@ int SeparableStartFrom(const double* ig, double a, double contrast, const Separa
   const auto holds = [&](int c) {
     return BoundHolds(a * ig[c], a, contrast, cols.g1d[c], cols.cgsum[c], cols.shift[c]);
   };
-  // The first true column b: b ≤ guess if the guess holds, else b > guess; its neighbour
-  // settles the usual case (the boundary moved by at most one column), else binary search.
+  // The first true column b: b ≤ guess if the guess holds, else b > guess. Galloping search
+  // from the guess (steps 1, 2, 4, … away from it, then binary search in the last step): two
+  // tests when the boundary moved by at most one column, O(log distance) otherwise.
   if (holds(guess)) {
-    if (guess == 0 || !holds(guess - 1)) return guess;
-    return FirstHolding(holds, 0, guess - 1);
+    int hi = guess;  // holds
+    for (int step = 1;; step *= 2) {
+      const int lo = hi - step;
+      if (lo < 0) return FirstHolding(holds, 0, hi);
+      if (!holds(lo)) return FirstHolding(holds, lo + 1, hi);
+      hi = lo;
+    }
   }
-  if (guess + 1 == n || holds(guess + 1)) return guess + 1;
-  return FirstHolding(holds, guess + 2, n);
+  int lo = guess + 1;  // b ≥ lo
+  for (int step = 1;; step *= 2) {
+    const int probe = guess + step;
+    if (probe >= n) return FirstHolding(holds, lo, n);
+    if (holds(probe)) return FirstHolding(holds, lo, probe);
+    lo = probe + 1;
+  }
 }
 
 HOMODYNE_SIMD_CLONES void SeparableShearFactors(const SeparableRow& row, double* s, int begin,
