@@ -1,25 +1,24 @@
-// The point loops with the 8 lanes held as two 4-lane halves (AVX2 and baseline clones), and
-// the public entry points, which take the AVX-512 copy (point_terms_avx512.cpp) when the CPU
-// has it. Both copies give the same bits (point_terms_impl.h).
+// The point loops with the 8 lanes as two 4-lane halves for the baseline ISA (fma() per lane:
+// slow without FMA hardware, the same bits), and the public entry points, which take the
+// AVX-512 copy (point_terms_avx512.cpp) or the AVX2 + FMA copy (point_terms_avx2.cpp) when the
+// CPU has it. All copies give the same bits (point_terms_impl.h).
 #include <cstdlib>
 
-#include "simd_clones.h"
-
 #define HOMODYNE_POINT_TERMS_NATIVE_V8 0
+#define HOMODYNE_POINT_TERMS_FMA 0
 #define HOMODYNE_POINT_TERMS_NS halves
+#define HOMODYNE_POINT_TERMS_TARGET
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
     !defined(HOMODYNE_NO_SIMD_CLONES)
-#define HOMODYNE_POINT_TERMS_TARGET __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define HOMODYNE_POINT_TERMS_AVX512 1
+#define HOMODYNE_POINT_TERMS_X86_COPIES 1
 #else
-#define HOMODYNE_POINT_TERMS_TARGET
-#define HOMODYNE_POINT_TERMS_AVX512 0
+#define HOMODYNE_POINT_TERMS_X86_COPIES 0
 #endif
 #include "point_terms_impl.h"
 
 namespace homodyne::model::detail {
 
-#if HOMODYNE_POINT_TERMS_AVX512
+#if HOMODYNE_POINT_TERMS_X86_COPIES
 bool HasAvx512() {
   static const bool has = [] {
     const char* off = std::getenv("HOMODYNE_NO_AVX512");
@@ -31,9 +30,20 @@ bool HasAvx512() {
   }();
   return has;
 }
-#define HOMODYNE_DISPATCH(call) return HasAvx512() ? avx512::call : halves::call
+bool HasAvx2Fma() {
+  static const bool has = [] {
+    const char* off = std::getenv("HOMODYNE_NO_AVX2");
+    if (off != nullptr && *off != '\0') return false;
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return has;
+}
+#define HOMODYNE_DISPATCH(call) \
+  return HasAvx512() ? avx512::call : HasAvx2Fma() ? avx2::call : halves::call
 #else
 bool HasAvx512() { return false; }
+bool HasAvx2Fma() { return false; }
 #define HOMODYNE_DISPATCH(call) return halves::call
 #endif
 

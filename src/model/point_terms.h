@@ -89,9 +89,10 @@ double Chi2Block(const PointBlock& in);
 // sum (the data are loaded but do not enter c2; the weights are not read).
 void ModelBlock(const PointBlock& in, double* out);
 
-// The two compiled copies behind the functions above (point_terms_impl.h): `halves` (8 lanes
-// as two 4-lane halves; AVX2 and baseline clones) and, on x86-64 with GCC/Clang, `avx512` (a
-// native 8-lane vector; call only when HasAvx512()). They give the same bits.
+// The compiled copies behind the functions above (point_terms_impl.h): `halves` (8 lanes as
+// two 4-lane halves, baseline ISA, fma() per lane) and, on x86-64 with GCC/Clang, `avx2` (the
+// halves for x86-64-v3; call only when HasAvx2Fma()) and `avx512` (a native 8-lane vector; call
+// only when HasAvx512()). They give the same bits.
 #define HOMODYNE_POINT_TERMS_DECLARE                                                 \
   void FoldLaminarColumns(const PointBlock& block, int n, double* jtj, double* jtr); \
   void FoldStaticColumns(const PointBlock& block, int n, double* jtj, double* jtr);  \
@@ -104,6 +105,9 @@ void ModelBlock(const PointBlock& in, double* out);
 namespace halves {
 HOMODYNE_POINT_TERMS_DECLARE
 }  // namespace halves
+namespace avx2 {
+HOMODYNE_POINT_TERMS_DECLARE
+}  // namespace avx2
 namespace avx512 {
 HOMODYNE_POINT_TERMS_DECLARE
 }  // namespace avx512
@@ -111,5 +115,9 @@ HOMODYNE_POINT_TERMS_DECLARE
 // True when the CPU runs x86-64-v4 code (AVX-512 F, BW, CD, DQ, VL) and the environment
 // variable HOMODYNE_NO_AVX512 is unset or empty; the entry points then take the avx512 copy.
 bool HasAvx512();
+// True when the CPU has AVX2 and FMA (x86-64-v3's vector and FMA instructions) and the
+// environment variable HOMODYNE_NO_AVX2 is unset or empty (with HOMODYNE_NO_AVX512 as well, the
+// entry points take the baseline copy: the tests use it).
+bool HasAvx2Fma();
 
 }  // namespace homodyne::model::detail

@@ -1,10 +1,13 @@
-// The point loops of the kernel (private to src/model), compiled twice: by point_terms.cpp
-// with the vector type held as two 4-lane halves (AVX2 and baseline clones) and by
-// point_terms_avx512.cpp with a native 8-lane vector (one AVX-512 register). Both have the same
-// lanes, the same expressions and the same order of every sum, and src/model is compiled
-// without FMA contraction, so both give the same bits. Include only from those two files,
-// after defining HOMODYNE_POINT_TERMS_NATIVE_V8 (0 or 1), HOMODYNE_POINT_TERMS_NS (the
-// namespace of this copy) and HOMODYNE_POINT_TERMS_TARGET (the function attributes).
+// The point loops of the kernel (private to src/model), compiled three times: by
+// point_terms.cpp (baseline x86-64 or any other ISA) and point_terms_avx2.cpp (x86-64-v3) with
+// the vector type held as two 4-lane halves, and by point_terms_avx512.cpp (x86-64-v4) with a
+// native 8-lane vector (one AVX-512 register). All have the same lanes, the same expressions,
+// the same fused multiply-adds (Fma, explicit; src/model is compiled without contraction) and
+// the same order of every sum, so all give the same bits. Include only from those files,
+// after defining HOMODYNE_POINT_TERMS_NATIVE_V8 (0 or 1), HOMODYNE_POINT_TERMS_FMA (0 or 1,
+// see Fma4), HOMODYNE_POINT_TERMS_NS (the namespace of this copy) and
+// HOMODYNE_POINT_TERMS_TARGET (the entry points' attributes); with FMA, include <immintrin.h>
+// and compile the copy for an ISA that has it (#pragma GCC target).
 #include <cstdint>
 #include <cstring>
 
@@ -80,25 +83,51 @@ HOMODYNE_INLINE double Fold(V v) {
 HOMODYNE_INLINE V Where(M m, V a, V b) { return {m.lo ? a.lo : b.lo, m.hi ? a.hi : b.hi}; }
 #endif
 
+// a·b + c rounded once, lane by lane. Explicit, since contraction (-ffp-contract) fused
+// differently in the passes' inlined copies of the same expression and broke their
+// bit-identical χ². HOMODYNE_POINT_TERMS_FMA = 1: the FMA instructions (the copy is compiled for
+// x86-64-v3 or v4); 0: fma() per lane, correctly rounded, so the same bits (the baseline copy,
+// for x86-64 CPUs without FMA, which predate AVX2; elsewhere GCC emits the ISA's own fma).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+typedef double V4 __attribute__((vector_size(32)));
+#endif
+#if HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE V4 Fma4(V4 a, V4 b, V4 c) { return _mm256_fmadd_pd(a, b, c); }
+#else
+HOMODYNE_INLINE V4 Fma4(V4 a, V4 b, V4 c) {
+  return V4{__builtin_fma(a[0], b[0], c[0]), __builtin_fma(a[1], b[1], c[1]),
+            __builtin_fma(a[2], b[2], c[2]), __builtin_fma(a[3], b[3], c[3])};
+}
+#endif
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+static_assert(HOMODYNE_POINT_TERMS_FMA, "the native 8-lane copy is the AVX-512 one");
+HOMODYNE_INLINE V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+#else
+HOMODYNE_INLINE V Fma(V a, V b, V c) { return {Fma4(a.lo, b.lo, c.lo), Fma4(a.hi, b.hi, c.hi)}; }
+#endif
+
 // The tile sums accumulate each vector's two halves added first (lane l gets lanes l and
 // l + 4), in 4 lanes, folded as (l0 + l1) + (l2 + l3): the normal-equation loop keeps 20 of
 // them live, which at 8 lanes (two AVX2 registers each) spilled to the stack on every vector.
 // The same on both copies and in every pass (so the χ², gradient and normal passes give the
 // same χ² bits). A trivial aggregate (no member initialiser; zero it with Zero4()).
 #if HOMODYNE_POINT_TERMS_NATIVE_V8
-typedef double V4 __attribute__((vector_size(32)));
-HOMODYNE_INLINE V4 HalfSum(V x) {
-  return __builtin_shufflevector(x, x, 0, 1, 2, 3) + __builtin_shufflevector(x, x, 4, 5, 6, 7);
-}
+HOMODYNE_INLINE V4 Lo(V x) { return __builtin_shufflevector(x, x, 0, 1, 2, 3); }
+HOMODYNE_INLINE V4 Hi(V x) { return __builtin_shufflevector(x, x, 4, 5, 6, 7); }
 #else
-HOMODYNE_INLINE V4 HalfSum(V x) { return x.lo + x.hi; }
+HOMODYNE_INLINE V4 Lo(V x) { return x.lo; }
+HOMODYNE_INLINE V4 Hi(V x) { return x.hi; }
 #endif
+HOMODYNE_INLINE V4 HalfSum(V x) { return Lo(x) + Hi(x); }
+// The halves of x·y added: lane l gets x_l·y_l + x_{l+4}·y_{l+4} (one rounding fewer).
+HOMODYNE_INLINE V4 HalfDot(V x, V y) { return Fma4(Lo(x), Lo(y), Hi(x) * Hi(y)); }
 struct Sum4 {
   V4 v;
   HOMODYNE_INLINE Sum4& operator+=(V x) {
     v += HalfSum(x);
     return *this;
   }
+  HOMODYNE_INLINE void AddProduct(V x, V y) { v += HalfDot(x, y); }
 };
 HOMODYNE_INLINE Sum4 Zero4() { return Sum4{V4{0.0, 0.0, 0.0, 0.0}}; }
 HOMODYNE_INLINE double Fold(Sum4 a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3]); }
@@ -113,8 +142,8 @@ struct Lanes {
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
   V floor, offset, contrast, two_contrast_sigma, inv_sigma, a, b, uniform_weight, weight_scale;
-  V ci, si, ci_a, si_a, inv_a;  // SeparableRow fields; ci_a = ci·(1/a), si_a = si·(1/a)
-  const double* prefetch_data;  // PointBlock's, or the block's own arrays when unset
+  V ci, si, ci_a, neg_si_a, inv_a;  // SeparableRow's; ci·(1/a), −si·(1/a)
+  const double* prefetch_data;      // PointBlock's, or the block's own arrays when unset
   const double* prefetch_weight;
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
@@ -129,7 +158,7 @@ struct Consts {
         ci(Splat(in.sep.ci)),
         si(Splat(in.sep.si)),
         ci_a(Splat(in.sep.ci * in.sep.inv_a)),
-        si_a(Splat(in.sep.si * in.sep.inv_a)),
+        neg_si_a(Splat(-(in.sep.si * in.sep.inv_a))),
         inv_a(Splat(in.sep.inv_a)),
         prefetch_data(in.prefetch_data != nullptr ? in.prefetch_data : in.data),
         prefetch_weight(in.prefetch_weight != nullptr ? in.prefetch_weight : in.weight) {}
@@ -178,9 +207,9 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
                                                           int c, V& g1_raw, V& s, V& ds) {
   const V tab_sin = Load(row.tab_sin + c), tab_cos = Load(row.tab_cos + c);
   const V delta = Load(row.shift + c);
-  const V ca = k.ci_a + delta * k.si;
-  const V cb = delta * k.ci - k.si_a;
-  const V sn = tab_sin * ca + tab_cos * cb;
+  const V ca = Fma(delta, k.si, k.ci_a);
+  const V cb = Fma(delta, k.ci, k.neg_si_a);
+  const V sn = Fma(tab_sin, ca, tab_cos * cb);
   g1_raw = Load(row.g1d_inv_ig2 + c) * (sn * sn);
   if constexpr (kDerivs) {
     const V inv_ig = Load(row.inv_ig + c);
@@ -207,7 +236,7 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   const M alive = g1_raw > floor;  // the g1 floor passes no gradient when selected
   const V g1 = Where(alive, g1_raw, floor);
   const V g1sq = g1 * g1;
-  const V model = k.offset + k.contrast * g1sq;
+  const V model = k.offset + k.contrast * g1sq;  // unfused: exact mode gives the reference's bits
   Lanes t;
   t.model = model;
   t.w = x.w;
@@ -282,14 +311,16 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
   if (c < n) from_arrays.template operator()<false>(c);
 }
 
-// In-place update of a per-column sum array: p[c … c + kLanes − 1] += v.
-__attribute__((always_inline)) inline void AddTo(double* p, V v) { Store(p, Load(p) + v); }
+// In-place update of a per-column sum array: p[c … c + kLanes − 1] += x·y, fused.
+__attribute__((always_inline)) inline void AddProductTo(double* p, V x, V y) {
+  Store(p, Fma(x, y, Load(p)));
+}
 
 // χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under unit weights), times
 // 1/σ² once.
 template <bool kUnit>
 __attribute__((always_inline)) inline void AddChi2(Sum4& acc, const Lanes& t) {
-  acc += (kUnit ? t.r0 : t.w * t.r0) * t.r0;
+  acc.AddProduct(kUnit ? t.r0 : t.w * t.r0, t.r0);
 }
 __attribute__((always_inline)) inline double Chi2Sum(Sum4 acc, const PointBlock& in) {
   return Fold(acc) * (in.inv_sigma * in.inv_sigma);
@@ -308,40 +339,40 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
-    AddTo(in.saa + c, wa * t.alpha);
-    AddTo(in.sar + c, wa * t.r0);
+    AddProductTo(in.saa + c, wa, t.alpha);
+    AddProductTo(in.sar + c, wa, t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit>(t, t.beta);
       const V wg = Weighted<kUnit>(t, t.gamma);
-      AddTo(in.sab + c, wa * t.beta);
-      AddTo(in.sbb + c, wb * t.beta);
-      AddTo(in.sag + c, wa * t.gamma);
-      AddTo(in.sbg + c, wb * t.gamma);
-      AddTo(in.sgg + c, wg * t.gamma);
-      AddTo(in.sbr + c, wb * t.r0);
-      AddTo(in.sgr + c, wg * t.r0);
+      AddProductTo(in.sab + c, wa, t.beta);
+      AddProductTo(in.sbb + c, wb, t.beta);
+      AddProductTo(in.sag + c, wa, t.gamma);
+      AddProductTo(in.sbg + c, wb, t.gamma);
+      AddProductTo(in.sgg + c, wg, t.gamma);
+      AddProductTo(in.sbr + c, wb, t.r0);
+      AddProductTo(in.sgr + c, wg, t.r0);
     }
     // Per-tile sums.
     const V wr = Weighted<kUnit>(t, t.r0), wuc = Weighted<kUnit>(t, t.g1sq), wuca = wuc * t.alpha;
     AddChi2<kUnit>(acc[kSumChi2], t);
-    acc[kSumUcUc] += wuc * t.g1sq;
+    acc[kSumUcUc].AddProduct(wuc, t.g1sq);
     acc[kSumUc] += wuc;
     if constexpr (!kUnit) acc[kSumW] += t.w;
-    acc[kSumUcR] += t.g1sq * wr;
+    acc[kSumUcR].AddProduct(t.g1sq, wr);
     acc[kSumR] += wr;
     for (int q = 0; q < 3; ++q) {
       const V e = Load(in.e[q] + c);
-      acc[kSumUcAlphaE + q] += wuca * e;
-      acc[kSumAlphaE + q] += wa * e;
+      acc[kSumUcAlphaE + q].AddProduct(wuca, e);
+      acc[kSumAlphaE + q].AddProduct(wa, e);
     }
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit>(t, t.beta), wucb = wuc * t.beta;
       for (int q = 0; q < 3; ++q) {
         const V f = Load(in.f[q] + c);
-        acc[kSumUcBetaF + q] += wucb * f;
-        acc[kSumBetaF + q] += wb * f;
+        acc[kSumUcBetaF + q].AddProduct(wucb, f);
+        acc[kSumBetaF + q].AddProduct(wb, f);
       }
-      acc[kSumUcGamma] += wuc * t.gamma;
+      acc[kSumUcGamma].AddProduct(wuc, t.gamma);
       acc[kSumGamma] += Weighted<kUnit>(t, t.gamma);
     }
   });
@@ -363,16 +394,16 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
   Sum4 chi2 = Zero4(), ucr = chi2, rsum = chi2;
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
-    AddTo(in.sar + c, wa * t.r0);
+    AddProductTo(in.sar + c, wa, t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit>(t, t.beta);
       const V wg = Weighted<kUnit>(t, t.gamma);
-      AddTo(in.sbr + c, wb * t.r0);
-      AddTo(in.sgr + c, wg * t.r0);
+      AddProductTo(in.sbr + c, wb, t.r0);
+      AddProductTo(in.sgr + c, wg, t.r0);
     }
     const V wr = Weighted<kUnit>(t, t.r0);
     AddChi2<kUnit>(chi2, t);
-    ucr += t.g1sq * wr;
+    ucr.AddProduct(t.g1sq, wr);  // as in Normal
     rsum += wr;
   });
   sums[kSumChi2] = Chi2Sum(chi2, in);
@@ -428,7 +459,7 @@ __attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int
     const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
     const V sr[3] = {Load(in.sar + c), kLaminar ? Load(in.sbr + c) : Splat(0.0),
                      kLaminar ? Load(in.sgr + c) : Splat(0.0)};
-    for (int p = 0; p < kNp; ++p) r[p] += sr[group(p)] * u[p];
+    for (int p = 0; p < kNp; ++p) r[p] = Fma(sr[group(p)], u[p], r[p]);
     if constexpr (kJtj) {
       const V saa = Load(in.saa + c);
       V sw[3][3];
@@ -442,7 +473,7 @@ __attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int
       }
       int k = 0;
       for (int p = 0; p < kNp; ++p) {
-        for (int q = p; q < kNp; ++q, ++k) m[k] += (sw[group(p)][group(q)] * u[p]) * u[q];
+        for (int q = p; q < kNp; ++q, ++k) m[k] = Fma(sw[group(p)][group(q)] * u[p], u[q], m[k]);
       }
     }
   }

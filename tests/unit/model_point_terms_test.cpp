@@ -1,11 +1,12 @@
-// The two compiled copies of the kernel's point loops (src/model/point_terms_impl.h): the
-// AVX-512 copy (a native 8-lane vector) and the copy with the lanes as two 4-lane halves (AVX2
-// and baseline) must give the same bits on the same block, so that a result does not depend
-// on which CPU of a cluster computed it. Random blocks with partial vectors, masked points,
-// non-uniform weights and a separable range inside the block.
+// The compiled copies of the kernel's point loops (src/model/point_terms_impl.h): the AVX-512
+// copy (a native 8-lane vector), the AVX2 + FMA copy and the baseline copy (the lanes as two
+// 4-lane halves; fma() per lane) must give the same bits on the same block, so that a result
+// does not depend on which CPU of a cluster computed it. Random blocks with partial vectors, masked
+// points, non-uniform weights and a separable range inside the block.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -96,8 +97,32 @@ void ExpectSameBits(const Block& a, const Block& b, const double* sa, const doub
   }
 }
 
-TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
-  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512: only the halves copy runs here";
+// The entry points of one compiled copy.
+struct Copy {
+  const char* name;
+  void (*normal_laminar)(const PointBlock&, double*);
+  void (*normal_static)(const PointBlock&, double*);
+  void (*gradient_laminar)(const PointBlock&, double*);
+  void (*gradient_static)(const PointBlock&, double*);
+  double (*chi2)(const PointBlock&);
+  void (*model)(const PointBlock&, double*);
+  void (*fold_laminar)(const PointBlock&, int, double*, double*);
+  void (*fold_static)(const PointBlock&, int, double*, double*);
+};
+#define HOMODYNE_COPY(ns)                                                               \
+  Copy {                                                                                \
+#ns, ns::NormalLaminarBlock, ns::NormalStaticBlock, ns::GradientLaminarBlock,       \
+        ns::GradientStaticBlock, ns::Chi2Block, ns::ModelBlock, ns::FoldLaminarColumns, \
+        ns::FoldStaticColumns                                                           \
+  }
+const Copy kBaseline = HOMODYNE_COPY(halves);
+const Copy kAvx2 = HOMODYNE_COPY(avx2);
+const Copy kAvx512 = HOMODYNE_COPY(avx512);
+#undef HOMODYNE_COPY
+
+// Every entry point of copy x against the baseline copy (fma() per lane) on random blocks.
+void ExpectCopyGivesTheBaselineBits(const Copy& x) {
+  const Copy& y = kBaseline;
   std::mt19937_64 rng(2026);
   int checked = 0;
   for (int n : {1, 7, 8, 61, 64, 100, kMaxBlock}) {
@@ -107,38 +132,23 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
         std::mt19937_64 r1(seed), r2(seed);
         Block a(r1, n, laminar, weighted), b(r2, n, laminar, weighted);
         double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
-        if (laminar) {
-          avx512::NormalLaminarBlock(a.in, sa);
-          halves::NormalLaminarBlock(b.in, sb);
-        } else {
-          avx512::NormalStaticBlock(a.in, sa);
-          halves::NormalStaticBlock(b.in, sb);
-        }
+        (laminar ? x.normal_laminar : x.normal_static)(a.in, sa);
+        (laminar ? y.normal_laminar : y.normal_static)(b.in, sb);
         ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
         double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
-        if (laminar) {
-          avx512::GradientLaminarBlock(a.in, ga);
-          halves::GradientLaminarBlock(b.in, gb);
-        } else {
-          avx512::GradientStaticBlock(a.in, ga);
-          halves::GradientStaticBlock(b.in, gb);
-        }
+        (laminar ? x.gradient_laminar : x.gradient_static)(a.in, ga);
+        (laminar ? y.gradient_laminar : y.gradient_static)(b.in, gb);
         ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
-        EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), halves::Chi2Block(b.in))) << n;
-        EXPECT_TRUE(SameBits(avx512::Chi2Block(a.in), sa[kSumChi2])) << "χ² pass vs normal";
+        EXPECT_TRUE(SameBits(x.chi2(a.in), y.chi2(b.in))) << x.name << " " << n;
+        EXPECT_TRUE(SameBits(x.chi2(a.in), sa[kSumChi2])) << "χ² pass vs normal";
         std::vector<double> ma(static_cast<size_t>(n)), mb(ma.size());
-        avx512::ModelBlock(a.in, ma.data());
-        halves::ModelBlock(b.in, mb.data());
+        x.model(a.in, ma.data());
+        y.model(b.in, mb.data());
         EXPECT_TRUE(ma == mb) << "model " << n;
         const int padded = (n + kLanes - 1) / kLanes * kLanes;
         double ja[49] = {}, jb[49] = {}, ra[7] = {}, rb[7] = {};
-        if (laminar) {
-          avx512::FoldLaminarColumns(a.in, padded, ja, ra);
-          halves::FoldLaminarColumns(a.in, padded, jb, rb);
-        } else {
-          avx512::FoldStaticColumns(a.in, padded, ja, ra);
-          halves::FoldStaticColumns(a.in, padded, jb, rb);
-        }
+        (laminar ? x.fold_laminar : x.fold_static)(a.in, padded, ja, ra);
+        (laminar ? y.fold_laminar : y.fold_static)(a.in, padded, jb, rb);
         for (int k = 0; k < 49; ++k) EXPECT_TRUE(SameBits(ja[k], jb[k])) << "fold JᵀJ " << k;
         for (int k = 0; k < 7; ++k) EXPECT_TRUE(SameBits(ra[k], rb[k])) << "fold Jᵀr " << k;
         ++checked;
@@ -146,6 +156,16 @@ TEST(ModelPointTermsTest, Avx512AndHalvesCopiesGiveTheSameBits) {
     }
   }
   EXPECT_EQ(checked, 28);
+}
+
+TEST(ModelPointTermsTest, Avx2CopyGivesTheBaselineBits) {
+  if (!HasAvx2Fma()) GTEST_SKIP() << "this CPU has no AVX2 + FMA: only the baseline copy runs";
+  ExpectCopyGivesTheBaselineBits(kAvx2);
+}
+
+TEST(ModelPointTermsTest, Avx512CopyGivesTheBaselineBits) {
+  if (!HasAvx512()) GTEST_SKIP() << "this CPU has no AVX-512";
+  ExpectCopyGivesTheBaselineBits(kAvx512);
 }
 
 // A block of unit weights (no weight array, uniform weight 1) goes through the loops without
@@ -186,9 +206,10 @@ TEST(ModelPointTermsTest, UnitWeightLoopsGiveTheBitsOfTheWeightedLoops) {
 }
 
 // The model pass writes the c2 whose residuals the χ² pass sums: from ModelBlock's values, the
-// χ² summed in the point loops' lanes and order (per vector, column l + 4 added to column l,
-// then into lane l of 4, folded as (l0 + l1) + (l2 + l3), times w/σ² once) is Chi2Block's to the
-// bit, on separable and array columns and a partial last vector. Runs on the copy this CPU takes.
+// χ² summed in the point loops' lanes and order (per vector, column l + 4's square added to
+// column l's, fused, then into lane l of 4, folded as (l0 + l1) + (l2 + l3), times w/σ² once) is
+// Chi2Block's to the bit, on separable and array columns and a partial last vector. Runs on the
+// copy this CPU takes.
 TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
   std::mt19937_64 rng(7);
   for (int n : {5, 64, 99, kMaxBlock}) {
@@ -196,18 +217,18 @@ TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
       Block b(rng, n, laminar, /*weighted=*/false);
       std::vector<double> model(static_cast<size_t>(n));
       ModelBlock(b.in, model.data());
-      // Per vector of kLanes columns, lanes l and l + 4 are added first, then into lane l.
+      // Per vector of kLanes columns, the squares of lanes l and l + 4 are added first, fused
+      // (fma(r_l, r_l, r_{l+4}²)), then into lane l.
       double lane[kLanes / 2] = {};
       for (int v = 0; v < n; v += kLanes) {
         for (int l = 0; l < kLanes / 2; ++l) {
-          double sq[2] = {0.0, 0.0};
+          double r0[2] = {0.0, 0.0};
           for (int h = 0; h < 2; ++h) {
             const int c = v + l + h * kLanes / 2;
             if (c >= n) continue;
-            const double r0 = b.data[static_cast<size_t>(c)] - model[static_cast<size_t>(c)];
-            sq[h] = r0 * r0;
+            r0[h] = b.data[static_cast<size_t>(c)] - model[static_cast<size_t>(c)];
           }
-          lane[l] += sq[0] + sq[1];
+          lane[l] += std::fma(r0[0], r0[0], r0[1] * r0[1]);
         }
       }
       const double folded = (lane[0] + lane[1]) + (lane[2] + lane[3]);
