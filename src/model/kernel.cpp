@@ -211,6 +211,10 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
     }
     im.groups[static_cast<size_t>(it->second)].tiles.push_back(static_cast<int>(ti));
   }
+  for (auto& group : im.groups) {
+    group.first = im.group_tiles.size();
+    for (int ti : group.tiles) im.group_tiles.push_back(im.tiles[static_cast<size_t>(ti)]);
+  }
   // The common uniform weight, if a power of two (see Impl::weight_scale).
   double common = 0.0;
   bool one_weight = true;

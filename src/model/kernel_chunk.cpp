@@ -180,7 +180,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       }
       for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
         const int tile_index = group.tiles[slot];
-        const RowTile& tile = tiles[static_cast<size_t>(tile_index)];
+        const RowTile& tile = group_tiles[group.first + slot];
         const auto k = static_cast<size_t>(tile.angle);
         const double contrast = tab.contrast[k];
         const double offset = tab.offset[k];
@@ -266,7 +266,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             pb = b0 + kBlock < group.count ? b0 + kBlock : b0;
             if (ps >= group.tiles.size()) ps = slot;
           }
-          const RowTile& pt = tiles[static_cast<size_t>(group.tiles[ps])];
+          const RowTile& pt = group_tiles[group.first + ps];
           in.prefetch_data = pt.data + pb;
           in.prefetch_weight = pt.weight ? pt.weight + pb : nullptr;
         }

@@ -58,8 +58,12 @@ struct ModelKernel::Impl {
   struct Group {
     int row, col_begin, count;
     std::vector<int> tiles;
+    size_t first = 0;  // of its tiles in group_tiles
   };
   std::vector<Group> groups;
+  // The groups' tiles, copied in group order: the passes read them in this order, and the
+  // tiles of a group lie far apart in `tiles` (a cache miss per tile and block).
+  std::vector<RowTile> group_tiles;
   std::vector<int> chunk_begin;  // group ranges of the chunks (size n_chunks + 1)
   std::unique_ptr<ThreadPool> pool;
 
