@@ -206,20 +206,37 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             }
           }
           for (int c = 0; c < start; ++c) xs[c] = a * ig[c];
+          // [0, small): phases ≤ kSmallPhase (a prefix when |x| grows along the row, as it
+          // does right of the diagonal) by the series; [small, start) by the sine and sn/x.
+          int small = 0;
+          if (!exact) {
+            while (small < start && std::abs(xs[small]) <= detail::kSmallPhase) ++small;
+            if constexpr (kDerivs) {
+              detail::SmallPhaseShearFactorsWithDerivative(xs, sfac, dsfac, small);
+            } else {
+              detail::SmallPhaseShearFactors(xs, sfac, small);
+            }
+          }
+          const int rest = start - small;
           if (exact) {
             for (int c = 0; c < nb; ++c) {
               sn[c] = std::sin(xs[c]);
               if constexpr (kDerivs) cs[c] = std::cos(xs[c]);
             }
-          } else if constexpr (kDerivs) {
-            FastSinCos(xs, sn, cs, start);
-          } else {
-            FastSin(xs, sn, start);
+          } else if (rest > 0) {
+            if constexpr (kDerivs) {
+              FastSinCos(xs + small, sn + small, cs + small, rest);
+            } else {
+              FastSin(xs + small, sn + small, rest);
+            }
           }
-          if constexpr (kDerivs) {
-            detail::ShearFactorsWithDerivative(xs, sn, cs, sfac, dsfac, start);
-          } else {
-            detail::ShearFactors(xs, sn, sfac, start);
+          if (rest > 0) {
+            if constexpr (kDerivs) {
+              detail::ShearFactorsWithDerivative(xs + small, sn + small, cs + small, sfac + small,
+                                                 dsfac + small, rest);
+            } else {
+              detail::ShearFactors(xs + small, sn + small, sfac + small, rest);
+            }
           }
           // The point loop evaluates the separable columns' whole vectors [sep_lo, sep_hi);
           // the rest of [start, nb) is filled here.
