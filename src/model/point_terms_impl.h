@@ -99,6 +99,14 @@ HOMODYNE_INLINE V4 Fma4(V4 a, V4 b, V4 c) {
             __builtin_fma(a[2], b[2], c[2]), __builtin_fma(a[3], b[3], c[3])};
 }
 #endif
+// max(a, b) lane by lane as a > b ? a : b (b where a is NaN): one instruction on AVX2, where
+// GCC emits a compare and a blend for the select. (The AVX-512 copy keeps the select: GCC 12's
+// _mm512_max_pd trips -Wmaybe-uninitialized inside its own header.)
+#if HOMODYNE_POINT_TERMS_FMA && !HOMODYNE_POINT_TERMS_NATIVE_V8
+HOMODYNE_INLINE V Max(V a, V b) { return {_mm256_max_pd(a.lo, b.lo), _mm256_max_pd(a.hi, b.hi)}; }
+#else
+HOMODYNE_INLINE V Max(V a, V b) { return Where(a > b, a, b); }
+#endif
 #if HOMODYNE_POINT_TERMS_NATIVE_V8
 static_assert(HOMODYNE_POINT_TERMS_FMA, "the native 8-lane copy is the AVX-512 one");
 HOMODYNE_INLINE V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
@@ -233,8 +241,7 @@ template <bool kLaminar, bool kDerivs, bool kMask>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
                                                   const Inputs& x, V g1_raw, V s, V ds) {
   const V floor = k.floor;
-  const M alive = g1_raw > floor;  // the g1 floor passes no gradient when selected
-  const V g1 = Where(alive, g1_raw, floor);
+  const V g1 = Max(g1_raw, floor);  // the g1 floor passes no gradient when selected
   const V g1sq = g1 * g1;
   const V model = k.offset + k.contrast * g1sq;  // unfused: exact mode gives the reference's bits
   Lanes t;
@@ -243,6 +250,7 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   t.r0 = kMask ? Where(x.w != Splat(0.0), x.d - model, Splat(0.0)) : x.d - model;
   if constexpr (kDerivs) {
     const V g1d = Load(in.g1d + c);
+    const M alive = g1_raw > floor;
     const M live = kMask ? alive & (x.w != Splat(0.0)) : alive;
     t.g1sq = kMask ? Where(x.w != Splat(0.0), g1sq, Splat(0.0)) : g1sq;
     const V dc2_dg1 = Where(live, k.two_contrast_sigma * g1, Splat(0.0));  // ∂(c2/σ)/∂g1
