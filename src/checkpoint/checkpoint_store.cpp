@@ -16,6 +16,7 @@
 #include "homodyne/parallel/collective.h"
 #include "homodyne/version.h"
 #include "io/h5_handles.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::checkpoint {
 namespace fs = std::filesystem;
@@ -172,6 +173,7 @@ LoadedCheckpoint ReadCheckpoint(const Comm& comm, const fs::path& path, const st
                                 std::string* config_hash, std::string* data_hash,
                                 std::string* config_text, std::string* data_text) {
   const std::string p = path.string();
+  const io::ReadCrashGuard guard(p, "the checkpoint");
   h5::PropList fapl = ParallelAccess(p, comm);
   auto file = h5::Own<h5::File>(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl.get()), "opening", {p, ""});
   const h5::Where root{p, "/"};

@@ -13,6 +13,7 @@
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 namespace {
@@ -166,6 +167,7 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
     local.values.assign(offset, 0.0);
   });
 
+  const ReadCrashGuard guard(meta.file, "this rank's share of the correlation matrices");
   h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   RunCollectively(comm, [&] {

@@ -10,6 +10,7 @@
 #include "homodyne/io/selection.h"
 #include "io/h5_handles.h"
 #include "io/metadata_internal.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 namespace {
@@ -273,6 +274,7 @@ DatasetMetadata ReadMetadataFromFile(hid_t file, const LoadOptions& options, con
 
 DatasetMetadata ReadDatasetMetadata(const LoadOptions& options, const Logger& logger) {
   options.Validate();
+  const ReadCrashGuard guard(options.path, "its metadata");
   h5::File file = h5::OpenForRead(options.path);
   return ReadMetadataFromFile(file.get(), options, logger);
 }

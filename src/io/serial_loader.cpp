@@ -9,6 +9,7 @@
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 
@@ -30,6 +31,7 @@ void ReadBlock(hid_t file, const std::string& name, const std::string& path, std
 
 Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
   options.Validate();
+  const ReadCrashGuard guard(options.path, "the correlation matrices");
   h5::File file = h5::OpenForRead(options.path);
   Dataset data;
   data.meta = ReadMetadataFromFile(file.get(), options, logger);

@@ -4,6 +4,7 @@
 
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 
@@ -19,6 +20,7 @@ TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta
     : impl_(std::make_unique<Impl>()) {
   impl_->meta = meta;
   impl_->max_block_values = std::max<std::int64_t>(max_block_values, 1);
+  const ReadCrashGuard guard(meta.file, "the file to stream it");
   impl_->file = h5::OpenForRead(meta.file, comm.get());
   impl_->by_angle.resize(meta.n_angles());
 }
@@ -27,6 +29,7 @@ TileStreamReader::~TileStreamReader() = default;
 
 void TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<double> values) {
   Impl& im = *impl_;
+  const ReadCrashGuard guard(im.meta.file, "streamed tiles");
   for (auto& v : im.by_angle) v.clear();
   for (const LocalTile& t : tiles) {
     HOMODYNE_CHECK(t.offset + static_cast<std::size_t>(t.tile.count) <= values.size(),

@@ -13,6 +13,7 @@
 #include "homodyne/error.h"
 #include "homodyne/io/lzf_filter.h"
 #include "io/h5_handles.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 namespace {
@@ -198,6 +199,7 @@ void WriteGroupAttributes(const std::string& path, const std::string& group,
 }
 
 GroupAttributes ReadAttributes(const std::string& path, const std::string& object) {
+  const ReadCrashGuard guard(path, "the attributes of " + object);
   h5::File file = h5::OpenForRead(path);
   if (!h5::PathExists(file.get(), object)) {
     ThrowBadInput("missing object (expected a group or dataset)", path, object);
