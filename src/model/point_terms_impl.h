@@ -10,6 +10,7 @@
 // and compile the copy for an ISA that has it (#pragma GCC target).
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "homodyne/model/constants.h"
 #include "point_terms.h"
@@ -446,53 +447,70 @@ inline bool UnitWeight(const PointBlock& in) {
   return in.weight == nullptr && in.uniform_weight == 1.0;
 }
 
-template <bool kLaminar, bool kJtj>
-__attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int n, double* jtj,
-                                                       double* jtr) {
-  constexpr int kNp = kLaminar ? 7 : 3;
-  // Accumulators: Jᵀr (kNp) then the upper triangle of JᵀJ (row-major), as vectors.
-  constexpr int kNumJtj = kNp * (kNp + 1) / 2;
-  V r[kNp], m[kNumJtj];
-  for (auto& v : r) v = Splat(0.0);
+// The fold of the per-column angle sums, one parameter p at a time: Σ_c over the block's
+// columns of the products that involve p (Jᵀr_p and JᵀJ_pq, q ≥ p), in passes over the
+// columns with at most 4 JᵀJ accumulators each (P, Q0, Q1 compile-time, so the accumulators
+// stay in registers; all 35 at once spilled on every column). Each accumulator sums the same
+// products in the same column order as a single pass would, so the bits do not depend on
+// how the pairs are grouped.
+HOMODYNE_INLINE constexpr int ParameterGroup(int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; }
+
+// u_q at columns c … c + kLanes − 1: e_q, f_q or 1 (the angle-independent factors).
+template <int Q>
+HOMODYNE_INLINE V ColumnFactor(const PointBlock& in, int c) {
+  if constexpr (Q < 3) return Load(in.e[Q] + c);
+  if constexpr (Q >= 3 && Q < 6) return Load(in.f[Q - 3] + c);
+  return Splat(1.0);
+}
+
+// The per-column sum array of the groups (g, h) of a pair (0 = α, 1 = β, 2 = γ), or of
+// the residual products (h = 3).
+HOMODYNE_INLINE const double* ColumnSum(const PointBlock& in, int g, int h) {
+  if (h == 3) return g == 0 ? in.sar : g == 1 ? in.sbr : in.sgr;
+  if (g > h) return ColumnSum(in, h, g);
+  if (g == 0) return h == 0 ? in.saa : h == 1 ? in.sab : in.sag;
+  if (g == 1) return h == 1 ? in.sbb : in.sbg;
+  return in.sgg;
+}
+
+// Σ over the columns for p = P and q ∈ [Q0, Q1) (and Jᵀr_P when kWithR).
+template <int kNp, int P, int Q0, int Q1, bool kWithR, bool kJtj>
+HOMODYNE_INLINE void FoldPairs(const PointBlock& in, int n, double* jtj, double* jtr) {
+  constexpr int kCount = kJtj ? Q1 - Q0 : 0;
+  V m[kCount > 0 ? kCount : 1];
   for (auto& v : m) v = Splat(0.0);
+  V r = Splat(0.0);
+  const double* sr = ColumnSum(in, ParameterGroup(P), 3);
+  const double* sw[kCount > 0 ? kCount : 1];
+  for (int j = 0; j < kCount; ++j) sw[j] = ColumnSum(in, ParameterGroup(P), ParameterGroup(Q0 + j));
   for (int c = 0; c < n; c += kLanes) {
-    V u[kNp];  // the angle-independent factors of the parameters: e_q, f_q, 1
-    for (int q = 0; q < 3; ++q) u[q] = Load(in.e[q] + c);
-    if constexpr (kLaminar) {
-      for (int q = 0; q < 3; ++q) u[3 + q] = Load(in.f[q] + c);
-      u[6] = Splat(1.0);
-    }
-    // Column weight of the pair (p, q) by the groups of p and q: 0 = α (diffusion),
-    // 1 = β (shear rate), 2 = γ (φ0).
-    const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
-    const V sr[3] = {Load(in.sar + c), kLaminar ? Load(in.sbr + c) : Splat(0.0),
-                     kLaminar ? Load(in.sgr + c) : Splat(0.0)};
-    for (int p = 0; p < kNp; ++p) r[p] = Fma(sr[group(p)], u[p], r[p]);
+    const V up = ColumnFactor<P>(in, c);
+    if constexpr (kWithR) r = Fma(Load(sr + c), up, r);
     if constexpr (kJtj) {
-      const V saa = Load(in.saa + c);
-      V sw[3][3];
-      sw[0][0] = saa;
-      if constexpr (kLaminar) {
-        sw[0][1] = Load(in.sab + c);
-        sw[0][2] = Load(in.sag + c);
-        sw[1][1] = Load(in.sbb + c);
-        sw[1][2] = Load(in.sbg + c);
-        sw[2][2] = Load(in.sgg + c);
-      }
-      int k = 0;
-      for (int p = 0; p < kNp; ++p) {
-        for (int q = p; q < kNp; ++q, ++k) m[k] = Fma(sw[group(p)][group(q)] * u[p], u[q], m[k]);
-      }
+      [&]<int... J>(std::integer_sequence<int, J...>) __attribute__((always_inline)) {
+        ((m[J] = Fma(Load(sw[J] + c) * up, ColumnFactor<Q0 + J>(in, c), m[J])), ...);
+      }(std::make_integer_sequence<int, kCount>());
     }
   }
   // The column sums hold α·r0 (r0 = σ·r): the 1/σ of r here, once.
-  for (int p = 0; p < kNp; ++p) jtr[p] += Fold(r[p]) * in.inv_sigma;
-  if constexpr (kJtj) {
-    int k = 0;
-    for (int p = 0; p < kNp; ++p) {
-      for (int q = p; q < kNp; ++q, ++k) jtj[p * kNp + q] += Fold(m[k]);
-    }
+  if constexpr (kWithR) jtr[P] += Fold(r) * in.inv_sigma;
+  for (int j = 0; j < kCount; ++j) jtj[P * kNp + Q0 + j] += Fold(m[j]);
+}
+
+template <int kNp, bool kJtj, int P>
+HOMODYNE_INLINE void FoldFrom(const PointBlock& in, int n, double* jtj, double* jtr) {
+  if constexpr (P < kNp) {
+    constexpr int kMid = P + 4 < kNp ? P + 4 : kNp;
+    FoldPairs<kNp, P, P, kMid, true, kJtj>(in, n, jtj, jtr);
+    if constexpr (kJtj && kMid < kNp) FoldPairs<kNp, P, kMid, kNp, false, kJtj>(in, n, jtj, jtr);
+    FoldFrom<kNp, kJtj, P + 1>(in, n, jtj, jtr);
   }
+}
+
+template <bool kLaminar, bool kJtj>
+__attribute__((always_inline)) inline void FoldColumns(const PointBlock& in, int n, double* jtj,
+                                                       double* jtr) {
+  FoldFrom<kLaminar ? 7 : 3, kJtj, 0>(in, n, jtj, jtr);
 }
 
 #undef HOMODYNE_INLINE

@@ -239,5 +239,65 @@ TEST(ModelPointTermsTest, ModelBlockValuesAreTheOnesTheChi2PassSums) {
   }
 }
 
+// The fold of the per-column angle sums against a scalar mirror of its documented order:
+// per product, lane l (columns ≡ l mod 8) accumulates fma(sw·u_p, u_q, acc) (Jᵀr:
+// fma(sr, u_p, acc)) over the vectors in column order, the lanes then combined as
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)). Bit for bit, in every copy that runs
+// here, so a regrouping of the products (the fold runs a few parameters per pass over the
+// columns) cannot change a fit.
+TEST(ModelPointTermsTest, FoldGivesTheBitsOfItsLaneOrder) {
+  const auto group = [](int p) { return p < 3 ? 0 : p < 6 ? 1 : 2; };
+  std::mt19937_64 rng(314);
+  for (int n : {8, 64, kMaxBlock}) {
+    for (bool laminar : {true, false}) {
+      Block b(rng, n, laminar, false);
+      const int np = laminar ? 7 : 3;
+      const auto u = [&](int q, int c) {
+        return q < 3   ? b.e[q][static_cast<size_t>(c)]
+               : q < 6 ? b.f[q - 3][static_cast<size_t>(c)]
+                       : 1.0;
+      };
+      // sums: saa, sab, sbb, sag, sbg, sgg, sar, sbr, sgr
+      const auto sw = [&](int g, int h, int c) {
+        if (g > h) std::swap(g, h);
+        const int k = g == 0 ? (h == 0 ? 0 : h == 1 ? 1 : 3) : g == 1 ? (h == 1 ? 2 : 4) : 5;
+        return b.sums[k][static_cast<size_t>(c)];
+      };
+      const auto fold = [](const double* l) {
+        return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+      };
+      double jtj_ref[49] = {}, jtr_ref[7] = {};
+      for (int p = 0; p < np; ++p) {
+        double lr[kLanes] = {};
+        for (int c = 0; c < n; ++c) {
+          lr[c % kLanes] =
+              std::fma(b.sums[6 + group(p)][static_cast<size_t>(c)], u(p, c), lr[c % kLanes]);
+        }
+        jtr_ref[p] = fold(lr) * b.in.inv_sigma;
+        for (int q = p; q < np; ++q) {
+          double lm[kLanes] = {};
+          for (int c = 0; c < n; ++c) {
+            lm[c % kLanes] = std::fma(sw(group(p), group(q), c) * u(p, c), u(q, c), lm[c % kLanes]);
+          }
+          jtj_ref[p * np + q] = fold(lm);
+        }
+      }
+      for (const Copy* x : {&kBaseline, &kAvx2, &kAvx512}) {
+        if (x == &kAvx2 && !HasAvx2Fma()) continue;
+        if (x == &kAvx512 && !HasAvx512()) continue;
+        double jtj[49] = {}, jtr[7] = {};
+        (laminar ? x->fold_laminar : x->fold_static)(b.in, n, jtj, jtr);
+        for (int p = 0; p < np; ++p) {
+          EXPECT_TRUE(SameBits(jtr[p], jtr_ref[p])) << x->name << " Jᵀr " << p;
+          for (int q = p; q < np; ++q) {
+            EXPECT_TRUE(SameBits(jtj[p * np + q], jtj_ref[p * np + q]))
+                << x->name << " JᵀJ " << p << "," << q << " n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace homodyne::model::detail
