@@ -19,10 +19,16 @@
 namespace homodyne::model::detail {
 
 #if HOMODYNE_POINT_TERMS_X86_COPIES
+namespace {
+// False when the environment variable `off` is set and not empty (the tests' switch).
+bool NotSwitchedOff(const char* off) {
+  const char* value = std::getenv(off);
+  return value == nullptr || *value == '\0';
+}
+}  // namespace
+
 bool HasAvx512() {
-  static const bool has = [] {
-    const char* off = std::getenv("HOMODYNE_NO_AVX512");
-    if (off != nullptr && *off != '\0') return false;
+  static const bool has = NotSwitchedOff("HOMODYNE_NO_AVX512") && [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
@@ -31,9 +37,7 @@ bool HasAvx512() {
   return has;
 }
 bool HasAvx2Fma() {
-  static const bool has = [] {
-    const char* off = std::getenv("HOMODYNE_NO_AVX2");
-    if (off != nullptr && *off != '\0') return false;
+  static const bool has = NotSwitchedOff("HOMODYNE_NO_AVX2") && [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   }();
