@@ -8,11 +8,6 @@
 
 namespace homodyne {
 
-model::AnalysisMode ToModelMode(config::AnalysisMode mode) {
-  return mode == config::AnalysisMode::kLaminarFlow ? model::AnalysisMode::kLaminarFlow
-                                                    : model::AnalysisMode::kStatic;
-}
-
 io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
                                       const std::string& data_file_override) {
   io::LoadOptions o;

@@ -36,7 +36,7 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   const auto nf = static_cast<std::size_t>(data.meta.n_frames);
   // g1² on the loader grid at the fitted physics (contrast 1, offset 0).
   synth::SynthTruth model;
-  model.mode = ToModelMode(cfg.analysis_mode);
+  model.mode = cfg.analysis_mode;
   model.geometry = GeometryFromConfig(cfg, data.meta.q_physics);
   model.physical = result.physical;
   model.phi_deg = data.meta.phi_values();

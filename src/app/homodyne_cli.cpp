@@ -425,7 +425,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
       if (opts.method != "cmc") {
         ThrowBadInput("--nlsq-result is a warm start for --method cmc", {}, "--nlsq-result");
       }
-      result = LoadNlsqWarmStart(opts.nlsq_result, ToModelMode(cfg.analysis_mode));
+      result = LoadNlsqWarmStart(opts.nlsq_result, cfg.analysis_mode);
     });
   }
   if (skip_nlsq) {

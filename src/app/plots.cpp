@@ -103,7 +103,7 @@ void WriteSimulatedPlotData(const std::filesystem::path& path, const config::Con
                   cfg.source, "analyzer_parameters.start_frame/end_frame");
   }
   synth::SynthTruth model;
-  model.mode = ToModelMode(cfg.analysis_mode);
+  model.mode = cfg.analysis_mode;
   model.geometry = GeometryFromConfig(cfg, q);
   model.geometry.Validate();
   for (const auto& p : cfg.parameters) {

@@ -120,7 +120,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
                        const Logger& logger) {
   const auto t_start = std::chrono::steady_clock::now();
   Progress progress(logger, "CMC");
-  const model::AnalysisMode mode = ToModelMode(cfg.analysis_mode);
+  const model::AnalysisMode mode = cfg.analysis_mode;
   const io::Dataset data = RunCollectively(world, [&] {
     return io::LoadDataset(LoadOptionsFromConfig(cfg, options.data_file),
                            world.is_root() ? logger : Logger::Silent());

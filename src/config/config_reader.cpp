@@ -165,7 +165,7 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
 
   const ValueReader r(root);
   c.analysis_mode_name = Lower(r.String("analysis_mode"));
-  c.analysis_mode = ParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
+  c.analysis_mode = TryParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
   BuildAnalyzer(r, c, problems);
   BuildExperimentalData(r, c, options, problems);
   c.q_tolerance_fraction = r.Number("q_tolerance_fraction");

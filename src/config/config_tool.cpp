@@ -48,7 +48,7 @@ struct ToolOptions {
 };
 
 int WriteTemplate(const ToolOptions& o) {
-  const auto mode = ParseAnalysisMode(o.mode);
+  const auto mode = TryParseAnalysisMode(o.mode);
   if (!mode)
     ThrowBadInput("unknown mode '" + o.mode + "' (use static or laminar_flow)", {}, "--mode");
   const std::string path = o.output.empty() ? DefaultTemplateFileName(*mode) : o.output;

@@ -7,13 +7,6 @@
 namespace homodyne::config {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 // ParameterManager defaults (spec §1.8, "bounds (effective default)").
 const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
   static const std::array<ParameterBoundsDefault, 9> table = {{
@@ -31,33 +24,6 @@ const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
 }
 
 }  // namespace
-
-std::string_view ToString(AnalysisMode mode) {
-  return mode == AnalysisMode::kLaminarFlow ? "laminar_flow" : "static";
-}
-
-std::optional<AnalysisMode> ParseAnalysisMode(std::string_view text) {
-  const std::string m = Lower(text);
-  if (m == "static" || m == "static_isotropic" || m == "static_anisotropic") {
-    return AnalysisMode::kStatic;
-  }
-  if (m == "laminar_flow") return AnalysisMode::kLaminarFlow;
-  return std::nullopt;
-}
-
-const std::vector<std::string>& PhysicalParameterNames(AnalysisMode mode) {
-  static const std::vector<std::string> kStatic = {"D0", "alpha", "D_offset"};
-  static const std::vector<std::string> kLaminar = {
-      "D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"};
-  return mode == AnalysisMode::kLaminarFlow ? kLaminar : kStatic;
-}
-
-std::string CanonicalParameterName(std::string_view name) {
-  if (name == "gamma_dot_0") return "gamma_dot_t0";
-  if (name == "gamma_dot_offset") return "gamma_dot_t_offset";
-  if (name == "phi_0") return "phi0";
-  return std::string(name);
-}
 
 std::string BaseParameterName(std::string_view name) {
   for (std::string_view base : {std::string_view("contrast"), std::string_view("offset")}) {

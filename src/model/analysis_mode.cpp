@@ -17,12 +17,17 @@ std::string Lower(std::string_view text) {
 }
 }  // namespace
 
-AnalysisMode ParseAnalysisMode(std::string_view text, std::string_view key) {
+std::optional<AnalysisMode> TryParseAnalysisMode(std::string_view text) {
   const std::string lower = Lower(text);
   if (lower == "static" || lower == "static_isotropic" || lower == "static_anisotropic") {
     return AnalysisMode::kStatic;
   }
   if (lower == "laminar_flow") return AnalysisMode::kLaminarFlow;
+  return std::nullopt;
+}
+
+AnalysisMode ParseAnalysisMode(std::string_view text, std::string_view key) {
+  if (const auto mode = TryParseAnalysisMode(text)) return *mode;
   ThrowBadInput(fmt::format("unknown analysis mode '{}': expected one of static, "
                             "static_isotropic, static_anisotropic, laminar_flow",
                             text),

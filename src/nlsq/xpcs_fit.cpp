@@ -96,7 +96,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
                                const NlsqRunOptions& options, const Logger& logger)
     : impl_(std::make_unique<Impl>(comm, cfg, options, logger)) {
   Impl& s = *impl_;
-  s.mode = ToModelMode(cfg.analysis_mode);
+  s.mode = cfg.analysis_mode;
 
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   {

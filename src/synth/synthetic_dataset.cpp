@@ -78,7 +78,7 @@ namespace {
 
 SynthTruth ResolveTruth(const config::Config& cfg, const SynthOptions& o) {
   SynthTruth truth;
-  truth.mode = ToModelMode(cfg.analysis_mode);
+  truth.mode = cfg.analysis_mode;
   truth.geometry = GeometryFromConfig(cfg, cfg.analyzer.wavevector_q);
   truth.geometry.Validate();
   truth.physical_names = model::PhysicalParameterNames(truth.mode);

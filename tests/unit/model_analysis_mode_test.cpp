@@ -16,6 +16,13 @@ TEST(AnalysisModeTest, ParsesAllSpellingsCaseInsensitively) {
   EXPECT_EQ(ParseAnalysisMode("Laminar_Flow"), AnalysisMode::kLaminarFlow);
 }
 
+TEST(AnalysisModeTest, TryParseGivesNulloptForUnknownModes) {
+  EXPECT_EQ(TryParseAnalysisMode("LAMINAR_FLOW"), AnalysisMode::kLaminarFlow);
+  EXPECT_EQ(TryParseAnalysisMode("static_isotropic"), AnalysisMode::kStatic);
+  EXPECT_FALSE(TryParseAnalysisMode("laminar").has_value());
+  EXPECT_FALSE(TryParseAnalysisMode("").has_value());
+}
+
 TEST(AnalysisModeTest, RejectsUnknownModeWithClearMessage) {
   try {
     ParseAnalysisMode("laminar", "analysis_mode");

@@ -15,8 +15,6 @@
 
 namespace homodyne {
 
-model::AnalysisMode ToModelMode(config::AnalysisMode mode);
-
 // Loader options from the config; `data_file_override` (--data-file) replaces
 // experimental_data.data_folder_path/data_file_name when not empty.
 io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,

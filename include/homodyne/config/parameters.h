@@ -1,7 +1,6 @@
-// Parameter names, aliases and built-in default bounds (spec §1.8).
-//
-// Defined locally in the config module; the model module keeps its own list and the two
-// are to be unified later.
+// Parameter names, aliases and built-in default bounds (spec §1.8), for the config module.
+// The analysis mode, the physical parameter names and their aliases are the model's
+// (homodyne/model/analysis_mode.h), named here too.
 #pragma once
 
 #include <optional>
@@ -9,23 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "homodyne/model/analysis_mode.h"
+
 namespace homodyne::config {
 
-enum class AnalysisMode { kStatic, kLaminarFlow };
-
-// "static" or "laminar_flow".
-std::string_view ToString(AnalysisMode mode);
-// Accepts static, static_isotropic, static_anisotropic (all → kStatic) and laminar_flow,
-// case-insensitively. nullopt for anything else.
-std::optional<AnalysisMode> ParseAnalysisMode(std::string_view text);
-
-// Physical parameters in fit order: static [D0, alpha, D_offset]; laminar_flow adds
-// [gamma_dot_t0, beta, gamma_dot_t_offset, phi0].
-const std::vector<std::string>& PhysicalParameterNames(AnalysisMode mode);
-
-// Applies the aliases gamma_dot_0 → gamma_dot_t0, gamma_dot_offset → gamma_dot_t_offset,
-// phi_0 → phi0; other names are returned unchanged.
-std::string CanonicalParameterName(std::string_view name);
+using model::AnalysisMode;
+using model::CanonicalParameterName;
+using model::PhysicalParameterNames;
+using model::ToString;
+using model::TryParseAnalysisMode;
 
 // Canonical base name for bounds/prior matching: aliases applied and a per-angle suffix
 // dropped ("contrast_3" → "contrast", "offset_0" → "offset").

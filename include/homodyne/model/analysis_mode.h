@@ -4,6 +4,7 @@
 // laminar_flow  → [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,8 +14,12 @@ namespace homodyne::model {
 enum class AnalysisMode { kStatic, kLaminarFlow };
 
 // Parses a mode string, case-insensitively: "static", "static_isotropic" and
-// "static_anisotropic" give kStatic, "laminar_flow" gives kLaminarFlow. Anything else
-// throws a bad-input Error naming `key` (the config key the string came from).
+// "static_anisotropic" give kStatic, "laminar_flow" gives kLaminarFlow; nullopt for
+// anything else.
+std::optional<AnalysisMode> TryParseAnalysisMode(std::string_view text);
+
+// TryParseAnalysisMode, and for anything else a bad-input Error naming `key` (the config
+// key the string came from).
 AnalysisMode ParseAnalysisMode(std::string_view text, std::string_view key = "analysis_mode");
 
 // "static" or "laminar_flow".
