@@ -19,45 +19,52 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& result, const Logger& logger,
                      double max_bytes) {
-  // The size check comes before the data are read (from the metadata alone).
+  // The size check comes before the data are read (from the metadata alone). The file is
+  // written one angle at a time: the angle's data, its g1², its read buffer and one output
+  // matrix are held at once, whatever the number of angles.
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
+  const io::DatasetMetadata meta = io::ReadDatasetMetadata(load, Logger::Silent());
+  const std::size_t n = meta.n_angles();
+  const auto nf = static_cast<std::size_t>(meta.n_frames);
+  const std::uint64_t nn = nf * nf;
   {
-    const io::DatasetMetadata meta = io::ReadDatasetMetadata(load, Logger::Silent());
-    const auto nf = static_cast<double>(meta.n_frames);
-    const double bytes = 8.0 * 7.0 * static_cast<double>(meta.n_angles()) * nf * nf;
-    if (bytes > max_bytes) {
-      logger.Warn("{} not written: its arrays would take {:.2f} GiB (limit {:.2f} GiB)",
-                  path.string(), bytes / (1ULL << 30), max_bytes / (1ULL << 30));
+    const double working = 8.0 * 4.0 * static_cast<double>(nn);
+    if (working > max_bytes) {
+      logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
+                  path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
       return;
     }
+    const double file_bytes = 8.0 * 6.0 * static_cast<double>(n) * static_cast<double>(nn);
+    if (file_bytes > static_cast<double>(1ULL << 30)) {
+      logger.Info("writing {} ({:.2f} GiB, {} angles of {} x {} frames)", path.string(),
+                  file_bytes / (1ULL << 30), n, nf, nf);
+    }
   }
-  const io::Dataset data = io::LoadDataset(load, Logger::Silent());
-  const std::size_t n = data.c2.size();
-  const auto nf = static_cast<std::size_t>(data.meta.n_frames);
-  // g1² on the loader grid at the fitted physics (contrast 1, offset 0).
+  const std::vector<double> phi = meta.phi_values();
+  // g1² on the loader grid at the fitted physics (contrast 1, offset 0), one angle at a time.
   synth::SynthTruth model;
   model.mode = cfg.analysis_mode;
-  model.geometry = GeometryFromConfig(cfg, data.meta.q_physics);
+  model.geometry = GeometryFromConfig(cfg, meta.q_physics);
   model.physical = result.physical;
-  model.phi_deg = data.meta.phi_values();
-  model.contrast.assign(n, 1.0);
-  model.offset.assign(n, 0.0);
+  model.contrast.assign(1, 1.0);
+  model.offset.assign(1, 0.0);
   model.frames = static_cast<int>(nf);
-  const auto g1sq = synth::ModelMatrices(model);
 
-  const std::uint64_t nn = nf * nf;
-  io::NamedArray exp{"/c2_exp", {n, nf, nf}, {}, "diagonal-corrected data"};
-  io::NamedArray raw{"/c2_theoretical_raw", {n, nf, nf}, {}, "1 + g1^2"};
-  io::NamedArray scaled{"/c2_theoretical_scaled", {n, nf, nf}, {}, "a_k * raw + b_k (post-hoc)"};
-  io::NamedArray solver{"/c2_solver_scaled", {n, nf, nf}, {}, "offset_k + contrast_k * g1^2"};
-  io::NamedArray posthoc{"/per_angle_scaling", {n, 2}, {}, "[a_k, b_k] post-hoc least squares"};
-  io::NamedArray fitted{"/per_angle_scaling_solver", {n, 2}, {}, "[contrast_k, offset_k]"};
-  io::NamedArray resid{"/residuals", {n, nf, nf}, {}, "c2_exp - c2_theoretical_scaled"};
-  io::NamedArray resid_n{
-      "/residuals_normalized", {n, nf, nf}, {}, "residuals / (0.05 * c2_exp), 0 where c2_exp == 0"};
+  io::ArrayFileWriter out(path.string());
+  const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
+  out.Create("/c2_exp", cube, "diagonal-corrected data");
+  out.Create("/c2_theoretical_raw", cube, "1 + g1^2");
+  out.Create("/c2_theoretical_scaled", cube, "a_k * raw + b_k (post-hoc)");
+  out.Create("/c2_solver_scaled", cube, "offset_k + contrast_k * g1^2");
+  out.Create("/per_angle_scaling", pairs, "[a_k, b_k] post-hoc least squares");
+  out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
+  out.Create("/residuals", cube, "c2_exp - c2_theoretical_scaled");
+  out.Create("/residuals_normalized", cube, "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+  std::vector<double> slab(nn);
   for (std::size_t k = 0; k < n; ++k) {
-    const auto& c = data.c2[k];
-    const auto& g = g1sq[k];
+    const std::vector<double> c = io::LoadAngleMatrix(meta, k);
+    model.phi_deg = {phi[k]};
+    const std::vector<double> g = std::move(synth::ModelMatrices(model).front());
     // Post-hoc least squares c ≈ a·(1 + g) + b over all N² points.
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (std::uint64_t p = 0; p < nn; ++p) {
@@ -73,30 +80,29 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
     const double b = (sy - a * sx) / m;
     const double contrast = result.contrast.at(k);
     const double offset = result.offset.at(k);
-    posthoc.data.insert(posthoc.data.end(), {a, b});
-    fitted.data.insert(fitted.data.end(), {contrast, offset});
-    for (std::uint64_t p = 0; p < nn; ++p) {
-      const double r = 1.0 + g[p];
-      const double s = a * r + b;
-      exp.data.push_back(c[p]);
-      raw.data.push_back(r);
-      scaled.data.push_back(s);
-      solver.data.push_back(offset + contrast * g[p]);
-      resid.data.push_back(c[p] - s);
-      resid_n.data.push_back(c[p] != 0.0 ? (c[p] - s) / (0.05 * c[p]) : 0.0);
-    }
+    out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
+    out.WriteSlab("/per_angle_scaling_solver", k, std::vector<double>{contrast, offset});
+    out.WriteSlab("/c2_exp", k, c);
+    const auto write = [&](const char* name, auto&& value) {
+      for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
+      out.WriteSlab(name, k, slab);
+    };
+    const auto scaled = [&](std::uint64_t p) { return a * (1.0 + g[p]) + b; };
+    write("/c2_theoretical_raw", [&](std::uint64_t p) { return 1.0 + g[p]; });
+    write("/c2_theoretical_scaled", scaled);
+    write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
+    write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
+    write("/residuals_normalized",
+          [&](std::uint64_t p) { return c[p] != 0.0 ? (c[p] - scaled(p)) / (0.05 * c[p]) : 0.0; });
   }
-  std::vector<io::NamedArray> arrays = {std::move(exp),    std::move(raw),     std::move(scaled),
-                                        std::move(solver), std::move(posthoc), std::move(fitted),
-                                        std::move(resid),  std::move(resid_n)};
-  arrays.push_back({"/t1", {nf}, data.meta.t, "seconds from 0"});
-  arrays.push_back({"/t2", {nf}, data.meta.t, "seconds from 0"});
-  arrays.push_back({"/q", {1}, {data.meta.q_physics}, "1/Angstrom"});
-  arrays.push_back({"/phi_angles", {n}, data.meta.phi_values(), "degrees, normalised"});
+  out.Write({"/t1", {nf}, meta.t, "seconds from 0"});
+  out.Write({"/t2", {nf}, meta.t, "seconds from 0"});
+  out.Write({"/q", {1}, {meta.q_physics}, "1/Angstrom"});
+  out.Write({"/phi_angles", {n}, phi, "degrees, normalised"});
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
-  attrs.strings.emplace_back("source", data.meta.file);
-  io::WriteArraysFile(path.string(), arrays, attrs);
+  attrs.strings.emplace_back("source", meta.file);
+  out.Commit(attrs);
 }
 
 }  // namespace homodyne

@@ -482,11 +482,14 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
       if (use_multistart) {
         WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart.ToJson());
       }
-      // A streaming fit does not hold the data: fitted_data.h5 only if it fits the budget.
-      const bool streamed = result.memory.strategy == nlsq::FitStrategy::kStreaming;
-      WriteFittedData(
-          OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
-          streamed ? static_cast<double>(result.memory.budget.bytes) : 4.0 * (1ULL << 30));
+      // fitted_data.h5 holds one angle's matrices at a time; after a streaming fit only if
+      // they fit in what the fit's own estimate left of the memory budget.
+      const nlsq::MemoryPlan& plan = result.memory;
+      const double headroom =
+          static_cast<double>(plan.budget.bytes) - static_cast<double>(plan.chosen().total());
+      WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
+                      plan.strategy == nlsq::FitStrategy::kStreaming ? std::max(0.0, headroom)
+                                                                     : 4.0 * (1ULL << 30));
     }
     if (cmc_result) {
       cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);

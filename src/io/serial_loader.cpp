@@ -29,6 +29,43 @@ void ReadBlock(hid_t file, const std::string& name, const std::string& path, std
             "reading matrix data", where);
 }
 
+namespace {
+
+// The kept matrix of `bin`: frame slice read into `half` (n × n), checked for NaN/Inf,
+// reconstructed and diagonal-corrected.
+std::vector<double> CorrectedMatrix(hid_t file, const std::string& name,
+                                    const DatasetMetadata& meta, const SelectedBin& bin,
+                                    std::vector<double>& half) {
+  const std::int64_t n = meta.n_frames;
+  const auto un = static_cast<std::size_t>(n);
+  half.resize(un * un);
+  ReadBlock(file, name, bin.dataset, meta.frame_begin, n, meta.frame_begin, n, half.data());
+  std::size_t bad = 0;
+  for (double v : half) bad += std::isfinite(v) ? 0 : 1;
+  if (bad > 0) {
+    ThrowBadInput(fmt::format("NaN/Inf in bin {} ({}): {} non-finite values in frames {}..{}",
+                              bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
+                  name, bin.dataset);
+  }
+  std::vector<double> c(un * un);
+  for (std::size_t i = 0; i < un; ++i) {
+    for (std::size_t j = 0; j < un; ++j) c[i * un + j] = half[i * un + j] + half[j * un + i];
+    c[i * un + i] /= 2.0;
+  }
+  ApplyBasicDiagonalCorrection(c, n);
+  return c;
+}
+
+}  // namespace
+
+std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle) {
+  HOMODYNE_CHECK(angle < meta.bins.size(), "angle index out of range");
+  const ReadCrashGuard guard(meta.file, "the correlation matrices");
+  h5::File file = h5::OpenForRead(meta.file);
+  std::vector<double> half;
+  return CorrectedMatrix(file.get(), meta.file, meta, meta.bins[angle], half);
+}
+
 Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
   options.Validate();
   const ReadCrashGuard guard(options.path, "the correlation matrices");
@@ -37,7 +74,6 @@ Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
   data.meta = ReadMetadataFromFile(file.get(), options, logger);
   const DatasetMetadata& meta = data.meta;
   const std::int64_t n = meta.n_frames;
-  const auto un = static_cast<std::size_t>(n);
   const std::uint64_t matrix_bytes = static_cast<std::uint64_t>(n) * n * sizeof(double);
   const std::uint64_t needed = matrix_bytes * (meta.bins.size() + 1);  // + one read buffer
   if (needed > MaxLoadBytes(options)) {
@@ -48,24 +84,9 @@ Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
                               static_cast<double>(MaxLoadBytes(options)) / (1 << 30)),
                   options.path);
   }
-  std::vector<double> half(un * un);
+  std::vector<double> half;
   for (const SelectedBin& bin : meta.bins) {
-    ReadBlock(file.get(), options.path, bin.dataset, meta.frame_begin, n, meta.frame_begin, n,
-              half.data());
-    std::size_t bad = 0;
-    for (double v : half) bad += std::isfinite(v) ? 0 : 1;
-    if (bad > 0) {
-      ThrowBadInput(fmt::format("NaN/Inf in bin {} ({}): {} non-finite values in frames {}..{}",
-                                bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
-                    options.path, bin.dataset);
-    }
-    std::vector<double> c(un * un);
-    for (std::size_t i = 0; i < un; ++i) {
-      for (std::size_t j = 0; j < un; ++j) c[i * un + j] = half[i * un + j] + half[j * un + i];
-      c[i * un + i] /= 2.0;
-    }
-    ApplyBasicDiagonalCorrection(c, n);
-    data.c2.push_back(std::move(c));
+    data.c2.push_back(CorrectedMatrix(file.get(), options.path, meta, bin, half));
   }
   return data;
 }

@@ -125,6 +125,16 @@ void SyncToDisk(const std::string& path) {
   ::close(fd);
 }
 
+// Flushes and closes the complete temporary file `tmp`, syncs it and renames it to `path`.
+void Publish(h5::File& file, const std::string& tmp, const std::string& path) {
+  Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
+  file.Close({tmp, ""});
+  SyncToDisk(tmp);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
+}
+
 // Runs `body(file)` on "<path>.tmp" and renames it to `path` on success.
 template <typename Body>
 void WriteAtomically(const std::string& path, Body&& body) {
@@ -132,12 +142,7 @@ void WriteAtomically(const std::string& path, Body&& body) {
   try {
     h5::File file = h5::CreateFile(tmp);
     body(file.get(), tmp);
-    Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
-    file.Close({tmp, ""});
-    SyncToDisk(tmp);
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
+    Publish(file, tmp, path);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
@@ -222,32 +227,108 @@ GroupAttributes ReadAttributes(const std::string& path, const std::string& objec
   return out;
 }
 
-}  // namespace homodyne::io
-
-namespace homodyne::io {
-
 void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
                      const GroupAttributes& root_attributes) {
+  ArrayFileWriter writer(path);
+  for (const NamedArray& a : arrays) writer.Write(a);
+  writer.Commit(root_attributes);
+}
+
+struct ArrayFileWriter::Impl {
+  std::string path, tmp;
+  h5::File file;
+  bool committed = false;
+  // The shape of each created array.
+  std::vector<std::pair<std::string, std::vector<hsize_t>>> arrays;
+
+  const std::vector<hsize_t>& Dims(const std::string& array_path) const {
+    for (const auto& [name, dims] : arrays) {
+      if (name == array_path) return dims;
+    }
+    ThrowInternal(fmt::format("{}: array {} was written before it was created", tmp, array_path));
+  }
+};
+
+ArrayFileWriter::ArrayFileWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
   h5::Hdf5Init();
-  WriteAtomically(path, [&](hid_t file, const std::string& tmp) {
-    for (const NamedArray& a : arrays) {
-      std::vector<hsize_t> dims(a.dims.begin(), a.dims.end());
-      std::uint64_t n = 1;
-      for (auto d : a.dims) n *= d;
-      HOMODYNE_CHECK(n == a.data.size(), "array size does not match its dimensions");
-      WriteArray(file, tmp, a.path, dims, a.data.data(), H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE);
-      if (!a.description.empty()) {
-        auto ds = h5::OpenDataset(file, tmp, a.path);
-        h5::WriteStringAttribute(ds.get(), "description", a.description, {tmp, a.path});
-      }
-    }
-    for (const auto& [name, value] : root_attributes.strings) {
-      h5::WriteStringAttribute(file, name, value, {tmp, "/"});
-    }
-    for (const auto& [name, value] : root_attributes.numbers) {
-      h5::WriteDoubleAttribute(file, name, value, {tmp, "/"});
-    }
-  });
+  impl_->path = path;
+  impl_->tmp = path + ".tmp";
+  impl_->file = h5::CreateFile(impl_->tmp);
+}
+
+ArrayFileWriter::~ArrayFileWriter() {
+  if (impl_->committed) return;
+  impl_->file = h5::File();  // closed (errors ignored) before it is removed
+  std::error_code ignored;
+  std::filesystem::remove(impl_->tmp, ignored);
+}
+
+void ArrayFileWriter::Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
+                             const std::string& description) {
+  HOMODYNE_CHECK(!dims.empty(), "an array needs at least one dimension");
+  const Where where{impl_->tmp, array_path};
+  std::vector<hsize_t> shape(dims.begin(), dims.end());
+  auto space =
+      Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
+                         "creating a dataspace", where);
+  auto lcpl = Own<h5::PropList>(H5Pcreate(H5P_LINK_CREATE), "link creation properties", where);
+  Check(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups", where);
+  auto ds = Own<h5::Dataset>(H5Dcreate2(impl_->file.get(), array_path.c_str(), H5T_IEEE_F64LE,
+                                        space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
+                             "creating the dataset", where);
+  if (!description.empty()) h5::WriteStringAttribute(ds.get(), "description", description, where);
+  impl_->arrays.emplace_back(array_path, std::move(shape));
+}
+
+void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
+                                std::span<const double> values) {
+  const std::vector<hsize_t>& dims = impl_->Dims(array_path);
+  const Where where{impl_->tmp, array_path};
+  // A 1-D array is one slab: all of it.
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  if (dims.size() > 1) {
+    start[0] = index;
+    count[0] = 1;
+  }
+  std::uint64_t n = 1;
+  for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
+  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+  HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
+  auto ds = h5::OpenDataset(impl_->file.get(), impl_->tmp, array_path);
+  auto fspace = Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
+  Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                            nullptr),
+        "selecting a hyperslab", where);
+  auto mspace =
+      Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
+                         "creating a memory space", where);
+  Check(
+      H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
+      "writing the dataset", where);
+}
+
+void ArrayFileWriter::Write(const NamedArray& array) {
+  std::uint64_t n = 1;
+  for (auto d : array.dims) n *= d;
+  HOMODYNE_CHECK(n == array.data.size(), "array size does not match its dimensions");
+  Create(array.path, array.dims, array.description);
+  const std::uint64_t slabs = array.dims.size() > 1 ? array.dims[0] : 1;
+  const std::uint64_t per_slab = slabs > 0 ? n / slabs : 0;
+  for (std::uint64_t s = 0; s < slabs; ++s) {
+    WriteSlab(array.path, s, std::span<const double>(array.data).subspan(s * per_slab, per_slab));
+  }
+}
+
+void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
+  const hid_t file = impl_->file.get();
+  for (const auto& [name, value] : root_attributes.strings) {
+    h5::WriteStringAttribute(file, name, value, {impl_->tmp, "/"});
+  }
+  for (const auto& [name, value] : root_attributes.numbers) {
+    h5::WriteDoubleAttribute(file, name, value, {impl_->tmp, "/"});
+  }
+  Publish(impl_->file, impl_->tmp, impl_->path);
+  impl_->committed = true;
 }
 
 }  // namespace homodyne::io

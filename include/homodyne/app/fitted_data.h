@@ -21,8 +21,11 @@ struct FittedModel {
   std::vector<double> physical, contrast, offset;
 };
 
-// Rank-0 only (reads the selected data serially). Data larger than `max_bytes` of
-// arrays are not written (a warning says so). Atomic.
+// Rank-0 only. Written one angle at a time: the angle's matrix is read from the file
+// (io::LoadAngleMatrix), its g1² evaluated and its N×N slabs written, so the memory held is
+// four N×N matrices whatever the number of angles. When those exceed `max_bytes` the file is
+// not written (a warning says so). Atomic: a failure leaves neither the file nor its
+// temporary.
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger, double max_bytes = 4.0 * (1ULL << 30));

@@ -67,6 +67,11 @@ DatasetMetadata ReadDatasetMetadata(const LoadOptions& options, const Logger& lo
 // NaN/Inf and diagonal-corrected.
 Dataset LoadDataset(const LoadOptions& options, const Logger& logger);
 
+// The kept matrix of one angle (index into meta.bins) as LoadDataset gives it: N×N,
+// reconstructed, checked for NaN/Inf and diagonal-corrected; reads meta.file, whose
+// metadata `meta` must be (ReadDatasetMetadata). Memory: two N×N matrices.
+std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle);
+
 // Largest c2 buffer one process may allocate (options.max_bytes or the automatic limit).
 std::uint64_t MaxLoadBytes(const LoadOptions& options);
 

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +55,34 @@ struct NamedArray {
 // Writes the arrays (and root attributes) to a new HDF5 file, atomically.
 void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
                      const GroupAttributes& root_attributes = {});
+
+// A result file written array by array and slab by slab, so that large arrays never have
+// to be held whole: Create() an array, then WriteSlab() each index of its first dimension
+// (e.g. one angle's N×N matrix at a time). The file is "<path>.tmp" until Commit() renames
+// it over `path`; a writer destroyed uncommitted (an error on the way) removes it.
+class ArrayFileWriter {
+ public:
+  explicit ArrayFileWriter(const std::string& path);
+  ~ArrayFileWriter();
+  ArrayFileWriter(const ArrayFileWriter&) = delete;
+  ArrayFileWriter& operator=(const ArrayFileWriter&) = delete;
+
+  // A float64 array of shape `dims` (row-major, outermost first), filled by WriteSlab.
+  void Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
+              const std::string& description = {});
+  // values = array[index, ...]: the product of dims[1..] values (all of it for 1-D arrays,
+  // whose single slab is index 0).
+  void WriteSlab(const std::string& array_path, std::uint64_t index,
+                 std::span<const double> values);
+  // Create + WriteSlab of a whole array.
+  void Write(const NamedArray& array);
+  // Root attributes, flush, fsync and rename. Throws on failure (the file is removed).
+  void Commit(const GroupAttributes& root_attributes = {});
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // Reads every scalar string or numeric attribute of an object (group or dataset).
 GroupAttributes ReadAttributes(const std::string& path, const std::string& object);

@@ -1,0 +1,238 @@
+// fitted_data.h5, written one angle at a time (ArrayFileWriter slabs, LoadAngleMatrix): every
+// array checked against values computed here independently — the loader's whole-file
+// matrices, the model of all angles at once, homodyne's post-hoc least squares — and the
+// writer's atomicity (no file, no temporary file after an error or a skipped write).
+#include "homodyne/app/fitted_data.h"
+
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "homodyne/config/config_reader.h"
+#include "homodyne/error.h"
+#include "homodyne/io/dataset.h"
+#include "homodyne/io/writers.h"
+#include "homodyne/synth/synthetic_dataset.h"
+
+namespace homodyne {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("homodyne_fitted_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<double> Read(const fs::path& file, const std::string& path,
+                         std::vector<hsize_t>* dims = nullptr) {
+  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(f, 0);
+  hid_t d = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
+  EXPECT_GE(d, 0);
+  hid_t s = H5Dget_space(d);
+  if (dims != nullptr) {
+    dims->assign(static_cast<std::size_t>(H5Sget_simple_extent_ndims(s)), 0);
+    H5Sget_simple_extent_dims(s, dims->data(), nullptr);
+  }
+  std::vector<double> out(static_cast<std::size_t>(H5Sget_simple_extent_npoints(s)));
+  EXPECT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
+  H5Sclose(s);
+  H5Dclose(d);
+  H5Fclose(f);
+  return out;
+}
+
+constexpr int kFrames = 7;
+constexpr int kAngles = 3;
+
+// A legacy-layout file of three angles, 7 × 7 frames, and a static config that selects all.
+config::Config MakeDataset(const fs::path& dir) {
+  std::vector<std::vector<double>> matrices;
+  for (int k = 0; k < kAngles; ++k) {
+    std::vector<double> m(kFrames * kFrames);
+    for (int i = 0; i < kFrames; ++i) {
+      for (int j = 0; j < kFrames; ++j) {
+        m[static_cast<std::size_t>(i * kFrames + j)] =
+            1.0 + (0.3 + 0.05 * k) * std::exp(-0.2 * std::abs(i - j)) + 0.002 * (i + j);
+      }
+    }
+    matrices.push_back(std::move(m));
+  }
+  io::WriteApsOld((dir / "data.h5").string(), {0.0054, 0.0054, 0.0054}, {0.0, 60.0, 120.0},
+                  matrices);
+  const std::string yaml =
+      "analysis_mode: static\n"
+      "analyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: 7\n"
+      "  scattering: {wavevector_q: 0.0054}\n"
+      "experimental_data:\n  data_folder_path: " +
+      dir.string() + "\n  data_file_name: data.h5\n";
+  return config::ReadConfigString(yaml, "fitted.yaml");
+}
+
+FittedModel Model() {
+  return FittedModel{"static", {120.0, -0.2, 5.0}, {0.30, 0.35, 0.40}, {1.00, 1.01, 0.99}};
+}
+
+TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
+  const fs::path dir = FreshDir("arrays");
+  const config::Config cfg = MakeDataset(dir);
+  const FittedModel fitted = Model();
+  const fs::path out = dir / "fitted_data.h5";
+  WriteFittedData(out, cfg, "", fitted, Logger::Silent());
+  ASSERT_TRUE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+
+  // The whole-file loader and the model of all angles in one evaluation.
+  io::LoadOptions load;
+  load.path = (dir / "data.h5").string();
+  load.target_q = 0.0054;
+  load.start_frame = 1;
+  load.end_frame = kFrames;
+  load.dt = 0.1;
+  const io::Dataset data = io::LoadDataset(load, Logger::Silent());
+  ASSERT_EQ(data.c2.size(), static_cast<std::size_t>(kAngles));
+  synth::SynthTruth truth;
+  truth.mode = model::AnalysisMode::kStatic;
+  truth.geometry = model::Geometry{data.meta.q_physics, cfg.analyzer.stator_rotor_gap, 0.1};
+  truth.physical = fitted.physical;
+  truth.phi_deg = data.meta.phi_values();
+  truth.contrast.assign(kAngles, 1.0);
+  truth.offset.assign(kAngles, 0.0);
+  truth.frames = kFrames;
+  const auto g1sq = synth::ModelMatrices(truth);
+
+  std::vector<hsize_t> dims;
+  const auto exp = Read(out, "/c2_exp", &dims);
+  EXPECT_EQ(dims, (std::vector<hsize_t>{kAngles, kFrames, kFrames}));
+  const auto raw = Read(out, "/c2_theoretical_raw");
+  const auto scaled = Read(out, "/c2_theoretical_scaled");
+  const auto solver = Read(out, "/c2_solver_scaled");
+  const auto resid = Read(out, "/residuals");
+  const auto resid_n = Read(out, "/residuals_normalized");
+  const auto posthoc = Read(out, "/per_angle_scaling", &dims);
+  EXPECT_EQ(dims, (std::vector<hsize_t>{kAngles, 2}));
+  const auto solver_scaling = Read(out, "/per_angle_scaling_solver");
+  const std::size_t nn = kFrames * kFrames;
+  for (std::size_t k = 0; k < kAngles; ++k) {
+    // Each angle read alone gives the bits of the whole-file load.
+    EXPECT_EQ(io::LoadAngleMatrix(data.meta, k), data.c2[k]);
+    const double a = posthoc[2 * k], b = posthoc[2 * k + 1];
+    EXPECT_EQ(solver_scaling[2 * k], fitted.contrast[k]);
+    EXPECT_EQ(solver_scaling[2 * k + 1], fitted.offset[k]);
+    // (a, b) solve the least-squares normal equations of c2_exp ≈ a·raw + b.
+    double sr = 0, srx = 0, sc = 0;
+    for (std::size_t p = 0; p < nn; ++p) {
+      const std::size_t at = k * nn + p;
+      const double c = data.c2[k][p], g = g1sq[k][p];
+      ASSERT_EQ(exp[at], c);
+      ASSERT_NEAR(raw[at], 1.0 + g, 1e-15);
+      ASSERT_NEAR(scaled[at], a * raw[at] + b, 1e-14);
+      ASSERT_NEAR(solver[at], fitted.offset[k] + fitted.contrast[k] * g, 1e-15);
+      ASSERT_NEAR(resid[at], c - scaled[at], 1e-15);
+      ASSERT_NEAR(resid_n[at], (c - scaled[at]) / (0.05 * c), 1e-12);
+      sr += resid[at];
+      srx += resid[at] * raw[at];
+      sc += c;
+    }
+    EXPECT_NEAR(sr, 0.0, 1e-12 * sc);
+    EXPECT_NEAR(srx, 0.0, 1e-12 * sc);
+    EXPECT_GT(a, 0.0);  // the data rise with g1² (a real fit, not a degenerate one)
+  }
+  const auto t1 = Read(out, "/t1");
+  EXPECT_EQ(t1, data.meta.t);
+  EXPECT_EQ(Read(out, "/t2"), data.meta.t);
+  EXPECT_EQ(Read(out, "/q"), std::vector<double>{data.meta.q_physics});
+  EXPECT_EQ(Read(out, "/phi_angles"), data.meta.phi_values());
+  const io::GroupAttributes attrs = io::ReadAttributes(out.string(), "/");
+  bool mode = false;
+  for (const auto& [name, value] : attrs.strings)
+    mode |= name == "analysis_mode" && value == "static";
+  EXPECT_TRUE(mode);
+  fs::remove_all(dir);
+}
+
+TEST(FittedData, SkippedWhenOneAngleExceedsTheLimitAndNothingIsLeft) {
+  const fs::path dir = FreshDir("limit");
+  const config::Config cfg = MakeDataset(dir);
+  const fs::path out = dir / "fitted_data.h5";
+  // One angle needs 4 matrices of 7 × 7 doubles (1568 bytes): a limit below that skips it.
+  WriteFittedData(out, cfg, "", Model(), Logger::Silent(), 1500.0);
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  WriteFittedData(out, cfg, "", Model(), Logger::Silent(), 1600.0);
+  EXPECT_TRUE(fs::exists(out));
+  fs::remove_all(dir);
+}
+
+TEST(FittedData, BadDataFileLeavesNoOutput) {
+  const fs::path dir = FreshDir("bad");
+  const config::Config cfg = MakeDataset(dir);
+  const fs::path out = dir / "fitted_data.h5";
+  const std::string missing = (dir / "missing.h5").string();
+  try {
+    WriteFittedData(out, cfg, missing, Model(), Logger::Silent());
+    FAIL() << "expected an Error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.h5"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  fs::remove_all(dir);
+}
+
+TEST(ArrayFileWriter, SlabsLandWhereTheyBelongAndCommitPublishes) {
+  const fs::path dir = FreshDir("slabs");
+  const fs::path out = dir / "a.h5";
+  {
+    io::ArrayFileWriter w(out.string());
+    w.Create("/cube", {3, 2, 2}, "three 2 x 2 slabs");
+    w.Write({"/line", {4}, {1, 2, 3, 4}, ""});
+    // Out of order: slab 2, then 0, then 1.
+    w.WriteSlab("/cube", 2, std::vector<double>{20, 21, 22, 23});
+    w.WriteSlab("/cube", 0, std::vector<double>{0, 1, 2, 3});
+    EXPECT_FALSE(fs::exists(out));  // not before Commit
+    w.WriteSlab("/cube", 1, std::vector<double>{10, 11, 12, 13});
+    w.Commit({{{"origin", "test"}}, {{"version", 2.0}}});
+    EXPECT_TRUE(fs::exists(out));
+  }
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  EXPECT_EQ(Read(out, "/cube"), (std::vector<double>{0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23}));
+  EXPECT_EQ(Read(out, "/line"), (std::vector<double>{1, 2, 3, 4}));
+  const io::GroupAttributes attrs = io::ReadAttributes(out.string(), "/");
+  ASSERT_EQ(attrs.numbers.size(), 1u);
+  EXPECT_EQ(attrs.numbers[0].second, 2.0);
+  fs::remove_all(dir);
+}
+
+TEST(ArrayFileWriter, UncommittedOrMisusedWriterLeavesNothing) {
+  const fs::path dir = FreshDir("uncommitted");
+  const fs::path out = dir / "a.h5";
+  {
+    io::ArrayFileWriter w(out.string());
+    w.Create("/cube", {2, 3}, "");
+    EXPECT_TRUE(fs::exists(out.string() + ".tmp"));
+    try {
+      w.WriteSlab("/cube", 0, std::vector<double>{1, 2});  // a slab has 3 values
+      FAIL() << "expected an internal error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInternal);
+    }
+    EXPECT_THROW(w.WriteSlab("/cube", 2, std::vector<double>{1, 2, 3}), Error);  // index 2 of 2
+    EXPECT_THROW(w.WriteSlab("/other", 0, std::vector<double>{1}), Error);       // not created
+  }
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace homodyne
