@@ -1,5 +1,7 @@
 #include "homodyne/app/fitted_data.h"
 
+#include <algorithm>
+
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/io/dataset.h"
 #include "homodyne/io/writers.h"
@@ -50,25 +52,32 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   model.offset.assign(1, 0.0);
   model.frames = static_cast<int>(nf);
 
+  const bool cmc = result.convention == FittedDataConvention::kCmc;
   io::ArrayFileWriter out(path.string());
   const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
   out.Create("/c2_exp", cube, "diagonal-corrected data");
-  out.Create("/c2_theoretical_raw", cube, "1 + g1^2");
+  out.Create("/c2_theoretical_raw", cube, cmc ? "g1^2" : "1 + g1^2");
   out.Create("/c2_theoretical_scaled", cube, "a_k * raw + b_k (post-hoc)");
   out.Create("/c2_solver_scaled", cube, "offset_k + contrast_k * g1^2");
-  out.Create("/per_angle_scaling", pairs, "[a_k, b_k] post-hoc least squares");
+  out.Create("/per_angle_scaling", pairs,
+             cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
+                 : "[a_k, b_k] post-hoc least squares");
   out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
   out.Create("/residuals", cube, "c2_exp - c2_theoretical_scaled");
-  out.Create("/residuals_normalized", cube, "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+  out.Create("/residuals_normalized", cube,
+             cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
+                 : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+  // raw = one + g1²: 1 + g1² (NLSQ) or g1² (CMC).
+  const double one = cmc ? 0.0 : 1.0;
   std::vector<double> slab(nn);
   for (std::size_t k = 0; k < n; ++k) {
     const std::vector<double> c = io::LoadAngleMatrix(meta, k);
     model.phi_deg = {phi[k]};
     const std::vector<double> g = std::move(synth::ModelMatrices(model).front());
-    // Post-hoc least squares c ≈ a·(1 + g) + b over all N² points.
+    // Post-hoc least squares c ≈ a·raw + b over all N² points.
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     for (std::uint64_t p = 0; p < nn; ++p) {
-      const double x = 1.0 + g[p];
+      const double x = one + g[p];
       sx += x;
       sy += c[p];
       sxx += x * x;
@@ -76,8 +85,18 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
     }
     const double m = static_cast<double>(nn);
     const double den = m * sxx - sx * sx;
-    const double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
-    const double b = (sy - a * sx) / m;
+    double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
+    double b = (sy - a * sx) / m;
+    if (cmc) {
+      if (a > 1.0 || a <= 0.0) {
+        logger.Warn(
+            "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
+            "unphysical; clipped to {}",
+            path.string(), k, phi[k], a, a > 1.0 ? "1" : "0.01");
+      }
+      a = std::clamp(a, 0.01, 1.0);
+      b = std::clamp(b, 0.5, 1.5);
+    }
     const double contrast = result.contrast.at(k);
     const double offset = result.offset.at(k);
     out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
@@ -87,13 +106,15 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
       for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
       out.WriteSlab(name, k, slab);
     };
-    const auto scaled = [&](std::uint64_t p) { return a * (1.0 + g[p]) + b; };
-    write("/c2_theoretical_raw", [&](std::uint64_t p) { return 1.0 + g[p]; });
+    const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
+    write("/c2_theoretical_raw", [&](std::uint64_t p) { return one + g[p]; });
     write("/c2_theoretical_scaled", scaled);
     write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
     write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
-    write("/residuals_normalized",
-          [&](std::uint64_t p) { return c[p] != 0.0 ? (c[p] - scaled(p)) / (0.05 * c[p]) : 0.0; });
+    write("/residuals_normalized", [&](std::uint64_t p) {
+      if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
+      return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
+    });
   }
   out.Write({"/t1", {nf}, meta.t, "seconds from 0"});
   out.Write({"/t2", {nf}, meta.t, "seconds from 0"});

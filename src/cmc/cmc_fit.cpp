@@ -540,6 +540,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
 FittedModel PosteriorMeanModel(const CmcRunResult& r) {
   FittedModel m;
   m.analysis_mode = r.analysis_mode;
+  m.convention = FittedDataConvention::kCmc;
   for (const auto& p : r.parameters) {
     if (p.name.rfind("contrast_", 0) == 0) {
       m.contrast.push_back(p.mean);

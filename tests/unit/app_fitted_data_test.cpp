@@ -8,6 +8,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -55,6 +56,8 @@ constexpr int kFrames = 7;
 constexpr int kAngles = 3;
 
 // A legacy-layout file of three angles, 7 × 7 frames, and a static config that selects all.
+// Angle 1 has a zero pair (0, 6) and (6, 0); angle 2 lies near 3, so that a least-squares
+// offset on g1² is far above 1.5 (the CMC convention clips it).
 config::Config MakeDataset(const fs::path& dir) {
   std::vector<std::vector<double>> matrices;
   for (int k = 0; k < kAngles; ++k) {
@@ -62,9 +65,11 @@ config::Config MakeDataset(const fs::path& dir) {
     for (int i = 0; i < kFrames; ++i) {
       for (int j = 0; j < kFrames; ++j) {
         m[static_cast<std::size_t>(i * kFrames + j)] =
-            1.0 + (0.3 + 0.05 * k) * std::exp(-0.2 * std::abs(i - j)) + 0.002 * (i + j);
+            (k == 2 ? 3.0 : 1.0) *
+            (1.0 + (0.3 + 0.05 * k) * std::exp(-0.2 * std::abs(i - j)) + 0.002 * (i + j));
       }
     }
+    if (k == 1) m[0 * kFrames + 6] = m[6 * kFrames + 0] = 0.0;
     matrices.push_back(std::move(m));
   }
   io::WriteApsOld((dir / "data.h5").string(), {0.0054, 0.0054, 0.0054}, {0.0, 60.0, 120.0},
@@ -78,8 +83,35 @@ config::Config MakeDataset(const fs::path& dir) {
   return config::ReadConfigString(yaml, "fitted.yaml");
 }
 
-FittedModel Model() {
-  return FittedModel{"static", {120.0, -0.2, 5.0}, {0.30, 0.35, 0.40}, {1.00, 1.01, 0.99}};
+FittedModel Model(FittedDataConvention convention = FittedDataConvention::kNlsq) {
+  return FittedModel{
+      "static", {120.0, -0.2, 5.0}, {0.30, 0.35, 0.40}, {1.00, 1.01, 0.99}, convention};
+}
+
+// The file's data and the model of all angles in one evaluation, computed here.
+struct Expected {
+  io::Dataset data;
+  std::vector<std::vector<double>> g1sq;
+};
+
+Expected Independent(const fs::path& dir, const config::Config& cfg, const FittedModel& fitted) {
+  io::LoadOptions load;
+  load.path = (dir / "data.h5").string();
+  load.target_q = 0.0054;
+  load.start_frame = 1;
+  load.end_frame = kFrames;
+  load.dt = 0.1;
+  Expected e{io::LoadDataset(load, Logger::Silent()), {}};
+  synth::SynthTruth truth;
+  truth.mode = model::AnalysisMode::kStatic;
+  truth.geometry = model::Geometry{e.data.meta.q_physics, cfg.analyzer.stator_rotor_gap, 0.1};
+  truth.physical = fitted.physical;
+  truth.phi_deg = e.data.meta.phi_values();
+  truth.contrast.assign(kAngles, 1.0);
+  truth.offset.assign(kAngles, 0.0);
+  truth.frames = kFrames;
+  e.g1sq = synth::ModelMatrices(truth);
+  return e;
 }
 
 TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
@@ -92,23 +124,10 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
 
   // The whole-file loader and the model of all angles in one evaluation.
-  io::LoadOptions load;
-  load.path = (dir / "data.h5").string();
-  load.target_q = 0.0054;
-  load.start_frame = 1;
-  load.end_frame = kFrames;
-  load.dt = 0.1;
-  const io::Dataset data = io::LoadDataset(load, Logger::Silent());
+  const Expected expected = Independent(dir, cfg, fitted);
+  const io::Dataset& data = expected.data;
+  const auto& g1sq = expected.g1sq;
   ASSERT_EQ(data.c2.size(), static_cast<std::size_t>(kAngles));
-  synth::SynthTruth truth;
-  truth.mode = model::AnalysisMode::kStatic;
-  truth.geometry = model::Geometry{data.meta.q_physics, cfg.analyzer.stator_rotor_gap, 0.1};
-  truth.physical = fitted.physical;
-  truth.phi_deg = data.meta.phi_values();
-  truth.contrast.assign(kAngles, 1.0);
-  truth.offset.assign(kAngles, 0.0);
-  truth.frames = kFrames;
-  const auto g1sq = synth::ModelMatrices(truth);
 
   std::vector<hsize_t> dims;
   const auto exp = Read(out, "/c2_exp", &dims);
@@ -138,7 +157,7 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
       ASSERT_NEAR(scaled[at], a * raw[at] + b, 1e-14);
       ASSERT_NEAR(solver[at], fitted.offset[k] + fitted.contrast[k] * g, 1e-15);
       ASSERT_NEAR(resid[at], c - scaled[at], 1e-15);
-      ASSERT_NEAR(resid_n[at], (c - scaled[at]) / (0.05 * c), 1e-12);
+      ASSERT_NEAR(resid_n[at], c != 0.0 ? (c - scaled[at]) / (0.05 * c) : 0.0, 1e-12);
       sr += resid[at];
       srx += resid[at] * raw[at];
       sc += c;
@@ -157,6 +176,57 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
   for (const auto& [name, value] : attrs.strings)
     mode |= name == "analysis_mode" && value == "static";
   EXPECT_TRUE(mode);
+  fs::remove_all(dir);
+}
+
+// homodyne's cmc/fitted_data.npz: raw = g1², (a, b) on g1² clipped to [0.01, 1] × [0.5, 1.5],
+// residuals normalised by 0.05·1 where the data are 0; the solver arrays as for NLSQ.
+TEST(FittedData, CmcConventionIsHomodynes) {
+  const fs::path dir = FreshDir("cmc");
+  const config::Config cfg = MakeDataset(dir);
+  const FittedModel fitted = Model(FittedDataConvention::kCmc);
+  const fs::path out = dir / "fitted_data.h5";
+  WriteFittedData(out, cfg, "", fitted, Logger::Silent());
+  const Expected expected = Independent(dir, cfg, fitted);
+  const auto raw = Read(out, "/c2_theoretical_raw");
+  const auto scaled = Read(out, "/c2_theoretical_scaled");
+  const auto solver = Read(out, "/c2_solver_scaled");
+  const auto resid = Read(out, "/residuals");
+  const auto resid_n = Read(out, "/residuals_normalized");
+  const auto posthoc = Read(out, "/per_angle_scaling");
+  const std::size_t nn = kFrames * kFrames;
+  int clipped = 0, zeros = 0;
+  for (std::size_t k = 0; k < kAngles; ++k) {
+    const auto& c = expected.data.c2[k];
+    const auto& g = expected.g1sq[k];
+    // Least squares of c on g from the centred moments.
+    double mg = 0, mc = 0;
+    for (std::size_t p = 0; p < nn; ++p) {
+      mg += g[p] / nn;
+      mc += c[p] / nn;
+    }
+    double cov = 0, var = 0;
+    for (std::size_t p = 0; p < nn; ++p) {
+      cov += (g[p] - mg) * (c[p] - mc);
+      var += (g[p] - mg) * (g[p] - mg);
+    }
+    const double a_ls = cov / var, b_ls = mc - a_ls * mg;
+    const double a = std::clamp(a_ls, 0.01, 1.0), b = std::clamp(b_ls, 0.5, 1.5);
+    clipped += (a != a_ls || b != b_ls) ? 1 : 0;
+    EXPECT_NEAR(posthoc[2 * k], a, 1e-9 * std::abs(a));
+    EXPECT_NEAR(posthoc[2 * k + 1], b, 1e-9 * std::abs(b));
+    for (std::size_t p = 0; p < nn; ++p) {
+      const std::size_t at = k * nn + p;
+      ASSERT_NEAR(raw[at], g[p], 1e-15);
+      ASSERT_NEAR(scaled[at], posthoc[2 * k] * g[p] + posthoc[2 * k + 1], 1e-14);
+      ASSERT_NEAR(solver[at], fitted.offset[k] + fitted.contrast[k] * g[p], 1e-15);
+      ASSERT_NEAR(resid[at], c[p] - scaled[at], 1e-15);
+      zeros += c[p] == 0.0 ? 1 : 0;
+      ASSERT_NEAR(resid_n[at], (c[p] - scaled[at]) / (0.05 * (c[p] != 0.0 ? c[p] : 1.0)), 1e-12);
+    }
+  }
+  EXPECT_GE(clipped, 1);  // angle 2's offset
+  EXPECT_EQ(zeros, 2);    // angle 1's pair
   fs::remove_all(dir);
 }
 

@@ -15,10 +15,21 @@
 
 namespace homodyne {
 
+// homodyne's two conventions for the post-hoc arrays (physics spec §5.2 and §5.3):
+//   kNlsq: c2_theoretical_raw = 1 + g1², (a_k, b_k) the least squares of c2_exp on it,
+//          residuals_normalized 0 where c2_exp = 0;
+//   kCmc:  c2_theoretical_raw = g1², (a_k, b_k) the least squares of c2_exp on g1² with a_k
+//          clipped to [0.01, 1] and b_k to [0.5, 1.5] (a warning per angle whose a_k is out of
+//          range), residuals_normalized divided by 0.05·1 where c2_exp = 0.
+// c2_theoretical_scaled = a_k·raw + b_k and residuals = c2_exp − c2_theoretical_scaled in
+// both; c2_solver_scaled and per_angle_scaling_solver (the model's own contrast/offset) too.
+enum class FittedDataConvention { kNlsq, kCmc };
+
 // The model whose c2 the file holds: physical parameters and per-angle contrast/offset.
 struct FittedModel {
   std::string analysis_mode;
   std::vector<double> physical, contrast, offset;
+  FittedDataConvention convention = FittedDataConvention::kNlsq;
 };
 
 // Rank-0 only. Written one angle at a time: the angle's matrix is read from the file
