@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "app/command_line.h"
 #include "batch_task.h"
 #include "homodyne/app/batch.h"
 #include "homodyne/error.h"
@@ -44,9 +45,9 @@ std::optional<int> ParseBatchCommandLine(const Environment& env, std::vector<std
   app.add_option("--group-size", opts.group_size,
                  "ranks per task for every task (overrides the tasks' and the file's "
                  "group_size; default: per task from its data size)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveCount());
   app.add_option("--threads", opts.threads, "compute threads per rank (default: one per core)")
-      ->check(CLI::PositiveNumber);
+      ->check(PositiveCount());
   app.add_flag("-v,--verbose", opts.verbosity, "more output (each fit logs at -v)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(fmt::format(
@@ -54,14 +55,9 @@ std::optional<int> ParseBatchCommandLine(const Environment& env, std::vector<std
       "2 bad batch file or command line, 1 internal error.",
       kSomeTasksFailed));
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    if (env.rank() == 0) std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    if (env.rank() == 0) std::fprintf(stderr, "error: %s\n", e.what());
-    return static_cast<int>(ExitCode::kBadInput);
+  if (const auto code = TryParseCommandLine(
+          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
+    return *code;
   }
   if (!positional.empty() && !opts.batch_file.empty() && positional != opts.batch_file) {
     if (env.rank() == 0) std::fprintf(stderr, "error: two batch files given\n");

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "app/command_line.h"
 #include "homodyne/app/autotune.h"
 #include "homodyne/app/batch.h"
 #include "homodyne/app/config_bridge.h"
@@ -167,16 +168,9 @@ std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::str
       "docs/batch.md; exit 3 when some tasks failed).");
 
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
-  try {
-    app.parse(reversed);
-  } catch (const CLI::CallForHelp&) {
-    if (env.rank() == 0) std::fputs(app.help().c_str(), stdout);
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    if (env.rank() == 0) {
-      std::fprintf(stderr, "error: %s\nRun with --help for the list of options.\n", e.what());
-    }
-    return static_cast<int>(ExitCode::kBadInput);
+  if (const auto code = TryParseCommandLine(
+          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
+    return code;
   }
   opts.config_given = cfg->count() > 0;
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;

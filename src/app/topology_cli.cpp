@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <string>
 
+#include "app/command_line.h"
 #include "homodyne/app/autotune.h"
 #include "homodyne/error.h"
 #include "homodyne/topology_report.h"
@@ -52,8 +53,7 @@ int TopologyMain(int argc, char** argv) {
   int nodes = 1;
   app.add_flag("--show", show, "print the hardware and the recommended layout (default)");
   app.add_flag("--json", json, "machine-readable output");
-  app.add_option("--nodes", nodes, "scale the command lines for N nodes")
-      ->check(CLI::PositiveNumber);
+  app.add_option("--nodes", nodes, "scale the command lines for N nodes")->check(PositiveCount());
   bool autotune = false;
   AutotuneOptions tune;
   app.add_flag("--autotune", autotune,
@@ -62,12 +62,7 @@ int TopologyMain(int argc, char** argv) {
   app.add_option("--autotune-frames", tune.frames, "frames of the synthetic autotune problem")
       ->check(CLI::Range(2, 100000))
       ->capture_default_str();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  if (const auto code = TryParseCommandLine(app, [&] { app.parse(argc, argv); })) return *code;
   try {
     Topology topology;
     const auto d = DescribeTopology(topology);

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "app/command_line.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/config/key_table.h"
 #include "homodyne/error.h"
@@ -158,12 +159,7 @@ int HomodyneConfigMain(int argc, char** argv) {
                "print the Markdown configuration reference (docs/configuration.md)");
   mode->excludes(validate);
   app.footer("Exit codes: 0 ok, 2 bad input (invalid config, existing file without --force).");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
-  }
+  if (const auto code = TryParseCommandLine(app, [&] { app.parse(argc, argv); })) return *code;
   try {
     if (o.reference_doc) {
       std::fputs(RenderConfigReferenceMarkdown().c_str(), stdout);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "app/command_line.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/synth/synthetic_dataset.h"
@@ -73,12 +74,7 @@ int SynthMain(int argc, char** argv) {
   app.add_option("--threads", o.threads, "threads for the model evaluation");
   app.add_flag("--force", o.force, "replace an existing output file");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : static_cast<int>(ExitCode::kBadInput);
-  }
+  if (const auto code = TryParseCommandLine(app, [&] { app.parse(argc, argv); })) return *code;
   try {
     o.phi_deg = ParseAngles(angles);
     for (const auto& p : params) o.params.insert(ParseParam(p));
