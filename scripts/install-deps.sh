@@ -8,6 +8,7 @@ PACKAGES=(
   # toolchain
   build-essential cmake pkg-config git python3 python3-numpy python3-h5py
   python3-matplotlib python3-yaml time bc   # homodyne-plot, run_report checks, bench/run_scaling.sh
+  clang-format                              # the style check of the test suite (format_check)
   # the seven required packages
   libopenmpi-dev openmpi-bin           # Open MPI
   petsc-dev                            # PETSc with TAO

@@ -487,9 +487,12 @@ HOMODYNE_INLINE void FoldPairs(const PointBlock& in, int n, double* jtj, double*
     const V up = ColumnFactor<P>(in, c);
     if constexpr (kWithR) r = Fma(Load(sr + c), up, r);
     if constexpr (kJtj) {
+      // clang-format 14 would split this template lambda from its call.
+      // clang-format off
       [&]<int... J>(std::integer_sequence<int, J...>) __attribute__((always_inline)) {
         ((m[J] = Fma(Load(sw[J] + c) * up, ColumnFactor<Q0 + J>(in, c), m[J])), ...);
       }(std::make_integer_sequence<int, kCount>());
+      // clang-format on
     }
   }
   // The column sums hold α·r0 (r0 = σ·r): the 1/σ of r here, once.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "h5_read.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/io/dataset.h"
@@ -25,31 +26,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
+std::vector<double> Read(const fs::path& file, const std::string& path,
+                         std::vector<hsize_t>* dims = nullptr) {
+  return testing::ReadWholeDataset(file.string(), path, dims);
+}
+
 fs::path FreshDir(const std::string& name) {
   const fs::path dir =
       fs::temp_directory_path() / ("homodyne_fitted_" + name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
-}
-
-std::vector<double> Read(const fs::path& file, const std::string& path,
-                         std::vector<hsize_t>* dims = nullptr) {
-  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  EXPECT_GE(f, 0);
-  hid_t d = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
-  EXPECT_GE(d, 0);
-  hid_t s = H5Dget_space(d);
-  if (dims != nullptr) {
-    dims->assign(static_cast<std::size_t>(H5Sget_simple_extent_ndims(s)), 0);
-    H5Sget_simple_extent_dims(s, dims->data(), nullptr);
-  }
-  std::vector<double> out(static_cast<std::size_t>(H5Sget_simple_extent_npoints(s)));
-  EXPECT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
-  H5Sclose(s);
-  H5Dclose(d);
-  H5Fclose(f);
-  return out;
 }
 
 constexpr int kFrames = 7;

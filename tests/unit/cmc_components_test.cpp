@@ -73,8 +73,9 @@ TEST(Prior, TypesParseAndBadParametersAreRejected) {
 }
 
 TEST(BoundedTransform, RoundTripsAndJacobianMatchesFiniteDifferences) {
-  const BoundedTransform transforms[] = {BoundedTransform(100.0, 1e5), BoundedTransform(-2.0, 2.0),
-                                         BoundedTransform(0.0, std::numeric_limits<double>::infinity()), BoundedTransform()};
+  const BoundedTransform transforms[] = {
+      BoundedTransform(100.0, 1e5), BoundedTransform(-2.0, 2.0),
+      BoundedTransform(0.0, std::numeric_limits<double>::infinity()), BoundedTransform()};
   for (const auto& tr : transforms) {
     for (double u : {-3.0, -0.5, 0.0, 0.7, 4.0}) {
       const double x = tr.ToConstrained(u);

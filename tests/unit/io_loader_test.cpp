@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "h5_read.h"
 #include "homodyne/error.h"
 #include "homodyne/io/dataset.h"
 #include "homodyne/io/lzf_filter.h"
@@ -49,17 +50,7 @@ class TempDir {
 // Raw whole-dataset read with the plain HDF5 API (independent of the loader).
 std::vector<double> RawRead(const std::string& file, const std::string& path) {
   RegisterLzfFilter();
-  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  EXPECT_GE(f, 0);
-  hid_t d = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
-  EXPECT_GE(d, 0);
-  hid_t s = H5Dget_space(d);
-  std::vector<double> out(static_cast<std::size_t>(H5Sget_simple_extent_npoints(s)));
-  EXPECT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
-  H5Sclose(s);
-  H5Dclose(d);
-  H5Fclose(f);
-  return out;
+  return testing::ReadWholeDataset(file, path);
 }
 
 // The basic diagonal correction written out independently of the library.

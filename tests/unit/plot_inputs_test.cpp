@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "h5_read.h"
 #include "homodyne/config/config_reader.h"
 #include "homodyne/error.h"
 #include "homodyne/io/writers.h"
@@ -29,17 +30,7 @@ fs::path FreshDir(const std::string& name) {
 }
 
 std::vector<double> Read(const fs::path& file, const std::string& path) {
-  hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  EXPECT_GE(f, 0);
-  hid_t d = H5Dopen2(f, path.c_str(), H5P_DEFAULT);
-  EXPECT_GE(d, 0);
-  hid_t s = H5Dget_space(d);
-  std::vector<double> out(static_cast<std::size_t>(H5Sget_simple_extent_npoints(s)));
-  EXPECT_GE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), 0);
-  H5Sclose(s);
-  H5Dclose(d);
-  H5Fclose(f);
-  return out;
+  return testing::ReadWholeDataset(file.string(), path);
 }
 
 config::Config SimConfig(const std::string& mode, const std::string& names,
