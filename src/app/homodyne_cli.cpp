@@ -1,7 +1,6 @@
 #include "homodyne/app/homodyne_cli.h"
 
 #include <unistd.h>
-#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "app/command_line.h"
+#include "app/homodyne_options.h"
 #include "homodyne/app/autotune.h"
 #include "homodyne/app/batch.h"
 #include "homodyne/app/config_bridge.h"
@@ -43,142 +42,6 @@
 
 namespace homodyne {
 namespace {
-
-struct HomodyneCliOptions {
-  bool show_version = false;
-  int verbosity = 0;
-  bool quiet = false;
-  std::string config = "./homodyne_config.yaml";
-  bool config_given = false;
-  std::string method = "nlsq";
-  std::string output_dir = "./homodyne_results";
-  std::string data_file;
-  bool static_mode = false;
-  bool laminar_flow = false;
-  int threads = 0;  // 0: the autotune cache, else one per core of the rank's cpuset
-  bool no_autotune_cache = false;
-  std::map<std::string, double> initial;
-  std::string command_line;
-  // CMC
-  int n_samples = -1;
-  int n_warmup = -1;
-  int n_chains = -1;
-  int cmc_num_shards = -1;
-  bool no_nlsq_warmstart = false;
-  bool dense_mass_matrix = false;
-  std::string nlsq_result;
-  // Memory (docs/streaming.md)
-  std::string strategy = "auto";
-  std::string memory_limit;
-  bool dry_run = false;
-  PlotRequest plots;
-  // Checkpoints (docs/checkpoints.md)
-  bool resume = false;
-  std::string checkpoint_dir;
-};
-
-// Parses on every rank (the result is identical everywhere); rank 0 prints help and
-// parse errors. Returns an exit code when the program should stop right away.
-std::optional<int> ParseCommandLine(Environment& env, const std::vector<std::string>& args,
-                                    HomodyneCliOptions& opts) {
-  CLI::App app{"homodyne-hpc: fit XPCS two-time correlation data with the homodyne model",
-               "homodyne"};
-  app.add_flag("--version", opts.show_version,
-               "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
-  auto* cfg =
-      app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
-  app.add_option("--method", opts.method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
-      ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
-      ->capture_default_str();
-  app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
-      ->capture_default_str();
-  app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
-  auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
-  auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
-  sm->excludes(lf);
-  app.add_option("--threads", opts.threads,
-                 "compute threads per rank (default: the autotune cache of homodyne-topology "
-                 "--autotune, else one per core the rank is bound to)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
-               "ignore the settings cached by homodyne-topology --autotune");
-  const std::pair<const char*, const char*> initial_flags[] = {
-      {"--initial-d0", "D0"},
-      {"--initial-alpha", "alpha"},
-      {"--initial-d-offset", "D_offset"},
-      {"--initial-gamma-dot-t0", "gamma_dot_t0"},
-      {"--initial-beta", "beta"},
-      {"--initial-gamma-dot-offset", "gamma_dot_t_offset"},
-      {"--initial-phi0", "phi0"}};
-  std::map<std::string, double> initial_values;
-  std::vector<std::pair<CLI::Option*, std::string>> initial_options;
-  for (auto [flag, name] : initial_flags) {
-    auto* o = app.add_option(flag, initial_values[name],
-                             fmt::format("initial {} (phi0 in degrees)", name));
-    initial_options.emplace_back(o, name);
-  }
-  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
-  app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
-  app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
-  app.add_option("--nlsq-result", opts.nlsq_result,
-                 "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
-  app.add_option("--strategy", opts.strategy,
-                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
-      ->capture_default_str();
-  app.add_option("--memory-limit", opts.memory_limit,
-                 "memory budget per rank, e.g. 2G or 512M (default: "
-                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
-  app.add_flag("--dry-run", opts.dry_run,
-               "print the memory estimate, budget, strategy and partition per rank, then exit");
-  app.add_flag("--save-plots", opts.plots.save_plots,
-               "figures of the results with homodyne-plot (c2 heatmaps, CMC diagnostics)");
-  app.add_flag("--plot-experimental-data", opts.plots.experimental,
-               "plots/ of the selected data (without --save-plots: no fit)");
-  app.add_flag("--plot-simulated-data", opts.plots.simulated,
-               "plots/ of the model at the config's initial parameters (without --save-plots: "
-               "no fit, no data loading)");
-  app.add_option("--plot-format", opts.plots.format, "figure format")
-      ->check(CLI::IsMember({"png", "pdf"}))
-      ->capture_default_str();
-  app.add_option("--contrast", opts.plots.simulated_options.contrast, "simulated-data plots")
-      ->capture_default_str();
-  app.add_option("--offset", opts.plots.simulated_options.offset, "simulated-data plots")
-      ->capture_default_str();
-  app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
-                 "simulated-data plots: angles in degrees (default: the data's)")
-      ->delimiter(',');
-  app.add_flag("--resume", opts.resume,
-               "continue from the newest valid checkpoint (optimization.streaming.checkpoint_dir)");
-  app.add_option("--checkpoint-dir", opts.checkpoint_dir,
-                 "write checkpoints to DIR (enables them; overrides the config)");
-  app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
-  app.add_flag("-q,--quiet", opts.quiet, "errors only");
-  app.footer(
-      "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
-      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.\n"
-      "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
-      "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
-      "docs/batch.md; exit 3 when some tasks failed).");
-
-  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
-  if (const auto code = TryParseCommandLine(
-          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
-    return code;
-  }
-  opts.config_given = cfg->count() > 0;
-  for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
-  for (const auto& [o, name] : initial_options) {
-    if (o->count() > 0) opts.initial[name] = initial_values[name];
-  }
-  return std::nullopt;
-}
 
 // Checked before any work: the output directory must not be an input file, and it must
 // exist as a writable directory or be creatable under one. It is created only when the
@@ -314,6 +177,53 @@ checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
                                            opts.n_warmup, opts.n_chains, opts.cmc_num_shards,
                                            opts.dense_mass_matrix, opts.no_nlsq_warmstart);
   return c;
+}
+
+// The result files (rank 0): NLSQ's when `fit` is set (and multistart.json with
+// `multistart`), CMC's when `sampled` is set, and the plot inputs.
+void WriteResultFiles(const HomodyneCliOptions& opts, const config::Config& cfg,
+                      const std::string& data_file, const PlotRequest& plots,
+                      const nlsq::NlsqRunResult* fit, const nlsq::MultiStartSummary* multistart,
+                      const cmc::CmcRunResult* sampled, const Logger& log) {
+  const std::filesystem::path out(opts.output_dir);
+  if (fit != nullptr) {
+    nlsq::WriteNlsqResultFiles(out, fit->report);
+    if (multistart != nullptr) {
+      WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart->ToJson());
+    }
+    // fitted_data.h5 holds one angle's matrices at a time; after a streaming fit only if
+    // they fit in what the fit's own estimate left of the memory budget.
+    const nlsq::MemoryPlan& plan = fit->memory;
+    const double headroom =
+        static_cast<double>(plan.budget.bytes) - static_cast<double>(plan.chosen().total());
+    WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, *fit, log,
+                    plan.strategy == nlsq::FitStrategy::kStreaming ? std::max(0.0, headroom)
+                                                                   : 4.0 * (1ULL << 30));
+  }
+  if (sampled != nullptr) {
+    cmc::WriteCmcResultFiles(opts.output_dir, *sampled);
+    WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+                    cmc::PosteriorMeanModel(*sampled), log);
+  }
+  WritePlotInputs(out, plots, cfg, data_file, log);
+}
+
+// The closing summary on stdout (rank 0): the NLSQ and CMC results that ran, compared
+// with the truth when the data file is synthetic.
+void PrintSummary(const std::string& data_file, const std::string& output_dir,
+                  const nlsq::NlsqRunResult* fit, const cmc::CmcRunResult* sampled) {
+  std::string text = fit != nullptr ? FormatNlsqSummary(*fit) : std::string();
+  if (sampled != nullptr) text += FormatCmcSummary(*sampled);
+  try {
+    const synth::SynthTruth truth = synth::ReadSyntheticTruth(data_file);
+    if (fit != nullptr) text += FormatTruthComparison(*fit, truth);
+    if (sampled != nullptr) text += FormatCmcTruthComparison(*sampled, truth);
+  } catch (const Error&) {
+    // Not a synthetic file: no truth to compare with.
+  }
+  text += fmt::format("\nresults in {}\n", output_dir);
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
 }
 
 int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
@@ -470,27 +380,9 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     PhaseTimes::Scope t(phases, "write_outputs");
     MaybeInjectFailure("output", env.rank());
     if (env.rank() != 0) return;
-    const std::filesystem::path out(opts.output_dir);
-    if (write_nlsq) {
-      nlsq::WriteNlsqResultFiles(out, result.report);
-      if (use_multistart) {
-        WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart.ToJson());
-      }
-      // fitted_data.h5 holds one angle's matrices at a time; after a streaming fit only if
-      // they fit in what the fit's own estimate left of the memory budget.
-      const nlsq::MemoryPlan& plan = result.memory;
-      const double headroom =
-          static_cast<double>(plan.budget.bytes) - static_cast<double>(plan.chosen().total());
-      WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, result, log,
-                      plan.strategy == nlsq::FitStrategy::kStreaming ? std::max(0.0, headroom)
-                                                                     : 4.0 * (1ULL << 30));
-    }
-    if (cmc_result) {
-      cmc::WriteCmcResultFiles(opts.output_dir, *cmc_result);
-      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      cmc::PosteriorMeanModel(*cmc_result), log);
-    }
-    WritePlotInputs(out, plots, cfg, data_file, log);
+    WriteResultFiles(opts, cfg, data_file, plots, write_nlsq ? &result : nullptr,
+                     use_multistart ? &multistart : nullptr, cmc_result ? &*cmc_result : nullptr,
+                     log);
   });
   state.phases = phases;
   RunReportInput report = BaseReport(opts, state);
@@ -510,18 +402,8 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   if (env.rank() == 0) report.data = SummariseData(cfg, data_file, skip_nlsq ? nullptr : &result);
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
   if (env.rank() == 0 && !opts.quiet) {
-    std::string text = skip_nlsq ? std::string() : FormatNlsqSummary(result);
-    if (cmc_result) text += FormatCmcSummary(*cmc_result);
-    try {
-      const synth::SynthTruth truth = synth::ReadSyntheticTruth(data_file);
-      if (!skip_nlsq) text += FormatTruthComparison(result, truth);
-      if (cmc_result) text += FormatCmcTruthComparison(*cmc_result, truth);
-    } catch (const Error&) {
-      // Not a synthetic file: no truth to compare with.
-    }
-    text += fmt::format("\nresults in {}\n", opts.output_dir);
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
+    PrintSummary(data_file, opts.output_dir, skip_nlsq ? nullptr : &result,
+                 cmc_result ? &*cmc_result : nullptr);
   }
   return usable ? 0 : static_cast<int>(ExitCode::kInternalError);
 }
@@ -551,7 +433,7 @@ int RunFit(Environment& env, const HomodyneCliOptions& opts) {
 int RunHomodyne(Environment& env, const std::vector<std::string>& args) {
   if (batch::IsBatchCommand(args)) return batch::RunBatch(env, args);
   HomodyneCliOptions opts;
-  if (auto code = ParseCommandLine(env, args, opts)) return *code;
+  if (auto code = ParseHomodyneOptions(env, args, opts)) return *code;
   env.logger().set_level(LogLevelFromVerbosity(opts.verbosity, opts.quiet));
 
   RunCollectively(env.world(), [&] { MaybeInjectFailure("startup", env.rank()); });

@@ -1,0 +1,114 @@
+#include "app/homodyne_options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "app/command_line.h"
+
+namespace homodyne {
+
+// Parses on every rank (the result is identical everywhere); rank 0 prints help and
+// parse errors. Returns an exit code when the program should stop right away.
+std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std::string>& args,
+                                        HomodyneCliOptions& opts) {
+  CLI::App app{"homodyne-hpc: fit XPCS two-time correlation data with the homodyne model",
+               "homodyne"};
+  app.add_flag("--version", opts.show_version,
+               "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
+  auto* cfg =
+      app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
+  app.add_option("--method", opts.method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
+      ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
+      ->capture_default_str();
+  app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
+      ->capture_default_str();
+  app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
+  auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
+  auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
+  sm->excludes(lf);
+  app.add_option("--threads", opts.threads,
+                 "compute threads per rank (default: the autotune cache of homodyne-topology "
+                 "--autotune, else one per core the rank is bound to)")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
+               "ignore the settings cached by homodyne-topology --autotune");
+  const std::pair<const char*, const char*> initial_flags[] = {
+      {"--initial-d0", "D0"},
+      {"--initial-alpha", "alpha"},
+      {"--initial-d-offset", "D_offset"},
+      {"--initial-gamma-dot-t0", "gamma_dot_t0"},
+      {"--initial-beta", "beta"},
+      {"--initial-gamma-dot-offset", "gamma_dot_t_offset"},
+      {"--initial-phi0", "phi0"}};
+  std::map<std::string, double> initial_values;
+  std::vector<std::pair<CLI::Option*, std::string>> initial_options;
+  for (auto [flag, name] : initial_flags) {
+    auto* o = app.add_option(flag, initial_values[name],
+                             fmt::format("initial {} (phi0 in degrees)", name));
+    initial_options.emplace_back(o, name);
+  }
+  app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
+  app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
+  app.add_option("--nlsq-result", opts.nlsq_result,
+                 "CMC: warm start from an earlier NLSQ result (directory or parameters.json)");
+  app.add_option("--strategy", opts.strategy,
+                 "NLSQ data path: auto (by the memory budget), in-core or streaming")
+      ->capture_default_str();
+  app.add_option("--memory-limit", opts.memory_limit,
+                 "memory budget per rank, e.g. 2G or 512M (default: "
+                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
+  app.add_flag("--dry-run", opts.dry_run,
+               "print the memory estimate, budget, strategy and partition per rank, then exit");
+  app.add_flag("--save-plots", opts.plots.save_plots,
+               "figures of the results with homodyne-plot (c2 heatmaps, CMC diagnostics)");
+  app.add_flag("--plot-experimental-data", opts.plots.experimental,
+               "plots/ of the selected data (without --save-plots: no fit)");
+  app.add_flag("--plot-simulated-data", opts.plots.simulated,
+               "plots/ of the model at the config's initial parameters (without --save-plots: "
+               "no fit, no data loading)");
+  app.add_option("--plot-format", opts.plots.format, "figure format")
+      ->check(CLI::IsMember({"png", "pdf"}))
+      ->capture_default_str();
+  app.add_option("--contrast", opts.plots.simulated_options.contrast, "simulated-data plots")
+      ->capture_default_str();
+  app.add_option("--offset", opts.plots.simulated_options.offset, "simulated-data plots")
+      ->capture_default_str();
+  app.add_option("--phi-angles", opts.plots.simulated_options.phi_deg,
+                 "simulated-data plots: angles in degrees (default: the data's)")
+      ->delimiter(',');
+  app.add_flag("--resume", opts.resume,
+               "continue from the newest valid checkpoint (optimization.streaming.checkpoint_dir)");
+  app.add_option("--checkpoint-dir", opts.checkpoint_dir,
+                 "write checkpoints to DIR (enables them; overrides the config)");
+  app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
+  app.add_flag("-q,--quiet", opts.quiet, "errors only");
+  app.footer(
+      "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
+      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.\n"
+      "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
+      "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
+      "docs/batch.md; exit 3 when some tasks failed).");
+
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
+  if (const auto code = TryParseCommandLine(
+          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
+    return code;
+  }
+  opts.config_given = cfg->count() > 0;
+  for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
+  for (const auto& [o, name] : initial_options) {
+    if (o->count() > 0) opts.initial[name] = initial_values[name];
+  }
+  return std::nullopt;
+}
+
+}  // namespace homodyne

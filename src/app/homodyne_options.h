@@ -1,0 +1,52 @@
+// Options of the `homodyne` command and their parsing (private to src/app).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "homodyne/app/plots.h"
+#include "homodyne/environment.h"
+
+namespace homodyne {
+
+struct HomodyneCliOptions {
+  bool show_version = false;
+  int verbosity = 0;
+  bool quiet = false;
+  std::string config = "./homodyne_config.yaml";
+  bool config_given = false;
+  std::string method = "nlsq";
+  std::string output_dir = "./homodyne_results";
+  std::string data_file;
+  bool static_mode = false;
+  bool laminar_flow = false;
+  int threads = 0;  // 0: the autotune cache, else one per core of the rank's cpuset
+  bool no_autotune_cache = false;
+  std::map<std::string, double> initial;
+  std::string command_line;
+  // CMC
+  int n_samples = -1;
+  int n_warmup = -1;
+  int n_chains = -1;
+  int cmc_num_shards = -1;
+  bool no_nlsq_warmstart = false;
+  bool dense_mass_matrix = false;
+  std::string nlsq_result;
+  // Memory (docs/streaming.md)
+  std::string strategy = "auto";
+  std::string memory_limit;
+  bool dry_run = false;
+  PlotRequest plots;
+  // Checkpoints (docs/checkpoints.md)
+  bool resume = false;
+  std::string checkpoint_dir;
+};
+
+// Parses on every rank (the result is identical everywhere); rank 0 prints help and
+// parse errors. Returns an exit code when the program should stop right away.
+std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std::string>& args,
+                                        HomodyneCliOptions& opts);
+
+}  // namespace homodyne
