@@ -168,6 +168,35 @@ TEST(ModelKernelTest, ExactTranscendentalsGiveBitIdenticalC2) {
   }
 }
 
+// Whole rows of 400 frames, longer than a block (kMaxBlock columns), 2 threads: the χ², gradient
+// and normal passes give the same χ² bits (the other cases' tiles are at most 200 columns).
+TEST(ModelKernelTest, LongRowsKeepTheChi2OfThePassesIdentical) {
+  std::mt19937_64 rng(4242);
+  const Geometry tmpl{0.0054, 2e6, 1e-3}, coarse{0.01, 2e6, 0.1};
+  struct Case {
+    AnalysisMode mode;
+    Geometry geometry;
+    double t0;
+  };
+  int compared = 0;
+  for (const Case& c :
+       {Case{AnalysisMode::kLaminarFlow, tmpl, 1e-3}, Case{AnalysisMode::kLaminarFlow, coarse, 0.0},
+        Case{AnalysisMode::kStatic, tmpl, 1e-3}}) {
+    const int n = 400;
+    const auto pb = MakeProblem(c.mode, c.geometry, n, c.t0, {-30.0, 10.0, 75.0}, n, rng);
+    const ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, {.threads = 2});
+    for (int draw = 0; draw < 8; ++draw) {
+      const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+      const auto full = kernel.Accumulate(params);
+      std::vector<double> gradient(full.jtr.size());
+      EXPECT_EQ(kernel.Chi2(params), full.chi2) << "draw " << draw;
+      EXPECT_EQ(kernel.Gradient(params, gradient), full.chi2) << "draw " << draw;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 24);
+}
+
 TEST(ModelKernelTest, NormalEquationsMatchPlainReferenceAccumulation) {
   std::mt19937_64 rng(7);
   for (const auto& gc : Cases()) {
