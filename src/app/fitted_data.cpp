@@ -5,6 +5,7 @@
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/io/dataset.h"
 #include "homodyne/io/writers.h"
+#include "homodyne/progress.h"
 #include "homodyne/synth/synthetic_dataset.h"
 
 namespace homodyne {
@@ -29,19 +30,17 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   const std::size_t n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   const std::uint64_t nn = nf * nf;
-  {
-    const double working = 8.0 * 4.0 * static_cast<double>(nn);
-    if (working > max_bytes) {
-      logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
-                  path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
-      return;
-    }
-    const double file_bytes = 8.0 * 6.0 * static_cast<double>(n) * static_cast<double>(nn);
-    if (file_bytes > static_cast<double>(1ULL << 30)) {
-      logger.Info("writing {} ({:.2f} GiB, {} angles of {} x {} frames)", path.string(),
-                  file_bytes / (1ULL << 30), n, nf, nf);
-    }
+  const double working = 8.0 * 4.0 * static_cast<double>(nn);
+  if (working > max_bytes) {
+    logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
+                path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
+    return;
   }
+  // A progress line for files above 1 GiB (minutes on a slow file system), per angle.
+  const double file_gib = 8.0 * 6.0 * static_cast<double>(n) * static_cast<double>(nn) /
+                          static_cast<double>(1ULL << 30);
+  Progress progress(file_gib > 1.0 ? logger : Logger::Silent(),
+                    "writing " + path.filename().string());
   const std::vector<double> phi = meta.phi_values();
   // g1² on the loader grid at the fitted physics (contrast 1, offset 0), one angle at a time.
   synth::SynthTruth model;
@@ -111,6 +110,9 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
     write("/c2_theoretical_scaled", scaled);
     write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
     write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
+    progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", k + 1, n,
+                                file_gib * static_cast<double>(k) / static_cast<double>(n),
+                                file_gib));
     write("/residuals_normalized", [&](std::uint64_t p) {
       if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
       return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
@@ -124,6 +126,7 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
   out.Commit(attrs);
+  progress.Done(fmt::format("{} angles, {:.2f} GiB in {:.1f} s", n, file_gib, progress.elapsed()));
 }
 
 }  // namespace homodyne
