@@ -106,7 +106,11 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
       }
       WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log);
     }
-    if (cmc_result) cmc::WriteCmcResultFiles(task.spec.output_dir, *cmc_result);
+    if (cmc_result) {
+      cmc::WriteCmcResultFiles(task.spec.output_dir, *cmc_result);
+      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+                      cmc::PosteriorMeanModel(*cmc_result), fit_log);
+    }
   });
   RunReportInput report;
   report.command_line = g.command_line + " [task " + task.spec.name + "]";

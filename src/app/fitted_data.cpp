@@ -10,13 +10,21 @@
 
 namespace homodyne {
 
+double FittedDataLimit(const nlsq::NlsqRunResult& result) {
+  const nlsq::MemoryPlan& plan = result.memory;
+  if (plan.strategy != nlsq::FitStrategy::kStreaming) return kFittedDataMaxBytes;
+  const double headroom =
+      static_cast<double>(plan.budget.bytes) - static_cast<double>(plan.chosen().total());
+  return std::max(0.0, headroom);
+}
+
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger, double max_bytes) {
+                     const Logger& logger) {
   WriteFittedData(path, cfg, data_file,
                   FittedModel{result.report.analysis_mode, result.report.physical_values,
                               result.report.contrast, result.report.offset},
-                  logger, max_bytes);
+                  logger, FittedDataLimit(result));
 }
 
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,

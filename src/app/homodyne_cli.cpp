@@ -191,14 +191,7 @@ void WriteResultFiles(const HomodyneCliOptions& opts, const config::Config& cfg,
     if (multistart != nullptr) {
       WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart->ToJson());
     }
-    // fitted_data.h5 holds one angle's matrices at a time; after a streaming fit only if
-    // they fit in what the fit's own estimate left of the memory budget.
-    const nlsq::MemoryPlan& plan = fit->memory;
-    const double headroom =
-        static_cast<double>(plan.budget.bytes) - static_cast<double>(plan.chosen().total());
-    WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, *fit, log,
-                    plan.strategy == nlsq::FitStrategy::kStreaming ? std::max(0.0, headroom)
-                                                                   : 4.0 * (1ULL << 30));
+    WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, *fit, log);
   }
   if (sampled != nullptr) {
     cmc::WriteCmcResultFiles(opts.output_dir, *sampled);

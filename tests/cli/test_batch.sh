@@ -100,7 +100,9 @@ for t in a_default b_file a_q b_start a_both; do
     [ -s "$tmp/out/$t/$f" ] || { echo "FAIL: $t/$f missing"; exit 1; }
   done
 done
-[ -s "$tmp/out/a_both/cmc/parameters.json" ] || { echo "FAIL: CMC outputs of a_both"; exit 1; }
+for f in cmc/parameters.json cmc/fitted_data.h5; do
+  [ -s "$tmp/out/a_both/$f" ] || { echo "FAIL: CMC output a_both/$f missing"; exit 1; }
+done
 [ -s "$tmp/out/not_converged/nlsq/parameters.json" ] || { echo "FAIL: outputs of a non-converged fit"; exit 1; }
 for t in missing_data bad_override broken_config not_converged; do
   [ -e "$tmp/out/$t/batch_task_done.json" ] && { echo "FAIL: $t has a completion marker"; exit 1; }

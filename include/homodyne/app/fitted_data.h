@@ -25,6 +25,8 @@ namespace homodyne {
 // both; c2_solver_scaled and per_angle_scaling_solver (the model's own contrast/offset) too.
 enum class FittedDataConvention { kNlsq, kCmc };
 
+inline constexpr double kFittedDataMaxBytes = 4.0 * (1ULL << 30);  // one angle's matrices
+
 // The model whose c2 the file holds: physical parameters and per-angle contrast/offset.
 struct FittedModel {
   std::string analysis_mode;
@@ -38,11 +40,15 @@ struct FittedModel {
 // not written (a warning says so). Atomic: a failure leaves neither the file nor its
 // temporary.
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
-                     const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger, double max_bytes = 4.0 * (1ULL << 30));
-// The same file for any model (e.g. DIR/cmc/fitted_data.h5 at the posterior mean).
-void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes = 4.0 * (1ULL << 30));
+                     double max_bytes = kFittedDataMaxBytes);
+// DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks): the limit is
+// FittedDataLimit(result).
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const nlsq::NlsqRunResult& result,
+                     const Logger& logger);
+// 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the
+// run stays within the budget it chose to stream for).
+double FittedDataLimit(const nlsq::NlsqRunResult& result);
 
 }  // namespace homodyne
