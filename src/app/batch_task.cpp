@@ -104,14 +104,21 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
       if (use_multistart) {
         WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
       }
-      WriteFittedData(out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log);
+    }
+    if (cmc_result) cmc::WriteCmcResultFiles(task.spec.output_dir, *cmc_result);
+  });
+  {
+    // fitted_data.h5: the task's ranks together (collective).
+    PhaseTimes::Scope t(phases, "write_outputs");
+    const std::filesystem::path out(task.spec.output_dir);
+    if (task.spec.method != "cmc") {
+      WriteFittedData(group, out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log);
     }
     if (cmc_result) {
-      cmc::WriteCmcResultFiles(task.spec.output_dir, *cmc_result);
-      WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
+      WriteFittedData(group, out / "cmc" / "fitted_data.h5", cfg, data_file,
                       cmc::PosteriorMeanModel(*cmc_result), fit_log);
     }
-  });
+  }
   RunReportInput report;
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;

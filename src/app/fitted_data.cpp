@@ -1,10 +1,14 @@
 #include "homodyne/app/fitted_data.h"
 
+#include <mpi.h>
+
 #include <algorithm>
+#include <optional>
 
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/io/dataset.h"
 #include "homodyne/io/writers.h"
+#include "homodyne/parallel/collective.h"
 #include "homodyne/progress.h"
 #include "homodyne/synth/synthetic_dataset.h"
 
@@ -18,23 +22,60 @@ double FittedDataLimit(const nlsq::NlsqRunResult& result) {
   return std::max(0.0, headroom);
 }
 
-void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger) {
-  WriteFittedData(path, cfg, data_file,
+  WriteFittedData(comm, path, cfg, data_file,
                   FittedModel{result.report.analysis_mode, result.report.physical_values,
                               result.report.contrast, result.report.offset},
                   logger, FittedDataLimit(result));
 }
 
-void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
-                     const std::string& data_file, const FittedModel& result, const Logger& logger,
-                     double max_bytes) {
+namespace {
+
+// fn on every rank with its errors agreed (parallel/collective.h), or fn alone.
+template <typename Fn>
+auto Together(const Comm* comm, Fn&& fn) {
+  if (comm != nullptr) return RunCollectively(*comm, std::forward<Fn>(fn));
+  return fn();
+}
+
+// Rank 0's model and limit on every rank (the fit's result is complete on rank 0 only, and
+// the memory limit is rank 0's: all ranks must take the same decisions).
+void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes) {
+  const auto bcast_doubles = [&](std::vector<double>& v) {
+    int n = static_cast<int>(v.size());
+    MPI_Bcast(&n, 1, MPI_INT, 0, comm.get());
+    v.resize(static_cast<std::size_t>(n));
+    if (n > 0) MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, comm.get());
+  };
+  bcast_doubles(fitted.physical);
+  bcast_doubles(fitted.contrast);
+  bcast_doubles(fitted.offset);
+  int convention = static_cast<int>(fitted.convention);
+  MPI_Bcast(&convention, 1, MPI_INT, 0, comm.get());
+  fitted.convention = static_cast<FittedDataConvention>(convention);
+  std::vector<char> mode(fitted.analysis_mode.begin(), fitted.analysis_mode.end());
+  int length = static_cast<int>(mode.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm.get());
+  mode.resize(static_cast<std::size_t>(length));
+  if (length > 0) MPI_Bcast(mode.data(), length, MPI_CHAR, 0, comm.get());
+  fitted.analysis_mode.assign(mode.begin(), mode.end());
+  MPI_Bcast(&max_bytes, 1, MPI_DOUBLE, 0, comm.get());
+}
+
+// The file on the ranks of `comm` (each writes the angles k ≡ rank mod size), or on one
+// process (comm = nullptr).
+void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
+             const std::string& data_file, FittedModel result, const Logger& logger,
+             double max_bytes) {
+  if (comm != nullptr) BroadcastFromRoot(*comm, result, max_bytes);
   // The size check comes before the data are read (from the metadata alone). The file is
   // written one angle at a time: the angle's data, its g1², its read buffer and one output
   // matrix are held at once, whatever the number of angles.
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
-  const io::DatasetMetadata meta = io::ReadDatasetMetadata(load, Logger::Silent());
+  const io::DatasetMetadata meta =
+      Together(comm, [&] { return io::ReadDatasetMetadata(load, Logger::Silent()); });
   const std::size_t n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   const std::uint64_t nn = nf * nf;
@@ -60,81 +101,123 @@ void WriteFittedData(const std::filesystem::path& path, const config::Config& cf
   model.frames = static_cast<int>(nf);
 
   const bool cmc = result.convention == FittedDataConvention::kCmc;
-  io::ArrayFileWriter out(path.string());
+  const int rank = comm != nullptr ? comm->rank() : 0;
+  const int ranks = comm != nullptr ? comm->size() : 1;
+  std::optional<io::ArrayFileWriter> file;
   const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
-  out.Create("/c2_exp", cube, "diagonal-corrected data");
-  out.Create("/c2_theoretical_raw", cube, cmc ? "g1^2" : "1 + g1^2");
-  out.Create("/c2_theoretical_scaled", cube, "a_k * raw + b_k (post-hoc)");
-  out.Create("/c2_solver_scaled", cube, "offset_k + contrast_k * g1^2");
-  out.Create("/per_angle_scaling", pairs,
-             cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
-                 : "[a_k, b_k] post-hoc least squares");
-  out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
-  out.Create("/residuals", cube, "c2_exp - c2_theoretical_scaled");
-  out.Create("/residuals_normalized", cube,
-             cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
-                 : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+  // Collective: the file and every dataset.
+  Together(comm, [&] {
+    file.emplace(path.string(), comm);
+    io::ArrayFileWriter& out = *file;
+    out.Create("/c2_exp", cube, "diagonal-corrected data");
+    out.Create("/c2_theoretical_raw", cube, cmc ? "g1^2" : "1 + g1^2");
+    out.Create("/c2_theoretical_scaled", cube, "a_k * raw + b_k (post-hoc)");
+    out.Create("/c2_solver_scaled", cube, "offset_k + contrast_k * g1^2");
+    out.Create("/per_angle_scaling", pairs,
+               cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
+                   : "[a_k, b_k] post-hoc least squares");
+    out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
+    out.Create("/residuals", cube, "c2_exp - c2_theoretical_scaled");
+    out.Create("/residuals_normalized", cube,
+               cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
+                   : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+    out.Create("/t1", {nf}, "seconds from 0");
+    out.Create("/t2", {nf}, "seconds from 0");
+    out.Create("/q", {1}, "1/Angstrom");
+    out.Create("/phi_angles", {n}, "degrees, normalised");
+  });
+  io::ArrayFileWriter& out = *file;
   // raw = one + g1²: 1 + g1² (NLSQ) or g1² (CMC).
   const double one = cmc ? 0.0 : 1.0;
-  std::vector<double> slab(nn);
-  for (std::size_t k = 0; k < n; ++k) {
-    const std::vector<double> c = io::LoadAngleMatrix(meta, k);
-    model.phi_deg = {phi[k]};
-    const std::vector<double> g = std::move(synth::ModelMatrices(model).front());
-    // Post-hoc least squares c ≈ a·raw + b over all N² points.
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (std::uint64_t p = 0; p < nn; ++p) {
-      const double x = one + g[p];
-      sx += x;
-      sy += c[p];
-      sxx += x * x;
-      sxy += x * c[p];
-    }
-    const double m = static_cast<double>(nn);
-    const double den = m * sxx - sx * sx;
-    double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
-    double b = (sy - a * sx) / m;
-    if (cmc) {
-      if (a > 1.0 || a <= 0.0) {
-        logger.Warn(
-            "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
-            "unphysical; clipped to {}",
-            path.string(), k, phi[k], a, a > 1.0 ? "1" : "0.01");
+  // The least-squares contrast of every angle (0 for the other ranks' angles), for the
+  // warnings, which only rank 0 prints.
+  std::vector<double> raw_contrast(n, 0.0);
+  Together(comm, [&] {
+    std::vector<double> slab(nn);
+    for (std::size_t k = static_cast<std::size_t>(rank); k < n;
+         k += static_cast<std::size_t>(ranks)) {
+      const std::vector<double> c = io::LoadAngleMatrix(meta, k);
+      model.phi_deg = {phi[k]};
+      const std::vector<double> g = std::move(synth::ModelMatrices(model).front());
+      // Post-hoc least squares c ≈ a·raw + b over all N² points.
+      double sx = 0, sy = 0, sxx = 0, sxy = 0;
+      for (std::uint64_t p = 0; p < nn; ++p) {
+        const double x = one + g[p];
+        sx += x;
+        sy += c[p];
+        sxx += x * x;
+        sxy += x * c[p];
       }
-      a = std::clamp(a, 0.01, 1.0);
-      b = std::clamp(b, 0.5, 1.5);
+      const double m = static_cast<double>(nn);
+      const double den = m * sxx - sx * sx;
+      double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
+      double b = (sy - a * sx) / m;
+      raw_contrast[k] = a;
+      if (cmc) {
+        a = std::clamp(a, 0.01, 1.0);
+        b = std::clamp(b, 0.5, 1.5);
+      }
+      const double contrast = result.contrast.at(k);
+      const double offset = result.offset.at(k);
+      out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
+      out.WriteSlab("/per_angle_scaling_solver", k, std::vector<double>{contrast, offset});
+      out.WriteSlab("/c2_exp", k, c);
+      const auto write = [&](const char* name, auto&& value) {
+        for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
+        out.WriteSlab(name, k, slab);
+      };
+      const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
+      write("/c2_theoretical_raw", [&](std::uint64_t p) { return one + g[p]; });
+      write("/c2_theoretical_scaled", scaled);
+      write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
+      write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
+      progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", k + 1, n,
+                                  file_gib * static_cast<double>(k) / static_cast<double>(n),
+                                  file_gib));
+      write("/residuals_normalized", [&](std::uint64_t p) {
+        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
+        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
+      });
     }
-    const double contrast = result.contrast.at(k);
-    const double offset = result.offset.at(k);
-    out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
-    out.WriteSlab("/per_angle_scaling_solver", k, std::vector<double>{contrast, offset});
-    out.WriteSlab("/c2_exp", k, c);
-    const auto write = [&](const char* name, auto&& value) {
-      for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
-      out.WriteSlab(name, k, slab);
-    };
-    const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
-    write("/c2_theoretical_raw", [&](std::uint64_t p) { return one + g[p]; });
-    write("/c2_theoretical_scaled", scaled);
-    write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
-    write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
-    progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", k + 1, n,
-                                file_gib * static_cast<double>(k) / static_cast<double>(n),
-                                file_gib));
-    write("/residuals_normalized", [&](std::uint64_t p) {
-      if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
-      return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
-    });
+    if (rank == 0) {
+      out.WriteSlab("/t1", 0, meta.t);
+      out.WriteSlab("/t2", 0, meta.t);
+      out.WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
+      out.WriteSlab("/phi_angles", 0, phi);
+    }
+  });
+  if (comm != nullptr) {
+    MPI_Allreduce(MPI_IN_PLACE, raw_contrast.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
+                  comm->get());
   }
-  out.Write({"/t1", {nf}, meta.t, "seconds from 0"});
-  out.Write({"/t2", {nf}, meta.t, "seconds from 0"});
-  out.Write({"/q", {1}, {meta.q_physics}, "1/Angstrom"});
-  out.Write({"/phi_angles", {n}, phi, "degrees, normalised"});
+  for (std::size_t k = 0; cmc && k < n; ++k) {
+    const double a = raw_contrast[k];
+    if (a > 1.0 || a <= 0.0) {
+      logger.Warn(
+          "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
+          "unphysical; clipped to {}",
+          path.string(), k, phi[k], a, a > 1.0 ? "1" : "0.01");
+    }
+  }
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
-  out.Commit(attrs);
+  Together(comm, [&] { out.Commit(attrs); });
   progress.Done(fmt::format("{} angles, {:.2f} GiB in {:.1f} s", n, file_gib, progress.elapsed()));
+}
+
+}  // namespace
+
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes) {
+  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes);
+}
+
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes) {
+  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes);
 }
 
 }  // namespace homodyne

@@ -179,8 +179,9 @@ checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
   return c;
 }
 
-// The result files (rank 0): NLSQ's when `fit` is set (and multistart.json with
-// `multistart`), CMC's when `sampled` is set, and the plot inputs.
+// The result files written by rank 0: NLSQ's when `fit` is set (and multistart.json with
+// `multistart`), CMC's when `sampled` is set, and the plot inputs; fitted_data.h5 is
+// written by all ranks afterwards (WriteFittedData).
 void WriteResultFiles(const HomodyneCliOptions& opts, const config::Config& cfg,
                       const std::string& data_file, const PlotRequest& plots,
                       const nlsq::NlsqRunResult* fit, const nlsq::MultiStartSummary* multistart,
@@ -191,13 +192,8 @@ void WriteResultFiles(const HomodyneCliOptions& opts, const config::Config& cfg,
     if (multistart != nullptr) {
       WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart->ToJson());
     }
-    WriteFittedData(OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file, *fit, log);
   }
-  if (sampled != nullptr) {
-    cmc::WriteCmcResultFiles(opts.output_dir, *sampled);
-    WriteFittedData(out / "cmc" / "fitted_data.h5", cfg, data_file,
-                    cmc::PosteriorMeanModel(*sampled), log);
-  }
+  if (sampled != nullptr) cmc::WriteCmcResultFiles(opts.output_dir, *sampled);
   WritePlotInputs(out, plots, cfg, data_file, log);
 }
 
@@ -377,6 +373,19 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
                      use_multistart ? &multistart : nullptr, cmc_result ? &*cmc_result : nullptr,
                      log);
   });
+  {
+    // fitted_data.h5: all ranks together (collective, each rank its share of the angles).
+    PhaseTimes::Scope t(phases, "write_outputs");
+    const std::filesystem::path out(opts.output_dir);
+    if (write_nlsq) {
+      WriteFittedData(env.world(), OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file,
+                      result, log);
+    }
+    if (cmc_result) {
+      WriteFittedData(env.world(), out / "cmc" / "fitted_data.h5", cfg, data_file,
+                      cmc::PosteriorMeanModel(*cmc_result), log);
+    }
+  }
   state.phases = phases;
   RunReportInput report = BaseReport(opts, state);
   if (plots.Any()) {

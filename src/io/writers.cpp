@@ -12,6 +12,8 @@
 
 #include "homodyne/error.h"
 #include "homodyne/io/lzf_filter.h"
+#include "homodyne/parallel/collective.h"
+#include "homodyne/parallel/comm.h"
 #include "io/h5_handles.h"
 #include "io/read_crash_guard.h"
 
@@ -236,31 +238,49 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 
 struct ArrayFileWriter::Impl {
   std::string path, tmp;
+  const Comm* comm = nullptr;  // shared by these ranks (parallel HDF5), or one process
   h5::File file;
   bool committed = false;
-  // The shape of each created array.
-  std::vector<std::pair<std::string, std::vector<hsize_t>>> arrays;
+  struct Array {
+    std::string name;
+    std::vector<hsize_t> dims;
+    h5::Dataset dataset;  // open from Create to Commit (no metadata reads in WriteSlab)
+  };
+  std::vector<Array> arrays;
 
-  const std::vector<hsize_t>& Dims(const std::string& array_path) const {
-    for (const auto& [name, dims] : arrays) {
-      if (name == array_path) return dims;
+  bool root() const { return comm == nullptr || comm->is_root(); }
+  Array& Find(const std::string& array_path) {
+    for (Array& a : arrays) {
+      if (a.name == array_path) return a;
     }
     ThrowInternal(fmt::format("{}: array {} was written before it was created", tmp, array_path));
   }
 };
 
-ArrayFileWriter::ArrayFileWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
+ArrayFileWriter::ArrayFileWriter(const std::string& path, const Comm* comm)
+    : impl_(std::make_unique<Impl>()) {
   h5::Hdf5Init();
   impl_->path = path;
   impl_->tmp = path + ".tmp";
-  impl_->file = h5::CreateFile(impl_->tmp);
+  impl_->comm = comm != nullptr && comm->size() > 1 ? comm : nullptr;
+  if (impl_->comm == nullptr) {
+    impl_->file = h5::CreateFile(impl_->tmp);
+  } else {
+    h5::PropList fapl = h5::MakeFileAccess(impl_->tmp, impl_->comm->get());
+    impl_->file =
+        Own<h5::File>(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                      "creating the file (parallel HDF5)", {impl_->tmp, ""});
+  }
 }
 
 ArrayFileWriter::~ArrayFileWriter() {
   if (impl_->committed) return;
-  impl_->file = h5::File();  // closed (errors ignored) before it is removed
-  std::error_code ignored;
-  std::filesystem::remove(impl_->tmp, ignored);
+  impl_->arrays.clear();
+  impl_->file = h5::File();  // closed (errors ignored; collective) before it is removed
+  if (impl_->root()) {
+    std::error_code ignored;
+    std::filesystem::remove(impl_->tmp, ignored);
+  }
 }
 
 void ArrayFileWriter::Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
@@ -277,12 +297,13 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
                                         space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
                              "creating the dataset", where);
   if (!description.empty()) h5::WriteStringAttribute(ds.get(), "description", description, where);
-  impl_->arrays.emplace_back(array_path, std::move(shape));
+  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds)});
 }
 
 void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
                                 std::span<const double> values) {
-  const std::vector<hsize_t>& dims = impl_->Dims(array_path);
+  Impl::Array& array = impl_->Find(array_path);
+  const std::vector<hsize_t>& dims = array.dims;
   const Where where{impl_->tmp, array_path};
   // A 1-D array is one slab: all of it.
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
@@ -294,17 +315,16 @@ void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t ind
   for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
   HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
   HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
-  auto ds = h5::OpenDataset(impl_->file.get(), impl_->tmp, array_path);
-  auto fspace = Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
+  const hid_t ds = array.dataset.get();
+  auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
                             nullptr),
         "selecting a hyperslab", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
                          "creating a memory space", where);
-  Check(
-      H5Dwrite(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
-      "writing the dataset", where);
+  Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
+        "writing the dataset", where);
 }
 
 void ArrayFileWriter::Write(const NamedArray& array) {
@@ -327,7 +347,24 @@ void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
   for (const auto& [name, value] : root_attributes.numbers) {
     h5::WriteDoubleAttribute(file, name, value, {impl_->tmp, "/"});
   }
-  Publish(impl_->file, impl_->tmp, impl_->path);
+  impl_->arrays.clear();
+  if (impl_->comm == nullptr) {
+    Publish(impl_->file, impl_->tmp, impl_->path);
+  } else {
+    Check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", {impl_->tmp, ""});
+    impl_->file.Close({impl_->tmp, ""});
+    // The file is complete once every rank has closed it; rank 0 syncs and renames it.
+    RunCollectively(*impl_->comm, [&] {
+      if (!impl_->comm->is_root()) return;
+      SyncToDisk(impl_->tmp);
+      std::error_code ec;
+      std::filesystem::rename(impl_->tmp, impl_->path, ec);
+      if (ec) {
+        ThrowIoError(fmt::format("could not rename {} to it: {}", impl_->tmp, ec.message()),
+                     impl_->path);
+      }
+    });
+  }
   impl_->committed = true;
 }
 

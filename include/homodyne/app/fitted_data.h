@@ -15,6 +15,8 @@
 
 namespace homodyne {
 
+class Comm;
+
 // homodyne's two conventions for the post-hoc arrays (physics spec §5.2 and §5.3):
 //   kNlsq: c2_theoretical_raw = 1 + g1², (a_k, b_k) the least squares of c2_exp on it,
 //          residuals_normalized 0 where c2_exp = 0;
@@ -34,7 +36,7 @@ struct FittedModel {
   FittedDataConvention convention = FittedDataConvention::kNlsq;
 };
 
-// Rank-0 only. Written one angle at a time: the angle's matrix is read from the file
+// One process. Written one angle at a time: the angle's matrix is read from the file
 // (io::LoadAngleMatrix), its g1² evaluated and its N×N slabs written, so the memory held is
 // four N×N matrices whatever the number of angles. When those exceed `max_bytes` the file is
 // not written (a warning says so). Atomic: a failure leaves neither the file nor its
@@ -42,9 +44,15 @@ struct FittedModel {
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes = kFittedDataMaxBytes);
-// DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks): the limit is
-// FittedDataLimit(result).
-void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+// The same file written by the ranks of `comm` together (collective; parallel HDF5): each
+// rank computes and writes the angles k ≡ rank (mod ranks), so the time and the memory per
+// rank shrink with the ranks; the file's bits do not depend on them.
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes = kFittedDataMaxBytes);
+// DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks; collective over `comm`):
+// the limit is FittedDataLimit(result).
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger);
 // 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the

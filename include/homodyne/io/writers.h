@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+namespace homodyne {
+class Comm;
+}  // namespace homodyne
+
 namespace homodyne::io {
 
 // Scalar attributes of one group (e.g. /homodyne_synth: true parameters, provenance).
@@ -60,9 +64,13 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 // to be held whole: Create() an array, then WriteSlab() each index of its first dimension
 // (e.g. one angle's N×N matrix at a time). The file is "<path>.tmp" until Commit() renames
 // it over `path`; a writer destroyed uncommitted (an error on the way) removes it.
+// With `comm`, the file is shared by its ranks (parallel HDF5): the constructor, Create,
+// Commit and the destructor are collective (every rank, same arguments, and an error on one
+// rank agreed by all before them — parallel/collective.h), WriteSlab is independent (each
+// rank writes its own slabs).
 class ArrayFileWriter {
  public:
-  explicit ArrayFileWriter(const std::string& path);
+  explicit ArrayFileWriter(const std::string& path, const Comm* comm = nullptr);
   ~ArrayFileWriter();
   ArrayFileWriter(const ArrayFileWriter&) = delete;
   ArrayFileWriter& operator=(const ArrayFileWriter&) = delete;

@@ -1,0 +1,200 @@
+// fitted_data.h5 written by all ranks together (parallel HDF5, each rank its share of the
+// angles), at 1 and 2 ranks: the file has the bits of the one-process writer's, the model and
+// limit are rank 0's (other ranks may pass an incomplete result), and a bad data file ends
+// in the same error on every rank with no file and no temporary left.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "h5_read.h"
+#include "homodyne/app/fitted_data.h"
+#include "homodyne/config/config_reader.h"
+#include "homodyne/error.h"
+#include "homodyne/io/writers.h"
+#include "mpi_test_env.h"
+
+namespace homodyne {
+namespace {
+
+namespace fs = std::filesystem;
+using homodyne::testing::TestEnvironment;
+
+// A directory agreed by all ranks (rank 0's pid), removed at the end by rank 0.
+class SharedDir {
+ public:
+  SharedDir(const Comm& comm, const std::string& stem) : comm_(comm) {
+    int pid = static_cast<int>(::getpid());
+    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
+    path_ = fs::temp_directory_path() / ("homodyne_fitted_mpi_" + std::to_string(pid) + "_" + stem);
+    if (comm.is_root()) {
+      fs::remove_all(path_);
+      fs::create_directories(path_);
+    }
+    comm.Barrier();
+  }
+  ~SharedDir() {
+    comm_.Barrier();
+    if (comm_.is_root()) fs::remove_all(path_);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  const Comm& comm_;
+  fs::path path_;
+};
+
+constexpr int kFrames = 9;
+constexpr int kAngles = 5;  // more angles than ranks, not a multiple of 2
+
+// Rank 0 writes a legacy-layout file of five angles; every rank reads the config. `nan_angle`
+// ≥ 0: that angle's matrix holds a NaN.
+config::Config MakeDataset(const Comm& comm, const fs::path& dir, int nan_angle = -1) {
+  if (comm.is_root()) {
+    std::vector<std::vector<double>> matrices;
+    std::vector<double> q, phi;
+    for (int k = 0; k < kAngles; ++k) {
+      std::vector<double> m(kFrames * kFrames);
+      for (int i = 0; i < kFrames; ++i) {
+        for (int j = 0; j < kFrames; ++j) {
+          m[static_cast<std::size_t>(i * kFrames + j)] =
+              1.0 + (0.2 + 0.04 * k) * std::exp(-0.15 * std::abs(i - j)) + 0.001 * (i + j + k);
+        }
+      }
+      if (k == nan_angle) m[2 * kFrames + 5] = std::nan("");
+      matrices.push_back(std::move(m));
+      q.push_back(0.0054);
+      phi.push_back(-60.0 + 30.0 * k);
+    }
+    io::WriteApsOld((dir / "data.h5").string(), q, phi, matrices);
+  }
+  comm.Barrier();
+  const std::string yaml =
+      "analysis_mode: laminar_flow\n"
+      "analyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: 9\n"
+      "  scattering: {wavevector_q: 0.0054}\n"
+      "  geometry: {stator_rotor_gap: 2000000}\n"
+      "experimental_data:\n  data_folder_path: " +
+      dir.string() + "\n  data_file_name: data.h5\n";
+  return config::ReadConfigString(yaml, "fitted_mpi.yaml");
+}
+
+FittedModel Model(FittedDataConvention convention) {
+  FittedModel m;
+  m.analysis_mode = "laminar_flow";
+  m.physical = {900.0, -0.3, 4.0, 2e-3, 0.1, 1e-4, 5.0};
+  for (int k = 0; k < kAngles; ++k) {
+    m.contrast.push_back(0.25 + 0.01 * k);
+    m.offset.push_back(1.0 + 0.002 * k);
+  }
+  m.convention = convention;
+  return m;
+}
+
+const char* const kArrays[] = {"/c2_exp",
+                               "/c2_theoretical_raw",
+                               "/c2_theoretical_scaled",
+                               "/c2_solver_scaled",
+                               "/per_angle_scaling",
+                               "/per_angle_scaling_solver",
+                               "/residuals",
+                               "/residuals_normalized",
+                               "/t1",
+                               "/t2",
+                               "/q",
+                               "/phi_angles"};
+
+TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "bits");
+  const config::Config cfg = MakeDataset(world, dir.path());
+  for (auto convention : {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
+    const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
+    if (world.is_root()) WriteFittedData(serial, cfg, "", Model(convention), Logger::Silent());
+    // The other ranks pass an empty model and a zero limit: rank 0's are used.
+    const FittedModel model = world.is_root() ? Model(convention) : FittedModel{};
+    WriteFittedData(world, shared, cfg, "", model, Logger::Silent(),
+                    world.is_root() ? kFittedDataMaxBytes : 0.0);
+    world.Barrier();
+    ASSERT_TRUE(fs::exists(shared));
+    EXPECT_FALSE(fs::exists(shared.string() + ".tmp"));
+    for (const char* name : kArrays) {
+      std::vector<hsize_t> ds, dp;
+      const auto a = homodyne::testing::ReadWholeDataset(serial.string(), name, &ds);
+      const auto b = homodyne::testing::ReadWholeDataset(shared.string(), name, &dp);
+      EXPECT_EQ(ds, dp) << name;
+      ASSERT_EQ(a.size(), b.size()) << name;
+      for (std::size_t e = 0; e < a.size(); ++e) {
+        ASSERT_EQ(std::memcmp(&a[e], &b[e], sizeof(double)), 0) << name << " value " << e;
+      }
+    }
+    const io::GroupAttributes attrs = io::ReadAttributes(shared.string(), "/");
+    EXPECT_EQ(attrs.strings.size(), 2u);
+    world.Barrier();
+    if (world.is_root()) {
+      fs::remove(serial);
+      fs::remove(shared);
+    }
+    world.Barrier();
+  }
+}
+
+TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "bad");
+  const config::Config cfg = MakeDataset(world, dir.path());
+  const fs::path out = dir.path() / "fitted_data.h5";
+  const std::string missing = (dir.path() / "missing.h5").string();
+  bool threw = false;
+  try {
+    WriteFittedData(world, out, cfg, missing, Model(FittedDataConvention::kNlsq), Logger::Silent());
+  } catch (const Error& e) {
+    threw = true;
+    EXPECT_NE(std::string(e.what()).find("missing.h5"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(threw);
+  world.Barrier();
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+// Angle 3 is read by rank 1 of 2 only (k ≡ rank mod ranks): its error reaches every rank,
+// nothing hangs and nothing is left.
+TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "nan");
+  const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
+  const fs::path out = dir.path() / "fitted_data.h5";
+  bool threw = false;
+  try {
+    WriteFittedData(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
+  } catch (const Error& e) {
+    threw = true;
+    EXPECT_NE(std::string(e.what()).find("NaN/Inf"), std::string::npos) << e.what();
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+  }
+  EXPECT_TRUE(threw);
+  world.Barrier();
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "limit");
+  const config::Config cfg = MakeDataset(world, dir.path());
+  const fs::path out = dir.path() / "fitted_data.h5";
+  // Four 9 × 9 matrices take 2592 bytes: rank 0's limit decides, whatever the others pass.
+  WriteFittedData(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent(),
+                  world.is_root() ? 2000.0 : 1e12);
+  world.Barrier();
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+}  // namespace
+}  // namespace homodyne
