@@ -11,33 +11,14 @@
 #include "homodyne/checkpoint/checkpoint_store.h"
 #include "homodyne/error.h"
 #include "mpi_test_env.h"
+#include "shared_dir.h"
 
 namespace homodyne::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
+using homodyne::testing::SharedDir;
 using homodyne::testing::TestEnvironment;
-
-// A directory agreed by all ranks (rank 0's pid), removed at the end by rank 0.
-class SharedDir {
- public:
-  SharedDir(const Comm& comm, const std::string& stem) : comm_(comm) {
-    int pid = static_cast<int>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
-    path_ = fs::temp_directory_path() / ("homodyne_ckpt_" + std::to_string(pid) + "_" + stem);
-    if (comm.is_root()) fs::remove_all(path_);
-    comm.Barrier();
-  }
-  ~SharedDir() {
-    comm_.Barrier();
-    if (comm_.is_root()) fs::remove_all(path_);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  const Comm& comm_;
-  fs::path path_;
-};
 
 RunIdentity Identity(const std::string& extra = "") {
   return {"analysis_mode: static\noptimization.nlsq.max_iterations: 100\n" + extra,

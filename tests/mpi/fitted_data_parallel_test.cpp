@@ -17,36 +17,14 @@
 #include "homodyne/error.h"
 #include "homodyne/io/writers.h"
 #include "mpi_test_env.h"
+#include "shared_dir.h"
 
 namespace homodyne {
 namespace {
 
 namespace fs = std::filesystem;
+using homodyne::testing::SharedDir;
 using homodyne::testing::TestEnvironment;
-
-// A directory agreed by all ranks (rank 0's pid), removed at the end by rank 0.
-class SharedDir {
- public:
-  SharedDir(const Comm& comm, const std::string& stem) : comm_(comm) {
-    int pid = static_cast<int>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
-    path_ = fs::temp_directory_path() / ("homodyne_fitted_mpi_" + std::to_string(pid) + "_" + stem);
-    if (comm.is_root()) {
-      fs::remove_all(path_);
-      fs::create_directories(path_);
-    }
-    comm.Barrier();
-  }
-  ~SharedDir() {
-    comm_.Barrier();
-    if (comm_.is_root()) fs::remove_all(path_);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  const Comm& comm_;
-  fs::path path_;
-};
 
 constexpr int kFrames = 9;
 constexpr int kAngles = 5;  // more angles than ranks, not a multiple of 2
@@ -110,7 +88,7 @@ const char* const kArrays[] = {"/c2_exp",
 
 TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "bits");
+  SharedDir dir(world, "fitted_bits", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   for (auto convention : {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
     const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
@@ -145,7 +123,7 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
 
 TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "bad");
+  SharedDir dir(world, "fitted_bad", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   const std::string missing = (dir.path() / "missing.h5").string();
@@ -166,7 +144,7 @@ TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
 // nothing hangs and nothing is left.
 TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "nan");
+  SharedDir dir(world, "fitted_nan", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
   const fs::path out = dir.path() / "fitted_data.h5";
   bool threw = false;
@@ -185,7 +163,7 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
 
 TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "limit");
+  SharedDir dir(world, "fitted_limit", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   // Four 9 × 9 matrices take 2592 bytes: rank 0's limit decides, whatever the others pass.
