@@ -42,21 +42,28 @@ h5::Group EnsureGroup(hid_t file, const std::string& file_name, const std::strin
                         "creating the group", where);
 }
 
-template <typename T>
-void WriteArray(hid_t file, const std::string& file_name, const std::string& path,
-                const std::vector<hsize_t>& dims, const T* data, hid_t file_type, hid_t mem_type,
-                hid_t dcpl = H5P_DEFAULT) {
+// A new dataset of shape `dims` at `path` (missing groups created on the way).
+h5::Dataset CreateDataset(hid_t file, const std::string& file_name, const std::string& path,
+                          const std::vector<hsize_t>& dims, hid_t file_type,
+                          hid_t dcpl = H5P_DEFAULT) {
   const Where where{file_name, path};
   auto space =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
                          "creating a dataspace", where);
   auto lcpl = Own<h5::PropList>(H5Pcreate(H5P_LINK_CREATE), "link creation properties", where);
   Check(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups", where);
-  auto ds = Own<h5::Dataset>(
+  return Own<h5::Dataset>(
       H5Dcreate2(file, path.c_str(), file_type, space.get(), lcpl.get(), dcpl, H5P_DEFAULT),
       "creating the dataset", where);
+}
+
+template <typename T>
+void WriteArray(hid_t file, const std::string& file_name, const std::string& path,
+                const std::vector<hsize_t>& dims, const T* data, hid_t file_type, hid_t mem_type,
+                hid_t dcpl = H5P_DEFAULT) {
+  auto ds = CreateDataset(file, file_name, path, dims, file_type, dcpl);
   Check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "writing the dataset",
-        where);
+        {file_name, path});
 }
 
 std::vector<double> UpperTriangle(const std::vector<double>& full, std::size_t f) {
@@ -127,14 +134,18 @@ void SyncToDisk(const std::string& path) {
   ::close(fd);
 }
 
-// Flushes and closes the complete temporary file `tmp`, syncs it and renames it to `path`.
-void Publish(h5::File& file, const std::string& tmp, const std::string& path) {
-  Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
-  file.Close({tmp, ""});
+// Syncs the closed, complete temporary file `tmp` and renames it to `path`.
+void SyncAndRename(const std::string& tmp, const std::string& path) {
   SyncToDisk(tmp);
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
+}
+
+// Flushes and closes the complete temporary file `tmp` (collective for a parallel file).
+void FlushAndClose(h5::File& file, const std::string& tmp) {
+  Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
+  file.Close({tmp, ""});
 }
 
 // Runs `body(file)` on "<path>.tmp" and renames it to `path` on success.
@@ -144,7 +155,8 @@ void WriteAtomically(const std::string& path, Body&& body) {
   try {
     h5::File file = h5::CreateFile(tmp);
     body(file.get(), tmp);
-    Publish(file, tmp, path);
+    FlushAndClose(file, tmp);
+    SyncAndRename(tmp, path);
   } catch (...) {
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
@@ -286,17 +298,11 @@ ArrayFileWriter::~ArrayFileWriter() {
 void ArrayFileWriter::Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
                              const std::string& description) {
   HOMODYNE_CHECK(!dims.empty(), "an array needs at least one dimension");
-  const Where where{impl_->tmp, array_path};
   std::vector<hsize_t> shape(dims.begin(), dims.end());
-  auto space =
-      Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(shape.size()), shape.data(), nullptr),
-                         "creating a dataspace", where);
-  auto lcpl = Own<h5::PropList>(H5Pcreate(H5P_LINK_CREATE), "link creation properties", where);
-  Check(H5Pset_create_intermediate_group(lcpl.get(), 1), "intermediate groups", where);
-  auto ds = Own<h5::Dataset>(H5Dcreate2(impl_->file.get(), array_path.c_str(), H5T_IEEE_F64LE,
-                                        space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT),
-                             "creating the dataset", where);
-  if (!description.empty()) h5::WriteStringAttribute(ds.get(), "description", description, where);
+  auto ds = CreateDataset(impl_->file.get(), impl_->tmp, array_path, shape, H5T_IEEE_F64LE);
+  if (!description.empty()) {
+    h5::WriteStringAttribute(ds.get(), "description", description, {impl_->tmp, array_path});
+  }
   impl_->arrays.push_back({array_path, std::move(shape), std::move(ds)});
 }
 
@@ -348,21 +354,13 @@ void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
     h5::WriteDoubleAttribute(file, name, value, {impl_->tmp, "/"});
   }
   impl_->arrays.clear();
+  FlushAndClose(impl_->file, impl_->tmp);
   if (impl_->comm == nullptr) {
-    Publish(impl_->file, impl_->tmp, impl_->path);
+    SyncAndRename(impl_->tmp, impl_->path);
   } else {
-    Check(H5Fflush(file, H5F_SCOPE_GLOBAL), "flushing", {impl_->tmp, ""});
-    impl_->file.Close({impl_->tmp, ""});
     // The file is complete once every rank has closed it; rank 0 syncs and renames it.
     RunCollectively(*impl_->comm, [&] {
-      if (!impl_->comm->is_root()) return;
-      SyncToDisk(impl_->tmp);
-      std::error_code ec;
-      std::filesystem::rename(impl_->tmp, impl_->path, ec);
-      if (ec) {
-        ThrowIoError(fmt::format("could not rename {} to it: {}", impl_->tmp, ec.message()),
-                     impl_->path);
-      }
+      if (impl_->comm->is_root()) SyncAndRename(impl_->tmp, impl_->path);
     });
   }
   impl_->committed = true;
