@@ -14,6 +14,7 @@
 #include "batch_task.h"
 #include "homodyne/app/batch.h"
 #include "homodyne/error.h"
+#include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/parallel/task_counter.h"
 #include "homodyne/placement.h"
@@ -69,13 +70,6 @@ std::optional<int> ParseBatchCommandLine(const Environment& env, std::vector<std
     return static_cast<int>(ExitCode::kBadInput);
   }
   return std::nullopt;
-}
-
-void BroadcastString(const Comm& comm, std::string& s) {
-  long long n = static_cast<long long>(s.size());
-  MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, comm.get());
-  s.resize(static_cast<std::size_t>(n));
-  MPI_Bcast(s.data(), static_cast<int>(n), MPI_CHAR, 0, comm.get());
 }
 
 // Every rank's string, on rank 0 (empty elsewhere).
@@ -144,8 +138,8 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
     for (const auto& t : spec.tasks) prepared.push_back(PrepareTask(t));
     tasks_json = PreparedTasksToJson(prepared);
   });
-  BroadcastString(world, tasks_json);
-  BroadcastString(world, spec.output_root);
+  Broadcast(world, tasks_json);
+  Broadcast(world, spec.output_root);
   MPI_Bcast(&spec.group_size, 1, MPI_INT, 0, world.get());
   MPI_Bcast(&spec.group_bytes_per_rank, 1, MPI_DOUBLE, 0, world.get());
   const std::vector<PreparedTask> tasks = PreparedTasksFromJson(tasks_json);

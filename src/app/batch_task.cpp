@@ -16,6 +16,7 @@
 #include "homodyne/fault_injection.h"
 #include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
+#include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
 
 namespace homodyne::batch {
@@ -77,10 +78,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
   if (task.spec.method != "nlsq" && usable) {
     for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
                     &result.report.physical_uncertainties}) {
-      int n = static_cast<int>(v->size());
-      MPI_Bcast(&n, 1, MPI_INT, 0, group.get());
-      v->resize(static_cast<std::size_t>(n));
-      MPI_Bcast(v->data(), n, MPI_DOUBLE, 0, group.get());
+      Broadcast(group, *v);
     }
     cmc::CmcRunOptions co;
     co.data_file = task.spec.data_file;

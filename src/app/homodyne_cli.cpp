@@ -34,6 +34,7 @@
 #include "homodyne/nlsq/multistart.h"
 #include "homodyne/nlsq/xpcs_fit.h"
 #include "homodyne/output_paths.h"
+#include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/placement.h"
 #include "homodyne/placement_report.h"
@@ -341,10 +342,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     // The warm start on every rank (multistart leaves it complete on rank 0 only).
     for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
                     &result.report.physical_uncertainties}) {
-      int n = static_cast<int>(v->size());
-      MPI_Bcast(&n, 1, MPI_INT, 0, env.world().get());
-      v->resize(static_cast<std::size_t>(n));
-      MPI_Bcast(v->data(), n, MPI_DOUBLE, 0, env.world().get());
+      Broadcast(env.world(), *v);
     }
     cmc::CmcRunOptions co;
     co.data_file = opts.data_file;
