@@ -7,7 +7,9 @@
 
 #include "homodyne/app/config_bridge.h"
 #include "homodyne/io/dataset.h"
+#include "homodyne/io/distributed_loader.h"
 #include "homodyne/io/writers.h"
+#include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
 #include "homodyne/progress.h"
 #include "homodyne/synth/synthetic_dataset.h"
@@ -43,24 +45,13 @@ auto Together(const Comm* comm, Fn&& fn) {
 // Rank 0's model and limit on every rank (the fit's result is complete on rank 0 only, and
 // the memory limit is rank 0's: all ranks must take the same decisions).
 void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes) {
-  const auto bcast_doubles = [&](std::vector<double>& v) {
-    int n = static_cast<int>(v.size());
-    MPI_Bcast(&n, 1, MPI_INT, 0, comm.get());
-    v.resize(static_cast<std::size_t>(n));
-    if (n > 0) MPI_Bcast(v.data(), n, MPI_DOUBLE, 0, comm.get());
-  };
-  bcast_doubles(fitted.physical);
-  bcast_doubles(fitted.contrast);
-  bcast_doubles(fitted.offset);
+  Broadcast(comm, fitted.physical);
+  Broadcast(comm, fitted.contrast);
+  Broadcast(comm, fitted.offset);
+  Broadcast(comm, fitted.analysis_mode);
   int convention = static_cast<int>(fitted.convention);
   MPI_Bcast(&convention, 1, MPI_INT, 0, comm.get());
   fitted.convention = static_cast<FittedDataConvention>(convention);
-  std::vector<char> mode(fitted.analysis_mode.begin(), fitted.analysis_mode.end());
-  int length = static_cast<int>(mode.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm.get());
-  mode.resize(static_cast<std::size_t>(length));
-  if (length > 0) MPI_Bcast(mode.data(), length, MPI_CHAR, 0, comm.get());
-  fitted.analysis_mode.assign(mode.begin(), mode.end());
   MPI_Bcast(&max_bytes, 1, MPI_DOUBLE, 0, comm.get());
 }
 
@@ -74,8 +65,9 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   // written one angle at a time: the angle's data, its g1², its read buffer and one output
   // matrix are held at once, whatever the number of angles.
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
-  const io::DatasetMetadata meta =
-      Together(comm, [&] { return io::ReadDatasetMetadata(load, Logger::Silent()); });
+  const io::DatasetMetadata meta = comm != nullptr
+                                       ? io::BroadcastMetadata(*comm, load, Logger::Silent())
+                                       : io::ReadDatasetMetadata(load, Logger::Silent());
   const std::size_t n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   const std::uint64_t nn = nf * nf;

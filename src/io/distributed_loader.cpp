@@ -21,19 +21,6 @@ namespace {
 // Largest row or column block read at once (doubles): 16 Mi values = 128 MiB.
 constexpr std::int64_t kMaxBlockValues = std::int64_t{1} << 24;
 
-DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
-                                  const Logger& logger) {
-  std::vector<char> bytes = RunCollectively(comm, [&] {
-    return comm.is_root() ? EncodeMetadata(ReadDatasetMetadata(options, logger))
-                          : std::vector<char>{};
-  });
-  std::uint64_t size = bytes.size();
-  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, comm.get());
-  bytes.resize(size);
-  MPI_Bcast(bytes.data(), static_cast<int>(size), MPI_CHAR, 0, comm.get());
-  return DecodeMetadata(bytes);
-}
-
 // H[m, m+1] + H[m+1, m] for m = 0..N-2 of the frame slice (point selection).
 std::vector<double> ReadSuperDiagonal(hid_t file, const DatasetMetadata& meta,
                                       const SelectedBin& bin) {
@@ -68,6 +55,19 @@ std::vector<double> ReadSuperDiagonal(hid_t file, const DatasetMetadata& meta,
 }
 
 }  // namespace
+
+DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
+                                  const Logger& logger) {
+  std::vector<char> bytes = RunCollectively(comm, [&] {
+    return comm.is_root() ? EncodeMetadata(ReadDatasetMetadata(options, logger))
+                          : std::vector<char>{};
+  });
+  std::uint64_t size = bytes.size();
+  MPI_Bcast(&size, 1, MPI_UINT64_T, 0, comm.get());
+  bytes.resize(size);
+  MPI_Bcast(bytes.data(), static_cast<int>(size), MPI_CHAR, 0, comm.get());
+  return DecodeMetadata(bytes);
+}
 
 void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
                     const std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,

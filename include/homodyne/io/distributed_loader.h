@@ -38,6 +38,11 @@ struct LocalData {
   std::int64_t local_points() const { return static_cast<std::int64_t>(values.size()); }
 };
 
+// ReadDatasetMetadata on rank 0, its result on every rank (collective; a failure is the
+// same agreed homodyne::Error on every rank).
+DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
+                                  const Logger& logger);
+
 // Collective over `comm`. Errors on any rank (including rank 0's metadata read) are
 // raised on every rank as the same agreed homodyne::Error.
 LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Logger& logger);
