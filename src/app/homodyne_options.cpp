@@ -49,13 +49,12 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
     initial_options.emplace_back(o, name);
   }
   app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(PositiveCount());
   app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")->check(PositiveCount());
   app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(PositiveCount());
   app.add_flag("--no-nlsq-warmstart", opts.no_nlsq_warmstart, "CMC: skip the NLSQ warm start");
   app.add_flag("--dense-mass-matrix", opts.dense_mass_matrix, "CMC: dense NUTS metric");
   app.add_option("--nlsq-result", opts.nlsq_result,
