@@ -1,6 +1,7 @@
 // The per-chunk evaluation loops of ModelKernel (see kernel.h for the strategy).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <vector>
 
 #include "column_terms.h"
@@ -14,6 +15,7 @@
 namespace homodyne::model {
 
 using kernel_internal::kBlock;
+using kernel_internal::kWideBlock;
 using kernel_internal::Pass;
 using kernel_internal::Tables;
 
@@ -35,26 +37,36 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   double* phys_jtr = kFull ? phys_jtj + kNp * kNp : kDerivs ? partial + 1 : nullptr;
   double* angles = kDerivs ? phys_jtr + kNp : nullptr;
 
+  // Columns per block (kernel_impl.h).
+  constexpr int kWidth = kDerivs ? kBlock : kWideBlock;
+  // The per-block scratch arrays, kWidth apart in one buffer (contiguous for either width).
+  constexpr int kArrays = 31;
+  alignas(64) double scratch[kArrays * kWideBlock];
+  int next_array = 0;
+  const auto array = [&]() -> double* { return scratch + kWidth * next_array++; };
   // Angle-independent values of one block of columns:
   //   g1d = exp(clip(−wq·I_D)), fac = ∂g1d/∂I_D·Δ/I (0 when clipped), e_q = ∂ΔC_D/∂θ_q,
   //   ig = I_Γ, f_q = ∂I_Γ/∂θ_q.
-  alignas(64) double g1d[kBlock], fac[kBlock], e[3][kBlock], ig[kBlock], f[3][kBlock];
+  double *g1d = array(), *fac = array(), *ig = array();
+  double* e[3] = {array(), array(), array()};
+  double* f[3] = {array(), array(), array()};
   // Per-angle scratch: phase, its sine and cosine.
-  alignas(64) double xs[kBlock], sn[kBlock], cs[kBlock], sfac[kBlock], dsfac[kBlock];
+  double *xs = array(), *sn = array(), *cs = array(), *sfac = array(), *dsfac = array();
   // Separable paths (separable.h): C_Γ[i] + C_Γ[j] and the smooth-abs shifts δ_Γ, δ_D; the
   // diffusion exponent −wq·I_D, ΔC_D and I_D per column.
-  alignas(64) double cgsum[kBlock], shift[kBlock], inv_ig[kBlock], shift_d[kBlock], log_g1[kBlock],
-      delta_d[kBlock], id_d[kBlock];
+  double *cgsum = array(), *shift = array(), *inv_ig = array(), *shift_d = array(),
+         *log_g1 = array(), *delta_d = array(), *id_d = array();
   // g1_diff/I_Γ² per column, for the point passes' separable lanes (SeparableRow).
-  alignas(64) double g1d_inv_ig2[kBlock];
+  double* g1d_inv_ig2 = array();
   const bool separable = kLaminar && !exact && !tab.shear_sin.empty();
   const bool separable_diffusion = !exact && !tab.diff_pivot.empty();
   constexpr int kSpan = detail::kDiffusionPivotSpan;
   const auto n_t = static_cast<size_t>(ts.size());
   // Sums over the angles of one column of w·(α,β,γ)⊗(α,β,γ) and w·(α,β,γ)·r, where the
   // point's physics derivative (∂c2/∂θ)/σ is α·e (diffusion), β·f (shear rate), γ (φ0).
-  alignas(64) double saa[kBlock], sab[kBlock], sbb[kBlock], sag[kBlock], sbg[kBlock], sgg[kBlock],
-      sar[kBlock], sbr[kBlock], sgr[kBlock];
+  double *saa = array(), *sab = array(), *sbb = array(), *sag = array(), *sbg = array(),
+         *sgg = array(), *sar = array(), *sbr = array(), *sgr = array();
+  if (next_array > kArrays) std::abort();  // kArrays counts the arrays above
 
   // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
   detail::PointBlock in;
@@ -91,15 +103,27 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
   // of which gives the same start.
   thread_local std::vector<int> start_distance;
   if constexpr (kLaminar) start_distance.resize(static_cast<size_t>(index.n_angles), -1);
+  // Per tile of the group: its χ² lanes, carried across the group's blocks (PointBlock::
+  // chi2_lanes) and added to the partial, tile by tile, after the group's last block.
+  thread_local std::vector<double> chi2_lanes;
 
   for (int g = chunk_begin[static_cast<size_t>(chunk)];
        g < chunk_begin[static_cast<size_t>(chunk) + 1]; ++g) {
     const Group& group = groups[static_cast<size_t>(g)];
     const auto i = static_cast<size_t>(group.row);
     if constexpr (kLaminar) passed.assign(group.tiles.size(), 0);
-    for (int b0 = 0; b0 < group.count; b0 += kBlock) {
-      const int nb = std::min(kBlock, group.count - b0);
+    if constexpr (kPass != Pass::kModel) chi2_lanes.assign(4 * group.tiles.size(), 0.0);
+    // The group's columns right of the diagonal (j > i), which the separable paths may take.
+    const size_t right_begin =
+        std::max(static_cast<size_t>(group.col_begin), static_cast<size_t>(group.row) + 1);
+    for (int b0 = 0, nb = 0; b0 < group.count; b0 += nb) {
       const size_t j0 = static_cast<size_t>(group.col_begin + b0);
+      // Blocks of kWidth columns, with a cut at the diagonal: no block has columns on both
+      // sides, so every column right of it may take the separable paths whatever the width.
+      nb = std::min(kWidth, group.count - b0);
+      if (j0 < right_begin && right_begin < j0 + static_cast<size_t>(nb)) {
+        nb = static_cast<int>(right_begin - j0);
+      }
       // The separable form needs every column on the same side of the diagonal (j > i).
       const bool separable_block = separable && j0 > i;
       const bool separable_diffusion_block = separable_diffusion && j0 > i;
@@ -139,10 +163,17 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         bool factorised = false;
         if (separable_diffusion_block) {
           const double r = std::exp(-wq * (tab.cd[p] - tab.cd[i]));
-          const size_t last = j0 + static_cast<size_t>(end - 1);
+          // The test over all of the span's times right of the diagonal, not only this
+          // block's columns: the decision, and so every g1_diff, is a function of the row and
+          // the span alone, whatever the block width or the tiles' cuts (the exponent at the
+          // last column as LaminarColumns computes it).
+          const size_t first = std::max(p, i + 1);
+          const size_t last = std::min(p + static_cast<size_t>(kSpan), n_t) - 1;
+          const double delta_last = tab.cd[i] - tab.cd[last];
+          const double log_g1_last = -wq * std::sqrt(delta_last * delta_last + kSmoothAbsEps2);
           factorised =
-              detail::DiffusionSpanHolds(wq, tab.cd[i], tab.cd[p], tab.cd[last], log_g1[end - 1],
-                                         tab.diff_pivot[j] * r, tab.contrast_scale);
+              detail::DiffusionSpanHolds(wq, tab.cd[i], tab.cd[p], tab.cd[last], log_g1_last,
+                                         tab.diff_pivot[first] * r, tab.contrast_scale);
           if (factorised) {
             detail::SeparableDiffusion(tab.diff_pivot.data() + j0, r, wq, shift_d, g1d, c, end);
             if (counts != nullptr) {
@@ -206,18 +237,33 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             }
           }
           for (int c = 0; c < start; ++c) xs[c] = a * ig[c];
-          // [0, small): phases ≤ kSmallPhase (a prefix when |x| grows along the row, as it
-          // does right of the diagonal) by the series; [small, start) by the sine and sn/x.
-          int small = 0;
+          // Phases ≤ kSmallPhase by the series, the others of [0, start) by the sine and sn/x.
+          // |x| grows with the distance from the diagonal, and no block has columns on both
+          // sides of it, so the small phases are a prefix of the block right of the diagonal
+          // and a suffix left of it: every column takes the same branch whatever the block.
+          int small_begin = j0 > i ? 0 : start, small_end = small_begin;  // the series' columns
           if (!exact) {
-            while (small < start && std::abs(xs[small]) <= detail::kSmallPhase) ++small;
-            if constexpr (kDerivs) {
-              detail::SmallPhaseShearFactorsWithDerivative(xs, sfac, dsfac, small);
+            if (j0 > i) {
+              while (small_end < start && std::abs(xs[small_end]) <= detail::kSmallPhase) {
+                ++small_end;
+              }
             } else {
-              detail::SmallPhaseShearFactors(xs, sfac, small);
+              while (small_begin > 0 && std::abs(xs[small_begin - 1]) <= detail::kSmallPhase) {
+                --small_begin;
+              }
+            }
+            const int n_small = small_end - small_begin;
+            if constexpr (kDerivs) {
+              detail::SmallPhaseShearFactorsWithDerivative(xs + small_begin, sfac + small_begin,
+                                                           dsfac + small_begin, n_small);
+            } else {
+              detail::SmallPhaseShearFactors(xs + small_begin, sfac + small_begin, n_small);
             }
           }
-          const int rest = start - small;
+          // The sine's columns: [small_end, start) right of the diagonal, [0, small_begin)
+          // left of it (all of [0, start) in the exact mode).
+          const int first = j0 > i ? small_end : 0;
+          const int rest = (j0 > i ? start : small_begin) - first;
           if (exact) {
             for (int c = 0; c < nb; ++c) {
               sn[c] = std::sin(xs[c]);
@@ -225,17 +271,17 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             }
           } else if (rest > 0) {
             if constexpr (kDerivs) {
-              FastSinCos(xs + small, sn + small, cs + small, rest);
+              FastSinCos(xs + first, sn + first, cs + first, rest);
             } else {
-              FastSin(xs + small, sn + small, rest);
+              FastSin(xs + first, sn + first, rest);
             }
           }
           if (rest > 0) {
             if constexpr (kDerivs) {
-              detail::ShearFactorsWithDerivative(xs + small, sn + small, cs + small, sfac + small,
-                                                 dsfac + small, rest);
+              detail::ShearFactorsWithDerivative(xs + first, sn + first, cs + first, sfac + first,
+                                                 dsfac + first, rest);
             } else {
-              detail::ShearFactors(xs + small, sn + small, sfac + small, rest);
+              detail::ShearFactors(xs + first, sn + first, sfac + first, rest);
             }
           }
           // The point loop evaluates the separable columns' whole vectors [sep_lo, sep_hi);
@@ -280,13 +326,14 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           int pb = b0;
           if (ps >= group.tiles.size()) {
             ps -= group.tiles.size();
-            pb = b0 + kBlock < group.count ? b0 + kBlock : b0;
+            pb = b0 + nb < group.count ? b0 + nb : b0;
             if (ps >= group.tiles.size()) ps = slot;
           }
           const RowTile& pt = group_tiles[group.first + ps];
           in.prefetch_data = pt.data + pb;
           in.prefetch_weight = pt.weight ? pt.weight + pb : nullptr;
         }
+        in.chi2_lanes = kPass == Pass::kModel ? nullptr : chi2_lanes.data() + 4 * slot;
         in.uniform_weight = tile.uniform_weight * inv_weight_scale;  // exact: a power of two
         in.contrast = contrast;
         in.offset = offset;
@@ -298,7 +345,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           continue;
         } else {
           if constexpr (!kDerivs) {
-            *chi2 += detail::Chi2Block(in);
+            detail::Chi2Block(in);  // into in.chi2_lanes
           } else if constexpr (!kFull) {
             double sums[detail::kNumTileSums];  // written by the block function
             if constexpr (kLaminar) {
@@ -306,7 +353,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             } else {
               detail::GradientStaticBlock(in, sums);
             }
-            *chi2 += sums[detail::kSumChi2];
             double* ang = angles + k * static_cast<size_t>(stride);
             ang[0] += sums[detail::kSumUcR];
             ang[1] += sums[detail::kSumR] * inv_sigma;
@@ -317,7 +363,6 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
             } else {
               detail::NormalStaticBlock(in, sums);
             }
-            *chi2 += sums[detail::kSumChi2];
             double* ang = angles + k * static_cast<size_t>(stride);
             ang[0] += sums[detail::kSumUcUc];
             ang[1] += sums[detail::kSumUc] * inv_sigma;
@@ -347,6 +392,13 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
         } else {
           detail::FoldStaticColumns(in, nb_padded, phys_jtj, phys_jtr);
         }
+      }
+    }
+    if constexpr (kPass != Pass::kModel) {
+      // Each tile's χ², its lanes folded as the point loops fold them (point_terms_impl.h).
+      for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
+        const double* l = chi2_lanes.data() + 4 * slot;
+        *chi2 += ((l[0] + l[1]) + (l[2] + l[3])) * (inv_sigma * inv_sigma);
       }
     }
   }

@@ -15,7 +15,12 @@
 namespace homodyne::model {
 namespace kernel_internal {
 
-constexpr int kBlock = detail::kMaxBlock;  // columns sharing the angle-independent part
+// Columns sharing the angle-independent part: blocks of the gradient and normal-equation
+// passes (their per-column sums stay in L1), and of the χ² and model passes (half the
+// per-block work per point; their χ² lanes are carried across a row's blocks, so all passes
+// still give the same χ² bits).
+constexpr int kBlock = detail::kMaxBlock / 2;
+constexpr int kWideBlock = detail::kMaxBlock;
 
 // kGradient: χ² and JᵀWr only (O(P) per point), the same sums in the same order as kNormal.
 enum class Pass { kModel, kChi2, kNormal, kGradient };

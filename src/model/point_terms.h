@@ -11,8 +11,10 @@
 
 namespace homodyne::model::detail {
 
-inline constexpr int kLanes = 8;       // columns per vector (lane = column mod kLanes)
-inline constexpr int kMaxBlock = 128;  // multiple of kLanes
+inline constexpr int kLanes = 8;  // columns per vector (lane = column mod kLanes)
+// Capacity of a block: the χ² and model passes take blocks of up to kMaxBlock columns, the
+// gradient and normal-equation passes (whose per-column sums must stay in L1) half of it.
+inline constexpr int kMaxBlock = 256;  // multiple of kLanes
 
 enum TileSum : int {
   kSumChi2 = 0,                   // Σ w·r²
@@ -55,6 +57,12 @@ struct PointBlock {
   // block (the caller points them at this tile's next block, or at data/weight for the last).
   const double* prefetch_data = nullptr;
   const double* prefetch_weight = nullptr;
+  // The 4 lane sums of Σ w·r0² (the χ² before its 1/σ², in the lanes of the tile sums),
+  // carried across a tile's blocks: read at the block's start and written at its end, so that
+  // a tile's χ² does not depend on how its columns are cut into blocks (the χ² and model passes
+  // take wider blocks than the gradient and normal passes, and all give the same χ² bits).
+  // nullptr: the block's sum starts from 0.
+  double* chi2_lanes = nullptr;
   double uniform_weight = 0.0;
   double weight_scale = 1.0;  // multiplies the weight array's values (ModelKernel::Impl)
   double contrast = 0.0, offset = 0.0, inv_sigma = 0.0;
@@ -83,7 +91,9 @@ void NormalStaticBlock(const PointBlock& in, double* sums);
 // normal passes (bit-identical values).
 void GradientLaminarBlock(const PointBlock& in, double* sums);
 void GradientStaticBlock(const PointBlock& in, double* sums);
-// Σ w·r² in the same lanes and order as the normal passes (bit-identical χ²).
+// Σ w·r² in the same lanes and order as the normal passes (bit-identical χ²). With chi2_lanes
+// set, the sum continues the carried lanes and returns (and sums[kSumChi2] above holds) the
+// χ² of everything carried so far.
 double Chi2Block(const PointBlock& in);
 // c2 of the block's n columns into out[0 … n), the values whose residuals the passes above
 // sum (the data are loaded but do not enter c2; the weights are not read).

@@ -334,6 +334,16 @@ __attribute__((always_inline)) inline void AddChi2(Sum4& acc, const Lanes& t) {
 __attribute__((always_inline)) inline double Chi2Sum(Sum4 acc, const PointBlock& in) {
   return Fold(acc) * (in.inv_sigma * in.inv_sigma);
 }
+// The block's starting χ² lanes (PointBlock::chi2_lanes) and, at its end, the write-back.
+__attribute__((always_inline)) inline Sum4 Chi2Start(const PointBlock& in) {
+  if (in.chi2_lanes == nullptr) return Zero4();
+  Sum4 acc;
+  std::memcpy(&acc.v, in.chi2_lanes, sizeof(acc.v));
+  return acc;
+}
+__attribute__((always_inline)) inline void Chi2Carry(const Sum4& acc, const PointBlock& in) {
+  if (in.chi2_lanes != nullptr) std::memcpy(in.chi2_lanes, &acc.v, sizeof(acc.v));
+}
 
 // w·x, or x under unit weights (whose masked lanes Terms has set to 0).
 template <bool kUnit>
@@ -345,6 +355,7 @@ template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   Sum4 acc[kNumTileSums];
   for (auto& v : acc) v = Zero4();
+  acc[kSumChi2] = Chi2Start(in);
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
@@ -385,6 +396,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       acc[kSumGamma] += Weighted<kUnit>(t, t.gamma);
     }
   });
+  Chi2Carry(acc[kSumChi2], in);
   sums[kSumChi2] = Chi2Sum(acc[kSumChi2], in);
   // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).
   sums[kSumW] = kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
@@ -400,7 +412,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
 
 template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
-  Sum4 chi2 = Zero4(), ucr = chi2, rsum = chi2;
+  Sum4 chi2 = Chi2Start(in), ucr = Zero4(), rsum = ucr;
   ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     AddProductTo(in.sar + c, wa, t.r0);
@@ -415,6 +427,7 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
     ucr.AddProduct(t.g1sq, wr);  // as in Normal
     rsum += wr;
   });
+  Chi2Carry(chi2, in);
   sums[kSumChi2] = Chi2Sum(chi2, in);
   sums[kSumUcR] = Fold(ucr) * (in.inv_sigma * in.inv_sigma);  // as in Normal
   sums[kSumR] = Fold(rsum) * in.inv_sigma;
@@ -422,8 +435,9 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
 
 template <bool kLaminar, bool kUnit>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
-  Sum4 acc = Zero4();
+  Sum4 acc = Chi2Start(in);
   ForEachVector<kLaminar, false, kUnit>(in, [&](const Lanes& t, int) { AddChi2<kUnit>(acc, t); });
+  Chi2Carry(acc, in);
   return Chi2Sum(acc, in);
 }
 

@@ -168,8 +168,11 @@ TEST(ModelKernelTest, ExactTranscendentalsGiveBitIdenticalC2) {
   }
 }
 
-// Whole rows of 400 frames, longer than a block (kMaxBlock columns), 2 threads: the χ², gradient
-// and normal passes give the same χ² bits (the other cases' tiles are at most 200 columns).
+// Whole rows of 400 frames, longer than a block (the χ² and model passes take blocks of
+// kMaxBlock columns, the gradient and normal passes half of that), 2 threads: the χ², gradient
+// and normal passes give the same χ² bits (the other cases' tiles are at most 200 columns). It
+// fails when a point's c2 depends on the block width (e.g. a diffusion span decided per block)
+// or when the χ² lanes are not carried across blocks.
 TEST(ModelKernelTest, LongRowsKeepTheChi2OfThePassesIdentical) {
   std::mt19937_64 rng(4242);
   const Geometry tmpl{0.0054, 2e6, 1e-3}, coarse{0.01, 2e6, 0.1};
@@ -195,6 +198,113 @@ TEST(ModelKernelTest, LongRowsKeepTheChi2OfThePassesIdentical) {
     }
   }
   EXPECT_EQ(compared, 24);
+}
+
+// A point's c2 does not depend on where its blocks start: rows cut into tiles of 72 or 136
+// columns give every point the bits it has with whole-row tiles, on the separable paths as well
+// — the blocks (of 128 or 256 columns from a tile's start) begin at other columns, so a choice
+// between the series, the sine and the separable forms made per block rather than per column
+// would show here. (The diffusion span test is made over the whole span for the same reason;
+// the draws here rarely bring a span's bound close enough to its threshold for a per-block
+// test to differ. The cuts are multiples of 8 columns:
+// which separable columns the point loop takes as whole vectors, and which the scalar edge
+// code, follows the tile's start modulo 8, and the two differ by a few ulp.)
+TEST(ModelKernelTest, C2DoesNotDependOnWhereBlocksStart) {
+  std::mt19937_64 rng(1234);
+  const Geometry tmpl{0.0054, 2e6, 1e-3};
+  const int n = 300;
+  const std::vector<double> phi{-30.0, 10.0, 75.0};
+  const auto whole = MakeProblem(AnalysisMode::kLaminarFlow, tmpl, n, 1e-3, phi, n, rng);
+  const ModelKernel kw(whole.mode, whole.geometry, whole.t, whole.phi, whole.tiles, {.threads = 2});
+  // c2 of every (angle, row, column) from a kernel's output in tile order.
+  const auto by_point = [n](const std::vector<RowTile>& tiles, const std::vector<double>& out) {
+    std::vector<double> grid(static_cast<size_t>(3 * n * n), -1.0);
+    size_t e = 0;
+    for (const RowTile& tile : tiles) {
+      for (int c = 0; c < tile.count; ++c) {
+        grid[static_cast<size_t>((tile.angle * n + tile.row) * n + tile.col_begin + c)] = out[e++];
+      }
+    }
+    return grid;
+  };
+  std::vector<double> out_w(static_cast<size_t>(kw.num_points()));
+  int compared = 0;
+  for (int piece : {72, 136}) {
+    const auto cut = MakeProblem(AnalysisMode::kLaminarFlow, tmpl, n, 1e-3, phi, piece, rng);
+    const ModelKernel kc(cut.mode, cut.geometry, cut.t, cut.phi, cut.tiles, {.threads = 2});
+    std::vector<double> out_c(static_cast<size_t>(kc.num_points()));
+    for (int draw = 0; draw < 8; ++draw) {
+      const auto params = RandomParams(AnalysisMode::kLaminarFlow, 3, rng);
+      kw.EvaluateModel(params, out_w);
+      kc.EvaluateModel(params, out_c);
+      const auto gw = by_point(whole.tiles, out_w), gc = by_point(cut.tiles, out_c);
+      size_t differing = 0;
+      for (size_t p = 0; p < gw.size(); ++p) differing += gw[p] != gc[p];
+      EXPECT_EQ(differing, 0u) << "tiles of " << piece << ", draw " << draw;
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 16);
+}
+
+// Rows that start left of the diagonal (the lower triangle and the diagonal itself are
+// evaluated directly, the columns right of it may take the separable paths): the passes' block
+// widths differ, yet each cuts its blocks at the diagonal, so the χ² bits still agree; the
+// fast χ² stays close to the reference's.
+TEST(ModelKernelTest, RowsAcrossTheDiagonalKeepTheChi2OfThePassesIdentical) {
+  std::mt19937_64 rng(99);
+  const int n = 400;
+  Problem pb;
+  pb.geometry = Geometry{0.0054, 2e6, 1e-3};
+  pb.phi = {-30.0, 10.0, 75.0};
+  for (int m = 0; m < n; ++m) pb.t.push_back(1e-3 + pb.geometry.dt * m);
+  std::uniform_int_distribution<int> left(0, 300);
+  std::vector<std::pair<int, int>> spans;  // (col_begin, count) per row
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const int begin = i % 5 == 0 ? 0 : std::max(0, i - left(rng));
+    spans.emplace_back(begin, n - begin);
+    total += static_cast<size_t>(n - begin);
+  }
+  pb.data.reserve(total * pb.phi.size());
+  std::normal_distribution<double> noise(1.1, 0.05);
+  for (int k = 0; k < static_cast<int>(pb.phi.size()); ++k) {
+    for (int i = 0; i < n; ++i) {
+      RowTile tile;
+      tile.angle = k;
+      tile.row = i;
+      tile.col_begin = spans[static_cast<size_t>(i)].first;
+      tile.count = spans[static_cast<size_t>(i)].second;
+      tile.data = pb.data.data() + pb.data.size();
+      for (int c = 0; c < tile.count; ++c) pb.data.push_back(noise(rng));
+      pb.tiles.push_back(tile);
+    }
+  }
+  const ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, {.threads = 2});
+  int compared = 0;
+  for (int draw = 0; draw < 6; ++draw) {
+    const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+    const auto full = kernel.Accumulate(params);
+    std::vector<double> gradient(full.jtr.size());
+    EXPECT_EQ(kernel.Chi2(params), full.chi2) << "draw " << draw;
+    EXPECT_EQ(kernel.Gradient(params, gradient), full.chi2) << "draw " << draw;
+    const auto ref = reference::AccumulateNormalEquations(pb.mode, pb.geometry, pb.t, pb.phi,
+                                                          pb.tiles, params, kDefaultSigma);
+    EXPECT_NEAR(full.chi2, ref.chi2, 1e-10 * ref.chi2) << "draw " << draw;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 6);
+  // The exact mode's c2 are the reference's bits on both sides of the diagonal as well.
+  const ModelKernel exact(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles,
+                          {.threads = 2, .exact_transcendentals = true});
+  std::vector<double> fast(static_cast<size_t>(exact.num_points()));
+  for (int draw = 0; draw < 3; ++draw) {
+    const auto params = RandomParams(pb.mode, static_cast<int>(pb.phi.size()), rng);
+    exact.EvaluateModel(params, fast);
+    EXPECT_TRUE(fast ==
+                reference::ModelAtTiles(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, params))
+        << "draw " << draw;
+  }
 }
 
 TEST(ModelKernelTest, NormalEquationsMatchPlainReferenceAccumulation) {
