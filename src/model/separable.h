@@ -52,7 +52,9 @@
 // difference is ≤ ε·(5·wq·S + 9), S = (C_D[j] − C_D[p]) + |C_D[p] − C_D[i]| (= ΔC_D when
 // p ≥ i). g1² = g1_diff²·sinc⁴ then moves by ≤ 2·g1_diff²·ε·(5·wq·S + 9), c2 by
 // max(1, |contrast|) times that. A whole span of columns (sharing p) is factorised only if,
-// evaluated at its worst ends (g1_diff at its first column, S at its last),
+// evaluated at its worst ends (g1_diff at its first column right of the diagonal, S at its
+// last time — the span's whole extent, not the part of it in one block, so the decision does
+// not depend on the block width of the pass),
 //   max(1, max_k |contrast_k|)·2·g1_diff²·ε·(5·wq·S + 9) ≤ kSeparableDiffusionC2Tolerance,
 // wq·(C_D[last] − C_D[p]) ≤ kSeparableMaxExponent and wq·|C_D[p] − C_D[i]| ≤ that (no overflow
 // or denormal factors), and −wq·I_D ≥ kSeparableMinLogG1 at its last column (so the −700 clip
