@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "../src/model/kernel_impl.h"
 #include "../src/model/point_terms.h"
 #include "bench_env.h"
 #include "homodyne/model/kernel.h"
@@ -252,8 +253,9 @@ BENCHMARK(BM_KernelChi2Ranks)->Iterations(30)->Unit(benchmark::kMillisecond)->Us
 // traffic of a whole pass. range(0) = 0: χ² block, 1: normal-equation block.
 void BM_PointBlock(benchmark::State& state) {
   namespace d = homodyne::model::detail;
-  // The kernel's block widths: kMaxBlock columns in the χ² pass, half of it in the normal pass.
-  const int n = state.range(0) != 0 ? d::kMaxBlock / 2 : d::kMaxBlock;
+  // The kernel's block widths (kernel_impl.h): the normal pass's and the χ² pass's.
+  const int n = state.range(0) != 0 ? homodyne::model::kernel_internal::kBlock
+                                    : homodyne::model::kernel_internal::kWideBlock;
   std::vector<double> g1d(n, 0.5), shift(n, 1e-12), inv_ig(n), g1d_inv_ig2(n), ig(n), ts(n), tc(n),
       data(n, 1.1), s(n, 0.0), ds(n, 0.0), fac(n, 0.1), e(3 * n, 0.3), f(3 * n, 0.2),
       sums(9 * n, 0.0);

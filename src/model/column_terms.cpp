@@ -31,14 +31,14 @@ __attribute__((always_inline)) inline void Columns(const ColumnInputs& in,
 #endif
   for (int c = 0; c < n; ++c) {
     const double delta = cd_i - cd[c];
-    const double id = std::sqrt(delta * delta + kSmoothAbsEps2);
+    const double id = SmoothAbs(delta);
     log_g1[c] = -wq * id;
     delta_d[c] = delta;
     id_d[c] = id;
     shift_d[c] = kSmoothAbsEps2 / (id + std::abs(delta));
     if constexpr (kLaminar) {
       const double dg = cg_i - cg[c];
-      const double ig = std::sqrt(dg * dg + kSmoothAbsEps2);
+      const double ig = SmoothAbs(dg);
       ig_out[c] = ig;
       cgsum[c] = cg_i + cg[c];
       shift[c] = kSmoothAbsEps2 / (ig + std::abs(dg));

@@ -5,7 +5,16 @@
 // clones), with no data-dependent branches.
 #pragma once
 
+#include <cmath>
+
+#include "homodyne/model/constants.h"
+
 namespace homodyne::model::detail {
+
+// I = sqrt(Δ² + 1e-12), the smooth |Δ| of an integral over [t_i, t_j]: the columns' I_D and
+// I_Γ, and the kernel's span test at a column outside the block (the same expression, so
+// the same value).
+inline double SmoothAbs(double delta) { return std::sqrt(delta * delta + kSmoothAbsEps2); }
 
 struct ColumnInputs {
   int n = 0;                   // columns j0 … j0 + n − 1

@@ -169,8 +169,7 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
           // last column as LaminarColumns computes it).
           const size_t first = std::max(p, i + 1);
           const size_t last = std::min(p + static_cast<size_t>(kSpan), n_t) - 1;
-          const double delta_last = tab.cd[i] - tab.cd[last];
-          const double log_g1_last = -wq * std::sqrt(delta_last * delta_last + kSmoothAbsEps2);
+          const double log_g1_last = -wq * detail::SmoothAbs(tab.cd[i] - tab.cd[last]);
           factorised =
               detail::DiffusionSpanHolds(wq, tab.cd[i], tab.cd[p], tab.cd[last], log_g1_last,
                                          tab.diff_pivot[first] * r, tab.contrast_scale);
@@ -395,10 +394,9 @@ void ModelKernel::Impl::RunChunk(const Tables& tab, int chunk, double* partial, 
       }
     }
     if constexpr (kPass != Pass::kModel) {
-      // Each tile's χ², its lanes folded as the point loops fold them (point_terms_impl.h).
+      // Each tile's χ², its lanes folded as the point loops fold them.
       for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
-        const double* l = chi2_lanes.data() + 4 * slot;
-        *chi2 += ((l[0] + l[1]) + (l[2] + l[3])) * (inv_sigma * inv_sigma);
+        *chi2 += detail::FoldLanes(chi2_lanes.data() + 4 * slot) * (inv_sigma * inv_sigma);
       }
     }
   }

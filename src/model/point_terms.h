@@ -16,6 +16,10 @@ inline constexpr int kLanes = 8;  // columns per vector (lane = column mod kLane
 // gradient and normal-equation passes (whose per-column sums must stay in L1) half of it.
 inline constexpr int kMaxBlock = 256;  // multiple of kLanes
 
+// The fold of a tile sum's 4 lanes, (l0 + l1) + (l2 + l3): the point loops' order, and the
+// kernel's for a χ² carried in PointBlock::chi2_lanes (so that every pass folds it alike).
+inline double FoldLanes(const double* l) { return (l[0] + l[1]) + (l[2] + l[3]); }
+
 enum TileSum : int {
   kSumChi2 = 0,                   // Σ w·r²
   kSumUcUc,                       // Σ w·uc²   (uc = g1²/σ)

@@ -139,7 +139,11 @@ struct Sum4 {
   HOMODYNE_INLINE void AddProduct(V x, V y) { v += HalfDot(x, y); }
 };
 HOMODYNE_INLINE Sum4 Zero4() { return Sum4{V4{0.0, 0.0, 0.0, 0.0}}; }
-HOMODYNE_INLINE double Fold(Sum4 a) { return (a.v[0] + a.v[1]) + (a.v[2] + a.v[3]); }
+HOMODYNE_INLINE double Fold(Sum4 a) {
+  double l[4];
+  std::memcpy(l, &a.v, sizeof(l));
+  return FoldLanes(l);
+}
 
 // The terms of the kLanes points of columns c … c + kLanes − 1.
 struct Lanes {

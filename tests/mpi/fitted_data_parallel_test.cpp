@@ -121,23 +121,37 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
   }
 }
 
+// Writes fitted_data.h5 from `data_file` (empty: the config's) on every rank and expects an
+// Error naming `needle` on each, then neither the file nor its temporary; returns the error's
+// kind (kInternal if nothing was thrown, which the EXPECT already reports).
+ErrorKind ExpectFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
+                                              const config::Config& cfg,
+                                              const std::string& data_file,
+                                              const std::string& needle) {
+  bool threw = false;
+  ErrorKind kind = ErrorKind::kInternal;
+  try {
+    WriteFittedData(world, out, cfg, data_file, Model(FittedDataConvention::kNlsq),
+                    Logger::Silent());
+  } catch (const Error& e) {
+    threw = true;
+    kind = e.kind();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(threw);
+  world.Barrier();
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  return kind;
+}
+
 TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
   SharedDir dir(world, "fitted_bad", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   const std::string missing = (dir.path() / "missing.h5").string();
-  bool threw = false;
-  try {
-    WriteFittedData(world, out, cfg, missing, Model(FittedDataConvention::kNlsq), Logger::Silent());
-  } catch (const Error& e) {
-    threw = true;
-    EXPECT_NE(std::string(e.what()).find("missing.h5"), std::string::npos) << e.what();
-  }
-  EXPECT_TRUE(threw);
-  world.Barrier();
-  EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  ExpectFailsEverywhereLeavingNothing(world, out, cfg, missing, "missing.h5");
 }
 
 // Angle 3 is read by rank 1 of 2 only (k ≡ rank mod ranks): its error reaches every rank,
@@ -147,18 +161,8 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
   SharedDir dir(world, "fitted_nan", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
   const fs::path out = dir.path() / "fitted_data.h5";
-  bool threw = false;
-  try {
-    WriteFittedData(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
-  } catch (const Error& e) {
-    threw = true;
-    EXPECT_NE(std::string(e.what()).find("NaN/Inf"), std::string::npos) << e.what();
-    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
-  }
-  EXPECT_TRUE(threw);
-  world.Barrier();
-  EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
+            ErrorKind::kBadInput);
 }
 
 TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
