@@ -95,24 +95,34 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const bool cmc = result.convention == FittedDataConvention::kCmc;
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int ranks = comm != nullptr ? comm->size() : 1;
+  // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level).
+  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel()};
+  if (storage.deflate_level > 0 && !io::DeflateAvailable()) {
+    logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
+                path.string());
+  }
   std::optional<io::ArrayFileWriter> file;
   const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
+  const char* const kCubes[] = {
+      "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
+      "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
   // Collective: the file and every dataset.
   Together(comm, [&] {
     file.emplace(path.string(), comm);
     io::ArrayFileWriter& out = *file;
-    out.Create("/c2_exp", cube, "diagonal-corrected data");
-    out.Create("/c2_theoretical_raw", cube, cmc ? "g1^2" : "1 + g1^2");
-    out.Create("/c2_theoretical_scaled", cube, "a_k * raw + b_k (post-hoc)");
-    out.Create("/c2_solver_scaled", cube, "offset_k + contrast_k * g1^2");
+    out.Create(kCubes[0], cube, "diagonal-corrected data", storage);
+    out.Create(kCubes[1], cube, cmc ? "g1^2" : "1 + g1^2", storage);
+    out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
+    out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
     out.Create("/per_angle_scaling", pairs,
                cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
                    : "[a_k, b_k] post-hoc least squares");
     out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
-    out.Create("/residuals", cube, "c2_exp - c2_theoretical_scaled");
-    out.Create("/residuals_normalized", cube,
+    out.Create(kCubes[4], cube, "c2_exp - c2_theoretical_scaled", storage);
+    out.Create(kCubes[5], cube,
                cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
-                   : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0");
+                   : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
+               storage);
     out.Create("/t1", {nf}, "seconds from 0");
     out.Create("/t2", {nf}, "seconds from 0");
     out.Create("/q", {1}, "1/Angstrom");
@@ -124,13 +134,23 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   // The least-squares contrast of every angle (0 for the other ranks' angles), for the
   // warnings, which only rank 0 prints.
   std::vector<double> raw_contrast(n, 0.0);
-  Together(comm, [&] {
-    std::vector<double> slab(nn);
-    for (std::size_t k = static_cast<std::size_t>(rank); k < n;
-         k += static_cast<std::size_t>(ranks)) {
-      const std::vector<double> c = io::LoadAngleMatrix(meta, k);
+  // In rounds: round r writes angle r·ranks + rank on each rank (none past the last angle),
+  // so that every rank takes part in each write (compressed arrays of a shared file are
+  // written collectively); errors are agreed before each write.
+  std::vector<double> slab(nn);
+  const std::size_t rounds =
+      (n + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks);
+  for (std::size_t round = 0; round < rounds; ++round) {
+    const std::size_t k = round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(rank);
+    const bool mine = k < n;
+    const std::uint64_t index = mine ? k : io::ArrayFileWriter::kNoSlab;
+    std::vector<double> c, g;
+    double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
+    Together(comm, [&] {
+      if (!mine) return;
+      c = io::LoadAngleMatrix(meta, k);
       model.phi_deg = {phi[k]};
-      const std::vector<double> g = std::move(synth::ModelMatrices(model).front());
+      g = std::move(synth::ModelMatrices(model).front());
       // Post-hoc least squares c ≈ a·raw + b over all N² points.
       double sx = 0, sy = 0, sxx = 0, sxy = 0;
       for (std::uint64_t p = 0; p < nn; ++p) {
@@ -142,35 +162,41 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       }
       const double m = static_cast<double>(nn);
       const double den = m * sxx - sx * sx;
-      double a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
-      double b = (sy - a * sx) / m;
+      a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
+      b = (sy - a * sx) / m;
       raw_contrast[k] = a;
       if (cmc) {
         a = std::clamp(a, 0.01, 1.0);
         b = std::clamp(b, 0.5, 1.5);
       }
-      const double contrast = result.contrast.at(k);
-      const double offset = result.offset.at(k);
+      contrast = result.contrast.at(k);
+      offset = result.offset.at(k);
       out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
       out.WriteSlab("/per_angle_scaling_solver", k, std::vector<double>{contrast, offset});
-      out.WriteSlab("/c2_exp", k, c);
-      const auto write = [&](const char* name, auto&& value) {
+    });
+    const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
+    const auto write = [&](const char* name, auto&& value) {
+      if (mine) {
         for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
-        out.WriteSlab(name, k, slab);
-      };
-      const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
-      write("/c2_theoretical_raw", [&](std::uint64_t p) { return one + g[p]; });
-      write("/c2_theoretical_scaled", scaled);
-      write("/c2_solver_scaled", [&](std::uint64_t p) { return offset + contrast * g[p]; });
-      write("/residuals", [&](std::uint64_t p) { return c[p] - scaled(p); });
+      }
+      Together(comm, [&] { out.WriteSlabTogether(name, index, slab); });
+    };
+    Together(comm, [&] { out.WriteSlabTogether(kCubes[0], index, c); });
+    write(kCubes[1], [&](std::uint64_t p) { return one + g[p]; });
+    write(kCubes[2], scaled);
+    write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
+    write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
+    if (mine) {
       progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", k + 1, n,
                                   file_gib * static_cast<double>(k) / static_cast<double>(n),
                                   file_gib));
-      write("/residuals_normalized", [&](std::uint64_t p) {
-        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
-        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
-      });
     }
+    write(kCubes[5], [&](std::uint64_t p) {
+      if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
+      return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
+    });
+  }
+  Together(comm, [&] {
     if (rank == 0) {
       out.WriteSlab("/t1", 0, meta.t);
       out.WriteSlab("/t2", 0, meta.t);

@@ -56,7 +56,7 @@ void WriteExperimentalPlotData(const std::filesystem::path& path, const config::
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("source", data.meta.file);
   EnsureDirectory(path.parent_path());
-  io::WriteArraysFile(path.string(), arrays, attrs);
+  io::WriteArraysFile(path.string(), arrays, attrs, io::ArrayStorage{cfg.Hdf5DeflateLevel()});
 }
 
 void SimulatedPlotOptions::Validate() const {
@@ -147,7 +147,7 @@ void WriteSimulatedPlotData(const std::filesystem::path& path, const config::Con
   attrs.numbers.emplace_back("contrast", options.contrast);
   attrs.numbers.emplace_back("offset", options.offset);
   EnsureDirectory(path.parent_path());
-  io::WriteArraysFile(path.string(), arrays, attrs);
+  io::WriteArraysFile(path.string(), arrays, attrs, io::ArrayStorage{cfg.Hdf5DeflateLevel()});
 }
 
 std::filesystem::path FindHomodynePlot() {

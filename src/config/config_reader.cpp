@@ -174,6 +174,8 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   detail::BuildOptimization(r, c, problems);
   BuildLogging(r, c);
   c.output_directory = r.String("output.directory");
+  c.compress_hdf5 = r.Bool("output.compress_hdf5");
+  c.compression_level = r.Int("output.compression_level");
   c.cache_strategy = r.String("v2_features.cache_strategy");
   problems.ThrowIfAny(source);
 

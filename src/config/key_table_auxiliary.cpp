@@ -60,8 +60,10 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Acc("formats.csv", T::kBool, "", NoRule(), "CSV results");
   o.Acc("create_subdirs", T::kBool, "true", NoRule(), "Create method subfolders");
   o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
-  o.Acc("compress_hdf5", T::kBool, "true", NoRule(), "Compress HDF5 output");
-  o.Acc("compression_level", T::kInt, "4", InRange(0, 9), "Compression level");
+  o.Used("compress_hdf5", T::kBool, "true", NoRule(),
+         "Compress the large arrays of the HDF5 result files (shuffle + deflate)");
+  o.Used("compression_level", T::kInt, "4", InRange(0, 9),
+         "Deflate level of those arrays (1 fastest … 9 smallest; 0 = uncompressed)");
   o.Section("plots", kAcc, "Heatmap settings read by homodyne's plotting code", kNullable);
   o.Acc("plots.preview_mode", T::kBool, "false", NoRule(), "Fast preview rendering");
   o.Acc("plots.fit_surface", T::kString, "solver", OneOf({"solver", "posthoc"}),

@@ -241,10 +241,15 @@ GroupAttributes ReadAttributes(const std::string& path, const std::string& objec
   return out;
 }
 
+bool DeflateAvailable() {
+  h5::Hdf5Init();
+  return H5Zfilter_avail(H5Z_FILTER_DEFLATE) > 0;
+}
+
 void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
-                     const GroupAttributes& root_attributes) {
+                     const GroupAttributes& root_attributes, ArrayStorage storage) {
   ArrayFileWriter writer(path);
-  for (const NamedArray& a : arrays) writer.Write(a);
+  for (const NamedArray& a : arrays) writer.Write(a, storage);
   writer.Commit(root_attributes);
 }
 
@@ -257,7 +262,9 @@ struct ArrayFileWriter::Impl {
     std::string name;
     std::vector<hsize_t> dims;
     h5::Dataset dataset;  // open from Create to Commit (no metadata reads in WriteSlab)
+    bool filtered = false;
   };
+  h5::PropList collective;  // transfer properties of the collective writes (shared file)
   std::vector<Array> arrays;
 
   bool root() const { return comm == nullptr || comm->is_root(); }
@@ -282,6 +289,10 @@ ArrayFileWriter::ArrayFileWriter(const std::string& path, const Comm* comm)
     impl_->file =
         Own<h5::File>(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
                       "creating the file (parallel HDF5)", {impl_->tmp, ""});
+    impl_->collective =
+        Own<h5::PropList>(H5Pcreate(H5P_DATASET_XFER), "transfer properties", {impl_->tmp, ""});
+    Check(H5Pset_dxpl_mpio(impl_->collective.get(), H5FD_MPIO_COLLECTIVE), "collective transfer",
+          {impl_->tmp, ""});
   }
 }
 
@@ -296,48 +307,118 @@ ArrayFileWriter::~ArrayFileWriter() {
 }
 
 void ArrayFileWriter::Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
-                             const std::string& description) {
+                             const std::string& description, ArrayStorage storage) {
   HOMODYNE_CHECK(!dims.empty(), "an array needs at least one dimension");
+  HOMODYNE_CHECK(storage.deflate_level >= 0 && storage.deflate_level <= 9,
+                 "deflate level outside [0, 9]");
   std::vector<hsize_t> shape(dims.begin(), dims.end());
-  auto ds = CreateDataset(impl_->file.get(), impl_->tmp, array_path, shape, H5T_IEEE_F64LE);
-  if (!description.empty()) {
-    h5::WriteStringAttribute(ds.get(), "description", description, {impl_->tmp, array_path});
+  const Where where{impl_->tmp, array_path};
+  hsize_t elements = 1;
+  for (hsize_t d : shape) elements *= d;
+  constexpr hsize_t kMinFilteredValues = 8192;  // smaller arrays (≤ 64 KiB) stay contiguous
+  const bool filtered = storage.deflate_level > 0 && shape.size() >= 2 &&
+                        elements >= kMinFilteredValues && DeflateAvailable();
+  auto dcpl = Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "dataset properties", where);
+  if (filtered) {
+    // Chunks of ≤ 512 KiB: whole rows of the innermost dimensions, as many as fit (at least
+    // one); in a shared file inside one slab, so that a slab's writer owns its chunks alone.
+    // (HDF5's chunk cache, 1 MiB per dataset, then holds a chunk that several slab writes
+    // fill in one process.)
+    constexpr hsize_t kChunkValues = hsize_t{1} << 16;
+    std::vector<hsize_t> chunk(shape.size(), 1);
+    hsize_t values = 1;
+    const std::size_t outermost = impl_->comm != nullptr ? 1 : 0;
+    for (std::size_t d = shape.size(); d-- > outermost;) {
+      const hsize_t room = std::max<hsize_t>(1, kChunkValues / values);
+      chunk[d] = std::min(shape[d], room);
+      values *= chunk[d];
+      if (chunk[d] < shape[d]) break;
+    }
+    Check(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()),
+          "setting the chunk shape", where);
+    Check(H5Pset_shuffle(dcpl.get()), "adding the shuffle filter", where);
+    Check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(storage.deflate_level)),
+          "adding the deflate filter", where);
+    // Every element is written: no fill values (parallel HDF5 would otherwise write them
+    // compressed when the dataset is created).
+    Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
   }
-  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds)});
+  auto ds =
+      CreateDataset(impl_->file.get(), impl_->tmp, array_path, shape, H5T_IEEE_F64LE, dcpl.get());
+  if (!description.empty()) {
+    h5::WriteStringAttribute(ds.get(), "description", description, where);
+  }
+  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds), filtered});
 }
 
-void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
-                                std::span<const double> values) {
-  Impl::Array& array = impl_->Find(array_path);
-  const std::vector<hsize_t>& dims = array.dims;
-  const Where where{impl_->tmp, array_path};
+namespace {
+
+// Writes slab `index` of `array` (kNoSlab: selects nothing, for a collective call) with the
+// transfer properties `dxpl`.
+void WriteSlabWith(const std::string& file_name, const std::string& array_path,
+                   const std::vector<hsize_t>& dims, hid_t ds, std::uint64_t index,
+                   std::span<const double> values, hid_t dxpl) {
+  const Where where{file_name, array_path};
+  const bool none = index == ArrayFileWriter::kNoSlab;
   // A 1-D array is one slab: all of it.
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
   if (dims.size() > 1) {
-    start[0] = index;
+    start[0] = none ? 0 : index;
     count[0] = 1;
   }
   std::uint64_t n = 1;
   for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
-  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
-  HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
-  const hid_t ds = array.dataset.get();
+  if (!none) {
+    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+    HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
+  }
   auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
-  Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                            nullptr),
-        "selecting a hyperslab", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
                          "creating a memory space", where);
-  Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
+  if (none) {
+    Check(H5Sselect_none(fspace.get()), "selecting nothing", where);
+    Check(H5Sselect_none(mspace.get()), "selecting nothing", where);
+  } else {
+    Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                              nullptr),
+          "selecting a hyperslab", where);
+  }
+  const double dummy = 0.0;  // a buffer for the empty selection
+  Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl,
+                 none ? &dummy : values.data()),
         "writing the dataset", where);
 }
 
-void ArrayFileWriter::Write(const NamedArray& array) {
+}  // namespace
+
+void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
+                                std::span<const double> values) {
+  Impl::Array& array = impl_->Find(array_path);
+  HOMODYNE_CHECK(!(array.filtered && impl_->comm != nullptr),
+                 "a compressed array of a shared file is written with WriteSlabTogether");
+  HOMODYNE_CHECK(index != kNoSlab, "slab index out of range");
+  WriteSlabWith(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values,
+                H5P_DEFAULT);
+}
+
+void ArrayFileWriter::WriteSlabTogether(const std::string& array_path, std::uint64_t index,
+                                        std::span<const double> values) {
+  Impl::Array& array = impl_->Find(array_path);
+  if (impl_->comm == nullptr || !array.filtered) {
+    // One process, or an unfiltered array: independent writes.
+    if (index != kNoSlab) WriteSlab(array_path, index, values);
+    return;
+  }
+  WriteSlabWith(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values,
+                impl_->collective.get());
+}
+
+void ArrayFileWriter::Write(const NamedArray& array, ArrayStorage storage) {
   std::uint64_t n = 1;
   for (auto d : array.dims) n *= d;
   HOMODYNE_CHECK(n == array.data.size(), "array size does not match its dimensions");
-  Create(array.path, array.dims, array.description);
+  Create(array.path, array.dims, array.description, storage);
   const std::uint64_t slabs = array.dims.size() > 1 ? array.dims[0] : 1;
   const std::uint64_t per_slab = slabs > 0 ? n / slabs : 0;
   for (std::uint64_t s = 0; s < slabs; ++s) {

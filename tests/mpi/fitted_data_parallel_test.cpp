@@ -31,19 +31,21 @@ constexpr int kAngles = 5;  // more angles than ranks, not a multiple of 2
 
 // Rank 0 writes a legacy-layout file of five angles; every rank reads the config. `nan_angle`
 // ≥ 0: that angle's matrix holds a NaN.
-config::Config MakeDataset(const Comm& comm, const fs::path& dir, int nan_angle = -1) {
+// `frames` frames per angle; `output` is appended to the YAML (an `output:` section).
+config::Config MakeDataset(const Comm& comm, const fs::path& dir, int nan_angle = -1,
+                           int frames = kFrames, const std::string& output = "") {
   if (comm.is_root()) {
     std::vector<std::vector<double>> matrices;
     std::vector<double> q, phi;
     for (int k = 0; k < kAngles; ++k) {
-      std::vector<double> m(kFrames * kFrames);
-      for (int i = 0; i < kFrames; ++i) {
-        for (int j = 0; j < kFrames; ++j) {
-          m[static_cast<std::size_t>(i * kFrames + j)] =
+      std::vector<double> m(static_cast<std::size_t>(frames * frames));
+      for (int i = 0; i < frames; ++i) {
+        for (int j = 0; j < frames; ++j) {
+          m[static_cast<std::size_t>(i * frames + j)] =
               1.0 + (0.2 + 0.04 * k) * std::exp(-0.15 * std::abs(i - j)) + 0.001 * (i + j + k);
         }
       }
-      if (k == nan_angle) m[2 * kFrames + 5] = std::nan("");
+      if (k == nan_angle) m[static_cast<std::size_t>(2 * frames + 5)] = std::nan("");
       matrices.push_back(std::move(m));
       q.push_back(0.0054);
       phi.push_back(-60.0 + 30.0 * k);
@@ -53,11 +55,13 @@ config::Config MakeDataset(const Comm& comm, const fs::path& dir, int nan_angle 
   comm.Barrier();
   const std::string yaml =
       "analysis_mode: laminar_flow\n"
-      "analyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: 9\n"
+      "analyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: " +
+      std::to_string(frames) +
+      "\n"
       "  scattering: {wavevector_q: 0.0054}\n"
       "  geometry: {stator_rotor_gap: 2000000}\n"
       "experimental_data:\n  data_folder_path: " +
-      dir.string() + "\n  data_file_name: data.h5\n";
+      dir.string() + "\n  data_file_name: data.h5\n" + output;
   return config::ReadConfigString(yaml, "fitted_mpi.yaml");
 }
 
@@ -121,6 +125,54 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
   }
 }
 
+// 48 frames: the five 48 × 48 matrices (11520 values) are compressed (shuffle + deflate),
+// written collectively in rounds of one angle per rank; their values are those of the
+// one-process writer's uncompressed file, bit for bit.
+constexpr int kCompressedFrames = 48;
+
+TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "fitted_deflate", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path(), -1, kCompressedFrames,
+                                         "output: {compress_hdf5: true, compression_level: 6}\n");
+  config::Config plain = cfg;
+  plain.compress_hdf5 = false;
+  const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
+  if (world.is_root()) {
+    WriteFittedData(serial, plain, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
+  }
+  WriteFittedData(world, shared, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
+  world.Barrier();
+  ASSERT_TRUE(fs::exists(shared));
+  EXPECT_FALSE(fs::exists(shared.string() + ".tmp"));
+  for (const char* name : kArrays) {
+    const auto a = homodyne::testing::ReadWholeDataset(serial.string(), name);
+    const auto b = homodyne::testing::ReadWholeDataset(shared.string(), name);
+    ASSERT_EQ(a.size(), b.size()) << name;
+    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(double)), 0) << name;
+    const auto layout = homodyne::testing::ReadDatasetLayout(shared.string(), name);
+    const bool cube =
+        a.size() == static_cast<std::size_t>(kAngles * kCompressedFrames * kCompressedFrames);
+    const std::vector<int> filters =
+        cube ? std::vector<int>{H5Z_FILTER_SHUFFLE, H5Z_FILTER_DEFLATE} : std::vector<int>{};
+    EXPECT_EQ(layout.filters, filters) << name;
+    if (cube) {
+      // Shared by ranks: one angle per chunk, each chunk has one writer; one process: the
+      // five angles (92 KiB) in one chunk.
+      const hsize_t angles = world.size() > 1 ? 1 : kAngles;
+      EXPECT_EQ(layout.chunk, (std::vector<hsize_t>{angles, kCompressedFrames, kCompressedFrames}))
+          << name;
+      EXPECT_TRUE(homodyne::testing::ReadDatasetLayout(serial.string(), name).filters.empty());
+    }
+  }
+  world.Barrier();
+  if (world.is_root()) {
+    fs::remove(serial);
+    fs::remove(shared);
+  }
+  world.Barrier();
+}
+
 // Writes fitted_data.h5 from `data_file` (empty: the config's) on every rank and expects an
 // Error naming `needle` on each, then neither the file nor its temporary; returns the error's
 // kind (kInternal if nothing was thrown, which the EXPECT already reports).
@@ -160,6 +212,18 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
   SharedDir dir(world, "fitted_nan", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
+  const fs::path out = dir.path() / "fitted_data.h5";
+  EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
+            ErrorKind::kBadInput);
+}
+
+// The same with the compressed, collective writes: the error of rank 1's angle is agreed
+// before the write that rank would have missed.
+TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "fitted_nan_deflate", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3, kCompressedFrames);
+  ASSERT_GT(cfg.Hdf5DeflateLevel(), 0);
   const fs::path out = dir.path() / "fitted_data.h5";
   EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
             ErrorKind::kBadInput);

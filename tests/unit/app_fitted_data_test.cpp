@@ -10,8 +10,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "h5_read.h"
@@ -289,6 +292,80 @@ TEST(ArrayFileWriter, UncommittedOrMisusedWriterLeavesNothing) {
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
   fs::remove_all(dir);
+}
+
+// Compressed storage (shuffle + deflate): the values come back bit for bit, the chunks hold
+// whole rows, ≤ 512 KiB (one process: also across slabs), and arrays under 8192 values, 1-D
+// arrays and level 0 stay contiguous.
+TEST(ArrayFileWriter, CompressedArraysKeepTheirBitsInChunksOfWholeRows) {
+  ASSERT_TRUE(io::DeflateAvailable());  // Debian's HDF5 has zlib
+  const fs::path dir = FreshDir("deflate");
+  const fs::path out = dir / "a.h5";
+  const auto values = [](std::size_t n, double scale) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = scale * std::sin(0.37 * static_cast<double>(i));
+    return v;
+  };
+  const std::vector<double> big = values(3 * 400 * 400, 1.0), wide = values(2 * 200000, 2.0),
+                            small = values(4 * 30 * 30, 3.0), line = values(10000, 4.0);
+  {
+    io::ArrayFileWriter w(out.string());
+    const io::ArrayStorage deflate{4};
+    w.Create("/cube", {3, 400, 400}, "", deflate);
+    for (std::uint64_t k : {2, 0, 1}) {
+      w.WriteSlab("/cube", k, std::span<const double>(big).subspan(k * 160000, 160000));
+    }
+    w.Write({"/wide", {2, 200000}, wide, ""}, deflate);
+    w.Write({"/small", {4, 30, 30}, small, ""}, deflate);
+    w.Write({"/line", {10000}, line, ""}, deflate);
+    w.Write({"/plain", {3, 400, 400}, big, ""}, io::ArrayStorage{0});
+    w.Commit();
+  }
+  for (const auto& [name, expected] : {std::pair{"/cube", &big},
+                                       {"/wide", &wide},
+                                       {"/small", &small},
+                                       {"/line", &line},
+                                       {"/plain", &big}}) {
+    const std::vector<double> got = Read(out, name);
+    ASSERT_EQ(got.size(), expected->size()) << name;
+    EXPECT_EQ(std::memcmp(got.data(), expected->data(), got.size() * sizeof(double)), 0) << name;
+  }
+  const std::vector<int> shuffle_deflate{H5Z_FILTER_SHUFFLE, H5Z_FILTER_DEFLATE};
+  const testing::DatasetLayout cube = testing::ReadDatasetLayout(out.string(), "/cube");
+  EXPECT_EQ(cube.filters, shuffle_deflate);
+  // 400 × 400 = 160000 values exceed 2^16: 163 whole rows of one slab.
+  EXPECT_EQ(cube.chunk, (std::vector<hsize_t>{1, 163, 400}));
+  const testing::DatasetLayout wide_layout = testing::ReadDatasetLayout(out.string(), "/wide");
+  EXPECT_EQ(wide_layout.filters, shuffle_deflate);
+  EXPECT_EQ(wide_layout.chunk, (std::vector<hsize_t>{1, 65536}));
+  // 3600 values: across slabs in one process, but below the size that is compressed.
+  for (const char* name : {"/small", "/line", "/plain"}) {
+    const testing::DatasetLayout layout = testing::ReadDatasetLayout(out.string(), name);
+    EXPECT_TRUE(layout.chunk.empty()) << name;
+    EXPECT_TRUE(layout.filters.empty()) << name;
+  }
+  // Compressed: smaller than the same values stored contiguous.
+  EXPECT_EQ(testing::ReadDatasetLayout(out.string(), "/plain").storage_bytes, big.size() * 8);
+  EXPECT_LT(cube.storage_bytes, big.size() * 8);
+  fs::remove_all(dir);
+}
+
+// A config's output.compress_hdf5 / compression_level decide the level of fitted_data.h5's
+// N×N arrays (and of the plots' data files).
+TEST(FittedData, ConfigDecidesTheCompression) {
+  const auto level = [](const std::string& output) {
+    return config::ReadConfigString(
+               "analysis_mode: static\n"
+               "experimental_data: {data_folder_path: ., data_file_name: d.h5}\n" +
+                   output,
+               "c.yaml")
+        .Hdf5DeflateLevel();
+  };
+  EXPECT_EQ(level(""), 4);  // homodyne's template default: compress, level 4
+  EXPECT_EQ(level("output: {compression_level: 9}\n"), 9);
+  EXPECT_EQ(level("output: {compress_hdf5: false, compression_level: 9}\n"), 0);
+  EXPECT_EQ(level("output: {compression_level: 0}\n"), 0);
+  EXPECT_THROW(level("output: {compression_level: 10}\n"), Error);
 }
 
 }  // namespace

@@ -246,6 +246,12 @@ struct Config {
   Optimization optimization;
   LoggingOptions logging;
   std::string output_directory = "./homodyne_results";
+  // output.compress_hdf5 / output.compression_level: deflate (after the shuffle filter) for
+  // the large arrays of the HDF5 result files (fitted_data.h5 and the plots' data files).
+  // Hdf5DeflateLevel() is the level to use: 0 = stored uncompressed.
+  bool compress_hdf5 = true;
+  int compression_level = 4;  // 0–9
+  int Hdf5DeflateLevel() const { return compress_hdf5 ? compression_level : 0; }
   std::string cache_strategy = "intelligent";      // v2_features.cache_strategy
   bool legacy_flat_layout = false;                 // converted from the flat legacy layout
   std::vector<std::string> notes;                  // notes for the user (fallbacks, overrides)

@@ -56,9 +56,20 @@ struct NamedArray {
   std::string description;  // stored as the dataset's "description" attribute
 };
 
+// How a result file's large arrays are stored: deflate (zlib) at `level` 1–9 after the
+// shuffle filter, in chunks of at most 512 KiB that never cross a slab (index of the first
+// dimension) in a shared file; level 0 stores them contiguous and uncompressed. Only arrays with at
+// least two dimensions and 8192 values are compressed (the small ones are not worth a chunk index;
+// such arrays are also never "compressed arrays" below). DeflateAvailable() is false when the
+// HDF5 library has no zlib filter; the arrays are then written uncompressed.
+struct ArrayStorage {
+  int deflate_level = 0;
+};
+bool DeflateAvailable();
+
 // Writes the arrays (and root attributes) to a new HDF5 file, atomically.
 void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
-                     const GroupAttributes& root_attributes = {});
+                     const GroupAttributes& root_attributes = {}, ArrayStorage storage = {});
 
 // A result file written array by array and slab by slab, so that large arrays never have
 // to be held whole: Create() an array, then WriteSlab() each index of its first dimension
@@ -67,7 +78,7 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 // With `comm`, the file is shared by its ranks (parallel HDF5): the constructor, Create,
 // Commit and the destructor are collective (every rank, same arguments, and an error on one
 // rank agreed by all before them — parallel/collective.h), WriteSlab is independent (each
-// rank writes its own slabs).
+// rank writes its own slabs) and WriteSlabTogether collective.
 class ArrayFileWriter {
  public:
   explicit ArrayFileWriter(const std::string& path, const Comm* comm = nullptr);
@@ -75,15 +86,23 @@ class ArrayFileWriter {
   ArrayFileWriter(const ArrayFileWriter&) = delete;
   ArrayFileWriter& operator=(const ArrayFileWriter&) = delete;
 
-  // A float64 array of shape `dims` (row-major, outermost first), filled by WriteSlab.
+  // A float64 array of shape `dims` (row-major, outermost first), filled by WriteSlab or
+  // WriteSlabTogether; stored as `storage` says (compressed arrays need WriteSlabTogether
+  // when the file is shared: parallel HDF5 writes filtered data collectively only).
   void Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
-              const std::string& description = {});
+              const std::string& description = {}, ArrayStorage storage = {});
   // values = array[index, ...]: the product of dims[1..] values (all of it for 1-D arrays,
-  // whose single slab is index 0).
+  // whose single slab is index 0). Not for a compressed array of a shared file.
   void WriteSlab(const std::string& array_path, std::uint64_t index,
                  std::span<const double> values);
-  // Create + WriteSlab of a whole array.
-  void Write(const NamedArray& array);
+  // Every rank of a shared file calls this together; each writes its slab `index`, or
+  // nothing when index is kNoSlab (values then ignored). Without comm: WriteSlab, or nothing.
+  static constexpr std::uint64_t kNoSlab = ~std::uint64_t{0};
+  void WriteSlabTogether(const std::string& array_path, std::uint64_t index,
+                         std::span<const double> values);
+  // Create + WriteSlab of a whole array (one process: not for a shared file's compressed
+  // array).
+  void Write(const NamedArray& array, ArrayStorage storage = {});
   // Root attributes, flush, fsync and rename. Throws on failure (the file is removed).
   void Commit(const GroupAttributes& root_attributes = {});
 
