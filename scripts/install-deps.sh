@@ -19,6 +19,7 @@ PACKAGES=(
   libbenchmark-dev                     # benchmarks
   # small well-kept libraries (see docs/architecture.md for why each)
   liblzf-dev                           # LZF filter (HDF5 filter 32000) for APS-U files
+  zlib1g-dev                           # deflate of result-file chunks in threads
   libfmt-dev                           # formatting
   libcli11-dev                         # command-line parsing
   nlohmann-json3-dev                   # JSON result files

@@ -110,11 +110,13 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     PhaseTimes::Scope t(phases, "write_outputs");
     const std::filesystem::path out(task.spec.output_dir);
     if (task.spec.method != "cmc") {
-      WriteFittedData(group, out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log);
+      WriteFittedData(group, out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log,
+                      FittedDataThreads{ro.threads, ro.worker_start});
     }
     if (cmc_result) {
       WriteFittedData(group, out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      cmc::PosteriorMeanModel(*cmc_result), fit_log);
+                      cmc::PosteriorMeanModel(*cmc_result), fit_log, kFittedDataMaxBytes,
+                      FittedDataThreads{ro.threads, ro.worker_start});
     }
   }
   RunReportInput report;

@@ -26,11 +26,11 @@ double FittedDataLimit(const nlsq::NlsqRunResult& result) {
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger) {
+                     const Logger& logger, const FittedDataThreads& threads) {
   WriteFittedData(comm, path, cfg, data_file,
                   FittedModel{result.report.analysis_mode, result.report.physical_values,
                               result.report.contrast, result.report.offset},
-                  logger, FittedDataLimit(result));
+                  logger, FittedDataLimit(result), threads);
 }
 
 namespace {
@@ -59,7 +59,7 @@ void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes)
 // process (comm = nullptr).
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
-             double max_bytes) {
+             double max_bytes, const FittedDataThreads& threads) {
   if (comm != nullptr) BroadcastFromRoot(*comm, result, max_bytes);
   // The size check comes before the data are read (from the metadata alone). The file is
   // written one angle at a time: the angle's data, its g1², its read buffer and one output
@@ -96,7 +96,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int ranks = comm != nullptr ? comm->size() : 1;
   // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level).
-  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel()};
+  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start};
   if (storage.deflate_level > 0 && !io::DeflateAvailable()) {
     logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
                 path.string());
@@ -228,14 +228,14 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
 
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes) {
-  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes);
+                     double max_bytes, const FittedDataThreads& threads) {
+  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes, threads);
 }
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes) {
-  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes);
+                     double max_bytes, const FittedDataThreads& threads) {
+  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads);
 }
 
 }  // namespace homodyne

@@ -374,14 +374,16 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   {
     // fitted_data.h5: all ranks together (collective, each rank its share of the angles).
     PhaseTimes::Scope t(phases, "write_outputs");
+    // The compute threads' cores compress a one-rank file's chunks.
+    const FittedDataThreads threads{ro.threads, ro.worker_start};
     const std::filesystem::path out(opts.output_dir);
     if (write_nlsq) {
       WriteFittedData(env.world(), OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file,
-                      result, log);
+                      result, log, threads);
     }
     if (cmc_result) {
       WriteFittedData(env.world(), out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      cmc::PosteriorMeanModel(*cmc_result), log);
+                      cmc::PosteriorMeanModel(*cmc_result), log, kFittedDataMaxBytes, threads);
     }
   }
   state.phases = phases;

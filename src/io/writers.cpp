@@ -1,14 +1,20 @@
 // Synthetic XPCS file writers (see include/homodyne/io/writers.h).
 #include "homodyne/io/writers.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <filesystem>
+#include <thread>
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "homodyne/error.h"
 #include "homodyne/io/lzf_filter.h"
@@ -263,6 +269,8 @@ struct ArrayFileWriter::Impl {
     std::vector<hsize_t> dims;
     h5::Dataset dataset;  // open from Create to Commit (no metadata reads in WriteSlab)
     bool filtered = false;
+    std::vector<hsize_t> chunk;  // filtered: the chunk shape
+    ArrayStorage storage;
   };
   h5::PropList collective;  // transfer properties of the collective writes (shared file)
   std::vector<Array> arrays;
@@ -327,7 +335,11 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
     constexpr hsize_t kChunkValues = hsize_t{1} << 16;
     std::vector<hsize_t> chunk(shape.size(), 1);
     hsize_t values = 1;
-    const std::size_t outermost = impl_->comm != nullptr ? 1 : 0;
+    // Across slabs only in a file of one process, and only when a slab is small (no
+    // threaded compression then: it takes chunks inside one slab).
+    hsize_t slab = 1;
+    for (std::size_t d = 1; d < shape.size(); ++d) slab *= shape[d];
+    const std::size_t outermost = impl_->comm != nullptr || slab >= kChunkValues / 16 ? 1 : 0;
     for (std::size_t d = shape.size(); d-- > outermost;) {
       const hsize_t room = std::max<hsize_t>(1, kChunkValues / values);
       chunk[d] = std::min(shape[d], room);
@@ -348,7 +360,15 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
   if (!description.empty()) {
     h5::WriteStringAttribute(ds.get(), "description", description, where);
   }
-  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds), filtered});
+  std::vector<hsize_t> chunk;
+  if (filtered) {
+    chunk.resize(shape.size());
+    auto plist = Own<h5::PropList>(H5Dget_create_plist(ds.get()), "dataset properties", where);
+    Check(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()),
+          "reading the chunk shape", where);
+  }
+  impl_->arrays.push_back(
+      {array_path, std::move(shape), std::move(ds), filtered, std::move(chunk), storage});
 }
 
 namespace {
@@ -390,6 +410,103 @@ void WriteSlabWith(const std::string& file_name, const std::string& array_path,
         "writing the dataset", where);
 }
 
+// The bytes HDF5's shuffle filter makes of n float64 values (byte b of every value, then
+// byte b + 1, …), deflated as its deflate filter does (zlib's compress2 at `level`).
+std::vector<unsigned char> ShuffleDeflate(const double* values, std::size_t n, int level) {
+  const std::size_t bytes = n * sizeof(double);
+  std::vector<unsigned char> shuffled(bytes);
+  const auto* in = reinterpret_cast<const unsigned char*>(values);
+  for (std::size_t b = 0; b < sizeof(double); ++b) {
+    unsigned char* out = shuffled.data() + b * n;
+    for (std::size_t i = 0; i < n; ++i) out[i] = in[i * sizeof(double) + b];
+  }
+  uLongf size = compressBound(static_cast<uLong>(bytes));
+  std::vector<unsigned char> packed(size);
+  const int rc = compress2(packed.data(), &size, shuffled.data(), static_cast<uLong>(bytes), level);
+  if (rc != Z_OK) ThrowInternal(fmt::format("zlib compress2 failed ({})", rc));
+  packed.resize(size);
+  return packed;
+}
+
+// Slab `index` of a filtered array whose chunks lie inside one slab (chunk[0] = 1): every
+// chunk filled from `values` (zeros past the array's edge, as HDF5 pads edge chunks),
+// compressed by storage.threads threads and written with H5Dwrite_chunk in chunk order.
+void DeflateSlab(const std::string& file_name, const std::string& array_path,
+                 const std::vector<hsize_t>& dims, const std::vector<hsize_t>& chunk, hid_t ds,
+                 std::uint64_t index, std::span<const double> values, const ArrayStorage& storage) {
+  const int level = storage.deflate_level, threads = storage.threads;
+  const Where where{file_name, array_path};
+  const std::size_t nd = dims.size();
+  // The chunk grid over dimensions 1 … nd−1, and the slab's and a chunk's strides.
+  std::vector<hsize_t> grid(nd, 1), slab_stride(nd, 1), chunk_stride(nd, 1);
+  std::size_t chunks = 1;
+  for (std::size_t d = 1; d < nd; ++d) {
+    grid[d] = (dims[d] + chunk[d] - 1) / chunk[d];
+    chunks *= grid[d];
+  }
+  for (std::size_t d = nd - 1; d-- > 1;) {
+    slab_stride[d] = slab_stride[d + 1] * dims[d + 1];
+    chunk_stride[d] = chunk_stride[d + 1] * chunk[d + 1];
+  }
+  const std::size_t chunk_values = chunk_stride[1] * chunk[1];
+  // The chunk's first element (dimensions 1 … nd−1) from its number in the grid.
+  const auto origin = [&](std::size_t c) {
+    std::vector<hsize_t> at(nd, 0);
+    for (std::size_t d = nd; d-- > 1;) {
+      at[d] = (c % grid[d]) * chunk[d];
+      c /= grid[d];
+    }
+    return at;
+  };
+  std::vector<std::vector<unsigned char>> packed(chunks);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(std::max(1, threads)));
+  const auto work = [&](std::size_t t) {
+    try {
+      if (t > 0 && storage.thread_start) storage.thread_start(static_cast<int>(t));
+      std::vector<double> buffer(chunk_values);
+      for (std::size_t c = next++; c < chunks; c = next++) {
+        const std::vector<hsize_t> at = origin(c);
+        std::fill(buffer.begin(), buffer.end(), 0.0);
+        // Rows of the innermost dimension, over the chunk's other dimensions (odometer).
+        const hsize_t run = std::min(chunk[nd - 1], dims[nd - 1] - at[nd - 1]);
+        std::vector<hsize_t> e(nd, 0);  // position inside the chunk
+        while (true) {
+          bool inside = true;
+          std::size_t src = 0, dst = 0;
+          for (std::size_t d = 1; d < nd; ++d) {
+            inside = inside && at[d] + e[d] < dims[d];
+            src += (at[d] + e[d]) * slab_stride[d];
+            dst += e[d] * chunk_stride[d];
+          }
+          if (inside) std::memcpy(&buffer[dst], &values[src], run * sizeof(double));
+          std::size_t d = nd - 1;
+          while (d-- > 1 && ++e[d] == chunk[d]) e[d] = 0;
+          if (d == 0 || nd <= 2) break;
+        }
+        packed[c] = ShuffleDeflate(buffer.data(), chunk_values, level);
+      }
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  };
+  const auto n_threads = static_cast<std::size_t>(
+      std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, threads)), 1, chunks));
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
+  work(0);
+  for (std::thread& th : pool) th.join();
+  for (const std::exception_ptr& e : errors) {
+    if (e) std::rethrow_exception(e);
+  }
+  for (std::size_t c = 0; c < chunks; ++c) {
+    std::vector<hsize_t> offset = origin(c);
+    offset[0] = index;
+    Check(H5Dwrite_chunk(ds, H5P_DEFAULT, 0, offset.data(), packed[c].size(), packed[c].data()),
+          "writing a compressed chunk", where);
+  }
+}
+
 }  // namespace
 
 void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
@@ -398,6 +515,15 @@ void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t ind
   HOMODYNE_CHECK(!(array.filtered && impl_->comm != nullptr),
                  "a compressed array of a shared file is written with WriteSlabTogether");
   HOMODYNE_CHECK(index != kNoSlab, "slab index out of range");
+  if (array.filtered && array.dims.size() >= 2 && array.chunk[0] == 1) {
+    std::uint64_t n = 1;
+    for (std::size_t d = 1; d < array.dims.size(); ++d) n *= array.dims[d];
+    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+    HOMODYNE_CHECK(index < array.dims[0], "slab index out of range");
+    DeflateSlab(impl_->tmp, array_path, array.dims, array.chunk, array.dataset.get(), index, values,
+                array.storage);
+    return;
+  }
   WriteSlabWith(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values,
                 H5P_DEFAULT);
 }

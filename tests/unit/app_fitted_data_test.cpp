@@ -347,6 +347,23 @@ TEST(ArrayFileWriter, CompressedArraysKeepTheirBitsInChunksOfWholeRows) {
   // Compressed: smaller than the same values stored contiguous.
   EXPECT_EQ(testing::ReadDatasetLayout(out.string(), "/plain").storage_bytes, big.size() * 8);
   EXPECT_LT(cube.storage_bytes, big.size() * 8);
+
+  // The slab's chunks compressed by 3 threads: the same values and the same compressed size
+  // (the same bytes per chunk, whichever thread made them).
+  const fs::path threaded = dir / "threads.h5";
+  {
+    io::ArrayFileWriter w(threaded.string());
+    w.Create("/cube", {3, 400, 400}, "", io::ArrayStorage{4, 3});
+    for (std::uint64_t k : {1, 2, 0}) {
+      w.WriteSlab("/cube", k, std::span<const double>(big).subspan(k * 160000, 160000));
+    }
+    w.Commit();
+  }
+  const std::vector<double> got = Read(threaded, "/cube");
+  ASSERT_EQ(got.size(), big.size());
+  EXPECT_EQ(std::memcmp(got.data(), big.data(), got.size() * sizeof(double)), 0);
+  EXPECT_EQ(testing::ReadDatasetLayout(threaded.string(), "/cube").storage_bytes,
+            cube.storage_bytes);
   fs::remove_all(dir);
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,13 @@ enum class FittedDataConvention { kNlsq, kCmc };
 
 inline constexpr double kFittedDataMaxBytes = 4.0 * (1ULL << 30);  // one angle's matrices
 
+// The threads that compress a one-process file's chunks: `count` (the caller's included);
+// `start(t)` runs first in thread t ≥ 1, e.g. to pin it to the rank's core t.
+struct FittedDataThreads {
+  int count = 1;
+  std::function<void(int thread_index)> start;
+};
+
 // The model whose c2 the file holds: physical parameters and per-angle contrast/offset.
 struct FittedModel {
   std::string analysis_mode;
@@ -40,21 +48,24 @@ struct FittedModel {
 // (io::LoadAngleMatrix), its g1² evaluated and its N×N slabs written, so the memory held is
 // four N×N matrices whatever the number of angles. When those exceed `max_bytes` the file is
 // not written (a warning says so). Atomic: a failure leaves neither the file nor its
-// temporary.
+// temporary. The N×N arrays are compressed as the config says (output.compress_hdf5,
+// compression_level), in a file of one process by `threads` (io::ArrayStorage).
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes = kFittedDataMaxBytes);
+                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
 // The same file written by the ranks of `comm` together (collective; parallel HDF5): each
 // rank computes and writes the angles k ≡ rank (mod ranks), so the time and the memory per
-// rank shrink with the ranks; the file's bits do not depend on them.
+// rank shrink with the ranks; the values do not depend on them. `threads` compress the
+// chunks when comm has one rank (with more, HDF5's filters compress them in the collective
+// writes, one thread per rank).
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes = kFittedDataMaxBytes);
+                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
 // DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks; collective over `comm`):
 // the limit is FittedDataLimit(result).
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger);
+                     const Logger& logger, const FittedDataThreads& threads = {});
 // 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the
 // run stays within the budget it chose to stream for).
 double FittedDataLimit(const nlsq::NlsqRunResult& result);

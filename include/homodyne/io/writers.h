@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -62,8 +63,14 @@ struct NamedArray {
 // least two dimensions and 8192 values are compressed (the small ones are not worth a chunk index;
 // such arrays are also never "compressed arrays" below). DeflateAvailable() is false when the
 // HDF5 library has no zlib filter; the arrays are then written uncompressed.
+// In a file of one process (no comm), a slab's chunks are compressed by `threads` threads,
+// the calling one included (the same bytes HDF5's shuffle and deflate filters produce), and
+// written as they are; `thread_start(t)` runs first in each added thread t = 1 … threads − 1
+// (to pin it: a thread inherits the affinity of the pinned thread that creates it).
 struct ArrayStorage {
   int deflate_level = 0;
+  int threads = 1;
+  std::function<void(int thread_index)> thread_start;
 };
 bool DeflateAvailable();
 
