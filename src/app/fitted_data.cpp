@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include "homodyne/app/config_bridge.h"
@@ -11,6 +12,7 @@
 #include "homodyne/io/writers.h"
 #include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
+#include "homodyne/parallel/transfer.h"
 #include "homodyne/progress.h"
 #include "homodyne/synth/synthetic_dataset.h"
 
@@ -55,15 +57,25 @@ void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes)
   MPI_Bcast(&max_bytes, 1, MPI_DOUBLE, 0, comm.get());
 }
 
-// The file on the ranks of `comm` (each writes the angles k ≡ rank mod size), or on one
-// process (comm = nullptr).
+// Runs `attempt` unless an earlier one failed (whose error is kept): rank 0 goes on
+// receiving every rank's slabs after a failed write, so that no sender is left waiting.
+template <typename Fn>
+void Attempt(std::exception_ptr& failed, Fn&& attempt) {
+  if (failed) return;
+  try {
+    attempt();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+}
+
+// The file of the ranks of `comm` (each computes the angles k ≡ rank mod size and sends
+// them, compressed, to rank 0, which writes the file), or of one process (comm = nullptr).
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
              double max_bytes, const FittedDataThreads& threads) {
   if (comm != nullptr) BroadcastFromRoot(*comm, result, max_bytes);
-  // The size check comes before the data are read (from the metadata alone). The file is
-  // written one angle at a time: the angle's data, its g1², its read buffer and one output
-  // matrix are held at once, whatever the number of angles.
+  // The size check comes before the data are read (from the metadata alone).
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
   const io::DatasetMetadata meta = comm != nullptr
                                        ? io::BroadcastMetadata(*comm, load, Logger::Silent())
@@ -71,12 +83,6 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const std::size_t n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   const std::uint64_t nn = nf * nf;
-  const double working = 8.0 * 4.0 * static_cast<double>(nn);
-  if (working > max_bytes) {
-    logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
-                path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
-    return;
-  }
   // A progress line for files above 1 GiB (minutes on a slow file system), per angle.
   const double file_gib = 8.0 * 6.0 * static_cast<double>(n) * static_cast<double>(nn) /
                           static_cast<double>(1ULL << 30);
@@ -95,20 +101,38 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const bool cmc = result.convention == FittedDataConvention::kCmc;
   const int rank = comm != nullptr ? comm->rank() : 0;
   const int ranks = comm != nullptr ? comm->size() : 1;
-  // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level).
-  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start};
+  // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level),
+  // by the rank that computed them (in its threads), in chunks inside one angle when several
+  // ranks share the work.
+  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start,
+                                 /*chunks_in_slab=*/ranks > 1};
   if (storage.deflate_level > 0 && !io::DeflateAvailable()) {
     logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
                 path.string());
   }
-  std::optional<io::ArrayFileWriter> file;
   const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
+  const std::vector<std::uint64_t> chunk = io::ChunkShape(cube, storage);
+  // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
+  // process, several to a chunk).
+  const bool packed = !chunk.empty() && chunk[0] == 1;
+  // The file is written one angle at a time: the angle's data, its read buffer, its g1² and
+  // one output matrix are held at once, whatever the number of angles, and its compressed
+  // chunks or (rank 0) the matrix received from another rank.
+  const double matrices = !chunk.empty() || ranks > 1 ? 5.0 : 4.0;
+  const double working = 8.0 * matrices * static_cast<double>(nn);
+  if (working > max_bytes) {
+    logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
+                path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
+    return;
+  }
   const char* const kCubes[] = {
       "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
       "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
-  // Collective: the file and every dataset.
+  // Rank 0 alone opens the file.
+  std::optional<io::ArrayFileWriter> file;
   Together(comm, [&] {
-    file.emplace(path.string(), comm);
+    if (rank != 0) return;
+    file.emplace(path.string());
     io::ArrayFileWriter& out = *file;
     out.Create(kCubes[0], cube, "diagonal-corrected data", storage);
     out.Create(kCubes[1], cube, cmc ? "g1^2" : "1 + g1^2", storage);
@@ -128,22 +152,23 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     out.Create("/q", {1}, "1/Angstrom");
     out.Create("/phi_angles", {n}, "degrees, normalised");
   });
-  io::ArrayFileWriter& out = *file;
   // raw = one + g1²: 1 + g1² (NLSQ) or g1² (CMC).
   const double one = cmc ? 0.0 : 1.0;
-  // The least-squares contrast of every angle (0 for the other ranks' angles), for the
-  // warnings, which only rank 0 prints.
-  std::vector<double> raw_contrast(n, 0.0);
-  // In rounds: round r writes angle r·ranks + rank on each rank (none past the last angle),
-  // so that every rank takes part in each write (compressed arrays of a shared file are
-  // written collectively); errors are agreed before each write.
-  std::vector<double> slab(nn);
+  // Per angle: the post-hoc a_k, b_k, the solver's contrast and offset, and the unclipped
+  // least-squares contrast (for the warnings); 0 for the other ranks' angles, summed on
+  // rank 0 at the end (x + 0 = x: exact).
+  std::vector<double> per_angle(5 * n, 0.0);
+  // In rounds: round r computes angle r·ranks + rank on each rank (none past the last angle);
+  // rank 0 writes its own, then receives and writes the others' in rank order.
+  std::vector<double> slab(nn), received(ranks > 1 && !packed ? nn : 0);
   const std::size_t rounds =
       (n + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks);
+  const auto angle_of = [&](std::size_t round, int r) {
+    return round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r);
+  };
   for (std::size_t round = 0; round < rounds; ++round) {
-    const std::size_t k = round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(rank);
+    const std::size_t k = angle_of(round, rank);
     const bool mine = k < n;
-    const std::uint64_t index = mine ? k : io::ArrayFileWriter::kNoSlab;
     std::vector<double> c, g;
     double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
     Together(comm, [&] {
@@ -164,31 +189,72 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       const double den = m * sxx - sx * sx;
       a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
       b = (sy - a * sx) / m;
-      raw_contrast[k] = a;
+      per_angle[4 * n + k] = a;
       if (cmc) {
         a = std::clamp(a, 0.01, 1.0);
         b = std::clamp(b, 0.5, 1.5);
       }
       contrast = result.contrast.at(k);
       offset = result.offset.at(k);
-      out.WriteSlab("/per_angle_scaling", k, std::vector<double>{a, b});
-      out.WriteSlab("/per_angle_scaling_solver", k, std::vector<double>{contrast, offset});
+      per_angle[k] = a;
+      per_angle[n + k] = b;
+      per_angle[2 * n + k] = contrast;
+      per_angle[3 * n + k] = offset;
     });
+    // One array's slab of every rank of the round into the file.
+    const auto deliver = [&](const char* name, std::span<const double> values) {
+      std::vector<std::vector<unsigned char>> chunks;
+      // Every rank compresses its slab at once (rank 0 included).
+      Together(comm, [&] {
+        if (mine && packed) chunks = io::PackSlab(cube, chunk, values, storage);
+      });
+      Together(comm, [&] {
+        if (rank != 0) {
+          if (!mine) return;
+          if (packed) {
+            SendBuffers(*comm, 0, chunks);
+          } else {
+            SendDoubles(*comm, 0, values);
+          }
+          return;
+        }
+        std::exception_ptr failed;
+        Attempt(failed, [&] {
+          if (packed) {
+            file->WritePackedSlab(name, k, chunks);
+          } else {
+            file->WriteSlab(name, k, values);
+          }
+        });
+        for (int r = 1; r < ranks && angle_of(round, r) < n; ++r) {
+          const std::size_t kr = angle_of(round, r);
+          if (packed) {
+            const auto theirs = RecvBuffers(*comm, r);
+            Attempt(failed, [&] { file->WritePackedSlab(name, kr, theirs); });
+          } else {
+            RecvDoubles(*comm, r, received);
+            Attempt(failed, [&] { file->WriteSlab(name, kr, received); });
+          }
+        }
+        if (failed) std::rethrow_exception(failed);
+      });
+    };
     const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
     const auto write = [&](const char* name, auto&& value) {
       if (mine) {
         for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
       }
-      Together(comm, [&] { out.WriteSlabTogether(name, index, slab); });
+      deliver(name, slab);
     };
-    Together(comm, [&] { out.WriteSlabTogether(kCubes[0], index, c); });
+    deliver(kCubes[0], c);
     write(kCubes[1], [&](std::uint64_t p) { return one + g[p]; });
     write(kCubes[2], scaled);
     write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
     write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
-    if (mine) {
-      progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", k + 1, n,
-                                  file_gib * static_cast<double>(k) / static_cast<double>(n),
+    if (rank == 0) {
+      const std::size_t done = std::min(n, angle_of(round, ranks));
+      progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", done, n,
+                                  file_gib * static_cast<double>(done - 1) / static_cast<double>(n),
                                   file_gib));
     }
     write(kCubes[5], [&](std::uint64_t p) {
@@ -196,20 +262,24 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
     });
   }
-  Together(comm, [&] {
-    if (rank == 0) {
-      out.WriteSlab("/t1", 0, meta.t);
-      out.WriteSlab("/t2", 0, meta.t);
-      out.WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
-      out.WriteSlab("/phi_angles", 0, phi);
-    }
-  });
   if (comm != nullptr) {
-    MPI_Allreduce(MPI_IN_PLACE, raw_contrast.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM,
-                  comm->get());
+    MPI_Allreduce(MPI_IN_PLACE, per_angle.data(), static_cast<int>(per_angle.size()), MPI_DOUBLE,
+                  MPI_SUM, comm->get());
   }
+  Together(comm, [&] {
+    if (rank != 0) return;
+    for (std::size_t k = 0; k < n; ++k) {
+      file->WriteSlab("/per_angle_scaling", k, std::vector<double>{per_angle[k], per_angle[n + k]});
+      file->WriteSlab("/per_angle_scaling_solver", k,
+                      std::vector<double>{per_angle[2 * n + k], per_angle[3 * n + k]});
+    }
+    file->WriteSlab("/t1", 0, meta.t);
+    file->WriteSlab("/t2", 0, meta.t);
+    file->WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
+    file->WriteSlab("/phi_angles", 0, phi);
+  });
   for (std::size_t k = 0; cmc && k < n; ++k) {
-    const double a = raw_contrast[k];
+    const double a = per_angle[4 * n + k];
     if (a > 1.0 || a <= 0.0) {
       logger.Warn(
           "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
@@ -220,7 +290,9 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
-  Together(comm, [&] { out.Commit(attrs); });
+  Together(comm, [&] {
+    if (rank == 0) file->Commit(attrs);
+  });
   progress.Done(fmt::format("{} angles, {:.2f} GiB in {:.1f} s", n, file_gib, progress.elapsed()));
 }
 

@@ -347,21 +347,33 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
   RunCollectively(comm_, [&] {
     const std::string p = tmp.string();
     h5::PropList fapl = ParallelAccess(p, comm_);
-    auto file = h5::Own<h5::File>(H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                                  "creating the checkpoint", {p, ""});
-    const h5::Where root{p, "/"};
-    h5::WriteStringAttribute(file.get(), "format", kFormat, root);
-    WriteIntAttribute(file.get(), "format_version", kFormatVersion, root);
-    h5::WriteStringAttribute(file.get(), "kind", options_.kind, root);
-    WriteIntAttribute(file.get(), "sequence", next_sequence_, root);
-    WriteIntAttribute(file.get(), "ranks_at_write", comm_.size(), root);
-    h5::WriteStringAttribute(file.get(), "code_version", std::string(Version()), root);
-    h5::WriteStringAttribute(file.get(), "config_hash", identity_.config_hash(), root);
-    h5::WriteStringAttribute(file.get(), "data_hash", identity_.data_hash(), root);
-    h5::WriteStringAttribute(file.get(), "created", nlsq::IsoTimestampNow(), root);
-    for (const Layout& l : layout) WriteDataset(file.get(), p, l, full, comm_.rank());
-    h5::Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", root);
-    file.Close({p, ""});
+    h5::File file;
+    try {
+      file = h5::Own<h5::File>(H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                               "creating the checkpoint", {p, ""});
+      const h5::Where root{p, "/"};
+      h5::WriteStringAttribute(file.get(), "format", kFormat, root);
+      WriteIntAttribute(file.get(), "format_version", kFormatVersion, root);
+      h5::WriteStringAttribute(file.get(), "kind", options_.kind, root);
+      WriteIntAttribute(file.get(), "sequence", next_sequence_, root);
+      WriteIntAttribute(file.get(), "ranks_at_write", comm_.size(), root);
+      h5::WriteStringAttribute(file.get(), "code_version", std::string(Version()), root);
+      h5::WriteStringAttribute(file.get(), "config_hash", identity_.config_hash(), root);
+      h5::WriteStringAttribute(file.get(), "data_hash", identity_.data_hash(), root);
+      h5::WriteStringAttribute(file.get(), "created", nlsq::IsoTimestampNow(), root);
+      for (const Layout& l : layout) WriteDataset(file.get(), p, l, full, comm_.rank());
+      h5::Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", root);
+      file.Close({p, ""});
+    } catch (...) {
+      // A full disk fails every rank's flush alike: close (after freeing the space, so that
+      // HDF5 holds no half-closed file at MPI_Finalize) and remove the temporary.
+      h5::DiscardFile(file, p, comm_.get());
+      if (comm_.is_root()) {
+        std::error_code ignored;
+        fs::remove(tmp, ignored);
+      }
+      throw;
+    }
   });
   comm_.Barrier();
   MaybeKill("checkpoint_write", writes_ + 1);  // test hook: die between write and rename

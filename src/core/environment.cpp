@@ -9,19 +9,21 @@
 #include <string_view>
 
 #include "homodyne/error.h"
+#include "io/h5_handles.h"
 
 namespace homodyne {
 namespace {
 
 std::atomic<bool> g_environment_active{false};
 
-// MPI_Init_thread / MPI_Finalize.
+// MPI_Init_thread / MPI_Finalize, with HDF5 started before and shut down before them.
 class MpiSession {
  public:
   MpiSession(int* argc, char*** argv) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) ThrowInternal("MPI is already initialised: create only one Environment");
+    io::h5::Hdf5InitBeforeMpi();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_) != MPI_SUCCESS) {
       ThrowInternal("MPI_Init_thread failed");
     }
@@ -33,6 +35,7 @@ class MpiSession {
   ~MpiSession() {
     int finalized = 0;
     MPI_Finalized(&finalized);
+    io::h5::Hdf5ShutDown();
     if (!finalized) MPI_Finalize();
   }
   MpiSession(const MpiSession&) = delete;

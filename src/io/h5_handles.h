@@ -42,6 +42,14 @@ inline void Check(herr_t status, std::string_view what, const Where& where,
 
 using CloseFn = herr_t (*)(hid_t);
 
+// HDF5 1.10 keeps a file whose close failed half-closed: the library's shutdown (at exit, or
+// inside MPI_Finalize) crashes on it. A failed file close is noted here, and Hdf5ShutDown()
+// then leaves the library as it is; Hdf5InitBeforeMpi() keeps the shutdown in our hands
+// (HDF5 registers none of its own when it starts before MPI).
+void NoteFailedFileClose() noexcept;
+void Hdf5InitBeforeMpi();
+void Hdf5ShutDown() noexcept;
+
 // Owns one HDF5 identifier.
 template <CloseFn kClose>
 class Handle {
@@ -61,19 +69,25 @@ class Handle {
   }
   hid_t get() const { return id_; }
   bool valid() const { return id_ >= 0; }
+  // Gives up ownership (the caller closes the identifier).
+  hid_t release() noexcept { return std::exchange(id_, H5I_INVALID_HID); }
   void Reset() noexcept {
-    if (id_ >= 0) kClose(id_);  // close errors are ignored (nothrow destructor)
+    if (id_ >= 0) Noted(kClose(id_));  // close errors are ignored (nothrow destructor)
     id_ = H5I_INVALID_HID;
   }
   // Closes now and reports a failure (used for files whose close flushes data).
   void Close(const Where& where) {
     if (id_ < 0) return;
-    const herr_t status = kClose(id_);
+    const herr_t status = Noted(kClose(id_));
     id_ = H5I_INVALID_HID;
     Check(status, "closing", where);
   }
 
  private:
+  static herr_t Noted(herr_t status) noexcept {
+    if (status < 0 && kClose == &H5Fclose) NoteFailedFileClose();
+    return status;
+  }
   hid_t id_ = H5I_INVALID_HID;
 };
 
@@ -84,6 +98,15 @@ using Dataspace = Handle<H5Sclose>;
 using PropList = Handle<H5Pclose>;
 using Attribute = Handle<H5Aclose>;
 using Datatype = Handle<H5Tclose>;
+
+// Closes a file that is being abandoned (its temporary is removed next); never throws. A
+// close whose flush fails (a full disk, a quota, a file size limit) leaves HDF5 with a
+// half-closed file that its shutdown (at exit, or inside MPI_Finalize) crashes on, and a
+// retried close crashes too: the flush is made to succeed. A one-process file's descriptor
+// is redirected to an anonymous memory file first (under a file size limit, its soft limit is
+// raised to the hard one while it closes); a shared file (parallel HDF5, `comm`:
+// collective) is truncated, which frees the space it took on a full disk.
+void DiscardFile(File& file, const std::string& path, MPI_Comm comm = MPI_COMM_NULL) noexcept;
 
 // Takes ownership of `id`; throws if the call that produced it failed.
 template <typename H>

@@ -18,8 +18,6 @@
 
 #include "homodyne/error.h"
 #include "homodyne/io/lzf_filter.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/comm.h"
 #include "io/h5_handles.h"
 #include "io/read_crash_guard.h"
 
@@ -148,7 +146,7 @@ void SyncAndRename(const std::string& tmp, const std::string& path) {
   if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
 }
 
-// Flushes and closes the complete temporary file `tmp` (collective for a parallel file).
+// Flushes and closes the complete temporary file `tmp`.
 void FlushAndClose(h5::File& file, const std::string& tmp) {
   Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
   file.Close({tmp, ""});
@@ -158,12 +156,14 @@ void FlushAndClose(h5::File& file, const std::string& tmp) {
 template <typename Body>
 void WriteAtomically(const std::string& path, Body&& body) {
   const std::string tmp = path + ".tmp";
+  h5::File file;
   try {
-    h5::File file = h5::CreateFile(tmp);
+    file = h5::CreateFile(tmp);
     body(file.get(), tmp);
     FlushAndClose(file, tmp);
     SyncAndRename(tmp, path);
   } catch (...) {
+    h5::DiscardFile(file, tmp);
     std::error_code ignored;
     std::filesystem::remove(tmp, ignored);
     throw;
@@ -261,7 +261,6 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 
 struct ArrayFileWriter::Impl {
   std::string path, tmp;
-  const Comm* comm = nullptr;  // shared by these ranks (parallel HDF5), or one process
   h5::File file;
   bool committed = false;
   struct Array {
@@ -272,10 +271,8 @@ struct ArrayFileWriter::Impl {
     std::vector<hsize_t> chunk;  // filtered: the chunk shape
     ArrayStorage storage;
   };
-  h5::PropList collective;  // transfer properties of the collective writes (shared file)
   std::vector<Array> arrays;
 
-  bool root() const { return comm == nullptr || comm->is_root(); }
   Array& Find(const std::string& array_path) {
     for (Array& a : arrays) {
       if (a.name == array_path) return a;
@@ -284,34 +281,25 @@ struct ArrayFileWriter::Impl {
   }
 };
 
-ArrayFileWriter::ArrayFileWriter(const std::string& path, const Comm* comm)
-    : impl_(std::make_unique<Impl>()) {
+ArrayFileWriter::ArrayFileWriter(const std::string& path) : impl_(std::make_unique<Impl>()) {
   h5::Hdf5Init();
   impl_->path = path;
   impl_->tmp = path + ".tmp";
-  impl_->comm = comm != nullptr && comm->size() > 1 ? comm : nullptr;
-  if (impl_->comm == nullptr) {
+  try {
     impl_->file = h5::CreateFile(impl_->tmp);
-  } else {
-    h5::PropList fapl = h5::MakeFileAccess(impl_->tmp, impl_->comm->get());
-    impl_->file =
-        Own<h5::File>(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
-                      "creating the file (parallel HDF5)", {impl_->tmp, ""});
-    impl_->collective =
-        Own<h5::PropList>(H5Pcreate(H5P_DATASET_XFER), "transfer properties", {impl_->tmp, ""});
-    Check(H5Pset_dxpl_mpio(impl_->collective.get(), H5FD_MPIO_COLLECTIVE), "collective transfer",
-          {impl_->tmp, ""});
+  } catch (...) {
+    std::error_code ignored;  // created, then the first write failed (e.g. a full disk)
+    std::filesystem::remove(impl_->tmp, ignored);
+    throw;
   }
 }
 
 ArrayFileWriter::~ArrayFileWriter() {
   if (impl_->committed) return;
   impl_->arrays.clear();
-  impl_->file = h5::File();  // closed (errors ignored; collective) before it is removed
-  if (impl_->root()) {
-    std::error_code ignored;
-    std::filesystem::remove(impl_->tmp, ignored);
-  }
+  h5::DiscardFile(impl_->file, impl_->tmp);  // closed (it may fail: full disk) before removal
+  std::error_code ignored;
+  std::filesystem::remove(impl_->tmp, ignored);
 }
 
 void ArrayFileWriter::Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
@@ -321,38 +309,17 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
                  "deflate level outside [0, 9]");
   std::vector<hsize_t> shape(dims.begin(), dims.end());
   const Where where{impl_->tmp, array_path};
-  hsize_t elements = 1;
-  for (hsize_t d : shape) elements *= d;
-  constexpr hsize_t kMinFilteredValues = 8192;  // smaller arrays (≤ 64 KiB) stay contiguous
-  const bool filtered = storage.deflate_level > 0 && shape.size() >= 2 &&
-                        elements >= kMinFilteredValues && DeflateAvailable();
+  const std::vector<std::uint64_t> chunk_shape = ChunkShape(dims, storage);
+  const bool filtered = !chunk_shape.empty();
   auto dcpl = Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "dataset properties", where);
   if (filtered) {
-    // Chunks of ≤ 512 KiB: whole rows of the innermost dimensions, as many as fit (at least
-    // one); in a shared file inside one slab, so that a slab's writer owns its chunks alone.
-    // (HDF5's chunk cache, 1 MiB per dataset, then holds a chunk that several slab writes
-    // fill in one process.)
-    constexpr hsize_t kChunkValues = hsize_t{1} << 16;
-    std::vector<hsize_t> chunk(shape.size(), 1);
-    hsize_t values = 1;
-    // Across slabs only in a file of one process, and only when a slab is small (no
-    // threaded compression then: it takes chunks inside one slab).
-    hsize_t slab = 1;
-    for (std::size_t d = 1; d < shape.size(); ++d) slab *= shape[d];
-    const std::size_t outermost = impl_->comm != nullptr || slab >= kChunkValues / 16 ? 1 : 0;
-    for (std::size_t d = shape.size(); d-- > outermost;) {
-      const hsize_t room = std::max<hsize_t>(1, kChunkValues / values);
-      chunk[d] = std::min(shape[d], room);
-      values *= chunk[d];
-      if (chunk[d] < shape[d]) break;
-    }
+    const std::vector<hsize_t> chunk(chunk_shape.begin(), chunk_shape.end());
     Check(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()),
           "setting the chunk shape", where);
     Check(H5Pset_shuffle(dcpl.get()), "adding the shuffle filter", where);
     Check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(storage.deflate_level)),
           "adding the deflate filter", where);
-    // Every element is written: no fill values (parallel HDF5 would otherwise write them
-    // compressed when the dataset is created).
+    // Every element is written: no fill values.
     Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
   }
   auto ds =
@@ -360,54 +327,48 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
   if (!description.empty()) {
     h5::WriteStringAttribute(ds.get(), "description", description, where);
   }
-  std::vector<hsize_t> chunk;
-  if (filtered) {
-    chunk.resize(shape.size());
-    auto plist = Own<h5::PropList>(H5Dget_create_plist(ds.get()), "dataset properties", where);
-    Check(H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()),
-          "reading the chunk shape", where);
-  }
-  impl_->arrays.push_back(
-      {array_path, std::move(shape), std::move(ds), filtered, std::move(chunk), storage});
+  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds), filtered,
+                           std::vector<hsize_t>(chunk_shape.begin(), chunk_shape.end()), storage});
 }
 
 namespace {
 
-// Writes slab `index` of `array` (kNoSlab: selects nothing, for a collective call) with the
-// transfer properties `dxpl`.
-void WriteSlabWith(const std::string& file_name, const std::string& array_path,
-                   const std::vector<hsize_t>& dims, hid_t ds, std::uint64_t index,
-                   std::span<const double> values, hid_t dxpl) {
+// Writes slab `index` of the dataset `ds` of shape `dims`.
+void WriteSlabOf(const std::string& file_name, const std::string& array_path,
+                 const std::vector<hsize_t>& dims, hid_t ds, std::uint64_t index,
+                 std::span<const double> values) {
   const Where where{file_name, array_path};
-  const bool none = index == ArrayFileWriter::kNoSlab;
   // A 1-D array is one slab: all of it.
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
   if (dims.size() > 1) {
-    start[0] = none ? 0 : index;
+    start[0] = index;
     count[0] = 1;
   }
   std::uint64_t n = 1;
   for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
-  if (!none) {
-    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
-    HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
-  }
+  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+  HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
   auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
                          "creating a memory space", where);
-  if (none) {
-    Check(H5Sselect_none(fspace.get()), "selecting nothing", where);
-    Check(H5Sselect_none(mspace.get()), "selecting nothing", where);
-  } else {
-    Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
-                              nullptr),
-          "selecting a hyperslab", where);
-  }
-  const double dummy = 0.0;  // a buffer for the empty selection
-  Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), dxpl,
-                 none ? &dummy : values.data()),
+  Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(),
+                            nullptr),
+        "selecting a hyperslab", where);
+  Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
         "writing the dataset", where);
+}
+
+// The first element (dimensions 1 … nd−1; dimension 0 left 0) of chunk number c of a slab's
+// chunk grid, in row-major chunk order.
+std::vector<std::uint64_t> ChunkOrigin(const std::vector<std::uint64_t>& grid,
+                                       const std::vector<std::uint64_t>& chunk, std::size_t c) {
+  std::vector<std::uint64_t> at(grid.size(), 0);
+  for (std::size_t d = grid.size(); d-- > 1;) {
+    at[d] = (c % grid[d]) * chunk[d];
+    c /= grid[d];
+  }
+  return at;
 }
 
 // The bytes HDF5's shuffle filter makes of n float64 values (byte b of every value, then
@@ -428,17 +389,48 @@ std::vector<unsigned char> ShuffleDeflate(const double* values, std::size_t n, i
   return packed;
 }
 
-// Slab `index` of a filtered array whose chunks lie inside one slab (chunk[0] = 1): every
-// chunk filled from `values` (zeros past the array's edge, as HDF5 pads edge chunks),
-// compressed by storage.threads threads and written with H5Dwrite_chunk in chunk order.
-void DeflateSlab(const std::string& file_name, const std::string& array_path,
-                 const std::vector<hsize_t>& dims, const std::vector<hsize_t>& chunk, hid_t ds,
-                 std::uint64_t index, std::span<const double> values, const ArrayStorage& storage) {
-  const int level = storage.deflate_level, threads = storage.threads;
-  const Where where{file_name, array_path};
+}  // namespace
+
+std::vector<std::uint64_t> ChunkShape(const std::vector<std::uint64_t>& dims,
+                                      const ArrayStorage& storage) {
+  std::uint64_t elements = 1;
+  for (std::uint64_t d : dims) elements *= d;
+  constexpr std::uint64_t kMinFilteredValues = 8192;  // smaller arrays (≤ 64 KiB) stay contiguous
+  if (storage.deflate_level <= 0 || dims.size() < 2 || elements < kMinFilteredValues ||
+      !DeflateAvailable()) {
+    return {};
+  }
+  // Chunks of ≤ 512 KiB: whole rows of the innermost dimensions, as many as fit (at least
+  // one). Inside one slab when asked (slabs packed apart, e.g. on other ranks) or
+  // a slab is large (its chunks can then be compressed in threads, PackSlab); across slabs
+  // only when they are small (HDF5's chunk cache, 1 MiB per dataset, holds such a chunk
+  // while several slab writes fill it).
+  constexpr std::uint64_t kChunkValues = std::uint64_t{1} << 16;
+  std::vector<std::uint64_t> chunk(dims.size(), 1);
+  std::uint64_t values = 1, slab = 1;
+  for (std::size_t d = 1; d < dims.size(); ++d) slab *= dims[d];
+  const std::size_t outermost = storage.chunks_in_slab || slab >= kChunkValues / 16 ? 1 : 0;
+  for (std::size_t d = dims.size(); d-- > outermost;) {
+    const std::uint64_t room = std::max<std::uint64_t>(1, kChunkValues / values);
+    chunk[d] = std::min(dims[d], room);
+    values *= chunk[d];
+    if (chunk[d] < dims[d]) break;
+  }
+  return chunk;
+}
+
+std::vector<std::vector<unsigned char>> PackSlab(const std::vector<std::uint64_t>& dims,
+                                                 const std::vector<std::uint64_t>& chunk,
+                                                 std::span<const double> values,
+                                                 const ArrayStorage& storage) {
   const std::size_t nd = dims.size();
+  HOMODYNE_CHECK(nd >= 2 && chunk.size() == nd && chunk[0] == 1,
+                 "PackSlab needs chunks inside one slab");
+  std::uint64_t n = 1;
+  for (std::size_t d = 1; d < nd; ++d) n *= dims[d];
+  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
   // The chunk grid over dimensions 1 … nd−1, and the slab's and a chunk's strides.
-  std::vector<hsize_t> grid(nd, 1), slab_stride(nd, 1), chunk_stride(nd, 1);
+  std::vector<std::uint64_t> grid(nd, 1), slab_stride(nd, 1), chunk_stride(nd, 1);
   std::size_t chunks = 1;
   for (std::size_t d = 1; d < nd; ++d) {
     grid[d] = (dims[d] + chunk[d] - 1) / chunk[d];
@@ -449,28 +441,20 @@ void DeflateSlab(const std::string& file_name, const std::string& array_path,
     chunk_stride[d] = chunk_stride[d + 1] * chunk[d + 1];
   }
   const std::size_t chunk_values = chunk_stride[1] * chunk[1];
-  // The chunk's first element (dimensions 1 … nd−1) from its number in the grid.
-  const auto origin = [&](std::size_t c) {
-    std::vector<hsize_t> at(nd, 0);
-    for (std::size_t d = nd; d-- > 1;) {
-      at[d] = (c % grid[d]) * chunk[d];
-      c /= grid[d];
-    }
-    return at;
-  };
   std::vector<std::vector<unsigned char>> packed(chunks);
   std::atomic<std::size_t> next{0};
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(std::max(1, threads)));
+  const int threads = std::max(1, storage.threads);
+  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(threads));
   const auto work = [&](std::size_t t) {
     try {
       if (t > 0 && storage.thread_start) storage.thread_start(static_cast<int>(t));
       std::vector<double> buffer(chunk_values);
       for (std::size_t c = next++; c < chunks; c = next++) {
-        const std::vector<hsize_t> at = origin(c);
-        std::fill(buffer.begin(), buffer.end(), 0.0);
+        const std::vector<std::uint64_t> at = ChunkOrigin(grid, chunk, c);
+        std::fill(buffer.begin(), buffer.end(), 0.0);  // HDF5 pads edge chunks
         // Rows of the innermost dimension, over the chunk's other dimensions (odometer).
-        const hsize_t run = std::min(chunk[nd - 1], dims[nd - 1] - at[nd - 1]);
-        std::vector<hsize_t> e(nd, 0);  // position inside the chunk
+        const std::uint64_t run = std::min(chunk[nd - 1], dims[nd - 1] - at[nd - 1]);
+        std::vector<std::uint64_t> e(nd, 0);  // position inside the chunk
         while (true) {
           bool inside = true;
           std::size_t src = 0, dst = 0;
@@ -484,14 +468,13 @@ void DeflateSlab(const std::string& file_name, const std::string& array_path,
           while (d-- > 1 && ++e[d] == chunk[d]) e[d] = 0;
           if (d == 0 || nd <= 2) break;
         }
-        packed[c] = ShuffleDeflate(buffer.data(), chunk_values, level);
+        packed[c] = ShuffleDeflate(buffer.data(), chunk_values, storage.deflate_level);
       }
     } catch (...) {
       errors[t] = std::current_exception();
     }
   };
-  const auto n_threads = static_cast<std::size_t>(
-      std::clamp<std::size_t>(static_cast<std::size_t>(std::max(1, threads)), 1, chunks));
+  const std::size_t n_threads = std::min<std::size_t>(static_cast<std::size_t>(threads), chunks);
   std::vector<std::thread> pool;
   for (std::size_t t = 1; t < n_threads; ++t) pool.emplace_back(work, t);
   work(0);
@@ -499,45 +482,46 @@ void DeflateSlab(const std::string& file_name, const std::string& array_path,
   for (const std::exception_ptr& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  for (std::size_t c = 0; c < chunks; ++c) {
-    std::vector<hsize_t> offset = origin(c);
+  return packed;
+}
+
+void ArrayFileWriter::WritePackedSlab(const std::string& array_path, std::uint64_t index,
+                                      const std::vector<std::vector<unsigned char>>& chunks) {
+  Impl::Array& array = impl_->Find(array_path);
+  const Where where{impl_->tmp, array_path};
+  HOMODYNE_CHECK(array.filtered && array.chunk[0] == 1,
+                 "packed slabs go to a compressed array whose chunks lie inside one slab");
+  HOMODYNE_CHECK(index < array.dims[0], "slab index out of range");
+  const std::size_t nd = array.dims.size();
+  std::vector<std::uint64_t> grid(nd, 1);
+  std::size_t count = 1;
+  for (std::size_t d = 1; d < nd; ++d) {
+    grid[d] = (array.dims[d] + array.chunk[d] - 1) / array.chunk[d];
+    count *= grid[d];
+  }
+  HOMODYNE_CHECK(chunks.size() == count, "packed slab has the wrong number of chunks");
+  const std::vector<std::uint64_t> chunk(array.chunk.begin(), array.chunk.end());
+  for (std::size_t c = 0; c < count; ++c) {
+    const std::vector<std::uint64_t> at = ChunkOrigin(grid, chunk, c);
+    std::vector<hsize_t> offset(at.begin(), at.end());
     offset[0] = index;
-    Check(H5Dwrite_chunk(ds, H5P_DEFAULT, 0, offset.data(), packed[c].size(), packed[c].data()),
+    Check(H5Dwrite_chunk(array.dataset.get(), H5P_DEFAULT, 0, offset.data(), chunks[c].size(),
+                         chunks[c].data()),
           "writing a compressed chunk", where);
   }
 }
 
-}  // namespace
-
 void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
                                 std::span<const double> values) {
   Impl::Array& array = impl_->Find(array_path);
-  HOMODYNE_CHECK(!(array.filtered && impl_->comm != nullptr),
-                 "a compressed array of a shared file is written with WriteSlabTogether");
-  HOMODYNE_CHECK(index != kNoSlab, "slab index out of range");
-  if (array.filtered && array.dims.size() >= 2 && array.chunk[0] == 1) {
-    std::uint64_t n = 1;
-    for (std::size_t d = 1; d < array.dims.size(); ++d) n *= array.dims[d];
-    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
-    HOMODYNE_CHECK(index < array.dims[0], "slab index out of range");
-    DeflateSlab(impl_->tmp, array_path, array.dims, array.chunk, array.dataset.get(), index, values,
-                array.storage);
+  if (array.filtered && array.chunk[0] == 1) {
+    // Compressed here, in storage.threads threads, and stored as they are.
+    const std::vector<std::uint64_t> dims(array.dims.begin(), array.dims.end()),
+        chunk(array.chunk.begin(), array.chunk.end());
+    WritePackedSlab(array_path, index, PackSlab(dims, chunk, values, array.storage));
     return;
   }
-  WriteSlabWith(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values,
-                H5P_DEFAULT);
-}
-
-void ArrayFileWriter::WriteSlabTogether(const std::string& array_path, std::uint64_t index,
-                                        std::span<const double> values) {
-  Impl::Array& array = impl_->Find(array_path);
-  if (impl_->comm == nullptr || !array.filtered) {
-    // One process, or an unfiltered array: independent writes.
-    if (index != kNoSlab) WriteSlab(array_path, index, values);
-    return;
-  }
-  WriteSlabWith(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values,
-                impl_->collective.get());
+  WriteSlabOf(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values);
 }
 
 void ArrayFileWriter::Write(const NamedArray& array, ArrayStorage storage) {
@@ -562,14 +546,7 @@ void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
   }
   impl_->arrays.clear();
   FlushAndClose(impl_->file, impl_->tmp);
-  if (impl_->comm == nullptr) {
-    SyncAndRename(impl_->tmp, impl_->path);
-  } else {
-    // The file is complete once every rank has closed it; rank 0 syncs and renames it.
-    RunCollectively(*impl_->comm, [&] {
-      if (impl_->comm->is_root()) SyncAndRename(impl_->tmp, impl_->path);
-    });
-  }
+  SyncAndRename(impl_->tmp, impl_->path);
   impl_->committed = true;
 }
 

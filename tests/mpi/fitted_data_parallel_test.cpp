@@ -1,9 +1,13 @@
-// fitted_data.h5 written by all ranks together (parallel HDF5, each rank its share of the
-// angles), at 1 and 2 ranks: the file has the bits of the one-process writer's, the model and
-// limit are rank 0's (other ranks may pass an incomplete result), and a bad data file ends
-// in the same error on every rank with no file and no temporary left.
+// fitted_data.h5 written by all ranks together (each rank computes and compresses its share
+// of the angles, rank 0 writes them), at 1 and 2 ranks: the file has the bits of the
+// one-process writer's, the model and limit are rank 0's (other ranks may pass an incomplete
+// result), and a bad data file or a failed write ends in the same error on every rank with
+// no file and no temporary left.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <cmath>
 #include <cstring>
@@ -126,8 +130,8 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
 }
 
 // 48 frames: the five 48 × 48 matrices (11520 values) are compressed (shuffle + deflate),
-// written collectively in rounds of one angle per rank; their values are those of the
-// one-process writer's uncompressed file, bit for bit.
+// each angle by the rank that computed it; their values are those of the one-process
+// writer's uncompressed file, bit for bit.
 constexpr int kCompressedFrames = 48;
 
 TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
@@ -157,8 +161,8 @@ TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
         cube ? std::vector<int>{H5Z_FILTER_SHUFFLE, H5Z_FILTER_DEFLATE} : std::vector<int>{};
     EXPECT_EQ(layout.filters, filters) << name;
     if (cube) {
-      // Shared by ranks: one angle per chunk, each chunk has one writer; one process: the
-      // five angles (92 KiB) in one chunk.
+      // Shared by ranks: one angle per chunk, each compressed where it was computed; one
+      // process: the five angles (92 KiB) in one chunk.
       const hsize_t angles = world.size() > 1 ? 1 : kAngles;
       EXPECT_EQ(layout.chunk, (std::vector<hsize_t>{angles, kCompressedFrames, kCompressedFrames}))
           << name;
@@ -217,8 +221,8 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
             ErrorKind::kBadInput);
 }
 
-// The same with the compressed, collective writes: the error of rank 1's angle is agreed
-// before the write that rank would have missed.
+// The same with compressed arrays: the error of rank 1's angle is agreed before rank 0
+// waits for that angle.
 TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
   const Comm& world = TestEnvironment().world();
   SharedDir dir(world, "fitted_nan_deflate", /*create=*/true);
@@ -229,12 +233,76 @@ TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
             ErrorKind::kBadInput);
 }
 
+// Limits the size of the files this process writes to `bytes` (0: no change) while it lives,
+// as a full disk would: a write past it fails (EFBIG, SIGXFSZ ignored).
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    if (bytes == 0) return;
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = saved_;
+    limited.rlim_cur = bytes;
+    active_ = setrlimit(RLIMIT_FSIZE, &limited) == 0;
+  }
+  ~FileSizeLimit() {
+    if (!active_) return;
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  bool active() const { return active_; }
+
+ private:
+  rlimit saved_{};
+  void (*previous_)(int) = SIG_DFL;
+  bool active_ = false;
+};
+
+// Rank 0 writes the file for all: when its writes fail (the file may not grow past 16 KiB)
+// while the other ranks are sending it their angles, every rank ends with the error,
+// compressed or not, and nothing hangs, crashes (HDF5's shutdown after a failed close did)
+// or is left behind.
+TEST(FittedDataParallel, FailedWriteOnRankZeroFailsEverywhereAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  for (const bool compress : {false, true}) {
+    SharedDir dir(world, compress ? "fitted_full_deflate" : "fitted_full", /*create=*/true);
+    const config::Config cfg = MakeDataset(
+        world, dir.path(), -1, kCompressedFrames,
+        compress ? "output: {compress_hdf5: true}\n" : "output: {compress_hdf5: false}\n");
+    const fs::path out = dir.path() / "fitted_data.h5";
+    FileSizeLimit limit(world.is_root() ? 16 * 1024 : 0);
+    if (world.is_root()) {
+      ASSERT_TRUE(limit.active());
+    }
+    EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "fitted_data.h5"),
+              ErrorKind::kIo)
+        << (compress ? "compressed" : "uncompressed");
+  }
+}
+
+// A disk that is full from the start: the file cannot even be created (its temporary is a
+// link to /dev/full); the error reaches every rank and the temporary is removed.
+TEST(FittedDataParallel, UncreatableFileFailsEverywhereAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "fitted_devfull", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path());
+  const fs::path out = dir.path() / "fitted_data.h5";
+  if (world.is_root()) fs::create_symlink("/dev/full", out.string() + ".tmp");
+  world.Barrier();
+  EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "fitted_data.h5"),
+            ErrorKind::kIo);
+  EXPECT_FALSE(fs::is_symlink(out.string() + ".tmp"));
+}
+
 TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
   const Comm& world = TestEnvironment().world();
   SharedDir dir(world, "fitted_limit", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
-  // Four 9 × 9 matrices take 2592 bytes: rank 0's limit decides, whatever the others pass.
+  // Four or five 9 × 9 matrices take 2592 or 3240 bytes: rank 0's limit decides, whatever the
+  // others pass.
   WriteFittedData(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent(),
                   world.is_root() ? 2000.0 : 1e12);
   world.Barrier();

@@ -224,7 +224,8 @@ TEST(FittedData, SkippedWhenOneAngleExceedsTheLimitAndNothingIsLeft) {
   const fs::path dir = FreshDir("limit");
   const config::Config cfg = MakeDataset(dir);
   const fs::path out = dir / "fitted_data.h5";
-  // One angle needs 4 matrices of 7 × 7 doubles (1568 bytes): a limit below that skips it.
+  // One angle needs 4 matrices of 7 × 7 doubles (1568 bytes, uncompressed on one process): a
+  // limit below that skips it.
   WriteFittedData(out, cfg, "", Model(), Logger::Silent(), 1500.0);
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));

@@ -13,10 +13,6 @@
 #include <utility>
 #include <vector>
 
-namespace homodyne {
-class Comm;
-}  // namespace homodyne
-
 namespace homodyne::io {
 
 // Scalar attributes of one group (e.g. /homodyne_synth: true parameters, provenance).
@@ -58,21 +54,37 @@ struct NamedArray {
 };
 
 // How a result file's large arrays are stored: deflate (zlib) at `level` 1–9 after the
-// shuffle filter, in chunks of at most 512 KiB that never cross a slab (index of the first
-// dimension) in a shared file; level 0 stores them contiguous and uncompressed. Only arrays with at
-// least two dimensions and 8192 values are compressed (the small ones are not worth a chunk index;
-// such arrays are also never "compressed arrays" below). DeflateAvailable() is false when the
-// HDF5 library has no zlib filter; the arrays are then written uncompressed.
-// In a file of one process (no comm), a slab's chunks are compressed by `threads` threads,
-// the calling one included (the same bytes HDF5's shuffle and deflate filters produce), and
-// written as they are; `thread_start(t)` runs first in each added thread t = 1 … threads − 1
-// (to pin it: a thread inherits the affinity of the pinned thread that creates it).
+// shuffle filter, in chunks of at most 512 KiB of whole rows; level 0 stores them contiguous
+// and uncompressed. Only arrays with at least two dimensions and 8192 values are compressed
+// (the small ones are not worth a chunk index; such arrays are also never "compressed arrays"
+// below). DeflateAvailable() is false when the HDF5 library has no zlib filter; the arrays
+// are then written uncompressed. Chunks lie inside one slab (index of the first dimension)
+// when slabs are large or `chunks_in_slab` (slabs packed apart, e.g. on other ranks); such a
+// slab's chunks are compressed by `threads` threads, the calling one included (the same bytes
+// HDF5's shuffle and deflate filters produce), and written as they are; `thread_start(t)`
+// runs first in each added thread t = 1 … threads − 1 (to pin it: a thread inherits the
+// affinity of the pinned thread that creates it).
 struct ArrayStorage {
   int deflate_level = 0;
   int threads = 1;
   std::function<void(int thread_index)> thread_start;
+  bool chunks_in_slab = false;
 };
 bool DeflateAvailable();
+
+// The chunk shape of an array of shape `dims` stored as `storage` (empty: contiguous,
+// uncompressed).
+std::vector<std::uint64_t> ChunkShape(const std::vector<std::uint64_t>& dims,
+                                      const ArrayStorage& storage);
+// One slab (index of the first dimension) of an array whose chunks lie inside one slab
+// (ChunkShape(...)[0] == 1), compressed as it is stored: one buffer per chunk in row-major
+// chunk order, made by storage.threads threads — on any rank, for
+// ArrayFileWriter::WritePackedSlab on the rank that writes the file (chunks are small: a
+// slab is packed where it was computed and sent to the writer compressed).
+std::vector<std::vector<unsigned char>> PackSlab(const std::vector<std::uint64_t>& dims,
+                                                 const std::vector<std::uint64_t>& chunk,
+                                                 std::span<const double> values,
+                                                 const ArrayStorage& storage);
 
 // Writes the arrays (and root attributes) to a new HDF5 file, atomically.
 void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arrays,
@@ -81,34 +93,28 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 // A result file written array by array and slab by slab, so that large arrays never have
 // to be held whole: Create() an array, then WriteSlab() each index of its first dimension
 // (e.g. one angle's N×N matrix at a time). The file is "<path>.tmp" until Commit() renames
-// it over `path`; a writer destroyed uncommitted (an error on the way) removes it.
-// With `comm`, the file is shared by its ranks (parallel HDF5): the constructor, Create,
-// Commit and the destructor are collective (every rank, same arguments, and an error on one
-// rank agreed by all before them — parallel/collective.h), WriteSlab is independent (each
-// rank writes its own slabs) and WriteSlabTogether collective.
+// it over `path`; a writer destroyed uncommitted (an error on the way, a full disk) removes
+// it. One process writes it (ranks that share the work send it their slabs, PackSlab).
 class ArrayFileWriter {
  public:
-  explicit ArrayFileWriter(const std::string& path, const Comm* comm = nullptr);
+  explicit ArrayFileWriter(const std::string& path);
   ~ArrayFileWriter();
   ArrayFileWriter(const ArrayFileWriter&) = delete;
   ArrayFileWriter& operator=(const ArrayFileWriter&) = delete;
 
   // A float64 array of shape `dims` (row-major, outermost first), filled by WriteSlab or
-  // WriteSlabTogether; stored as `storage` says (compressed arrays need WriteSlabTogether
-  // when the file is shared: parallel HDF5 writes filtered data collectively only).
+  // WritePackedSlab; stored as `storage` says.
   void Create(const std::string& array_path, const std::vector<std::uint64_t>& dims,
               const std::string& description = {}, ArrayStorage storage = {});
   // values = array[index, ...]: the product of dims[1..] values (all of it for 1-D arrays,
-  // whose single slab is index 0). Not for a compressed array of a shared file.
+  // whose single slab is index 0).
   void WriteSlab(const std::string& array_path, std::uint64_t index,
                  std::span<const double> values);
-  // Every rank of a shared file calls this together; each writes its slab `index`, or
-  // nothing when index is kNoSlab (values then ignored). Without comm: WriteSlab, or nothing.
-  static constexpr std::uint64_t kNoSlab = ~std::uint64_t{0};
-  void WriteSlabTogether(const std::string& array_path, std::uint64_t index,
-                         std::span<const double> values);
-  // Create + WriteSlab of a whole array (one process: not for a shared file's compressed
-  // array).
+  // Stores slab `index` of a compressed array whose chunks lie inside one slab from
+  // PackSlab's chunks.
+  void WritePackedSlab(const std::string& array_path, std::uint64_t index,
+                       const std::vector<std::vector<unsigned char>>& chunks);
+  // Create + WriteSlab of a whole array.
   void Write(const NamedArray& array, ArrayStorage storage = {});
   // Root attributes, flush, fsync and rename. Throws on failure (the file is removed).
   void Commit(const GroupAttributes& root_attributes = {});
