@@ -149,7 +149,14 @@ TuneSettings TuneSettingsFromJson(const std::string& text, const std::string& fi
 }
 
 void WriteTuneCache(const std::filesystem::path& path, const TuneSettings& s) {
-  std::filesystem::create_directories(path.parent_path());
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  if (ec) {
+    ThrowIoError(fmt::format("could not create the autotune cache folder {} ({}); expected a "
+                             "writable directory (set XDG_CACHE_HOME to choose another)",
+                             path.parent_path().string(), ec.message()),
+                 path.string());
+  }
   WriteFileAtomically(path, TuneSettingsToJson(s));
 }
 

@@ -1,5 +1,6 @@
 #include "raw_config.h"
 
+#include <cmath>
 #include <regex>
 #include <string>
 
@@ -51,22 +52,17 @@ std::string LineSuffix(const YAML::Node& node) {
 bool IsQuoted(const YAML::Node& scalar) { return scalar.Tag() == "!"; }
 
 std::optional<double> ParseNumber(const std::string& text) {
+  // Finite numbers only: YAML's .inf and .nan are not numbers here (a NaN initial value or an
+  // infinite bound would only fail inside the solver).
   static const std::regex kFloat(R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?)");
-  static const std::regex kInf(R"([-+]?\.(inf|Inf|INF))");
-  static const std::regex kNan(R"(\.(nan|NaN|NAN))");
-  if (std::regex_match(text, kFloat)) {
-    try {
-      return std::stod(text);
-    } catch (const std::exception&) {
-      return std::nullopt;
-    }
+  if (!std::regex_match(text, kFloat)) return std::nullopt;
+  try {
+    const double v = std::stod(text);
+    if (!std::isfinite(v)) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;  // out of range (e.g. 1e999)
   }
-  if (std::regex_match(text, kInf)) {
-    return text.front() == '-' ? -std::numeric_limits<double>::infinity()
-                               : std::numeric_limits<double>::infinity();
-  }
-  if (std::regex_match(text, kNan)) return std::numeric_limits<double>::quiet_NaN();
-  return std::nullopt;
 }
 
 std::optional<long long> ParseInteger(const std::string& text) {

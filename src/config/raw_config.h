@@ -60,6 +60,7 @@ class ValueReader {
 
 // Scalar classification used by validation and typed access.
 bool IsQuoted(const YAML::Node& scalar);
+// A finite number (YAML float syntax; .inf, .nan and overflowing values are not numbers).
 std::optional<double> ParseNumber(const std::string& text);
 std::optional<long long> ParseInteger(const std::string& text);
 std::optional<bool> ParseBool(const std::string& text);

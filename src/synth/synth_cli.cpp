@@ -101,6 +101,12 @@ int SynthMain(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return static_cast<int>(e.exit_code());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr,
+                 "error: %s: out of memory building the dataset (use fewer frames or "
+                 "angles)\n",
+                 o.output.c_str());
+    return static_cast<int>(ExitCode::kBadInput);
   }
 }
 

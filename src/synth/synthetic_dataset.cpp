@@ -1,5 +1,7 @@
 #include "homodyne/synth/synthetic_dataset.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
 
@@ -148,6 +150,27 @@ io::GroupAttributes TruthAttributes(const SynthTruth& t) {
   return a;
 }
 
+// The frames (from --frames or the config's end_frame) and the memory the dataset takes: all
+// its F×F matrices are held at once, and the writer adds one more.
+void CheckMemory(const SynthTruth& t, bool from_option) {
+  const std::string where = from_option ? "--frames" : "analyzer_parameters.end_frame";
+  if (t.frames < 2 || t.frames > 100000) {
+    ThrowBadInput(fmt::format("expected 2 ≤ frames ≤ 100000, got {}", t.frames), {}, where);
+  }
+  const double f = t.frames;
+  const double bytes = 8.0 * f * f * static_cast<double>(t.phi_deg.size() + 1);
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double ram = static_cast<double>(pages) * static_cast<double>(page);
+  if (bytes > 0.8 * ram) {
+    ThrowBadInput(fmt::format("{} angles × {} frames need {:.1f} GiB in memory, more than 80 % of "
+                              "this machine's {:.1f} GiB; use fewer frames or angles",
+                              t.phi_deg.size(), t.frames, bytes / (1ULL << 30), ram / (1ULL << 30)),
+                  {}, where);
+  }
+}
+
 }  // namespace
 
 SynthTruth WriteSyntheticDataset(const config::Config& cfg, const SynthOptions& options) {
@@ -156,6 +179,7 @@ SynthTruth WriteSyntheticDataset(const config::Config& cfg, const SynthOptions& 
     ThrowBadInput("the output file exists; pass --force to replace it", options.output, "--output");
   }
   const SynthTruth truth = ResolveTruth(cfg, options);
+  CheckMemory(truth, options.frames > 0);
   auto matrices = ModelMatrices(truth, options.threads);
   AddNoise(matrices, truth.frames, truth.noise, truth.seed);
   const io::GroupAttributes attributes = TruthAttributes(truth);

@@ -11,11 +11,12 @@ fails=0
 
 # expect_bad NAME PATTERN ARGS...: homodyne ARGS exits 2, prints PATTERN (grep -E) once,
 # and neither the output directory nor any new file appears.
+# tool=NAME before the call runs another executable (homodyne-synth, homodyne-topology).
 expect_bad() {
   local name=$1 pattern=$2; shift 2
   local before after out code n
   before=$(find "$tmp" | sort)
-  out=$(timeout 60 "$bindir/homodyne" "$@" 2>&1); code=$?
+  out=$(timeout 60 "$bindir/${tool:-homodyne}" "$@" 2>&1); code=$?
   after=$(find "$tmp" | sort)
   n=$(grep -cE -- "$pattern" <<<"$out" || true)
   if [ $code -ne 2 ] || [ "$n" -ne 1 ] || [ "$before" != "$after" ]; then
@@ -127,6 +128,23 @@ expect_bad config_is_result_file 'run_report.yaml: --output-dir: refusing to ove
   --config "$tmp/prev/run_report.yaml" -o "$tmp/prev" -q
 expect_bad output_not_writable 'cannot create results under .*data.h5' \
   --config "$tmp/cfg.yaml" -o "$tmp/data.h5/sub" -q
+
+# --- non-finite numbers in the config (YAML .nan / .inf) ---
+{ cat "$tmp/cfg.yaml"; printf 'initial_parameters:\n  parameter_names: [D0, alpha, D_offset]\n  values: [.nan, -0.4, 0]\n'; } > "$tmp/nan.yaml"
+expect_bad nan_initial_value "nan.yaml: initial_parameters.values\[0\]: expected a number, found '.nan' \(line 10\)" \
+  --config "$tmp/nan.yaml" "${out[@]}"
+
+# --- the other tools ---
+tool=homodyne-synth expect_bad synth_frames_beyond_memory \
+  'analyzer_parameters.end_frame: expected 2 ≤ frames ≤ 100000, got 5000000' \
+  --config <(sed 's/dt: 0.1/dt: 0.1\n  end_frame: 5000000/' "$tmp/cfg.yaml") -o "$tmp/big.h5" --angles 0
+tool=homodyne-synth expect_bad synth_memory \
+  '--frames: 20 angles × 100000 frames need [0-9.]+ GiB in memory' \
+  --config "$tmp/cfg.yaml" -o "$tmp/big.h5" --frames 100000 \
+  --angles 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19
+touch "$tmp/not_a_dir"
+XDG_CACHE_HOME="$tmp/not_a_dir" tool=homodyne-topology expect_bad autotune_cache_blocked \
+  'could not create the autotune cache folder .*not_a_dir/homodyne' --autotune --autotune-frames 20
 
 # At 2 ranks the message is printed once (by rank 0) and both ranks exit 2.
 o2=$(timeout 60 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --config "$tmp/cfg.yaml" \

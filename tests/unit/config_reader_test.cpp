@@ -218,6 +218,24 @@ TEST(ConfigReader, WrongTypesNameKeyLineAndExpectedType) {
               HasSubstr("phi_filtering.target_ranges[0]: expected a mapping"));
 }
 
+// YAML's .nan and .inf are not numbers here: a NaN initial value, fixed value or contrast, or
+// an infinite bound, would otherwise reach the solver (which failed on it, on one rank).
+TEST(ConfigReader, NonFiniteNumbersAreRejectedWithTheirKey) {
+  EXPECT_THAT(ErrorOf(kData + "analyzer_parameters:\n  dt: .inf\n"),
+              HasSubstr("analyzer_parameters.dt: expected a number, found '.inf' (line 5)"));
+  EXPECT_THAT(ErrorOf(kData + "initial_parameters:\n  values: [1, .nan, 3]\n"),
+              HasSubstr("initial_parameters.values[1]: expected a number, found '.nan'"));
+  EXPECT_THAT(ErrorOf(kData + "initial_parameters:\n  fixed_parameters:\n    D0: .NaN\n"),
+              HasSubstr("initial_parameters.fixed_parameters.D0"));
+  EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: 1, max: .inf}\n"),
+              HasSubstr("parameter_space.bounds[0].max"));
+  EXPECT_THAT(
+      ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: -1e999, max: 2}\n"),
+      HasSubstr("parameter_space.bounds[0].min"));
+  EXPECT_THAT(ErrorOf(kData + "initial_parameters:\n  per_angle_scaling:\n    contrast: [.nan]\n"),
+              HasSubstr("initial_parameters.per_angle_scaling.contrast[0]: expected a number"));
+}
+
 TEST(ConfigReader, InvalidValuesNameTheRule) {
   EXPECT_THAT(ErrorOf(kData + "analyzer_parameters:\n  dt: 0\n"),
               HasSubstr("analyzer_parameters.dt: must be > 0, found '0'"));
