@@ -161,7 +161,7 @@ PetscErrorCode HessianCallback(Tao, Vec X, Mat H, Mat, void* raw) {
 }
 
 // TAO's default test, plus homodyne's relative χ² (ftol) and relative step (xtol) rules
-// and a gradient test on the projected gradient (gtol).
+// and a gradient test on the projected gradient (gtol); these also at the iteration limit.
 PetscErrorCode ConvergenceTest(Tao tao, void* raw) {
   auto& ctx = *static_cast<SolveContext*>(raw);
   if (ctx.stop_now) {
@@ -171,7 +171,10 @@ PetscErrorCode ConvergenceTest(Tao tao, void* raw) {
   PetscCall(TaoDefaultConvergenceTest(tao, nullptr));
   TaoConvergedReason reason;
   PetscCall(TaoGetConvergedReason(tao, &reason));
-  if (reason != TAO_CONTINUE_ITERATING) return 0;
+  // At the iteration limit the rules below still run and win: a solve capped at the
+  // iteration where it converges is converged (checkpoint segments of one iteration were
+  // otherwise never seen to converge).
+  if (reason != TAO_CONTINUE_ITERATING && reason != TAO_DIVERGED_MAXITS) return 0;
   PetscInt it = 0;
   PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
   PetscCall(TaoGetSolutionStatus(tao, &it, &f, &gnorm, &cnorm, &xdiff, &reason));

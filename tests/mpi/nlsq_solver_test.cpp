@@ -4,14 +4,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "homodyne/checkpoint/nlsq_checkpoint.h"
 #include "homodyne/error.h"
+#include "homodyne/log.h"
 #include "homodyne/nlsq/bounded_solver.h"
 #include "homodyne/parallel/tile_sum.h"
 #include "homodyne/random.h"
 #include "mpi_test_env.h"
+#include "shared_dir.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+using homodyne::testing::SharedDir;
 
 constexpr int kPoints = 20000;
 constexpr int kTiles = 64;
@@ -103,6 +108,32 @@ TEST(BoundedSolver, DistributedEqualsSerialBitwise) {
   EXPECT_EQ(std::memcmp(a.x.data(), b.x.data(), a.x.size() * sizeof(double)), 0);
   EXPECT_EQ(a.iterations, b.iterations);
   EXPECT_EQ(a.final_chi2, b.final_chi2);
+}
+
+// Checkpoint segments of one iteration follow the path of one long segment bit for bit and
+// converge at the same iteration: each segment ends at its iteration limit, which used to
+// hide the convergence rules (a frequency-1 fit ran to max_iterations).
+TEST(BoundedSolver, OneIterationCheckpointSegmentsConvergeLikeOneSegment) {
+  const Comm& world = testing::TestEnvironment().world();
+  ExpDecayProblem problem(world, 0.02);
+  SharedDir dir(world, "nlsq_segments", /*create=*/true);
+  const auto run = [&](int frequency) {
+    checkpoint::CheckpointSettings cs;
+    cs.enabled = true;
+    cs.dir = dir.path() / std::to_string(frequency);
+    cs.frequency = frequency;
+    cs.stop_on_signal = false;
+    cs.config_description = "exp decay";
+    return checkpoint::SolveWithCheckpoints(world, problem, {1.0, 0.5, 0.0}, {0, 0, -1}, {10, 5, 1},
+                                            SolverOptions{}, {}, cs, "exp decay data",
+                                            Logger::Silent());
+  };
+  const SolverSummary whole = run(1000), single = run(1);
+  ASSERT_EQ(whole.termination, Termination::kConverged) << whole.BriefReport();
+  EXPECT_EQ(single.termination, Termination::kConverged) << single.BriefReport();
+  EXPECT_EQ(single.iterations, whole.iterations);
+  ASSERT_EQ(single.x.size(), whole.x.size());
+  EXPECT_EQ(std::memcmp(single.x.data(), whole.x.data(), whole.x.size() * sizeof(double)), 0);
 }
 
 TEST(BoundedSolver, InvalidOptionsAreBadInput) {
