@@ -267,6 +267,12 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                      static_cast<int>(upper.size()) == n,
                  "parameter, bound and problem sizes differ");
   for (int i = 0; i < n; ++i) {
+    if (!std::isfinite(x0[i]) || !std::isfinite(lower[i]) || !std::isfinite(upper[i])) {
+      ThrowBadInput(
+          fmt::format("parameter {} has a non-finite start or bound: start {}, bounds "
+                      "[{}, {}] (expected finite numbers)",
+                      i, x0[i], lower[i], upper[i]));
+    }
     if (!(lower[i] < upper[i])) {
       ThrowBadInput(
           fmt::format("bounds of parameter {} are empty: [{}, {}]", i, lower[i], upper[i]));

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <exception>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -228,16 +229,28 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
   }
   PhaseTimes::Scope t(s.phases, "fit");
   SolverSummary summary;
-  if (s.options.checkpoints) {
-    const io::DatasetMetadata& meta = s.local.meta;
-    const std::string data = checkpoint::DescribeData(
-        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
-    summary =
-        checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper, so,
-                                         callback, *s.options.checkpoints, data, logger);
-  } else {
-    summary = SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+  // The solver runs replicated on every rank (evaluation errors are agreed inside the data
+  // passes), so a failure of TAO itself happens on every rank: agreed here, so that the job
+  // ends with one message instead of the MPI_Abort backstop.
+  std::exception_ptr failure;
+  try {
+    if (s.options.checkpoints) {
+      const io::DatasetMetadata& meta = s.local.meta;
+      const std::string data = checkpoint::DescribeData(
+          meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
+      summary =
+          checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
+                                           so, callback, *s.options.checkpoints, data, logger);
+    } else {
+      summary = SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+    }
+  } catch (const Error& e) {
+    if (e.agreed()) throw;  // on every rank already (a checkpointed stop, an agreed pass error)
+    failure = std::current_exception();
+  } catch (...) {
+    failure = std::current_exception();
   }
+  AgreeOnError(s.comm, failure);
   progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
                             summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
                             progress.elapsed()));

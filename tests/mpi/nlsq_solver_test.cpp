@@ -136,6 +136,24 @@ TEST(BoundedSolver, OneIterationCheckpointSegmentsConvergeLikeOneSegment) {
   EXPECT_EQ(std::memcmp(single.x.data(), whole.x.data(), whole.x.size() * sizeof(double)), 0);
 }
 
+// A NaN start or an infinite bound is bad input before TAO sees it (TaoSolve failed on it).
+TEST(BoundedSolver, NonFiniteStartOrBoundIsBadInput) {
+  ExpDecayProblem problem(testing::TestEnvironment().world(), 0.0);
+  const double nan = std::nan(""), inf = HUGE_VAL;
+  for (const auto& [x0, hi] : {std::pair{std::vector<double>{1.0, nan, 0.0}, 5.0},
+                               std::pair{std::vector<double>{1.0, 0.5, 0.0}, inf}}) {
+    try {
+      SolveBounded(problem, x0, {0, 0, -1}, {10, hi, 1}, SolverOptions{});
+      ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(std::string(e.what()).find("parameter 1 has a non-finite start or bound"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 TEST(BoundedSolver, InvalidOptionsAreBadInput) {
   ExpDecayProblem problem(testing::TestEnvironment().world(), 0.0);
   SolverOptions options;
