@@ -178,6 +178,15 @@ std::int64_t MatrixSide(hid_t file, const std::string& name, const std::string& 
                   name, path);
   }
   h5::CheckStorageMatchesShape(ds.get(), static_cast<std::uint64_t>(dims[0]) * dims[1], where);
+  H5D_space_status_t status = H5D_SPACE_STATUS_ERROR;
+  h5::Check(H5Dget_space_status(ds.get(), &status), "reading the allocation status", where);
+  if (status == H5D_SPACE_STATUS_NOT_ALLOCATED) {
+    ThrowBadInput(fmt::format("the matrix stores no values: its {} x {} elements were never "
+                              "written (every one would read as the fill value); expected "
+                              "measured data",
+                              dims[0], dims[1]),
+                  name, path);
+  }
   return static_cast<std::int64_t>(dims[0]);
 }
 

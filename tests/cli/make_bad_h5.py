@@ -62,6 +62,16 @@ def huge(h):
 variant("absurd_size", huge)
 
 
+def unwritten(h):
+    # A matrix of a size the loader accepts (90000 frames) whose chunks were never written:
+    # a 7 kB file that would otherwise be fitted as 4·10^9 zeros (18 GB, minutes per pass).
+    del h[FIRST]
+    h.create_dataset(FIRST, shape=(90000, 90000), dtype="f8", chunks=(1000, 1000))
+
+
+variant("unwritten_matrix", unwritten)
+
+
 def huge_list(h):
     replace(h, "/xpcs/dqlist", None, shape=(1, 10**10), dtype="f8", chunks=(1, 1024))
 

@@ -88,6 +88,7 @@ data inf_qlist 'inf_qlist.h5: /xpcs/dqlist: expected finite values, entry 1 is i
 data mismatched_lists 'mismatched_lists.h5: /xpcs/dphilist: mismatched list lengths: /xpcs/dqlist has 2 entries but /xpcs/dphilist has 3'
 data empty_group 'empty_group.h5: /xpcs/dqlist: no \(q, phi\) bins in the file \(empty list\)'
 data absurd_size 'absurd_size.h5: /exchange/C2T_all/c2_00001: matrix declares 1000000000 x 1000000000 frames.*refusing to allocate'
+data unwritten_matrix 'unwritten_matrix.h5: /exchange/C2T_all/c2_00001: the matrix stores no values'
 data absurd_list 'absurd_list.h5: /xpcs/dqlist: dataset declares more than [0-9]+ elements; refusing to read it'
 
 # Files on which libhdf5 1.10.8 itself crashes (fuzz/known_hdf5_crashes/): exit 2 with the
