@@ -214,6 +214,29 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   so.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.sharding.seed_base) + no.seed;
   const int k_shards = RunCollectively(
       world, [&] { return NumShards(so, mode, n_points, n_phi, no.num_warmup, no.num_samples); });
+  // What the consensus needs, checked before any sampling: every shard's draws must span
+  // the full covariance of the sampled parameters, and every shard needs data enough for
+  // them (10 points per sampled parameter and sigma at least).
+  RunCollectively(world, [&] {
+    const std::int64_t draws = static_cast<std::int64_t>(n_chains) * no.num_samples;
+    if (draws < n_theta + 1) {
+      ThrowBadInput(fmt::format("{} chain(s) × {} draws = {} draws per shard; the consensus "
+                                "covariance of {} sampled parameters needs at least {} (raise "
+                                "--n-samples / num_samples or --n-chains / num_chains)",
+                                n_chains, no.num_samples, draws, n_theta, n_theta + 1),
+                    {}, "optimization.cmc.per_shard_mcmc.num_samples");
+    }
+    const std::int64_t per_shard = n_points / k_shards;
+    const std::int64_t needed = 10 * static_cast<std::int64_t>(n_theta + 1);
+    if (per_shard < needed) {
+      ThrowBadInput(fmt::format("{} shards of ~{} points each: a shard needs at least {} points "
+                                "(10 per sampled parameter and sigma); {} points allow at most "
+                                "{} shards",
+                                k_shards, per_shard, needed, n_points,
+                                std::max<std::int64_t>(1, n_points / needed)),
+                    {}, "optimization.cmc.sharding.num_shards");
+    }
+  });
   const ShardPlan plan = BuildShardPlan(n_phi, 1, nf - 1, k_shards, so);
   const double temper = cfg.optimization.cmc.prior_tempering ? static_cast<double>(k_shards) : 1.0;
   logger.Info(

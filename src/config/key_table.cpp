@@ -76,6 +76,7 @@ Rule InRange(double min, double max) {
                    fmt::format("in [{}, {}]", FormatNumber(min), FormatNumber(max)));
 }
 Rule Fraction() { return MakeRange(0, 1, true, false, "in (0, 1]"); }
+Rule OpenUnit() { return MakeRange(0, 1, true, true, "in (0, 1)"); }
 
 Rule OneOf(std::vector<std::string> choices, bool case_insensitive) {
   Rule r;

@@ -65,7 +65,7 @@ void AddSamplerAndChecks(const KeyAdder& c) {
   p.Used("num_samples", T::kInt, "1500", AtLeast(1), "Samples per chain");
   p.Used("num_chains", T::kInt, "4", AtLeast(1), "Chains per shard");
   p.Acc("chain_method", T::kString, "parallel", NoRule(), "How chains are run");
-  p.Used("target_accept_prob", T::kFloat, "0.85", InRange(0, 1), "NUTS target acceptance");
+  p.Used("target_accept_prob", T::kFloat, "0.85", OpenUnit(), "NUTS target acceptance");
   p.Acc("adaptive_sampling", T::kBool, "true", NoRule(), "Shrink warm-up/samples for small shards");
   p.Used("max_tree_depth", T::kInt, "10", AtLeast(1), "NUTS maximum tree depth");
   p.Acc("min_warmup", T::kInt, "100", NonNegative(), "Lower limit of adaptive warm-up");

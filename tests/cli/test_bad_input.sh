@@ -135,6 +135,12 @@ expect_bad output_not_writable 'cannot create results under .*data.h5' \
 expect_bad nan_initial_value "nan.yaml: initial_parameters.values\[0\]: expected a number, found '.nan' \(line 10\)" \
   --config "$tmp/nan.yaml" "${out[@]}"
 
+# --- CMC requests the consensus cannot use (checked before any sampling) ---
+expect_bad cmc_too_few_draws 'num_samples: 1 chain\(s\) × 2 draws = 2 draws per shard; the consensus covariance of [0-9]+ sampled parameters needs at least' \
+  --config "$tmp/cfg.yaml" --method cmc --n-chains 1 --n-samples 2 --n-warmup 10 "${out[@]}"
+expect_bad cmc_too_many_shards 'num_shards: 5000 shards of ~[0-9]+ points each: a shard needs at least [0-9]+ points' \
+  --config "$tmp/cfg.yaml" --method cmc --cmc-num-shards 5000 "${out[@]}"
+
 # --- the other tools ---
 tool=homodyne-synth expect_bad synth_frames_beyond_memory \
   'analyzer_parameters.end_frame: expected 2 ≤ frames ≤ 100000, got 5000000' \

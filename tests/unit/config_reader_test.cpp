@@ -284,6 +284,9 @@ TEST(ConfigReader, InvalidValuesNameTheRule) {
                                "    - {name: offset_1, min: 0.8, max: 1.2}\n"));
   EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: 0}\n"),
               HasSubstr("parameter_space.bounds[0].max: required key is missing"));
+  EXPECT_THAT(
+      ErrorOf(kData + "optimization:\n  cmc:\n    per_shard_mcmc:\n      target_accept_prob: 1\n"),
+      HasSubstr("optimization.cmc.per_shard_mcmc.target_accept_prob: must be in (0, 1)"));
 }
 
 TEST(ConfigReader, DataFileRequiredAndOptionallyChecked) {

@@ -61,6 +61,7 @@ Rule NonNegative();                    // >= 0
 Rule AtLeast(double min);              // >= min
 Rule InRange(double min, double max);  // min <= x <= max
 Rule Fraction();                       // 0 < x <= 1
+Rule OpenUnit();                       // 0 < x < 1
 Rule OneOf(std::vector<std::string> choices, bool case_insensitive = false);
 Rule CustomRule(std::string text);  // checked by the reader (cross-key)
 
