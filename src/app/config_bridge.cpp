@@ -35,14 +35,20 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
   out.bounds.upper.resize(out.values.size());
   const auto& contrast = cfg.initial_parameters.contrast;
   const auto& offset = cfg.initial_parameters.offset;
+  // One value per selected angle, or the lists are bad input (they were silently ignored).
+  for (const auto& [list, key] : {std::pair{&contrast, "contrast"}, std::pair{&offset, "offset"}}) {
+    if (*list && (*list)->size() != estimates.size()) {
+      ThrowBadInput(fmt::format("{} value(s) for {} selected angle(s); expected one per angle",
+                                (*list)->size(), estimates.size()),
+                    cfg.source, std::string("initial_parameters.per_angle_scaling.") + key);
+    }
+  }
   for (int k = 0; k < n_phi; ++k) {
     const auto kk = static_cast<std::size_t>(k);
     const auto c = static_cast<std::size_t>(index.contrast(k));
     const auto o = static_cast<std::size_t>(index.offset(k));
-    out.values[c] =
-        contrast && contrast->size() == estimates.size() ? (*contrast)[kk] : estimates[kk].contrast;
-    out.values[o] =
-        offset && offset->size() == estimates.size() ? (*offset)[kk] : estimates[kk].offset;
+    out.values[c] = contrast ? (*contrast)[kk] : estimates[kk].contrast;
+    out.values[o] = offset ? (*offset)[kk] : estimates[kk].offset;
     out.bounds.lower[c] = cfg.contrast.min;
     out.bounds.upper[c] = cfg.contrast.max;
     out.bounds.lower[o] = cfg.offset.min;

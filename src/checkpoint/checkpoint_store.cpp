@@ -1,5 +1,7 @@
 #include "homodyne/checkpoint/checkpoint_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -286,6 +288,36 @@ void StoreOptions::Validate() const {
     ThrowBadInput("checkpoint_dir is empty", {}, "optimization.streaming.checkpoint_dir");
 }
 
+namespace {
+
+// `dir` is a writable folder, or one that can be created (its nearest existing ancestor is a
+// writable folder).
+void CheckUsableFolder(const fs::path& dir) {
+  const std::string key = "checkpoint_dir";
+  std::error_code ec;
+  fs::path existing = dir;
+  while (!existing.empty() && !fs::exists(existing, ec)) {
+    const fs::path parent = existing.parent_path();
+    if (parent == existing) break;
+    existing = parent;
+  }
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec)) {
+    ThrowBadInput(existing == dir ? "expected a folder for the checkpoints, found a file"
+                                  : fmt::format("cannot create the checkpoint folder: {} is a "
+                                                "file, expected a folder",
+                                                existing.string()),
+                  dir.string(), key);
+  }
+  if (::access(existing.c_str(), W_OK | X_OK) != 0) {
+    ThrowIoError(fmt::format("the checkpoint folder cannot be written: {} is not writable",
+                             existing.string()),
+                 dir.string(), key);
+  }
+}
+
+}  // namespace
+
 std::int64_t SequenceOf(const std::string& file_name, const std::string& kind) {
   const std::string prefix = kind + "_";
   if (file_name.rfind(prefix, 0) != 0 || file_name.size() < prefix.size() + 4 ||
@@ -301,6 +333,10 @@ CheckpointStore::CheckpointStore(const Comm& comm, StoreOptions options, RunIden
                                  const Logger& logger)
     : comm_(comm), options_(std::move(options)), identity_(std::move(identity)), logger_(logger) {
   options_.Validate();
+  // The folder is checked now, not at the first checkpoint (hours into a large fit).
+  RunCollectively(comm_, [&] {
+    if (comm_.is_root()) CheckUsableFolder(options_.dir);
+  });
   const auto files = List();
   if (!files.empty())
     next_sequence_ = SequenceOf(files.back().filename().string(), options_.kind) + 1;
@@ -314,7 +350,13 @@ std::vector<fs::path> CheckpointStore::List() const {
     if (fs::is_directory(options_.dir, ec)) {
       for (const auto& entry : fs::directory_iterator(options_.dir, ec)) {
         const std::int64_t seq = SequenceOf(entry.path().filename().string(), options_.kind);
-        if (seq >= 0) found.emplace_back(seq, entry.path());
+        if (seq < 0) continue;
+        if (!entry.is_regular_file(ec)) {
+          logger_.Warn("{}: named like a checkpoint but not a file; ignored",
+                       entry.path().string());
+          continue;
+        }
+        found.emplace_back(seq, entry.path());
       }
     }
     std::sort(found.begin(), found.end());

@@ -156,7 +156,8 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const model::ParameterLayout layout =
       model::ParameterLayout::Create(resolved, mode, phi, estimates);
   const model::ExpandedIndex index(mode, n_phi);
-  const ExpandedStart start = ExpandedStartFromConfig(cfg, mode, estimates);
+  const ExpandedStart start =
+      RunCollectively(world, [&] { return ExpandedStartFromConfig(cfg, mode, estimates); });
   std::vector<double> expanded0 = start.values;
   const model::Bounds& eb = start.bounds;
   // Warm start: the whole expanded vector when it matches these data, else its physics.

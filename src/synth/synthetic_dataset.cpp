@@ -38,6 +38,12 @@ void SynthOptions::Validate() const {
     ThrowBadInput(fmt::format("expected a noise σ ≥ 0, got {}", noise), {}, "--noise");
   }
   if (threads < 1) ThrowBadInput("expected at least one thread", {}, "--threads");
+  if (contrast && !std::isfinite(*contrast)) {
+    ThrowBadInput(fmt::format("expected a finite contrast, got {}", *contrast), {}, "--contrast");
+  }
+  if (offset && !std::isfinite(*offset)) {
+    ThrowBadInput(fmt::format("expected a finite offset, got {}", *offset), {}, "--offset");
+  }
 }
 
 std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads) {

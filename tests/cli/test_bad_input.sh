@@ -135,6 +135,10 @@ expect_bad output_not_writable 'cannot create results under .*data.h5' \
 expect_bad nan_initial_value "nan.yaml: initial_parameters.values\[0\]: expected a number, found '.nan' \(line 10\)" \
   --config "$tmp/nan.yaml" "${out[@]}"
 
+{ cat "$tmp/cfg.yaml"; printf 'initial_parameters:\n  per_angle_scaling:\n    contrast: [0.3, 0.3, 0.3]\n'; } > "$tmp/scaling.yaml"
+expect_bad per_angle_list_length 'scaling.yaml: initial_parameters.per_angle_scaling.contrast: 3 value\(s\) for 2 selected angle\(s\); expected one per angle' \
+  --config "$tmp/scaling.yaml" "${out[@]}"
+
 # --- CMC requests the consensus cannot use (checked before any sampling) ---
 expect_bad cmc_too_few_draws 'num_samples: 1 chain\(s\) × 2 draws = 2 draws per shard; the consensus covariance of [0-9]+ sampled parameters needs at least' \
   --config "$tmp/cfg.yaml" --method cmc --n-chains 1 --n-samples 2 --n-warmup 10 "${out[@]}"

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "homodyne/checkpoint/checkpoint_store.h"
@@ -72,6 +73,36 @@ TEST(CheckpointStore, RoundTripOnEveryRank) {
   for (const auto& e : fs::directory_iterator(dir.path())) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   }
+}
+
+// The folder is checked when the store is made, on every rank alike: a file where the folder
+// should be (or on its way) is bad input naming the folder; an entry named like a checkpoint
+// that is not a file is left out of the list (it was offered to --resume).
+TEST(CheckpointStore, UnusableFolderFailsAtOnceAndOnlyFilesAreCheckpoints) {
+  const Comm& world = TestEnvironment().world();
+  SharedDir dir(world, "folder", /*create=*/true);
+  const fs::path blocker = dir.path() / "blocker";
+  if (world.is_root()) {
+    std::ofstream(blocker) << "not a folder";
+    fs::create_directories(dir.path() / "ok" / "nlsq_000007.h5");
+  }
+  world.Barrier();
+  for (const fs::path& bad : {blocker, blocker / "sub"}) {
+    try {
+      CheckpointStore store(world, {bad, "nlsq", 3}, Identity(), Logger::Silent());
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("checkpoint_dir"), std::string::npos) << e.what();
+    }
+  }
+  CheckpointStore store(world, {dir.path() / "ok", "nlsq", 3}, Identity(), Logger::Silent());
+  EXPECT_TRUE(store.List().empty());
+  EXPECT_FALSE(store.LoadNewest().has_value());
+  const fs::path written = store.Write(Sample(world, 1.0));
+  EXPECT_EQ(written.filename().string(), "nlsq_000001.h5");
+  EXPECT_EQ(store.List(), std::vector<fs::path>{written});
 }
 
 TEST(CheckpointStore, KeepsTheNewestK) {

@@ -242,9 +242,23 @@ TEST_F(BadInput, AbsurdFrameCountIsRejectedBeforeAllocating) {
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   const hsize_t chunk[2] = {64, 64};
   H5Pset_chunk(dcpl, 2, chunk);
-  H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_LATE);
+  H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_INCR);
   PutRaw(f, "/exchange/C2T_all/c2_00001", {1000000000ULL, 1000000000ULL}, {}, dcpl);
   H5Pclose(dcpl);
+  {
+    // One chunk written, one allocated (a matrix with no chunk at all is refused for that
+    // alone).
+    const hid_t d = H5Dopen2(f, "/exchange/C2T_all/c2_00001", H5P_DEFAULT);
+    const hid_t fs = H5Dget_space(d);
+    const hsize_t start[2] = {0, 0};
+    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, nullptr, chunk, nullptr);
+    const hid_t ms = H5Screate_simple(2, chunk, nullptr);
+    const std::vector<double> block(64 * 64, 1.0);
+    EXPECT_GE(H5Dwrite(d, H5T_NATIVE_DOUBLE, ms, fs, H5P_DEFAULT, block.data()), 0);
+    H5Sclose(ms);
+    H5Sclose(fs);
+    H5Dclose(d);
+  }
   H5Fclose(f);
   EXPECT_LT(fs::file_size(path), 1u << 20);
   const Error e = LoadError(Options(path));
