@@ -30,7 +30,7 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   app.add_option("--threads", opts.threads,
                  "compute threads per rank (default: the autotune cache of homodyne-topology "
                  "--autotune, else one per core the rank is bound to)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(IntegerAtLeast(0));
   app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
                "ignore the settings cached by homodyne-topology --autotune");
   const std::pair<const char*, const char*> initial_flags[] = {
@@ -51,7 +51,7 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
       ->check(PositiveCount());
   app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(IntegerAtLeast(0));
   app.add_option("--n-chains", opts.n_chains, "CMC: chains per shard")->check(PositiveCount());
   app.add_option("--cmc-num-shards", opts.cmc_num_shards, "CMC: number of shards")
       ->check(PositiveCount());

@@ -200,6 +200,12 @@ Config ReadConfigString(const std::string& yaml_text, const std::string& source,
   }
   try {
     return BuildConfig(root, source, options);
+  } catch (const Error& e) {
+    // Typed access reports key and line: the file is added here.
+    if (e.kind() == ErrorKind::kBadInput && e.context().file.empty()) {
+      ThrowBadInput(e.message(), source, e.context().key);
+    }
+    throw;
   } catch (const YAML::Exception& e) {  // defensive: validation should prevent this
     ThrowBadInput(fmt::format("unexpected YAML structure at line {}, column {}: {}",
                               e.mark.line + 1, e.mark.column + 1, e.msg),
@@ -208,6 +214,10 @@ Config ReadConfigString(const std::string& yaml_text, const std::string& source,
 }
 
 Config ReadConfigFile(const std::string& path, const ReadOptions& options) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    ThrowBadInput("expected a configuration file (YAML or JSON), found a directory", path);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) ThrowBadInput("cannot open the configuration file", path);
   std::ostringstream text;

@@ -60,14 +60,19 @@ sed "/dt: 0.1/r $tmp/frames.part" "$tmp/cfg.yaml" > "$tmp/frames.yaml"
 expect_bad conflicting_frames 'frames.yaml: analyzer_parameters.end_frame: must be -1 .* >= start_frame' \
   --config "$tmp/frames.yaml" "${out[@]}"
 expect_bad missing_config 'nope.yaml' --config "$tmp/nope.yaml" "${out[@]}"
+mkdir "$tmp/confdir"
+expect_bad config_is_a_directory 'confdir: expected a configuration file \(YAML or JSON\), found a directory' \
+  --config "$tmp/confdir" "${out[@]}"
 
 # --- command line ---
 expect_bad conflicting_flags '--static-mode excludes --laminar-flow' \
   --config "$tmp/cfg.yaml" --static-mode --laminar-flow "${out[@]}"
 expect_bad flag_vs_config 'cfg.yaml: analysis_mode: --laminar-flow needs a laminar_flow config' \
   --config "$tmp/cfg.yaml" --laminar-flow "${out[@]}"
-expect_bad flag_out_of_range '--n-samples: Value -5 not in range 1' \
+expect_bad flag_out_of_range '--n-samples: expected an integer >= 1, found -5' \
   --config "$tmp/cfg.yaml" --method cmc --n-samples -5 "${out[@]}"
+expect_bad flag_not_an_integer "--threads: expected an integer, found 'abc'" \
+  --config "$tmp/cfg.yaml" --threads abc "${out[@]}"
 expect_bad flag_not_finite '--initial-D0: initial value of D0 must be a finite number, found nan' \
   --config "$tmp/cfg.yaml" --initial-d0 nan "${out[@]}"
 expect_bad warm_start_without_cmc '--nlsq-result is a warm start for --method cmc' \

@@ -56,7 +56,15 @@ TEST(CommandLine, BadInputNamesTheProblemAndExitsTwo) {
   p = ParseArgs({"--threads", "0"});
   ASSERT_TRUE(p.code.has_value());
   EXPECT_EQ(*p.code, static_cast<int>(ExitCode::kBadInput));
-  EXPECT_NE(p.err.find("not in range 1 to"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("--threads: expected an integer >= 1, found 0"), std::string::npos) << p.err;
+  p = ParseArgs({"--threads", "abc"});
+  ASSERT_TRUE(p.code.has_value());
+  EXPECT_NE(p.err.find("--threads: expected an integer, found 'abc'"), std::string::npos) << p.err;
+  p = ParseArgs({"--threads", "3x"});
+  ASSERT_TRUE(p.code.has_value());
+  EXPECT_NE(p.err.find("expected an integer, found '3x'"), std::string::npos) << p.err;
+  p = ParseArgs({"--threads", "3"});
+  EXPECT_FALSE(p.code.has_value()) << p.err;
 }
 
 TEST(CommandLine, OtherRanksPrintNothing) {

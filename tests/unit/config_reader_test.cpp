@@ -220,6 +220,13 @@ TEST(ConfigReader, WrongTypesNameKeyLineAndExpectedType) {
 
 // YAML's .nan and .inf are not numbers here: a NaN initial value, fixed value or contrast, or
 // an infinite bound, would otherwise reach the solver (which failed on it, on one rank).
+// Errors of the typed access (after the schema check) name the file too.
+TEST(ConfigReader, IntegerBeyondItsRangeNamesFileKeyAndLine) {
+  EXPECT_THAT(ErrorOf(kData + "analyzer_parameters:\n  end_frame: 99999999999\n"),
+              HasSubstr("test.yaml: analyzer_parameters.end_frame: value 99999999999 is out of "
+                        "the integer range (line 5)"));
+}
+
 TEST(ConfigReader, NonFiniteNumbersAreRejectedWithTheirKey) {
   EXPECT_THAT(ErrorOf(kData + "analyzer_parameters:\n  dt: .inf\n"),
               HasSubstr("analyzer_parameters.dt: expected a number, found '.inf' (line 5)"));
