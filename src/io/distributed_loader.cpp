@@ -108,17 +108,23 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
 }
 
 void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
-                      const std::vector<std::int64_t>& bad) {
+                      const std::vector<std::int64_t>& bad, bool off_diagonal_only) {
   std::vector<std::int64_t> total(bad.size(), 0);
   MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
                 comm.get());
   for (std::size_t k = 0; k < total.size(); ++k) {
     if (total[k] > 0) {
       throw Error(ErrorKind::kBadInput,
-                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the fitted "
-                              "points and first off-diagonals of frames {}..{}",
-                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
-                              meta.end_frame),
+                  off_diagonal_only
+                      ? fmt::format("NaN/Inf in bin {} ({}): {} of the {} values on the first "
+                                    "off-diagonal of frames {}..{} are not finite (the rest of the "
+                                    "matrix is not read yet)",
+                                    meta.bins[k].bin, meta.bins[k].dataset, total[k],
+                                    meta.n_frames - 1, meta.start_frame, meta.end_frame)
+                      : fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the "
+                                    "fitted points and first off-diagonals of frames {}..{}",
+                                    meta.bins[k].bin, meta.bins[k].dataset, total[k],
+                                    meta.start_frame, meta.end_frame),
                   {meta.file, meta.bins[k].dataset, -1})
           .MarkAgreed();
     }
@@ -215,13 +221,18 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
       const std::vector<double> super = ReadSuperDiagonal(file.get(), meta, meta.bins[k]);
       // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
       // enters the diagonal correction: rank 0 counts it.
-      if (comm.is_root() && !std::isfinite(super[0])) ++bad[k];
+      // Before the values are read (layout only), rank 0 counts the whole off-diagonal.
+      if (comm.is_root()) {
+        for (std::size_t m = 0; m < (read_values ? 1 : super.size()); ++m) {
+          if (!std::isfinite(super[m])) ++bad[k];
+        }
+      }
       local.diagonal.push_back(CorrectedDiagonal(super, super));
     }
   });
   file.Close({meta.file, ""});
 
-  AgreeOnNonFinite(comm, meta, bad);
+  AgreeOnNonFinite(comm, meta, bad, /*off_diagonal_only=*/!read_values);
   return local;
 }
 

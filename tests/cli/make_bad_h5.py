@@ -38,6 +38,7 @@ variant("string_dtype", lambda h: replace(h, FIRST, np.array([b"abc"] * 900).res
 variant("string_qlist", lambda h: replace(h, "/xpcs/dqlist", np.array([[b"0.0054", b"0.0054"]])))
 variant("nan_matrix",
         lambda h: h[FIRST].__setitem__((slice(5, 6), slice(9, 10)), np.array([[np.nan]])))
+variant("all_nan_matrix", lambda h: h[FIRST].__setitem__(Ellipsis, np.nan))
 variant("inf_qlist", lambda h: replace(h, "/xpcs/dqlist", np.array([[0.0054, np.inf]])))
 variant("mismatched_lists", lambda h: replace(h, "/xpcs/dphilist", np.array([[0.0, 90.0, 45.0]])))
 

@@ -89,6 +89,7 @@ data non_square 'non_square.h5: /exchange/C2T_all/c2_00001: expected a square tw
 data string_dtype 'string_dtype.h5: /exchange/C2T_all/c2_00001: expected a numeric \(float or integer\) matrix'
 data string_qlist 'string_qlist.h5: /xpcs/dqlist: expected a numeric \(float or integer\) list, found strings'
 data nan_matrix 'nan_matrix.h5: /exchange/C2T_all/c2_00001: NaN/Inf in bin 0 .*1 non-finite value'
+data all_nan_matrix 'all_nan_matrix.h5: /exchange/C2T_all/c2_00001: NaN/Inf in bin 0 .*29 of the 29 values on the first off-diagonal of frames 1..30 are not finite'
 data inf_qlist 'inf_qlist.h5: /xpcs/dqlist: expected finite values, entry 1 is inf'
 data mismatched_lists 'mismatched_lists.h5: /xpcs/dphilist: mismatched list lengths: /xpcs/dqlist has 2 entries but /xpcs/dphilist has 3'
 data empty_group 'empty_group.h5: /xpcs/dqlist: no \(q, phi\) bins in the file \(empty list\)'

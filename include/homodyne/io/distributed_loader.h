@@ -53,8 +53,9 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
 LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options, const Logger& logger);
 
 // Collective: `bad[k]` non-finite values of angle k found on this rank; if any rank found
-// some, every rank throws the same agreed bad-input Error naming the bin.
+// some, every rank throws the same agreed bad-input Error naming the bin (and saying that
+// only the first off-diagonal was read when `off_diagonal_only`).
 void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
-                      const std::vector<std::int64_t>& bad);
+                      const std::vector<std::int64_t>& bad, bool off_diagonal_only = false);
 
 }  // namespace homodyne::io
