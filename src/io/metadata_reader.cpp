@@ -268,6 +268,15 @@ DatasetMetadata ReadMetadataFromFile(hid_t file, const LoadOptions& options, con
   meta.t = LoaderTimeGrid(options.dt, meta.n_frames);
   meta.loader_bin_count = selected.size();
   meta.q_physics = selected.front().q;
+  // homodyne takes the nearest ring whatever its distance; a request far from every ring in
+  // the file (a typo, another sample's config) is worth a warning.
+  const double q_off = std::abs(meta.q_physics - options.target_q) / options.target_q;
+  if (q_off > std::max(options.q_tolerance_fraction, 0.1)) {
+    logger.Warn(
+        "{}: wavevector_q = {:.6g} 1/A, but the nearest q in the file is {:.6g} 1/A "
+        "({:.0f} % away, beyond q_tolerance_fraction {:.3g}); fitting that ring",
+        name, options.target_q, meta.q_physics, 100.0 * q_off, options.q_tolerance_fraction);
+  }
 
   std::vector<double> phi_norm;
   for (const Candidate& c : selected) phi_norm.push_back(NormalizePhi(c.phi));

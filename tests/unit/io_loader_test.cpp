@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -145,11 +146,39 @@ TEST(LzfFilter, ReadsTheH5pyWrittenFixture) {
       }
     }
   }
-  o.target_q = 0.0079;  // the other ring
+  o.target_q = 0.0079;  // the other ring (q = 0.008)
   const Dataset other = LoadDataset(o, Logger::Silent());
   ASSERT_EQ(other.meta.n_angles(), 3u);
   EXPECT_EQ(other.meta.bins[0].bin, 4);
   EXPECT_NEAR(other.at(0, 0, 5), FixtureValue(4, 0, 5), 1e-14);
+}
+
+// A wavevector_q far from every ring of the file still takes the nearest ring (homodyne's
+// rule) but warns; a q within q_tolerance_fraction does not.
+TEST(LzfFilter, FarOffWavevectorWarnsAndTakesTheNearestRing) {
+  LoadOptions o;
+  o.path = kLzfFixture;
+  o.dt = 0.01;
+  const auto warnings = [&](double q) {
+    o.target_q = q;
+    std::FILE* out = std::tmpfile();
+    std::FILE* err = std::tmpfile();
+    const Logger logger(0, LogLevel::kInfo, out, err);
+    const DatasetMetadata meta = ReadDatasetMetadata(o, logger);
+    std::string text(4096, '\0');
+    std::rewind(err);
+    text.resize(std::fread(text.data(), 1, text.size(), err));
+    std::fclose(err);
+    std::fclose(out);
+    return std::make_pair(meta.q_physics, text);
+  };
+  const auto [q_far, far] = warnings(0.5);
+  EXPECT_EQ(q_far, 0.008);
+  EXPECT_THAT(far, ::testing::HasSubstr("wavevector_q = 0.5 1/A, but the nearest q in the file "
+                                        "is 0.008 1/A"));
+  const auto [q_near, near] = warnings(0.0056);
+  EXPECT_EQ(q_near, 0.0054);
+  EXPECT_EQ(near.find("wavevector_q"), std::string::npos) << near;
 }
 
 TEST(LzfFilter, ReadsAChunkH5pyStoredRaw) {
