@@ -13,6 +13,7 @@
 #include "app/command_line.h"
 #include "batch_task.h"
 #include "homodyne/app/batch.h"
+#include "homodyne/atomic_file.h"
 #include "homodyne/error.h"
 #include "homodyne/parallel/broadcast.h"
 #include "homodyne/parallel/collective.h"
@@ -133,6 +134,14 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
     spec = ReadBatchFile(opts.batch_file);
     if (!opts.output_root.empty()) {
       spec.output_root = std::filesystem::absolute(opts.output_root).lexically_normal().string();
+    }
+    // The results folder is made now: a path under a file fails before any task runs.
+    try {
+      EnsureDirectory(spec.output_root);
+    } catch (const Error& e) {
+      ThrowBadInput(
+          fmt::format("cannot create the results folder {}: {}", spec.output_root, e.message()),
+          opts.batch_file, "output_root");
     }
     std::vector<PreparedTask> prepared;
     for (const auto& t : spec.tasks) prepared.push_back(PrepareTask(t));

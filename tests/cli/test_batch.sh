@@ -3,7 +3,8 @@
 # CMC) of which four are bad (missing data file, an unknown config key in the overrides, a
 # base config with a YAML syntax error, a fit stopped before convergence). The good tasks complete with their outputs, the bad ones are in
 # batch_summary.{json,csv} with their errors, the exit code is 3; a rerun skips the
-# finished tasks without touching their outputs; a bad batch file exits 2 naming the key.
+# finished tasks without touching their outputs; a bad batch file (or an output_root that
+# cannot be made) exits 2 naming the key before any task runs.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -137,6 +138,12 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/bad_batch.yaml" 2>&1); code
 printf 'output_rot: x\ntasks: []\n' > "$tmp/bad_batch2.yaml"
 out=$("$mpiexec" -n 1 "$bindir/homodyne" batch "$tmp/bad_batch2.yaml" 2>&1); code=$?
 [ $code -eq 2 ] && grep -q 'output_rot' <<<"$out" || { echo "FAIL: unknown top key: $code $out"; exit 1; }
+# A results folder under a file: exit 2 naming output_root before any task runs.
+touch "$tmp/blocker"
+printf 'output_root: blocker/out\ntasks:\n  - {name: x, config: base.yaml}\n' > "$tmp/bad_batch3.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" batch "$tmp/bad_batch3.yaml" 2>&1); code=$?
+{ [ $code -eq 2 ] && grep -q 'bad_batch3.yaml: output_root: cannot create the results folder .*blocker/out' <<<"$out" \
+  && ! grep -q 'task x' <<<"$out"; } || { echo "FAIL: output_root under a file: $code $out"; exit 1; }
 
 # A failure on one rank inside a task is agreed within its group only: with two groups
 # of one rank, the tasks of rank 1's group fail and rank 0's complete; with one group of
