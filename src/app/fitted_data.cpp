@@ -218,22 +218,16 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
           }
           return;
         }
+        // Rank 0's own slab, then each other rank's in rank order.
         std::exception_ptr failed;
-        Attempt(failed, [&] {
-          if (packed) {
-            file->WritePackedSlab(name, k, chunks);
-          } else {
-            file->WriteSlab(name, k, values);
-          }
-        });
-        for (int r = 1; r < ranks && angle_of(round, r) < n; ++r) {
+        for (int r = 0; r < ranks && angle_of(round, r) < n; ++r) {
           const std::size_t kr = angle_of(round, r);
           if (packed) {
-            const auto theirs = RecvBuffers(*comm, r);
-            Attempt(failed, [&] { file->WritePackedSlab(name, kr, theirs); });
+            if (r > 0) chunks = RecvBuffers(*comm, r);
+            Attempt(failed, [&] { file->WritePackedSlab(name, kr, chunks); });
           } else {
-            RecvDoubles(*comm, r, received);
-            Attempt(failed, [&] { file->WriteSlab(name, kr, received); });
+            if (r > 0) RecvDoubles(*comm, r, received);
+            Attempt(failed, [&] { file->WriteSlab(name, kr, r > 0 ? received : values); });
           }
         }
         if (failed) std::rethrow_exception(failed);

@@ -265,11 +265,12 @@ struct ArrayFileWriter::Impl {
   bool committed = false;
   struct Array {
     std::string name;
-    std::vector<hsize_t> dims;
+    std::vector<std::uint64_t> dims;
     h5::Dataset dataset;  // open from Create to Commit (no metadata reads in WriteSlab)
-    bool filtered = false;
-    std::vector<hsize_t> chunk;  // filtered: the chunk shape
+    std::vector<std::uint64_t> chunk;  // ChunkShape: empty when contiguous and uncompressed
     ArrayStorage storage;
+    // Compressed slab by slab (PackSlab), its chunks inside one slab.
+    bool packed() const { return !chunk.empty() && chunk[0] == 1; }
   };
   std::vector<Array> arrays;
 
@@ -307,12 +308,11 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
   HOMODYNE_CHECK(!dims.empty(), "an array needs at least one dimension");
   HOMODYNE_CHECK(storage.deflate_level >= 0 && storage.deflate_level <= 9,
                  "deflate level outside [0, 9]");
-  std::vector<hsize_t> shape(dims.begin(), dims.end());
+  const std::vector<hsize_t> shape(dims.begin(), dims.end());
   const Where where{impl_->tmp, array_path};
-  const std::vector<std::uint64_t> chunk_shape = ChunkShape(dims, storage);
-  const bool filtered = !chunk_shape.empty();
+  std::vector<std::uint64_t> chunk_shape = ChunkShape(dims, storage);
   auto dcpl = Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "dataset properties", where);
-  if (filtered) {
+  if (!chunk_shape.empty()) {
     const std::vector<hsize_t> chunk(chunk_shape.begin(), chunk_shape.end());
     Check(H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()),
           "setting the chunk shape", where);
@@ -327,19 +327,18 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
   if (!description.empty()) {
     h5::WriteStringAttribute(ds.get(), "description", description, where);
   }
-  impl_->arrays.push_back({array_path, std::move(shape), std::move(ds), filtered,
-                           std::vector<hsize_t>(chunk_shape.begin(), chunk_shape.end()), storage});
+  impl_->arrays.push_back({array_path, dims, std::move(ds), std::move(chunk_shape), storage});
 }
 
 namespace {
 
 // Writes slab `index` of the dataset `ds` of shape `dims`.
 void WriteSlabOf(const std::string& file_name, const std::string& array_path,
-                 const std::vector<hsize_t>& dims, hid_t ds, std::uint64_t index,
+                 const std::vector<std::uint64_t>& dims, hid_t ds, std::uint64_t index,
                  std::span<const double> values) {
   const Where where{file_name, array_path};
   // A 1-D array is one slab: all of it.
-  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
   if (dims.size() > 1) {
     start[0] = index;
     count[0] = 1;
@@ -357,6 +356,21 @@ void WriteSlabOf(const std::string& file_name, const std::string& array_path,
         "selecting a hyperslab", where);
   Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
         "writing the dataset", where);
+}
+
+// A slab's chunk grid: chunks per dimension (1 … nd−1; dimension 0 left 1) and their count.
+struct SlabChunkGrid {
+  std::vector<std::uint64_t> grid;
+  std::size_t chunks = 1;
+};
+SlabChunkGrid ChunkGrid(const std::vector<std::uint64_t>& dims,
+                        const std::vector<std::uint64_t>& chunk) {
+  SlabChunkGrid g{std::vector<std::uint64_t>(dims.size(), 1), 1};
+  for (std::size_t d = 1; d < dims.size(); ++d) {
+    g.grid[d] = (dims[d] + chunk[d] - 1) / chunk[d];
+    g.chunks *= g.grid[d];
+  }
+  return g;
 }
 
 // The first element (dimensions 1 … nd−1; dimension 0 left 0) of chunk number c of a slab's
@@ -430,12 +444,8 @@ std::vector<std::vector<unsigned char>> PackSlab(const std::vector<std::uint64_t
   for (std::size_t d = 1; d < nd; ++d) n *= dims[d];
   HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
   // The chunk grid over dimensions 1 … nd−1, and the slab's and a chunk's strides.
-  std::vector<std::uint64_t> grid(nd, 1), slab_stride(nd, 1), chunk_stride(nd, 1);
-  std::size_t chunks = 1;
-  for (std::size_t d = 1; d < nd; ++d) {
-    grid[d] = (dims[d] + chunk[d] - 1) / chunk[d];
-    chunks *= grid[d];
-  }
+  const auto [grid, chunks] = ChunkGrid(dims, chunk);
+  std::vector<std::uint64_t> slab_stride(nd, 1), chunk_stride(nd, 1);
   for (std::size_t d = nd - 1; d-- > 1;) {
     slab_stride[d] = slab_stride[d + 1] * dims[d + 1];
     chunk_stride[d] = chunk_stride[d + 1] * chunk[d + 1];
@@ -489,20 +499,13 @@ void ArrayFileWriter::WritePackedSlab(const std::string& array_path, std::uint64
                                       const std::vector<std::vector<unsigned char>>& chunks) {
   Impl::Array& array = impl_->Find(array_path);
   const Where where{impl_->tmp, array_path};
-  HOMODYNE_CHECK(array.filtered && array.chunk[0] == 1,
+  HOMODYNE_CHECK(array.packed(),
                  "packed slabs go to a compressed array whose chunks lie inside one slab");
   HOMODYNE_CHECK(index < array.dims[0], "slab index out of range");
-  const std::size_t nd = array.dims.size();
-  std::vector<std::uint64_t> grid(nd, 1);
-  std::size_t count = 1;
-  for (std::size_t d = 1; d < nd; ++d) {
-    grid[d] = (array.dims[d] + array.chunk[d] - 1) / array.chunk[d];
-    count *= grid[d];
-  }
+  const auto [grid, count] = ChunkGrid(array.dims, array.chunk);
   HOMODYNE_CHECK(chunks.size() == count, "packed slab has the wrong number of chunks");
-  const std::vector<std::uint64_t> chunk(array.chunk.begin(), array.chunk.end());
   for (std::size_t c = 0; c < count; ++c) {
-    const std::vector<std::uint64_t> at = ChunkOrigin(grid, chunk, c);
+    const std::vector<std::uint64_t> at = ChunkOrigin(grid, array.chunk, c);
     std::vector<hsize_t> offset(at.begin(), at.end());
     offset[0] = index;
     Check(H5Dwrite_chunk(array.dataset.get(), H5P_DEFAULT, 0, offset.data(), chunks[c].size(),
@@ -514,11 +517,9 @@ void ArrayFileWriter::WritePackedSlab(const std::string& array_path, std::uint64
 void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t index,
                                 std::span<const double> values) {
   Impl::Array& array = impl_->Find(array_path);
-  if (array.filtered && array.chunk[0] == 1) {
+  if (array.packed()) {
     // Compressed here, in storage.threads threads, and stored as they are.
-    const std::vector<std::uint64_t> dims(array.dims.begin(), array.dims.end()),
-        chunk(array.chunk.begin(), array.chunk.end());
-    WritePackedSlab(array_path, index, PackSlab(dims, chunk, values, array.storage));
+    WritePackedSlab(array_path, index, PackSlab(array.dims, array.chunk, values, array.storage));
     return;
   }
   WriteSlabOf(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values);
