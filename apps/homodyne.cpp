@@ -1,4 +1,4 @@
 // `homodyne`: the main fitting application. All logic lives in the library.
-#include "homodyne/app/homodyne_cli.h"
+#include "app/homodyne_cli.h"
 
 int main(int argc, char** argv) { return homodyne::HomodyneMain(argc, argv); }

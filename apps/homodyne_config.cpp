@@ -1,4 +1,4 @@
 // `homodyne-config`: configuration templates and validation. All logic is in the library.
-#include "homodyne/config/config_tool.h"
+#include "app/config_tool.h"
 
 int main(int argc, char** argv) { return homodyne::config::HomodyneConfigMain(argc, argv); }

@@ -1,4 +1,4 @@
 // `homodyne-synth`: synthetic datasets from the homodyne model.
-#include "homodyne/synth/synthetic_dataset.h"
+#include "app/synth_cli.h"
 
 int main(int argc, char** argv) { return homodyne::synth::SynthMain(argc, argv); }

@@ -1,4 +1,4 @@
 // `homodyne-topology`: hardware description and recommended MPI layout.
-#include "homodyne/app/topology_cli.h"
+#include "app/topology_cli.h"
 
 int main(int argc, char** argv) { return homodyne::TopologyMain(argc, argv); }

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "bench_env.h"
-#include "homodyne/checkpoint/checkpoint_store.h"
+#include "checkpoint/checkpoint_store.h"
 
 namespace {
 

@@ -19,11 +19,11 @@
 
 #include "bench_env.h"
 #include "bench_laminar_config.h"
-#include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/random.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "cmc/cmc_fit.h"
+#include "core/random.h"
+#include "model/kernel.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 
 namespace {
 

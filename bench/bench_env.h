@@ -1,7 +1,7 @@
 // Access to the process Environment inside benchmark binaries.
 #pragma once
 
-#include "homodyne/environment.h"
+#include "runtime/environment.h"
 
 namespace homodyne::bench {
 Environment& BenchEnvironment();

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "../src/model/kernel_impl.h"
-#include "../src/model/point_terms.h"
 #include "bench_env.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/placement.h"
-#include "homodyne/topology.h"
+#include "core/placement.h"
+#include "core/topology.h"
+#include "model/kernel.h"
+#include "model/kernel_impl.h"
+#include "model/point_terms.h"
 #include "roofline_ceilings.h"
 
 namespace {

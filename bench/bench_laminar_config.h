@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/config/config_reader.h"
+#include "config/config_reader.h"
 
 namespace homodyne::bench {
 

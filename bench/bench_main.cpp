@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "bench_env.h"
-#include "homodyne/environment.h"
+#include "runtime/environment.h"
 
 namespace homodyne::bench {
 namespace {

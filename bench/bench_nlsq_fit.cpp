@@ -16,9 +16,9 @@
 
 #include "bench_env.h"
 #include "bench_laminar_config.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 
 namespace {
 

@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "homodyne/nuts/diagnostics.h"
-#include "homodyne/nuts/log_density.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/nuts/run_sampler.h"
+#include "nuts/diagnostics.h"
+#include "nuts/log_density.h"
+#include "nuts/nuts_chain.h"
+#include "nuts/run_sampler.h"
 
 namespace {
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "bench_env.h"
-#include "homodyne/nlsq/bounded_solver.h"
-#include "homodyne/parallel/tile_sum.h"
+#include "nlsq/bounded_solver.h"
+#include "parallel/tile_sum.h"
 
 namespace {
 

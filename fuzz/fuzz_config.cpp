@@ -8,8 +8,8 @@
 #include <exception>
 #include <string>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
+#include "config/config_reader.h"
+#include "core/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

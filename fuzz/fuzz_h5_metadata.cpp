@@ -10,9 +10,9 @@
 #include <exception>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/log.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "io/dataset.h"
 #include "io/metadata_internal.h"
 
 namespace {

@@ -71,23 +71,4 @@ class Error : public std::runtime_error {
 // Formats "<file>: <key>: <message> (rank R)" leaving out the empty parts.
 std::string FormatErrorMessage(const std::string& message, const ErrorContext& context);
 
-// Shorthands for the common kinds.
-[[noreturn]] void ThrowBadInput(std::string message, std::string file = {}, std::string key = {});
-[[noreturn]] void ThrowIoError(std::string message, std::string file = {}, std::string key = {});
-[[noreturn]] void ThrowInternal(std::string message);
-
-namespace detail {
-[[noreturn]] void CheckFailed(const char* condition, const char* file, int line,
-                              const std::string& message);
-}  // namespace detail
-
 }  // namespace homodyne
-
-// Invariant check: a violated condition is a bug and becomes an internal error that
-// names the source location. Not for validating user input (use ThrowBadInput).
-#define HOMODYNE_CHECK(condition, message)                                        \
-  do {                                                                            \
-    if (!(condition)) {                                                           \
-      ::homodyne::detail::CheckFailed(#condition, __FILE__, __LINE__, (message)); \
-    }                                                                             \
-  } while (false)

@@ -1,4 +1,4 @@
-#include "homodyne/app/autotune.h"
+#include "app/autotune.h"
 
 #include <sched.h>
 
@@ -11,11 +11,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "homodyne/atomic_file.h"
-#include "homodyne/error.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/nlsq/result_files.h"
-#include "homodyne/placement.h"
+#include "core/atomic_file.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/placement.h"
+#include "model/kernel.h"
+#include "nlsq/result_files.h"
 
 namespace homodyne {
 namespace {
@@ -220,7 +221,7 @@ TuneSettings RunAutotune(const Topology& topology, const AutotuneOptions& option
   }
   if (restore) sched_setaffinity(0, sizeof(original), &original);
   best.points_per_second = points / best_seconds;
-  best.created = nlsq::IsoTimestampNow();
+  best.created = IsoTimestampNow();
   return best;
 }
 

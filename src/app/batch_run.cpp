@@ -10,16 +10,16 @@
 
 #include <fmt/format.h>
 
+#include "app/batch.h"
 #include "app/command_line.h"
 #include "batch_task.h"
-#include "homodyne/app/batch.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/error.h"
-#include "homodyne/parallel/broadcast.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/task_counter.h"
-#include "homodyne/placement.h"
-#include "homodyne/placement_report.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/placement.h"
+#include "parallel/broadcast.h"
+#include "parallel/collective.h"
+#include "parallel/placement_report.h"
+#include "parallel/task_counter.h"
 
 namespace homodyne::batch {
 namespace {

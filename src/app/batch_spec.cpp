@@ -1,4 +1,4 @@
-#include "homodyne/app/batch_spec.h"
+#include "app/batch_spec.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::batch {
 namespace {

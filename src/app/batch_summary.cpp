@@ -5,9 +5,10 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/app/batch.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/nlsq/result_files.h"
+#include "app/batch.h"
+#include "core/atomic_file.h"
+#include "core/clock.h"
+#include "nlsq/result_files.h"
 
 namespace homodyne::batch {
 namespace {
@@ -101,9 +102,8 @@ std::filesystem::path CompletionMarkerPath(const std::string& output_dir) {
 }
 
 void WriteCompletionMarker(const PreparedTask& task, const TaskRow& row) {
-  const nlohmann::json j = {{"fingerprint", task.fingerprint},
-                            {"finished", nlsq::IsoTimestampNow()},
-                            {"row", RowToJson(row)}};
+  const nlohmann::json j = {
+      {"fingerprint", task.fingerprint}, {"finished", IsoTimestampNow()}, {"row", RowToJson(row)}};
   WriteFileAtomically(CompletionMarkerPath(task.spec.output_dir), j.dump(2) + "\n");
 }
 
@@ -155,7 +155,7 @@ void WriteBatchSummary(const std::filesystem::path& root, const std::string& bat
                        const std::vector<TaskRow>& rows, const BatchTotals& totals) {
   nlohmann::json j;
   j["batch_file"] = batch_file;
-  j["created"] = nlsq::IsoTimestampNow();
+  j["created"] = IsoTimestampNow();
   j["world_ranks"] = totals.world_ranks;
   j["group_classes"] = nlohmann::json::array();
   for (const auto& c : totals.classes) {

@@ -7,17 +7,17 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/app/fitted_data.h"
-#include "homodyne/app/run_report.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/nlsq/multistart.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/broadcast.h"
-#include "homodyne/parallel/collective.h"
+#include "app/fitted_data.h"
+#include "app/run_report.h"
+#include "cmc/cmc_fit.h"
+#include "config/config_reader.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "nlsq/multistart.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/broadcast.h"
+#include "parallel/collective.h"
 
 namespace homodyne::batch {
 
@@ -115,7 +115,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     }
     if (cmc_result) {
       WriteFittedData(group, out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      cmc::PosteriorMeanModel(*cmc_result), fit_log, kFittedDataMaxBytes,
+                      PosteriorMeanModel(*cmc_result), fit_log, kFittedDataMaxBytes,
                       FittedDataThreads{ro.threads, ro.worker_start});
     }
   }

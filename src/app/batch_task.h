@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/app/batch.h"
-#include "homodyne/log.h"
-#include "homodyne/parallel/comm.h"
-#include "homodyne/placement.h"
-#include "homodyne/placement_report.h"
+#include "app/batch.h"
+#include "core/log.h"
+#include "core/placement.h"
+#include "parallel/comm.h"
+#include "parallel/placement_report.h"
 
 namespace homodyne::batch {
 

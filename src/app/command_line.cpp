@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 

@@ -1,10 +1,10 @@
-#include "homodyne/app/dry_run.h"
+#include "app/dry_run.h"
 
 #include <cstdio>
 
 #include <fmt/format.h>
 
-#include "homodyne/app/config_bridge.h"
+#include "config/config_bridge.h"
 
 namespace homodyne {
 

@@ -1,4 +1,4 @@
-#include "homodyne/app/fitted_data.h"
+#include "app/fitted_data.h"
 
 #include <mpi.h>
 
@@ -6,15 +6,15 @@
 #include <exception>
 #include <optional>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/distributed_loader.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/parallel/broadcast.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/transfer.h"
-#include "homodyne/progress.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "config/config_bridge.h"
+#include "core/progress.h"
+#include "io/dataset.h"
+#include "io/distributed_loader.h"
+#include "io/writers.h"
+#include "parallel/broadcast.h"
+#include "parallel/collective.h"
+#include "parallel/transfer.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne {
 
@@ -302,6 +302,22 @@ void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const 
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes, const FittedDataThreads& threads) {
   WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads);
+}
+
+FittedModel PosteriorMeanModel(const cmc::CmcRunResult& r) {
+  FittedModel m;
+  m.analysis_mode = r.analysis_mode;
+  m.convention = FittedDataConvention::kCmc;
+  for (const auto& p : r.parameters) {
+    if (p.name.rfind("contrast_", 0) == 0) {
+      m.contrast.push_back(p.mean);
+    } else if (p.name.rfind("offset_", 0) == 0) {
+      m.offset.push_back(p.mean);
+    } else {
+      m.physical.push_back(p.mean);
+    }
+  }
+  return m;
 }
 
 }  // namespace homodyne

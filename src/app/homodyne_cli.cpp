@@ -1,4 +1,4 @@
-#include "homodyne/app/homodyne_cli.h"
+#include "app/homodyne_cli.h"
 
 #include <unistd.h>
 
@@ -13,33 +13,34 @@
 #include <thread>
 #include <vector>
 
+#include "app/autotune.h"
+#include "app/batch.h"
+#include "app/dry_run.h"
+#include "app/fitted_data.h"
 #include "app/homodyne_options.h"
-#include "homodyne/app/autotune.h"
-#include "homodyne/app/batch.h"
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/app/dry_run.h"
-#include "homodyne/app/fitted_data.h"
-#include "homodyne/app/nlsq_report.h"
-#include "homodyne/app/plots.h"
-#include "homodyne/app/run_app.h"
-#include "homodyne/app/run_report.h"
-#include "homodyne/app/warm_start.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/checkpoint/interrupt.h"
-#include "homodyne/checkpoint/nlsq_checkpoint.h"
-#include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/nlsq/multistart.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/output_paths.h"
-#include "homodyne/parallel/broadcast.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/placement.h"
-#include "homodyne/placement_report.h"
-#include "homodyne/synth/synthetic_dataset.h"
-#include "homodyne/version.h"
+#include "app/nlsq_report.h"
+#include "app/plots.h"
+#include "app/run_app.h"
+#include "app/run_report.h"
+#include "app/warm_start.h"
+#include "checkpoint/interrupt.h"
+#include "cmc/cmc_fit.h"
+#include "config/config_bridge.h"
+#include "config/config_digest.h"
+#include "config/config_reader.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "core/output_paths.h"
+#include "core/placement.h"
+#include "core/version.h"
+#include "nlsq/multistart.h"
+#include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/broadcast.h"
+#include "parallel/collective.h"
+#include "parallel/placement_report.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne {
 namespace {
@@ -291,7 +292,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     for (const auto& [name, v] : opts.initial)
       overrides["initial." + name] = fmt::format("{:.17g}", v);
     return checkpoint::CheckpointSettings::FromConfig(cfg, opts.checkpoint_dir, opts.resume,
-                                                      checkpoint::DescribeConfig(cfg, overrides));
+                                                      config::DescribeConfig(cfg, overrides));
   });
   ro.threads = static_cast<int>(placement.slots.size());
   // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
@@ -383,7 +384,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     }
     if (cmc_result) {
       WriteFittedData(env.world(), out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      cmc::PosteriorMeanModel(*cmc_result), log, kFittedDataMaxBytes, threads);
+                      PosteriorMeanModel(*cmc_result), log, kFittedDataMaxBytes, threads);
     }
   }
   state.phases = phases;

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/app/plots.h"
-#include "homodyne/environment.h"
+#include "app/plots.h"
+#include "runtime/environment.h"
 
 namespace homodyne {
 

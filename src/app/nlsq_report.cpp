@@ -1,4 +1,4 @@
-#include "homodyne/app/nlsq_report.h"
+#include "app/nlsq_report.h"
 
 #include <cmath>
 #include <numeric>

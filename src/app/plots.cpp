@@ -1,4 +1,4 @@
-#include "homodyne/app/plots.h"
+#include "app/plots.h"
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -12,12 +12,12 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "config/config_bridge.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "io/dataset.h"
+#include "io/writers.h"
+#include "synth/synthetic_dataset.h"
 
 extern char** environ;
 

@@ -1,12 +1,12 @@
-#include "homodyne/app/run_app.h"
+#include "app/run_app.h"
 
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/library_threads.h"
+#include "core/error.h"
+#include "core/library_threads.h"
 
 namespace homodyne {
 namespace {

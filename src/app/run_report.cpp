@@ -1,4 +1,4 @@
-#include "homodyne/app/run_report.h"
+#include "app/run_report.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -10,13 +10,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/nlsq/memory_plan.h"
-#include "homodyne/version.h"
+#include "config/config_bridge.h"
+#include "config/config_reader.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
+#include "core/version.h"
+#include "io/dataset.h"
+#include "nlsq/memory_plan.h"
 
 namespace homodyne {
 namespace {

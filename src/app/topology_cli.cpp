@@ -1,15 +1,15 @@
 // The `homodyne-topology` command line: --show/--json/--nodes and --autotune (app layer:
 // it drives the autotune, which builds a model kernel).
-#include "homodyne/app/topology_cli.h"
+#include "app/topology_cli.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <string>
 
+#include "app/autotune.h"
 #include "app/command_line.h"
-#include "homodyne/app/autotune.h"
-#include "homodyne/error.h"
-#include "homodyne/topology_report.h"
+#include "core/error.h"
+#include "core/topology_report.h"
 
 namespace homodyne {
 

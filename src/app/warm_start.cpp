@@ -1,4 +1,4 @@
-#include "homodyne/app/warm_start.h"
+#include "app/warm_start.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 

@@ -1,4 +1,4 @@
-#include "homodyne/checkpoint/checkpoint_store.h"
+#include "checkpoint/checkpoint_store.h"
 
 #include <unistd.h>
 
@@ -10,15 +10,15 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/atomic_file.h"
-#include "homodyne/checkpoint/interrupt.h"
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/nlsq/result_files.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/version.h"
+#include "checkpoint/interrupt.h"
+#include "core/atomic_file.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "core/version.h"
 #include "io/h5_handles.h"
 #include "io/read_crash_guard.h"
+#include "parallel/collective.h"
 
 namespace homodyne::checkpoint {
 namespace fs = std::filesystem;
@@ -402,7 +402,7 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
       h5::WriteStringAttribute(file.get(), "code_version", std::string(Version()), root);
       h5::WriteStringAttribute(file.get(), "config_hash", identity_.config_hash(), root);
       h5::WriteStringAttribute(file.get(), "data_hash", identity_.data_hash(), root);
-      h5::WriteStringAttribute(file.get(), "created", nlsq::IsoTimestampNow(), root);
+      h5::WriteStringAttribute(file.get(), "created", IsoTimestampNow(), root);
       for (const Layout& l : layout) WriteDataset(file.get(), p, l, full, comm_.rank());
       h5::Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", root);
       file.Close({p, ""});

@@ -1,4 +1,4 @@
-#include "homodyne/checkpoint/interrupt.h"
+#include "checkpoint/interrupt.h"
 
 #include <charconv>
 #include <chrono>

@@ -1,11 +1,11 @@
-#include "homodyne/cmc/bounded_transform.h"
+#include "cmc/bounded_transform.h"
 
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::cmc {
 namespace {

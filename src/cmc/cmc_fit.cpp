@@ -1,4 +1,4 @@
-#include "homodyne/cmc/cmc_fit.h"
+#include "cmc/cmc_fit.h"
 
 #include <Eigen/Dense>
 
@@ -9,27 +9,28 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/atomic_file.h"
-#include "homodyne/cmc/bounded_transform.h"
-#include "homodyne/cmc/consensus.h"
-#include "homodyne/cmc/reparameterization.h"
-#include "homodyne/cmc/shard_chains.h"
-#include "homodyne/cmc/shard_filter.h"
-#include "homodyne/cmc/shard_posterior.h"
-#include "homodyne/cmc/sharding.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/config/parameters.h"
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/nlsq/result_files.h"
-#include "homodyne/nuts/diagnostics.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/nuts/run_sampler.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/progress.h"
+#include "cmc/bounded_transform.h"
+#include "cmc/consensus.h"
+#include "cmc/reparameterization.h"
+#include "cmc/shard_chains.h"
+#include "cmc/shard_filter.h"
+#include "cmc/shard_posterior.h"
+#include "cmc/sharding.h"
+#include "config/config_bridge.h"
+#include "config/config_reader.h"
+#include "config/parameters.h"
+#include "core/atomic_file.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "core/progress.h"
+#include "io/dataset.h"
+#include "io/writers.h"
+#include "nlsq/result_files.h"
+#include "nuts/diagnostics.h"
+#include "nuts/nuts_chain.h"
+#include "nuts/run_sampler.h"
+#include "parallel/collective.h"
 
 namespace homodyne::cmc {
 namespace {
@@ -561,27 +562,11 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   return result;
 }
 
-FittedModel PosteriorMeanModel(const CmcRunResult& r) {
-  FittedModel m;
-  m.analysis_mode = r.analysis_mode;
-  m.convention = FittedDataConvention::kCmc;
-  for (const auto& p : r.parameters) {
-    if (p.name.rfind("contrast_", 0) == 0) {
-      m.contrast.push_back(p.mean);
-    } else if (p.name.rfind("offset_", 0) == 0) {
-      m.offset.push_back(p.mean);
-    } else {
-      m.physical.push_back(p.mean);
-    }
-  }
-  return m;
-}
-
 void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   using nlohmann::json;
   const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";
   EnsureDirectory(dir);
-  const std::string timestamp = nlsq::IsoTimestampNow();
+  const std::string timestamp = IsoTimestampNow();
   json params;
   double c_mean = 0, c_var = 0, o_mean = 0, o_var = 0;
   int n_angles = 0;

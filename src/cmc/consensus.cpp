@@ -1,4 +1,4 @@
-#include "homodyne/cmc/consensus.h"
+#include "cmc/consensus.h"
 
 #include <Eigen/Dense>
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::cmc {
 namespace {

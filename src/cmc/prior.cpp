@@ -1,4 +1,4 @@
-#include "homodyne/cmc/prior.h"
+#include "cmc/prior.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -1,10 +1,10 @@
-#include "homodyne/cmc/reparameterization.h"
+#include "cmc/reparameterization.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "homodyne/cmc/bounded_transform.h"
+#include "cmc/bounded_transform.h"
 
 namespace homodyne::cmc {
 namespace {

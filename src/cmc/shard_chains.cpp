@@ -1,4 +1,4 @@
-#include "homodyne/cmc/shard_chains.h"
+#include "cmc/shard_chains.h"
 
 #include <algorithm>
 #include <exception>
@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/thread_pool.h"
-#include "homodyne/nuts/nuts_chain.h"
+#include "core/error.h"
+#include "model/thread_pool.h"
+#include "nuts/nuts_chain.h"
 
 namespace homodyne::cmc {
 

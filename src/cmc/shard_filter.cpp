@@ -1,11 +1,11 @@
-#include "homodyne/cmc/shard_filter.h"
+#include "cmc/shard_filter.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/cmc/shard_posterior.h"
+#include "cmc/shard_posterior.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/kernel.h"
+#include "core/error.h"
+#include "model/kernel.h"
 
 namespace homodyne::cmc {
 

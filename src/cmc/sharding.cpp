@@ -1,12 +1,12 @@
-#include "homodyne/cmc/sharding.h"
+#include "cmc/sharding.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::cmc {
 

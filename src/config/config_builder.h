@@ -1,8 +1,8 @@
 // Internal: building the typed Config from a validated YAML tree.
 #pragma once
 
-#include "homodyne/config/config.h"
-#include "homodyne/config/config_reader.h"
+#include "config/config.h"
+#include "config/config_reader.h"
 #include "problem_list.h"
 #include "raw_config.h"
 

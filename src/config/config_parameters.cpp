@@ -7,6 +7,8 @@
 
 #include "config_builder.h"
 
+#include "config/config_reader.h"
+
 namespace homodyne::config::detail {
 namespace {
 
@@ -183,10 +185,18 @@ EffectiveParameter EffectiveBounds(const Config& c, const std::string& name) {
 void BuildParameters(const ValueReader& r, Config& c, ProblemList& problems) {
   ReadInitialParameters(r, c, problems);
   ReadParameterSpace(r, c, problems);
+  ResolveParameters(c);
+}
+
+}  // namespace homodyne::config::detail
+
+namespace homodyne::config {
+
+void ResolveParameters(Config& c) {
   const InitialParameters& ip = c.initial_parameters;
   c.parameters.clear();
   for (const auto& name : PhysicalParameterNames(c.analysis_mode)) {
-    EffectiveParameter p = EffectiveBounds(c, name);
+    EffectiveParameter p = detail::EffectiveBounds(c, name);
     // values: null/absent → bound midpoints (homodyne's documented behaviour).
     auto pos = std::find(ip.parameter_names.begin(), ip.parameter_names.end(), name);
     auto fixed = ip.fixed_parameters.find(name);
@@ -204,8 +214,8 @@ void BuildParameters(const ValueReader& r, Config& c, ProblemList& problems) {
     }
     c.parameters.push_back(p);
   }
-  c.contrast = EffectiveBounds(c, "contrast");
-  c.offset = EffectiveBounds(c, "offset");
+  c.contrast = detail::EffectiveBounds(c, "contrast");
+  c.offset = detail::EffectiveBounds(c, "offset");
 }
 
-}  // namespace homodyne::config::detail
+}  // namespace homodyne::config

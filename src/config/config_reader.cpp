@@ -1,6 +1,6 @@
 // Entry points of the config reader: parse, convert the legacy layout, validate against
 // the key table, build the typed Config.
-#include "homodyne/config/config_reader.h"
+#include "config/config_reader.h"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "config_builder.h"
-#include "homodyne/error.h"
+#include "core/error.h"
 #include "schema_check.h"
 
 namespace homodyne::config {

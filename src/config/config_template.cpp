@@ -1,10 +1,11 @@
 // Text of the commented configuration templates written by `homodyne-config --mode`.
 // The values are homodyne's template values (spec §3, §1.8); the prose is ours.
+#include "config/config_template.h"
+
 #include <map>
 #include <string>
 
-#include "homodyne/config/config_tool.h"
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::config {
 namespace {

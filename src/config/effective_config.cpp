@@ -3,9 +3,9 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/config/key_table.h"
-#include "homodyne/error.h"
+#include "config/config_reader.h"
+#include "config/key_table.h"
+#include "core/error.h"
 #include "raw_config.h"
 
 namespace homodyne::config {

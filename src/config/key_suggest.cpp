@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/config/key_table.h"
-#include "homodyne/error.h"
+#include "config/key_table.h"
+#include "core/error.h"
 #include "problem_list.h"
 #include "schema_check.h"
 

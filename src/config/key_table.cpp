@@ -1,4 +1,4 @@
-#include "homodyne/config/key_table.h"
+#include "config/key_table.h"
 
 #include <algorithm>
 #include <cctype>

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "homodyne/config/key_table.h"
+#include "config/key_table.h"
 
 namespace homodyne::config::detail {
 

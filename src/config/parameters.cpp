@@ -1,4 +1,4 @@
-#include "homodyne/config/parameters.h"
+#include "config/parameters.h"
 
 #include <algorithm>
 #include <array>

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/config/key_table.h"
-#include "homodyne/error.h"
+#include "config/key_table.h"
+#include "core/error.h"
 
 namespace homodyne::config::detail {
 

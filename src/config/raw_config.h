@@ -8,7 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "homodyne/config/config.h"
+#include "config/config.h"
 
 namespace homodyne::config {
 

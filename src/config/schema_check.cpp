@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/config/key_table.h"
+#include "config/key_table.h"
 #include "raw_config.h"
 
 namespace homodyne::config::detail {

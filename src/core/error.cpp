@@ -1,4 +1,4 @@
-#include "homodyne/error.h"
+#include "core/error.h"
 
 #include <utility>
 

@@ -1,4 +1,4 @@
-#include "homodyne/fault_injection.h"
+#include "core/fault_injection.h"
 
 #include <charconv>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 

@@ -1,4 +1,4 @@
-#include "homodyne/library_threads.h"
+#include "core/library_threads.h"
 
 #include <dlfcn.h>
 

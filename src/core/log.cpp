@@ -1,4 +1,4 @@
-#include "homodyne/log.h"
+#include "core/log.h"
 
 namespace homodyne {
 

@@ -1,10 +1,10 @@
-#include "homodyne/output_paths.h"
+#include "core/output_paths.h"
 
 #include <system_error>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/placement.h"
+#include "core/placement.h"
 
 #include <hwloc.h>
 
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/progress.h"
+#include "core/progress.h"
 
 #include <unistd.h>
 

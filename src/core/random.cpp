@@ -1,4 +1,4 @@
-#include "homodyne/random.h"
+#include "core/random.h"
 
 #include <Random123/philox.h>
 

@@ -1,11 +1,11 @@
-#include "homodyne/topology.h"
+#include "core/topology.h"
 
 #include <hwloc.h>
 
 #include <cstdlib>
 #include <utility>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

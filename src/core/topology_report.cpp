@@ -1,4 +1,4 @@
-#include "homodyne/topology_report.h"
+#include "core/topology_report.h"
 
 #include <hwloc.h>
 #include <sys/sysinfo.h>
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/version.h"
+#include "core/error.h"
+#include "core/version.h"
 
 namespace homodyne {
 namespace {

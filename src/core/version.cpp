@@ -1,4 +1,4 @@
-#include "homodyne/version.h"
+#include "core/version.h"
 
 #include <hdf5.h>
 #include <hwloc.h>

@@ -1,19 +1,19 @@
 // Distributed loader (see include/homodyne/io/distributed_loader.h).
-#include "homodyne/io/distributed_loader.h"
+#include "io/distributed_loader.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "homodyne/fault_injection.h"
-#include "homodyne/io/selection.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/progress.h"
+#include "core/fault_injection.h"
+#include "core/progress.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
 #include "io/read_crash_guard.h"
+#include "io/selection.h"
+#include "parallel/collective.h"
 
 namespace homodyne::io {
 namespace {
@@ -245,6 +245,40 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
 LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options,
                                 const Logger& logger) {
   return Load(comm, options, logger, false);
+}
+
+LocalData DistributeInMemory(const Comm& comm, const Dataset& data) {
+  LocalData local;
+  local.rank = comm.rank();
+  local.meta = data.meta;
+  const DatasetMetadata& meta = local.meta;
+  const auto n = static_cast<std::size_t>(meta.n_frames);
+  // The plan is a function of the shape and rank count alone: every rank builds the same.
+  local.plan =
+      PartitionPlan(static_cast<std::int32_t>(meta.n_angles()), 1, meta.n_frames - 1, comm.size());
+  std::size_t offset = 0;
+  for (const RowTile& t : local.plan.TilesFor(comm.rank())) {
+    local.tiles.push_back({t, offset});
+    offset += static_cast<std::size_t>(t.count);
+  }
+  local.values.resize(offset);
+  std::vector<std::int64_t> bad(meta.n_angles(), 0);
+  for (const LocalTile& t : local.tiles) {
+    const std::vector<double>& c2 = data.c2[static_cast<std::size_t>(t.tile.angle)];
+    const std::size_t row = static_cast<std::size_t>(t.tile.row) * n;
+    for (std::int64_t c = 0; c < t.tile.count; ++c) {
+      const double v = c2[row + static_cast<std::size_t>(t.tile.col_begin + c)];
+      if (!std::isfinite(v)) ++bad[static_cast<std::size_t>(t.tile.angle)];
+      local.values[t.offset + static_cast<std::size_t>(c)] = v;
+    }
+  }
+  for (const std::vector<double>& c2 : data.c2) {
+    std::vector<double> diagonal(n);
+    for (std::size_t m = 0; m < n; ++m) diagonal[m] = c2[m * n + m];
+    local.diagonal.push_back(std::move(diagonal));
+  }
+  AgreeOnNonFinite(comm, meta, bad);
+  return local;
 }
 
 }  // namespace homodyne::io

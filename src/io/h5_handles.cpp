@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/io/lzf_filter.h"
+#include "io/lzf_filter.h"
 
 namespace homodyne::io::h5 {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::io::h5 {
 

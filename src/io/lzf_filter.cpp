@@ -1,6 +1,6 @@
 // LZF filter class for HDF5 (id 32000), written against liblzf and the h5py conventions
 // described in include/homodyne/io/lzf_filter.h.
-#include "homodyne/io/lzf_filter.h"
+#include "io/lzf_filter.h"
 
 #include <hdf5.h>
 #include <lzf.h>
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::io {
 namespace {

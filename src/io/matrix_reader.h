@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/io/distributed_loader.h"
+#include "io/distributed_loader.h"
 
 namespace homodyne::io {
 

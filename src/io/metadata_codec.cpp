@@ -2,7 +2,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 #include "io/metadata_internal.h"
 
 namespace homodyne::io {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/io/dataset.h"
+#include "io/dataset.h"
 
 namespace homodyne::io {
 

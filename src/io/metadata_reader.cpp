@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/selection.h"
+#include "io/dataset.h"
 #include "io/h5_handles.h"
 #include "io/metadata_internal.h"
 #include "io/read_crash_guard.h"
+#include "io/selection.h"
 
 namespace homodyne::io {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/io/selection.h"
+#include "io/selection.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::io {
 

@@ -4,12 +4,12 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/selection.h"
+#include "io/dataset.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
 #include "io/read_crash_guard.h"
+#include "io/selection.h"
 
 namespace homodyne::io {
 

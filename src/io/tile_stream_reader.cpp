@@ -1,4 +1,4 @@
-#include "homodyne/io/tile_stream_reader.h"
+#include "io/tile_stream_reader.h"
 
 #include <algorithm>
 

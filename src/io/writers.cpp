@@ -1,5 +1,5 @@
 // Synthetic XPCS file writers (see include/homodyne/io/writers.h).
-#include "homodyne/io/writers.h"
+#include "io/writers.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,9 +16,9 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include "homodyne/error.h"
-#include "homodyne/io/lzf_filter.h"
+#include "core/error.h"
 #include "io/h5_handles.h"
+#include "io/lzf_filter.h"
 #include "io/read_crash_guard.h"
 
 namespace homodyne::io {

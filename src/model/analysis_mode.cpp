@@ -1,11 +1,11 @@
-#include "homodyne/model/analysis_mode.h"
+#include "model/analysis_mode.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::model {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "homodyne/model/constants.h"
+#include "model/constants.h"
 #include "simd_clones.h"
 
 namespace homodyne::model::detail {

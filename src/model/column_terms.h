@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "homodyne/model/constants.h"
+#include "model/constants.h"
 
 namespace homodyne::model::detail {
 

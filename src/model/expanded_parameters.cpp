@@ -1,4 +1,4 @@
-#include "homodyne/model/expanded_parameters.h"
+#include "model/expanded_parameters.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "homodyne/model/fast_sincos.h"
+#include "model/fast_sincos.h"
 
 #include <bit>
 #include <cmath>

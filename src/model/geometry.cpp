@@ -1,11 +1,11 @@
-#include "homodyne/model/geometry.h"
+#include "model/geometry.h"
 
 #include <cmath>
 #include <numbers>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::model {
 

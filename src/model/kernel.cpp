@@ -1,4 +1,4 @@
-#include "homodyne/model/kernel.h"
+#include "model/kernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/fast_sincos.h"
+#include "core/error.h"
 #include "kernel_impl.h"
+#include "model/fast_sincos.h"
 #include "separable.h"
 
 namespace homodyne::model {

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "column_terms.h"
-#include "homodyne/model/constants.h"
-#include "homodyne/model/fast_sincos.h"
 #include "kernel_impl.h"
+#include "model/constants.h"
+#include "model/fast_sincos.h"
 #include "point_terms.h"
 #include "separable.h"
 #include "shear_factors.h"

@@ -8,8 +8,8 @@
 #include <span>
 #include <vector>
 
-#include "homodyne/model/kernel.h"
-#include "homodyne/model/thread_pool.h"
+#include "model/kernel.h"
+#include "model/thread_pool.h"
 #include "point_terms.h"
 
 namespace homodyne::model {

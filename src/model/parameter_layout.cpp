@@ -1,4 +1,4 @@
-#include "homodyne/model/parameter_layout.h"
+#include "model/parameter_layout.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::model {
 namespace {

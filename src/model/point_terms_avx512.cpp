@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "homodyne/model/constants.h"
+#include "model/constants.h"
 #include "point_terms.h"
 
 #pragma GCC push_options

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <utility>
 
-#include "homodyne/model/constants.h"
+#include "model/constants.h"
 #include "point_terms.h"
 
 // The vector type is passed between always-inline helpers only; the baseline clone

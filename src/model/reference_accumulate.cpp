@@ -1,8 +1,8 @@
-#include "homodyne/model/reference_accumulate.h"
+#include "model/reference_accumulate.h"
 
-#include "homodyne/model/expanded_parameters.h"
-#include "homodyne/model/reference_gradient.h"
-#include "homodyne/model/reference_model.h"
+#include "model/expanded_parameters.h"
+#include "model/reference_gradient.h"
+#include "model/reference_model.h"
 
 namespace homodyne::model::reference {
 namespace {

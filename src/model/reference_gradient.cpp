@@ -1,4 +1,4 @@
-#include "homodyne/model/reference_gradient.h"
+#include "model/reference_gradient.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,10 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/constants.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/model/sinc_derivative.h"
+#include "core/error.h"
+#include "model/constants.h"
+#include "model/reference_model.h"
+#include "model/sinc_derivative.h"
 
 namespace homodyne::model::reference {
 

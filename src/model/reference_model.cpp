@@ -1,4 +1,4 @@
-#include "homodyne/model/reference_model.h"
+#include "model/reference_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/constants.h"
+#include "core/error.h"
+#include "model/constants.h"
 
 namespace homodyne::model::reference {
 

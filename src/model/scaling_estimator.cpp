@@ -1,11 +1,11 @@
-#include "homodyne/model/scaling_estimator.h"
+#include "model/scaling_estimator.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::model {
 

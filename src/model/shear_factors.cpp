@@ -4,8 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "homodyne/model/constants.h"
-#include "homodyne/model/sinc_derivative.h"
+#include "model/constants.h"
+#include "model/sinc_derivative.h"
 #include "simd_clones.h"
 
 namespace homodyne::model::detail {

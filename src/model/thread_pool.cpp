@@ -1,6 +1,6 @@
-#include "homodyne/model/thread_pool.h"
+#include "model/thread_pool.h"
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::model {
 

@@ -1,9 +1,9 @@
-#include "homodyne/nlsq/block_stream.h"
+#include "nlsq/block_stream.h"
 
 #include <algorithm>
 
-#include "homodyne/error.h"
-#include "homodyne/nlsq/memory_plan.h"
+#include "core/error.h"
+#include "nlsq/memory_plan.h"
 
 namespace homodyne::nlsq {
 

@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/bounded_solver.h"
+#include "nlsq/bounded_solver.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 #include "nlsq/petsc_handles.h"
 
 namespace homodyne::nlsq {

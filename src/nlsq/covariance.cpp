@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/covariance.h"
+#include "nlsq/covariance.h"
 
 #include <Eigen/Dense>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nlsq {
 

@@ -1,10 +1,10 @@
-#include "homodyne/nlsq/fit_data.h"
+#include "nlsq/fit_data.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "homodyne/parallel/collective.h"
+#include "parallel/collective.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/fit_quality.h"
+#include "nlsq/fit_quality.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
-#include "homodyne/nlsq/initial_scaling.h"
+#include "nlsq/initial_scaling.h"
 
-#include "homodyne/nlsq/streaming_scaling.h"
+#include "nlsq/streaming_scaling.h"
 
 namespace homodyne::nlsq {
 

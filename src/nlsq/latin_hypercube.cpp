@@ -1,10 +1,10 @@
-#include "homodyne/nlsq/latin_hypercube.h"
+#include "nlsq/latin_hypercube.h"
 
 #include <numeric>
 #include <utility>
 
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::nlsq {
 

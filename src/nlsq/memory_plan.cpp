@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/memory_plan.h"
+#include "nlsq/memory_plan.h"
 
 #include <unistd.h>
 
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nlsq {
 namespace {

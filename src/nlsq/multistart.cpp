@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/multistart.h"
+#include "nlsq/multistart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +11,11 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/checkpoint/checkpoint_store.h"
-#include "homodyne/checkpoint/interrupt.h"
-#include "homodyne/error.h"
-#include "homodyne/nlsq/latin_hypercube.h"
-#include "homodyne/parallel/collective.h"
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/interrupt.h"
+#include "core/error.h"
+#include "nlsq/latin_hypercube.h"
+#include "parallel/collective.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::petsc {
 

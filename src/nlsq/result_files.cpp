@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/result_files.h"
+#include "nlsq/result_files.h"
 
 #include <cmath>
 #include <ctime>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/atomic_file.h"
-#include "homodyne/error.h"
+#include "core/atomic_file.h"
+#include "core/error.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -48,15 +48,6 @@ std::vector<double> FitReport::FullVector() const {
   v.insert(v.end(), offset.begin(), offset.end());
   v.insert(v.end(), physical_values.begin(), physical_values.end());
   return v;
-}
-
-std::string IsoTimestampNow() {
-  std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return buf;
 }
 
 std::string ParametersJson(const FitReport& r) {

@@ -1,10 +1,10 @@
-#include "homodyne/nlsq/streaming_scaling.h"
+#include "nlsq/streaming_scaling.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/radix_select.h"
+#include "parallel/collective.h"
+#include "parallel/radix_select.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -1,4 +1,4 @@
-#include "homodyne/nlsq/xpcs_fit.h"
+#include "nlsq/xpcs_fit.h"
 
 #include <unistd.h>
 
@@ -9,17 +9,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/error.h"
-#include "homodyne/io/distributed_loader.h"
-#include "homodyne/nlsq/covariance.h"
-#include "homodyne/nlsq/fit_data.h"
-#include "homodyne/nlsq/fit_quality.h"
-#include "homodyne/nlsq/initial_scaling.h"
-#include "homodyne/nlsq/streaming_scaling.h"
-#include "homodyne/nlsq/xpcs_problem.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/progress.h"
+#include "config/config_bridge.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "io/distributed_loader.h"
+#include "nlsq/covariance.h"
+#include "nlsq/fit_data.h"
+#include "nlsq/fit_quality.h"
+#include "nlsq/initial_scaling.h"
+#include "nlsq/streaming_scaling.h"
+#include "nlsq/xpcs_problem.h"
+#include "parallel/collective.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -102,13 +103,18 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   // 1. Data: rank 0 selects and partitions, every rank reads its blocks.
   {
     PhaseTimes::Scope t(s.phases, "load");
-    FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
-                               {options.strategy, options.memory_limit_bytes, options.threads,
-                                options.ranks_on_node, options.stream_window_points},
-                               logger);
-    s.local = std::move(data.local);
-    s.memory = data.plan;
-    s.stream = std::move(data.stream);
+    if (options.in_memory != nullptr) {
+      s.local = io::DistributeInMemory(comm, *options.in_memory);
+      s.memory.reason = "data in memory";
+    } else {
+      FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),
+                                 {options.strategy, options.memory_limit_bytes, options.threads,
+                                  options.ranks_on_node, options.stream_window_points},
+                                 logger);
+      s.local = std::move(data.local);
+      s.memory = data.plan;
+      s.stream = std::move(data.stream);
+    }
   }
   const io::DatasetMetadata& meta = s.local.meta;
   logger.Info("{} {} points on {} rank(s) in {:.2f} s", s.stream ? "set up streaming of" : "loaded",

@@ -1,14 +1,14 @@
-#include "homodyne/nlsq/xpcs_problem.h"
+#include "nlsq/xpcs_problem.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/nlsq/block_stream.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/tile_sum.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "model/kernel.h"
+#include "nlsq/block_stream.h"
+#include "parallel/collective.h"
+#include "parallel/tile_sum.h"
 
 namespace homodyne::nlsq {
 

@@ -1,11 +1,11 @@
-#include "homodyne/nuts/dense_metric.h"
+#include "nuts/dense_metric.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <cmath>
 
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::nuts {
 

@@ -1,10 +1,10 @@
-#include "homodyne/nuts/diag_metric.h"
+#include "nuts/diag_metric.h"
 
 #include <cmath>
 #include <string>
 
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::nuts {
 

@@ -7,7 +7,7 @@
 
 #include <unsupported/Eigen/FFT>
 
-#include "homodyne/nuts/diagnostics.h"
+#include "nuts/diagnostics.h"
 
 namespace homodyne::nuts {
 namespace {

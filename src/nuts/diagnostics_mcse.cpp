@@ -1,7 +1,7 @@
 // Monte Carlo standard errors of the mean and of the standard deviation.
 #include <cmath>
 
-#include "homodyne/nuts/diagnostics.h"
+#include "nuts/diagnostics.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <boost/math/special_functions/erf.hpp>
 
-#include "homodyne/nuts/diagnostics.h"
+#include "nuts/diagnostics.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <limits>
 
-#include "homodyne/nuts/diagnostics.h"
+#include "nuts/diagnostics.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -1,13 +1,13 @@
-#include "homodyne/nuts/initial_step_size.h"
+#include "nuts/initial_step_size.h"
 
 #include <cmath>
 
-#include "homodyne/error.h"
-#include "homodyne/nuts/dense_metric.h"
-#include "homodyne/nuts/diag_metric.h"
-#include "homodyne/nuts/leapfrog.h"
-#include "homodyne/nuts/phase_point.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "nuts/dense_metric.h"
+#include "nuts/diag_metric.h"
+#include "nuts/leapfrog.h"
+#include "nuts/phase_point.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -1,11 +1,11 @@
-#include "homodyne/nuts/leapfrog.h"
+#include "nuts/leapfrog.h"
 
 #include <cmath>
 #include <limits>
 
-#include "homodyne/nuts/dense_metric.h"
-#include "homodyne/nuts/diag_metric.h"
-#include "homodyne/nuts/phase_point.h"
+#include "nuts/dense_metric.h"
+#include "nuts/diag_metric.h"
+#include "nuts/phase_point.h"
 
 namespace homodyne::nuts {
 

@@ -1,11 +1,11 @@
-#include "homodyne/nuts/log_density.h"
+#include "nuts/log_density.h"
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <cmath>
 #include <string>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nuts {
 

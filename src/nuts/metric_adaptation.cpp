@@ -1,8 +1,8 @@
-#include "homodyne/nuts/metric_adaptation.h"
+#include "nuts/metric_adaptation.h"
 
 #include <cmath>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nuts {
 

@@ -1,19 +1,19 @@
-#include "homodyne/nuts/nuts_chain.h"
+#include "nuts/nuts_chain.h"
 
 #include <cmath>
 #include <string>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
-#include "homodyne/nuts/dense_metric.h"
-#include "homodyne/nuts/diag_metric.h"
-#include "homodyne/nuts/initial_step_size.h"
-#include "homodyne/nuts/log_density.h"
-#include "homodyne/nuts/metric_adaptation.h"
-#include "homodyne/nuts/phase_point.h"
-#include "homodyne/nuts/stepsize_adaptation.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "nuts/dense_metric.h"
+#include "nuts/diag_metric.h"
+#include "nuts/initial_step_size.h"
+#include "nuts/log_density.h"
+#include "nuts/metric_adaptation.h"
+#include "nuts/phase_point.h"
+#include "nuts/stepsize_adaptation.h"
 
 namespace homodyne::nuts {
 

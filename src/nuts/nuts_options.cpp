@@ -1,10 +1,10 @@
-#include "homodyne/nuts/nuts_options.h"
+#include "nuts/nuts_options.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nuts {
 

@@ -1,14 +1,14 @@
-#include "homodyne/nuts/nuts_transition.h"
+#include "nuts/nuts_transition.h"
 
 #include <cmath>
 #include <limits>
 #include <utility>
 
-#include "homodyne/nuts/dense_metric.h"
-#include "homodyne/nuts/diag_metric.h"
-#include "homodyne/nuts/leapfrog.h"
-#include "homodyne/nuts/uturn.h"
-#include "homodyne/random.h"
+#include "core/random.h"
+#include "nuts/dense_metric.h"
+#include "nuts/diag_metric.h"
+#include "nuts/leapfrog.h"
+#include "nuts/uturn.h"
 
 namespace homodyne::nuts {
 namespace {

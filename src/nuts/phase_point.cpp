@@ -1,10 +1,10 @@
-#include "homodyne/nuts/phase_point.h"
+#include "nuts/phase_point.h"
 
 #include <cmath>
 #include <limits>
 
-#include "homodyne/error.h"
-#include "homodyne/nuts/log_density.h"
+#include "core/error.h"
+#include "nuts/log_density.h"
 
 namespace homodyne::nuts {
 

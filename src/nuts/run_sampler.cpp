@@ -1,4 +1,4 @@
-#include "homodyne/nuts/run_sampler.h"
+#include "nuts/run_sampler.h"
 
 #include <chrono>
 

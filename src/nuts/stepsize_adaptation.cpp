@@ -1,4 +1,4 @@
-#include "homodyne/nuts/stepsize_adaptation.h"
+#include "nuts/stepsize_adaptation.h"
 
 #include <cmath>
 

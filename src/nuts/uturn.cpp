@@ -1,4 +1,4 @@
-#include "homodyne/nuts/uturn.h"
+#include "nuts/uturn.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -1,8 +1,8 @@
-#include "homodyne/nuts/welford_variance.h"
+#include "nuts/welford_variance.h"
 
 #include <algorithm>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::nuts {
 

@@ -1,4 +1,4 @@
-#include "homodyne/nuts/windowed_adaptation.h"
+#include "nuts/windowed_adaptation.h"
 
 namespace homodyne::nuts {
 

@@ -1,4 +1,4 @@
-#include "homodyne/parallel/broadcast.h"
+#include "parallel/broadcast.h"
 
 #include <cstdint>
 

@@ -1,4 +1,4 @@
-#include "homodyne/parallel/collective.h"
+#include "parallel/collective.h"
 
 #include <array>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

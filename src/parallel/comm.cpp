@@ -1,8 +1,8 @@
-#include "homodyne/parallel/comm.h"
+#include "parallel/comm.h"
 
 #include <utility>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

@@ -1,9 +1,9 @@
-#include "homodyne/parallel/order_statistics.h"
+#include "parallel/order_statistics.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 #include "ordered_key.h"
 
 namespace homodyne {

@@ -1,10 +1,10 @@
-#include "homodyne/parallel/partition.h"
+#include "parallel/partition.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

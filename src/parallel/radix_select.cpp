@@ -1,8 +1,8 @@
-#include "homodyne/parallel/radix_select.h"
+#include "parallel/radix_select.h"
 
 #include <cmath>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 #include "ordered_key.h"
 
 namespace homodyne {

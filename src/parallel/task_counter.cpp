@@ -1,8 +1,8 @@
-#include "homodyne/parallel/task_counter.h"
+#include "parallel/task_counter.h"
 
 #include <exception>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

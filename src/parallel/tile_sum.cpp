@@ -1,4 +1,4 @@
-#include "homodyne/parallel/tile_sum.h"
+#include "parallel/tile_sum.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

@@ -1,9 +1,9 @@
-#include "homodyne/parallel/transfer.h"
+#include "parallel/transfer.h"
 
 #include <algorithm>
 #include <cstdint>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

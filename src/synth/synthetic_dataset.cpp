@@ -1,4 +1,4 @@
-#include "homodyne/synth/synthetic_dataset.h"
+#include "synth/synthetic_dataset.h"
 
 #include <unistd.h>
 
@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/error.h"
-#include "homodyne/io/selection.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/random.h"
-#include "homodyne/version.h"
+#include "config/config_bridge.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "core/version.h"
+#include "io/selection.h"
+#include "io/writers.h"
+#include "model/kernel.h"
 
 namespace homodyne::synth {
 

@@ -1,6 +1,6 @@
 // Broadcast of vectors and strings (parallel/broadcast.h) at 1 and 2 ranks: every rank ends
 // with the root's values, whatever it held before (longer, shorter or empty).
-#include "homodyne/parallel/broadcast.h"
+#include "parallel/broadcast.h"
 
 #include <gtest/gtest.h>
 

@@ -9,16 +9,16 @@
 #include <fstream>
 #include <string>
 
-#include "homodyne/checkpoint/checkpoint_store.h"
-#include "homodyne/error.h"
+#include "checkpoint/checkpoint_store.h"
+#include "core/error.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "shared_dir.h"
 
 namespace homodyne::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-using homodyne::testing::SharedDir;
+using homodyne::testing::MpiTempDir;
 using homodyne::testing::TestEnvironment;
 
 RunIdentity Identity(const std::string& extra = "") {
@@ -45,7 +45,7 @@ CheckpointRecord Sample(const Comm& comm, double scale) {
 
 TEST(CheckpointStore, RoundTripOnEveryRank) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "roundtrip");
+  MpiTempDir dir(world, "roundtrip");
   CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
   const fs::path written = store.Write(Sample(world, 1.0));
   EXPECT_EQ(written.filename().string(), "nlsq_000001.h5");
@@ -80,7 +80,7 @@ TEST(CheckpointStore, RoundTripOnEveryRank) {
 // that is not a file is left out of the list (it was offered to --resume).
 TEST(CheckpointStore, UnusableFolderFailsAtOnceAndOnlyFilesAreCheckpoints) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "folder", /*create=*/true);
+  MpiTempDir dir(world, "folder", /*create=*/true);
   const fs::path blocker = dir.path() / "blocker";
   if (world.is_root()) {
     std::ofstream(blocker) << "not a folder";
@@ -107,7 +107,7 @@ TEST(CheckpointStore, UnusableFolderFailsAtOnceAndOnlyFilesAreCheckpoints) {
 
 TEST(CheckpointStore, KeepsTheNewestK) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "keep");
+  MpiTempDir dir(world, "keep");
   CheckpointStore store(world, {dir.path(), "nlsq", 2}, Identity(), Logger::Silent());
   for (int i = 1; i <= 5; ++i) store.Write(Sample(world, i));
   const auto files = store.List();
@@ -143,7 +143,7 @@ void Corrupt(const fs::path& file, const std::string& dataset) {
 
 TEST(CheckpointStore, CorruptNewestFallsBackToThePrevious) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "corrupt");
+  MpiTempDir dir(world, "corrupt");
   CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
   store.Write(Sample(world, 1.0));
   const fs::path newest = store.Write(Sample(world, 2.0));
@@ -161,7 +161,7 @@ TEST(CheckpointStore, CorruptNewestFallsBackToThePrevious) {
 
 TEST(CheckpointStore, ConfigOrDataMismatchIsBadInputNamingFileAndKey) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "mismatch");
+  MpiTempDir dir(world, "mismatch");
   {
     CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
     store.Write(Sample(world, 1.0));

@@ -15,12 +15,13 @@
 #include <filesystem>
 #include <map>
 
-#include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "cmc/cmc_fit.h"
+#include "config/config_reader.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne::cmc {
 namespace {
@@ -48,13 +49,11 @@ config::Config Config(const std::string& file, bool laminar, int seed, int shard
   return config::ReadConfigString(yaml, "cmc-acceptance");
 }
 
-std::string WriteData(const Comm& world, const std::string& tag, bool laminar,
-                      const std::map<std::string, double>& truth, int frames,
+// Writes the dataset (rank 0) into `dir` and returns its path on every rank.
+std::string WriteData(const testing::MpiTempDir& dir, const Comm& world, const std::string& tag,
+                      bool laminar, const std::map<std::string, double>& truth, int frames,
                       std::vector<double> phi, double noise, std::uint64_t seed) {
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("homodyne_cmc_acc_" + tag + "_" + std::to_string(world.size()) + ".h5"))
-          .string();
+  const std::string path = dir.file("cmc_acc_" + tag + ".h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;
@@ -130,19 +129,21 @@ void CheckAgainstTruthAndNlsq(const Comm& world, const config::Config& cfg,
 
 TEST(CmcAcceptance, StaticTruthNearThePosteriorAndNlsqAgreement) {
   const Comm& world = testing::TestEnvironment().world();
+  const testing::MpiTempDir dir(world, "cmc_acceptance");
   const std::map<std::string, double> truth{{"D0", 25000.0}, {"alpha", -0.5}, {"D_offset", 30.0}};
-  const auto path = WriteData(world, "static", false, truth, 40, {0, 60, 120}, 0.004, 11);
+  const auto path = WriteData(dir, world, "static", false, truth, 40, {0, 60, 120}, 0.004, 11);
   CheckAgainstTruthAndNlsq(world, Config(path, false, 3, 2), kStaticNames, truth, 200, 200);
 }
 
 TEST(CmcAcceptance, LaminarTruthNearThePosteriorAndNlsqAgreement) {
   const Comm& world = testing::TestEnvironment().world();
+  const testing::MpiTempDir dir(world, "cmc_acceptance");
   const std::map<std::string, double> truth{{"D0", 20000.0},    {"alpha", -0.4},
                                             {"D_offset", 10.0}, {"gamma_dot_t0", 0.003},
                                             {"beta", 0.2},      {"gamma_dot_t_offset", 2e-4},
                                             {"phi0", 4.0}};
   const auto path =
-      WriteData(world, "laminar", true, truth, 40, {-20, 25, 70, 115, 160}, 0.003, 12);
+      WriteData(dir, world, "laminar", true, truth, 40, {-20, 25, 70, 115, 160}, 0.003, 12);
   CheckAgainstTruthAndNlsq(world, Config(path, true, 5, 2, false, false), kLaminarNames, truth, 250,
                            250);
 }
@@ -169,11 +170,12 @@ std::pair<int, int> BinomialRegion(int n, double p) {
 
 TEST(CmcAcceptance, NinetyPercentIntervalsCoverAtTheNominalRate) {
   const Comm& world = testing::TestEnvironment().world();
+  const testing::MpiTempDir dir(world, "cmc_acceptance");
   constexpr int kDatasets = 24;
   const std::map<std::string, double> truth{{"D0", 25000.0}, {"alpha", -0.5}, {"D_offset", 30.0}};
   std::map<std::string, int> covered;
   for (int d = 0; d < kDatasets; ++d) {
-    const auto path = WriteData(world, "cov", false, truth, 30, {0, 60, 120}, 0.005,
+    const auto path = WriteData(dir, world, "cov", false, truth, 30, {0, 60, 120}, 0.005,
                                 1000 + static_cast<std::uint64_t>(d));
     CmcRunOptions o;
     o.num_warmup = 150;

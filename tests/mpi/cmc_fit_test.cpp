@@ -7,12 +7,13 @@
 #include <cstring>
 #include <filesystem>
 
-#include "homodyne/cmc/cmc_fit.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "cmc/cmc_fit.h"
+#include "config/config_reader.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne::cmc {
 namespace {
@@ -33,9 +34,8 @@ config::Config CmcConfig(const std::string& file) {
 
 TEST(CmcFit, PosteriorCoversTheTruthAndIsIndependentOfRanks) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("homodyne_cmc_" + std::to_string(world.size()) + ".h5"))
-                               .string();
+  const testing::MpiTempDir dir(world, "cmc_fit");
+  const std::string path = dir.file("cmc.h5");
   const std::vector<double> truth{30000.0, -0.6, 20.0};
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;

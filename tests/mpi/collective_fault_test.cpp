@@ -8,14 +8,15 @@
 #include <filesystem>
 #include <string>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/nlsq/multistart.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "core/fault_injection.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/multistart.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -32,11 +33,10 @@ config::Config StaticConfig(const std::string& file) {
   return config::ReadConfigString(yaml, "collective-fault-test", {});
 }
 
-std::string WriteData() {
+// Writes the dataset (rank 0) into `dir` and returns its path on every rank.
+std::string WriteData(const testing::MpiTempDir& dir) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("homodyne_fault_" + std::to_string(world.size()) + ".h5"))
-                               .string();
+  const std::string path = dir.file("fault.h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;
@@ -77,7 +77,8 @@ void ExpectAgreedFitFailure(Fn&& run) {
 
 TEST(CollectiveFaults, FitFailureOnTheLastRankReachesEveryRank) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path = WriteData();
+  const testing::MpiTempDir dir(world, "collective_fault");
+  const std::string path = WriteData(dir);
   const config::Config cfg = StaticConfig(path);
   NlsqRunOptions o;
   o.print_progress = false;
@@ -91,7 +92,8 @@ TEST(CollectiveFaults, FitFailureOnTheLastRankReachesEveryRank) {
 
 TEST(CollectiveFaults, FitFailureInOneMultistartGroupReachesAllGroups) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path = WriteData();
+  const testing::MpiTempDir dir(world, "collective_fault");
+  const std::string path = WriteData(dir);
   const config::Config cfg = StaticConfig(path);
   NlsqRunOptions o;
   o.print_progress = false;

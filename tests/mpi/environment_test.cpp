@@ -6,9 +6,9 @@
 #include <numeric>
 #include <string>
 
-#include "homodyne/error.h"
-#include "homodyne/parallel/collective.h"
+#include "core/error.h"
 #include "mpi_test_env.h"
+#include "parallel/collective.h"
 
 namespace homodyne {
 namespace {

@@ -15,19 +15,19 @@
 #include <string>
 #include <vector>
 
+#include "app/fitted_data.h"
+#include "config/config_reader.h"
+#include "core/error.h"
 #include "h5_read.h"
-#include "homodyne/app/fitted_data.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/io/writers.h"
+#include "io/writers.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "shared_dir.h"
 
 namespace homodyne {
 namespace {
 
 namespace fs = std::filesystem;
-using homodyne::testing::SharedDir;
+using homodyne::testing::MpiTempDir;
 using homodyne::testing::TestEnvironment;
 
 constexpr int kFrames = 9;
@@ -96,7 +96,7 @@ const char* const kArrays[] = {"/c2_exp",
 
 TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_bits", /*create=*/true);
+  MpiTempDir dir(world, "fitted_bits", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   for (auto convention : {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
     const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
@@ -136,7 +136,7 @@ constexpr int kCompressedFrames = 48;
 
 TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_deflate", /*create=*/true);
+  MpiTempDir dir(world, "fitted_deflate", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), -1, kCompressedFrames,
                                          "output: {compress_hdf5: true, compression_level: 6}\n");
   config::Config plain = cfg;
@@ -203,7 +203,7 @@ ErrorKind ExpectFailsEverywhereLeavingNothing(const Comm& world, const fs::path&
 
 TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_bad", /*create=*/true);
+  MpiTempDir dir(world, "fitted_bad", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   const std::string missing = (dir.path() / "missing.h5").string();
@@ -214,7 +214,7 @@ TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
 // nothing hangs and nothing is left.
 TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_nan", /*create=*/true);
+  MpiTempDir dir(world, "fitted_nan", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
   const fs::path out = dir.path() / "fitted_data.h5";
   EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
@@ -225,7 +225,7 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
 // waits for that angle.
 TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_nan_deflate", /*create=*/true);
+  MpiTempDir dir(world, "fitted_nan_deflate", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3, kCompressedFrames);
   ASSERT_GT(cfg.Hdf5DeflateLevel(), 0);
   const fs::path out = dir.path() / "fitted_data.h5";
@@ -267,7 +267,7 @@ class FileSizeLimit {
 TEST(FittedDataParallel, FailedWriteOnRankZeroFailsEverywhereAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
   for (const bool compress : {false, true}) {
-    SharedDir dir(world, compress ? "fitted_full_deflate" : "fitted_full", /*create=*/true);
+    MpiTempDir dir(world, compress ? "fitted_full_deflate" : "fitted_full", /*create=*/true);
     const config::Config cfg = MakeDataset(
         world, dir.path(), -1, kCompressedFrames,
         compress ? "output: {compress_hdf5: true}\n" : "output: {compress_hdf5: false}\n");
@@ -286,7 +286,7 @@ TEST(FittedDataParallel, FailedWriteOnRankZeroFailsEverywhereAndLeavesNothing) {
 // link to /dev/full); the error reaches every rank and the temporary is removed.
 TEST(FittedDataParallel, UncreatableFileFailsEverywhereAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_devfull", /*create=*/true);
+  MpiTempDir dir(world, "fitted_devfull", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   if (world.is_root()) fs::create_symlink("/dev/full", out.string() + ".tmp");
@@ -298,7 +298,7 @@ TEST(FittedDataParallel, UncreatableFileFailsEverywhereAndLeavesNothing) {
 
 TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
   const Comm& world = TestEnvironment().world();
-  SharedDir dir(world, "fitted_limit", /*create=*/true);
+  MpiTempDir dir(world, "fitted_limit", /*create=*/true);
   const config::Config cfg = MakeDataset(world, dir.path());
   const fs::path out = dir.path() / "fitted_data.h5";
   // Four or five 9 × 9 matrices take 2592 or 3240 bytes: rank 0's limit decides, whatever the

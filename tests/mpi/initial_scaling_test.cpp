@@ -5,15 +5,16 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/distributed_loader.h"
-#include "homodyne/model/scaling_estimator.h"
-#include "homodyne/nlsq/initial_scaling.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/order_statistics.h"
-#include "homodyne/random.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "core/random.h"
+#include "io/dataset.h"
+#include "io/distributed_loader.h"
+#include "model/scaling_estimator.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/initial_scaling.h"
+#include "parallel/collective.h"
+#include "parallel/order_statistics.h"
+#include "synth/synthetic_dataset.h"
 #include "synth_fixture.h"
 
 namespace homodyne {
@@ -45,9 +46,8 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
   const Comm& world = testing::TestEnvironment().world();
   const config::Config cfg =
       testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("homodyne_scaling_" + std::to_string(world.size()) + ".h5"))
-                               .string();
+  const testing::MpiTempDir dir(world, "initial_scaling");
+  const std::string path = dir.file("scaling.h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;

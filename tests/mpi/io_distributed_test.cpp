@@ -12,43 +12,31 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/distributed_loader.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/parallel/collective.h"
+#include "core/error.h"
+#include "io/dataset.h"
+#include "io/distributed_loader.h"
+#include "io/writers.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "parallel/collective.h"
+#include "test_data.h"
 
 namespace homodyne::io {
 namespace {
 
-namespace fs = std::filesystem;
 using testing::TestEnvironment;
 
-const std::string kRealFile =
-    std::string(HOMODYNE_SHARED_DIR) + "/testdata/real/bnl_twotime_350.h5";
+const std::string kRealFile = testing::TestDataPath("real/bnl_twotime_350.h5");
 
-// A file name agreed by all ranks (rank 0's pid), removed at the end by rank 0.
+// A file name agreed by all ranks, in a temporary directory that rank 0 removes at the end.
 class SharedPath {
  public:
-  SharedPath(const Comm& comm, const std::string& stem) : comm_(comm) {
-    int pid = static_cast<int>(::getpid());
-    MPI_Bcast(&pid, 1, MPI_INT, 0, comm.get());
-    path_ = (fs::temp_directory_path() /
-             ("homodyne_io_mpi_" + std::to_string(pid) + "_" + stem + ".h5"))
-                .string();
-  }
-  ~SharedPath() {
-    comm_.Barrier();
-    if (comm_.is_root()) {
-      std::error_code ec;
-      fs::remove(path_, ec);
-    }
-  }
+  SharedPath(const Comm& comm, const std::string& stem)
+      : dir_(comm, "io_" + stem), path_(dir_.file(stem + ".h5")) {}
   const std::string& str() const { return path_; }
 
  private:
-  const Comm& comm_;
+  testing::MpiTempDir dir_;
   std::string path_;
 };
 

@@ -8,12 +8,14 @@
 #include <cstring>
 #include <filesystem>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/nlsq/multistart.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "config/config_reader.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/multistart.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
+#include "test_data.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -51,12 +53,10 @@ config::Config MakeConfig(const Dataset& d, const std::string& values, const std
   return config::ReadConfigString(yaml, "nlsq-fit-test", ro);
 }
 
-// Writes the dataset (rank 0) and returns its path and truth on every rank.
-std::string WriteData(const Dataset& d, const std::string& name) {
+// Writes the dataset (rank 0) into `dir` and returns its path on every rank.
+std::string WriteData(const testing::MpiTempDir& dir, const Dataset& d, const std::string& name) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("homodyne_nlsq_" + name + "_" + std::to_string(world.size()) + ".h5"))
-                               .string();
+  const std::string path = dir.file("nlsq_" + name + ".h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;
@@ -123,18 +123,20 @@ const Dataset kStatic{"static",     "3000, -0.6, 20", "1000, 0.0, 0.0",
                       "individual", {0, 60, 120},     100};
 
 TEST(NlsqFit, LaminarIndividualRecoversTruth) {
-  const auto path = WriteData(kLaminar, "laminar_ind");
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
+  const auto path = WriteData(dir, kLaminar, "laminar_ind");
   ExpectRecovered(Fit(testing::TestEnvironment().world(), kLaminar, path, kLaminar.start),
                   kLaminar);
 }
 
 TEST(NlsqFit, LaminarAutoAveragedRecoversTruth) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   Dataset d = kLaminar;
   d.per_angle = "auto";
   d.phi = {-20, 10, 45, 80, 110, 150, 170, 200};  // 8 angles → averaged scaling
   d.frames = 160;
   d.seed = 2;
-  const auto path = WriteData(d, "laminar_auto");
+  const auto path = WriteData(dir, d, "laminar_auto");
   const auto r = Fit(testing::TestEnvironment().world(), d, path, d.start);
   EXPECT_EQ(r.layout, "auto_averaged");
   EXPECT_EQ(r.n_optimised, 2 + 7);
@@ -142,11 +144,12 @@ TEST(NlsqFit, LaminarAutoAveragedRecoversTruth) {
 }
 
 TEST(NlsqFit, StaticIndividualAndAutoRecoverTruth) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   for (const std::string mode : {"individual", "auto"}) {
     Dataset d = kStatic;
     d.per_angle = mode;
     d.seed = 3;
-    const auto path = WriteData(d, "static_" + mode);
+    const auto path = WriteData(dir, d, "static_" + mode);
     const auto r = Fit(testing::TestEnvironment().world(), d, path, d.start);
     EXPECT_EQ(r.layout,
               mode == "auto" ? "auto_averaged" : "individual");  // static honours the mode
@@ -157,6 +160,7 @@ TEST(NlsqFit, StaticIndividualAndAutoRecoverTruth) {
 // The remaining per-angle layouts: constant (quantile estimates held fixed, physics
 // only) and fourier (order 2, needs ≥ 5 angles), in both analysis modes.
 TEST(NlsqFit, ConstantAndFourierLayoutsRecoverTruth) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   struct Case {
     Dataset d;
     std::string layout;
@@ -171,7 +175,7 @@ TEST(NlsqFit, ConstantAndFourierLayoutsRecoverTruth) {
                  Case{lam, "constant", 7}, Case{stat, "constant", 3}}) {
     c.d.per_angle = c.layout;
     c.d.seed = 21;
-    const auto path = WriteData(c.d, c.d.mode + "_" + c.layout);
+    const auto path = WriteData(dir, c.d, c.d.mode + "_" + c.layout);
     const auto r = Fit(testing::TestEnvironment().world(), c.d, path, c.d.start);
     EXPECT_EQ(r.layout, c.layout == "constant" ? "fixed_constant" : "fourier");
     EXPECT_EQ(r.n_optimised, c.optimised);
@@ -195,9 +199,10 @@ TEST(NlsqFit, ConstantAndFourierLayoutsRecoverTruth) {
 }
 
 TEST(NlsqFit, StartingAtTheTruthStaysAndMidpointsReachTheSameMinimum) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   Dataset d = kStatic;
   d.seed = 4;
-  const auto path = WriteData(d, "static_start");
+  const auto path = WriteData(dir, d, "static_start");
   const Comm& world = testing::TestEnvironment().world();
   const auto from_truth = Fit(world, d, path, d.truth);
   ASSERT_TRUE(from_truth.summary.IsUsable());
@@ -220,10 +225,11 @@ TEST(NlsqFit, StartingAtTheTruthStaysAndMidpointsReachTheSameMinimum) {
 // The distributed fit equals a fit of all data on one process, bit for bit, and the
 // thread count does not change a bit either.
 TEST(NlsqFit, ResultsAreIndependentOfRanksAndThreads) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   Dataset d = kLaminar;
   d.frames = 60;
   d.seed = 5;
-  const auto path = WriteData(d, "laminar_ranks");
+  const auto path = WriteData(dir, d, "laminar_ranks");
   const auto distributed = Fit(testing::TestEnvironment().world(), d, path, d.start, 1);
   Comm self(MPI_COMM_SELF);
   const auto serial = Fit(self, d, path, d.start, 2);
@@ -238,6 +244,7 @@ TEST(NlsqFit, ResultsAreIndependentOfRanksAndThreads) {
 // Calibrated uncertainties: over 24 noisy datasets per mode the truth lies within 2σ for
 // ≥ 85 % of the (dataset, parameter) pairs.
 TEST(NlsqFit, UncertaintiesAreCalibrated) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   for (const Dataset& base : {kStatic, kLaminar}) {
     int inside = 0;
     int total = 0;
@@ -247,7 +254,7 @@ TEST(NlsqFit, UncertaintiesAreCalibrated) {
       d.phi = {0, 45, 90};
       d.seed = seed;
       d.noise = 2e-3;
-      const auto path = WriteData(d, "coverage_" + d.mode);
+      const auto path = WriteData(dir, d, "coverage_" + d.mode);
       const auto r = Fit(testing::TestEnvironment().world(), d, path, d.start);
       ASSERT_TRUE(r.summary.IsUsable()) << r.summary.BriefReport();
       const auto truth = Values(d.truth);
@@ -270,9 +277,8 @@ TEST(NlsqFit, UncertaintiesAreCalibrated) {
 TEST(NlsqFit, RealMeasuredMatrixFitsInStaticMode) {
   Dataset d = kStatic;
   d.phi = {0};
-  const std::string file = std::filesystem::weakly_canonical(std::string(HOMODYNE_SHARED_DIR) +
-                                                             "/testdata/real/bnl_twotime_350.h5")
-                               .string();
+  const std::string file =
+      std::filesystem::weakly_canonical(testing::TestDataPath("real/bnl_twotime_350.h5")).string();
   auto cfg = MakeConfig(d, "1000, 0, 0", file);
   cfg.analyzer.dt = 1.0;
   NlsqRunOptions o;
@@ -294,12 +300,13 @@ namespace {
 // Multistart from the bound midpoints reaches the minimum a fit from the truth finds,
 // deterministically for a seed, whatever the number of rank groups.
 TEST(NlsqMultiStart, ReachesTheTruthMinimumDeterministically) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   const Comm& world = testing::TestEnvironment().world();
   Dataset d = kLaminar;
   d.frames = 70;
   d.seed = 11;
   d.per_angle = "auto";
-  const auto path = WriteData(d, "multistart");
+  const auto path = WriteData(dir, d, "multistart");
   const auto from_truth = Fit(world, d, path, d.truth);
   ASSERT_TRUE(from_truth.summary.IsUsable());
 

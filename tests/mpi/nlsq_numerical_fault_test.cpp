@@ -7,8 +7,8 @@
 #include <cmath>
 #include <limits>
 
-#include "homodyne/nlsq/bounded_solver.h"
 #include "mpi_test_env.h"
+#include "nlsq/bounded_solver.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -4,19 +4,19 @@
 #include <cmath>
 #include <cstring>
 
-#include "homodyne/checkpoint/nlsq_checkpoint.h"
-#include "homodyne/error.h"
-#include "homodyne/log.h"
-#include "homodyne/nlsq/bounded_solver.h"
-#include "homodyne/parallel/tile_sum.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/random.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "shared_dir.h"
+#include "nlsq/bounded_solver.h"
+#include "nlsq/nlsq_checkpoint.h"
+#include "parallel/tile_sum.h"
 
 namespace homodyne::nlsq {
 namespace {
 
-using homodyne::testing::SharedDir;
+using homodyne::testing::MpiTempDir;
 
 constexpr int kPoints = 20000;
 constexpr int kTiles = 64;
@@ -116,7 +116,7 @@ TEST(BoundedSolver, DistributedEqualsSerialBitwise) {
 TEST(BoundedSolver, OneIterationCheckpointSegmentsConvergeLikeOneSegment) {
   const Comm& world = testing::TestEnvironment().world();
   ExpDecayProblem problem(world, 0.02);
-  SharedDir dir(world, "nlsq_segments", /*create=*/true);
+  MpiTempDir dir(world, "nlsq_segments", /*create=*/true);
   const auto run = [&](int frequency) {
     checkpoint::CheckpointSettings cs;
     cs.enabled = true;

@@ -9,15 +9,16 @@
 #include <filesystem>
 #include <random>
 
-#include "homodyne/app/config_bridge.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/nlsq/block_stream.h"
-#include "homodyne/nlsq/xpcs_fit.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/parallel/order_statistics.h"
-#include "homodyne/parallel/radix_select.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "config/config_bridge.h"
+#include "config/config_reader.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/block_stream.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "parallel/order_statistics.h"
+#include "parallel/radix_select.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -48,12 +49,10 @@ config::Config MakeConfig(const Case& c, const std::string& values, const std::s
   return config::ReadConfigString(yaml, "nlsq-streaming-test", config::ReadOptions{});
 }
 
-std::string WriteData(const Case& c, const std::string& name) {
+// Writes the dataset (rank 0) into `dir` and returns its path on every rank.
+std::string WriteData(const testing::MpiTempDir& dir, const Case& c, const std::string& name) {
   const Comm& world = testing::TestEnvironment().world();
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("homodyne_stream_" + name + "_" + std::to_string(world.size()) + ".h5"))
-          .string();
+  const std::string path = dir.file("stream_" + name + ".h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;
@@ -118,7 +117,8 @@ const Case kLaminar{"laminar_flow",
                     {-30, 0, 30, 60, 90}};
 
 TEST(NlsqStreaming, StaticStreamingEqualsInCore) {
-  const auto path = WriteData(kStatic, "static");
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_streaming");
+  const auto path = WriteData(dir, kStatic, "static");
   const NlsqRunResult a = Fit(kStatic, path, FitStrategy::kInCore);
   // Windows of ~1/10 of a rank's points: several windows per rank and per pass.
   const std::int64_t window = a.unique_pairs / testing::TestEnvironment().world().size() / 10;
@@ -128,7 +128,8 @@ TEST(NlsqStreaming, StaticStreamingEqualsInCore) {
 }
 
 TEST(NlsqStreaming, LaminarStreamingEqualsInCoreWithThreads) {
-  const auto path = WriteData(kLaminar, "laminar");
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_streaming");
+  const auto path = WriteData(dir, kLaminar, "laminar");
   const NlsqRunResult a = Fit(kLaminar, path, FitStrategy::kInCore, 0, 2);
   const std::int64_t window = a.unique_pairs / testing::TestEnvironment().world().size() / 7;
   const NlsqRunResult b = Fit(kLaminar, path, FitStrategy::kStreaming, window, 2);
@@ -136,7 +137,8 @@ TEST(NlsqStreaming, LaminarStreamingEqualsInCoreWithThreads) {
 }
 
 TEST(NlsqStreaming, AutoChoosesInCoreWhenTheBudgetAllows) {
-  const auto path = WriteData(kStatic, "static_auto");
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_streaming");
+  const auto path = WriteData(dir, kStatic, "static_auto");
   const NlsqRunResult r = Fit(kStatic, path, FitStrategy::kAuto);
   // The default budget (75 % of the node's RAM) holds this small dataset.
   EXPECT_EQ(r.memory.strategy, FitStrategy::kInCore);
@@ -149,9 +151,10 @@ TEST(NlsqStreaming, AutoChoosesInCoreWhenTheBudgetAllows) {
 // The streamed windows hold exactly the loader's values (frame selection, C = H + Hᵀ),
 // tile for tile, in both file layouts (aps_u compressed with LZF).
 TEST(NlsqStreaming, StreamedValuesEqualLoadedValuesWithFrameSelection) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_streaming");
   const Comm& world = testing::TestEnvironment().world();
   for (const std::string format : {"aps_old", "aps_u"}) {
-    const std::string path = WriteData(kStatic, "values_" + format);
+    const std::string path = WriteData(dir, kStatic, "values_" + format);
     // Rewrite in the requested layout (WriteData writes aps_old).
     RunCollectively(world, [&] {
       if (world.rank() != 0 || format == "aps_old") return;

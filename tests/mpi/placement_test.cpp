@@ -1,5 +1,5 @@
 // Compute threads are pinned to distinct cores of the rank's CPU set.
-#include "homodyne/placement.h"
+#include "core/placement.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,9 +11,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "homodyne/model/kernel.h"
-#include "homodyne/placement_report.h"
+#include "model/kernel.h"
 #include "mpi_test_env.h"
+#include "parallel/placement_report.h"
 
 namespace homodyne {
 namespace {

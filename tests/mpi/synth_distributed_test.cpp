@@ -5,11 +5,12 @@
 #include <cmath>
 #include <filesystem>
 
-#include "homodyne/io/distributed_loader.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/parallel/collective.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "io/distributed_loader.h"
+#include "model/reference_model.h"
+#include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "parallel/collective.h"
+#include "synth/synthetic_dataset.h"
 #include "synth_fixture.h"
 
 namespace homodyne {
@@ -19,11 +20,9 @@ TEST(SynthDistributed, LocalPointsMatchTheModelAtTheTruth) {
   const Comm& world = testing::TestEnvironment().world();
   const config::Config cfg =
       testing::SynthConfig("laminar_flow", "8000, -0.4, 50, 0.004, -0.2, 0.0005, 4");
+  const testing::MpiTempDir dir(world, "synth_distributed");
   for (const std::string format : {"aps_old", "aps_u_lzf"}) {
-    const std::string path =
-        (std::filesystem::temp_directory_path() /
-         ("homodyne_synth_mpi_" + format + "_" + std::to_string(world.size()) + ".h5"))
-            .string();
+    const std::string path = dir.file("synth_" + format + ".h5");
     synth::SynthTruth truth;
     RunCollectively(world, [&] {
       synth::SynthOptions o;

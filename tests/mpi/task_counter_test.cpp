@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "homodyne/parallel/task_counter.h"
 #include "mpi_test_env.h"
+#include "parallel/task_counter.h"
 
 namespace homodyne {
 namespace {

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "homodyne/parallel/tile_sum.h"
-#include "homodyne/random.h"
+#include "core/random.h"
 #include "mpi_test_env.h"
+#include "parallel/tile_sum.h"
 
 namespace homodyne {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "homodyne/environment.h"
 #include "mpi_test_env.h"
+#include "runtime/environment.h"
 
 namespace homodyne::testing {
 namespace {

@@ -1,7 +1,7 @@
 // Access to the process Environment inside the MPI test binary.
 #pragma once
 
-#include "homodyne/environment.h"
+#include "runtime/environment.h"
 
 namespace homodyne::testing {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "homodyne/config/config.h"
-#include "homodyne/config/config_reader.h"
+#include "config/config.h"
+#include "config/config_reader.h"
 
 namespace homodyne::testing {
 

@@ -1,12 +1,12 @@
 // TryParseCommandLine: what every homodyne tool does with --help and a bad command line.
-#include "../../src/app/command_line.h"
+#include "app/command_line.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne {
 namespace {

@@ -2,7 +2,7 @@
 // array checked against values computed here independently — the loader's whole-file
 // matrices, the model of all angles at once, homodyne's post-hoc least squares — and the
 // writer's atomicity (no file, no temporary file after an error or a skipped write).
-#include "homodyne/app/fitted_data.h"
+#include "app/fitted_data.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -17,12 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include "config/config_reader.h"
+#include "core/error.h"
 #include "h5_read.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/writers.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "io/dataset.h"
+#include "io/writers.h"
+#include "synth/synthetic_dataset.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
@@ -32,14 +33,6 @@ namespace fs = std::filesystem;
 std::vector<double> Read(const fs::path& file, const std::string& path,
                          std::vector<hsize_t>* dims = nullptr) {
   return testing::ReadWholeDataset(file.string(), path, dims);
-}
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / ("homodyne_fitted_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 constexpr int kFrames = 7;
@@ -105,7 +98,8 @@ Expected Independent(const fs::path& dir, const config::Config& cfg, const Fitte
 }
 
 TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
-  const fs::path dir = FreshDir("arrays");
+  const testing::ScopedTempDir tmp("fitted_arrays");
+  const fs::path dir = tmp.path();
   const config::Config cfg = MakeDataset(dir);
   const FittedModel fitted = Model();
   const fs::path out = dir / "fitted_data.h5";
@@ -166,13 +160,13 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
   for (const auto& [name, value] : attrs.strings)
     mode |= name == "analysis_mode" && value == "static";
   EXPECT_TRUE(mode);
-  fs::remove_all(dir);
 }
 
 // homodyne's cmc/fitted_data.npz: raw = g1², (a, b) on g1² clipped to [0.01, 1] × [0.5, 1.5],
 // residuals normalised by 0.05·1 where the data are 0; the solver arrays as for NLSQ.
 TEST(FittedData, CmcConventionIsHomodynes) {
-  const fs::path dir = FreshDir("cmc");
+  const testing::ScopedTempDir tmp("fitted_cmc");
+  const fs::path dir = tmp.path();
   const config::Config cfg = MakeDataset(dir);
   const FittedModel fitted = Model(FittedDataConvention::kCmc);
   const fs::path out = dir / "fitted_data.h5";
@@ -217,11 +211,11 @@ TEST(FittedData, CmcConventionIsHomodynes) {
   }
   EXPECT_GE(clipped, 1);  // angle 2's offset
   EXPECT_EQ(zeros, 2);    // angle 1's pair
-  fs::remove_all(dir);
 }
 
 TEST(FittedData, SkippedWhenOneAngleExceedsTheLimitAndNothingIsLeft) {
-  const fs::path dir = FreshDir("limit");
+  const testing::ScopedTempDir tmp("fitted_limit");
+  const fs::path dir = tmp.path();
   const config::Config cfg = MakeDataset(dir);
   const fs::path out = dir / "fitted_data.h5";
   // One angle needs 4 matrices of 7 × 7 doubles (1568 bytes, uncompressed on one process): a
@@ -231,11 +225,11 @@ TEST(FittedData, SkippedWhenOneAngleExceedsTheLimitAndNothingIsLeft) {
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
   WriteFittedData(out, cfg, "", Model(), Logger::Silent(), 1600.0);
   EXPECT_TRUE(fs::exists(out));
-  fs::remove_all(dir);
 }
 
 TEST(FittedData, BadDataFileLeavesNoOutput) {
-  const fs::path dir = FreshDir("bad");
+  const testing::ScopedTempDir tmp("fitted_bad");
+  const fs::path dir = tmp.path();
   const config::Config cfg = MakeDataset(dir);
   const fs::path out = dir / "fitted_data.h5";
   const std::string missing = (dir / "missing.h5").string();
@@ -247,11 +241,11 @@ TEST(FittedData, BadDataFileLeavesNoOutput) {
   }
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
-  fs::remove_all(dir);
 }
 
 TEST(ArrayFileWriter, SlabsLandWhereTheyBelongAndCommitPublishes) {
-  const fs::path dir = FreshDir("slabs");
+  const testing::ScopedTempDir tmp("fitted_slabs");
+  const fs::path dir = tmp.path();
   const fs::path out = dir / "a.h5";
   {
     io::ArrayFileWriter w(out.string());
@@ -271,11 +265,11 @@ TEST(ArrayFileWriter, SlabsLandWhereTheyBelongAndCommitPublishes) {
   const io::GroupAttributes attrs = io::ReadAttributes(out.string(), "/");
   ASSERT_EQ(attrs.numbers.size(), 1u);
   EXPECT_EQ(attrs.numbers[0].second, 2.0);
-  fs::remove_all(dir);
 }
 
 TEST(ArrayFileWriter, UncommittedOrMisusedWriterLeavesNothing) {
-  const fs::path dir = FreshDir("uncommitted");
+  const testing::ScopedTempDir tmp("fitted_uncommitted");
+  const fs::path dir = tmp.path();
   const fs::path out = dir / "a.h5";
   {
     io::ArrayFileWriter w(out.string());
@@ -292,7 +286,6 @@ TEST(ArrayFileWriter, UncommittedOrMisusedWriterLeavesNothing) {
   }
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
-  fs::remove_all(dir);
 }
 
 // Compressed storage (shuffle + deflate): the values come back bit for bit, the chunks hold
@@ -300,7 +293,8 @@ TEST(ArrayFileWriter, UncommittedOrMisusedWriterLeavesNothing) {
 // arrays and level 0 stay contiguous.
 TEST(ArrayFileWriter, CompressedArraysKeepTheirBitsInChunksOfWholeRows) {
   ASSERT_TRUE(io::DeflateAvailable());  // Debian's HDF5 has zlib
-  const fs::path dir = FreshDir("deflate");
+  const testing::ScopedTempDir tmp("fitted_deflate");
+  const fs::path dir = tmp.path();
   const fs::path out = dir / "a.h5";
   const auto values = [](std::size_t n, double scale) {
     std::vector<double> v(n);
@@ -365,7 +359,6 @@ TEST(ArrayFileWriter, CompressedArraysKeepTheirBitsInChunksOfWholeRows) {
   EXPECT_EQ(std::memcmp(got.data(), big.data(), got.size() * sizeof(double)), 0);
   EXPECT_EQ(testing::ReadDatasetLayout(threaded.string(), "/cube").storage_bytes,
             cube.storage_bytes);
-  fs::remove_all(dir);
 }
 
 // A config's output.compress_hdf5 / compression_level decide the level of fitted_data.h5's

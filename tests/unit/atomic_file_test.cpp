@@ -1,21 +1,15 @@
-#include "homodyne/atomic_file.h"
+#include "core/atomic_file.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
-#include "homodyne/error.h"
+#include "core/error.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
-
-std::filesystem::path FreshDir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("homodyne_atomic_" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
 
 std::string Slurp(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -25,7 +19,8 @@ std::string Slurp(const std::filesystem::path& p) {
 }
 
 TEST(AtomicFile, WritesAndReplacesWithoutLeavingTemporaries) {
-  const auto dir = FreshDir("replace");
+  const testing::ScopedTempDir tmp("atomic_replace");
+  const auto dir = tmp.path();
   const auto file = dir / "parameters.json";
   WriteFileAtomically(file, "first");
   EXPECT_EQ(Slurp(file), "first");
@@ -48,10 +43,11 @@ TEST(AtomicFile, UnwritableDirectoryIsAnIoErrorNamingThePath) {
 }
 
 TEST(AtomicFile, EnsureDirectoryCreatesParents) {
-  const auto dir = FreshDir("mkdir") / "a" / "b";
+  const testing::ScopedTempDir tmp("atomic_mkdir");
+  const auto dir = tmp.path() / "mkdir" / "a" / "b";
   EnsureDirectory(dir);
   EXPECT_TRUE(std::filesystem::is_directory(dir));
-  const auto file = FreshDir("notdir") / "plain";
+  const auto file = tmp.path() / "plain";
   WriteFileAtomically(file, "x");
   EXPECT_THROW(EnsureDirectory(file), Error);
 }

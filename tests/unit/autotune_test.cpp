@@ -1,5 +1,5 @@
 // The autotune cache: hardware signature, cache location, round trip, and a tiny run.
-#include "homodyne/app/autotune.h"
+#include "app/autotune.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "homodyne/error.h"
+#include "core/error.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
@@ -69,13 +70,6 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-fs::path TempDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("homodyne_{}_{}", name, getpid());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 TEST(AutotuneSignature, IsStableAndChangesWithTheHardwareOrLibraries) {
   const auto d = SampleDescription();
   const auto v = SampleVersions();
@@ -129,7 +123,8 @@ TEST(AutotuneCache, LivesUnderXdgCacheHomeElseHome) {
 }
 
 TEST(AutotuneCache, RoundTripsAndRejectsOtherSignaturesAndBrokenFiles) {
-  const fs::path dir = TempDir("tune_cache");
+  const testing::ScopedTempDir tmp("tune_cache");
+  const fs::path dir = tmp.path();
   ScopedEnv xdg("XDG_CACHE_HOME", dir.string());
   TuneSettings s;
   s.signature = HardwareSignature(SampleDescription(), SampleVersions());
@@ -168,7 +163,6 @@ TEST(AutotuneCache, RoundTripsAndRejectsOtherSignaturesAndBrokenFiles) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(path.string()), std::string::npos) << e.what();
   }
-  fs::remove_all(dir);
 }
 
 TEST(Autotune, TimesEveryThreadCountAndChunkSize) {

@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "homodyne/app/batch.h"
-#include "homodyne/app/batch_spec.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
+#include "app/batch.h"
+#include "app/batch_spec.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "temp_dir.h"
 
 namespace homodyne::batch {
 namespace {
@@ -84,8 +85,8 @@ TEST(BatchSpec, DefaultsPathsAndOverrides) {
 }
 
 TEST(BatchSpec, PrepareMergesTheConfigAndRecordsFailures) {
-  const fs::path dir = fs::temp_directory_path() / "homodyne_batch_spec_test";
-  fs::create_directories(dir);
+  const testing::ScopedTempDir tmp("batch_spec");
+  const fs::path dir = tmp.path();
   std::ofstream(dir / "base.yaml")
       << "analysis_mode: static\nanalyzer_parameters:\n  dt: 0.1\n"
          "  scattering: {wavevector_q: 0.0054}\nexperimental_data:\n  data_folder_path: "
@@ -122,7 +123,6 @@ TEST(BatchSpec, PrepareMergesTheConfigAndRecordsFailures) {
   EXPECT_EQ(back[0].config_text, a.config_text);
   EXPECT_EQ(back[0].fingerprint, a.fingerprint);
   EXPECT_EQ(back[1].error, b.error);
-  fs::remove_all(dir);
 }
 
 TEST(BatchSummary, RowRoundTripAndCsv) {

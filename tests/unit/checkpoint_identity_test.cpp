@@ -6,11 +6,12 @@
 #include <limits>
 #include <string>
 
-#include "homodyne/checkpoint/checkpoint_store.h"
-#include "homodyne/checkpoint/cmc_checkpoint.h"
-#include "homodyne/checkpoint/interrupt.h"
-#include "homodyne/checkpoint/run_identity.h"
-#include "homodyne/config/config_reader.h"
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/interrupt.h"
+#include "checkpoint/run_identity.h"
+#include "cmc/cmc_checkpoint.h"
+#include "config/config_digest.h"
+#include "config/config_reader.h"
 
 namespace homodyne::checkpoint {
 namespace {
@@ -25,19 +26,19 @@ TEST(RunIdentity, CheckpointSettingsDoNotChangeTheConfigHash) {
   const std::string base =
       "analysis_mode: static\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset]\n"
       "  values: [20000, -0.3, 0]\n";
-  const auto a = DescribeConfig(Parse(base), {});
-  const auto b = DescribeConfig(
+  const auto a = config::DescribeConfig(Parse(base), {});
+  const auto b = config::DescribeConfig(
       Parse(base + "optimization:\n  streaming:\n    enable_checkpoints: true\n"
                    "    checkpoint_frequency: 3\n    resume_from_checkpoint: true\n"),
       {});
   EXPECT_EQ(HashText(a), HashText(b));
   const auto c =
-      DescribeConfig(Parse(base + "optimization:\n  nlsq:\n    max_iterations: 7\n"), {});
+      config::DescribeConfig(Parse(base + "optimization:\n  nlsq:\n    max_iterations: 7\n"), {});
   EXPECT_NE(HashText(a), HashText(c));
   EXPECT_NE(FirstDifference(a, c).find("optimization.nlsq.max_iterations"), std::string::npos)
       << FirstDifference(a, c);
   // Command-line overrides count.
-  const auto d = DescribeConfig(Parse(base), {{"initial.D0", "5"}});
+  const auto d = config::DescribeConfig(Parse(base), {{"initial.D0", "5"}});
   EXPECT_NE(HashText(a), HashText(d));
   EXPECT_NE(FirstDifference(a, d).find("cli.initial.D0"), std::string::npos);
 }

@@ -6,11 +6,11 @@
 #include <limits>
 #include <numbers>
 
-#include "homodyne/cmc/bounded_transform.h"
-#include "homodyne/cmc/consensus.h"
-#include "homodyne/cmc/prior.h"
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "cmc/bounded_transform.h"
+#include "cmc/consensus.h"
+#include "cmc/prior.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -7,11 +7,11 @@
 #include <mutex>
 #include <set>
 
-#include "homodyne/cmc/shard_chains.h"
-#include "homodyne/error.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/random.h"
+#include "cmc/shard_chains.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "model/reference_model.h"
+#include "nuts/nuts_chain.h"
 
 namespace homodyne::cmc {
 namespace {

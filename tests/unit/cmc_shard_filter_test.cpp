@@ -2,9 +2,9 @@
 // variances and heterogeneity, with the rejection reasons.
 #include <gtest/gtest.h>
 
-#include "homodyne/cmc/shard_filter.h"
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "cmc/shard_filter.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne::cmc {
 namespace {

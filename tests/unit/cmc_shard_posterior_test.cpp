@@ -4,13 +4,13 @@
 
 #include <cmath>
 
-#include "homodyne/cmc/reparameterization.h"
-#include "homodyne/cmc/shard_posterior.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/nuts/diagnostics.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/nuts/run_sampler.h"
-#include "homodyne/random.h"
+#include "cmc/reparameterization.h"
+#include "cmc/shard_posterior.h"
+#include "core/random.h"
+#include "model/reference_model.h"
+#include "nuts/diagnostics.h"
+#include "nuts/nuts_chain.h"
+#include "nuts/run_sampler.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -1,11 +1,11 @@
-#include "homodyne/cmc/sharding.h"
+#include "cmc/sharding.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 #include <tuple>
 
-#include "homodyne/error.h"
+#include "core/error.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -8,8 +8,9 @@
 #include <sstream>
 #include <string>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/config/key_table.h"
+#include "config/config_reader.h"
+#include "config/key_table.h"
+#include "test_data.h"
 
 namespace homodyne::config {
 namespace {
@@ -188,8 +189,7 @@ namespace {
 // The echo of a file that sets almost every key reproduces it, including free-form
 // sections whose names contain dots.
 TEST(ConfigKeyTable, MasterConfigRoundTripsThroughTheEffectiveConfig) {
-  const Config c =
-      ReadConfigFile(std::string(HOMODYNE_SOURCE_DIR) + "/tests/data/configs/master.yaml");
+  const Config c = ReadConfigFile(testing::TestDataPath("configs/master.yaml"));
   const std::string echo = EffectiveConfigYaml(c);
   Config again;
   ASSERT_NO_THROW(again = ReadConfigString(echo, "echo.yaml")) << echo;

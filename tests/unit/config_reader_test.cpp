@@ -5,15 +5,16 @@
 #include <filesystem>
 #include <string>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "test_data.h"
 
 namespace homodyne::config {
 namespace {
 
 using ::testing::HasSubstr;
 
-const std::string kConfigDir = std::string(HOMODYNE_SOURCE_DIR) + "/tests/data/configs/";
+const std::string kConfigDir = testing::TestDataPath("configs/");
 
 // A minimal valid config; tests append or replace sections.
 const std::string kData =
@@ -308,8 +309,7 @@ TEST(ConfigReader, DataFileRequiredAndOptionallyChecked) {
   check.check_data_file_exists = true;
   EXPECT_THAT(ErrorOf(kData, check), HasSubstr("data file ./data/run.hdf does not exist"));
   const std::string real_dir =
-      std::filesystem::weakly_canonical(std::string(HOMODYNE_SHARED_DIR) + "/testdata/real")
-          .string();
+      std::filesystem::weakly_canonical(testing::TestDataPath("real")).string();
   EXPECT_NO_THROW(Read("experimental_data:\n  data_folder_path: " + real_dir +
                            "\n  data_file_name: bnl_twotime_350.h5\n",
                        check));

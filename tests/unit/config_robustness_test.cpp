@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "test_data.h"
 
 namespace homodyne::config {
 namespace {
@@ -39,7 +40,7 @@ std::string Outcome(const std::string& text) {
 }
 
 TEST(ConfigRobustness, MutatedMasterConfigNeverEscapesAsForeignException) {
-  const auto lines = Lines(std::string(HOMODYNE_SOURCE_DIR) + "/tests/data/configs/master.yaml");
+  const auto lines = Lines(testing::TestDataPath("configs/master.yaml"));
   ASSERT_GT(lines.size(), 100u);
   int rejected = 0;
   for (std::size_t i = 0; i < lines.size(); ++i) {

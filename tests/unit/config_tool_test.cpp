@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/config/config_tool.h"
-#include "homodyne/error.h"
+#include "app/config_tool.h"
+#include "config/config_reader.h"
+#include "config/config_template.h"
+#include "core/error.h"
+#include "temp_dir.h"
 
 namespace homodyne::config {
 namespace {
@@ -22,19 +24,11 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
+// A unique temporary directory per test, removed at its end.
+class TempDir : public testing::ScopedTempDir {
  public:
-  TempDir()
-      : path_(fs::temp_directory_path() / ("homodyne_config_test_" + std::to_string(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string File(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
+  TempDir() : ScopedTempDir("config_tool") {}
+  std::string File(const std::string& name) const { return file(name); }
 };
 
 std::string Slurp(const std::string& path) {
@@ -87,17 +81,17 @@ TEST(ConfigTool, LaminarTemplateValidatesWithTemplateValues) {
 TEST(ConfigTool, WritesAtomicallyAndRefusesToOverwrite) {
   TempDir dir;
   const std::string file = dir.File("cfg.yaml");
-  WriteFileAtomically(file, "first\n", false);
+  WriteConfigFile(file, "first\n", false);
   EXPECT_EQ(Slurp(file), "first\n");
   try {
-    WriteFileAtomically(file, "second\n", false);
+    WriteConfigFile(file, "second\n", false);
     ADD_FAILURE() << "overwrote without permission";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_THAT(e.what(), HasSubstr("--force"));
   }
   EXPECT_EQ(Slurp(file), "first\n");
-  WriteFileAtomically(file, "second\n", true);
+  WriteConfigFile(file, "second\n", true);
   EXPECT_EQ(Slurp(file), "second\n");
   std::size_t entries = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;

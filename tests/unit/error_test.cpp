@@ -1,11 +1,11 @@
-#include "homodyne/error.h"
+#include "core/error.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "homodyne/environment.h"
-#include "homodyne/fault_injection.h"
-#include "homodyne/log.h"
+#include "core/fault_injection.h"
+#include "core/log.h"
+#include "runtime/environment.h"
 
 namespace homodyne {
 namespace {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/log.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "io/dataset.h"
 
 namespace homodyne {
 namespace {

@@ -13,9 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/writers.h"
+#include "core/error.h"
+#include "io/dataset.h"
+#include "io/writers.h"
+#include "temp_dir.h"
 
 namespace homodyne::io {
 namespace {
@@ -25,17 +26,7 @@ using ::testing::HasSubstr;
 
 class BadInput : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("homodyne_io_bad_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  std::string File(const std::string& name) const { return (dir_ / name).string(); }
+  std::string File(const std::string& name) const { return dir_.file(name); }
 
   LoadOptions Options(const std::string& path) const {
     LoadOptions o;
@@ -59,7 +50,7 @@ class BadInput : public ::testing::Test {
     return std::vector<double>(static_cast<std::size_t>(f) * f, value);
   }
 
-  fs::path dir_;
+  const homodyne::testing::ScopedTempDir dir_{"io_bad_input"};  // one per test, removed after it
 };
 
 // Minimal raw HDF5 helpers for malformed files.

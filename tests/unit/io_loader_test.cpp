@@ -15,37 +15,26 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "core/error.h"
 #include "h5_read.h"
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/io/lzf_filter.h"
-#include "homodyne/io/writers.h"
+#include "io/dataset.h"
+#include "io/lzf_filter.h"
+#include "io/writers.h"
+#include "temp_dir.h"
+#include "test_data.h"
 
 namespace homodyne::io {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kRealFile =
-    std::string(HOMODYNE_SHARED_DIR) + "/testdata/real/bnl_twotime_350.h5";
-const std::string kLzfFixture = std::string(HOMODYNE_SOURCE_DIR) + "/tests/data/aps_u_lzf_small.h5";
+const std::string kRealFile = testing::TestDataPath("real/bnl_twotime_350.h5");
+const std::string kLzfFixture = testing::TestDataPath("aps_u_lzf_small.h5");
 
-class TempDir {
+// A unique temporary directory per test, removed at its end.
+class TempDir : public testing::ScopedTempDir {
  public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("homodyne_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
+  TempDir() : ScopedTempDir("io_loader") {}
 };
 
 // Raw whole-dataset read with the plain HDF5 API (independent of the loader).

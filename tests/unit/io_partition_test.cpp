@@ -7,8 +7,8 @@
 #include <set>
 #include <tuple>
 
-#include "homodyne/error.h"
-#include "homodyne/parallel/partition.h"
+#include "core/error.h"
+#include "parallel/partition.h"
 
 namespace homodyne {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <csignal>
 
-#include "../../src/io/read_crash_guard.h"
+#include "io/read_crash_guard.h"
 
 namespace homodyne::io {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/io/selection.h"
+#include "core/error.h"
+#include "io/selection.h"
 
 namespace homodyne::io {
 namespace {

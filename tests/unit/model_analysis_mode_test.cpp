@@ -1,9 +1,9 @@
 #include <gtest/gtest.h>
 
-#include "homodyne/error.h"
-#include "homodyne/model/analysis_mode.h"
-#include "homodyne/model/expanded_parameters.h"
-#include "homodyne/model/geometry.h"
+#include "core/error.h"
+#include "model/analysis_mode.h"
+#include "model/expanded_parameters.h"
+#include "model/geometry.h"
 
 namespace homodyne::model {
 namespace {

@@ -6,9 +6,9 @@
 #include <utility>
 #include <vector>
 
-#include "homodyne/model/reference_gradient.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/model/sinc_derivative.h"
+#include "model/reference_gradient.h"
+#include "model/reference_model.h"
+#include "model/sinc_derivative.h"
 
 namespace homodyne::model::reference {
 namespace {

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "homodyne/model/fast_sincos.h"
+#include "model/fast_sincos.h"
 
 namespace homodyne::model {
 namespace {

@@ -9,9 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/model/kernel.h"
-#include "homodyne/model/reference_accumulate.h"
+#include "core/error.h"
+#include "model/kernel.h"
+#include "model/reference_accumulate.h"
 
 namespace homodyne::model {
 namespace {

@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/model/parameter_layout.h"
+#include "core/error.h"
+#include "model/parameter_layout.h"
 
 namespace homodyne::model {
 namespace {

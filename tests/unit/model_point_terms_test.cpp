@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "../../src/model/point_terms.h"
+#include "model/point_terms.h"
 
 namespace homodyne::model::detail {
 namespace {

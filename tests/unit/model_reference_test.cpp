@@ -1,18 +1,19 @@
 // The literal reference model against the independent NumPy reference values
-// (testdata/reference_c2.json, physics spec §6).
+// (tests/data/reference_c2.json, physics spec §6).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "homodyne/model/reference_model.h"
+#include "model/reference_model.h"
+#include "test_data.h"
 
 namespace homodyne::model::reference {
 namespace {
 
 nlohmann::json LoadCases() {
-  std::ifstream in(std::string(HOMODYNE_SHARED_DIR) + "/testdata/reference_c2.json");
+  std::ifstream in(testing::TestDataPath("reference_c2.json"));
   EXPECT_TRUE(in.good());
   return nlohmann::json::parse(in)["cases"];
 }

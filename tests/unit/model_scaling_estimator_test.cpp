@@ -4,8 +4,8 @@
 #include <limits>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/model/scaling_estimator.h"
+#include "core/error.h"
+#include "model/scaling_estimator.h"
 
 namespace homodyne::model {
 namespace {

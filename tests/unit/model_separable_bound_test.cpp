@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <random>
 
-#include "../../src/model/separable.h"
-#include "homodyne/model/constants.h"
-#include "homodyne/model/fast_sincos.h"
+#include "model/constants.h"
+#include "model/fast_sincos.h"
+#include "model/separable.h"
 
 namespace homodyne::model {
 namespace {

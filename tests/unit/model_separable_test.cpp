@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "homodyne/model/kernel.h"
-#include "homodyne/model/reference_accumulate.h"
+#include "model/kernel.h"
+#include "model/reference_accumulate.h"
 
 namespace homodyne::model {
 namespace {

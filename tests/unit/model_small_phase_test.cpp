@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "../../src/model/shear_factors.h"
+#include "model/shear_factors.h"
 
 namespace homodyne::model {
 namespace {

@@ -5,8 +5,8 @@
 #include <thread>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/model/thread_pool.h"
+#include "core/error.h"
+#include "model/thread_pool.h"
 
 namespace homodyne::model {
 namespace {

@@ -6,8 +6,8 @@
 #include <numeric>
 #include <string>
 
-#include "homodyne/error.h"
-#include "homodyne/nlsq/memory_plan.h"
+#include "core/error.h"
+#include "nlsq/memory_plan.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -1,9 +1,11 @@
-#include "homodyne/nlsq/result_files.h"
+#include "nlsq/result_files.h"
 
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "temp_dir.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -38,8 +40,8 @@ nlohmann::json Read(const std::filesystem::path& p) {
 }
 
 TEST(NlsqResultFiles, WritesHomodyneFilesWithItsKeys) {
-  const auto dir = std::filesystem::temp_directory_path() / "homodyne_result_files_test";
-  std::filesystem::remove_all(dir);
+  const testing::ScopedTempDir tmp("result_files");
+  const auto dir = tmp.path() / "results";
   const FitReport r = SampleReport();
   WriteNlsqResultFiles(dir, r);
 

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <set>
 
-#include "homodyne/nlsq/covariance.h"
-#include "homodyne/nlsq/fit_quality.h"
-#include "homodyne/nlsq/latin_hypercube.h"
-#include "homodyne/random.h"
+#include "core/random.h"
+#include "nlsq/covariance.h"
+#include "nlsq/fit_quality.h"
+#include "nlsq/latin_hypercube.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -6,21 +6,21 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/nuts/dense_metric.h"
-#include "homodyne/nuts/diag_metric.h"
-#include "homodyne/nuts/initial_step_size.h"
-#include "homodyne/nuts/leapfrog.h"
-#include "homodyne/nuts/log_density.h"
-#include "homodyne/nuts/metric_adaptation.h"
-#include "homodyne/nuts/nuts_options.h"
-#include "homodyne/nuts/nuts_transition.h"
-#include "homodyne/nuts/phase_point.h"
-#include "homodyne/nuts/stepsize_adaptation.h"
-#include "homodyne/nuts/uturn.h"
-#include "homodyne/nuts/welford_variance.h"
-#include "homodyne/nuts/windowed_adaptation.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
+#include "nuts/dense_metric.h"
+#include "nuts/diag_metric.h"
+#include "nuts/initial_step_size.h"
+#include "nuts/leapfrog.h"
+#include "nuts/log_density.h"
+#include "nuts/metric_adaptation.h"
+#include "nuts/nuts_options.h"
+#include "nuts/nuts_transition.h"
+#include "nuts/phase_point.h"
+#include "nuts/stepsize_adaptation.h"
+#include "nuts/uturn.h"
+#include "nuts/welford_variance.h"
+#include "nuts/windowed_adaptation.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "homodyne/nuts/diagnostics.h"
-#include "homodyne/random.h"
+#include "core/random.h"
+#include "nuts/diagnostics.h"
 
 namespace homodyne::nuts {
 namespace {

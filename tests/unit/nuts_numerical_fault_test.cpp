@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
-#include "homodyne/nuts/log_density.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/nuts/run_sampler.h"
+#include "nuts/log_density.h"
+#include "nuts/nuts_chain.h"
+#include "nuts/run_sampler.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "homodyne/error.h"
-#include "homodyne/nuts/log_density.h"
-#include "homodyne/nuts/nuts_chain.h"
-#include "homodyne/nuts/run_sampler.h"
+#include "core/error.h"
+#include "nuts/log_density.h"
+#include "nuts/nuts_chain.h"
+#include "nuts/run_sampler.h"
 
 namespace homodyne::nuts {
 namespace {

@@ -1,5 +1,5 @@
 // Output paths stay inside the output directory and never replace an input file.
-#include "homodyne/output_paths.h"
+#include "core/output_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "homodyne/error.h"
+#include "core/error.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
@@ -18,16 +19,6 @@ using ::testing::HasSubstr;
 
 class OutputPaths : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("homodyne_outpaths_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
   std::string Touch(const fs::path& rel) const {
     fs::create_directories((dir_ / rel).parent_path());
     std::ofstream(dir_ / rel) << "input\n";
@@ -42,7 +33,8 @@ class OutputPaths : public ::testing::Test {
     ADD_FAILURE() << "expected an error";
     return Error(ErrorKind::kInternal, "none");
   }
-  fs::path dir_;
+  const homodyne::testing::ScopedTempDir tmp_{"output_paths"};  // one per test, removed after it
+  const fs::path dir_ = tmp_.path();
 };
 
 TEST_F(OutputPaths, GeneratedNamesStayInsideTheDirectory) {

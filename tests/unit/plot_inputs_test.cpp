@@ -2,7 +2,7 @@
 // matrices reproduce the independent reference values of the spec (cases A and B, whose
 // grid t = [0.1 … 0.4] is homodyne's simulated grid dt·[1..4]); homodyne's fallback
 // parameters; the experimental matrices are the file's, diagonal-corrected.
-#include "homodyne/app/plots.h"
+#include "app/plots.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>
@@ -12,22 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "config/config_reader.h"
+#include "core/error.h"
 #include "h5_read.h"
-#include "homodyne/config/config_reader.h"
-#include "homodyne/error.h"
-#include "homodyne/io/writers.h"
+#include "io/writers.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path FreshDir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("homodyne_plot_inputs_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 std::vector<double> Read(const fs::path& file, const std::string& path) {
   return testing::ReadWholeDataset(file.string(), path);
@@ -50,7 +44,8 @@ config::Config SimConfig(const std::string& mode, const std::string& names,
 }
 
 TEST(PlotInputs, SimulatedStaticMatchesReferenceCaseA) {
-  const fs::path dir = FreshDir("a");
+  const testing::ScopedTempDir tmp("plot_inputs_a");
+  const fs::path dir = tmp.path();
   const config::Config cfg = SimConfig("static", "D0, alpha, D_offset", "100, 0, 10");
   SimulatedPlotOptions o;
   o.phi_deg = {0.0};
@@ -70,7 +65,8 @@ TEST(PlotInputs, SimulatedStaticMatchesReferenceCaseA) {
 }
 
 TEST(PlotInputs, SimulatedLaminarMatchesReferenceCaseBAndInitialOverrides) {
-  const fs::path dir = FreshDir("b");
+  const testing::ScopedTempDir tmp("plot_inputs_b");
+  const fs::path dir = tmp.path();
   // The config's D0 is replaced by the --initial-d0 override (the reference uses 100).
   const config::Config cfg =
       SimConfig("laminar_flow", "D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0",
@@ -93,7 +89,8 @@ TEST(PlotInputs, SimulatedLaminarMatchesReferenceCaseBAndInitialOverrides) {
 }
 
 TEST(PlotInputs, SimulatedUsesHomodyneFallbacksAndDefaultAngles) {
-  const fs::path dir = FreshDir("fallback");
+  const testing::ScopedTempDir tmp("plot_inputs_fallback");
+  const fs::path dir = tmp.path();
   const config::Config cfg = SimConfig("static", "", "");
   WriteSimulatedPlotData(dir / "sim.h5", cfg, "", {}, Logger::Silent());
   EXPECT_EQ(Read(dir / "sim.h5", "/parameters"), (std::vector<double>{100.0, -0.5, 0.0}));
@@ -107,7 +104,8 @@ TEST(PlotInputs, SimulatedUsesHomodyneFallbacksAndDefaultAngles) {
 }
 
 TEST(PlotInputs, SimulatedRejectsBadOptions) {
-  const fs::path dir = FreshDir("bad");
+  const testing::ScopedTempDir tmp("plot_inputs_bad");
+  const fs::path dir = tmp.path();
   const config::Config cfg = SimConfig("static", "", "");
   SimulatedPlotOptions o;
   o.contrast = -1.0;
@@ -122,7 +120,8 @@ TEST(PlotInputs, SimulatedRejectsBadOptions) {
 }
 
 TEST(PlotInputs, ExperimentalDataAreTheFilesMatricesDiagonalCorrected) {
-  const fs::path dir = FreshDir("exp");
+  const testing::ScopedTempDir tmp("plot_inputs_exp");
+  const fs::path dir = tmp.path();
   const int n = 5;
   std::vector<std::vector<double>> m(2, std::vector<double>(n * n));
   for (int k = 0; k < 2; ++k) {

@@ -1,6 +1,6 @@
 // Progress: in place on a terminal, throttled log lines otherwise, nothing when quiet or
 // off rank 0.
-#include "homodyne/progress.h"
+#include "core/progress.h"
 
 #include <gtest/gtest.h>
 

@@ -5,22 +5,15 @@
 #include <cmath>
 #include <filesystem>
 
-#include "homodyne/error.h"
-#include "homodyne/io/dataset.h"
-#include "homodyne/model/reference_model.h"
-#include "homodyne/synth/synthetic_dataset.h"
+#include "core/error.h"
+#include "io/dataset.h"
+#include "model/reference_model.h"
+#include "synth/synthetic_dataset.h"
 #include "synth_fixture.h"
+#include "temp_dir.h"
 
 namespace homodyne {
 namespace {
-
-std::string TempFile(const std::string& name) {
-  const auto dir = std::filesystem::temp_directory_path() / "homodyne_synth_test";
-  std::filesystem::create_directories(dir);
-  const auto path = dir / name;
-  std::filesystem::remove(path);
-  return path.string();
-}
 
 double MaxOffDiagonalError(const io::Dataset& data, const synth::SynthTruth& truth) {
   model::reference::ModelInput in;
@@ -52,6 +45,7 @@ struct Case {
 };
 
 TEST(SynthRoundTrip, NoiseFreeFileLoadsBackToTheModel) {
+  const testing::ScopedTempDir dir("synth_round_trip");
   const Case cases[] = {
       {"laminar_flow", "20000, -0.5, 100, 0.002, -0.3, 0.001, 5", "aps_old", false},
       {"laminar_flow", "20000, -0.5, 100, 0.002, -0.3, 0.001, 5", "aps_u", false},
@@ -61,7 +55,7 @@ TEST(SynthRoundTrip, NoiseFreeFileLoadsBackToTheModel) {
   for (const auto& c : cases) {
     const config::Config cfg = testing::SynthConfig(c.mode, c.values);
     synth::SynthOptions o;
-    o.output = TempFile(c.mode + "_" + c.format + (c.lzf ? "_lzf" : "") + ".h5");
+    o.output = dir.file(c.mode + "_" + c.format + (c.lzf ? "_lzf" : "") + ".h5");
     o.format = c.format;
     o.lzf = c.lzf;
     o.frames = 60;
@@ -88,23 +82,22 @@ TEST(SynthRoundTrip, NoiseFreeFileLoadsBackToTheModel) {
 }
 
 TEST(SynthRoundTrip, NoiseIsSeededSymmetricAndOfTheRequestedSize) {
+  const testing::ScopedTempDir dir("synth_round_trip");
   const config::Config cfg = testing::SynthConfig("static", "1500, 0, 5");
   synth::SynthOptions o;
   o.frames = 80;
   o.phi_deg = {0};
   o.noise = 0.01;
   o.seed = 7;
-  o.output = TempFile("noisy_a.h5");
+  o.output = dir.file("noisy_a.h5");
   const auto truth = synth::WriteSyntheticDataset(cfg, o);
-  o.output = TempFile("noisy_b.h5");
+  o.output = dir.file("noisy_b.h5");
   synth::WriteSyntheticDataset(cfg, o);
   io::LoadOptions lo;
   lo.dt = truth.geometry.dt;
-  lo.path =
-      (std::filesystem::temp_directory_path() / "homodyne_synth_test" / "noisy_a.h5").string();
+  lo.path = dir.file("noisy_a.h5");
   const auto a = io::LoadDataset(lo, Logger::Silent());
-  lo.path =
-      (std::filesystem::temp_directory_path() / "homodyne_synth_test" / "noisy_b.h5").string();
+  lo.path = dir.file("noisy_b.h5");
   const auto b = io::LoadDataset(lo, Logger::Silent());
   EXPECT_EQ(a.c2, b.c2);  // same seed, same file
   const auto clean = synth::ModelMatrices(truth);
@@ -125,9 +118,10 @@ TEST(SynthRoundTrip, NoiseIsSeededSymmetricAndOfTheRequestedSize) {
 }
 
 TEST(SynthRoundTrip, BadOptionsAreRejectedBeforeWriting) {
+  const testing::ScopedTempDir dir("synth_round_trip");
   const config::Config cfg = testing::SynthConfig("static", "1500, 0, 5");
   synth::SynthOptions o;
-  o.output = TempFile("never.h5");
+  o.output = dir.file("never.h5");
   o.format = "npz";
   EXPECT_THROW(synth::WriteSyntheticDataset(cfg, o), Error);
   o.format = "aps_old";

@@ -1,12 +1,12 @@
-#include "homodyne/parallel/tile_sum.h"
+#include "parallel/tile_sum.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
-#include "homodyne/error.h"
-#include "homodyne/random.h"
+#include "core/error.h"
+#include "core/random.h"
 
 namespace homodyne {
 namespace {

@@ -1,0 +1,56 @@
+// The homodyne model of two-time correlations (He et al., PNAS 2024), evaluated on arrays
+// in memory:
+//
+//   c2_k(t1, t2) = offset_k + contrast_k · [g1_diff(t1, t2) · g1_shear,k(t1, t2)]²
+//
+// static        physical parameters [D0, alpha, D_offset]
+// laminar_flow  [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
+//
+// Units: q in 1/Å, dt in s, the stator-rotor gap in Å, angles in degrees, D0 in Å²/s,
+// gamma_dot_t0 in 1/s. docs/model.md has the equations and every numerical guard.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace homodyne {
+
+enum class AnalysisMode { kStatic, kLaminarFlow };
+
+// The physical parameter names of `mode`, in the order the model takes them.
+std::vector<std::string> ParameterNames(AnalysisMode mode);
+
+// "static" or "laminar_flow".
+std::string_view AnalysisModeName(AnalysisMode mode);
+
+// What the model is evaluated on.
+struct ModelGrid {
+  AnalysisMode mode = AnalysisMode::kStatic;
+  double q = 0.0;                   // scattering wavevector [1/Å], > 0
+  double dt = 0.0;                  // frame interval [s], > 0
+  double stator_rotor_gap = 2.0e6;  // L [Å], > 0 (enters laminar_flow only)
+  int n_frames = 0;                 // N: the times are dt·[0, 1, …, N−1]
+  std::vector<double> phi_deg;      // one c2 matrix per angle
+};
+
+struct ModelParameters {
+  std::vector<double> physical;  // ParameterNames(mode).size() values
+  std::vector<double> contrast;  // one per angle
+  std::vector<double> offset;    // one per angle
+};
+
+struct ModelOptions {
+  int threads = 1;  // threads of the calling process used for the evaluation (≥ 1)
+  // false: the fast kernel (c2 within a few 1e-15 of the literal model); true: every point
+  // with the literal model's expressions (slower, bit-identical to the reference oracle).
+  bool exact = false;
+};
+
+// c2 of every angle: result[k] is the N×N matrix of angle k, row-major, symmetric.
+// Serial (no MPI); bad shapes or values throw homodyne::Error (kBadInput) naming the field.
+std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
+                                            const ModelParameters& parameters,
+                                            const ModelOptions& options = {});
+
+}  // namespace homodyne

@@ -1,0 +1,90 @@
+// Bounded nonlinear least squares of the homodyne model on XPCS data, distributed over the
+// ranks of an MPI communicator (each rank evaluates its share of the points; the
+// optimiser runs replicated, so every rank ends with the same answer).
+//
+//   homodyne::NlsqOptions options;
+//   options.mode = homodyne::AnalysisMode::kLaminarFlow;
+//   homodyne::NlsqSummary summary = homodyne::FitNlsq(MPI_COMM_WORLD, data, options);
+//   std::cout << summary.BriefReport();
+#pragma once
+
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "homodyne/data.h"
+#include "homodyne/model.h"
+
+namespace homodyne {
+
+// The bounds and start of one parameter; what is left unset keeps its default
+// (docs/configuration.md lists the default bounds).
+struct ParameterSetting {
+  std::string name;  // a physical name (ParameterNames(mode), aliases accepted), or
+                     // "contrast" / "offset" for the per-angle scaling of every angle
+  std::optional<double> initial;
+  std::optional<double> min;
+  std::optional<double> max;
+};
+
+// How contrast/offset vary with the angle in the fit (homodyne's per_angle_mode).
+enum class PerAngleScaling { kAuto, kIndividual, kConstant, kFourier };
+
+struct NlsqOptions {
+  AnalysisMode mode = AnalysisMode::kStatic;
+  double stator_rotor_gap = 2.0e6;  // L [Å] (laminar_flow)
+  std::vector<ParameterSetting> parameters;
+  PerAngleScaling per_angle = PerAngleScaling::kAuto;
+  int max_iterations = 1000;
+  double ftol = 1e-8;           // relative χ² change
+  double xtol = 1e-8;           // relative step
+  double gtol = 1e-8;           // gradient
+  int threads = 1;              // compute threads per rank (≥ 1)
+  bool print_progress = false;  // rank 0 prints one line per iteration
+  // Throws homodyne::Error (kBadInput) naming the first invalid field.
+  void Validate() const;
+};
+
+enum class NlsqStatus {
+  kConverged,      // a convergence test of the solver was met
+  kMaxIterations,  // stopped at max_iterations: the answer is the last accepted point
+  kFailed,         // the solver gave up: the values are not an answer
+};
+std::string_view ToString(NlsqStatus status);  // "converged", "max_iter", "failed"
+
+struct ParameterEstimate {
+  std::string name;
+  double value = 0.0;
+  double uncertainty = 0.0;  // one standard deviation from the covariance at the answer
+};
+
+struct NlsqSummary {
+  NlsqStatus status = NlsqStatus::kFailed;
+  std::string solver_message;  // the solver's own reason for stopping
+  int iterations = 0;
+  double chi2 = 0.0;
+  double reduced_chi2 = 0.0;
+  long long points = 0;  // fitted (t1 < t2) pairs over all angles
+  std::vector<ParameterEstimate> physical;
+  std::vector<double> phi_deg;
+  std::vector<ParameterEstimate> contrast;  // one per angle
+  std::vector<ParameterEstimate> offset;    // one per angle
+  std::string per_angle_scaling;            // the layout the fit used
+  std::string quality;                      // good | acceptable | poor | failed
+  std::vector<std::string> warnings;        // parameters at a bound, poor fit, …
+  int ranks = 1;
+  int threads_per_rank = 1;
+  double seconds = 0.0;
+
+  std::string BriefReport() const;  // one line: status, iterations, χ², time
+  std::string FullReport() const;   // every parameter with its uncertainty, warnings
+};
+
+// Collective over `comm`: every rank passes the same data and options and receives the
+// same summary. Needs MPI and PETSc initialised (homodyne::Session does both). Bad
+// options or data throw homodyne::Error (kBadInput) on every rank alike.
+NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options);
+
+}  // namespace homodyne

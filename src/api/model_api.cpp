@@ -1,0 +1,74 @@
+// homodyne/model.h on the model layer's kernel.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "homodyne/model.h"
+#include "io/selection.h"
+#include "model/analysis_mode.h"
+#include "model/expanded_parameters.h"
+#include "model/geometry.h"
+#include "model/kernel.h"
+
+namespace homodyne {
+
+std::vector<std::string> ParameterNames(AnalysisMode mode) {
+  return model::PhysicalParameterNames(mode);
+}
+
+std::string_view AnalysisModeName(AnalysisMode mode) { return model::ToString(mode); }
+
+std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
+                                            const ModelParameters& parameters,
+                                            const ModelOptions& options) {
+  const int n = grid.n_frames;
+  const auto n_phi = grid.phi_deg.size();
+  if (n < 2)
+    ThrowBadInput(fmt::format("{} frame(s); the model needs at least 2", n), {}, "n_frames");
+  if (n_phi == 0) ThrowBadInput("no angles", {}, "phi_deg");
+  const auto n_phys = static_cast<std::size_t>(model::NumPhysicalParameters(grid.mode));
+  if (parameters.physical.size() != n_phys) {
+    ThrowBadInput(fmt::format("{} values for the {} physical parameters of {}",
+                              parameters.physical.size(), n_phys, model::ToString(grid.mode)),
+                  {}, "physical");
+  }
+  if (parameters.contrast.size() != n_phi || parameters.offset.size() != n_phi) {
+    ThrowBadInput(fmt::format("{} contrast and {} offset values for {} angle(s)",
+                              parameters.contrast.size(), parameters.offset.size(), n_phi),
+                  {}, "contrast/offset");
+  }
+  if (options.threads < 1) ThrowBadInput("must be at least 1", {}, "threads");
+  const model::Geometry geometry{grid.q, grid.stator_rotor_gap, grid.dt};
+  geometry.Validate();
+
+  // Whole rows of every angle; the kernel reads no data for a model evaluation, but its
+  // tiles must point at some.
+  const std::vector<double> zeros(static_cast<std::size_t>(n), 0.0);
+  std::vector<model::RowTile> tiles;
+  for (int k = 0; k < static_cast<int>(n_phi); ++k) {
+    for (int i = 0; i < n; ++i) tiles.push_back({k, i, 0, n, zeros.data(), nullptr, 2.0});
+  }
+  model::KernelOptions ko;
+  ko.threads = options.threads;
+  ko.exact_transcendentals = options.exact;
+  const model::ModelKernel kernel(grid.mode, geometry, io::LoaderTimeGrid(grid.dt, n), grid.phi_deg,
+                                  std::move(tiles), ko);
+  std::vector<double> expanded = parameters.contrast;
+  expanded.insert(expanded.end(), parameters.offset.begin(), parameters.offset.end());
+  expanded.insert(expanded.end(), parameters.physical.begin(), parameters.physical.end());
+  std::vector<double> all(static_cast<std::size_t>(kernel.num_points()));
+  kernel.EvaluateModel(expanded, all);
+
+  const auto size = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  std::vector<std::vector<double>> c2;
+  for (std::size_t k = 0; k < n_phi; ++k) {
+    c2.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(k * size),
+                    all.begin() + static_cast<std::ptrdiff_t>((k + 1) * size));
+  }
+  return c2;
+}
+
+}  // namespace homodyne

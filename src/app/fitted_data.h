@@ -1,0 +1,78 @@
+// DIR/nlsq/fitted_data.h5: what homodyne writes to fitted_data.npz (physics spec §5.2),
+// on the full loader grid (t = 0 included): c2_exp, c2_theoretical_raw (1 + g1²),
+// c2_theoretical_scaled (post-hoc per-angle least squares), c2_solver_scaled,
+// per_angle_scaling, per_angle_scaling_solver, residuals, residuals_normalized, t1, t2,
+// q, phi_angles.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cmc/cmc_fit.h"
+#include "config/config.h"
+#include "core/log.h"
+#include "nlsq/xpcs_fit.h"
+
+namespace homodyne {
+
+class Comm;
+
+// homodyne's two conventions for the post-hoc arrays (physics spec §5.2 and §5.3):
+//   kNlsq: c2_theoretical_raw = 1 + g1², (a_k, b_k) the least squares of c2_exp on it,
+//          residuals_normalized 0 where c2_exp = 0;
+//   kCmc:  c2_theoretical_raw = g1², (a_k, b_k) the least squares of c2_exp on g1² with a_k
+//          clipped to [0.01, 1] and b_k to [0.5, 1.5] (a warning per angle whose a_k is out of
+//          range), residuals_normalized divided by 0.05·1 where c2_exp = 0.
+// c2_theoretical_scaled = a_k·raw + b_k and residuals = c2_exp − c2_theoretical_scaled in
+// both; c2_solver_scaled and per_angle_scaling_solver (the model's own contrast/offset) too.
+enum class FittedDataConvention { kNlsq, kCmc };
+
+inline constexpr double kFittedDataMaxBytes = 4.0 * (1ULL << 30);  // one angle's matrices
+
+// The threads that compress a one-process file's chunks: `count` (the caller's included);
+// `start(t)` runs first in thread t ≥ 1, e.g. to pin it to the rank's core t.
+struct FittedDataThreads {
+  int count = 1;
+  std::function<void(int thread_index)> start;
+};
+
+// The model whose c2 the file holds: physical parameters and per-angle contrast/offset.
+struct FittedModel {
+  std::string analysis_mode;
+  std::vector<double> physical, contrast, offset;
+  FittedDataConvention convention = FittedDataConvention::kNlsq;
+};
+
+// One process. Written one angle at a time: the angle's matrix is read from the file
+// (io::LoadAngleMatrix), its g1² evaluated and its N×N slabs written, so the memory held is
+// four N×N matrices whatever the number of angles. When those exceed `max_bytes` the file is
+// not written (a warning says so). Atomic: a failure leaves neither the file nor its
+// temporary. The N×N arrays are compressed as the config says (output.compress_hdf5,
+// compression_level), in a file of one process by `threads` (io::ArrayStorage).
+void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
+// The same file written by the ranks of `comm` together (collective; parallel HDF5): each
+// rank computes and writes the angles k ≡ rank (mod ranks), so the time and the memory per
+// rank shrink with the ranks; the values do not depend on them. `threads` compress the
+// chunks when comm has one rank (with more, HDF5's filters compress them in the collective
+// writes, one thread per rank).
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const FittedModel& fitted, const Logger& logger,
+                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
+// DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks; collective over `comm`):
+// the limit is FittedDataLimit(result).
+void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
+                     const std::string& data_file, const nlsq::NlsqRunResult& result,
+                     const Logger& logger, const FittedDataThreads& threads = {});
+// 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the
+// run stays within the budget it chose to stream for).
+double FittedDataLimit(const nlsq::NlsqRunResult& result);
+
+// The model at the posterior mean (physical parameters and per-angle contrast/offset from
+// `parameters`, expanded order) for DIR/cmc/fitted_data.h5.
+FittedModel PosteriorMeanModel(const cmc::CmcRunResult& result);
+
+}  // namespace homodyne

@@ -1,0 +1,94 @@
+// Consensus Monte Carlo fit of XPCS two-time data (algorithms spec §2):
+// shards of row segments (sharding.h), each sampled by our NUTS on its shard posterior
+// (shard_posterior.h) with tempered priors (1/K), optionally NLSQ-informed; the shards'
+// draws are combined by the full-covariance consensus (consensus.h) in the unconstrained
+// sampling coordinates and transformed back.
+//
+// Parallel layout: shard s runs on rank s mod P, its chains in parallel on the rank's
+// threads (shard_chains.h); every RNG stream is keyed by (seed, shard, chain), so the result
+// does not depend on the number of ranks. Each rank reads the selected data itself (the
+// shards need rows from the whole matrix); the combination happens on rank 0.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cmc/cmc_checkpoint.h"
+#include "config/config.h"
+#include "core/log.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/comm.h"
+
+namespace homodyne::cmc {
+
+struct CmcRunOptions {
+  std::string data_file;                            // --data-file
+  const nlsq::NlsqRunResult* warm_start = nullptr;  // NLSQ result (complete on every rank)
+  int threads = 1;
+  // Optional placement of compute slot i (1..threads−1) for the thread that runs there
+  // (the caller's thread is slot 0); see shard_chains.h.
+  std::function<void(int slot)> worker_start;
+  int num_warmup = -1;  // < 0: config (per_shard_mcmc)
+  int num_samples = -1;
+  int num_chains = -1;
+  int num_shards = -1;  // < 0: config / automatic
+  bool dense_metric = true;
+  bool print_progress = true;
+  // Checkpoints, resume, stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CmcCheckpointSettings> checkpoints;
+};
+
+struct ParameterSummary {
+  std::string name;
+  double mean = 0.0;
+  double std = 0.0;
+};
+
+struct ShardDiagnostics {
+  int shard = 0;
+  std::int64_t points = 0;
+  double max_rhat = 0.0;
+  double min_ess = 0.0;
+  double divergence_rate = 0.0;
+  double acceptance_rate = 0.0;
+  double noise_sigma_mean = 0.0;
+  double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
+  std::int64_t gradient_evaluations = 0;   // leapfrog steps of all its chains
+  bool used = true;                        // kept by the shard filters (shard_filter.h)
+  std::string rejection;                   // why not
+};
+
+struct CmcRunResult {
+  std::string analysis_mode;
+  std::string per_angle_mode;
+  int num_shards = 0;
+  int num_chains = 0;
+  int num_warmup = 0;
+  int num_samples = 0;
+  std::vector<std::string> names;                // sampled parameters (optimiser space)
+  std::vector<double> draws;                     // combined, draws × names (constrained)
+  std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)
+  std::vector<ParameterSummary> parameters;      // physical + per-angle contrast/offset means
+  std::vector<ShardDiagnostics> shards;
+  int shards_used = 0;
+  std::string combination_method = "robust_consensus_mc";
+  std::vector<std::string> warnings;  // heterogeneity warnings of the shard filter
+  double max_rhat = 0.0;
+  double min_ess = 0.0;
+  double acceptance_rate = 0.0;
+  double seconds = 0.0;
+  bool all_converged = false;  // every shard's max R̂ < 1.1
+};
+
+// Collective over `world`; the returned result is complete on rank 0.
+CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
+                       const Logger& logger);
+
+// cmc/parameters.json, cmc/analysis_results_cmc.json, cmc/diagnostics.json and
+// cmc/samples.h5 under `output_dir` (rank 0, atomic).
+void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& result);
+
+}  // namespace homodyne::cmc

@@ -1,0 +1,82 @@
+#include "config/config_bridge.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace homodyne {
+
+io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
+                                      const std::string& data_file_override) {
+  io::LoadOptions o;
+  o.path = data_file_override.empty() ? cfg.experimental_data.DataFile() : data_file_override;
+  o.target_q = cfg.analyzer.wavevector_q;
+  o.q_tolerance_fraction = cfg.q_tolerance_fraction;
+  o.start_frame = cfg.analyzer.start_frame;
+  o.end_frame = cfg.analyzer.end_frame;
+  o.dt = cfg.analyzer.dt;
+  o.phi_filter.enabled = cfg.phi_filtering.enabled;
+  for (const auto& r : cfg.phi_filtering.target_ranges) {
+    o.phi_filter.ranges.push_back({r.min_angle, r.max_angle});
+  }
+  return o;
+}
+
+ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
+                                      const std::vector<model::ScalingEstimate>& estimates,
+                                      const std::map<std::string, double>& overrides) {
+  const int n_phi = static_cast<int>(estimates.size());
+  const model::ExpandedIndex index(mode, n_phi);
+  ExpandedStart out;
+  out.values.resize(static_cast<std::size_t>(index.size()));
+  out.bounds.lower.resize(out.values.size());
+  out.bounds.upper.resize(out.values.size());
+  const auto& contrast = cfg.initial_parameters.contrast;
+  const auto& offset = cfg.initial_parameters.offset;
+  // One value per selected angle, or the lists are bad input (they were silently ignored).
+  for (const auto& [list, key] : {std::pair{&contrast, "contrast"}, std::pair{&offset, "offset"}}) {
+    if (*list && (*list)->size() != estimates.size()) {
+      ThrowBadInput(fmt::format("{} value(s) for {} selected angle(s); expected one per angle",
+                                (*list)->size(), estimates.size()),
+                    cfg.source, std::string("initial_parameters.per_angle_scaling.") + key);
+    }
+  }
+  for (int k = 0; k < n_phi; ++k) {
+    const auto kk = static_cast<std::size_t>(k);
+    const auto c = static_cast<std::size_t>(index.contrast(k));
+    const auto o = static_cast<std::size_t>(index.offset(k));
+    out.values[c] = contrast ? (*contrast)[kk] : estimates[kk].contrast;
+    out.values[o] = offset ? (*offset)[kk] : estimates[kk].offset;
+    out.bounds.lower[c] = cfg.contrast.min;
+    out.bounds.upper[c] = cfg.contrast.max;
+    out.bounds.lower[o] = cfg.offset.min;
+    out.bounds.upper[o] = cfg.offset.max;
+  }
+  const auto& names = model::PhysicalParameterNames(mode);
+  for (int p = 0; p < index.n_phys; ++p) {
+    const auto e = static_cast<std::size_t>(index.phys(p));
+    const config::EffectiveParameter& ep = cfg.parameters.at(static_cast<std::size_t>(p));
+    auto it = overrides.find(names[static_cast<std::size_t>(p)]);
+    if (it != overrides.end() && !std::isfinite(it->second)) {
+      ThrowBadInput(fmt::format("initial value of {} must be a finite number, found {}", it->first,
+                                it->second),
+                    {}, "--initial-" + it->first);
+    }
+    out.values[e] = it != overrides.end() ? it->second : ep.initial;
+    out.bounds.lower[e] = ep.min;
+    out.bounds.upper[e] = ep.max;
+  }
+  return out;
+}
+
+model::Geometry GeometryFromConfig(const config::Config& cfg, double q) {
+  model::Geometry g;
+  g.q = q;
+  g.L = cfg.analyzer.stator_rotor_gap;
+  g.dt = cfg.analyzer.dt;
+  return g;
+}
+
+}  // namespace homodyne

@@ -1,0 +1,39 @@
+// Translations from the typed config (config module) to the options of the other
+// modules (io, model), kept in one place so that no module parses another's types.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "io/load_options.h"
+#include "model/analysis_mode.h"
+#include "model/geometry.h"
+#include "model/parameter_layout.h"
+#include "model/scaling_estimator.h"
+
+namespace homodyne {
+
+// Loader options from the config; `data_file_override` (--data-file) replaces
+// experimental_data.data_folder_path/data_file_name when not empty.
+io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
+                                      const std::string& data_file_override = {});
+
+// Starting point and bounds in the expanded per-angle space [contrast_k…, offset_k…,
+// physics]: per-angle values from `estimates`, replaced by
+// initial_parameters.per_angle_scaling lists of the right length; physics from the
+// config's effective initial values, replaced by `overrides` (--initial-*); bounds from
+// the effective parameter_space.
+struct ExpandedStart {
+  std::vector<double> values;
+  model::Bounds bounds;
+};
+ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
+                                      const std::vector<model::ScalingEstimate>& estimates,
+                                      const std::map<std::string, double>& overrides = {});
+
+// q (from the data, the first kept bin), L and dt of the model prefactors.
+model::Geometry GeometryFromConfig(const config::Config& cfg, double q);
+
+}  // namespace homodyne

@@ -1,0 +1,52 @@
+// Reading and validating homodyne YAML configuration files.
+//
+// The reader accepts homodyne's config files as they are (including the flat legacy
+// layout), validates every key against the key table (key_table.h) and returns a typed
+// Config. Every problem is a homodyne::Error of kind kBadInput (exit code 2) naming the
+// file, the key path, the line and what was expected; several problems are reported
+// together.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace homodyne::config {
+
+struct ReadOptions {
+  // experimental_data.data_folder_path and data_file_name must be given (needed for a fit).
+  bool require_data_file = true;
+  // The data file must also exist on disk.
+  bool check_data_file_exists = false;
+};
+
+// Reads and validates a YAML file. YAML syntax errors report file, line and column.
+Config ReadConfigFile(const std::string& path, const ReadOptions& options = {});
+
+// Same for YAML text; `source` names it in messages.
+Config ReadConfigString(const std::string& yaml_text, const std::string& source,
+                        const ReadOptions& options = {});
+
+// Every known key with its effective value (defaults filled in, fallbacks resolved,
+// aliases canonicalised, mcmc overrides applied, bounds and initial values of every
+// parameter), as YAML text. Free-form sections are echoed as given.
+std::string EffectiveConfigYaml(const Config& config);
+
+// Fills config.parameters, config.contrast and config.offset (bounds and starts) from
+// config.initial_parameters and config.parameter_space, with the built-in defaults for
+// what those leave unset; adds a note for a start outside its bounds. The reader calls it;
+// so does anything that fills those two sections without YAML.
+void ResolveParameters(Config& config);
+
+// Lookups of any table key by dotted path (no wildcards): the value from the file if
+// given and not null, else the table default. Throw kInternal for unknown paths or
+// when the key has no default and is absent; throw kBadInput if the value has the
+// wrong type (cannot happen after validation).
+bool ConfigHasValue(const Config& config, std::string_view path);  // given and not null
+double ConfigNumber(const Config& config, std::string_view path);
+long long ConfigInteger(const Config& config, std::string_view path);
+bool ConfigBool(const Config& config, std::string_view path);
+std::string ConfigString(const Config& config, std::string_view path);
+
+}  // namespace homodyne::config

@@ -1,0 +1,45 @@
+// Re-reading a rank's fitted values from the HDF5 file, one window of tiles at a time
+// (the streaming NLSQ fit, which never holds all of its points).
+//
+// The file is opened once with the MPI-IO driver on the communicator (collective) and
+// every Read is an independent hyperslab read of row and column blocks of the stored
+// half matrix, exactly as the distributed loader reads them: C[i, j] = H[i, j] + H[j, i]
+// (after the frame offset), so a value read here is bit-identical to the in-core one.
+// Independent reads let ranks read different numbers of windows without any matching
+// calls.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "io/dataset.h"
+#include "io/distributed_loader.h"
+#include "parallel/comm.h"
+
+namespace homodyne::io {
+
+class TileStreamReader {
+ public:
+  // Collective over `comm` (opens meta.file). `max_block_values` bounds each of the two
+  // HDF5 read buffers (doubles); a single row may exceed it.
+  TileStreamReader(const Comm& comm, const DatasetMetadata& meta, std::int64_t max_block_values);
+  // Collective (closes the file).
+  ~TileStreamReader();
+  TileStreamReader(const TileStreamReader&) = delete;
+  TileStreamReader& operator=(const TileStreamReader&) = delete;
+
+  // Not collective. Fills values[t.offset + c] for every tile t (any angles, rows of one
+  // angle ascending); offsets index `values`.
+  void Read(const std::vector<LocalTile>& tiles, std::span<double> values);
+
+  std::int64_t values_read() const { return values_read_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::int64_t values_read_ = 0;
+};
+
+}  // namespace homodyne::io

@@ -1,0 +1,21 @@
+// Initial per-angle contrast/offset from the data: homodyne's quantile estimator
+// (physics spec §1.9) over each angle's points of the fit grid (t = 0 excluded,
+// diagonal included, every off-diagonal pair counted twice as in the full matrix).
+#pragma once
+
+#include <vector>
+
+#include "io/distributed_loader.h"
+#include "model/scaling_estimator.h"
+#include "parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+// Collective. Exact, without gathering the data: every percentile is found by distributed
+// radix selection (parallel/radix_select.h, as the streaming estimator), so the result
+// equals the serial estimator's bit for bit and rank 0 holds no more than its own share.
+std::vector<model::ScalingEstimate> EstimateInitialScaling(const Comm& comm,
+                                                           const io::LocalData& local,
+                                                           const model::ScalingBounds& bounds);
+
+}  // namespace homodyne::nlsq

@@ -1,0 +1,56 @@
+// The JSON result files of an NLSQ fit, with homodyne's file names and keys
+// (physics spec §5.1–5.2), written atomically by the caller's rank 0.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace homodyne::nlsq {
+
+// Everything the result files report, in the expanded per-angle layout.
+struct FitReport {
+  std::string analysis_mode;                // "static" | "laminar_flow"
+  std::string per_angle_mode;               // layout used by the optimiser
+  std::vector<std::string> physical_names;  // D0, alpha, ...
+  std::vector<double> physical_values, physical_uncertainties;
+  std::vector<double> phi_deg;                         // kept angles (normalised)
+  std::vector<double> contrast, contrast_uncertainty;  // per angle
+  std::vector<double> offset, offset_uncertainty;      // per angle
+  double chi_squared = 0.0;
+  double reduced_chi_squared = 0.0;
+  std::int64_t n_data = 0;  // n_phi · n_t² (homodyne's convention)
+  int n_params = 0;         // expanded parameter count used for the DOF
+  int n_time_points = 0;    // n_t of the fit grid (t = 0 excluded)
+  double q = 0.0;
+  std::string convergence_status;  // converged | max_iter | failed
+  int iterations = 0;
+  double execution_time = 0.0;
+  std::string quality_flag;
+  bool quality_passed = false;
+  std::vector<std::string> quality_warnings;
+  std::vector<std::string> recovery_actions;
+  // Where it ran.
+  int mpi_ranks = 1;
+  int threads_per_rank = 1;
+  std::vector<std::string> placement;  // one line per rank: host, cpuset, NUMA, PUs
+  std::string hostname;
+  std::string cpu_model;
+  std::string timestamp;  // ISO-8601, set by the caller (one clock for all files)
+
+  // The full optimiser vector in homodyne's order: contrasts, offsets, physics.
+  std::vector<double> FullVector() const;
+};
+
+// Writes DIR/nlsq/{parameters,analysis_results_nlsq,convergence_metrics}.json and
+// DIR/homodyne_results.json. Creates the directories. Atomic per file.
+void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitReport& report);
+
+// The JSON texts (exposed for tests).
+std::string ParametersJson(const FitReport& r);
+std::string AnalysisResultsJson(const FitReport& r);
+std::string ConvergenceMetricsJson(const FitReport& r);
+std::string HomodyneResultsJson(const FitReport& r);
+
+}  // namespace homodyne::nlsq

@@ -1,0 +1,106 @@
+// One NLSQ fit of XPCS two-time data, end to end on a communicator: distributed load,
+// layout and starting point, bounded Gauss–Newton through TAO, covariance and quality.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/log.h"
+#include "core/phase_timer.h"
+#include "io/dataset.h"
+#include "model/parameter_layout.h"
+#include "nlsq/bounded_solver.h"
+#include "nlsq/memory_plan.h"
+#include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/result_files.h"
+#include "parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+struct NlsqRunOptions {
+  std::string data_file;  // --data-file (overrides the config's path)
+  // Data already in memory on every rank (the public API): fitted in-core from it; the
+  // config's data file, selection and memory settings are then not used.
+  const io::Dataset* in_memory = nullptr;
+  std::map<std::string, double> initial;  // --initial-* (physical name → value)
+  int threads = 1;                        // compute threads of this rank
+  double sigma = 0.01;                    // residual scale (homodyne's default)
+  bool print_progress = true;             // rank 0 prints one line per iteration
+  std::vector<double> start;              // optional optimiser-space start (multistart)
+  // Runs in each spawned compute thread (1..threads−1) at start (homodyne pins it to its
+  // core); thread 0 is the caller's. Empty: threads are left where the OS puts them.
+  std::function<void(int thread_index)> worker_start;
+  std::vector<std::string> placement;  // rank → NUMA → cores lines for the run report
+  // Memory budget and data path (memory_plan.h): --strategy, --memory-limit (per rank).
+  FitStrategy strategy = FitStrategy::kAuto;
+  std::uint64_t memory_limit_bytes = 0;
+  std::int64_t stream_window_points = 0;  // > 0: streaming windows of this size (tests)
+  int ranks_on_node = 0;  // > 0: ranks sharing the node's memory (multistart rank groups)
+  // Checkpoints, resume and graceful stop on signals (docs/checkpoints.md); unset: none.
+  std::optional<checkpoint::CheckpointSettings> checkpoints;
+};
+
+struct NlsqRunResult {
+  FitReport report;
+  SolverSummary summary;
+  std::vector<std::string> expanded_names;
+  std::vector<double> expanded;  // [contrast_k…, offset_k…, physics]
+  std::vector<double> expanded_uncertainty;
+  std::vector<double> initial_expanded;  // the starting point
+  std::string layout;                    // resolved per-angle layout
+  int n_optimised = 0;
+  std::int64_t unique_pairs = 0;  // fitted (i < j) pairs over all angles
+  double q = 0.0;
+  std::vector<double> phi_deg;
+  std::vector<double> t_full;  // loader grid from 0 (for output files)
+  int passes = 0;
+  std::string data_file;
+  std::string data_format;  // aps_old | aps_u
+  double dt = 0.0;
+  PhaseTimes phases;  // this rank's time per phase
+  MemoryPlan memory;  // rank 0's plan (strategy, estimate, budget)
+};
+
+// A fit set up on a communicator: the data loaded (each rank its blocks), the layout,
+// bounds, starting point and the least-squares problem. Solve may be called several
+// times (multistart); Finish turns a solve into the full result.
+class XpcsFitSession {
+ public:
+  // Collective over `comm` (which must outlive the session).
+  XpcsFitSession(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                 const Logger& logger);
+  ~XpcsFitSession();
+  XpcsFitSession(const XpcsFitSession&) = delete;
+  XpcsFitSession& operator=(const XpcsFitSession&) = delete;
+
+  const std::vector<double>& x0() const;  // optimiser-space start
+  const std::vector<double>& lower() const;
+  const std::vector<double>& upper() const;
+  const std::vector<std::string>& parameter_names() const;  // optimiser space
+  int num_physical() const;                                 // the last entries of x
+  // The input data selection for checkpoint identities (checkpoint::DescribeData).
+  std::string DataDescription() const;
+
+  double Chi2At(const std::vector<double>& x);                              // collective
+  SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
+  NlsqRunResult Finish(const SolverSummary& summary);                       // collective
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Collective over `comm`; every rank returns the same result. Errors are agreed.
+NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
+                         const Logger& logger);
+
+// The per-angle mode the fit uses: anti_degeneracy.per_angle_mode when the system is
+// enabled, else individual. (Unlike homodyne, static mode honours it too.)
+model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg);
+
+}  // namespace homodyne::nlsq

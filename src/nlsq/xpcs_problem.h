@@ -1,0 +1,79 @@
+// The XPCS fit as a LeastSquaresProblem: one rank's share of the two-time data, the
+// model kernel, and the per-angle scaling layout.
+//
+// The rank's points come in partition blocks (parallel/partition.h). Each block has its
+// own kernel; a data pass evaluates the blocks on the rank's threads and combines their
+// sums along the global block tree (ReproducibleTileSum), so χ², Jᵀr and JᵀJ are the
+// same bits on every rank and for every rank and thread count. The solver works in
+// the layout's optimiser space: JᵀJ_opt = Bᵀ(JᵀJ)B, Jᵀr_opt = BᵀJᵀr.
+//
+// Streaming (setup.stream set, setup.blocks empty): the rank's blocks come window by
+// window from a BlockStream on every pass; each window gets a kernel whose chunks are its
+// blocks, so every block's partial — and hence the tree sum — has the same bits as in
+// the in-core problem.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/analysis_mode.h"
+#include "model/geometry.h"
+#include "model/normal_equations.h"
+#include "model/parameter_layout.h"
+#include "model/row_tile.h"
+#include "nlsq/least_squares_problem.h"
+#include "parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+class BlockStream;
+
+struct XpcsProblemSetup {
+  model::AnalysisMode mode = model::AnalysisMode::kStatic;
+  model::Geometry geometry;
+  std::vector<double> t;        // fit time grid (t = 0 excluded)
+  std::vector<double> phi_deg;  // kept angles
+  // This rank's blocks (global indices first_block, first_block + 1, ...), each a list of
+  // row tiles into `t` whose data pointers stay valid for the problem's lifetime.
+  std::vector<std::vector<model::RowTile>> blocks;
+  std::int64_t first_block = 0;
+  std::int64_t total_blocks = 0;
+  // Streaming instead of `blocks`: the rank's blocks, read window by window on every pass
+  // (the stream must outlive the problem).
+  BlockStream* stream = nullptr;
+  double sigma = 0.01;
+  int threads = 1;
+  // Optional, run once in each of the kernel's spawned worker threads (1..threads−1) before
+  // any work: the driver pins them to their cores here (homodyne::PinCurrentThread).
+  std::function<void(int thread_index)> worker_start;
+};
+
+class XpcsProblem : public LeastSquaresProblem {
+ public:
+  XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::ParameterLayout layout);
+  ~XpcsProblem() override;
+
+  int num_parameters() const override;
+  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override;
+
+  // Reduced normal equations in the expanded (individual per-angle) space.
+  model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
+
+  const model::ParameterLayout& layout() const { return layout_; }
+  std::int64_t total_points() const { return total_points_; }  // unique pairs, all ranks
+  std::int64_t local_points() const;
+  int passes() const { return passes_; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  const Comm& comm_;
+  model::ParameterLayout layout_;
+  std::int64_t total_points_ = 0;
+  int passes_ = 0;
+};
+
+}  // namespace homodyne::nlsq

@@ -1,0 +1,77 @@
+// Exact order statistics of weighted multisets that are too large to hold: the values are
+// streamed past in repeated passes, and each pass fixes the next 11 bits of every wanted
+// value's order-preserving 64-bit image from a histogram summed over the ranks. Six passes
+// give the exact value, with memory of 2^11 counts per set (first pass) or per query.
+//
+// The result equals DistributedKthSmallest's bit for bit (±0 are one value, reported as
+// −0 as the bisection does), so a streaming fit's starting point is the in-core one.
+//
+// Usage: for each pass, Add every value of every set, then FinishPass (collective).
+// After the first pass count(set) is known and queries can be added; repeat passes until
+// done().
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "parallel/comm.h"
+
+namespace homodyne {
+
+class RadixSelect {
+ public:
+  explicit RadixSelect(int n_sets);
+
+  // During a pass. Non-finite values are not allowed (callers skip and report them).
+  void Add(int set, double value, std::int64_t weight) {
+    if (first_pass_) {
+      AddToSet(set, value, weight);
+    } else {
+      AddToQueries(set, value, weight);
+    }
+  }
+  // Collective over `comm`: sums the pass's histograms and advances every query.
+  void FinishPass(const Comm& comm);
+
+  bool first_pass_done() const { return !first_pass_; }
+  std::int64_t count(int set) const;  // weighted count of `set` (after the first pass)
+
+  // After the first pass: the k-th smallest (0-based) of `set`; returns the query id.
+  int AddQuery(int set, std::int64_t k);
+  // True when every query is resolved (possibly right after the first pass).
+  bool done() const;
+  double result(int query) const;
+
+ private:
+  struct Query {
+    int set = 0;
+    std::int64_t k = 0;        // rank within the values matching `prefix`
+    std::uint64_t prefix = 0;  // the top `bits` bits of the key
+    int bits = 0;              // 0..64
+    std::vector<std::int64_t> hist;
+  };
+  static constexpr int kDigitBits = 11;
+
+  void AddToSet(int set, double value, std::int64_t weight);
+  void AddToQueries(int set, double value, std::int64_t weight);
+  static void Descend(Query& q, const std::vector<std::int64_t>& hist, int digit_bits);
+
+  int n_sets_;
+  bool first_pass_ = true;
+  std::vector<std::vector<std::int64_t>> set_hist_;  // first pass: top digit per set
+  std::vector<std::int64_t> counts_;
+  std::vector<Query> queries_;
+  std::vector<std::vector<int>> set_queries_;  // queries per set
+};
+
+// numpy.percentile (linear) of a set from its order statistics: the query ranks for p and
+// the combination of their results, the same expressions as DistributedPercentile.
+struct PercentileRanks {
+  std::int64_t lo = 0;
+  bool single = false;  // lo is the last element: the result is its value
+  double g = 0.0;       // interpolation weight
+};
+PercentileRanks PercentileRanksOf(std::int64_t count, double p);
+double CombinePercentile(const PercentileRanks& r, double a, double b);
+
+}  // namespace homodyne

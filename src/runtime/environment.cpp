@@ -1,0 +1,163 @@
+#include "runtime/environment.h"
+
+#include <petscsys.h>
+
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <optional>
+#include <string_view>
+
+#include "core/error.h"
+#include "io/h5_handles.h"
+
+namespace homodyne {
+namespace {
+
+std::atomic<bool> g_environment_active{false};
+
+// MPI_Init_thread / MPI_Finalize, with HDF5 started before and shut down before them.
+class MpiSession {
+ public:
+  MpiSession(int* argc, char*** argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) ThrowInternal("MPI is already initialised: create only one Environment");
+    io::h5::Hdf5InitBeforeMpi();
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_) != MPI_SUCCESS) {
+      ThrowInternal("MPI_Init_thread failed");
+    }
+    if (provided_ < MPI_THREAD_FUNNELED) {
+      MPI_Finalize();
+      ThrowInternal("the MPI library does not provide MPI_THREAD_FUNNELED");
+    }
+  }
+  ~MpiSession() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    io::h5::Hdf5ShutDown();
+    if (!finalized) MPI_Finalize();
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  int provided() const { return provided_; }
+
+ private:
+  int provided_ = 0;
+};
+
+// PetscInitialize / PetscFinalize on the already-initialised MPI world. PETSc's own
+// signal handler is disabled so that ours (checkpoint on SIGTERM/SIGUSR1) stay in charge.
+class PetscSession {
+ public:
+  explicit PetscSession(const std::vector<std::string>& args) {
+    storage_.push_back("homodyne");
+    storage_.push_back("-no_signal_handler");
+    for (const auto& a : args) storage_.push_back(a);
+    for (auto& s : storage_) pointers_.push_back(s.data());
+    pointers_.push_back(nullptr);
+    argc_ = static_cast<int>(storage_.size());
+    argv_ = pointers_.data();
+    PETSC_COMM_WORLD = MPI_COMM_WORLD;
+    if (PetscInitialize(&argc_, &argv_, nullptr, nullptr) != 0) {
+      ThrowInternal("PetscInitialize failed");
+    }
+  }
+  ~PetscSession() {
+    PetscBool finalized = PETSC_FALSE;
+    PetscFinalized(&finalized);
+    if (!finalized) PetscFinalize();
+  }
+  PetscSession(const PetscSession&) = delete;
+  PetscSession& operator=(const PetscSession&) = delete;
+
+ private:
+  std::vector<std::string> storage_;
+  std::vector<char*> pointers_;
+  int argc_ = 0;
+  char** argv_ = nullptr;
+};
+
+}  // namespace
+
+struct Environment::Impl {
+  Impl(int* argc, char*** argv, const EnvironmentOptions& options)
+      : mpi(argc, argv), world(MPI_COMM_WORLD), logger(world.rank(), options.log_level) {
+    if (options.initialize_petsc) petsc.emplace(options.petsc_args);
+    if (options.load_topology) topology.emplace();
+    startup_notes = options.startup_notes;
+  }
+  // Member order = initialisation order; destruction runs in reverse.
+  MpiSession mpi;
+  Comm world;
+  Logger logger;
+  std::optional<PetscSession> petsc;
+  std::optional<Topology> topology;
+  std::vector<std::string> startup_notes;
+};
+
+Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
+  if (g_environment_active.exchange(true)) {
+    ThrowInternal("an Environment already exists in this process");
+  }
+  try {
+    impl_ = std::make_unique<Impl>(argc, argv, options);
+  } catch (...) {
+    g_environment_active = false;
+    throw;
+  }
+}
+
+Environment::~Environment() {
+  impl_.reset();
+  g_environment_active = false;
+}
+
+bool Environment::Active() { return g_environment_active.load(); }
+
+const Comm& Environment::world() const { return impl_->world; }
+int Environment::thread_level() const { return impl_->mpi.provided(); }
+bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
+Logger& Environment::logger() { return impl_->logger; }
+const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
+
+const Topology& Environment::topology() const {
+  if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");
+  return *impl_->topology;
+}
+
+SplitArguments SplitPetscArguments(int argc, const char* const* argv) {
+  static constexpr std::array<std::string_view, 13> kPrefixes = {
+      "-tao_",   "-ksp_", "-pc_",      "-snes_",   "-log_",    "-mat_",     "-vec_",
+      "-malloc", "-info", "-options_", "-viewer_", "-fp_trap", "-on_error_"};
+  SplitArguments out;
+  for (int i = 0; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    bool is_petsc = false;
+    if (i > 0 && arg.size() > 1 && arg[0] == '-' && arg[1] != '-') {
+      for (auto prefix : kPrefixes) {
+        if (arg.substr(0, prefix.size()) == prefix) is_petsc = true;
+      }
+    }
+    if (!is_petsc) {
+      out.program_args.emplace_back(arg);
+      continue;
+    }
+    out.petsc_args.emplace_back(arg);
+    // A value follows unless the next token is another option. Negative numbers
+    // ("-1e-3") are values too.
+    if (i + 1 < argc) {
+      std::string_view next = argv[i + 1];
+      const bool next_is_number =
+          next.size() > 1 && next[0] == '-' &&
+          (std::isdigit(static_cast<unsigned char>(next[1])) || next[1] == '.');
+      if (!next.empty() && (next[0] != '-' || next_is_number)) {
+        out.petsc_args.emplace_back(next);
+        ++i;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace homodyne

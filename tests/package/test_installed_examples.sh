@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The installed package as an outside project uses it: `cmake --install` of this build into
+# a fresh prefix, then examples/cpp configured with find_package(homodyne) from that prefix
+# alone (outside the source tree), built, and run (the fit at 1 and 2 ranks).
+# Arguments: BUILD_DIR SOURCE_DIR MPIEXEC
+set -euo pipefail
+build=$1 source=$2 mpiexec=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cmake --install "$build" --prefix "$tmp/prefix" > "$tmp/install.log"
+for f in include/homodyne/homodyne.h lib/cmake/homodyne/homodyneConfig.cmake \
+         lib/cmake/homodyne/homodyneConfigVersion.cmake bin/homodyne bin/homodyne-plot; do
+  [ -e "$tmp/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
+done
+ls "$tmp/prefix"/lib*/libhomodyne.so* > /dev/null
+# The public headers stand alone: none includes a header that is not installed.
+if grep -rhn '#include "' "$tmp/prefix/include/homodyne" | grep -v '"homodyne/'; then
+  echo "a public header includes an internal one"; exit 1
+fi
+
+# A copy of the examples outside the source tree, configured against the prefix only.
+cp -r "$source/examples/cpp" "$tmp/examples"
+cmake -S "$tmp/examples" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
+      -DCMAKE_BUILD_TYPE=Release > "$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
+cmake --build "$tmp/build" -j 2 > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
+if ldd "$tmp/build/fit_in_memory" | grep -q "$build"; then
+  echo "the example links the build tree's library, not the installed one"; exit 1
+fi
+
+"$tmp/build/evaluate_model"
+"$mpiexec" -n 1 "$tmp/build/fit_in_memory"
+"$mpiexec" -n 2 --oversubscribe "$tmp/build/fit_in_memory"
+echo "installed package: examples built and passed"
