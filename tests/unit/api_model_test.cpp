@@ -65,7 +65,10 @@ TEST_P(ApiModel, ExactIsTheReferenceAndFastIsWithin1e13) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, ApiModel,
-                         ::testing::Values(AnalysisMode::kStatic, AnalysisMode::kLaminarFlow));
+                         ::testing::Values(AnalysisMode::kStatic, AnalysisMode::kLaminarFlow),
+                         [](const ::testing::TestParamInfo<AnalysisMode>& mode) {
+                           return std::string(AnalysisModeName(mode.param));
+                         });
 
 TEST(ApiModelInput, WrongShapesAreBadInputNamingTheField) {
   const ModelGrid g = Grid(AnalysisMode::kStatic);
@@ -90,7 +93,9 @@ TEST(ApiModelInput, WrongShapesAreBadInputNamingTheField) {
 
 // The public options start where a YAML config with nothing set starts.
 TEST(ApiOptions, DefaultsAreTheConfigDefaults) {
-  const config::Config c = config::ReadConfigString("analysis_mode: static\n", "defaults");
+  config::ReadOptions no_file;
+  no_file.require_data_file = false;
+  const config::Config c = config::ReadConfigString("analysis_mode: static\n", "defaults", no_file);
   const NlsqOptions o;
   EXPECT_EQ(o.max_iterations, c.optimization.nlsq.max_iterations);
   EXPECT_EQ(o.ftol, c.optimization.nlsq.tolerance);
