@@ -100,7 +100,7 @@ std::string FormatConfigSummary(const Config& c, bool verbose) {
       "  frames        : {} .. {}, dt = {} s ({}), q = {} 1/A\n", c.analyzer.start_frame,
       c.analyzer.end_frame == -1 ? std::string("last") : std::to_string(c.analyzer.end_frame),
       c.analyzer.dt, c.analyzer.dt_source, c.analyzer.wavevector_q);
-  out += fmt::format("  method        : {}\n", c.optimization.method);
+  out += fmt::format("  method        : {}\n", ToString(c.optimization.method));
   out += fmt::format("  per-angle mode: {}\n", PerAngleSummary(c));
   out += fmt::format("  phi filtering : {}\n",
                      c.phi_filtering.enabled

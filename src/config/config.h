@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/parameters.h"
@@ -208,8 +209,16 @@ struct CmcOptions {
   CmcCombination combination;
 };
 
+// What a run fits: optimization.method, the --method flag, a batch task's method.
+enum class FitMethod { kNlsq, kCmc, kBoth };
+std::string_view ToString(FitMethod method);  // "nlsq", "cmc" or "both"
+// "nlsq", "cmc", "both", and homodyne's alias "mcmc" for cmc; anything else is a bad-input
+// Error naming `key` (and `source`, the file, when given).
+FitMethod ParseFitMethod(std::string_view text, std::string_view key = "optimization.method",
+                         std::string_view source = {});
+
 struct Optimization {
-  std::string method = "nlsq";
+  FitMethod method = FitMethod::kNlsq;
   NlsqOptions nlsq;
   StreamingOptions streaming;
   CmcOptions cmc;

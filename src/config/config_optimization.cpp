@@ -150,7 +150,8 @@ void ApplyMcmcOverrides(const ValueReader& r, Config& config) {
 }  // namespace
 
 void BuildOptimization(const ValueReader& r, Config& config, ProblemList& problems) {
-  config.optimization.method = r.String("optimization.method");
+  config.optimization.method =
+      ParseFitMethod(r.String("optimization.method"), "optimization.method", config.source);
   ReadNlsq(r, config.optimization.nlsq, problems);
   ReadStreaming(r, config.optimization.streaming);
   ReadCmc(r, config.optimization.cmc);

@@ -21,6 +21,26 @@ std::string ExperimentalData::DataFile() const {
   return (std::filesystem::path(data_folder_path) / data_file_name).string();
 }
 
+std::string_view ToString(FitMethod method) {
+  switch (method) {
+    case FitMethod::kCmc:
+      return "cmc";
+    case FitMethod::kBoth:
+      return "both";
+    case FitMethod::kNlsq:
+      break;
+  }
+  return "nlsq";
+}
+
+FitMethod ParseFitMethod(std::string_view text, std::string_view key, std::string_view source) {
+  if (text == "nlsq") return FitMethod::kNlsq;
+  if (text == "cmc" || text == "mcmc") return FitMethod::kCmc;
+  if (text == "both") return FitMethod::kBoth;
+  ThrowBadInput(fmt::format("expected nlsq, cmc or both, found '{}'", text), std::string(source),
+                std::string(key));
+}
+
 const EffectiveParameter* Config::FindParameter(const std::string& name) const {
   const std::string canonical = CanonicalParameterName(name);
   for (const auto& p : parameters) {
