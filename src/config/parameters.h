@@ -1,6 +1,6 @@
 // Parameter names, aliases and built-in default bounds (spec §1.8), for the config module.
 // The analysis mode, the physical parameter names and their aliases are the model's
-// (homodyne/model/analysis_mode.h), named here too.
+// (model/analysis_mode.h), named here too.
 #pragma once
 
 #include <optional>

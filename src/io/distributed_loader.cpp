@@ -1,4 +1,4 @@
-// Distributed loader (see include/homodyne/io/distributed_loader.h).
+// Distributed loader (see io/distributed_loader.h).
 #include "io/distributed_loader.h"
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // LZF filter class for HDF5 (id 32000), written against liblzf and the h5py conventions
-// described in include/homodyne/io/lzf_filter.h.
+// described in io/lzf_filter.h.
 #include "io/lzf_filter.h"
 
 #include <hdf5.h>

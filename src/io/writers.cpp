@@ -1,4 +1,4 @@
-// Synthetic XPCS file writers (see include/homodyne/io/writers.h).
+// Synthetic XPCS file writers (see io/writers.h).
 #include "io/writers.h"
 
 #include <algorithm>
@@ -10,12 +10,10 @@
 #include <filesystem>
 #include <thread>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
 #include <zlib.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/h5_handles.h"
 #include "io/lzf_filter.h"
@@ -128,24 +126,6 @@ void PutAttributes(hid_t file, const std::string& name, const std::string& group
   }
 }
 
-// fsync a closed file so the rename never publishes a partially written file.
-void SyncToDisk(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    ThrowIoError("could not fsync the temporary file", path);
-  }
-  ::close(fd);
-}
-
-// Syncs the closed, complete temporary file `tmp` and renames it to `path`.
-void SyncAndRename(const std::string& tmp, const std::string& path) {
-  SyncToDisk(tmp);
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) ThrowIoError(fmt::format("could not rename {} to it: {}", tmp, ec.message()), path);
-}
-
 // Flushes and closes the complete temporary file `tmp`.
 void FlushAndClose(h5::File& file, const std::string& tmp) {
   Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", {tmp, ""});
@@ -161,7 +141,7 @@ void WriteAtomically(const std::string& path, Body&& body) {
     file = h5::CreateFile(tmp);
     body(file.get(), tmp);
     FlushAndClose(file, tmp);
-    SyncAndRename(tmp, path);
+    PublishAtomically(tmp, path);
   } catch (...) {
     h5::DiscardFile(file, tmp);
     std::error_code ignored;
@@ -547,7 +527,7 @@ void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
   }
   impl_->arrays.clear();
   FlushAndClose(impl_->file, impl_->tmp);
-  SyncAndRename(impl_->tmp, impl_->path);
+  PublishAtomically(impl_->tmp, impl_->path);
   impl_->committed = true;
 }
 

@@ -91,6 +91,9 @@ struct ModelKernel::Impl {
   // counts (may be null): the chunk's points that took the separable paths are added.
   void RunChunk(const kernel_internal::Tables& tab, int chunk, double* partial, double* model_out,
                 SeparableCounts* counts = nullptr) const;
+  // One pass over one chunk, phase by phase (kernel_chunk.cpp).
+  template <kernel_internal::Pass kPass, bool kLaminar>
+  class ChunkRun;
   std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
   // Per-chunk partials (n_chunks × partial size) into `out`.
   void Partials(std::span<const double> params, kernel_internal::Pass pass, double* out) const;

@@ -1,66 +1,18 @@
 // Separable ("factorised") evaluation for the fast kernel (private to src/model): the one
-// place that decides where a factorised form may replace the direct per-point evaluation,
-// with the error bounds behind those decisions (docs/model.md, "Separable evaluation").
+// place that decides where a factorised form may replace the direct per-point evaluation.
 // Used only with exact_transcendentals = false and only for row blocks whose columns all lie
 // right of the diagonal (j > i), where the prefix sums satisfy C[j] ≥ C[i].
 //
-// ── 1. Shear phase: sin/cos of x = a·I_Γ (per angle and point) ─────────────────────────────
-//
-// For a row i and columns j > i the phase is x = a·I_Γ with I_Γ = |ΔC| + δ, ΔC = C_Γ[j] − C_Γ[i]
-// ≥ 0 (C_Γ is a prefix sum of rates floored at 1e-10 > 0, so it never decreases) and
-// δ = I_Γ − |ΔC| = 1e-12/(I_Γ + |ΔC|) the smooth-abs shift. With the per-(angle, time) tables
-// S[m] = sin(a·C_Γ[m]), K[m] = cos(a·C_Γ[m]) and ψ = a·δ:
-//   sin x = s0·cos ψ + c0·sin ψ,  cos x = c0·cos ψ − s0·sin ψ,
-//   s0 = S[j]·K[i] − K[j]·S[i],   c0 = K[j]·K[i] + S[j]·S[i],
-// evaluated to first order in ψ (sin x ≈ s0 + ψ·c0); the neglected terms are at most
-// ψ²/2·(1 + |ψ|) in absolute value and are part of the bound below.
-//
-// Error bound (ε = 2^-53; FastSinCos is within 2ε absolute): the tables carry the rounding of
-// a·C_Γ[m], ≤ ε·|a|·C_Γ[m] each, plus 2ε each for the sines, and the combination adds ≤ 4ε, so
-// |s − sin(a·I)| ≤ ε·(|a|·(C_Γ[i] + C_Γ[j]) + 10); the reference's own phase fl(a·fl(I_Γ)) is
-// within 4ε·|x| of a·I and its sine within 2ε. The separable sinc multiplies by
-// 1/x = (1/a)·(1/I_Γ) instead of dividing by x: ≤ 4ε relative more, i.e. ≤ 4ε/|x| absolute.
-// Hence, with the sine's error divided by |x|,
-//   |Δsinc| ≤ B/|x|,  B = 2ε·(|a|·(C_Γ[i] + C_Γ[j]) + 4|x| + 16)   (a factor 2 of margin)
-//                         + ψ²/2·(1 + |ψ|)   (the truncation in ψ; SeparableSineBound);
-// with |sinc| ≤ 1/|x| for |x| ≥ 1, g1² = g1_diff²·sinc⁴ changes by ≤ 4·g1_diff²·B/|x|⁴ and
-// c2 by max(1, |contrast|) times that (the max keeps g1² itself, the contrast's derivative,
-// accurate). The separable form
-// is used only where that is ≤ kSeparableC2Tolerance, |x| ≥ kSeparableMinPhase (so the sinc and
-// its derivative are on their direct branches sin x/x and (cos x − sinc)/x, never the Taylor
-// or series branches) and |ψ| ≤ kSeparableMaxShift. The g1 floor and the log clip need no
-// exclusion here: g1_diff comes per column from section 2 (whose span test excludes the
-// clip) or directly, and the floor max(g1, 1e-10) is 1-Lipschitz, so c2 moves by no more than
-// the bound either way.
-//
-// Monotonicity: along a row (j increasing, j > i) |x| grows, δ and g1_diff shrink, and the
-// bound's numerator |a|(2C_Γ[i] + ΔC) + 4|x| + 16 ≥ 5|x| grows at most like |x| while its
-// ψ² term shrinks (|ψ| = |a|·δ), so the bound decreases like |x|^-3 or faster. The columns that
-// pass are therefore a suffix of the block, found by binary search (SeparableStart); no per-point
-// test is needed.
-//
-// ── 2. Diffusion factor: g1_diff = exp(clip(−wq·I_D, −700, 0)) (per column, all angles) ─────
-//
-// Times are cut into pivot spans of kDiffusionPivotSpan; p(m) = m − m mod span. Per evaluation
-// the table P[m] = exp(−wq·(C_D[m] − C_D[p(m)])) (O(n_t) exp), per (row i, span p of the
-// columns) one R = exp(−wq·(C_D[p] − C_D[i])), and per column
-//   g1_diff = P[j]·R·(1 − w + w²/2),  w = wq·δ_D, δ_D = 1e-12/(I_D + |ΔC_D|) ≤ 1e-6
-// (w ≤ 5e-9 for q ≤ 0.1 Å⁻¹, dt ≤ 1 s; the neglected w³/6 is < 1e-25 relative).
-// Error bound: each exponent carries ≤ 2ε·wq·|difference| (subtraction and product), glibc
-// exp ≤ 1 ulp (2ε) each, the product and the correction ≤ 3ε; the reference's exponent
-// fl(wq·fl(sqrt(fl(Δ²) + 1e-12))) is within 3ε·wq·I_D and its exp within 2ε. So the relative
-// difference is ≤ ε·(5·wq·S + 9), S = (C_D[j] − C_D[p]) + |C_D[p] − C_D[i]| (= ΔC_D when
-// p ≥ i). g1² = g1_diff²·sinc⁴ then moves by ≤ 2·g1_diff²·ε·(5·wq·S + 9), c2 by
-// max(1, |contrast|) times that. A whole span of columns (sharing p) is factorised only if,
-// evaluated at its worst ends (g1_diff at its first column right of the diagonal, S at its
-// last time — the span's whole extent, not the part of it in one block, so the decision does
-// not depend on the block width of the pass),
-//   max(1, max_k |contrast_k|)·2·g1_diff²·ε·(5·wq·S + 9) ≤ kSeparableDiffusionC2Tolerance,
-// wq·(C_D[last] − C_D[p]) ≤ kSeparableMaxExponent and wq·|C_D[p] − C_D[i]| ≤ that (no overflow
-// or denormal factors), and −wq·I_D ≥ kSeparableMinLogG1 at its last column (so the −700 clip
-// is inactive over the span, as −wq·I_D decreases along the row). Otherwise the span is
-// evaluated directly. Near the diagonal with large wq·C_D this bound fails only when
-// wq·(C_D[i] − C_D[p]) is large (pivot left of the row): those spans fall back.
+// Shear phase: sin/cos of x = a·I_Γ by angle addition from per-(angle, time) tables, to first
+// order in the smooth-abs shift ψ; a point is separable where the bound SeparableSineBound
+// puts its c2 within kSeparableC2Tolerance of the direct value, |x| ≥ kSeparableMinPhase and
+// |ψ| ≤ kSeparableMaxShift. The bound falls along a row, so the separable columns are a
+// suffix of the block (SeparableStart).
+// Diffusion factor: g1_diff = P[j]·R·(1 − w + w²/2) from per-time and per-(row, pivot span)
+// exponentials; a whole span is factorised when its worst-end bound is within
+// kSeparableDiffusionC2Tolerance and no exponent can overflow or reach the −700 clip, decided
+// over the span's whole extent so that every pass decides alike.
+// docs/model.md ("Separable evaluation") derives both bounds.
 #pragma once
 
 namespace homodyne::model::detail {
