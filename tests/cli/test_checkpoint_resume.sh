@@ -135,7 +135,10 @@ for how in usr1-mpiexec term-rank; do
   if [ "$how" = usr1-mpiexec ]; then
     kill -USR1 $pid
   else
-    kill -TERM "$(pgrep -P $pid | tail -1)"
+    # One rank process: a process of this run's command line other than mpiexec itself.
+    rank=$(pgrep -f -- "--output-dir $tmp/sig" | grep -vx "$pid" | tail -1 || true)
+    [ -n "$rank" ] || { kill $pid; echo "FAIL: $how: no rank process found"; exit 1; }
+    kill -TERM "$rank"
   fi
   wait $pid; code=$?
   [ $code -eq 75 ] || { cat "$tmp/sig.log"; echo "FAIL: $how: exit $code (expected 75)"; exit 1; }
