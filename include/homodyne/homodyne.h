@@ -4,10 +4,13 @@
 //   homodyne::XpcsData data = homodyne::LoadXpcsData({.file = "run.h5", .dt = 0.1});
 //   homodyne::NlsqSummary fit = homodyne::FitNlsq(session.world(), data, {});
 //   if (session.rank() == 0) std::cout << fit.FullReport();
+//   homodyne::CmcSummary posterior =
+//       homodyne::FitCmc(session.world(), data, {.warm_start = fit});  // sampling
 //
 // Link homodyne::homodyne (find_package(homodyne)). examples/cpp/ has complete programs.
 #pragma once
 
+#include "homodyne/cmc.h"
 #include "homodyne/data.h"
 #include "homodyne/error.h"
 #include "homodyne/model.h"

@@ -18,105 +18,20 @@
 #include "model/analysis_mode.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
+#include "translate.h"
 
 namespace homodyne {
 namespace {
 
-const char* PerAngleModeName(PerAngleScaling s) {
-  switch (s) {
-    case PerAngleScaling::kIndividual:
-      return "individual";
-    case PerAngleScaling::kConstant:
-      return "constant";
-    case PerAngleScaling::kFourier:
-      return "fourier";
-    case PerAngleScaling::kAuto:
-      break;
-  }
-  return "auto";
-}
-
-void CheckData(const XpcsData& data) {
-  const std::string& src = data.source;
-  if (data.c2.empty()) ThrowBadInput("no angles", src, "c2");
-  if (data.phi_deg.size() != data.c2.size()) {
-    ThrowBadInput(fmt::format("{} angles for {} matrices", data.phi_deg.size(), data.c2.size()),
-                  src, "phi_deg");
-  }
-  const auto n = static_cast<std::size_t>(data.n_frames());
-  if (n < 3) ThrowBadInput(fmt::format("{} frame(s); a fit needs at least 3", n), src, "c2");
-  for (std::size_t k = 0; k < data.c2.size(); ++k) {
-    if (data.c2[k].size() != n * n) {
-      ThrowBadInput(
-          fmt::format("matrix {} has {} values, expected {} × {}", k, data.c2[k].size(), n, n), src,
-          "c2");
-    }
-  }
-  if (!(data.q > 0.0) || !std::isfinite(data.q)) {
-    ThrowBadInput(fmt::format("expected a positive q, found {}", data.q), src, "q");
-  }
-  if (!(data.dt > 0.0) || !std::isfinite(data.dt)) {
-    ThrowBadInput(fmt::format("expected a positive dt, found {}", data.dt), src, "dt");
-  }
-}
-
-io::Dataset ToDataset(const XpcsData& data) {
-  io::Dataset ds;
-  io::DatasetMetadata& m = ds.meta;
-  const auto n = static_cast<std::int64_t>(data.n_frames());
-  m.file = data.source.empty() ? std::string("(in memory)") : data.source;
-  for (std::size_t k = 0; k < data.c2.size(); ++k) {
-    m.bins.push_back({static_cast<std::int64_t>(k), fmt::format("c2[{}]", k), data.q,
-                      data.phi_deg[k], io::NormalizePhi(data.phi_deg[k])});
-  }
-  m.loader_bin_count = data.c2.size();
-  m.q_physics = data.q;
-  m.file_frames = n;
-  m.n_frames = n;
-  m.start_frame = 1;
-  m.end_frame = n;
-  m.dt = data.dt;
-  m.t = io::LoaderTimeGrid(data.dt, n);
-  ds.c2 = data.c2;
-  return ds;
-}
-
-config::Config ToConfig(const NlsqOptions& o, const XpcsData& data, int n_angles) {
+config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   config::Config c;
-  c.source = "NlsqOptions";
-  c.analysis_mode = o.mode;
-  c.analysis_mode_name = std::string(model::ToString(o.mode));
-  c.analyzer.dt = data.dt;
-  c.analyzer.dt_source = "XpcsData::dt";
-  c.analyzer.wavevector_q = data.q;
-  c.analyzer.stator_rotor_gap = o.stator_rotor_gap;
-  c.analyzer.stator_rotor_gap_source = "NlsqOptions::stator_rotor_gap";
-  config::InitialParameters& ip = c.initial_parameters;
-  std::vector<double> values;
-  for (const ParameterSetting& s : o.parameters) {
-    const std::string name = model::CanonicalParameterName(s.name);
-    const bool scaling = name == "contrast" || name == "offset";
-    if (s.min || s.max) {
-      const auto def = config::DefaultParameterBounds(name);
-      c.parameter_space.bounds.push_back(
-          {name, s.min.value_or(def->min), s.max.value_or(def->max)});
-    }
-    if (!s.initial) continue;
-    if (scaling) {
-      (name == "contrast" ? ip.contrast : ip.offset) =
-          std::vector<double>(static_cast<std::size_t>(n_angles), *s.initial);
-    } else {
-      ip.parameter_names.push_back(name);
-      values.push_back(*s.initial);
-    }
-  }
-  if (!values.empty()) ip.values = values;
+  api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "NlsqOptions");
   config::NlsqOptions& nlsq = c.optimization.nlsq;
   nlsq.max_iterations = o.max_iterations;
   nlsq.tolerance = o.ftol;
   nlsq.xtol = o.xtol;
   nlsq.gtol = o.gtol;
-  nlsq.anti_degeneracy.per_angle_mode = PerAngleModeName(o.per_angle);
+  nlsq.anti_degeneracy.per_angle_mode = api::PerAngleModeName(o.per_angle);
   config::ResolveParameters(c);
   return c;
 }
@@ -129,26 +44,7 @@ ParameterEstimate Estimate(const std::string& name, double value, double uncerta
 
 void NlsqOptions::Validate() const {
   const std::string src = "NlsqOptions";
-  for (const ParameterSetting& s : parameters) {
-    const std::string name = model::CanonicalParameterName(s.name);
-    const std::string key = "parameters[" + s.name + "]";
-    if (name != "contrast" && name != "offset" && model::PhysicalParameterIndex(mode, name) < 0) {
-      ThrowBadInput(fmt::format("'{}' is not a parameter of {} (expected one of {}, contrast, "
-                                "offset)",
-                                s.name, model::ToString(mode),
-                                fmt::join(model::PhysicalParameterNames(mode), ", ")),
-                    src, key);
-    }
-    for (const auto& v : {s.initial, s.min, s.max}) {
-      if (v && !std::isfinite(*v)) ThrowBadInput("values must be finite", src, key);
-    }
-    const auto def = config::DefaultParameterBounds(name);
-    if (s.min.value_or(def->min) >= s.max.value_or(def->max)) {
-      ThrowBadInput(fmt::format("min {} is not below max {}", s.min.value_or(def->min),
-                                s.max.value_or(def->max)),
-                    src, key);
-    }
-  }
+  api::ValidateParameterSettings(mode, parameters, src);
   if (!(stator_rotor_gap > 0.0) || !std::isfinite(stator_rotor_gap)) {
     ThrowBadInput(fmt::format("expected a positive gap [Å], found {}", stator_rotor_gap), src,
                   "stator_rotor_gap");
@@ -200,10 +96,10 @@ std::string NlsqSummary::FullReport() const {
 
 NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options) {
   options.Validate();
-  CheckData(data);
+  api::CheckData(data);
   const Comm c(comm);
-  const io::Dataset dataset = ToDataset(data);
-  const config::Config cfg = ToConfig(options, data, static_cast<int>(data.c2.size()));
+  const io::Dataset dataset = api::ToDataset(data);
+  const config::Config cfg = ToConfig(options, data);
   nlsq::NlsqRunOptions run;
   run.in_memory = &dataset;
   run.threads = options.threads;

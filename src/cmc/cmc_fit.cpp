@@ -6,6 +6,9 @@
 #include <chrono>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -35,21 +38,230 @@
 namespace homodyne::cmc {
 namespace {
 
+// ---------------------------------------------------------------------------------------
+// Phase 1: the data, complete on every rank (a shard takes rows from the whole matrix).
+
+struct CmcData {
+  std::optional<io::Dataset> loaded;      // read from the file, or
+  const io::Dataset* borrowed = nullptr;  // the caller's in-memory data
+  std::int64_t nf = 0;                    // frames
+  int n_phi = 0;                          // angles
+  std::int64_t n_points = 0;              // fitted (1 ≤ i < j) pairs of all angles
+  std::vector<double> phi;                // degrees
+  std::vector<double> t_fit;              // times of frames 1…nf−1
+  model::Geometry geometry;
+
+  const io::Dataset& dataset() const { return loaded ? *loaded : *borrowed; }
+  const io::DatasetMetadata& meta() const { return dataset().meta; }
+};
+
+CmcData LoadData(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
+                 const Logger& logger) {
+  CmcData d;
+  if (options.in_memory != nullptr) {
+    d.borrowed = options.in_memory;
+  } else {
+    d.loaded = RunCollectively(world, [&] {
+      return io::LoadDataset(LoadOptionsFromConfig(cfg, options.data_file),
+                             world.is_root() ? logger : Logger::Silent());
+    });
+  }
+  const io::DatasetMetadata& meta = d.meta();
+  d.nf = meta.n_frames;
+  d.n_phi = static_cast<int>(meta.n_angles());
+  if (d.nf < 3) {
+    RunCollectively(world, [&] {
+      ThrowBadInput(fmt::format("{} frame(s) selected; CMC needs at least 3", d.nf), meta.file,
+                    "analyzer_parameters.start_frame/end_frame");
+    });
+  }
+  d.n_points = static_cast<std::int64_t>(d.n_phi) * (d.nf - 1) * (d.nf - 2) / 2;
+  d.phi = meta.phi_values();
+  d.t_fit.assign(meta.t.begin() + 1, meta.t.end());
+  d.geometry = GeometryFromConfig(cfg, meta.q_physics);
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 2: the sampled parameters (per-angle layout), their bounds and starting point
+// (identical on every rank: same data, same rules).
+
 model::ScalingLayout CmcLayout(const config::Config& cfg, int n_phi) {
-  const std::string mode = cfg.optimization.cmc.per_angle_mode;
-  if (mode == "individual") return model::ScalingLayout::kIndividual;
-  if (mode == "constant") return model::ScalingLayout::kFixedConstant;
-  if (mode == "constant_averaged") return model::ScalingLayout::kConstantAveraged;
-  if (mode == "auto") {
-    return n_phi >= cfg.optimization.cmc.constant_scaling_threshold
-               ? model::ScalingLayout::kAveraged
-               : model::ScalingLayout::kIndividual;
+  const auto& c = cfg.optimization.cmc;
+  switch (model::ParsePerAngleMode(c.per_angle_mode, "optimization.cmc.per_angle_mode")) {
+    case model::PerAngleMode::kIndividual:
+      return model::ScalingLayout::kIndividual;
+    case model::PerAngleMode::kConstant:
+      return model::ScalingLayout::kFixedConstant;
+    case model::PerAngleMode::kConstantAveraged:
+      return model::ScalingLayout::kConstantAveraged;
+    case model::PerAngleMode::kAuto:
+      return n_phi >= c.constant_scaling_threshold ? model::ScalingLayout::kAveraged
+                                                   : model::ScalingLayout::kIndividual;
+    case model::PerAngleMode::kFourier:
+      break;
   }
   ThrowBadInput(fmt::format("per_angle_mode '{}' is not available for CMC: use auto, individual, "
                             "constant or constant_averaged",
-                            mode),
+                            c.per_angle_mode),
                 cfg.source, "optimization.cmc.per_angle_mode");
 }
+
+struct SampledParameters {
+  model::ScalingLayout resolved;
+  model::ParameterLayout layout;
+  model::ExpandedIndex index;
+  std::vector<model::ScalingEstimate> estimates;  // per angle, from the data
+
+  int size() const { return layout.num_optimised(); }
+  const std::vector<std::string>& names() const { return layout.names(); }
+  int first_physical() const { return size() - index.n_phys; }  // physics come last
+};
+
+SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcData& d) {
+  const model::AnalysisMode mode = cfg.analysis_mode;
+  const model::ScalingLayout resolved = CmcLayout(cfg, d.n_phi);
+  const model::ScalingBounds sb{cfg.contrast.min, cfg.contrast.max, cfg.offset.min, cfg.offset.max};
+  const io::Dataset& data = d.dataset();
+  const std::vector<double>& t = data.meta.t;
+  std::vector<model::ScalingEstimate> estimates;
+  for (int k = 0; k < d.n_phi; ++k) {
+    std::vector<double> lags, values;
+    for (std::int64_t i = 1; i < d.nf; ++i) {
+      for (std::int64_t j = 1; j < d.nf; ++j) {
+        lags.push_back(std::abs(t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(j)]));
+        values.push_back(data.at(static_cast<std::size_t>(k), i, j));
+      }
+    }
+    estimates.push_back(model::EstimateScaling(lags, values, sb));
+  }
+  return {resolved, model::ParameterLayout::Create(resolved, mode, d.phi, estimates),
+          model::ExpandedIndex(mode, d.n_phi), std::move(estimates)};
+}
+
+struct StartingPoint {
+  model::Bounds bounds;        // of the sampled parameters
+  std::vector<double> theta0;  // strictly inside `bounds`
+  // The NLSQ estimate of the physics when it fits these data (for informed priors).
+  const nlsq::NlsqRunResult* warm_physics = nullptr;
+};
+
+// The config's start, or the NLSQ warm start: its whole expanded vector when it matches
+// these data, else its physics.
+StartingPoint WarmStart(const Comm& world, const config::Config& cfg, const SampledParameters& sp,
+                        const nlsq::NlsqRunResult* warm) {
+  const model::AnalysisMode mode = cfg.analysis_mode;
+  const model::ExpandedIndex& index = sp.index;
+  const ExpandedStart start =
+      RunCollectively(world, [&] { return ExpandedStartFromConfig(cfg, mode, sp.estimates); });
+  std::vector<double> expanded0 = start.values;
+  StartingPoint s;
+  if (warm != nullptr && static_cast<int>(warm->report.physical_values.size()) == index.n_phys) {
+    s.warm_physics = warm;
+  }
+  if (warm != nullptr && static_cast<int>(warm->expanded.size()) == index.size()) {
+    expanded0 = warm->expanded;
+  } else if (s.warm_physics != nullptr) {
+    for (int p = 0; p < index.n_phys; ++p) {
+      expanded0[static_cast<std::size_t>(index.phys(p))] =
+          warm->report.physical_values[static_cast<std::size_t>(p)];
+    }
+  } else if (warm != nullptr) {
+    RunCollectively(world, [&] {
+      ThrowBadInput(
+          fmt::format("the NLSQ warm start has {} physical parameters, {} mode needs {}",
+                      warm->report.physical_values.size(), model::ToString(mode), index.n_phys),
+          {}, "--nlsq-result");
+    });
+  }
+  s.bounds = sp.layout.OptimiserBounds(start.bounds);
+  s.theta0 = sp.layout.FromExpanded(expanded0);
+  for (std::size_t k = 0; k < s.theta0.size(); ++k) {  // strictly inside for the logistic map
+    const double w = s.bounds.upper[k] - s.bounds.lower[k];
+    s.theta0[k] =
+        std::clamp(s.theta0[k], s.bounds.lower[k] + 1e-6 * w, s.bounds.upper[k] - 1e-6 * w);
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 3: sampler settings and shards.
+
+struct SamplerSettings {
+  nuts::NutsOptions nuts;
+  int chains = 0;
+};
+
+SamplerSettings SamplerFromConfig(const Comm& world, const config::Config& cfg,
+                                  const CmcRunOptions& options) {
+  const auto& mc = cfg.optimization.cmc.per_shard_mcmc;
+  SamplerSettings s;
+  nuts::NutsOptions& no = s.nuts;
+  no.num_warmup = options.num_warmup >= 0 ? options.num_warmup : mc.num_warmup;
+  no.num_samples = options.num_samples >= 0 ? options.num_samples : mc.num_samples;
+  no.max_tree_depth = mc.max_tree_depth;
+  no.target_accept = cfg.analysis_mode == model::AnalysisMode::kLaminarFlow
+                         ? std::max(mc.target_accept_prob, 0.9)
+                         : mc.target_accept_prob;
+  no.metric = options.dense_metric ? nuts::MetricKind::kDense : nuts::MetricKind::kDiag;
+  no.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.seed);
+  RunCollectively(world, [&] { no.Validate(); });
+  s.chains = options.num_chains > 0 ? options.num_chains : mc.num_chains;
+  return s;
+}
+
+struct Shards {
+  int count = 0;
+  ShardPlan plan;
+  double temper = 1.0;  // prior tempering exponent's divisor (K, or 1 without tempering)
+};
+
+Shards PlanShards(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
+                  const CmcData& d, int n_theta, const SamplerSettings& sampler) {
+  const auto& cs = cfg.optimization.cmc.sharding;
+  const nuts::NutsOptions& no = sampler.nuts;
+  ShardingOptions so;
+  so.strategy = cs.strategy;
+  if (cs.num_shards) so.num_shards = *cs.num_shards;
+  if (options.num_shards > 0) so.num_shards = options.num_shards;
+  if (cs.max_points_per_shard) so.max_points_per_shard = *cs.max_points_per_shard;
+  so.seed = static_cast<std::uint64_t>(cs.seed_base) + no.seed;
+  const std::int64_t n_points = d.n_points;
+  const int k_shards = RunCollectively(world, [&] {
+    return NumShards(so, cfg.analysis_mode, n_points, d.n_phi, no.num_warmup, no.num_samples);
+  });
+  // What the consensus needs, checked before any sampling: every shard's draws must span
+  // the full covariance of the sampled parameters, and every shard needs data enough for
+  // them (10 points per sampled parameter and sigma at least).
+  RunCollectively(world, [&] {
+    const std::int64_t draws = static_cast<std::int64_t>(sampler.chains) * no.num_samples;
+    if (draws < n_theta + 1) {
+      ThrowBadInput(fmt::format("{} chain(s) × {} draws = {} draws per shard; the consensus "
+                                "covariance of {} sampled parameters needs at least {} (raise "
+                                "--n-samples / num_samples or --n-chains / num_chains)",
+                                sampler.chains, no.num_samples, draws, n_theta, n_theta + 1),
+                    {}, "optimization.cmc.per_shard_mcmc.num_samples");
+    }
+    const std::int64_t per_shard = n_points / k_shards;
+    const std::int64_t needed = 10 * static_cast<std::int64_t>(n_theta + 1);
+    if (per_shard < needed) {
+      ThrowBadInput(fmt::format("{} shards of ~{} points each: a shard needs at least {} points "
+                                "(10 per sampled parameter and sigma); {} points allow at most "
+                                "{} shards",
+                                k_shards, per_shard, needed, n_points,
+                                std::max<std::int64_t>(1, n_points / needed)),
+                    {}, "optimization.cmc.sharding.num_shards");
+    }
+  });
+  Shards s;
+  s.count = k_shards;
+  s.plan = BuildShardPlan(d.n_phi, 1, d.nf - 1, k_shards, so);
+  s.temper = cfg.optimization.cmc.prior_tempering ? static_cast<double>(k_shards) : 1.0;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 4: priors and sampling sites.
 
 // The configured prior of a parameter (parameter_space), else TruncatedNormal(mid, w/4).
 Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo, double hi) {
@@ -70,6 +282,84 @@ Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo,
   return p;
 }
 
+// What each shard posterior samples: the model parameters, or the reparameterised ones
+// (laminar_flow with one averaged contrast/offset, homodyne's default; reparameterization.h),
+// with their priors and bounds.
+struct SamplingSites {
+  std::vector<Prior> priors;
+  std::vector<double> lower, upper;
+  Reparameterization reparam;
+
+  std::vector<double> ToTheta(const double* u) const {  // unconstrained → model parameters
+    return UnconstrainedToTheta(std::span<const double>(u, lower.size()), lower, upper, reparam);
+  }
+};
+
+SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
+                                 const SampledParameters& sp, const StartingPoint& start,
+                                 double temper, const Logger& logger) {
+  const int n_theta = sp.size();
+  const auto& names = sp.names();
+  const auto& v = cfg.optimization.cmc.validation;
+  const nlsq::NlsqRunResult* warm = start.warm_physics;
+  const bool informed = warm != nullptr && v.use_nlsq_informed_priors;
+  SamplingSites s;
+  for (int i = 0; i < n_theta; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    const double lo = start.bounds.lower[k], hi = start.bounds.upper[k];
+    if (informed && i >= sp.first_physical()) {
+      const auto p = static_cast<std::size_t>(i - sp.first_physical());
+      const double sd = warm->report.physical_uncertainties[p];
+      const double scale =
+          std::clamp(std::isfinite(sd) && sd > 0 ? v.nlsq_prior_width_factor * sd : 0.1 * (hi - lo),
+                     0.01 * (hi - lo), 0.5 * (hi - lo));
+      s.priors.push_back(
+          {PriorType::kTruncatedNormal, warm->report.physical_values[p], scale, lo, hi});
+    } else {
+      Prior pr = ConfigPrior(cfg, config::BaseParameterName(names[k]), lo, hi);
+      pr.temper = temper;
+      s.priors.push_back(pr);
+    }
+  }
+  s.lower = start.bounds.lower;
+  s.upper = start.bounds.upper;
+  if (cfg.analysis_mode == model::AnalysisMode::kLaminarFlow &&
+      sp.resolved == model::ScalingLayout::kAveraged) {
+    Reparameterization& r = s.reparam;
+    r.diffusion = cfg.optimization.cmc.reparameterization.enable_d_total;
+    r.shear = cfg.optimization.cmc.reparameterization.enable_log_gamma;
+    r.first_phys = sp.first_physical();
+    r.t_ref = std::sqrt(d.geometry.dt * d.meta().t.back());
+    if (!(r.t_ref > 0.0) || !std::isfinite(r.t_ref)) r.t_ref = 1.0;
+  }
+  if (!s.reparam.active()) return s;
+  ReparamPriors rp;
+  if (informed) {
+    rp = ReparamPriorsFromEstimate(s.reparam.t_ref, warm->report.physical_values,
+                                   warm->report.physical_uncertainties);
+  }
+  ReplaceSitePriors(s.reparam, rp, temper, s.priors, s.lower, s.upper);
+  const auto site_names = s.reparam.SiteNames(names);
+  for (int i = s.reparam.first_phys; i < n_theta; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    if (site_names[k] != names[k]) {
+      logger.Info("CMC: sampling {} ~ {}({:.4g}, {:.4g}) instead of {} (t_ref {:.4g} s)",
+                  site_names[k], ToString(s.priors[k].type), s.priors[k].mu, s.priors[k].sigma,
+                  names[k], s.reparam.t_ref);
+    }
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 5: sampling this rank's shards (shard s on rank s mod P).
+
+struct LocalShardResult {
+  int shard = 0;
+  ShardDiagnostics diag;
+  std::vector<double> draws;  // unconstrained θ (σ dropped), chains pooled
+};
+
 double Median(std::vector<double> v) { return model::Percentile(std::move(v), 50.0); }
 
 // 1.4826·MAD of the shard's values, floored at 0.001 (homodyne's noise scale).
@@ -82,312 +372,128 @@ double NoiseScale(const std::vector<model::RowTile>& tiles) {
   return std::max(1.4826 * Median(v), 0.001);
 }
 
-// combination.method: robust_consensus_mc (filters + consensus) or consensus_mc; homodyne's
-// deprecated element-wise rules fall back to consensus_mc with a warning.
-std::string CombinationMethod(const config::Config& cfg, const Logger& logger) {
-  const std::string m = cfg.optimization.cmc.combination.method;
-  if (m == "robust_consensus_mc" || m == "consensus_mc") return m;
-  logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc", m);
-  return "consensus_mc";
+// The row segments of shard s as model tiles over the data.
+std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, int s) {
+  std::vector<model::RowTile> tiles;
+  for (const auto& seg : shards.plan.shards[static_cast<std::size_t>(s)]) {
+    const double* row = d.dataset().c2[static_cast<std::size_t>(seg.angle)].data() +
+                        static_cast<std::size_t>(seg.row * d.nf + seg.col_begin);
+    tiles.push_back({seg.angle, static_cast<int>(seg.row - 1), static_cast<int>(seg.col_begin - 1),
+                     static_cast<int>(seg.count), row, nullptr, 1.0});
+  }
+  return tiles;
 }
 
-ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg,
-                                           const std::vector<std::string>& names,
-                                           const model::Bounds& bounds) {
-  const auto& v = cfg.optimization.cmc.validation;
-  ShardFilterOptions o;
-  o.max_divergence_rate = v.max_divergence_rate;
-  o.robust = cfg.optimization.cmc.combination.method == "robust_consensus_mc";
-  o.max_parameter_cv = v.max_parameter_cv;
-  o.heterogeneity_abort = v.heterogeneity_abort;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
-    for (const char* h : {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"}) {
-      if (names[i] == h) o.heterogeneity_parameters.push_back(static_cast<int>(i));
+// Pools the chains' draws and computes the shard's diagnostics.
+void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
+                     const nuts::NutsOptions& no, LocalShardResult& r) {
+  const auto n_chains = static_cast<int>(runs.size());
+  double accept = 0, sigma_sum = 0;
+  std::int64_t divergent = 0, saturated = 0, draws = 0;
+  std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
+  for (const nuts::ChainRun& run : runs) {
+    for (int p = 0; p < n_theta; ++p)
+      chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
+    for (int j = 0; j < no.num_samples; ++j) {
+      const double* q =
+          run.draws.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(n_theta + 1);
+      r.draws.insert(r.draws.end(), q, q + n_theta);
+      sigma_sum += std::exp(q[n_theta]);
+    }
+    r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
+    for (const auto& st : run.stats) {
+      accept += st.accept_stat;
+      divergent += st.divergent ? 1 : 0;
+      saturated += st.tree_depth >= no.max_tree_depth ? 1 : 0;
+      ++draws;
     }
   }
-  return o;
+  double max_rhat = 0, min_ess = 1e300;
+  for (const auto& ch : chains) {
+    if (n_chains > 1) max_rhat = std::max(max_rhat, nuts::SplitRankNormalizedRhat(ch).Max());
+    const auto ess = nuts::SplitRankNormalizedEss(ch);
+    min_ess = std::min(min_ess, std::min(ess.bulk, ess.tail));
+  }
+  r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
+  r.diag.min_ess = min_ess;
+  r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
+  r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
+  r.diag.noise_sigma_mean = sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
+  r.diag.treedepth_saturation_rate =
+      draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
 }
 
-struct LocalShardResult {
-  int shard = 0;
-  ShardDiagnostics diag;
-  std::vector<double> draws;  // unconstrained θ (σ dropped), chains pooled
+struct SamplingContext {
+  const Comm& world;
+  const config::Config& cfg;
+  const CmcRunOptions& options;
+  const CmcData& data;
+  const SampledParameters& params;
+  const StartingPoint& start;
+  const SamplerSettings& sampler;
+  const Shards& shards;
+  const SamplingSites& sites;
+  const Logger& logger;
 };
 
-}  // namespace
-
-CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
-                       const Logger& logger) {
-  const auto t_start = std::chrono::steady_clock::now();
-  Progress progress(logger, "CMC");
-  const model::AnalysisMode mode = cfg.analysis_mode;
-  const io::Dataset data = RunCollectively(world, [&] {
-    return io::LoadDataset(LoadOptionsFromConfig(cfg, options.data_file),
-                           world.is_root() ? logger : Logger::Silent());
-  });
-  const io::DatasetMetadata& meta = data.meta;
-  const std::int64_t nf = meta.n_frames;
-  const int n_phi = static_cast<int>(meta.n_angles());
-  if (nf < 3) {
-    RunCollectively(world, [&] {
-      ThrowBadInput(fmt::format("{} frame(s) selected; CMC needs at least 3", nf), meta.file,
-                    "analyzer_parameters.start_frame/end_frame");
-    });
-  }
-  const std::vector<double> phi = meta.phi_values();
-  const std::vector<double> t_fit(meta.t.begin() + 1, meta.t.end());
-  const model::Geometry geometry = GeometryFromConfig(cfg, meta.q_physics);
-
-  // Layout, bounds, per-angle estimates (identical on every rank: same data, same rules).
-  const model::ScalingLayout resolved = CmcLayout(cfg, n_phi);
-  const model::ScalingBounds sb{cfg.contrast.min, cfg.contrast.max, cfg.offset.min, cfg.offset.max};
-  std::vector<model::ScalingEstimate> estimates;
-  for (int k = 0; k < n_phi; ++k) {
-    std::vector<double> lags, values;
-    for (std::int64_t i = 1; i < nf; ++i) {
-      for (std::int64_t j = 1; j < nf; ++j) {
-        lags.push_back(
-            std::abs(meta.t[static_cast<std::size_t>(i)] - meta.t[static_cast<std::size_t>(j)]));
-        values.push_back(data.at(static_cast<std::size_t>(k), i, j));
-      }
-    }
-    estimates.push_back(model::EstimateScaling(lags, values, sb));
-  }
-  const model::ParameterLayout layout =
-      model::ParameterLayout::Create(resolved, mode, phi, estimates);
-  const model::ExpandedIndex index(mode, n_phi);
-  const ExpandedStart start =
-      RunCollectively(world, [&] { return ExpandedStartFromConfig(cfg, mode, estimates); });
-  std::vector<double> expanded0 = start.values;
-  const model::Bounds& eb = start.bounds;
-  // Warm start: the whole expanded vector when it matches these data, else its physics.
-  const nlsq::NlsqRunResult* warm = options.warm_start;
-  const bool warm_physics =
-      warm != nullptr && static_cast<int>(warm->report.physical_values.size()) == index.n_phys;
-  if (warm != nullptr && static_cast<int>(warm->expanded.size()) == index.size()) {
-    expanded0 = warm->expanded;
-  } else if (warm_physics) {
-    for (int p = 0; p < index.n_phys; ++p) {
-      expanded0[static_cast<std::size_t>(index.phys(p))] =
-          warm->report.physical_values[static_cast<std::size_t>(p)];
-    }
-  } else if (warm != nullptr) {
-    RunCollectively(world, [&] {
-      ThrowBadInput(
-          fmt::format("the NLSQ warm start has {} physical parameters, {} mode needs {}",
-                      warm->report.physical_values.size(), model::ToString(mode), index.n_phys),
-          {}, "--nlsq-result");
-    });
-  }
-  const model::Bounds bounds = layout.OptimiserBounds(eb);
-  const int n_theta = layout.num_optimised();
-  std::vector<double> theta0 = layout.FromExpanded(expanded0);
-  for (int i = 0; i < n_theta; ++i) {  // strictly inside for the logistic transform
-    const auto k = static_cast<std::size_t>(i);
-    const double w = bounds.upper[k] - bounds.lower[k];
-    theta0[k] = std::clamp(theta0[k], bounds.lower[k] + 1e-6 * w, bounds.upper[k] - 1e-6 * w);
-  }
-
-  // Sampling settings.
-  const auto& mc = cfg.optimization.cmc.per_shard_mcmc;
-  nuts::NutsOptions no;
-  no.num_warmup = options.num_warmup >= 0 ? options.num_warmup : mc.num_warmup;
-  no.num_samples = options.num_samples >= 0 ? options.num_samples : mc.num_samples;
-  no.max_tree_depth = mc.max_tree_depth;
-  no.target_accept = mode == model::AnalysisMode::kLaminarFlow
-                         ? std::max(mc.target_accept_prob, 0.9)
-                         : mc.target_accept_prob;
-  no.metric = options.dense_metric ? nuts::MetricKind::kDense : nuts::MetricKind::kDiag;
-  no.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.seed);
-  RunCollectively(world, [&] { no.Validate(); });
-  const int n_chains = options.num_chains > 0 ? options.num_chains : mc.num_chains;
-
-  // Shards.
-  const std::int64_t n_points = static_cast<std::int64_t>(n_phi) * (nf - 1) * (nf - 2) / 2;
-  ShardingOptions so;
-  so.strategy = cfg.optimization.cmc.sharding.strategy;
-  if (cfg.optimization.cmc.sharding.num_shards)
-    so.num_shards = *cfg.optimization.cmc.sharding.num_shards;
-  if (options.num_shards > 0) so.num_shards = options.num_shards;
-  if (cfg.optimization.cmc.sharding.max_points_per_shard) {
-    so.max_points_per_shard = *cfg.optimization.cmc.sharding.max_points_per_shard;
-  }
-  so.seed = static_cast<std::uint64_t>(cfg.optimization.cmc.sharding.seed_base) + no.seed;
-  const int k_shards = RunCollectively(
-      world, [&] { return NumShards(so, mode, n_points, n_phi, no.num_warmup, no.num_samples); });
-  // What the consensus needs, checked before any sampling: every shard's draws must span
-  // the full covariance of the sampled parameters, and every shard needs data enough for
-  // them (10 points per sampled parameter and sigma at least).
-  RunCollectively(world, [&] {
-    const std::int64_t draws = static_cast<std::int64_t>(n_chains) * no.num_samples;
-    if (draws < n_theta + 1) {
-      ThrowBadInput(fmt::format("{} chain(s) × {} draws = {} draws per shard; the consensus "
-                                "covariance of {} sampled parameters needs at least {} (raise "
-                                "--n-samples / num_samples or --n-chains / num_chains)",
-                                n_chains, no.num_samples, draws, n_theta, n_theta + 1),
-                    {}, "optimization.cmc.per_shard_mcmc.num_samples");
-    }
-    const std::int64_t per_shard = n_points / k_shards;
-    const std::int64_t needed = 10 * static_cast<std::int64_t>(n_theta + 1);
-    if (per_shard < needed) {
-      ThrowBadInput(fmt::format("{} shards of ~{} points each: a shard needs at least {} points "
-                                "(10 per sampled parameter and sigma); {} points allow at most "
-                                "{} shards",
-                                k_shards, per_shard, needed, n_points,
-                                std::max<std::int64_t>(1, n_points / needed)),
-                    {}, "optimization.cmc.sharding.num_shards");
-    }
-  });
-  const ShardPlan plan = BuildShardPlan(n_phi, 1, nf - 1, k_shards, so);
-  const double temper = cfg.optimization.cmc.prior_tempering ? static_cast<double>(k_shards) : 1.0;
-  logger.Info(
-      "CMC: {} shard(s) of ~{} points, {} chain(s) × ({} warmup + {} draws), layout {}, {} sampled "
-      "parameters + sigma",
-      k_shards, n_points / k_shards, n_chains, no.num_warmup, no.num_samples,
-      model::ToString(resolved), n_theta);
-
-  // Priors of the sampled parameters.
-  const auto& names = layout.names();
-  std::vector<Prior> priors;
-  const double width_factor = cfg.optimization.cmc.validation.nlsq_prior_width_factor;
-  const bool informed = warm_physics && cfg.optimization.cmc.validation.use_nlsq_informed_priors;
-  for (int i = 0; i < n_theta; ++i) {
-    const auto k = static_cast<std::size_t>(i);
-    const std::string base = config::BaseParameterName(names[k]);
-    const double lo = bounds.lower[k], hi = bounds.upper[k];
-    const bool physical = i >= n_theta - index.n_phys;
-    if (informed && physical) {
-      const auto p = static_cast<std::size_t>(i - (n_theta - index.n_phys));
-      const double s = warm->report.physical_uncertainties[p];
-      const double scale =
-          std::clamp(std::isfinite(s) && s > 0 ? width_factor * s : 0.1 * (hi - lo),
-                     0.01 * (hi - lo), 0.5 * (hi - lo));
-      priors.push_back(
-          {PriorType::kTruncatedNormal, warm->report.physical_values[p], scale, lo, hi});
-    } else {
-      Prior pr = ConfigPrior(cfg, base, lo, hi);
-      pr.temper = temper;
-      priors.push_back(pr);
-    }
-  }
-
-  // Sampling sites: the model parameters, or the reparameterised ones (laminar_flow with one
-  // averaged contrast/offset, homodyne's default; reparameterization.h).
-  std::vector<double> site_lower = bounds.lower, site_upper = bounds.upper;
-  Reparameterization reparam;
-  if (mode == model::AnalysisMode::kLaminarFlow && resolved == model::ScalingLayout::kAveraged) {
-    reparam.diffusion = cfg.optimization.cmc.reparameterization.enable_d_total;
-    reparam.shear = cfg.optimization.cmc.reparameterization.enable_log_gamma;
-    reparam.first_phys = n_theta - index.n_phys;
-    reparam.t_ref = std::sqrt(geometry.dt * meta.t.back());
-    if (!(reparam.t_ref > 0.0) || !std::isfinite(reparam.t_ref)) reparam.t_ref = 1.0;
-  }
-  if (reparam.active()) {
-    ReparamPriors rp;
-    if (informed) {
-      rp = ReparamPriorsFromEstimate(reparam.t_ref, warm->report.physical_values,
-                                     warm->report.physical_uncertainties);
-    }
-    ReplaceSitePriors(reparam, rp, temper, priors, site_lower, site_upper);
-    const auto site_names = reparam.SiteNames(names);
-    for (int i = reparam.first_phys; i < n_theta; ++i) {
-      const auto k = static_cast<std::size_t>(i);
-      if (site_names[k] != names[k]) {
-        logger.Info("CMC: sampling {} ~ {}({:.4g}, {:.4g}) instead of {} (t_ref {:.4g} s)",
-                    site_names[k], ToString(priors[k].type), priors[k].mu, priors[k].sigma,
-                    names[k], reparam.t_ref);
-      }
-    }
-  }
-
-  // Run this rank's shards (chains in batches between checkpoint safe points).
+// Chains in batches between checkpoint safe points (the same draws as one uninterrupted
+// run per chain). Collective: a failure on one rank reaches the others at their next safe
+// point (runner.Fail), so no rank waits in a safe point for a rank that has left; the
+// failing rank's error is the agreed one.
+std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progress& progress,
+                                                std::chrono::steady_clock::time_point t_start) {
+  const Comm& world = c.world;
+  const CmcData& d = c.data;
+  const nuts::NutsOptions& no = c.sampler.nuts;
+  const int n_chains = c.sampler.chains;
+  const int n_theta = c.params.size();
+  const int k_shards = c.shards.count;
   checkpoint::CmcCheckpointSettings cs;
   cs.stop_on_signal = false;
-  if (options.checkpoints) cs = *options.checkpoints;
-  std::string data_id =
-      checkpoint::DescribeData(meta.file, meta.q_physics, phi, nf, meta.dt, n_points);
-  for (double v : theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
+  if (c.options.checkpoints) cs = *c.options.checkpoints;
+  std::string data_id = checkpoint::DescribeData(d.meta().file, d.meta().q_physics, d.phi, d.nf,
+                                                 d.meta().dt, d.n_points);
+  for (double v : c.start.theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
   checkpoint::CmcChainRunner runner(
-      world, cs, data_id, {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + 1}, logger);
+      world, cs, data_id, {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + 1},
+      c.logger);
   std::vector<LocalShardResult> local;
-  auto RunLocalShards = [&] {
+  const auto run_local_shards = [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
       MaybeInjectFailure("sampling", world.rank());  // reaches the others at a safe point
-      std::vector<model::RowTile> tiles;
-      for (const auto& seg : plan.shards[static_cast<std::size_t>(s)]) {
-        const double* row = data.c2[static_cast<std::size_t>(seg.angle)].data() +
-                            static_cast<std::size_t>(seg.row * nf + seg.col_begin);
-        tiles.push_back({seg.angle, static_cast<int>(seg.row - 1),
-                         static_cast<int>(seg.col_begin - 1), static_cast<int>(seg.count), row,
-                         nullptr, 1.0});
-      }
-      LocalShardResult r;
-      r.shard = s;
-      r.diag.shard = s;
-      r.diag.points = plan.Points(s);
+      std::vector<model::RowTile> tiles = ShardTiles(d, c.shards, s);
       if (tiles.empty()) continue;
       const double noise = NoiseScale(tiles);
       ShardPosteriorSetup setup;
-      setup.mode = mode;
-      setup.geometry = geometry;
-      setup.t = t_fit;
-      setup.phi_deg = phi;
+      setup.mode = c.cfg.analysis_mode;
+      setup.geometry = d.geometry;
+      setup.t = d.t_fit;
+      setup.phi_deg = d.phi;
       setup.tiles = std::move(tiles);
-      setup.priors = priors;
-      setup.lower = site_lower;
-      setup.upper = site_upper;
-      setup.reparam = reparam;
-      setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(temper)};
+      setup.priors = c.sites.priors;
+      setup.lower = c.sites.lower;
+      setup.upper = c.sites.upper;
+      setup.reparam = c.sites.reparam;
+      setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(c.shards.temper)};
       ShardChainOptions chain_options;
       chain_options.num_chains = n_chains;
-      chain_options.threads = options.threads;
-      chain_options.worker_start = options.worker_start;
-      // Chains in parallel on the rank's threads, advanced in batches with the checkpoint
-      // safe points between them (the same draws as one uninterrupted run per chain).
+      chain_options.threads = c.options.threads;
+      chain_options.worker_start = c.options.worker_start;
       runner.PrepareShard(s, n_chains);
       ChainRounds rounds;
-      rounds.start = [&](const ShardPosterior& post, int c, std::span<const double> q0) {
-        return runner.Start(s, c, post, no, q0);
+      rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
+        return runner.Start(s, chain, post, no, q0);
       };
-      rounds.advance = [&](int c, nuts::NutsChain& ch) { runner.Advance(s, c, ch); };
+      rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, chain, ch); };
       rounds.round_end = [&] { runner.RoundEnd(); };
-      RunShardChainsInRounds(setup, layout, theta0, noise, chain_options, rounds);
+      RunShardChainsInRounds(setup, c.params.layout, c.start.theta0, noise, chain_options, rounds);
       std::vector<nuts::ChainRun> runs;
-      for (int c = 0; c < n_chains; ++c) runs.push_back(runner.Result(s, c));
-      double accept = 0, sigma_sum = 0;
-      std::int64_t divergent = 0, saturated = 0, draws = 0;
-      std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
-      for (const nuts::ChainRun& run : runs) {
-        for (int p = 0; p < n_theta; ++p)
-          chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
-        for (int j = 0; j < no.num_samples; ++j) {
-          const double* q = run.draws.data() +
-                            static_cast<std::size_t>(j) * static_cast<std::size_t>(n_theta + 1);
-          r.draws.insert(r.draws.end(), q, q + n_theta);
-          sigma_sum += std::exp(q[n_theta]);
-        }
-        r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
-        for (const auto& st : run.stats) {
-          accept += st.accept_stat;
-          divergent += st.divergent ? 1 : 0;
-          saturated += st.tree_depth >= no.max_tree_depth ? 1 : 0;
-          ++draws;
-        }
-      }
-      double max_rhat = 0, min_ess = 1e300;
-      for (const auto& ch : chains) {
-        if (n_chains > 1) max_rhat = std::max(max_rhat, nuts::SplitRankNormalizedRhat(ch).Max());
-        const auto ess = nuts::SplitRankNormalizedEss(ch);
-        min_ess = std::min(min_ess, std::min(ess.bulk, ess.tail));
-      }
-      r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
-      r.diag.min_ess = min_ess;
-      r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
-      r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
-      r.diag.noise_sigma_mean = sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
-      r.diag.treedepth_saturation_rate =
-          draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
+      for (int chain = 0; chain < n_chains; ++chain) runs.push_back(runner.Result(s, chain));
+      LocalShardResult r;
+      r.shard = s;
+      r.diag.shard = s;
+      r.diag.points = c.shards.plan.Points(s);
+      SummariseChains(runs, n_theta, no, r);
       local.push_back(std::move(r));
       // Progress (rank 0's own shards stand for the others: same size, same settings).
       const double elapsed =
@@ -401,12 +507,9 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
           elapsed / mine * (my_total - mine)));
     }
   };
-  // A failure on one rank reaches the others at their next safe point (runner.Fail), so
-  // no rank waits in a safe point for a rank that has left; the failing rank's error is the
-  // agreed one.
   RunCollectively(world, [&] {
     try {
-      RunLocalShards();
+      run_local_shards();
       runner.Finish();
     } catch (const checkpoint::SamplingAborted&) {
       // Another rank's sampling failed: its error is agreed below.
@@ -418,9 +521,21 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       throw;
     }
   });
+  return local;
+}
 
-  // Gather every shard on rank 0: [shard, points, rhat, ess, div, acc, sigma, saturation,
-  // gradient evaluations, n, draws...].
+// ---------------------------------------------------------------------------------------
+// Phase 6: every shard's diagnostics and draws on rank 0.
+
+struct GatheredShards {
+  std::vector<ShardDiagnostics> diagnostics;  // per shard
+  std::vector<ShardDraws> draws;              // per shard, unconstrained, chains pooled
+};
+
+// Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
+// ess, div, acc, sigma, saturation, gradient evaluations, n, draws...].
+GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
+                            int k_shards, int n_theta) {
   std::vector<double> packed;
   for (const auto& r : local) {
     packed.insert(
@@ -437,31 +552,23 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   std::vector<int> displs;
   int total = 0;
   if (world.is_root()) {
-    for (int c : counts) {
+    for (int n : counts) {
       displs.push_back(total);
-      total += c;
+      total += n;
     }
   }
   std::vector<double> all(static_cast<std::size_t>(total));
   MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
               MPI_DOUBLE, 0, world.get());
-
-  CmcRunResult result;
-  result.analysis_mode = std::string(model::ToString(mode));
-  result.per_angle_mode = std::string(model::ToString(resolved));
-  result.num_shards = k_shards;
-  result.num_chains = n_chains;
-  result.num_warmup = no.num_warmup;
-  result.num_samples = no.num_samples;
-  result.names = names;
+  GatheredShards g;
   RunCollectively(world, [&] {
     if (!world.is_root()) return;
-    std::vector<ShardDraws> shard_draws(static_cast<std::size_t>(k_shards));
-    result.shards.resize(static_cast<std::size_t>(k_shards));
+    g.diagnostics.resize(static_cast<std::size_t>(k_shards));
+    g.draws.resize(static_cast<std::size_t>(k_shards), ShardDraws{n_theta, {}});
     std::size_t pos = 0;
     while (pos < all.size()) {
       const auto s = static_cast<std::size_t>(all[pos]);
-      ShardDiagnostics& d = result.shards[s];
+      ShardDiagnostics& d = g.diagnostics[s];
       d.shard = static_cast<int>(s);
       d.points = static_cast<std::int64_t>(all[pos + 1]);
       d.max_rhat = all[pos + 2];
@@ -472,93 +579,209 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
       d.treedepth_saturation_rate = all[pos + 7];
       d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
       const auto n = static_cast<std::size_t>(all[pos + 9]);
-      shard_draws[s].dims = n_theta;
-      shard_draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 10),
-                                  all.begin() + static_cast<std::ptrdiff_t>(pos + 10 + n));
+      g.draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 10),
+                              all.begin() + static_cast<std::ptrdiff_t>(pos + 10 + n));
       pos += 10 + n;
     }
-    const auto to_theta = [&](const double* u) {
-      return UnconstrainedToTheta(std::span<const double>(u, static_cast<std::size_t>(n_theta)),
-                                  site_lower, site_upper, reparam);
-    };
-    std::vector<ShardDraws> theta_draws;
-    for (auto& sd : shard_draws) {  // each shard's draws in the model parameters
-      sd.dims = n_theta;
-      std::vector<double> x;
-      x.reserve(sd.draws.size());
-      for (std::size_t e = 0; e < sd.draws.size(); e += static_cast<std::size_t>(n_theta)) {
-        const std::vector<double> th = to_theta(sd.draws.data() + e);
-        x.insert(x.end(), th.begin(), th.end());
-      }
-      theta_draws.push_back({n_theta, x});
-      if (!x.empty()) result.shard_draws.push_back(std::move(x));
+  });
+  return g;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phases 7–9 (rank 0): shard filters, consensus, summaries.
+
+// combination.method: robust_consensus_mc (filters + consensus) or consensus_mc; homodyne's
+// deprecated element-wise rules fall back to consensus_mc with a warning.
+enum class Combination { kRobustConsensus, kConsensus };
+
+Combination ParseCombination(const config::Config& cfg, const Logger& logger) {
+  const std::string& m = cfg.optimization.cmc.combination.method;
+  if (m == "robust_consensus_mc") return Combination::kRobustConsensus;
+  if (m != "consensus_mc") {
+    logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc", m);
+  }
+  return Combination::kConsensus;
+}
+
+std::string_view ToString(Combination c) {
+  return c == Combination::kRobustConsensus ? "robust_consensus_mc" : "consensus_mc";
+}
+
+ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg, Combination combination,
+                                           const std::vector<std::string>& names,
+                                           const model::Bounds& bounds) {
+  const auto& v = cfg.optimization.cmc.validation;
+  ShardFilterOptions o;
+  o.max_divergence_rate = v.max_divergence_rate;
+  o.robust = combination == Combination::kRobustConsensus;
+  o.max_parameter_cv = v.max_parameter_cv;
+  o.heterogeneity_abort = v.heterogeneity_abort;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
+    for (const char* h : {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"}) {
+      if (names[i] == h) o.heterogeneity_parameters.push_back(static_cast<int>(i));
     }
-    // Shard filtering (shard_filter.h), every rejection logged and reported.
-    std::vector<double> divergence;
-    for (const auto& d : result.shards) divergence.push_back(d.divergence_rate);
-    const ShardFilterResult filter =
-        FilterShards(theta_draws, divergence, names, FilterOptionsFromConfig(cfg, names, bounds));
-    result.combination_method = CombinationMethod(cfg, logger);
-    for (const auto& rej : filter.rejected) {
-      logger.Warn("CMC: shard {} rejected: {}", rej.shard, rej.reason);
-      result.shards[static_cast<std::size_t>(rej.shard)].used = false;
-      result.shards[static_cast<std::size_t>(rej.shard)].rejection = rej.reason;
+  }
+  return o;
+}
+
+// Each shard's draws in the model parameters (result.shard_draws holds the non-empty ones).
+std::vector<ShardDraws> ShardDrawsInModelSpace(const std::vector<ShardDraws>& unconstrained,
+                                               const SamplingSites& sites, int n_theta,
+                                               CmcRunResult& result) {
+  std::vector<ShardDraws> theta_draws;
+  for (const auto& sd : unconstrained) {
+    std::vector<double> x;
+    x.reserve(sd.draws.size());
+    for (std::size_t e = 0; e < sd.draws.size(); e += static_cast<std::size_t>(n_theta)) {
+      const std::vector<double> th = sites.ToTheta(sd.draws.data() + e);
+      x.insert(x.end(), th.begin(), th.end());
     }
-    for (const auto& w : filter.warnings) logger.Warn("{}", w);
-    result.warnings = filter.warnings;
-    std::vector<ShardDraws> kept;
-    for (std::size_t sh = 0; sh < shard_draws.size(); ++sh) {
-      if (filter.keep[sh]) kept.push_back(std::move(shard_draws[sh]));
-    }
-    result.shards_used = static_cast<int>(kept.size());
-    const ConsensusResult combined = CombineConsensus(kept);
-    const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
-    for (int j = 0; j < n_draws; ++j) {
-      const std::vector<double> th =
-          to_theta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
-      result.draws.insert(result.draws.end(), th.begin(), th.end());
-    }
-    // Summaries of the expanded parameters (physical + per-angle scaling).
-    const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>
-        x(result.draws.data(), n_draws, n_theta);
-    const Eigen::RowVectorXd mean = x.colwise().mean();
-    const Eigen::MatrixXd centred = x.rowwise() - mean;
-    const Eigen::MatrixXd cov = centred.transpose() * centred / std::max(1, n_draws - 1);
-    std::vector<double> cov_opt(cov.data(), cov.data() + cov.size());
-    const std::vector<double> mean_expanded =
-        layout.Expand(std::vector<double>(mean.data(), mean.data() + n_theta));
-    const std::vector<double> cov_expanded = layout.ExpandCovariance(cov_opt);
-    const auto expanded_names = index.Names(mode);
-    for (int e = 0; e < index.size(); ++e) {
-      result.parameters.push_back(
-          {expanded_names[static_cast<std::size_t>(e)], mean_expanded[static_cast<std::size_t>(e)],
-           std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0))});
-    }
-    result.max_rhat = 0;
-    result.min_ess = 1e300;
-    double acc = 0;
-    result.all_converged = true;
-    for (const auto& d : result.shards) {
-      if (std::isfinite(d.max_rhat)) result.max_rhat = std::max(result.max_rhat, d.max_rhat);
-      result.min_ess = std::min(result.min_ess, d.min_ess);
-      acc += d.acceptance_rate;
-      result.all_converged = result.all_converged && !(d.max_rhat >= 1.1);
-    }
-    result.acceptance_rate =
-        acc / static_cast<double>(std::max<std::size_t>(1, result.shards.size()));
+    theta_draws.push_back({n_theta, x});
+    if (!x.empty()) result.shard_draws.push_back(std::move(x));
+  }
+  return theta_draws;
+}
+
+// The shard filters (shard_filter.h), every rejection logged and reported; returns the
+// kept shards' unconstrained draws.
+std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledParameters& sp,
+                                    const StartingPoint& start, GatheredShards gathered,
+                                    const std::vector<ShardDraws>& theta_draws,
+                                    CmcRunResult& result, const Logger& logger) {
+  const Combination combination = ParseCombination(cfg, logger);
+  std::vector<double> divergence;
+  for (const auto& d : result.shards) divergence.push_back(d.divergence_rate);
+  const ShardFilterResult filter =
+      FilterShards(theta_draws, divergence, sp.names(),
+                   FilterOptionsFromConfig(cfg, combination, sp.names(), start.bounds));
+  result.combination_method = std::string(ToString(combination));
+  for (const auto& rej : filter.rejected) {
+    logger.Warn("CMC: shard {} rejected: {}", rej.shard, rej.reason);
+    result.shards[static_cast<std::size_t>(rej.shard)].used = false;
+    result.shards[static_cast<std::size_t>(rej.shard)].rejection = rej.reason;
+  }
+  for (const auto& w : filter.warnings) logger.Warn("{}", w);
+  result.warnings = filter.warnings;
+  std::vector<ShardDraws> kept;
+  for (std::size_t sh = 0; sh < gathered.draws.size(); ++sh) {
+    if (filter.keep[sh]) kept.push_back(std::move(gathered.draws[sh]));
+  }
+  result.shards_used = static_cast<int>(kept.size());
+  return kept;
+}
+
+// The consensus of the kept shards, in the model parameters (result.draws).
+void CombinePhase(const std::vector<ShardDraws>& kept, const SamplingSites& sites, int n_theta,
+                  CmcRunResult& result) {
+  const ConsensusResult combined = CombineConsensus(kept);
+  const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
+  for (int j = 0; j < n_draws; ++j) {
+    const std::vector<double> th =
+        sites.ToTheta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
+    result.draws.insert(result.draws.end(), th.begin(), th.end());
+  }
+}
+
+// Posterior means and standard deviations of the expanded parameters (physical +
+// per-angle scaling), and the convergence summary of the shards.
+void Summarise(model::AnalysisMode mode, const SampledParameters& sp, CmcRunResult& result) {
+  const int n_theta = sp.size();
+  const model::ExpandedIndex& index = sp.index;
+  const int n_draws = static_cast<int>(result.draws.size()) / n_theta;
+  const Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> x(
+      result.draws.data(), n_draws, n_theta);
+  const Eigen::RowVectorXd mean = x.colwise().mean();
+  const Eigen::MatrixXd centred = x.rowwise() - mean;
+  const Eigen::MatrixXd cov = centred.transpose() * centred / std::max(1, n_draws - 1);
+  std::vector<double> cov_opt(cov.data(), cov.data() + cov.size());
+  const std::vector<double> mean_expanded =
+      sp.layout.Expand(std::vector<double>(mean.data(), mean.data() + n_theta));
+  const std::vector<double> cov_expanded = sp.layout.ExpandCovariance(cov_opt);
+  const auto expanded_names = index.Names(mode);
+  for (int e = 0; e < index.size(); ++e) {
+    result.parameters.push_back(
+        {expanded_names[static_cast<std::size_t>(e)], mean_expanded[static_cast<std::size_t>(e)],
+         std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0))});
+  }
+  result.max_rhat = 0;
+  result.min_ess = 1e300;
+  double acc = 0;
+  result.all_converged = true;
+  for (const auto& d : result.shards) {
+    if (std::isfinite(d.max_rhat)) result.max_rhat = std::max(result.max_rhat, d.max_rhat);
+    result.min_ess = std::min(result.min_ess, d.min_ess);
+    acc += d.acceptance_rate;
+    result.all_converged = result.all_converged && !(d.max_rhat >= 1.1);
+  }
+  result.acceptance_rate =
+      acc / static_cast<double>(std::max<std::size_t>(1, result.shards.size()));
+}
+
+// What the run was asked to do (every rank).
+CmcRunResult ResultOfSettings(model::AnalysisMode mode, const SampledParameters& sp,
+                              const SamplerSettings& sampler, const Shards& shards) {
+  CmcRunResult result;
+  result.analysis_mode = std::string(model::ToString(mode));
+  result.per_angle_mode = std::string(model::ToString(sp.resolved));
+  result.num_shards = shards.count;
+  result.num_chains = sampler.chains;
+  result.num_warmup = sampler.nuts.num_warmup;
+  result.num_samples = sampler.nuts.num_samples;
+  result.names = sp.names();
+  return result;
+}
+
+void LogShards(const CmcRunResult& result, const Logger& logger) {
+  for (const auto& d : result.shards) {
+    logger.Info(
+        "  shard {:>4}: {:>8} points  R-hat {:.3f}  min ESS {:>7.0f}  divergences {:.1f}%  "
+        "accept {:.2f}",
+        d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate);
+  }
+}
+
+}  // namespace
+
+CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
+                       const Logger& logger) {
+  const auto t_start = std::chrono::steady_clock::now();
+  Progress progress(logger, "CMC");
+  const model::AnalysisMode mode = cfg.analysis_mode;
+
+  const CmcData data = LoadData(world, cfg, options, logger);
+  const SampledParameters params = ResolveSampledParameters(cfg, data);
+  const StartingPoint start = WarmStart(world, cfg, params, options.warm_start);
+  const SamplerSettings sampler = SamplerFromConfig(world, cfg, options);
+  const Shards shards = PlanShards(world, cfg, options, data, params.size(), sampler);
+  logger.Info(
+      "CMC: {} shard(s) of ~{} points, {} chain(s) × ({} warmup + {} draws), layout {}, {} sampled "
+      "parameters + sigma",
+      shards.count, data.n_points / shards.count, sampler.chains, sampler.nuts.num_warmup,
+      sampler.nuts.num_samples, model::ToString(params.resolved), params.size());
+  const SamplingSites sites = BuildSamplingSites(cfg, data, params, start, shards.temper, logger);
+
+  const std::vector<LocalShardResult> local =
+      SampleLocalShards({world, cfg, options, data, params, start, sampler, shards, sites, logger},
+                        progress, t_start);
+  GatheredShards gathered = GatherShards(world, local, shards.count, params.size());
+
+  CmcRunResult result = ResultOfSettings(mode, params, sampler, shards);
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    result.shards = std::move(gathered.diagnostics);
+    const std::vector<ShardDraws> theta_draws =
+        ShardDrawsInModelSpace(gathered.draws, sites, params.size(), result);
+    const std::vector<ShardDraws> kept =
+        FilterPhase(cfg, params, start, std::move(gathered), theta_draws, result, logger);
+    CombinePhase(kept, sites, params.size(), result);
+    Summarise(mode, params, result);
   });
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  progress.Done(
-      fmt::format("{} shard(s) × {} chain(s) in {:.1f} s", k_shards, n_chains, result.seconds));
-  if (world.is_root()) {
-    for (const auto& d : result.shards) {
-      logger.Info(
-          "  shard {:>4}: {:>8} points  R-hat {:.3f}  min ESS {:>7.0f}  divergences {:.1f}%  "
-          "accept {:.2f}",
-          d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate);
-    }
-  }
+  progress.Done(fmt::format("{} shard(s) × {} chain(s) in {:.1f} s", shards.count, sampler.chains,
+                            result.seconds));
+  if (world.is_root()) LogShards(result, logger);
   return result;
 }
 

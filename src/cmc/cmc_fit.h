@@ -19,13 +19,17 @@
 #include "cmc/cmc_checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
+#include "io/dataset.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
 namespace homodyne::cmc {
 
 struct CmcRunOptions {
-  std::string data_file;                            // --data-file
+  std::string data_file;  // --data-file
+  // Data already complete on every rank (the public API): sampled from it; the config's
+  // data file and selection are then not used.
+  const io::Dataset* in_memory = nullptr;
   const nlsq::NlsqRunResult* warm_start = nullptr;  // NLSQ result (complete on every rank)
   int threads = 1;
   // Optional placement of compute slot i (1..threads−1) for the thread that runs there
@@ -86,6 +90,9 @@ struct CmcRunResult {
 // Collective over `world`; the returned result is complete on rank 0.
 CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
                        const Logger& logger);
+
+// Rank 0's `result` on every rank of `world` (collective).
+void BroadcastCmcResult(const Comm& world, CmcRunResult& result);
 
 // cmc/parameters.json, cmc/analysis_results_cmc.json, cmc/diagnostics.json and
 // cmc/samples.h5 under `output_dir` (rank 0, atomic).

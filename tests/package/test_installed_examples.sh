@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed package as an outside project uses it: `cmake --install` of this build into
 # a fresh prefix, then examples/cpp configured with find_package(homodyne) from that prefix
-# alone (outside the source tree), built, and run (the fit at 1 and 2 ranks).
+# alone (outside the source tree), built, and run (the fit at 1 and 2 ranks, the sampling
+# at 2).
 # Arguments: BUILD_DIR SOURCE_DIR MPIEXEC
 set -euo pipefail
 build=$1 source=$2 mpiexec=$3
@@ -31,4 +32,5 @@ fi
 "$tmp/build/evaluate_model"
 "$mpiexec" -n 1 "$tmp/build/fit_in_memory"
 "$mpiexec" -n 2 --oversubscribe "$tmp/build/fit_in_memory"
+"$mpiexec" -n 2 --oversubscribe "$tmp/build/sample_in_memory"
 echo "installed package: examples built and passed"

@@ -109,5 +109,27 @@ TEST(ApiOptions, DefaultsAreTheConfigDefaults) {
   EXPECT_FALSE(std::string(Version()).empty());
 }
 
+TEST(ApiOptions, CmcDefaultsAreTheConfigDefaults) {
+  config::ReadOptions no_file;
+  no_file.require_data_file = false;
+  const config::Config c = config::ReadConfigString("analysis_mode: static\n", "defaults", no_file);
+  const config::CmcOptions& cmc = c.optimization.cmc;
+  const CmcOptions o;
+  EXPECT_EQ(o.mode, c.analysis_mode);
+  EXPECT_EQ(o.stator_rotor_gap, c.analyzer.stator_rotor_gap);
+  EXPECT_EQ(cmc.per_angle_mode, "auto");
+  EXPECT_EQ(o.per_angle, PerAngleScaling::kAuto);
+  EXPECT_FALSE(cmc.sharding.num_shards.has_value());
+  EXPECT_EQ(o.shards, 0);
+  EXPECT_EQ(o.chains, cmc.per_shard_mcmc.num_chains);
+  EXPECT_EQ(o.warmup, cmc.per_shard_mcmc.num_warmup);
+  EXPECT_EQ(o.draws, cmc.per_shard_mcmc.num_samples);
+  EXPECT_EQ(o.seed, cmc.seed);
+  EXPECT_EQ(o.target_accept, cmc.per_shard_mcmc.target_accept_prob);
+  EXPECT_EQ(o.max_tree_depth, cmc.per_shard_mcmc.max_tree_depth);
+  EXPECT_EQ(o.nlsq_informed_priors, cmc.validation.use_nlsq_informed_priors);
+  EXPECT_NO_THROW(o.Validate());
+}
+
 }  // namespace
 }  // namespace homodyne

@@ -1,0 +1,97 @@
+// Bayesian sampling of the homodyne model's posterior on XPCS data by Consensus Monte Carlo:
+// the data's points are split into shards, each shard's posterior is sampled by NUTS
+// chains, and the shards' draws are combined into one posterior. Shards are spread over
+// the ranks of an MPI communicator, the chains of a shard over the rank's threads; the
+// draws depend on the seed only, not on the number of ranks or threads.
+//
+//   homodyne::CmcOptions options;
+//   options.mode = homodyne::AnalysisMode::kStatic;
+//   homodyne::CmcSummary posterior = homodyne::FitCmc(MPI_COMM_WORLD, data, options);
+//   std::cout << posterior.FullReport();
+#pragma once
+
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "homodyne/data.h"
+#include "homodyne/model.h"
+#include "homodyne/nlsq.h"
+
+namespace homodyne {
+
+struct CmcOptions {
+  AnalysisMode mode = AnalysisMode::kStatic;
+  double stator_rotor_gap = 2.0e6;  // L [Å] (laminar_flow)
+  // Bounds and starting values; the prior of a parameter is a normal truncated to its
+  // bounds, centred on them, with a quarter of their width as standard deviation.
+  std::vector<ParameterSetting> parameters;
+  // kAuto: one contrast/offset for all angles from 3 angles on, else one per angle.
+  // kFourier is not available for sampling.
+  PerAngleScaling per_angle = PerAngleScaling::kAuto;
+  int shards = 0;               // 0: chosen from the number of points; else ≥ 1
+  int chains = 4;               // per shard, ≥ 1 (R-hat needs 2 or more)
+  int warmup = 500;             // adaptation iterations per chain (not kept)
+  int draws = 1500;             // kept draws per chain, ≥ 1
+  long long seed = 42;          // ≥ 0; the same seed gives the same draws
+  double target_accept = 0.85;  // in (0, 1); laminar_flow uses at least 0.9
+  int max_tree_depth = 10;      // 1…30
+  int threads = 1;              // compute threads per rank (≥ 1): chains of a shard in parallel
+  bool print_progress = false;  // rank 0 prints the sampling's progress
+  // Chains start at this NLSQ answer (of the same data and mode) and, when
+  // nlsq_informed_priors is set, the physical parameters' priors are centred on it, with
+  // twice its uncertainty as width.
+  std::optional<NlsqSummary> warm_start;
+  bool nlsq_informed_priors = true;
+  // Throws homodyne::Error (kBadInput) naming the first invalid field.
+  void Validate() const;
+};
+
+struct PosteriorEstimate {
+  std::string name;
+  double mean = 0.0;
+  double std = 0.0;  // posterior standard deviation
+};
+
+struct CmcShardSummary {
+  int shard = 0;
+  long long points = 0;          // the shard's (t1 < t2) pairs over all angles
+  double max_rhat = 0.0;         // split rank-normalised R-hat, worst parameter (NaN: 1 chain)
+  double min_ess = 0.0;          // effective sample size, worst parameter (bulk or tail)
+  double divergence_rate = 0.0;  // fraction of kept draws that diverged
+  double acceptance_rate = 0.0;  // mean acceptance statistic of the kept draws
+  bool used = true;              // kept in the combination
+  std::string rejection;         // why not
+};
+
+struct CmcSummary {
+  std::vector<PosteriorEstimate> physical;
+  std::vector<double> phi_deg;
+  std::vector<PosteriorEstimate> contrast;  // one per angle
+  std::vector<PosteriorEstimate> offset;    // one per angle
+  std::string per_angle_scaling;            // the layout sampled
+  std::vector<CmcShardSummary> shards;
+  int shards_used = 0;
+  bool all_converged = false;  // every shard's max R-hat below 1.1
+  double max_rhat = 0.0;
+  double min_ess = 0.0;
+  int chains = 0;
+  int warmup = 0;
+  int draws = 0;                      // per chain
+  std::vector<std::string> warnings;  // disagreement between shards
+  int ranks = 1;
+  int threads_per_rank = 1;
+  double seconds = 0.0;  // wall time of the sampling, as rank 0 measured it
+
+  std::string BriefReport() const;  // one line: convergence, shards, time
+  std::string FullReport() const;   // every parameter's mean and std, every shard, warnings
+};
+
+// Collective over `comm`: every rank passes the same data and options and receives the
+// same summary. Needs MPI and PETSc initialised (homodyne::Session does both). Bad
+// options or data throw homodyne::Error (kBadInput) on every rank alike.
+CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options);
+
+}  // namespace homodyne

@@ -1,0 +1,133 @@
+#include "translate.h"
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "config/parameters.h"
+#include "core/error.h"
+#include "io/selection.h"
+#include "model/analysis_mode.h"
+
+namespace homodyne::api {
+
+void CheckData(const XpcsData& data) {
+  const std::string& src = data.source;
+  if (data.c2.empty()) ThrowBadInput("no angles", src, "c2");
+  if (data.phi_deg.size() != data.c2.size()) {
+    ThrowBadInput(fmt::format("{} angles for {} matrices", data.phi_deg.size(), data.c2.size()),
+                  src, "phi_deg");
+  }
+  const auto n = static_cast<std::size_t>(data.n_frames());
+  if (n < 3) ThrowBadInput(fmt::format("{} frame(s); a fit needs at least 3", n), src, "c2");
+  for (std::size_t k = 0; k < data.c2.size(); ++k) {
+    if (data.c2[k].size() != n * n) {
+      ThrowBadInput(
+          fmt::format("matrix {} has {} values, expected {} × {}", k, data.c2[k].size(), n, n), src,
+          "c2");
+    }
+  }
+  if (!(data.q > 0.0) || !std::isfinite(data.q)) {
+    ThrowBadInput(fmt::format("expected a positive q, found {}", data.q), src, "q");
+  }
+  if (!(data.dt > 0.0) || !std::isfinite(data.dt)) {
+    ThrowBadInput(fmt::format("expected a positive dt, found {}", data.dt), src, "dt");
+  }
+}
+
+io::Dataset ToDataset(const XpcsData& data) {
+  io::Dataset ds;
+  io::DatasetMetadata& m = ds.meta;
+  const auto n = static_cast<std::int64_t>(data.n_frames());
+  m.file = data.source.empty() ? std::string("(in memory)") : data.source;
+  for (std::size_t k = 0; k < data.c2.size(); ++k) {
+    m.bins.push_back({static_cast<std::int64_t>(k), fmt::format("c2[{}]", k), data.q,
+                      data.phi_deg[k], io::NormalizePhi(data.phi_deg[k])});
+  }
+  m.loader_bin_count = data.c2.size();
+  m.q_physics = data.q;
+  m.file_frames = n;
+  m.n_frames = n;
+  m.start_frame = 1;
+  m.end_frame = n;
+  m.dt = data.dt;
+  m.t = io::LoaderTimeGrid(data.dt, n);
+  ds.c2 = data.c2;
+  return ds;
+}
+
+const char* PerAngleModeName(PerAngleScaling s) {
+  switch (s) {
+    case PerAngleScaling::kIndividual:
+      return "individual";
+    case PerAngleScaling::kConstant:
+      return "constant";
+    case PerAngleScaling::kFourier:
+      return "fourier";
+    case PerAngleScaling::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSetting>& settings,
+                               const std::string& source) {
+  for (const ParameterSetting& s : settings) {
+    const std::string name = model::CanonicalParameterName(s.name);
+    const std::string key = "parameters[" + s.name + "]";
+    if (name != "contrast" && name != "offset" && model::PhysicalParameterIndex(mode, name) < 0) {
+      ThrowBadInput(fmt::format("'{}' is not a parameter of {} (expected one of {}, contrast, "
+                                "offset)",
+                                s.name, model::ToString(mode),
+                                fmt::join(model::PhysicalParameterNames(mode), ", ")),
+                    source, key);
+    }
+    for (const auto& v : {s.initial, s.min, s.max}) {
+      if (v && !std::isfinite(*v)) ThrowBadInput("values must be finite", source, key);
+    }
+    const auto def = config::DefaultParameterBounds(name);
+    if (s.min.value_or(def->min) >= s.max.value_or(def->max)) {
+      ThrowBadInput(fmt::format("min {} is not below max {}", s.min.value_or(def->min),
+                                s.max.value_or(def->max)),
+                    source, key);
+    }
+  }
+}
+
+void ApplyModelSettings(config::Config& c, AnalysisMode mode, double stator_rotor_gap,
+                        const std::vector<ParameterSetting>& settings, const XpcsData& data,
+                        const std::string& source) {
+  const auto n_angles = data.c2.size();
+  c.source = source;
+  c.analysis_mode = mode;
+  c.analysis_mode_name = std::string(model::ToString(mode));
+  c.analyzer.dt = data.dt;
+  c.analyzer.dt_source = "XpcsData::dt";
+  c.analyzer.wavevector_q = data.q;
+  c.analyzer.stator_rotor_gap = stator_rotor_gap;
+  c.analyzer.stator_rotor_gap_source = source + "::stator_rotor_gap";
+  config::InitialParameters& ip = c.initial_parameters;
+  std::vector<double> values;
+  for (const ParameterSetting& s : settings) {
+    const std::string name = model::CanonicalParameterName(s.name);
+    const bool scaling = name == "contrast" || name == "offset";
+    if (s.min || s.max) {
+      const auto def = config::DefaultParameterBounds(name);
+      c.parameter_space.bounds.push_back(
+          {name, s.min.value_or(def->min), s.max.value_or(def->max)});
+    }
+    if (!s.initial) continue;
+    if (scaling) {
+      (name == "contrast" ? ip.contrast : ip.offset) = std::vector<double>(n_angles, *s.initial);
+    } else {
+      ip.parameter_names.push_back(name);
+      values.push_back(*s.initial);
+    }
+  }
+  if (!values.empty()) ip.values = values;
+}
+
+}  // namespace homodyne::api

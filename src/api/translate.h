@@ -1,0 +1,36 @@
+// What the public API's fits share: the in-memory data checked and turned into the
+// library's io::Dataset, and the public parameter settings written into the typed config
+// (the fields the YAML reader fills from initial_parameters and parameter_space.bounds).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "homodyne/data.h"
+#include "homodyne/nlsq.h"
+#include "io/dataset.h"
+
+namespace homodyne::api {
+
+// Throws homodyne::Error (kBadInput) naming the first inconsistent field of `data`.
+void CheckData(const XpcsData& data);
+
+// The data as the loader would present the same matrices (frames 1…N, loader time grid).
+io::Dataset ToDataset(const XpcsData& data);
+
+// The config's per_angle_mode value of `s`.
+const char* PerAngleModeName(PerAngleScaling s);
+
+// Throws homodyne::Error (kBadInput) naming `source`'s field parameters[<name>] when a
+// setting is not a parameter of `mode` or its values are not finite or ordered.
+void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSetting>& settings,
+                               const std::string& source);
+
+// The analysis mode, data geometry and parameter settings in `cfg` (before
+// config::ResolveParameters): what a YAML config of the same fit would set.
+void ApplyModelSettings(config::Config& cfg, AnalysisMode mode, double stator_rotor_gap,
+                        const std::vector<ParameterSetting>& settings, const XpcsData& data,
+                        const std::string& source);
+
+}  // namespace homodyne::api
