@@ -82,7 +82,7 @@ io::Dataset ToDataset(const XpcsData& data) {
 }
 
 config::Config ToConfig(const NlsqOptions& o, const XpcsData& data, int n_angles) {
-  config::Config c;
+  config::Config c = config::DefaultConfig();
   c.source = "NlsqOptions";
   c.analysis_mode = o.mode;
   c.analysis_mode_name = std::string(model::ToString(o.mode));
