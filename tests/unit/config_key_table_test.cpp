@@ -305,6 +305,14 @@ TEST(ConfigKeyBindings, EachKeyFillsItsOwnField) {
   }
 }
 
+// Elements of lists and wildcard mappings are built by explicit code; their structs keep the
+// table's defaults in-class, which must stay equal.
+TEST(ConfigKeyBindings, ElementDefaultsAreTheTables) {
+  EXPECT_EQ(ParameterBound{}.prior_type,
+            FindKeySpec("parameter_space.bounds[].type")->default_yaml);
+  EXPECT_EQ(PriorSpec{}.dist_type, FindKeySpec("parameter_space.priors.*.dist_type")->default_yaml);
+}
+
 // A used scalar key either fills a typed field through the table or is read by explicit
 // code (fallback chains, name lists, overrides, lookups); a new key has to pick one.
 TEST(ConfigKeyBindings, UsedScalarKeysAreBoundOrReadExplicitly) {
