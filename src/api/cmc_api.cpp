@@ -26,7 +26,7 @@ namespace {
 // The config a YAML file of the same sampling would give: the defaults of config::Config,
 // the options on top (optimization.cmc.*, initial_parameters, parameter_space.bounds).
 config::Config ToConfig(const CmcOptions& o, const XpcsData& data) {
-  config::Config c;
+  config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "CmcOptions");
   config::CmcOptions& cmc = c.optimization.cmc;
   cmc.per_angle_mode = api::PerAngleModeName(o.per_angle);

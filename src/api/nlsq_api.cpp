@@ -24,7 +24,7 @@ namespace homodyne {
 namespace {
 
 config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
-  config::Config c;
+  config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "NlsqOptions");
   config::NlsqOptions& nlsq = c.optimization.nlsq;
   nlsq.max_iterations = o.max_iterations;

@@ -52,15 +52,12 @@ void ReadInitialParameters(const ValueReader& r, Config& c, ProblemList& problem
   } else {
     ip.parameter_names = PhysicalParameterNames(c.analysis_mode);
   }
-  ip.values = r.OptNumberList("initial_parameters.values");
   if (ip.values && ip.values->size() != ip.parameter_names.size()) {
     problems.Add("initial_parameters.values",
                  fmt::format("has {} entries but parameter_names has {} ({}){}", ip.values->size(),
                              ip.parameter_names.size(), fmt::join(ip.parameter_names, ", "),
                              r.Line("initial_parameters.values")));
   }
-  ip.contrast = r.OptNumberList("initial_parameters.per_angle_scaling.contrast");
-  ip.offset = r.OptNumberList("initial_parameters.per_angle_scaling.offset");
   if (r.Has("initial_parameters.active_parameters")) {
     ip.active_parameters =
         ReadNameList(r, "initial_parameters.active_parameters", c.analysis_mode, problems);

@@ -12,6 +12,7 @@
 
 #include "config_builder.h"
 #include "core/error.h"
+#include "key_binding.h"
 #include "schema_check.h"
 
 namespace homodyne::config {
@@ -62,6 +63,10 @@ bool HasParentReference(const std::string& path) {
   return false;
 }
 
+// Fallbacks of the two chains below, used when no key of the chain is given.
+constexpr double kFallbackDt = 1.0;                // s, homodyne's loader fallback
+constexpr double kFallbackStatorRotorGap = 2.0e6;  // Angstrom (spec §2.5)
+
 void BuildAnalyzer(const ValueReader& r, Config& c, ProblemList& problems) {
   AnalyzerParameters& a = c.analyzer;
   if (r.Has("analyzer_parameters.dt")) {
@@ -71,20 +76,17 @@ void BuildAnalyzer(const ValueReader& r, Config& c, ProblemList& problems) {
     a.dt = r.Number("experimental_data.dt");
     a.dt_source = "experimental_data.dt";
   } else {
-    a.dt = 1.0;  // homodyne's loader fallback
+    a.dt = kFallbackDt;
     a.dt_source = "default";
     c.notes.push_back("analyzer_parameters.dt is not set: using dt = 1.0 s (homodyne's fallback)");
   }
-  a.start_frame = r.Int("analyzer_parameters.start_frame");
-  a.end_frame = r.Int("analyzer_parameters.end_frame");
   if (a.end_frame != -1 && a.end_frame < a.start_frame) {
     problems.Add("analyzer_parameters.end_frame",
                  fmt::format("must be -1 (last frame) or >= start_frame ({}), found {}{}",
                              a.start_frame, a.end_frame, r.Line("analyzer_parameters.end_frame")));
   }
-  a.wavevector_q = r.Number("analyzer_parameters.scattering.wavevector_q");
   // Gap L: analyzer geometry → experimental_data geometry → sample_detector_distance → 2e6 Å.
-  a.stator_rotor_gap = 2.0e6;
+  a.stator_rotor_gap = kFallbackStatorRotorGap;
   a.stator_rotor_gap_source = "default";
   for (const char* key : {"analyzer_parameters.geometry.stator_rotor_gap",
                           "experimental_data.geometry.stator_rotor_gap",
@@ -97,16 +99,9 @@ void BuildAnalyzer(const ValueReader& r, Config& c, ProblemList& problems) {
   }
 }
 
-void BuildExperimentalData(const ValueReader& r, Config& c, const ReadOptions& options,
+void CheckExperimentalData(const ValueReader& r, const Config& c, const ReadOptions& options,
                            ProblemList& problems) {
-  ExperimentalData& e = c.experimental_data;
-  e.file_path = r.String("experimental_data.file_path");
-  e.data_folder_path = r.String("experimental_data.data_folder_path");
-  e.data_file_name = r.String("experimental_data.data_file_name");
-  e.phi_angles_path = r.String("experimental_data.phi_angles_path");
-  e.cache_file_path = r.String("experimental_data.cache_file_path");
-  e.cache_filename_template = r.String("experimental_data.cache_filename_template");
-  e.cache_compression = r.Bool("experimental_data.cache_compression");
+  const ExperimentalData& e = c.experimental_data;
   for (const char* key :
        {"experimental_data.data_folder_path", "experimental_data.data_file_name"}) {
     const std::string value = r.String(key);
@@ -133,7 +128,6 @@ void BuildExperimentalData(const ValueReader& r, Config& c, const ReadOptions& o
 }
 
 void BuildPhiFiltering(const ValueReader& r, Config& c) {
-  c.phi_filtering.enabled = r.Bool("phi_filtering.enabled");
   for (const auto& item : r.Find("phi_filtering.target_ranges")) {
     AngleRange range;
     range.min_angle =
@@ -145,19 +139,10 @@ void BuildPhiFiltering(const ValueReader& r, Config& c) {
   }
 }
 
-void BuildLogging(const ValueReader& r, Config& c) {
-  LoggingOptions& l = c.logging;
-  l.enabled = r.Bool("logging.enabled");
-  l.level = r.String("logging.level");
-  l.console_enabled = r.Bool("logging.console.enabled");
-  l.console_level = r.String("logging.console.level");
-  l.file_enabled = r.Bool("logging.file.enabled");
-  l.file_level = r.String("logging.file.level");
-  l.file_path = r.String("logging.file.path");
-  l.file_name = r.String("logging.file.filename");
+void BuildLoggingModules(const ValueReader& r, Config& c) {
   const YAML::Node modules = r.Find("logging.modules");
   if (modules.IsMap()) {
-    for (const auto& kv : modules) l.modules[kv.first.Scalar()] = kv.second.Scalar();
+    for (const auto& kv : modules) c.logging.modules[kv.first.Scalar()] = kv.second.Scalar();
   }
 }
 
@@ -165,6 +150,12 @@ std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
+}
+
+// analysis_mode fills two fields: the name as written (lower-cased) and the mode.
+void ReadAnalysisMode(const ValueReader& r, Config& c) {
+  c.analysis_mode_name = Lower(r.String("analysis_mode"));
+  c.analysis_mode = TryParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
 }
 
 Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions& options) {
@@ -184,19 +175,15 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   problems.ThrowIfAny(source);  // typed access below relies on a valid tree
 
   const ValueReader r(root);
-  c.analysis_mode_name = Lower(r.String("analysis_mode"));
-  c.analysis_mode = TryParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
+  detail::ReadBoundFields(r, c);
+  // What one key cannot say: the mode, fallback chains, cross-key checks, lists and maps.
+  ReadAnalysisMode(r, c);
   BuildAnalyzer(r, c, problems);
-  BuildExperimentalData(r, c, options, problems);
-  c.q_tolerance_fraction = r.Number("q_tolerance_fraction");
+  CheckExperimentalData(r, c, options, problems);
   BuildPhiFiltering(r, c);
   detail::BuildParameters(r, c, problems);
   detail::BuildOptimization(r, c, problems);
-  BuildLogging(r, c);
-  c.output_directory = r.String("output.directory");
-  c.compress_hdf5 = r.Bool("output.compress_hdf5");
-  c.compression_level = r.Int("output.compression_level");
-  c.cache_strategy = r.String("v2_features.cache_strategy");
+  BuildLoggingModules(r, c);
   problems.ThrowIfAny(source);
 
   auto raw = std::make_shared<RawConfig>();
@@ -207,6 +194,20 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
 }
 
 }  // namespace
+
+Config DefaultConfig() {
+  Config c;
+  c.source = "defaults";
+  const ValueReader r(YAML::Node(YAML::NodeType::Map));
+  detail::ReadBoundFields(r, c);
+  ReadAnalysisMode(r, c);
+  c.analyzer.dt = kFallbackDt;
+  c.analyzer.dt_source = "default";
+  c.analyzer.stator_rotor_gap = kFallbackStatorRotorGap;
+  c.analyzer.stator_rotor_gap_source = "default";
+  ResolveParameters(c);
+  return c;
+}
 
 Config ReadConfigString(const std::string& yaml_text, const std::string& source,
                         const ReadOptions& options) {

@@ -28,6 +28,13 @@ Config ReadConfigFile(const std::string& path, const ReadOptions& options = {});
 Config ReadConfigString(const std::string& yaml_text, const std::string& source,
                         const ReadOptions& options = {});
 
+// The Config of a file that sets no key: every key table default (through the same key
+// bindings as the reader), analysis_mode static_isotropic, dt = 1 s and the gap
+// 2e6 Angstrom with source "default", effective parameters resolved from the built-in
+// bounds. No data file, no notes, no YAML tree (the Config* lookups below need one). The
+// start for anything that fills a Config without YAML.
+Config DefaultConfig();
+
 // Every known key with its effective value (defaults filled in, fallbacks resolved,
 // aliases canonicalised, mcmc overrides applied, bounds and initial values of every
 // parameter), as YAML text. Free-form sections are echoed as given.

@@ -2,9 +2,10 @@
 // homodyne-hpc knows (homodyne's config layout, spec §3).
 //
 // Each entry gives the dotted key path, its type, its default (YAML text), a validation
-// rule, its status and a one-line description. The same table drives validation (the
-// reader rejects unknown keys, wrong types and rule violations), the typed defaults of
-// the Config struct, the effective-config echo and the Markdown reference in
+// rule, its status, a one-line description and, for a key with a typed field of Config,
+// that field (key_binding.h). The same table drives validation (the reader rejects unknown
+// keys, wrong types and rule violations), the reading of every bound field and the defaults
+// of Config (DefaultConfig), the effective-config echo and the Markdown reference in
 // docs/configuration.md.
 //
 // Path syntax:
@@ -13,12 +14,19 @@
 //   a.b[].c      key c of every element of the list of mappings a.b
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace homodyne::config {
+
+struct Config;
+struct KeySpec;
+namespace detail {
+class ValueReader;
+}  // namespace detail
 
 enum class KeyType {
   kBool,
@@ -78,6 +86,15 @@ enum KeyFlags : unsigned {
   kOpen = 1u << 2,      // mapping: undeclared children are accepted and not inspected
 };
 
+// The typed field of Config that a key fills (key_binding.h makes these from a member).
+struct FieldBinding {
+  // Stores the key's value (from the file, else the table default) in the field.
+  std::function<void(const detail::ValueReader&, const KeySpec&, Config&)> read;
+  // The field's value as YAML text ("null" for an unset optional), for checks and messages.
+  std::function<std::string(const Config&)> text;
+  explicit operator bool() const { return static_cast<bool>(read); }
+};
+
 struct KeySpec {
   std::string path;
   KeyType type = KeyType::kString;
@@ -86,6 +103,7 @@ struct KeySpec {
   KeyStatus status = KeyStatus::kUsed;
   std::string description;
   unsigned flags = kNoFlags;
+  FieldBinding field;  // empty for keys without a typed field (cross-key logic, lookups)
 
   // A key without a default may also be written as null ("not set"), except required ones.
   bool nullable() const {

@@ -13,21 +13,27 @@ Rule LogLevels() {
 }
 
 void AddLogging(std::vector<KeySpec>& t) {
+  const FieldsOf f([](auto& c) -> auto& { return c.logging; });
   const KeyAdder l(t, "logging");
   l.Section("", kUse, "Log output", kNullable);
-  l.Used("enabled", T::kBool, "true", NoRule(), "Enable logging");
-  l.Used("level", T::kString, "INFO", LogLevels(), "Overall level");
+  l.Used("enabled", T::kBool, "true", NoRule(), "Enable logging", f(&LoggingOptions::enabled));
+  l.Used("level", T::kString, "INFO", LogLevels(), "Overall level", f(&LoggingOptions::level));
   l.Section("console", kUse, "Console log", kNullable);
-  l.Used("console.enabled", T::kBool, "true", NoRule(), "Log to the console");
-  l.Used("console.level", T::kString, "INFO", LogLevels(), "Console level");
+  l.Used("console.enabled", T::kBool, "true", NoRule(), "Log to the console",
+         f(&LoggingOptions::console_enabled));
+  l.Used("console.level", T::kString, "INFO", LogLevels(), "Console level",
+         f(&LoggingOptions::console_level));
   l.Acc("console.format", T::kString, "detailed", NoRule(), "Line format");
   l.Acc("console.colors", T::kBool, "true", NoRule(), "Coloured output");
   l.Acc("console.show_progress", T::kBool, "true", NoRule(), "Progress lines");
   l.Section("file", kUse, "Log file", kNullable);
-  l.Used("file.enabled", T::kBool, "false", NoRule(), "Write a log file");
-  l.Used("file.level", T::kString, "DEBUG", LogLevels(), "File level");
-  l.Used("file.path", T::kString, "./logs/", NoRule(), "Log folder");
-  l.Used("file.filename", T::kString, "homodyne_analysis.log", NoRule(), "Log file name");
+  l.Used("file.enabled", T::kBool, "false", NoRule(), "Write a log file",
+         f(&LoggingOptions::file_enabled));
+  l.Used("file.level", T::kString, "DEBUG", LogLevels(), "File level",
+         f(&LoggingOptions::file_level));
+  l.Used("file.path", T::kString, "./logs/", NoRule(), "Log folder", f(&LoggingOptions::file_path));
+  l.Used("file.filename", T::kString, "homodyne_analysis.log", NoRule(), "Log file name",
+         f(&LoggingOptions::file_name));
   l.Acc("file.max_size_mb", T::kFloat, "10", Positive(), "Rotation size (MB)");
   l.Acc("file.backup_count", T::kInt, "5", NonNegative(), "Rotated files kept");
   l.Section("modules", kAcc, "Per-logger levels (logger name: level)", kNullable);
@@ -50,9 +56,11 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   p.Acc("correlation_function", T::kAnyMapping, "", NoRule(), "Correlation plot", kNullable);
   p.Acc("fit_quality", T::kAnyMapping, "", NoRule(), "Fit-quality plot", kNullable);
 
+  const FieldsOf top([](auto& c) -> auto& { return c; });
   const KeyAdder o(t, "output");
   o.Section("", kUse, "Output locations (the --output-dir flag overrides)", kNullable);
-  o.Used("directory", T::kString, "./homodyne_results", NoRule(), "Root of all outputs");
+  o.Used("directory", T::kString, "./homodyne_results", NoRule(), "Root of all outputs",
+         top(&Config::output_directory));
   o.Acc("base_directory", T::kString, "", NoRule(), "Base folder", kNullable);
   o.Section("formats", kAcc, "Result formats (only JSON/NPZ/YAML are written)", kNullable);
   o.Acc("formats.hdf5", T::kBool, "", NoRule(), "HDF5 results");
@@ -61,9 +69,11 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Acc("create_subdirs", T::kBool, "true", NoRule(), "Create method subfolders");
   o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
   o.Used("compress_hdf5", T::kBool, "true", NoRule(),
-         "Compress the large arrays of the HDF5 result files (shuffle + deflate)");
+         "Compress the large arrays of the HDF5 result files (shuffle + deflate)",
+         top(&Config::compress_hdf5));
   o.Used("compression_level", T::kInt, "4", InRange(0, 9),
-         "Deflate level of those arrays (1 fastest … 9 smallest; 0 = uncompressed)");
+         "Deflate level of those arrays (1 fastest … 9 smallest; 0 = uncompressed)",
+         top(&Config::compression_level));
   o.Section("plots", kAcc, "Heatmap settings read by homodyne's plotting code", kNullable);
   o.Acc("plots.preview_mode", T::kBool, "false", NoRule(), "Fast preview rendering");
   o.Acc("plots.fit_surface", T::kString, "solver", OneOf({"solver", "posthoc"}),
@@ -95,13 +105,14 @@ void AddPerformance(std::vector<KeySpec>& t) {
 }
 
 void AddLoaderExtras(std::vector<KeySpec>& t) {
+  const FieldsOf top([](auto& c) -> auto& { return c; });
   const KeyAdder v(t, "v2_features");
   v.Section("", kUse, "Loader feature switches", kOpen | kNullable);
   v.Acc("output_format", T::kString, "auto", NoRule(), "Loader output format");
   v.Acc("validation_level", T::kString, "basic", NoRule(), "Loader validation level");
   v.Acc("physics_validation", T::kBool, "false", NoRule(), "Physics checks of the data");
   v.Used("cache_strategy", T::kString, "intelligent", OneOf({"intelligent", "none"}),
-         "NPZ caching of the selected data (none disables it)");
+         "NPZ caching of the selected data (none disables it)", top(&Config::cache_strategy));
 
   const KeyAdder d(t, "data_filtering");
   d.Section("", kUse, "Loader-level pre-filtering (disabled by default)", kOpen | kNullable);

@@ -7,96 +7,141 @@ using T = KeyType;
 constexpr auto kUse = KeyStatus::kUsed;
 
 void AddCmcTop(const KeyAdder& c) {
+  const FieldsOf f([](auto& cfg) -> auto& { return cfg.optimization.cmc; });
   c.Section("", kUse, "Consensus Monte Carlo (sharded NUTS sampling)", kNullable);
-  c.Used("enable", T::kBoolOrAuto, "auto", NoRule(), "Use sharding (auto: large data only)");
-  c.Used("min_points_for_cmc", T::kInt, "100000", NonNegative(), "Points above which auto shards");
+  c.Used("enable", T::kBoolOrAuto, "auto", NoRule(), "Use sharding (auto: large data only)",
+         f(&CmcOptions::enable));
+  c.Used("min_points_for_cmc", T::kInt, "100000", NonNegative(), "Points above which auto shards",
+         f(&CmcOptions::min_points_for_cmc));
   c.Acc("run_id", T::kString, "null", NoRule(), "Run label", kNullable);
   c.Acc("backend", T::kString, "jax", NoRule(), "Legacy backend name");
   c.Used("per_angle_mode", T::kString, "auto",
          OneOf({"auto", "constant", "constant_averaged", "individual"}),
-         "Scaling layout of the sampled model");
+         "Scaling layout of the sampled model", f(&CmcOptions::per_angle_mode));
   c.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
-         "auto samples one shared contrast/offset when n_phi >= this");
-  c.Used("prior_tempering", T::kBool, "true", NoRule(), "Temper priors by the shard count");
-  c.Used("seed", T::kInt, "42", NonNegative(), "Random seed (homodyne code default 42)");
-  c.Used("per_shard_timeout", T::kFloat, "3600", Positive(), "Seconds per shard");
-  c.Used("heartbeat_timeout", T::kFloat, "600", Positive(), "Seconds without progress");
+         "auto samples one shared contrast/offset when n_phi >= this",
+         f(&CmcOptions::constant_scaling_threshold));
+  c.Used("prior_tempering", T::kBool, "true", NoRule(), "Temper priors by the shard count",
+         f(&CmcOptions::prior_tempering));
+  c.Used("seed", T::kInt, "42", NonNegative(), "Random seed (homodyne code default 42)",
+         f(&CmcOptions::seed));
+  c.Used("per_shard_timeout", T::kFloat, "3600", Positive(), "Seconds per shard",
+         f(&CmcOptions::per_shard_timeout));
+  c.Used("heartbeat_timeout", T::kFloat, "600", Positive(), "Seconds without progress",
+         f(&CmcOptions::heartbeat_timeout));
 }
 
 void AddBackendAndSharding(const KeyAdder& c) {
+  const FieldsOf fb([](auto& cfg) -> auto& { return cfg.optimization.cmc.backend_config; });
   const KeyAdder b = c.Sub("backend_config");
   b.Section("", kUse, "Execution backend and checkpoints", kNullable);
   b.Acc("name", T::kString, "auto", OneOf({"auto", "multiprocessing", "pjit", "pbs"}),
-        "Backend (homodyne-hpc always uses MPI)");
-  b.Used("enable_checkpoints", T::kBool, "true", NoRule(), "false: no CMC checkpoints");
+        "Backend (homodyne-hpc always uses MPI)", fb(&CmcBackendConfig::name));
+  b.Used("enable_checkpoints", T::kBool, "true", NoRule(), "false: no CMC checkpoints",
+         fb(&CmcBackendConfig::enable_checkpoints));
   b.Used("checkpoint_frequency", T::kInt, "100", AtLeast(1),
-         "NUTS iterations per chain between checkpoints");
+         "NUTS iterations per chain between checkpoints",
+         fb(&CmcBackendConfig::checkpoint_frequency));
   b.Acc("checkpoint_dir", T::kString, "./checkpoints/cmc", NoRule(),
-        "Ignored: CMC uses optimization.streaming.checkpoint_dir");
-  b.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
+        "Ignored: CMC uses optimization.streaming.checkpoint_dir",
+        fb(&CmcBackendConfig::checkpoint_dir));
+  b.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept",
+         fb(&CmcBackendConfig::keep_last_checkpoints));
   b.Acc("resume_from_checkpoint", T::kBool, "true", NoRule(),
-        "Ignored: --resume / streaming.resume_from_checkpoint decide");
+        "Ignored: --resume / streaming.resume_from_checkpoint decide",
+        fb(&CmcBackendConfig::resume_from_checkpoint));
 
+  const FieldsOf fs([](auto& cfg) -> auto& { return cfg.optimization.cmc.sharding; });
   const KeyAdder s = c.Sub("sharding");
   s.Section("", kUse, "How the data are split into shards", kNullable);
   s.Used("strategy", T::kString, "random", OneOf({"random", "stratified", "contiguous"}),
-         "Assignment of points to shards");
-  s.Used("num_shards", T::kIntOrAuto, "auto", AtLeast(1), "Number of shards");
-  s.Used("max_points_per_shard", T::kIntOrAuto, "auto", AtLeast(1), "Upper shard size");
-  s.Used("min_points_per_shard", T::kInt, "10000", AtLeast(1), "Lower shard size");
-  s.Used("seed_base", T::kInt, "0", NonNegative(), "Base of per-shard seeds");
-  s.Used("min_points_per_param", T::kInt, "1500", AtLeast(1), "Points per parameter per shard");
+         "Assignment of points to shards", fs(&CmcSharding::strategy));
+  s.Used("num_shards", T::kIntOrAuto, "auto", AtLeast(1), "Number of shards",
+         fs(&CmcSharding::num_shards));
+  s.Used("max_points_per_shard", T::kIntOrAuto, "auto", AtLeast(1), "Upper shard size",
+         fs(&CmcSharding::max_points_per_shard));
+  s.Used("min_points_per_shard", T::kInt, "10000", AtLeast(1), "Lower shard size",
+         fs(&CmcSharding::min_points_per_shard));
+  s.Used("seed_base", T::kInt, "0", NonNegative(), "Base of per-shard seeds",
+         fs(&CmcSharding::seed_base));
+  s.Used("min_points_per_param", T::kInt, "1500", AtLeast(1), "Points per parameter per shard",
+         fs(&CmcSharding::min_points_per_param));
 
+  const FieldsOf fm([](auto& cfg) -> auto& { return cfg.optimization.cmc.combination; });
   const KeyAdder m = c.Sub("combination");
   m.Section("", kUse, "Combination of shard posteriors", kNullable);
   m.Used("method", T::kString, "robust_consensus_mc",
          OneOf({"robust_consensus_mc", "consensus_mc", "weighted_gaussian", "simple_average"}),
-         "Combination rule");
-  m.Used("validate_results", T::kBool, "true", NoRule(), "Validate shards before combining");
+         "Combination rule", fm(&CmcCombination::method));
+  m.Used("validate_results", T::kBool, "true", NoRule(), "Validate shards before combining",
+         fm(&CmcCombination::validate_results));
   m.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1),
-         "Minimum fraction of successful shards (laminar template 0.80)");
-  m.Used("min_success_rate_warning", T::kFloat, "0.80", InRange(0, 1), "Warn below this");
+         "Minimum fraction of successful shards (laminar template 0.80)",
+         fm(&CmcCombination::min_success_rate));
+  m.Used("min_success_rate_warning", T::kFloat, "0.80", InRange(0, 1), "Warn below this",
+         fm(&CmcCombination::min_success_rate_warning));
 }
 
 void AddSamplerAndChecks(const KeyAdder& c) {
+  const FieldsOf fp([](auto& cfg) -> auto& { return cfg.optimization.cmc.per_shard_mcmc; });
   const KeyAdder p = c.Sub("per_shard_mcmc");
   p.Section("", kUse, "NUTS settings of every shard", kNullable);
-  p.Used("num_warmup", T::kInt, "500", NonNegative(), "Warm-up iterations per chain");
-  p.Used("num_samples", T::kInt, "1500", AtLeast(1), "Samples per chain");
-  p.Used("num_chains", T::kInt, "4", AtLeast(1), "Chains per shard");
+  p.Used("num_warmup", T::kInt, "500", NonNegative(), "Warm-up iterations per chain",
+         fp(&PerShardMcmc::num_warmup));
+  p.Used("num_samples", T::kInt, "1500", AtLeast(1), "Samples per chain",
+         fp(&PerShardMcmc::num_samples));
+  p.Used("num_chains", T::kInt, "4", AtLeast(1), "Chains per shard", fp(&PerShardMcmc::num_chains));
   p.Acc("chain_method", T::kString, "parallel", NoRule(), "How chains are run");
-  p.Used("target_accept_prob", T::kFloat, "0.85", OpenUnit(), "NUTS target acceptance");
+  p.Used("target_accept_prob", T::kFloat, "0.85", OpenUnit(), "NUTS target acceptance",
+         fp(&PerShardMcmc::target_accept_prob));
   p.Acc("adaptive_sampling", T::kBool, "true", NoRule(), "Shrink warm-up/samples for small shards");
-  p.Used("max_tree_depth", T::kInt, "10", AtLeast(1), "NUTS maximum tree depth");
+  p.Used("max_tree_depth", T::kInt, "10", AtLeast(1), "NUTS maximum tree depth",
+         fp(&PerShardMcmc::max_tree_depth));
   p.Acc("min_warmup", T::kInt, "100", NonNegative(), "Lower limit of adaptive warm-up");
   p.Acc("min_samples", T::kInt, "200", AtLeast(1), "Lower limit of adaptive samples");
   p.Acc("enable_jax_profiling", T::kBool, "false", NoRule(), "JAX profiling");
   p.Acc("jax_profile_dir", T::kString, "null", NoRule(), "JAX profile folder", kNullable);
 
+  const FieldsOf fv([](auto& cfg) -> auto& { return cfg.optimization.cmc.validation; });
   const KeyAdder v = c.Sub("validation");
   v.Section("", kUse, "Convergence checks of shards", kNullable);
-  v.Used("strict_mode", T::kBool, "false", NoRule(), "Fail instead of warn");
-  v.Used("min_per_shard_ess", T::kFloat, "100", NonNegative(), "Minimum effective sample size");
-  v.Used("max_per_shard_rhat", T::kFloat, "1.1", AtLeast(1), "Maximum R-hat (laminar 1.2)");
-  v.Used("max_between_shard_kl", T::kFloat, "2.0", NonNegative(), "Maximum shard divergence");
-  v.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1), "Minimum fraction of shards");
-  v.Used("max_divergence_rate", T::kFloat, "0.10", InRange(0, 1), "Maximum divergent fraction");
-  v.Used("require_nlsq_warmstart", T::kBool, "false", NoRule(), "Require an NLSQ warm start");
-  v.Used("use_nlsq_informed_priors", T::kBool, "true", NoRule(), "Centre priors on NLSQ result");
+  v.Used("strict_mode", T::kBool, "false", NoRule(), "Fail instead of warn",
+         fv(&CmcValidation::strict_mode));
+  v.Used("min_per_shard_ess", T::kFloat, "100", NonNegative(), "Minimum effective sample size",
+         fv(&CmcValidation::min_per_shard_ess));
+  v.Used("max_per_shard_rhat", T::kFloat, "1.1", AtLeast(1), "Maximum R-hat (laminar 1.2)",
+         fv(&CmcValidation::max_per_shard_rhat));
+  v.Used("max_between_shard_kl", T::kFloat, "2.0", NonNegative(), "Maximum shard divergence",
+         fv(&CmcValidation::max_between_shard_kl));
+  v.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1), "Minimum fraction of shards",
+         fv(&CmcValidation::min_success_rate));
+  v.Used("max_divergence_rate", T::kFloat, "0.10", InRange(0, 1), "Maximum divergent fraction",
+         fv(&CmcValidation::max_divergence_rate));
+  v.Used("require_nlsq_warmstart", T::kBool, "false", NoRule(), "Require an NLSQ warm start",
+         fv(&CmcValidation::require_nlsq_warmstart));
+  v.Used("use_nlsq_informed_priors", T::kBool, "true", NoRule(), "Centre priors on NLSQ result",
+         fv(&CmcValidation::use_nlsq_informed_priors));
   v.Used("nlsq_prior_width_factor", T::kFloat, "2.0", Positive(),
-         "Prior width = factor x NLSQ uncertainty");
+         "Prior width = factor x NLSQ uncertainty", fv(&CmcValidation::nlsq_prior_width_factor));
   v.Used("max_parameter_cv", T::kFloat, "1.0", Positive(),
-         "Maximum between-shard variation (static template 1.5)");
-  v.Used("heterogeneity_abort", T::kBool, "true", NoRule(), "Abort on heterogeneous shards");
+         "Maximum between-shard variation (static template 1.5)",
+         fv(&CmcValidation::max_parameter_cv));
+  v.Used("heterogeneity_abort", T::kBool, "true", NoRule(), "Abort on heterogeneous shards",
+         fv(&CmcValidation::heterogeneity_abort));
 
+  const FieldsOf fr([](auto& cfg) -> auto& { return cfg.optimization.cmc.reparameterization; });
   const KeyAdder r = c.Sub("reparameterization");
   r.Section("", kUse, "Sampling reparameterizations", kNullable);
   r.Used("enable_d_total", T::kBool, "true", NoRule(),
-         "Laminar auto mode: sample log D_ref, D_offset/D_ref (D_ref = D0 t_ref^alpha)");
+         "Laminar auto mode: sample log D_ref, D_offset/D_ref (D_ref = D0 t_ref^alpha)",
+         fr(&CmcReparameterization::enable_d_total));
   r.Used("enable_log_gamma", T::kBool, "true", NoRule(),
-         "Laminar auto mode: sample log(gamma_dot_t0 t_ref^beta)");
-  r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold");
-  r.Used("bimodal_min_separation", T::kFloat, "0.5", NonNegative(), "Bimodality separation");
+         "Laminar auto mode: sample log(gamma_dot_t0 t_ref^beta)",
+         fr(&CmcReparameterization::enable_log_gamma));
+  r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold",
+         fr(&CmcReparameterization::bimodal_min_weight));
+  r.Used("bimodal_min_separation", T::kFloat, "0.5", NonNegative(), "Bimodality separation",
+         fr(&CmcReparameterization::bimodal_min_separation));
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ void AddMetadata(std::vector<KeySpec>& t) {
 }
 
 void AddAnalyzer(std::vector<KeySpec>& t) {
+  const FieldsOf f([](auto& c) -> auto& { return c.analyzer; });
   KeyAdder root(t, "");
   root.Used("analysis_mode", T::kString, "static_isotropic",
             OneOf({"static", "static_isotropic", "static_anisotropic", "laminar_flow"}, true),
@@ -42,12 +43,15 @@ void AddAnalyzer(std::vector<KeySpec>& t) {
   a.Section("", kUse, "Time axis, frame window, q and gap of the analysis");
   a.Used("dt", T::kFloat, "", Positive(),
          "Frame time step in seconds; if absent experimental_data.dt, else 1.0");
-  a.Used("start_frame", T::kInt, "1", AtLeast(1), "First frame (1-based)");
+  a.Used("start_frame", T::kInt, "1", AtLeast(1), "First frame (1-based)",
+         f(&AnalyzerParameters::start_frame));
   a.Used("end_frame", T::kInt, "-1", CustomRule("-1 (last frame) or >= start_frame"),
-         "Last frame (1-based, inclusive); -1 = last frame of the file");
+         "Last frame (1-based, inclusive); -1 = last frame of the file",
+         f(&AnalyzerParameters::end_frame));
   a.Sub("scattering").Section("", kUse, "Scattering geometry");
   a.Used("scattering.wavevector_q", T::kFloat, "0.0054", Positive(),
-         "Target wavevector q in 1/Angstrom; the closest q bin of the file is used");
+         "Target wavevector q in 1/Angstrom; the closest q bin of the file is used",
+         f(&AnalyzerParameters::wavevector_q));
   a.Sub("geometry").Section("", kUse, "Shear-cell geometry");
   a.Used("geometry.stator_rotor_gap", T::kFloat, "", Positive(),
          "Gap L in Angstrom; if absent experimental_data.geometry.stator_rotor_gap, "
@@ -62,24 +66,31 @@ void AddAnalyzer(std::vector<KeySpec>& t) {
 }
 
 void AddExperimentalData(std::vector<KeySpec>& t) {
+  const FieldsOf f([](auto& c) -> auto& { return c.experimental_data; });
   KeyAdder e(t, "experimental_data");
   e.Section("", kUse, "Input data file and cache");
   e.Used("file_path", T::kString, "", NoRule(),
-         "Full path of the data file; shown by --validate, not used to locate the data", kNullable);
+         "Full path of the data file; shown by --validate, not used to locate the data",
+         f(&ExperimentalData::file_path), kNullable);
   e.Used("data_folder_path", T::kString, "", CustomRule("required for a fit; no '..'"),
-         "Folder of the HDF5 data file", kNullable);
+         "Folder of the HDF5 data file", f(&ExperimentalData::data_folder_path), kNullable);
   e.Used("data_file_name", T::kString, "", CustomRule("required for a fit; no '..'"),
-         "Name of the HDF5 data file inside data_folder_path", kNullable);
+         "Name of the HDF5 data file inside data_folder_path", f(&ExperimentalData::data_file_name),
+         kNullable);
   e.Used("phi_angles_path", T::kString, "./", NoRule(),
-         "Folder where phi_angles_list.txt is written", kNullable);
+         "Folder where phi_angles_list.txt is written", f(&ExperimentalData::phi_angles_path),
+         kNullable);
   e.Acc("phi_angles_file", T::kString, "", NoRule(), "Name of the phi angle list file", kNullable);
   e.Used("cache_file_path", T::kString, "", NoRule(),
-         "Folder of the NPZ cache; empty = data_folder_path", kNullable);
+         "Folder of the NPZ cache; empty = data_folder_path", f(&ExperimentalData::cache_file_path),
+         kNullable);
   e.Used("cache_filename_template", T::kString,
          "\"cached_c2_frames_${start_frame}_${end_frame}.npz\"",
          CustomRule("no path separator, no '..'"),
-         "Cache file name; ${start_frame}, ${end_frame}, ${wavevector_q} are substituted");
-  e.Used("cache_compression", T::kBool, "true", NoRule(), "Compress the NPZ cache");
+         "Cache file name; ${start_frame}, ${end_frame}, ${wavevector_q} are substituted",
+         f(&ExperimentalData::cache_filename_template));
+  e.Used("cache_compression", T::kBool, "true", NoRule(), "Compress the NPZ cache",
+         f(&ExperimentalData::cache_compression));
   e.Acc("data_type", T::kString, "float64", NoRule(), "Data precision (always float64)");
   e.Acc("file_format", T::kString, "HDF5", NoRule(), "File format (detected from content)");
   e.Acc("exchange_key", T::kString, "exchange", NoRule(), "HDF5 group name (detected)");
@@ -89,15 +100,18 @@ void AddExperimentalData(std::vector<KeySpec>& t) {
   e.Used("sample_detector_distance", T::kFloat, "", Positive(),
          "Second fallback for the gap L (Angstrom)");
   e.Used("dt", T::kFloat, "", Positive(), "Fallback for analyzer_parameters.dt (s)");
+  const FieldsOf top([](auto& c) -> auto& { return c; });
   KeyAdder root(t, "");
   root.Used("q_tolerance_fraction", T::kFloat, "0.1", Positive(),
-            "Relative tolerance when matching wavevector_q to the q bins of the file");
+            "Relative tolerance when matching wavevector_q to the q bins of the file",
+            top(&Config::q_tolerance_fraction));
 }
 
 void AddPhiFiltering(std::vector<KeySpec>& t) {
+  const FieldsOf f([](auto& c) -> auto& { return c.phi_filtering; });
   KeyAdder p(t, "phi_filtering");
   p.Section("", kUse, "Selection of azimuthal angles for the fit");
-  p.Used("enabled", T::kBool, "false", NoRule(), "Apply target_ranges");
+  p.Used("enabled", T::kBool, "false", NoRule(), "Apply target_ranges", f(&PhiFiltering::enabled));
   p.Used("target_ranges", T::kMappingList, "[]", NoRule(),
          "Angle ranges in degrees; an angle is kept if it lies in any range", kNullable);
   p.Used("target_ranges[].min_angle", T::kFloat, "", NoRule(), "Lower end (degrees)", kRequired);
@@ -117,17 +131,21 @@ void AddPhiFiltering(std::vector<KeySpec>& t) {
 }
 
 void AddParameters(std::vector<KeySpec>& t) {
+  const FieldsOf f([](auto& c) -> auto& { return c.initial_parameters; });
   KeyAdder i(t, "initial_parameters");
   i.Section("", kUse, "Starting point of the fit", kNullable);
   i.Used("parameter_names", T::kStringList, "", CustomRule("known parameter names (aliases ok)"),
          "Names for values; default: all parameters of the mode");
   i.Used("values", T::kFloatList, "null", CustomRule("same length as parameter_names"),
-         "Initial physical values; null = midpoints of the bounds", kNullable);
+         "Initial physical values; null = midpoints of the bounds", f(&InitialParameters::values),
+         kNullable);
   i.Section("per_angle_scaling", kUse, "Initial per-angle contrast/offset", kNullable);
   i.Used("per_angle_scaling.contrast", T::kFloatList, "null", NoRule(),
-         "One contrast per kept angle; null = 0.3 for every angle", kNullable);
+         "One contrast per kept angle; null = 0.3 for every angle", f(&InitialParameters::contrast),
+         kNullable);
   i.Used("per_angle_scaling.offset", T::kFloatList, "null", NoRule(),
-         "One offset per kept angle; null = 0.8 for every angle", kNullable);
+         "One offset per kept angle; null = 0.8 for every angle", f(&InitialParameters::offset),
+         kNullable);
   i.Acc("units", T::kAny, "", NoRule(), "Units of the parameters (documentation)", kNullable);
   i.Used("active_parameters", T::kStringList, "null", CustomRule("known parameter names"),
          "Subset of parameters to optimize; null = all", kNullable);

@@ -9,20 +9,24 @@ constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 
 void AddNlsqBasics(const KeyAdder& n) {
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization.nlsq; });
   n.Section("", kUse, "Nonlinear least-squares fit");
   n.Acc("workflow", T::kString, "auto", NoRule(), "Workflow selection (informational)");
   n.Acc("goal", T::kString, "quality", NoRule(), "Optimization goal (informational)");
   n.Used("memory_fraction", T::kFloat, "0.75", Fraction(),
          "Fraction of the node's RAM the fit may use, shared by the node's ranks; picks in-core "
-         "or streaming (clamped to [0.1, 0.9]; env NLSQ_MEMORY_FRACTION overrides)");
+         "or streaming (clamped to [0.1, 0.9]; env NLSQ_MEMORY_FRACTION overrides)",
+         f(&NlsqOptions::memory_fraction));
   n.Used("memory_threshold_gb", T::kFloat, "null", Positive(),
          "Memory limit in GiB per node, shared by its ranks (overrides memory_fraction)",
-         kNullable);
+         f(&NlsqOptions::memory_threshold_gb), kNullable);
   n.Used("max_iterations", T::kInt, "1000", AtLeast(1),
-         "Maximum solver iterations (homodyne code default 1000; templates 100)");
-  n.Used("tolerance", T::kFloat, "1e-8", Positive(), "Relative cost tolerance (ftol)");
-  n.Used("xtol", T::kFloat, "1e-8", Positive(), "Relative step tolerance");
-  n.Used("gtol", T::kFloat, "1e-8", Positive(), "Gradient tolerance");
+         "Maximum solver iterations (homodyne code default 1000; templates 100)",
+         f(&NlsqOptions::max_iterations));
+  n.Used("tolerance", T::kFloat, "1e-8", Positive(), "Relative cost tolerance (ftol)",
+         f(&NlsqOptions::tolerance));
+  n.Used("xtol", T::kFloat, "1e-8", Positive(), "Relative step tolerance", f(&NlsqOptions::xtol));
+  n.Used("gtol", T::kFloat, "1e-8", Positive(), "Gradient tolerance", f(&NlsqOptions::gtol));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
   n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
@@ -70,13 +74,18 @@ void AddHybridStreaming(const KeyAdder& h) {
 }
 
 void AddAntiDegeneracy(const KeyAdder& a) {
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization.nlsq.anti_degeneracy; });
   a.Section("", kUse, "Per-angle scaling treatment (laminar_flow NLSQ only)", kNullable);
-  a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system");
+  a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system",
+         f(&AntiDegeneracy::enable));
   a.Used("per_angle_mode", T::kString, "auto", OneOf({"auto", "constant", "individual", "fourier"}),
-         "Scaling layout: auto, constant, individual or fourier");
+         "Scaling layout: auto, constant, individual or fourier",
+         f(&AntiDegeneracy::per_angle_mode));
   a.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
-         "auto uses averaged scaling when n_phi >= this");
-  a.Used("fourier_order", T::kInt, "2", AtLeast(1), "Fourier order K of the fourier mode");
+         "auto uses averaged scaling when n_phi >= this",
+         f(&AntiDegeneracy::constant_scaling_threshold));
+  a.Used("fourier_order", T::kInt, "2", AtLeast(1), "Fourier order K of the fourier mode",
+         f(&AntiDegeneracy::fourier_order));
   a.Acc("fourier_auto_threshold", T::kInt, "6", AtLeast(1), "n_phi for automatic Fourier");
   a.Section("hierarchical", kAcc, "Alternating physical/per-angle solves", kNullable);
   a.Acc("hierarchical.enable", T::kBool, "true", NoRule(), "Enable");
@@ -109,19 +118,28 @@ void AddAntiDegeneracy(const KeyAdder& a) {
 }
 
 void AddMultiStart(const KeyAdder& m) {
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization.nlsq.multi_start; });
   m.Section("", kUse, "Multi-start global search", kNullable);
-  m.Used("enable", T::kBool, "false", NoRule(), "Run several local fits from sampled starts");
-  m.Used("n_starts", T::kInt, "10", AtLeast(1), "Number of starting points");
-  m.Used("seed", T::kInt, "42", NonNegative(), "Random seed of the sampling");
+  m.Used("enable", T::kBool, "false", NoRule(), "Run several local fits from sampled starts",
+         f(&MultiStart::enable));
+  m.Used("n_starts", T::kInt, "10", AtLeast(1), "Number of starting points",
+         f(&MultiStart::n_starts));
+  m.Used("seed", T::kInt, "42", NonNegative(), "Random seed of the sampling", f(&MultiStart::seed));
   m.Used("sampling_strategy", T::kString, "latin_hypercube", NoRule(),
-         "How starting points are drawn (e.g. latin_hypercube)");
-  m.Used("n_workers", T::kInt, "0", NonNegative(), "Parallel workers (0 = automatic)");
-  m.Used("use_screening", T::kBool, "true", NoRule(), "Screen starts by initial cost");
-  m.Used("screen_keep_fraction", T::kFloat, "0.5", Fraction(), "Fraction kept by screening");
-  m.Used("refine_top_k", T::kInt, "3", AtLeast(1), "Best starts refined");
-  m.Used("refinement_ftol", T::kFloat, "1e-12", Positive(), "Refinement tolerance");
+         "How starting points are drawn (e.g. latin_hypercube)", f(&MultiStart::sampling_strategy));
+  m.Used("n_workers", T::kInt, "0", NonNegative(), "Parallel workers (0 = automatic)",
+         f(&MultiStart::n_workers));
+  m.Used("use_screening", T::kBool, "true", NoRule(), "Screen starts by initial cost",
+         f(&MultiStart::use_screening));
+  m.Used("screen_keep_fraction", T::kFloat, "0.5", Fraction(), "Fraction kept by screening",
+         f(&MultiStart::screen_keep_fraction));
+  m.Used("refine_top_k", T::kInt, "3", AtLeast(1), "Best starts refined",
+         f(&MultiStart::refine_top_k));
+  m.Used("refinement_ftol", T::kFloat, "1e-12", Positive(), "Refinement tolerance",
+         f(&MultiStart::refinement_ftol));
   m.Used("degeneracy_threshold", T::kFloat, "0.1", NonNegative(),
-         "Relative cost gap below which solutions count as degenerate");
+         "Relative cost gap below which solutions count as degenerate",
+         f(&MultiStart::degeneracy_threshold));
 }
 
 void AddCmaes(const KeyAdder& c) {
@@ -170,8 +188,10 @@ void AddQualityValidation(const KeyAdder& q) {
 void AddNlsqKeys(std::vector<KeySpec>& table) {
   KeyAdder o(table, "optimization");
   o.Section("", KeyStatus::kUsed, "Optimizer settings");
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization; });
   o.Used("method", T::kString, "nlsq", OneOf({"nlsq", "cmc", "both", "mcmc"}),
-         "Default method; mcmc is a legacy name of cmc (the --method flag overrides)");
+         "Default method; mcmc is a legacy name of cmc (the --method flag overrides)",
+         f(&Optimization::method));
   const KeyAdder n = o.Sub("nlsq");
   AddNlsqBasics(n);
   AddHybridStreaming(n.Sub("hybrid_streaming"));

@@ -9,18 +9,27 @@ constexpr auto kUse = KeyStatus::kUsed;
 }  // namespace
 
 void AddOptimizationKeys(std::vector<KeySpec>& table) {
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization.streaming; });
   const KeyAdder s(table, "optimization.streaming");
   s.Section("", kUse, "Batch-wise fitting, checkpoints and fault tolerance", kNullable);
-  s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write NLSQ/CMC checkpoints");
-  s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(), "Checkpoint folder");
-  s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "NLSQ iterations between checkpoints");
-  s.Used("resume_from_checkpoint", T::kBool, "false", NoRule(), "Resume from the last one");
-  s.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept");
-  s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches");
-  s.Used("max_retries_per_batch", T::kInt, "2", NonNegative(), "Retries per batch");
-  s.Used("min_success_rate", T::kFloat, "0.5", InRange(0, 1), "Minimum fraction of batches");
+  s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write NLSQ/CMC checkpoints",
+         f(&StreamingOptions::enable_checkpoints));
+  s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(), "Checkpoint folder",
+         f(&StreamingOptions::checkpoint_dir));
+  s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "NLSQ iterations between checkpoints",
+         f(&StreamingOptions::checkpoint_frequency));
+  s.Used("resume_from_checkpoint", T::kBool, "false", NoRule(), "Resume from the last one",
+         f(&StreamingOptions::resume_from_checkpoint));
+  s.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept",
+         f(&StreamingOptions::keep_last_checkpoints));
+  s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches",
+         f(&StreamingOptions::enable_fault_tolerance));
+  s.Used("max_retries_per_batch", T::kInt, "2", NonNegative(), "Retries per batch",
+         f(&StreamingOptions::max_retries_per_batch));
+  s.Used("min_success_rate", T::kFloat, "0.5", InRange(0, 1), "Minimum fraction of batches",
+         f(&StreamingOptions::min_success_rate));
   s.Used("batch_size", T::kInt, "null", AtLeast(1), "Points per batch; null = automatic",
-         kNullable);
+         f(&StreamingOptions::batch_size), kNullable);
   s.Acc("adaptive_batching", T::kBool, "true", NoRule(), "Adapt the batch size");
 
   const KeyAdder st(table, "optimization.stratification");

@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "config/config_reader.h"
 #include "config/key_table.h"
@@ -178,6 +179,173 @@ TEST(ConfigKeyTable, CommittedDocsMatchTheTable) {
   EXPECT_EQ(text.str(), RenderConfigReferenceMarkdown())
       << "docs/configuration.md is stale: regenerate it with "
          "`homodyne-config --reference-doc > docs/configuration.md`";
+}
+
+// A bound key's value as YAML text (nested mappings) under a minimal static file.
+std::string YamlSetting(const std::string& path, const std::string& value) {
+  std::string out = "analysis_mode: static_isotropic\n";
+  std::size_t pos = 0;
+  std::string indent;
+  while (true) {
+    const std::size_t dot = path.find('.', pos);
+    if (dot == std::string::npos) break;
+    out += indent + path.substr(pos, dot - pos) + ":\n";
+    indent += "  ";
+    pos = dot + 1;
+  }
+  return out + indent + path.substr(pos) + ": " + value + "\n";
+}
+
+// A valid value of the key that differs from its table default.
+std::string OtherValue(const KeySpec& spec) {
+  switch (spec.type) {
+    case KeyType::kBool:
+      return spec.default_yaml == "true" ? "false" : "true";
+    case KeyType::kBoolOrAuto:
+      return "true";
+    case KeyType::kInt:
+    case KeyType::kIntOrAuto:
+      for (const char* v : {"7", "3"}) {
+        if (v != spec.default_yaml && CheckNumber(spec.rule, std::stod(v)).empty()) return v;
+      }
+      break;
+    case KeyType::kFloat:
+      for (const char* v : {"0.7", "1.7"}) {
+        if (CheckNumber(spec.rule, std::stod(v)).empty()) return v;
+      }
+      break;
+    case KeyType::kString:
+      if (spec.rule.kind != Rule::Kind::kEnum) return "other_value";
+      for (const auto& choice : spec.rule.choices) {
+        if (choice != spec.default_yaml) return choice;
+      }
+      break;
+    case KeyType::kFloatList:
+      return "[0.5, 0.6, 0.7]";  // three entries: as many as the static mode's parameters
+    default:
+      break;
+  }
+  ADD_FAILURE() << "no test value for " << spec.path;
+  return spec.default_yaml;
+}
+
+std::vector<const KeySpec*> BoundKeys() {
+  std::vector<const KeySpec*> out;
+  for (const auto& spec : ConfigKeyTable()) {
+    if (spec.field) out.push_back(&spec);
+  }
+  return out;
+}
+
+ReadOptions NoDataFile() {
+  ReadOptions o;
+  o.require_data_file = false;
+  return o;
+}
+
+// The defaulted Config is what the reader makes of a file that sets no key.
+TEST(ConfigKeyBindings, DefaultConfigIsTheReaderOnAnEmptyFile) {
+  const Config d = DefaultConfig();
+  const Config r =
+      ReadConfigString("analysis_mode: static_isotropic\n", "empty.yaml", NoDataFile());
+  ASSERT_GT(BoundKeys().size(), 100u);
+  for (const KeySpec* spec : BoundKeys()) {
+    EXPECT_EQ(spec->field.text(d), spec->field.text(r)) << spec->path;
+  }
+  EXPECT_EQ(d.analysis_mode, r.analysis_mode);
+  EXPECT_EQ(d.analysis_mode_name, "static_isotropic");
+  EXPECT_EQ(d.analyzer.dt, r.analyzer.dt);
+  EXPECT_EQ(d.analyzer.dt_source, r.analyzer.dt_source);
+  EXPECT_EQ(d.analyzer.stator_rotor_gap, r.analyzer.stator_rotor_gap);
+  EXPECT_EQ(d.analyzer.stator_rotor_gap_source, r.analyzer.stator_rotor_gap_source);
+  EXPECT_EQ(d.optimization.nlsq.anti_degeneracy.section_present,
+            r.optimization.nlsq.anti_degeneracy.section_present);
+  ASSERT_EQ(d.parameters.size(), r.parameters.size());
+  for (std::size_t i = 0; i < d.parameters.size(); ++i) {
+    EXPECT_EQ(d.parameters[i].name, r.parameters[i].name);
+    EXPECT_EQ(d.parameters[i].min, r.parameters[i].min);
+    EXPECT_EQ(d.parameters[i].max, r.parameters[i].max);
+    EXPECT_EQ(d.parameters[i].initial, r.parameters[i].initial);
+  }
+  EXPECT_EQ(d.contrast.max, r.contrast.max);
+  EXPECT_EQ(d.offset.min, r.offset.min);
+  // A few table defaults, spelled out.
+  EXPECT_EQ(d.optimization.method, FitMethod::kNlsq);
+  EXPECT_EQ(d.optimization.nlsq.max_iterations, 1000);
+  EXPECT_EQ(d.optimization.nlsq.tolerance, 1e-8);
+  EXPECT_FALSE(d.optimization.nlsq.memory_threshold_gb.has_value());
+  EXPECT_EQ(d.optimization.cmc.enable, "auto");
+  EXPECT_EQ(d.optimization.cmc.min_points_for_cmc, 100000);
+  EXPECT_FALSE(d.optimization.cmc.sharding.num_shards.has_value());
+  EXPECT_EQ(d.optimization.cmc.per_shard_mcmc.num_samples, 1500);
+  EXPECT_EQ(d.experimental_data.cache_filename_template,
+            "cached_c2_frames_${start_frame}_${end_frame}.npz");
+  EXPECT_EQ(d.analyzer.end_frame, -1);
+  EXPECT_EQ(d.output_directory, "./homodyne_results");
+  EXPECT_EQ(d.Hdf5DeflateLevel(), 4);
+  EXPECT_EQ(d.analyzer.dt, 1.0);
+  EXPECT_EQ(d.analyzer.stator_rotor_gap, 2.0e6);
+}
+
+// Each bound key fills its own field and no other: setting it alone changes exactly one
+// bound field of the Config (a key bound to the wrong member fails here).
+TEST(ConfigKeyBindings, EachKeyFillsItsOwnField) {
+  const Config d = DefaultConfig();
+  const auto bound = BoundKeys();
+  for (const KeySpec* spec : bound) {
+    const std::string yaml = YamlSetting(spec->path, OtherValue(*spec));
+    Config c;
+    ASSERT_NO_THROW(c = ReadConfigString(yaml, "one_key.yaml", NoDataFile())) << yaml;
+    EXPECT_NE(spec->field.text(c), spec->field.text(d)) << yaml;
+    for (const KeySpec* other : bound) {
+      if (other == spec) continue;
+      EXPECT_EQ(other->field.text(c), other->field.text(d))
+          << "setting " << spec->path << " changed " << other->path;
+    }
+  }
+}
+
+// Elements of lists and wildcard mappings are built by explicit code; their structs keep the
+// table's defaults in-class, which must stay equal.
+TEST(ConfigKeyBindings, ElementDefaultsAreTheTables) {
+  EXPECT_EQ(ParameterBound{}.prior_type,
+            FindKeySpec("parameter_space.bounds[].type")->default_yaml);
+  EXPECT_EQ(PriorSpec{}.dist_type, FindKeySpec("parameter_space.priors.*.dist_type")->default_yaml);
+}
+
+// A used scalar key either fills a typed field through the table or is read by explicit
+// code (fallback chains, name lists, overrides, lookups); a new key has to pick one.
+TEST(ConfigKeyBindings, UsedScalarKeysAreBoundOrReadExplicitly) {
+  const std::set<std::string> explicit_keys = {
+      "analysis_mode",  // two fields: the name as written and the mode
+      "analyzer_parameters.dt",
+      "experimental_data.dt",  // dt fallback chain
+      "analyzer_parameters.geometry.stator_rotor_gap",
+      "experimental_data.geometry.stator_rotor_gap",
+      "experimental_data.sample_detector_distance",  // gap fallback chain
+      "initial_parameters.parameter_names",
+      "initial_parameters.active_parameters",  // canonical names, checked against the mode
+      "optimization.mcmc.num_warmup",
+      "optimization.mcmc.num_samples",
+      "optimization.mcmc.num_chains",  // overrides of per_shard_mcmc
+      // No typed field: no code of homodyne-hpc reads data_filtering.
+      "data_filtering.enabled",
+      "data_filtering.q_range.min",
+      "data_filtering.q_range.max",
+      "data_filtering.phi_range.min",
+      "data_filtering.phi_range.max",
+      "data_filtering.quality_threshold",
+      "data_filtering.frame_filtering.stride",
+      "data_filtering.combine_criteria",
+      "data_filtering.fallback_on_empty",
+  };
+  for (const auto& spec : ConfigKeyTable()) {
+    const bool scalar = spec.type != KeyType::kMapping && spec.type != KeyType::kAnyMapping &&
+                        spec.type != KeyType::kMappingList && spec.type != KeyType::kAny;
+    const bool concrete = spec.path.find_first_of("*[") == std::string::npos;
+    if (spec.status != KeyStatus::kUsed || !scalar || !concrete) continue;
+    EXPECT_NE(static_cast<bool>(spec.field), explicit_keys.count(spec.path) > 0) << spec.path;
+  }
 }
 
 }  // namespace

@@ -12,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include <yaml-cpp/yaml.h>
+
 #include "app/config_tool.h"
 #include "config/config_reader.h"
 #include "config/config_template.h"
+#include "config/key_table.h"
 #include "core/error.h"
 #include "temp_dir.h"
 
@@ -139,6 +142,42 @@ TEST(ConfigTool, ShippedExamplesMatchTheGenerator) {
     EXPECT_EQ(Slurp(path), ConfigTemplate(mode))
         << path << " is stale: regenerate with homodyne-config --mode " << ToString(mode) << " -o "
         << path << " --force";
+  }
+}
+
+// Every key a template writes is a key of the table, also inside sections that accept
+// undeclared keys (metadata, v2_features, ...), where the reader would not notice a typo.
+// Free-form values (kAny, kAnyMapping) are not walked into.
+void CollectKeyPaths(const YAML::Node& node, const std::string& path,
+                     std::vector<std::string>& out) {
+  if (!path.empty()) {
+    const KeySpec* spec = ResolveKeySpec(path);
+    if (spec != nullptr && (spec->type == KeyType::kAny || spec->type == KeyType::kAnyMapping)) {
+      return;
+    }
+  }
+  if (node.IsMap()) {
+    for (const auto& kv : node) {
+      const std::string child = path.empty() ? kv.first.Scalar() : path + "." + kv.first.Scalar();
+      out.push_back(child);
+      CollectKeyPaths(kv.second, child, out);
+    }
+  } else if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      CollectKeyPaths(node[i], path + "[" + std::to_string(i) + "]", out);
+    }
+  }
+}
+
+TEST(ConfigTool, TemplatesWriteOnlyTableKeys) {
+  for (AnalysisMode mode : {AnalysisMode::kStatic, AnalysisMode::kLaminarFlow}) {
+    std::vector<std::string> paths;
+    CollectKeyPaths(YAML::Load(ConfigTemplate(mode)), "", paths);
+    EXPECT_GT(paths.size(), 100u);
+    for (const auto& path : paths) {
+      EXPECT_NE(ResolveKeySpec(path), nullptr)
+          << ToString(mode) << " template writes unknown key " << path;
+    }
   }
 }
 
