@@ -112,9 +112,15 @@ std::string FormatConfigSummary(const Config& c, bool verbose) {
   all.push_back(c.contrast);
   all.push_back(c.offset);
   for (const auto& p : all) {
-    out += fmt::format("  {:<20} {:>14.6g} {:>14.6g} {:>14.6g}  {}, {}\n", p.name, p.initial, p.min,
-                       p.max, p.bounds_from_config ? "bounds from file" : "default bounds",
-                       p.initial_from_config ? "initial from file" : "initial = midpoint");
+    out +=
+        fmt::format("  {:<20} {:>14.6g} {:>14.6g} {:>14.6g}  {}, {}\n", p.name, p.initial, p.min,
+                    p.max, p.bounds_from_config ? "bounds from file" : "default bounds",
+                    p.initial_from_config ? std::string("initial from file")
+                    : p.name == "contrast" || p.name == "offset"
+                        ? std::string("no initial value: NLSQ estimates it from the data, CMC "
+                                      "starts at the midpoint")
+                        : fmt::format("no initial value: NLSQ starts at {:g}, CMC at the midpoint",
+                                      NlsqDefaultStart(p)));
   }
   for (const auto& note : c.notes) out += "  note: " + note + "\n";
   if (verbose && !c.accepted_keys_present.empty()) {

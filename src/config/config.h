@@ -90,7 +90,7 @@ struct EffectiveParameter {
   double max = 0.0;
   double initial = 0.0;
   bool bounds_from_config = false;   // parameter_space.bounds vs built-in defaults
-  bool initial_from_config = false;  // initial_parameters.values vs bound midpoint
+  bool initial_from_config = false;  // initial_parameters.values (else see NlsqDefaultStart)
 };
 
 struct AntiDegeneracy {

@@ -26,7 +26,8 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
 
 ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
                                       const std::vector<model::ScalingEstimate>& estimates,
-                                      const std::map<std::string, double>& overrides) {
+                                      const std::map<std::string, double>& overrides,
+                                      UnsetStart unset) {
   const int n_phi = static_cast<int>(estimates.size());
   const model::ExpandedIndex index(mode, n_phi);
   ExpandedStart out;
@@ -64,7 +65,10 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
                                 it->second),
                     {}, "--initial-" + it->first);
     }
-    out.values[e] = it != overrides.end() ? it->second : ep.initial;
+    const double configured = ep.initial_from_config || unset == UnsetStart::kMidpoint
+                                  ? ep.initial
+                                  : config::NlsqDefaultStart(ep);
+    out.values[e] = it != overrides.end() ? it->second : configured;
     out.bounds.lower[e] = ep.min;
     out.bounds.upper[e] = ep.max;
   }

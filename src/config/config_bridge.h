@@ -23,15 +23,20 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
 // Starting point and bounds in the expanded per-angle space [contrast_k…, offset_k…,
 // physics]: per-angle values from `estimates`, replaced by
 // initial_parameters.per_angle_scaling lists of the right length; physics from the
-// config's effective initial values, replaced by `overrides` (--initial-*); bounds from
-// the effective parameter_space.
+// config's initial values, replaced by `overrides` (--initial-*); a physical parameter
+// the config gives no value starts as `unset` says; bounds from the effective
+// parameter_space.
 struct ExpandedStart {
   std::vector<double> values;
   model::Bounds bounds;
 };
+// kNlsqDefault: config::NlsqDefaultStart (homodyne's NLSQ defaults); kMidpoint: the
+// bounds' midpoint (CMC, spec §0.1).
+enum class UnsetStart { kNlsqDefault, kMidpoint };
 ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
                                       const std::vector<model::ScalingEstimate>& estimates,
-                                      const std::map<std::string, double>& overrides = {});
+                                      const std::map<std::string, double>& overrides = {},
+                                      UnsetStart unset = UnsetStart::kMidpoint);
 
 // q (from the data, the first kept bin), L and dt of the model prefactors.
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q);

@@ -137,8 +137,10 @@ void AddParameters(std::vector<KeySpec>& t) {
   i.Used("parameter_names", T::kStringList, "", CustomRule("known parameter names (aliases ok)"),
          "Names for values; default: all parameters of the mode");
   i.Used("values", T::kFloatList, "null", CustomRule("same length as parameter_names"),
-         "Initial physical values; null = midpoints of the bounds", f(&InitialParameters::values),
-         kNullable);
+         "Initial physical values; null: NLSQ starts at homodyne's defaults (D0 1e4, alpha -1.5, "
+         "gamma_dot_t0 1e-3, the others 0; the bounds' midpoint when outside them), CMC at the "
+         "midpoints",
+         f(&InitialParameters::values), kNullable);
   i.Section("per_angle_scaling", kUse, "Initial per-angle contrast/offset", kNullable);
   i.Used("per_angle_scaling.contrast", T::kFloatList, "null", NoRule(),
          "One contrast per kept angle; null = 0.3 for every angle", f(&InitialParameters::contrast),

@@ -4,21 +4,25 @@
 #include <array>
 #include <cctype>
 
+#include "config/config.h"
+
 namespace homodyne::config {
 namespace {
 
-// ParameterManager defaults (spec §1.8, "bounds (effective default)").
+// ParameterManager defaults (spec §1.8, "bounds (effective default)") and the start of
+// homodyne's NLSQ for a parameter the config gives no value (contrast and offset: from the
+// data).
 const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
   static const std::array<ParameterBoundsDefault, 9> table = {{
-      {"D0", 1e2, 1e5, "A^2/s"},
-      {"alpha", -2.0, 2.0, "dimensionless"},
-      {"D_offset", -1e5, 1e5, "A^2/s"},
-      {"gamma_dot_t0", 1e-6, 0.5, "1/s"},
-      {"beta", -2.0, 2.0, "dimensionless"},
-      {"gamma_dot_t_offset", -0.1, 0.1, "1/s"},
-      {"phi0", -10.0, 10.0, "degrees"},
-      {"contrast", 0.0, 1.0, "dimensionless"},
-      {"offset", 0.5, 1.5, "dimensionless"},
+      {"D0", 1e2, 1e5, "A^2/s", 1e4},
+      {"alpha", -2.0, 2.0, "dimensionless", -1.5},
+      {"D_offset", -1e5, 1e5, "A^2/s", 0.0},
+      {"gamma_dot_t0", 1e-6, 0.5, "1/s", 1e-3},
+      {"beta", -2.0, 2.0, "dimensionless", 0.0},
+      {"gamma_dot_t_offset", -0.1, 0.1, "1/s", 0.0},
+      {"phi0", -10.0, 10.0, "degrees", 0.0},
+      {"contrast", 0.0, 1.0, "dimensionless", 0.5},
+      {"offset", 0.5, 1.5, "dimensionless", 1.0},
   }};
   return table;
 }
@@ -46,6 +50,12 @@ std::optional<ParameterBoundsDefault> DefaultParameterBounds(std::string_view ca
     if (entry.name == canonical_name) return entry;
   }
   return std::nullopt;
+}
+
+double NlsqDefaultStart(const EffectiveParameter& p) {
+  const auto def = DefaultParameterBounds(p.name);
+  if (def && def->nlsq_start >= p.min && def->nlsq_start <= p.max) return def->nlsq_start;
+  return 0.5 * (p.min + p.max);
 }
 
 std::vector<std::string> AllParameterNames() {

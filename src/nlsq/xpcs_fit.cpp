@@ -152,8 +152,10 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
               s.layout->num_optimised());
 
   s.index = model::ExpandedIndex(s.mode, n_phi);
-  const ExpandedStart start = RunCollectively(
-      comm, [&] { return ExpandedStartFromConfig(cfg, s.mode, estimates, options.initial); });
+  const ExpandedStart start = RunCollectively(comm, [&] {
+    return ExpandedStartFromConfig(cfg, s.mode, estimates, options.initial,
+                                   UnsetStart::kNlsqDefault);
+  });
   const std::vector<double>& expanded = start.values;
   const model::Bounds& expanded_bounds = start.bounds;
   s.bounds = s.layout->OptimiserBounds(expanded_bounds);
