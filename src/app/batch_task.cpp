@@ -75,7 +75,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
   MPI_Bcast(&usable, 1, MPI_INT, 0, group.get());
 
   std::optional<cmc::CmcRunResult> cmc_result;
-  if (task.spec.method != "nlsq" && usable) {
+  if (task.spec.method != config::FitMethod::kNlsq && usable) {
     for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
                     &result.report.physical_uncertainties}) {
       Broadcast(group, *v);
@@ -97,7 +97,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     MaybeInjectFailure("output", g.env.rank());
     if (!group.is_root()) return;
     const std::filesystem::path out(task.spec.output_dir);
-    if (task.spec.method != "cmc") {
+    if (task.spec.method != config::FitMethod::kCmc) {
       nlsq::WriteNlsqResultFiles(out, result.report);
       if (use_multistart) {
         WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
@@ -109,7 +109,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     // fitted_data.h5: the task's ranks together (collective).
     PhaseTimes::Scope t(phases, "write_outputs");
     const std::filesystem::path out(task.spec.output_dir);
-    if (task.spec.method != "cmc") {
+    if (task.spec.method != config::FitMethod::kCmc) {
       WriteFittedData(group, out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log,
                       FittedDataThreads{ro.threads, ro.worker_start});
     }
@@ -157,7 +157,7 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
                             result.report.convergence_status, result.report.iterations,
                             result.summary.message);
-    if (!usable && task.spec.method != "nlsq") row.error += "; CMC not run";
+    if (!usable && task.spec.method != config::FitMethod::kNlsq) row.error += "; CMC not run";
     return;
   }
   row.status = "ok";

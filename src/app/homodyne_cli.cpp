@@ -53,11 +53,11 @@ void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& dat
   const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
   // Never overwrite an input: not the directory itself, nothing in what the run fills.
   OutputLayout layout{out, {}, {"run_report.yaml"}};
-  if (opts.method != "cmc") {
+  if (opts.method != config::FitMethod::kCmc) {
     layout.owned_dirs.push_back("nlsq");
     layout.files.push_back("homodyne_results.json");
   }
-  if (opts.method != "nlsq") layout.owned_dirs.push_back("cmc");
+  if (opts.method != config::FitMethod::kNlsq) layout.owned_dirs.push_back("cmc");
   layout.owned_dirs.push_back("plots");  // --save-plots / --plot-* (inputs never live there)
   std::string warm = opts.nlsq_result;
   if (!warm.empty() && fs::is_directory(warm)) {
@@ -130,7 +130,7 @@ void WaitWithoutSpinning(const Comm& world) {
 RunReportInput BaseReport(const HomodyneCliOptions& opts, const RunState& state) {
   RunReportInput report;
   report.command_line = opts.command_line;
-  report.method = opts.plots.PlotOnly() ? "plot" : opts.method;
+  report.method = opts.plots.PlotOnly() ? std::nullopt : std::optional(opts.method);
   report.config = state.config ? &*state.config : nullptr;
   report.phases = state.phases;
   report.placement = state.placement;
@@ -249,7 +249,9 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   state.config = cfg;
   for (const auto& note : cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
-           plots.PlotOnly() ? std::string("plots") : opts.method + " fit", opts.config, env.size());
+           plots.PlotOnly() ? std::string("plots")
+                            : fmt::format("{} fit", config::ToString(opts.method)),
+           opts.config, env.size());
 
   for (const auto& note : env.startup_notes()) log.Debug("library threads: {}", note);
   const PlacementPlan placement = PlanThreads(env.topology(), ChooseThreads(env, opts));
@@ -313,11 +315,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   nlsq::MultiStartSummary multistart;
   const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
   // --method cmc may skip the NLSQ run: no warm start, or one loaded from a file.
-  const bool skip_nlsq =
-      opts.method == "cmc" && (opts.no_nlsq_warmstart || !opts.nlsq_result.empty());
+  const bool skip_nlsq = opts.method == config::FitMethod::kCmc &&
+                         (opts.no_nlsq_warmstart || !opts.nlsq_result.empty());
   if (!opts.nlsq_result.empty()) {
     RunCollectively(env.world(), [&] {
-      if (opts.method != "cmc") {
+      if (opts.method != config::FitMethod::kCmc) {
         ThrowBadInput("--nlsq-result is a warm start for --method cmc", {}, "--nlsq-result");
       }
       result = LoadNlsqWarmStart(opts.nlsq_result, cfg.analysis_mode);
@@ -336,10 +338,10 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   // Rank 0 holds the complete result; every rank returns its verdict.
   int usable = env.rank() == 0 && (skip_nlsq || result.summary.IsUsable()) ? 1 : 0;
   MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
-  const bool write_nlsq = opts.method != "cmc";
+  const bool write_nlsq = opts.method != config::FitMethod::kCmc;
 
   std::optional<cmc::CmcRunResult> cmc_result;
-  if (opts.method != "nlsq") {
+  if (opts.method != config::FitMethod::kNlsq) {
     // The warm start on every rank (multistart leaves it complete on rank 0 only).
     for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
                     &result.report.physical_uncertainties}) {

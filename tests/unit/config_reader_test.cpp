@@ -128,7 +128,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_EQ(c.parameter_space.bounds[0].prior_type, "LogNormal");
   // Optimizer sections.
   const auto& n = c.optimization.nlsq;
-  EXPECT_EQ(c.optimization.method, "both");
+  EXPECT_EQ(c.optimization.method, config::FitMethod::kBoth);
   EXPECT_EQ(n.max_iterations, 250);
   EXPECT_DOUBLE_EQ(n.tolerance, 1e-9);
   EXPECT_DOUBLE_EQ(n.gtol, 3e-9);
