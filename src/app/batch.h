@@ -29,7 +29,7 @@ struct TaskRow {
   std::string status;  // ok | failed | skipped (completed by an earlier run)
   int exit_code = 0;   // the task's own exit code (0 ok, 1 internal/not usable, 2 bad input)
   std::string error;
-  std::string method;
+  config::FitMethod method = config::FitMethod::kNlsq;
   std::string data_file;
   std::optional<double> q;
   std::string output_dir;

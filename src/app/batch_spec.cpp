@@ -49,11 +49,13 @@ std::string OverridesYaml(const YAML::Node& n, const std::string& source, const 
   return e.c_str();
 }
 
-std::string CheckMethod(const std::string& m, const std::string& source, const std::string& key) {
+// Stricter than config::ParseFitMethod: a batch file does not take homodyne's alias mcmc.
+config::FitMethod CheckMethod(const std::string& m, const std::string& source,
+                              const std::string& key) {
   if (m != "nlsq" && m != "cmc" && m != "both") {
     ThrowBadInput(fmt::format("expected nlsq, cmc or both, found '{}'", m), source, key);
   }
-  return m;
+  return config::ParseFitMethod(m, key, source);
 }
 
 // Maps merge key by key (recursively); anything else in `over` replaces `base`.
@@ -112,7 +114,7 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
   }
 
   std::string default_config;
-  std::string default_method = "nlsq";
+  config::FitMethod default_method = config::FitMethod::kNlsq;
   YAML::Node default_overrides;
   if (const YAML::Node d = root["defaults"]) {
     if (!d.IsMap()) ThrowBadInput("expected a mapping", source, "defaults");
@@ -258,7 +260,9 @@ PreparedTask PrepareTask(const TaskSpec& spec) {
     if (!ec) p.data_bytes = size;
   }
   std::uint64_t h = Fnv1a(p.config_text);
-  h = Fnv1a("\x1f" + spec.method + "\x1f" + spec.data_file + "\x1f" + spec.output_dir, h);
+  h = Fnv1a("\x1f" + std::string(config::ToString(spec.method)) + "\x1f" + spec.data_file + "\x1f" +
+                spec.output_dir,
+            h);
   p.fingerprint = fmt::format("{:016x}", h);
   return p;
 }
@@ -272,7 +276,7 @@ std::string PreparedTasksToJson(const std::vector<PreparedTask>& tasks) {
                  {"config", s.config},
                  {"data_file", s.data_file},
                  {"q", s.q ? nlohmann::json(*s.q) : nlohmann::json()},
-                 {"method", s.method},
+                 {"method", config::ToString(s.method)},
                  {"overrides", s.overrides_yaml},
                  {"output_dir", s.output_dir},
                  {"group_size", s.group_size},
@@ -294,7 +298,7 @@ std::vector<PreparedTask> PreparedTasksFromJson(const std::string& json_text) {
     p.spec.config = j.at("config").get<std::string>();
     p.spec.data_file = j.at("data_file").get<std::string>();
     if (!j.at("q").is_null()) p.spec.q = j.at("q").get<double>();
-    p.spec.method = j.at("method").get<std::string>();
+    p.spec.method = config::ParseFitMethod(j.at("method").get<std::string>(), "method");
     p.spec.overrides_yaml = j.at("overrides").get<std::string>();
     p.spec.output_dir = j.at("output_dir").get<std::string>();
     p.spec.group_size = j.at("group_size").get<int>();

@@ -10,18 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+
 namespace homodyne::batch {
 
 struct TaskSpec {
-  int index = 0;                // position in the file (0-based)
-  std::string name;             // unique, [A-Za-z0-9._-]+
-  std::string config;           // base config (relative paths: to the batch file's directory)
-  std::string data_file;        // overrides the config's data path ("" = the config's)
-  std::optional<double> q;      // q-ring: analyzer_parameters.scattering.wavevector_q
-  std::string method = "nlsq";  // nlsq | cmc | both
-  std::string overrides_yaml;   // defaults.overrides merged with the task's, YAML ("" none)
-  std::string output_dir;       // default: <output_root>/<name>
-  int group_size = 0;           // ranks for this task; 0 = the batch's rule
+  int index = 0;            // position in the file (0-based)
+  std::string name;         // unique, [A-Za-z0-9._-]+
+  std::string config;       // base config (relative paths: to the batch file's directory)
+  std::string data_file;    // overrides the config's data path ("" = the config's)
+  std::optional<double> q;  // q-ring: analyzer_parameters.scattering.wavevector_q
+  config::FitMethod method = config::FitMethod::kNlsq;
+  std::string overrides_yaml;  // defaults.overrides merged with the task's, YAML ("" none)
+  std::string output_dir;      // default: <output_root>/<name>
+  int group_size = 0;          // ranks for this task; 0 = the batch's rule
 };
 
 struct BatchSpec {

@@ -33,7 +33,7 @@ nlohmann::json RowToJson(const TaskRow& r) {
           {"status", r.status},
           {"exit_code", r.exit_code},
           {"error", r.error},
-          {"method", r.method},
+          {"method", config::ToString(r.method)},
           {"data_file", r.data_file},
           {"q", OptionalNumber(r.q)},
           {"output_dir", r.output_dir},
@@ -55,7 +55,7 @@ TaskRow RowFromJson(const nlohmann::json& j) {
   r.status = j.at("status").get<std::string>();
   r.exit_code = j.at("exit_code").get<int>();
   r.error = j.at("error").get<std::string>();
-  r.method = j.at("method").get<std::string>();
+  r.method = config::ParseFitMethod(j.at("method").get<std::string>(), "method");
   r.data_file = j.at("data_file").get<std::string>();
   r.q = NumberOrNone(j, "q");
   r.output_dir = j.at("output_dir").get<std::string>();
@@ -134,10 +134,11 @@ std::string BatchSummaryCsv(const std::vector<TaskRow>& rows) {
   for (const auto& p : params) os << ',' << CsvField(p);
   os << ",data_file,output_dir,error\n";
   for (const auto& r : rows) {
-    os << CsvField(r.name) << ',' << r.status << ',' << r.exit_code << ',' << r.method << ','
-       << r.ranks << ',' << r.group << ',' << fmt::format("{:.3f}", r.wall_seconds) << ','
-       << CsvNumber(r.chi2) << ',' << CsvNumber(r.reduced_chi2) << ',' << CsvField(r.convergence)
-       << ',' << CsvNumber(r.cmc_max_rhat) << ',' << CsvNumber(r.q);
+    os << CsvField(r.name) << ',' << r.status << ',' << r.exit_code << ','
+       << config::ToString(r.method) << ',' << r.ranks << ',' << r.group << ','
+       << fmt::format("{:.3f}", r.wall_seconds) << ',' << CsvNumber(r.chi2) << ','
+       << CsvNumber(r.reduced_chi2) << ',' << CsvField(r.convergence) << ','
+       << CsvNumber(r.cmc_max_rhat) << ',' << CsvNumber(r.q);
     for (const auto& p : params) {
       std::optional<double> v;
       for (const auto& [name, value] : r.parameters) {

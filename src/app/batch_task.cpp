@@ -7,16 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "app/fitted_data.h"
+#include "app/fit_phases.h"
 #include "app/run_report.h"
-#include "cmc/cmc_fit.h"
 #include "config/config_reader.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
-#include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"
-#include "parallel/broadcast.h"
 #include "parallel/collective.h"
 
 namespace homodyne::batch {
@@ -32,24 +28,21 @@ TaskRow RowFor(const PreparedTask& t) {
   return r;
 }
 
-// The fit, its outputs and its marker, on the group. Agreed errors propagate.
 namespace {
 
-void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
-                 std::chrono::steady_clock::time_point t0) {
-  const Comm& group = g.group;
-  const Logger fit_log(group.rank(), g.fit_level);
-  const config::Config cfg = RunCollectively(group, [&] {
+// The task's config: its prepared text (base config, overrides and q), read on the group.
+config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
+  return RunCollectively(g.group, [&] {
     MaybeInjectFailure("batch_task", g.env.rank());
     config::ReadOptions ro;
     ro.require_data_file = task.spec.data_file.empty();
     return config::ReadConfigString(
         task.config_text, fmt::format("{} (task {})", task.spec.config, task.spec.name), ro);
   });
-  const std::string data_file =
-      task.spec.data_file.empty() ? cfg.experimental_data.DataFile() : task.spec.data_file;
-  row.data_file = data_file;
+}
 
+// The group's threads and their cores; no progress lines (many fits share the terminal).
+nlsq::NlsqRunOptions TaskNlsqOptions(const GroupContext& g, const PreparedTask& task) {
   nlsq::NlsqRunOptions ro;
   ro.data_file = task.spec.data_file;
   ro.threads = static_cast<int>(g.placement.slots.size());
@@ -60,112 +53,100 @@ void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
     };
   }
   for (const auto& p : g.placements) ro.placement.push_back(DescribeRankPlacement(p));
-  nlsq::NlsqRunResult result;
-  nlsq::MultiStartSummary multistart;
-  const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
-  if (use_multistart) {
-    const auto ms = RunCollectively(group, [&] {
-      return nlsq::MultiStartOptions::FromConfig(cfg.optimization.nlsq.multi_start);
-    });
-    result = nlsq::RunMultiStartFit(group, cfg, ro, ms, fit_log, &multistart);
-  } else {
-    result = nlsq::RunNlsqFit(group, cfg, ro, fit_log);
-  }
-  int usable = group.is_root() && result.summary.IsUsable() ? 1 : 0;
-  MPI_Bcast(&usable, 1, MPI_INT, 0, group.get());
+  return ro;
+}
 
-  std::optional<cmc::CmcRunResult> cmc_result;
-  if (task.spec.method != "nlsq" && usable) {
-    for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
-                    &result.report.physical_uncertainties}) {
-      Broadcast(group, *v);
-    }
-    cmc::CmcRunOptions co;
-    co.data_file = task.spec.data_file;
-    co.warm_start = &result;
-    co.threads = ro.threads;
-    co.print_progress = false;
-    co.dense_metric = !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
-                      config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
-    PhaseTimes::Scope t(result.phases, "cmc");
-    cmc_result = cmc::RunCmcFit(group, cfg, co, fit_log);
-  }
+cmc::CmcRunOptions TaskCmcOptions(const PreparedTask& task, const config::Config& cfg,
+                                  const nlsq::NlsqRunOptions& ro) {
+  cmc::CmcRunOptions co;
+  co.data_file = task.spec.data_file;
+  co.threads = ro.threads;
+  co.print_progress = false;
+  co.dense_metric = ConfigDenseMetric(cfg);
+  return co;
+}
 
-  PhaseTimes phases = result.phases;
-  RunCollectively(group, [&] {
-    PhaseTimes::Scope t(phases, "write_outputs");
-    MaybeInjectFailure("output", g.env.rank());
-    if (!group.is_root()) return;
-    const std::filesystem::path out(task.spec.output_dir);
-    if (task.spec.method != "cmc") {
-      nlsq::WriteNlsqResultFiles(out, result.report);
-      if (use_multistart) {
-        WriteFileAtomically(out / "nlsq" / "multistart.json", multistart.ToJson());
-      }
-    }
-    if (cmc_result) cmc::WriteCmcResultFiles(task.spec.output_dir, *cmc_result);
-  });
-  {
-    // fitted_data.h5: the task's ranks together (collective).
-    PhaseTimes::Scope t(phases, "write_outputs");
-    const std::filesystem::path out(task.spec.output_dir);
-    if (task.spec.method != "cmc") {
-      WriteFittedData(group, out / "nlsq" / "fitted_data.h5", cfg, data_file, result, fit_log,
-                      FittedDataThreads{ro.threads, ro.worker_start});
-    }
-    if (cmc_result) {
-      WriteFittedData(group, out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      PosteriorMeanModel(*cmc_result), fit_log, kFittedDataMaxBytes,
-                      FittedDataThreads{ro.threads, ro.worker_start});
-    }
-  }
+void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const config::Config& cfg,
+                     const NlsqOutcome& nlsq, const PhaseTimes& phases) {
   RunReportInput report;
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
-  report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
-  report.status = result.report.convergence_status;
-  report.message = result.summary.message;
+  report.exit_code = nlsq.usable ? 0 : static_cast<int>(ExitCode::kInternalError);
+  report.status = nlsq.result.report.convergence_status;
+  report.message = nlsq.result.summary.message;
   report.config = &cfg;
-  report.nlsq = &result;
+  report.nlsq = &nlsq.result;
   report.phases = phases;
   report.placement = g.placement;
   report.placements = g.placements;
-  RunCollectively(group, [&] { WriteRunReport(group, task.spec.output_dir, report); });
+  RunCollectively(g.group, [&] { WriteRunReport(g.group, task.spec.output_dir, report); });
+}
 
-  // The row (complete on the group root).
-  row.chi2 = result.report.chi_squared;
-  row.reduced_chi2 = result.report.reduced_chi_squared;
-  row.convergence = result.report.convergence_status;
-  for (std::size_t i = 0;
-       i < result.report.physical_names.size() && i < result.report.physical_values.size(); ++i) {
-    row.parameters.emplace_back(result.report.physical_names[i], result.report.physical_values[i]);
+// The row's results (complete on the group root). In a batch a fit that did not converge
+// (also max_iter, which a single run accepts) is a failed task: it is listed as such and
+// retried by a rerun. Returns whether the task succeeded.
+bool RecordResults(TaskRow& row, const PreparedTask& task, const NlsqOutcome& nlsq,
+                   const cmc::CmcRunResult* cmc) {
+  const auto& fit = nlsq.result.report;
+  row.chi2 = fit.chi_squared;
+  row.reduced_chi2 = fit.reduced_chi_squared;
+  row.convergence = fit.convergence_status;
+  for (std::size_t i = 0; i < fit.physical_names.size() && i < fit.physical_values.size(); ++i) {
+    row.parameters.emplace_back(fit.physical_names[i], fit.physical_values[i]);
   }
-  if (cmc_result) {
-    row.cmc_max_rhat = cmc_result->max_rhat;
-    for (const auto& p : cmc_result->parameters) {
-      const auto& names = result.report.physical_names;
+  if (cmc != nullptr) {
+    row.cmc_max_rhat = cmc->max_rhat;
+    for (const auto& p : cmc->parameters) {
+      const auto& names = fit.physical_names;
       if (std::find(names.begin(), names.end(), p.name) != names.end()) {
         row.parameters.emplace_back("cmc_" + p.name, p.mean);
       }
     }
   }
-  // In a batch a fit that did not converge (also max_iter, which a single run accepts)
-  // is a failed task: it is listed as such and retried by a rerun.
-  if (!usable || result.report.convergence_status != "converged") {
+  if (!nlsq.usable || fit.convergence_status != "converged") {
     row.status = "failed";
     row.exit_code = static_cast<int>(ExitCode::kInternalError);
     row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
-                            result.report.convergence_status, result.report.iterations,
-                            result.summary.message);
-    if (!usable && task.spec.method != "nlsq") row.error += "; CMC not run";
-    return;
+                            fit.convergence_status, fit.iterations, nlsq.result.summary.message);
+    if (!nlsq.usable && task.spec.method != config::FitMethod::kNlsq) row.error += "; CMC not run";
+    return false;
   }
   row.status = "ok";
   row.exit_code = 0;
+  return true;
+}
+
+// The fit, its outputs and its marker, on the group: the phases of a `homodyne` run
+// (fit_phases.h) without warm-start files, plots or the closing summary. CMC runs only
+// after a usable NLSQ fit. Agreed errors propagate.
+void RunTaskBody(GroupContext& g, const PreparedTask& task, TaskRow& row,
+                 std::chrono::steady_clock::time_point t0) {
+  const Logger fit_log(g.group.rank(), g.fit_level);
+  const config::Config cfg = ReadTaskConfig(g, task);
+  const FitScope scope{
+      g.group,
+      g.env.rank(),
+      cfg,
+      task.spec.data_file.empty() ? cfg.experimental_data.DataFile() : task.spec.data_file,
+      task.spec.output_dir,
+      task.spec.method,
+      fit_log};
+  row.data_file = scope.data_file;
+  const nlsq::NlsqRunOptions ro = TaskNlsqOptions(g, task);
+  NlsqOutcome nlsq = RunNlsqPhase(scope, ro);
+  std::optional<cmc::CmcRunResult> cmc;
+  if (task.spec.method != config::FitMethod::kNlsq && nlsq.usable) {
+    cmc = RunCmcPhase(scope, TaskCmcOptions(task, cfg, ro), /*warm_start=*/true, nlsq);
+  }
+  const cmc::CmcRunResult* sampled = cmc ? &*cmc : nullptr;
+  const PhaseTimes phases =
+      WriteFitOutputs(scope, nlsq, sampled, PlotRequest{}, {ro.threads, ro.worker_start});
+  WriteTaskReport(g, task, cfg, nlsq, phases);
+  if (!RecordResults(row, task, nlsq, sampled)) return;
   row.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Last: the completion marker.
-  RunCollectively(group, [&] {
-    if (group.is_root()) WriteCompletionMarker(task, row);
+  RunCollectively(g.group, [&] {
+    if (g.group.is_root()) WriteCompletionMarker(task, row);
   });
 }
 

@@ -16,7 +16,7 @@
 #include "app/autotune.h"
 #include "app/batch.h"
 #include "app/dry_run.h"
-#include "app/fitted_data.h"
+#include "app/fit_phases.h"
 #include "app/homodyne_options.h"
 #include "app/nlsq_report.h"
 #include "app/plots.h"
@@ -28,16 +28,13 @@
 #include "config/config_bridge.h"
 #include "config/config_digest.h"
 #include "config/config_reader.h"
-#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/output_paths.h"
 #include "core/placement.h"
 #include "core/version.h"
-#include "nlsq/multistart.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/xpcs_fit.h"
-#include "parallel/broadcast.h"
 #include "parallel/collective.h"
 #include "parallel/placement_report.h"
 #include "synth/synthetic_dataset.h"
@@ -53,11 +50,11 @@ void CheckOutputDirectory(const HomodyneCliOptions& opts, const std::string& dat
   const fs::path out = fs::absolute(opts.output_dir).lexically_normal();
   // Never overwrite an input: not the directory itself, nothing in what the run fills.
   OutputLayout layout{out, {}, {"run_report.yaml"}};
-  if (opts.method != "cmc") {
+  if (opts.method != config::FitMethod::kCmc) {
     layout.owned_dirs.push_back("nlsq");
     layout.files.push_back("homodyne_results.json");
   }
-  if (opts.method != "nlsq") layout.owned_dirs.push_back("cmc");
+  if (opts.method != config::FitMethod::kNlsq) layout.owned_dirs.push_back("cmc");
   layout.owned_dirs.push_back("plots");  // --save-plots / --plot-* (inputs never live there)
   std::string warm = opts.nlsq_result;
   if (!warm.empty() && fs::is_directory(warm)) {
@@ -130,13 +127,22 @@ void WaitWithoutSpinning(const Comm& world) {
 RunReportInput BaseReport(const HomodyneCliOptions& opts, const RunState& state) {
   RunReportInput report;
   report.command_line = opts.command_line;
-  report.method = opts.plots.PlotOnly() ? "plot" : opts.method;
+  report.method = opts.plots.PlotOnly() ? std::nullopt : std::optional(opts.method);
   report.config = state.config ? &*state.config : nullptr;
   report.phases = state.phases;
   report.placement = state.placement;
   report.placements = state.placements;
   report.plots = opts.plots.Any() ? "not drawn" : "not requested";
   return report;
+}
+
+// --save-plots / --plot-*: rank 0 runs homodyne-plot while the other ranks wait.
+void DrawRequestedPlots(Environment& env, const std::filesystem::path& out,
+                        const PlotRequest& plots, RunReportInput& report) {
+  if (!plots.Any()) return;
+  PhaseTimes::Scope t(report.phases, "plots");
+  if (env.rank() == 0) report.plots = DrawPlots(out, plots, env.logger());
+  WaitWithoutSpinning(env.world());
 }
 
 // --plot-experimental-data / --plot-simulated-data without --save-plots: no fit.
@@ -148,11 +154,7 @@ int RunPlotsOnly(Environment& env, const HomodyneCliOptions& opts, const PlotReq
     if (env.rank() == 0) WritePlotInputs(out, plots, *state.config, data_file, env.logger());
   });
   RunReportInput report = BaseReport(opts, state);
-  {
-    PhaseTimes::Scope t(report.phases, "plots");
-    if (env.rank() == 0) report.plots = DrawPlots(out, plots, env.logger());
-    WaitWithoutSpinning(env.world());
-  }
+  DrawRequestedPlots(env, out, plots, report);
   if (env.rank() == 0 && plots.experimental) {
     report.data = SummariseData(*state.config, data_file, nullptr);
   }
@@ -181,24 +183,6 @@ checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
   return c;
 }
 
-// The result files written by rank 0: NLSQ's when `fit` is set (and multistart.json with
-// `multistart`), CMC's when `sampled` is set, and the plot inputs; fitted_data.h5 is
-// written by all ranks afterwards (WriteFittedData).
-void WriteResultFiles(const HomodyneCliOptions& opts, const config::Config& cfg,
-                      const std::string& data_file, const PlotRequest& plots,
-                      const nlsq::NlsqRunResult* fit, const nlsq::MultiStartSummary* multistart,
-                      const cmc::CmcRunResult* sampled, const Logger& log) {
-  const std::filesystem::path out(opts.output_dir);
-  if (fit != nullptr) {
-    nlsq::WriteNlsqResultFiles(out, fit->report);
-    if (multistart != nullptr) {
-      WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), multistart->ToJson());
-    }
-  }
-  if (sampled != nullptr) cmc::WriteCmcResultFiles(opts.output_dir, *sampled);
-  WritePlotInputs(out, plots, cfg, data_file, log);
-}
-
 // The closing summary on stdout (rank 0): the NLSQ and CMC results that ran, compared
 // with the truth when the data file is synthetic.
 void PrintSummary(const std::string& data_file, const std::string& output_dir,
@@ -217,9 +201,20 @@ void PrintSummary(const std::string& data_file, const std::string& output_dir,
   std::fflush(stdout);
 }
 
-int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
+// What the run reads before any work: the config with the command line's changes, the
+// plots asked for, the memory options and the data file.
+struct RunInputs {
+  config::Config cfg;
+  PlotRequest plots;
+  nlsq::FitMemoryOptions memory;
+  std::string data_file;  // --data-file, else the config's
+};
+
+// Every rank reads the options and the config; bad input stops all of them before any work.
+RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
-  nlsq::FitMemoryOptions memory = RunCollectively(env.world(), [&] {
+  RunInputs in;
+  in.memory = RunCollectively(env.world(), [&] {
     nlsq::FitMemoryOptions m;
     m.strategy = nlsq::ParseFitStrategy(opts.strategy, "--strategy");
     if (!opts.memory_limit.empty()) {
@@ -227,17 +222,18 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     }
     return m;
   });
-  PlotRequest plots = opts.plots;
-  plots.simulated_options.overrides = opts.initial;
-  config::Config cfg = RunCollectively(env.world(), [&] {
+  in.plots = opts.plots;
+  in.plots.simulated_options.overrides = opts.initial;
+  in.cfg = RunCollectively(env.world(), [&] {
     if (!opts.config_given && !std::filesystem::exists(opts.config)) {
       ThrowBadInput("no config: pass --config FILE (homodyne-config --mode static writes one)",
                     opts.config, "--config");
     }
     config::ReadOptions ro;
     // A simulation alone reads no data.
-    ro.require_data_file = opts.data_file.empty() && !(plots.PlotOnly() && !plots.experimental);
-    plots.simulated_options.Validate();
+    ro.require_data_file =
+        opts.data_file.empty() && !(in.plots.PlotOnly() && !in.plots.experimental);
+    in.plots.simulated_options.Validate();
     config::Config c = config::ReadConfigFile(opts.config, ro);
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
@@ -246,169 +242,185 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     }
     return c;
   });
-  state.config = cfg;
-  for (const auto& note : cfg.notes) log.Debug("config: {}", note);
+  state.config = in.cfg;
+  for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
-           plots.PlotOnly() ? std::string("plots") : opts.method + " fit", opts.config, env.size());
+           in.plots.PlotOnly() ? std::string("plots")
+                               : fmt::format("{} fit", config::ToString(opts.method)),
+           opts.config, env.size());
+  in.data_file = opts.data_file.empty() ? in.cfg.experimental_data.DataFile() : opts.data_file;
+  return in;
+}
 
+// The compute threads of every rank and their cores.
+struct ThreadPlan {
+  PlacementPlan placement;         // this rank
+  std::vector<RankPlacement> all;  // every rank
+  bool pin = false;                // pin the threads to their cores
+};
+
+// Ranks of one host that would share cores (started unbound) leave their threads unpinned.
+ThreadPlan PlanRunThreads(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
+  const Logger& log = env.logger();
   for (const auto& note : env.startup_notes()) log.Debug("library threads: {}", note);
-  const PlacementPlan placement = PlanThreads(env.topology(), ChooseThreads(env, opts));
-  for (const auto& w : placement.warnings) log.Warn("{}", w);
-  const std::vector<RankPlacement> all_placements = GatherPlacements(env.world(), placement);
-  state.placement = placement;
-  state.placements = all_placements;
-  const bool pin = !RanksShareCores(all_placements);
-  if (!pin) {
+  ThreadPlan plan;
+  plan.placement = PlanThreads(env.topology(), ChooseThreads(env, opts));
+  for (const auto& w : plan.placement.warnings) log.Warn("{}", w);
+  plan.all = GatherPlacements(env.world(), plan.placement);
+  state.placement = plan.placement;
+  state.placements = plan.all;
+  plan.pin = !RanksShareCores(plan.all);
+  if (!plan.pin) {
     log.Warn(
         "ranks on the same host would share cores (were they started unbound?): compute "
         "threads are left unpinned; bind one rank per NUMA domain (homodyne-topology --show)");
   }
-  const std::string data_file =
-      opts.data_file.empty() ? cfg.experimental_data.DataFile() : opts.data_file;
+  return plan;
+}
+
+// Rank 0 checks the output directory for every rank (CheckOutputDirectory).
+void CheckOutputs(Environment& env, const HomodyneCliOptions& opts, const std::string& data_file) {
   RunCollectively(env.world(), [&] {
     if (env.rank() == 0) CheckOutputDirectory(opts, data_file);
   });
-  if (plots.PlotOnly()) return RunPlotsOnly(env, opts, plots, data_file, state);
+}
 
-  if (opts.dry_run) {
-    memory.threads = static_cast<int>(placement.slots.size());
-    RunDryRun(env.world(), cfg, opts.data_file, memory, log);
-    return 0;
-  }
+// --dry-run: the memory plan of the fit, without fitting.
+int RunDryRunOnly(Environment& env, const HomodyneCliOptions& opts, const RunInputs& in,
+                  const ThreadPlan& threads) {
+  nlsq::FitMemoryOptions memory = in.memory;
+  memory.threads = static_cast<int>(threads.placement.slots.size());
+  RunDryRun(env.world(), in.cfg, opts.data_file, memory, env.logger());
+  return 0;
+}
+
+// The NLSQ fit's options: data path and memory, initial values, checkpoints, threads.
+// Pins the calling thread, which loads the data and so first-touches it, to slot 0; the
+// kernel's workers go to the other slots.
+nlsq::NlsqRunOptions PrepareNlsq(Environment& env, const HomodyneCliOptions& opts,
+                                 const RunInputs& in, const ThreadPlan& threads) {
+  const Logger& log = env.logger();
   nlsq::NlsqRunOptions ro;
   ro.data_file = opts.data_file;
-  ro.strategy = memory.strategy;
-  ro.memory_limit_bytes = memory.limit_bytes;
+  ro.strategy = in.memory.strategy;
+  ro.memory_limit_bytes = in.memory.limit_bytes;
   // The node's budget is shared by all of the job's ranks on it, also when multistart
   // fits on rank groups.
   ro.ranks_on_node = nlsq::QueryNodeMemory(env.world()).ranks_on_node;
   ro.initial = opts.initial;
-  // Checkpoints and the graceful stop on SIGTERM/SIGUSR1 (exit 75).
-  const checkpoint::InterruptHandlers interrupt_handlers;
   ro.checkpoints = RunCollectively(env.world(), [&] {
     std::map<std::string, std::string> overrides;
     if (opts.static_mode) overrides["static_mode"] = "true";
     if (opts.laminar_flow) overrides["laminar_flow"] = "true";
     for (const auto& [name, v] : opts.initial)
       overrides["initial." + name] = fmt::format("{:.17g}", v);
-    return checkpoint::CheckpointSettings::FromConfig(cfg, opts.checkpoint_dir, opts.resume,
-                                                      config::DescribeConfig(cfg, overrides));
+    return checkpoint::CheckpointSettings::FromConfig(in.cfg, opts.checkpoint_dir, opts.resume,
+                                                      config::DescribeConfig(in.cfg, overrides));
   });
-  ro.threads = static_cast<int>(placement.slots.size());
-  // Thread 0 (this one, which also loads the data and so first-touches it) on slot 0, the
-  // kernel's workers on the other slots.
-  if (pin) {
-    if (!PinCurrentThread(env.topology(), placement.slots.front())) {
-      log.Warn("could not pin the main thread to PU {}", placement.slots.front().pu_os);
+  const auto& slots = threads.placement.slots;
+  ro.threads = static_cast<int>(slots.size());
+  if (threads.pin) {
+    if (!PinCurrentThread(env.topology(), slots.front())) {
+      log.Warn("could not pin the main thread to PU {}", slots.front().pu_os);
     }
-    ro.worker_start = [&topology = env.topology(), slots = placement.slots](int index) {
+    ro.worker_start = [&topology = env.topology(), slots](int index) {
       PinCurrentThread(topology, slots.at(static_cast<std::size_t>(index)));
     };
   }
-  for (const auto& p : all_placements) {
-    ro.placement.push_back(DescribeRankPlacement(p) + (pin ? "" : " (unpinned)"));
+  for (const auto& p : threads.all) {
+    ro.placement.push_back(DescribeRankPlacement(p) + (threads.pin ? "" : " (unpinned)"));
     log.Debug("placement: {}", ro.placement.back());
   }
-  nlsq::NlsqRunResult result;
-  nlsq::MultiStartSummary multistart;
-  const bool use_multistart = cfg.optimization.nlsq.multi_start.enable;
-  // --method cmc may skip the NLSQ run: no warm start, or one loaded from a file.
-  const bool skip_nlsq =
-      opts.method == "cmc" && (opts.no_nlsq_warmstart || !opts.nlsq_result.empty());
+  return ro;
+}
+
+// The NLSQ fit, except that --method cmc may go without one: no warm start
+// (--no-nlsq-warmstart), or one loaded from an earlier result (--nlsq-result).
+NlsqOutcome FitNlsqOrWarmStart(const FitScope& scope, const HomodyneCliOptions& opts,
+                               const nlsq::NlsqRunOptions& ro) {
+  const bool cmc_only = opts.method == config::FitMethod::kCmc;
+  if (opts.nlsq_result.empty() && !(cmc_only && opts.no_nlsq_warmstart)) {
+    return RunNlsqPhase(scope, ro);
+  }
+  NlsqOutcome warm;
+  warm.ran = false;
+  warm.usable = true;
   if (!opts.nlsq_result.empty()) {
-    RunCollectively(env.world(), [&] {
-      if (opts.method != "cmc") {
+    RunCollectively(scope.comm, [&] {
+      if (!cmc_only) {
         ThrowBadInput("--nlsq-result is a warm start for --method cmc", {}, "--nlsq-result");
       }
-      result = LoadNlsqWarmStart(opts.nlsq_result, cfg.analysis_mode);
+      warm.result = LoadNlsqWarmStart(opts.nlsq_result, scope.cfg.analysis_mode);
     });
   }
-  if (skip_nlsq) {
-    // Nothing to run.
-  } else if (use_multistart) {
-    const auto ms = RunCollectively(env.world(), [&] {
-      return nlsq::MultiStartOptions::FromConfig(cfg.optimization.nlsq.multi_start);
-    });
-    result = nlsq::RunMultiStartFit(env.world(), cfg, ro, ms, log, &multistart);
+  return warm;
+}
+
+// CMC's options: the command line's sampling settings (< 0: the config's), the NLSQ fit's
+// threads and checkpoint settings.
+cmc::CmcRunOptions CmcOptionsFor(const HomodyneCliOptions& opts, const config::Config& cfg,
+                                 const nlsq::NlsqRunOptions& ro) {
+  cmc::CmcRunOptions co;
+  co.data_file = opts.data_file;
+  co.threads = ro.threads;
+  co.worker_start = ro.worker_start;
+  co.num_warmup = opts.n_warmup;
+  co.num_samples = opts.n_samples;
+  co.num_chains = opts.n_chains;
+  co.num_shards = opts.cmc_num_shards;
+  co.dense_metric = opts.dense_mass_matrix || ConfigDenseMetric(cfg);
+  co.checkpoints = CmcCheckpointSettingsFor(cfg, *ro.checkpoints, opts);
+  return co;
+}
+
+// run_report.yaml (all ranks) and the closing summary (rank 0). Returns the exit code: 1
+// when the NLSQ result is not usable.
+int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs& in,
+              const NlsqOutcome& nlsq, const cmc::CmcRunResult* cmc, bool pinned,
+              RunReportInput report) {
+  const int exit_code = nlsq.usable ? 0 : static_cast<int>(ExitCode::kInternalError);
+  const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
+  report.exit_code = exit_code;
+  if (fit != nullptr) {
+    report.status = fit->report.convergence_status;
+    report.message = fit->summary.message;
   } else {
-    result = nlsq::RunNlsqFit(env.world(), cfg, ro, log);
+    report.status = cmc != nullptr && cmc->all_converged ? "converged" : "not_converged";
+    report.message = "CMC without an NLSQ run";
   }
-  // Rank 0 holds the complete result; every rank returns its verdict.
-  int usable = env.rank() == 0 && (skip_nlsq || result.summary.IsUsable()) ? 1 : 0;
-  MPI_Bcast(&usable, 1, MPI_INT, 0, env.world().get());
-  const bool write_nlsq = opts.method != "cmc";
-
-  std::optional<cmc::CmcRunResult> cmc_result;
-  if (opts.method != "nlsq") {
-    // The warm start on every rank (multistart leaves it complete on rank 0 only).
-    for (auto* v : {&result.expanded, &result.expanded_uncertainty, &result.report.physical_values,
-                    &result.report.physical_uncertainties}) {
-      Broadcast(env.world(), *v);
-    }
-    cmc::CmcRunOptions co;
-    co.data_file = opts.data_file;
-    co.warm_start = opts.no_nlsq_warmstart ? nullptr : &result;
-    co.threads = ro.threads;
-    co.worker_start = ro.worker_start;
-    co.num_warmup = opts.n_warmup;
-    co.num_samples = opts.n_samples;
-    co.num_chains = opts.n_chains;
-    co.num_shards = opts.cmc_num_shards;
-    co.dense_metric = opts.dense_mass_matrix ||
-                      !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
-                      config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
-    co.checkpoints = CmcCheckpointSettingsFor(cfg, *ro.checkpoints, opts);
-    PhaseTimes::Scope t(result.phases, "cmc");
-    cmc_result = cmc::RunCmcFit(env.world(), cfg, co, log);
-  }
-
-  // Outputs: rank 0 writes, all ranks agree on success.
-  PhaseTimes phases = result.phases;
-  RunCollectively(env.world(), [&] {
-    PhaseTimes::Scope t(phases, "write_outputs");
-    MaybeInjectFailure("output", env.rank());
-    if (env.rank() != 0) return;
-    WriteResultFiles(opts, cfg, data_file, plots, write_nlsq ? &result : nullptr,
-                     use_multistart ? &multistart : nullptr, cmc_result ? &*cmc_result : nullptr,
-                     log);
-  });
-  {
-    // fitted_data.h5: all ranks together (collective, each rank its share of the angles).
-    PhaseTimes::Scope t(phases, "write_outputs");
-    // The compute threads' cores compress a one-rank file's chunks.
-    const FittedDataThreads threads{ro.threads, ro.worker_start};
-    const std::filesystem::path out(opts.output_dir);
-    if (write_nlsq) {
-      WriteFittedData(env.world(), OutputFilePath(out, "nlsq/fitted_data.h5"), cfg, data_file,
-                      result, log, threads);
-    }
-    if (cmc_result) {
-      WriteFittedData(env.world(), out / "cmc" / "fitted_data.h5", cfg, data_file,
-                      PosteriorMeanModel(*cmc_result), log, kFittedDataMaxBytes, threads);
-    }
-  }
-  state.phases = phases;
-  RunReportInput report = BaseReport(opts, state);
-  if (plots.Any()) {
-    PhaseTimes::Scope t(report.phases, "plots");
-    if (env.rank() == 0) report.plots = DrawPlots(opts.output_dir, plots, log);
-    WaitWithoutSpinning(env.world());
-  }
-  report.exit_code = usable ? 0 : static_cast<int>(ExitCode::kInternalError);
-  report.status = skip_nlsq
-                      ? (cmc_result && cmc_result->all_converged ? "converged" : "not_converged")
-                      : result.report.convergence_status;
-  report.message = skip_nlsq ? "CMC without an NLSQ run" : result.summary.message;
-  report.nlsq = skip_nlsq ? nullptr : &result;
-  report.cmc = cmc_result ? &*cmc_result : nullptr;
-  report.pinned = pin;
-  if (env.rank() == 0) report.data = SummariseData(cfg, data_file, skip_nlsq ? nullptr : &result);
+  report.nlsq = fit;
+  report.cmc = cmc;
+  report.pinned = pinned;
+  if (env.rank() == 0) report.data = SummariseData(in.cfg, in.data_file, fit);
   RunCollectively(env.world(), [&] { WriteRunReport(env.world(), opts.output_dir, report); });
-  if (env.rank() == 0 && !opts.quiet) {
-    PrintSummary(data_file, opts.output_dir, skip_nlsq ? nullptr : &result,
-                 cmc_result ? &*cmc_result : nullptr);
+  if (env.rank() == 0 && !opts.quiet) PrintSummary(in.data_file, opts.output_dir, fit, cmc);
+  return exit_code;
+}
+
+// The run, phase by phase. Each phase is collective: an error stops every rank in it.
+int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
+  const RunInputs in = ReadInputs(env, opts, state);
+  const ThreadPlan threads = PlanRunThreads(env, opts, state);
+  CheckOutputs(env, opts, in.data_file);
+  if (in.plots.PlotOnly()) return RunPlotsOnly(env, opts, in.plots, in.data_file, state);
+  if (opts.dry_run) return RunDryRunOnly(env, opts, in, threads);
+
+  // Checkpoints and the graceful stop on SIGTERM/SIGUSR1 (exit 75) until the run ends.
+  const checkpoint::InterruptHandlers interrupt_handlers;
+  const nlsq::NlsqRunOptions ro = PrepareNlsq(env, opts, in, threads);
+  const FitScope scope{env.world(),     env.rank(),  in.cfg,      in.data_file,
+                       opts.output_dir, opts.method, env.logger()};
+  NlsqOutcome nlsq = FitNlsqOrWarmStart(scope, opts, ro);
+  std::optional<cmc::CmcRunResult> cmc;
+  if (opts.method != config::FitMethod::kNlsq) {
+    cmc = RunCmcPhase(scope, CmcOptionsFor(opts, in.cfg, ro), !opts.no_nlsq_warmstart, nlsq);
   }
-  return usable ? 0 : static_cast<int>(ExitCode::kInternalError);
+  const cmc::CmcRunResult* sampled = cmc ? &*cmc : nullptr;
+  state.phases = WriteFitOutputs(scope, nlsq, sampled, in.plots, {ro.threads, ro.worker_start});
+
+  RunReportInput report = BaseReport(opts, state);
+  DrawRequestedPlots(env, opts.output_dir, in.plots, report);
+  return ReportFit(env, opts, in, nlsq, sampled, threads.pin, report);
 }
 
 // A run that stops on an agreed error (not bad input: that leaves nothing behind) still

@@ -18,7 +18,8 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
   auto* cfg =
       app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
-  app.add_option("--method", opts.method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
+  std::string method(config::ToString(opts.method));
+  app.add_option("--method", method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
   app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
@@ -103,6 +104,7 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
     return code;
   }
   opts.config_given = cfg->count() > 0;
+  opts.method = config::ParseFitMethod(method, "--method");  // CLI11 accepted it
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
   for (const auto& [o, name] : initial_options) {
     if (o->count() > 0) opts.initial[name] = initial_values[name];

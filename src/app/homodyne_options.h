@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "app/plots.h"
+#include "config/config.h"
 #include "runtime/environment.h"
 
 namespace homodyne {
@@ -17,7 +18,7 @@ struct HomodyneCliOptions {
   bool quiet = false;
   std::string config = "./homodyne_config.yaml";
   bool config_given = false;
-  std::string method = "nlsq";
+  config::FitMethod method = config::FitMethod::kNlsq;
   std::string output_dir = "./homodyne_results";
   std::string data_file;
   bool static_mode = false;

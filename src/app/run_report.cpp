@@ -119,7 +119,9 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   y << YAML::Key << "homodyne_hpc" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "version" << YAML::Value << std::string(Version());
   y << YAML::Key << "command_line" << YAML::Value << in.command_line;
-  y << YAML::Key << "method" << YAML::Value << in.method << YAML::EndMap;
+  y << YAML::Key << "method" << YAML::Value
+    << (in.method ? std::string(config::ToString(*in.method)) : std::string("plot"))
+    << YAML::EndMap;
 
   y << YAML::Key << "status" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "exit_code" << YAML::Value << in.exit_code;

@@ -37,7 +37,7 @@ std::optional<RunDataSummary> SummariseData(const config::Config& cfg, const std
 
 struct RunReportInput {
   std::string command_line;
-  std::string method = "nlsq";
+  std::optional<config::FitMethod> method = config::FitMethod::kNlsq;  // none: plots only
   int exit_code = 0;
   std::string status;   // converged | max_iter | not_converged | plotted | failed | checkpointed
   std::string message;  // solver message

@@ -37,7 +37,12 @@ TEST(BatchSpec, UnknownAndMissingKeysAreNamed) {
             std::string::npos);
   EXPECT_NE(ErrorOf("tasks:\n  - {name: a}\n").find("tasks[0].config"), std::string::npos);
   EXPECT_NE(ErrorOf("tasks:\n  - {config: c.yaml}\n").find("tasks[0].name"), std::string::npos);
-  EXPECT_NE(ErrorOf("tasks:\n  - {name: a, config: c, method: mcmc}\n").find("tasks[0].method"),
+  // homodyne's alias mcmc is not a batch method.
+  const std::string mcmc = ErrorOf("tasks:\n  - {name: a, config: c, method: mcmc}\n");
+  EXPECT_NE(mcmc.find("tasks[0].method"), std::string::npos);
+  EXPECT_NE(mcmc.find("expected nlsq, cmc or both, found 'mcmc'"), std::string::npos);
+  EXPECT_NE(ErrorOf("defaults: {method: NLSQ}\ntasks:\n  - {name: a, config: c}\n")
+                .find("defaults.method"),
             std::string::npos);
   EXPECT_NE(ErrorOf("tasks:\n  - {name: a, config: c, q: -1}\n").find("tasks[0].q"),
             std::string::npos);
@@ -69,12 +74,12 @@ TEST(BatchSpec, DefaultsPathsAndOverrides) {
   EXPECT_EQ(s.group_size, 2);
   EXPECT_EQ(s.tasks[0].config, "/base/base.yaml");
   EXPECT_EQ(s.tasks[0].data_file, "/base/d/a.h5");
-  EXPECT_EQ(s.tasks[0].method, "both");
+  EXPECT_EQ(s.tasks[0].method, config::FitMethod::kBoth);
   EXPECT_EQ(s.tasks[0].output_dir, "/base/out/a");
   ASSERT_TRUE(s.tasks[0].q.has_value());
   EXPECT_DOUBLE_EQ(*s.tasks[0].q, 0.005);
   EXPECT_EQ(s.tasks[1].config, "/abs/other.yaml");
-  EXPECT_EQ(s.tasks[1].method, "nlsq");
+  EXPECT_EQ(s.tasks[1].method, config::FitMethod::kNlsq);
   EXPECT_EQ(s.tasks[1].output_dir, "/base/elsewhere");
   EXPECT_EQ(s.tasks[1].group_size, 3);
   EXPECT_EQ(s.tasks[0].group_size, 0);
@@ -96,7 +101,7 @@ TEST(BatchSpec, PrepareMergesTheConfigAndRecordsFailures) {
   std::ofstream(dir / "a.h5") << std::string(1000, 'x');
   std::ofstream(dir / "broken.yaml") << "analysis_mode: [static\n";
   const BatchSpec s = ParseBatchYaml(
-      "tasks:\n  - {name: a, config: base.yaml, q: 0.007,"
+      "tasks:\n  - {name: a, config: base.yaml, q: 0.007, method: cmc,"
       " overrides: {initial_parameters: {values: [1000, -0.5, 1]}}}\n"
       "  - {name: b, config: broken.yaml}\n  - {name: c, config: nowhere.yaml}\n"
       "  - {name: d, config: base.yaml}\n",
@@ -122,6 +127,8 @@ TEST(BatchSpec, PrepareMergesTheConfigAndRecordsFailures) {
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(back[0].config_text, a.config_text);
   EXPECT_EQ(back[0].fingerprint, a.fingerprint);
+  EXPECT_EQ(back[0].spec.method, config::FitMethod::kCmc);
+  EXPECT_EQ(back[1].spec.method, config::FitMethod::kNlsq);
   EXPECT_EQ(back[1].error, b.error);
 }
 
@@ -132,7 +139,7 @@ TEST(BatchSummary, RowRoundTripAndCsv) {
   r.status = "failed";
   r.exit_code = 2;
   r.error = "bad, \"quoted\" value";
-  r.method = "nlsq";
+  r.method = config::FitMethod::kBoth;
   r.ranks = 2;
   r.group = 1;
   r.chi2 = 12.5;
@@ -143,12 +150,13 @@ TEST(BatchSummary, RowRoundTripAndCsv) {
   ASSERT_EQ(back.parameters.size(), 2u);
   EXPECT_EQ(back.parameters[1].first, "alpha");  // order kept
   EXPECT_FALSE(back.reduced_chi2.has_value());
+  EXPECT_EQ(back.method, config::FitMethod::kBoth);
   const std::string csv = BatchSummaryCsv({back});
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "task,status,exit_code,method,ranks,group,wall_seconds,chi2,reduced_chi2,"
             "convergence,cmc_max_rhat,q,D0,alpha,data_file,output_dir,error");
   EXPECT_NE(csv.find("\"bad, \"\"quoted\"\" value\""), std::string::npos);
-  EXPECT_NE(csv.find("t,failed,2,nlsq,2,1,"), std::string::npos);
+  EXPECT_NE(csv.find("t,failed,2,both,2,1,"), std::string::npos);
 }
 
 TEST(BatchGroupSize, ForcedThenTaskThenFileThenDataSize) {

@@ -1,0 +1,60 @@
+// The phases of one fit that `homodyne` and a batch task both run (private to src/app):
+// the NLSQ fit, CMC after it, and the result files. Each is collective over the fit's
+// communicator (the world for `homodyne`, the task's rank group in a batch); errors are
+// agreed there and propagate.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "app/fitted_data.h"
+#include "app/plots.h"
+#include "cmc/cmc_fit.h"
+#include "config/config.h"
+#include "core/log.h"
+#include "core/phase_timer.h"
+#include "nlsq/multistart.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/comm.h"
+
+namespace homodyne {
+
+// What is fitted, where, and by whom.
+struct FitScope {
+  const Comm& comm;
+  int world_rank = 0;  // fault-injection stages name ranks of the world
+  const config::Config& cfg;
+  std::string data_file;  // the resolved path (the option's, else the config's)
+  std::filesystem::path output_dir;
+  config::FitMethod method = config::FitMethod::kNlsq;
+  const Logger& log;
+};
+
+// The NLSQ phase's outcome. `result` is complete on the communicator's root.
+struct NlsqOutcome {
+  nlsq::NlsqRunResult result;
+  std::optional<nlsq::MultiStartSummary> multistart;  // optimization.nlsq.multi_start.enable
+  bool ran = true;      // false: CMC without an NLSQ run (none, or a loaded warm start)
+  bool usable = false;  // the root's verdict, the same on every rank
+};
+
+// The NLSQ fit, multistart when the config enables it.
+NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options);
+
+// CMC's dense NUTS metric: on unless optimization.mcmc.dense_mass_matrix is false.
+bool ConfigDenseMetric(const config::Config& cfg);
+
+// CMC warm-started from `nlsq` when `warm_start` (its result is first broadcast from the
+// root: multistart leaves it complete there only); its time is added to nlsq's phases.
+cmc::CmcRunResult RunCmcPhase(const FitScope& scope, cmc::CmcRunOptions options, bool warm_start,
+                              NlsqOutcome& nlsq);
+
+// The root writes the result files (NLSQ's unless the method is cmc, with multistart.json
+// after a multistart fit; CMC's when `cmc` is set; the inputs of `plots`), then the ranks
+// write fitted_data.h5 together. Returns nlsq's phase times plus "write_outputs".
+PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
+                           const cmc::CmcRunResult* cmc, const PlotRequest& plots,
+                           const FittedDataThreads& threads);
+
+}  // namespace homodyne
