@@ -18,23 +18,25 @@
 #include "config/key_table.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "model/parameter_layout.h"
+#include "nlsq/xpcs_fit.h"
 
 namespace homodyne::config {
 namespace {
 
+// The per-angle scaling each method will use, as the fits decide it
+// (nlsq::LayoutOptionsFromConfig; static mode honours per_angle_mode too).
 std::string PerAngleSummary(const Config& c) {
   const auto& ad = c.optimization.nlsq.anti_degeneracy;
-  std::string nlsq;
-  if (c.analysis_mode == AnalysisMode::kStatic) {
-    nlsq = "individual (static NLSQ fits one contrast/offset per angle)";
-  } else if (ad.section_present && ad.enable) {
+  std::string nlsq = "individual (anti_degeneracy disabled)";
+  if (ad.enable) {
+    const model::LayoutOptions layout = nlsq::LayoutOptionsFromConfig(c);
     nlsq = ad.per_angle_mode;
-    if (ad.per_angle_mode == "fourier") nlsq += fmt::format(" (order {})", ad.fourier_order);
-    if (ad.per_angle_mode == "auto") {
-      nlsq += fmt::format(" (threshold {} angles)", ad.constant_scaling_threshold);
+    if (layout.mode == model::PerAngleMode::kFourier) {
+      nlsq += fmt::format(" (order {})", layout.fourier_order);
+    } else if (layout.mode == model::PerAngleMode::kAuto) {
+      nlsq += fmt::format(" (threshold {} angles)", layout.constant_scaling_threshold);
     }
-  } else {
-    nlsq = "individual (anti_degeneracy disabled)";
   }
   return fmt::format("NLSQ {}; CMC {}", nlsq, c.optimization.cmc.per_angle_mode);
 }

@@ -10,13 +10,17 @@
 
 namespace homodyne::cmc {
 
+ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key) {
+  if (text == "random") return ShardStrategy::kRandom;
+  if (text == "stratified") return ShardStrategy::kStratified;
+  if (text == "contiguous") return ShardStrategy::kContiguous;
+  ThrowBadInput(
+      fmt::format("unknown strategy '{}': expected random, stratified or contiguous", text), {},
+      std::string(key));
+}
+
 void ShardingOptions::Validate() const {
   const std::string key = "optimization.cmc.sharding";
-  if (strategy != "random" && strategy != "stratified" && strategy != "contiguous") {
-    ThrowBadInput(
-        fmt::format("unknown strategy '{}': expected random, stratified or contiguous", strategy),
-        {}, key + ".strategy");
-  }
   if (num_shards < 0) ThrowBadInput("num_shards must be ≥ 1 (or auto)", {}, key + ".num_shards");
   if (max_points_per_shard < 0) {
     ThrowBadInput("max_points_per_shard must be ≥ 1 (or auto)", {}, key + ".max_points_per_shard");
@@ -86,7 +90,7 @@ ShardPlan BuildShardPlan(int n_angles, std::int64_t first, std::int64_t last, in
   ShardPlan plan;
   plan.shards.resize(static_cast<std::size_t>(num_shards));
   const auto ns = static_cast<std::size_t>(num_shards);
-  if (options.strategy == "contiguous") {
+  if (options.strategy == ShardStrategy::kContiguous) {
     std::vector<RowTile> all;
     for (auto& a : per_angle) all.insert(all.end(), a.begin(), a.end());
     for (std::size_t s = 0; s < ns; ++s) {
@@ -94,7 +98,7 @@ ShardPlan BuildShardPlan(int n_angles, std::int64_t first, std::int64_t last, in
       plan.shards[s].assign(all.begin() + static_cast<std::ptrdiff_t>(b),
                             all.begin() + static_cast<std::ptrdiff_t>(e));
     }
-  } else if (options.strategy == "stratified") {
+  } else if (options.strategy == ShardStrategy::kStratified) {
     // Angles dealt to shards; each angle's segments split over the shards it owns.
     for (std::size_t k = 0; k < per_angle.size(); ++k) {
       const std::size_t s = k % ns;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/analysis_mode.h"
@@ -20,8 +21,15 @@
 
 namespace homodyne::cmc {
 
+// How row segments are dealt to shards: shuffled within each angle (random, homodyne's
+// angle-balanced default), whole angles per shard (stratified), or in order (contiguous).
+enum class ShardStrategy { kRandom, kStratified, kContiguous };
+// "random", "stratified" or "contiguous"; else a bad-input Error naming `key`.
+ShardStrategy ParseShardStrategy(std::string_view text,
+                                 std::string_view key = "optimization.cmc.sharding.strategy");
+
 struct ShardingOptions {
-  std::string strategy = "random";        // random | stratified | contiguous
+  ShardStrategy strategy = ShardStrategy::kRandom;
   int num_shards = 0;                     // > 0: fixed; 0: automatic (max_points_per_shard)
   std::int64_t max_points_per_shard = 0;  // > 0: fixed; 0: homodyne's automatic size
   std::uint64_t seed = 0;
