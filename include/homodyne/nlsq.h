@@ -73,7 +73,7 @@ struct NlsqSummary {
   std::vector<ParameterEstimate> offset;    // one per angle
   std::string per_angle_scaling;            // the layout the fit used
   std::string quality;                      // good | acceptable | poor | failed
-  std::vector<std::string> warnings;        // parameters at a bound, poor fit, …
+  std::vector<std::string> warnings;  // parameters at a bound, poor fit, degenerate pairs, …
   int ranks = 1;
   int threads_per_rank = 1;
   double seconds = 0.0;

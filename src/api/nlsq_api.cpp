@@ -131,6 +131,8 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   s.per_angle_scaling = rep.per_angle_mode;
   s.quality = rep.quality_flag;
   s.warnings = rep.quality_warnings;
+  s.warnings.insert(s.warnings.end(), rep.degeneracy.warnings.begin(),
+                    rep.degeneracy.warnings.end());
   s.ranks = rep.mpi_ranks;
   s.threads_per_rank = rep.threads_per_rank;
   s.seconds = rep.execution_time;

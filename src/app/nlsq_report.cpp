@@ -33,6 +33,23 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
                      f.contrast.size());
   out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "offset", Mean(f.offset),
                      f.offset.size());
+  for (const nlsq::CorrelatedPair& p : f.degeneracy.correlated) {
+    out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,
+                       p.correlation);
+  }
+  if (!f.degeneracy.weakest.empty()) {
+    const nlsq::WeakDirection& w = f.degeneracy.weakest.front();
+    std::string span;
+    for (const auto& [name, c] : w.components) {
+      span +=
+          fmt::format("{}{:.2f} {}", span.empty() ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + "),
+                      std::abs(c), name);
+    }
+    out += fmt::format(
+        "  weakest direction {} (eigenvalue {:.2g} of the largest){}\n", span,
+        w.relative_eigenvalue,
+        w.relative_eigenvalue < nlsq::kWeakDirectionWarning ? ": barely constrained" : "");
+  }
   out += "=============================================================\n";
   return out;
 }

@@ -190,6 +190,30 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "fitted_points" << YAML::Value << d.fitted_points << YAML::EndMap;
   }
 
+  if (r != nullptr && !r->expanded.empty()) {
+    // What the data leave undetermined at the answer (nlsq/degeneracy.h).
+    const nlsq::DegeneracyDiagnostics& dg = r->report.degeneracy;
+    y << YAML::Key << "degeneracy" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "correlated_pairs" << YAML::Value << YAML::BeginSeq;
+    for (const nlsq::CorrelatedPair& p : dg.correlated) {
+      y << YAML::Flow << YAML::BeginMap << YAML::Key << "parameters" << YAML::Value << YAML::Flow
+        << std::vector<std::string>{p.first, p.second} << YAML::Key << "correlation" << YAML::Value
+        << p.correlation << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+    y << YAML::Key << "least_identifiable_directions" << YAML::Value << YAML::BeginSeq;
+    for (const nlsq::WeakDirection& w : dg.weakest) {
+      y << YAML::Flow << YAML::BeginMap << YAML::Key << "relative_eigenvalue" << YAML::Value
+        << w.relative_eigenvalue << YAML::Key << "parameters" << YAML::Value << YAML::Flow
+        << YAML::BeginMap;
+      for (const auto& [name, c] : w.components) y << YAML::Key << name << YAML::Value << c;
+      y << YAML::EndMap << YAML::EndMap;
+    }
+    y << YAML::EndSeq;
+    y << YAML::Key << "parameters_at_bounds" << YAML::Value << YAML::Flow << dg.at_bound;
+    y << YAML::Key << "warnings" << YAML::Value << dg.warnings << YAML::EndMap;
+  }
+
   y << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
   if (r != nullptr && !r->expanded.empty() && r->memory.budget.bytes > 0) {
     const nlsq::MemoryPlan& m = r->memory;

@@ -79,6 +79,34 @@ std::string ParametersJson(const FitReport& r) {
   return j.dump(2) + "\n";
 }
 
+json DegeneracyJson(const DegeneracyDiagnostics& d) {
+  json correlation = json::array();
+  const std::size_t n = d.names.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    json row = json::array();
+    for (std::size_t j = 0; j < n; ++j) row.push_back(Number(d.correlation[i * n + j]));
+    correlation.push_back(row);
+  }
+  json pairs = json::array();
+  for (const CorrelatedPair& p : d.correlated) {
+    pairs.push_back({{"parameters", {p.first, p.second}}, {"correlation", Number(p.correlation)}});
+  }
+  json weakest = json::array();
+  for (const WeakDirection& w : d.weakest) {
+    json components = json::object();
+    for (const auto& [name, c] : w.components) components[name] = Number(c);
+    weakest.push_back(
+        {{"relative_eigenvalue", Number(w.relative_eigenvalue)}, {"parameters", components}});
+  }
+  return {{"parameter_names", d.names},
+          {"correlation_matrix", correlation},
+          {"correlation_warning_threshold", kCorrelationWarning},
+          {"correlated_pairs", pairs},
+          {"least_identifiable_directions", weakest},
+          {"parameters_at_bounds", d.at_bound},
+          {"warnings", d.warnings}};
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {{"method", "nlsq"},
             {"timestamp", r.timestamp},
@@ -96,7 +124,8 @@ std::string AnalysisResultsJson(const FitReport& r) {
             {"optimization_summary",
              {{"convergence_status", r.convergence_status},
               {"iterations", r.iterations},
-              {"execution_time", r.execution_time}}}};
+              {"execution_time", r.execution_time}}},
+            {"degeneracy", DegeneracyJson(r.degeneracy)}};
   return j.dump(2) + "\n";
 }
 

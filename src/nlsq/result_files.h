@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "nlsq/degeneracy.h"
+
 namespace homodyne::nlsq {
 
 // Everything the result files report, in the expanded per-angle layout.
@@ -30,6 +32,7 @@ struct FitReport {
   std::string quality_flag;
   bool quality_passed = false;
   std::vector<std::string> quality_warnings;
+  DegeneracyDiagnostics degeneracy;  // correlated pairs, weak directions (degeneracy.h)
   std::vector<std::string> recovery_actions;
   // Where it ran.
   int mpi_ranks = 1;

@@ -15,6 +15,7 @@
 #include "core/progress.h"
 #include "io/distributed_loader.h"
 #include "nlsq/covariance.h"
+#include "nlsq/degeneracy.h"
 #include "nlsq/fit_data.h"
 #include "nlsq/fit_quality.h"
 #include "nlsq/initial_scaling.h"
@@ -341,6 +342,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.quality_flag = std::string(ToString(q.flag));
   rep.quality_passed = q.passed;
   rep.quality_warnings = q.warnings;
+  rep.degeneracy = DiagnoseDegeneracy(opt_names, summary.final_equations.hessian, cov.covariance,
+                                      summary.at_lower_bound, summary.at_upper_bound);
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
   rep.placement = s.options.placement;
@@ -357,6 +360,7 @@ NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const Nlsq
   const SolverSummary summary = session.Solve(session.x0(), options.print_progress);
   NlsqRunResult r = session.Finish(summary);
   for (const auto& w : r.report.quality_warnings) logger.Warn("{}", w);
+  for (const auto& w : r.report.degeneracy.warnings) logger.Warn("{}", w);
   return r;
 }
 

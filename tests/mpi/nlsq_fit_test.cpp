@@ -11,6 +11,7 @@
 #include "config/config_reader.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/degeneracy.h"
 #include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/collective.h"
@@ -330,6 +331,19 @@ TEST(NlsqFit, RealMeasuredMatrixFitsInStaticMode) {
   EXPECT_GT(r.report.chi_squared, 0.0);
   EXPECT_LT(r.report.chi_squared, r.summary.initial_chi2);
   EXPECT_EQ(r.report.n_time_points, 349);
+  // D0 and D_offset trade off on this matrix (± 6e5 each): the fit says so, by name.
+  const auto& dg = r.report.degeneracy;
+  const bool named = std::any_of(dg.correlated.begin(), dg.correlated.end(), [](const auto& p) {
+    return (p.first == "D0" && p.second == "D_offset") ||
+           (p.first == "D_offset" && p.second == "D0");
+  });
+  EXPECT_TRUE(named) << "no warning names D0 with D_offset";
+  ASSERT_FALSE(dg.weakest.empty());
+  EXPECT_LT(dg.weakest.front().relative_eigenvalue, kWeakDirectionWarning);
+  std::vector<std::string> span;
+  for (const auto& [name, c] : dg.weakest.front().components) span.push_back(name);
+  EXPECT_NE(std::find(span.begin(), span.end(), "D0"), span.end());
+  EXPECT_NE(std::find(span.begin(), span.end(), "D_offset"), span.end());
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// What the data leave undetermined at a fit's answer (degeneracy diagnostics): pairs of
+// parameters whose estimates are almost fully correlated, parameters at a bound, and the
+// directions of parameter space the data constrain least. Homodyne's anti-degeneracy
+// layers reshape the problem; these say, for any fit, where it is still degenerate.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace homodyne::nlsq {
+
+// Pairs with |correlation| above this are named in a warning.
+inline constexpr double kCorrelationWarning = 0.99;
+// A direction whose eigenvalue of the equilibrated JᵀJ, relative to the largest, lies below
+// this is named in a warning: the data then determine that combination of parameters
+// 1e3 times less well than the best-determined one (in units of each parameter's own scale).
+inline constexpr double kWeakDirectionWarning = 1e-6;
+
+struct CorrelatedPair {
+  std::string first, second;
+  double correlation = 0.0;
+};
+
+struct WeakDirection {
+  double relative_eigenvalue = 0.0;  // λ/λ_max of the equilibrated JᵀJ (S·JᵀJ·S, unit diagonal)
+  // The parameters that span it: its unit eigenvector's components of magnitude ≥ 0.2, the
+  // largest first (in the equilibrated coordinates, so units do not weigh in).
+  std::vector<std::pair<std::string, double>> components;
+};
+
+struct DegeneracyDiagnostics {
+  std::vector<std::string> names;          // the fitted (optimiser) parameters
+  std::vector<double> correlation;         // names² row-major, from the covariance
+  std::vector<CorrelatedPair> correlated;  // |ρ| > kCorrelationWarning, the largest first
+  std::vector<std::string> at_bound;       // "D0 (upper bound)", …
+  std::vector<WeakDirection> weakest;      // the (up to) 3 smallest eigenvalues, smallest first
+  std::vector<std::string> warnings;       // a line for each correlated pair and weak direction
+};
+
+// `jtj` and `covariance` are n×n row-major in the order of `names` (JᵀJ at the answer and the
+// covariance CovarianceFromNormalEquations made of it); at_lower/at_upper per parameter.
+DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
+                                         const std::vector<double>& jtj,
+                                         const std::vector<double>& covariance,
+                                         const std::vector<bool>& at_lower,
+                                         const std::vector<bool>& at_upper);
+
+}  // namespace homodyne::nlsq
