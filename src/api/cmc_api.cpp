@@ -1,7 +1,7 @@
 // homodyne/cmc.h: the public options become the typed config the YAML reader also builds
 // (config::Config, resolved by the same ResolveParameters), the in-memory data an
-// io::Dataset, and the sampling is the one `homodyne --method cmc` runs (cmc::RunCmcFit),
-// its result broadcast from rank 0.
+// io::DatasetView (no copy of the matrices), and the sampling is the one `homodyne --method cmc`
+// runs (cmc::RunCmcFit), its result broadcast from rank 0.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -162,7 +162,7 @@ CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options
   options.Validate();
   api::CheckData(data);
   const Comm c(comm);
-  const io::Dataset dataset = api::ToDataset(data);
+  const io::DatasetView dataset = api::ToDatasetView(data);
   const config::Config cfg = ToConfig(options, data);
   nlsq::NlsqRunResult warm;
   cmc::CmcRunOptions run;

@@ -1,6 +1,7 @@
 // homodyne/nlsq.h: the public options become the typed config the YAML reader also
 // builds (config::Config, resolved by the same ResolveParameters), the in-memory data an
-// io::Dataset, and the fit is the one `homodyne --config` runs (nlsq::RunNlsqFit).
+// io::DatasetView (no copy of the matrices), and the fit is the one `homodyne --config` runs
+// (nlsq::RunNlsqFit).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -98,7 +99,7 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   options.Validate();
   api::CheckData(data);
   const Comm c(comm);
-  const io::Dataset dataset = api::ToDataset(data);
+  const io::DatasetView dataset = api::ToDatasetView(data);
   const config::Config cfg = ToConfig(options, data);
   nlsq::NlsqRunOptions run;
   run.in_memory = &dataset;
@@ -109,9 +110,11 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
 
   NlsqSummary s;
   const nlsq::FitReport& rep = r.report;
-  s.status = rep.convergence_status == "converged"  ? NlsqStatus::kConverged
-             : rep.convergence_status == "max_iter" ? NlsqStatus::kMaxIterations
-                                                    : NlsqStatus::kFailed;
+  // The solver's termination, as Finish turns it into convergence_status.
+  s.status = r.summary.termination == nlsq::Termination::kConverged ? NlsqStatus::kConverged
+             : r.summary.termination == nlsq::Termination::kMaxIterations
+                 ? NlsqStatus::kMaxIterations
+                 : NlsqStatus::kFailed;
   s.solver_message = r.summary.message;
   s.iterations = rep.iterations;
   s.chi2 = rep.chi_squared;

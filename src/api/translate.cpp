@@ -38,8 +38,8 @@ void CheckData(const XpcsData& data) {
   }
 }
 
-io::Dataset ToDataset(const XpcsData& data) {
-  io::Dataset ds;
+io::DatasetView ToDatasetView(const XpcsData& data) {
+  io::DatasetView ds;
   io::DatasetMetadata& m = ds.meta;
   const auto n = static_cast<std::int64_t>(data.n_frames());
   m.file = data.source.empty() ? std::string("(in memory)") : data.source;
@@ -55,7 +55,7 @@ io::Dataset ToDataset(const XpcsData& data) {
   m.end_frame = n;
   m.dt = data.dt;
   m.t = io::LoaderTimeGrid(data.dt, n);
-  ds.c2 = data.c2;
+  ds.c2 = &data.c2;
   return ds;
 }
 

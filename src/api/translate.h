@@ -1,5 +1,5 @@
 // What the public API's fits share: the in-memory data checked and turned into the
-// library's io::Dataset, and the public parameter settings written into the typed config
+// library's io::DatasetView, and the public parameter settings written into the typed config
 // (the fields the YAML reader fills from initial_parameters and parameter_space.bounds).
 #pragma once
 
@@ -16,8 +16,9 @@ namespace homodyne::api {
 // Throws homodyne::Error (kBadInput) naming the first inconsistent field of `data`.
 void CheckData(const XpcsData& data);
 
-// The data as the loader would present the same matrices (frames 1…N, loader time grid).
-io::Dataset ToDataset(const XpcsData& data);
+// The data as the loader would present the same matrices (frames 1…N, loader time grid),
+// viewing data.c2 (no copy): `data` must outlive the view.
+io::DatasetView ToDatasetView(const XpcsData& data);
 
 // The config's per_angle_mode value of `s`.
 const char* PerAngleModeName(PerAngleScaling s);

@@ -42,17 +42,22 @@ namespace {
 // Phase 1: the data, complete on every rank (a shard takes rows from the whole matrix).
 
 struct CmcData {
-  std::optional<io::Dataset> loaded;      // read from the file, or
-  const io::Dataset* borrowed = nullptr;  // the caller's in-memory data
-  std::int64_t nf = 0;                    // frames
-  int n_phi = 0;                          // angles
-  std::int64_t n_points = 0;              // fitted (1 ≤ i < j) pairs of all angles
-  std::vector<double> phi;                // degrees
-  std::vector<double> t_fit;              // times of frames 1…nf−1
+  std::optional<io::Dataset> loaded;          // read from the file, or
+  const io::DatasetView* borrowed = nullptr;  // the caller's in-memory data
+  std::int64_t nf = 0;                        // frames
+  int n_phi = 0;                              // angles
+  std::int64_t n_points = 0;                  // fitted (1 ≤ i < j) pairs of all angles
+  std::vector<double> phi;                    // degrees
+  std::vector<double> t_fit;                  // times of frames 1…nf−1
   model::Geometry geometry;
 
-  const io::Dataset& dataset() const { return loaded ? *loaded : *borrowed; }
-  const io::DatasetMetadata& meta() const { return dataset().meta; }
+  const io::DatasetMetadata& meta() const { return loaded ? loaded->meta : borrowed->meta; }
+  const std::vector<std::vector<double>>& matrices() const {
+    return loaded ? loaded->c2 : *borrowed->c2;
+  }
+  double at(int angle, std::int64_t i, std::int64_t j) const {
+    return matrices()[static_cast<std::size_t>(angle)][static_cast<std::size_t>(i * nf + j)];
+  }
 };
 
 CmcData LoadData(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,
@@ -122,15 +127,14 @@ SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcD
   const model::AnalysisMode mode = cfg.analysis_mode;
   const model::ScalingLayout resolved = CmcLayout(cfg, d.n_phi);
   const model::ScalingBounds sb{cfg.contrast.min, cfg.contrast.max, cfg.offset.min, cfg.offset.max};
-  const io::Dataset& data = d.dataset();
-  const std::vector<double>& t = data.meta.t;
+  const std::vector<double>& t = d.meta().t;
   std::vector<model::ScalingEstimate> estimates;
   for (int k = 0; k < d.n_phi; ++k) {
     std::vector<double> lags, values;
     for (std::int64_t i = 1; i < d.nf; ++i) {
       for (std::int64_t j = 1; j < d.nf; ++j) {
         lags.push_back(std::abs(t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(j)]));
-        values.push_back(data.at(static_cast<std::size_t>(k), i, j));
+        values.push_back(d.at(k, i, j));
       }
     }
     estimates.push_back(model::EstimateScaling(lags, values, sb));
@@ -376,7 +380,7 @@ double NoiseScale(const std::vector<model::RowTile>& tiles) {
 std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, int s) {
   std::vector<model::RowTile> tiles;
   for (const auto& seg : shards.plan.shards[static_cast<std::size_t>(s)]) {
-    const double* row = d.dataset().c2[static_cast<std::size_t>(seg.angle)].data() +
+    const double* row = d.matrices()[static_cast<std::size_t>(seg.angle)].data() +
                         static_cast<std::size_t>(seg.row * d.nf + seg.col_begin);
     tiles.push_back({seg.angle, static_cast<int>(seg.row - 1), static_cast<int>(seg.col_begin - 1),
                      static_cast<int>(seg.count), row, nullptr, 1.0});

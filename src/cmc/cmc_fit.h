@@ -29,7 +29,7 @@ struct CmcRunOptions {
   std::string data_file;  // --data-file
   // Data already complete on every rank (the public API): sampled from it; the config's
   // data file and selection are then not used.
-  const io::Dataset* in_memory = nullptr;
+  const io::DatasetView* in_memory = nullptr;
   const nlsq::NlsqRunResult* warm_start = nullptr;  // NLSQ result (complete on every rank)
   int threads = 1;
   // Optional placement of compute slot i (1..threads−1) for the thread that runs there

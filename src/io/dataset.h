@@ -59,6 +59,13 @@ struct Dataset {
   }
 };
 
+// What a Dataset holds, with the matrices owned by the caller (the public API's data in
+// memory, fitted without a copy of them). The matrices must outlive the view.
+struct DatasetView {
+  DatasetMetadata meta;
+  const std::vector<std::vector<double>>* c2 = nullptr;  // as Dataset::c2
+};
+
 // Opens the file, detects the layout, applies the q/phi/frame selection and validates
 // shapes and sizes. Reads no matrix data. Throws kBadInput naming file and dataset.
 DatasetMetadata ReadDatasetMetadata(const LoadOptions& options, const Logger& logger);

@@ -247,7 +247,7 @@ LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options,
   return Load(comm, options, logger, false);
 }
 
-LocalData DistributeInMemory(const Comm& comm, const Dataset& data) {
+LocalData DistributeInMemory(const Comm& comm, const DatasetView& data) {
   LocalData local;
   local.rank = comm.rank();
   local.meta = data.meta;
@@ -264,7 +264,7 @@ LocalData DistributeInMemory(const Comm& comm, const Dataset& data) {
   local.values.resize(offset);
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   for (const LocalTile& t : local.tiles) {
-    const std::vector<double>& c2 = data.c2[static_cast<std::size_t>(t.tile.angle)];
+    const std::vector<double>& c2 = (*data.c2)[static_cast<std::size_t>(t.tile.angle)];
     const std::size_t row = static_cast<std::size_t>(t.tile.row) * n;
     for (std::int64_t c = 0; c < t.tile.count; ++c) {
       const double v = c2[row + static_cast<std::size_t>(t.tile.col_begin + c)];
@@ -272,7 +272,7 @@ LocalData DistributeInMemory(const Comm& comm, const Dataset& data) {
       local.values[t.offset + static_cast<std::size_t>(c)] = v;
     }
   }
-  for (const std::vector<double>& c2 : data.c2) {
+  for (const std::vector<double>& c2 : *data.c2) {
     std::vector<double> diagonal(n);
     for (std::size_t m = 0; m < n; ++m) diagonal[m] = c2[m * n + m];
     local.diagonal.push_back(std::move(diagonal));

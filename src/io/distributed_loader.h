@@ -54,9 +54,9 @@ LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options, co
 
 // The same LocalData as LoadDistributed, from a dataset every rank holds in memory (the
 // public API's in-memory fits): the plan, this rank's tiles and their values copied from
-// data.c2, the diagonals. Collective; a non-finite fitted value is the agreed bad-input
+// *data.c2, the diagonals. Collective; a non-finite fitted value is the agreed bad-input
 // Error naming the angle.
-LocalData DistributeInMemory(const Comm& comm, const Dataset& data);
+LocalData DistributeInMemory(const Comm& comm, const DatasetView& data);
 
 // Collective: `bad[k]` non-finite values of angle k found on this rank; if any rank found
 // some, every rank throws the same agreed bad-input Error naming the bin (and saying that

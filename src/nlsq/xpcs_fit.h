@@ -26,7 +26,7 @@ struct NlsqRunOptions {
   std::string data_file;  // --data-file (overrides the config's path)
   // Data already in memory on every rank (the public API): fitted in-core from it; the
   // config's data file, selection and memory settings are then not used.
-  const io::Dataset* in_memory = nullptr;
+  const io::DatasetView* in_memory = nullptr;
   std::map<std::string, double> initial;  // --initial-* (physical name → value)
   int threads = 1;                        // compute threads of this rank
   double sigma = 0.01;                    // residual scale (homodyne's default)
