@@ -39,14 +39,8 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   }
   if (!f.degeneracy.weakest.empty()) {
     const nlsq::WeakDirection& w = f.degeneracy.weakest.front();
-    std::string span;
-    for (const auto& [name, c] : w.components) {
-      span +=
-          fmt::format("{}{:.2f} {}", span.empty() ? (c < 0 ? "-" : "") : (c < 0 ? " - " : " + "),
-                      std::abs(c), name);
-    }
     out += fmt::format(
-        "  weakest direction {} (eigenvalue {:.2g} of the largest){}\n", span,
+        "  weakest direction {} (eigenvalue {:.2g} of the largest){}\n", nlsq::DescribeDirection(w),
         w.relative_eigenvalue,
         w.relative_eigenvalue < nlsq::kWeakDirectionWarning ? ": barely constrained" : "");
   }

@@ -58,6 +58,9 @@ CovarianceResult CovarianceFromNormalEquations(const std::vector<double>& jtj, i
       lambda_min_kept > 0 ? lambda_max / lambda_min_kept : std::numeric_limits<double>::infinity();
   const Eigen::MatrixXd pinv = scale.asDiagonal() * eig.eigenvectors() * inv.asDiagonal() *
                                eig.eigenvectors().transpose() * scale.asDiagonal();
+  out.equilibrated_eigenvalues.assign(lambda.data(), lambda.data() + n);
+  out.equilibrated_eigenvectors.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
+  Eigen::Map<RowMatrix>(out.equilibrated_eigenvectors.data(), n, n) = eig.eigenvectors();
   const double s2 = std::isfinite(out.reduced_chi2) ? out.reduced_chi2 : 0.0;
   out.covariance.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(n));
   Eigen::Map<RowMatrix>(out.covariance.data(), n, n) = pinv * s2;

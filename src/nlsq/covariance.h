@@ -18,6 +18,10 @@ struct CovarianceResult {
   double reduced_chi2 = 0.0;          // s²
   double condition_number = 0.0;      // of S·JᵀJ·S (λ_max/λ_min over kept directions)
   int dropped_directions = 0;         // directions removed by the pseudo-inverse
+  // The eigensystem of the equilibrated S·JᵀJ·S the pseudo-inverse was taken of (for the
+  // degeneracy diagnostics): eigenvalues ascending, eigenvector k in column k (n×n row-major).
+  std::vector<double> equilibrated_eigenvalues;
+  std::vector<double> equilibrated_eigenvectors;
 };
 
 CovarianceResult CovarianceFromNormalEquations(const std::vector<double>& jtj, int n, double chi2,

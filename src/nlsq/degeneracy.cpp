@@ -1,7 +1,5 @@
 #include "nlsq/degeneracy.h"
 
-#include <Eigen/Dense>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,14 +10,22 @@
 
 namespace homodyne::nlsq {
 
+std::string DescribeDirection(const WeakDirection& w) {
+  std::string span;
+  for (const auto& [name, c] : w.components) {
+    span += fmt::format("{}{:.2f}·{}", span.empty() ? (c < 0 ? "−" : "") : (c < 0 ? " − " : " + "),
+                        std::abs(c), name);
+  }
+  return span;
+}
+
 DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
-                                         const std::vector<double>& jtj,
-                                         const std::vector<double>& covariance,
+                                         const CovarianceResult& cov,
                                          const std::vector<bool>& at_lower,
                                          const std::vector<bool>& at_upper) {
   const auto n = names.size();
-  HOMODYNE_CHECK(jtj.size() == n * n && covariance.size() == n * n && at_lower.size() == n &&
-                     at_upper.size() == n,
+  const std::vector<double>& covariance = cov.covariance;
+  HOMODYNE_CHECK(covariance.size() == n * n && at_lower.size() == n && at_upper.size() == n,
                  "degeneracy diagnostics: sizes differ");
   DegeneracyDiagnostics d;
   d.names = names;
@@ -57,51 +63,36 @@ DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
         p.first, p.second, p.correlation));
   }
 
-  // Eigen-directions of the equilibrated JᵀJ (unit diagonal, so the parameters' units do not
-  // weigh in), as the covariance takes its pseudo-inverse.
-  using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-  const auto m = static_cast<Eigen::Index>(n);
-  const Eigen::Map<const RowMatrix> raw(jtj.data(), m, m);
-  Eigen::VectorXd scale(m);
-  for (Eigen::Index i = 0; i < m; ++i) {
-    const double v = raw(i, i);
-    scale(i) = v > 0.0 && std::isfinite(v) ? 1.0 / std::sqrt(v) : 0.0;
-  }
-  const Eigen::MatrixXd a = scale.asDiagonal() *
-                            Eigen::MatrixXd(raw.selfadjointView<Eigen::Upper>()) *
-                            scale.asDiagonal();
-  if (!a.allFinite() || n == 0) return d;
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(a);
-  const double lambda_max = eig.eigenvalues().maxCoeff();
-  if (!(lambda_max > 0.0)) return d;
-  for (Eigen::Index k = 0; k < std::min<Eigen::Index>(3, m); ++k) {  // ascending eigenvalues
+  // The eigen-directions of the equilibrated JᵀJ (unit diagonal, so the parameters' units do
+  // not weigh in) that the covariance took its pseudo-inverse of.
+  const std::vector<double>& lambda = cov.equilibrated_eigenvalues;
+  const std::vector<double>& vectors = cov.equilibrated_eigenvectors;
+  if (lambda.size() != n || vectors.size() != n * n) return d;
+  const bool finite =
+      std::all_of(lambda.begin(), lambda.end(), [](double x) { return std::isfinite(x); }) &&
+      std::all_of(vectors.begin(), vectors.end(), [](double x) { return std::isfinite(x); });
+  const double lambda_max = n > 0 ? *std::max_element(lambda.begin(), lambda.end()) : 0.0;
+  if (!finite || !(lambda_max > 0.0)) return d;
+  for (std::size_t k = 0; k < std::min<std::size_t>(3, n); ++k) {  // ascending eigenvalues
     WeakDirection w;
-    w.relative_eigenvalue = std::max(eig.eigenvalues()(k), 0.0) / lambda_max;
-    const Eigen::VectorXd v = eig.eigenvectors().col(k);
-    const Eigen::Index largest = [&] {
-      Eigen::Index index = 0;
-      v.cwiseAbs().maxCoeff(&index);
-      return index;
-    }();
-    const double sign = v(largest) < 0.0 ? -1.0 : 1.0;  // the largest component positive
-    for (Eigen::Index i = 0; i < m; ++i) {
-      if (std::abs(v(i)) >= 0.2)
-        w.components.emplace_back(names[static_cast<std::size_t>(i)], sign * v(i));
+    w.relative_eigenvalue = std::max(lambda[k], 0.0) / lambda_max;
+    const auto component = [&](std::size_t i) { return vectors[i * n + k]; };
+    std::size_t largest = 0;
+    for (std::size_t i = 1; i < n; ++i) {
+      if (std::abs(component(i)) > std::abs(component(largest))) largest = i;
+    }
+    const double sign = component(largest) < 0.0 ? -1.0 : 1.0;  // the largest component positive
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::abs(component(i)) >= 0.2) w.components.emplace_back(names[i], sign * component(i));
     }
     std::stable_sort(w.components.begin(), w.components.end(), [](const auto& x, const auto& y) {
       return std::abs(x.second) > std::abs(y.second);
     });
     if (w.relative_eigenvalue < kWeakDirectionWarning) {
-      std::string span;
-      for (const auto& [name, c] : w.components) {
-        span +=
-            fmt::format("{}{:.2f}·{}", span.empty() ? (c < 0 ? "−" : "") : (c < 0 ? " − " : " + "),
-                        std::abs(c), name);
-      }
       d.warnings.push_back(fmt::format(
           "the data barely constrain the direction {} (eigenvalue {:.2g} of the largest, in "
           "units of each parameter's scale)",
-          span, w.relative_eigenvalue));
+          DescribeDirection(w), w.relative_eigenvalue));
     }
     d.weakest.push_back(std::move(w));
   }

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "nlsq/covariance.h"
+
 namespace homodyne::nlsq {
 
 // Pairs with |correlation| above this are named in a warning.
@@ -38,11 +40,13 @@ struct DegeneracyDiagnostics {
   std::vector<std::string> warnings;       // a line for each correlated pair and weak direction
 };
 
-// `jtj` and `covariance` are n×n row-major in the order of `names` (JᵀJ at the answer and the
-// covariance CovarianceFromNormalEquations made of it); at_lower/at_upper per parameter.
+// "0.74·D_offset − 0.67·D0": the direction's components, the largest first.
+std::string DescribeDirection(const WeakDirection& w);
+
+// `cov` is CovarianceFromNormalEquations of JᵀJ at the answer, in the order of `names`
+// (its covariance and its equilibrated eigensystem); at_lower/at_upper per parameter.
 DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
-                                         const std::vector<double>& jtj,
-                                         const std::vector<double>& covariance,
+                                         const CovarianceResult& cov,
                                          const std::vector<bool>& at_lower,
                                          const std::vector<bool>& at_upper);
 

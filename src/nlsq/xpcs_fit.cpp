@@ -342,8 +342,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.quality_flag = std::string(ToString(q.flag));
   rep.quality_passed = q.passed;
   rep.quality_warnings = q.warnings;
-  rep.degeneracy = DiagnoseDegeneracy(opt_names, summary.final_equations.hessian, cov.covariance,
-                                      summary.at_lower_bound, summary.at_upper_bound);
+  rep.degeneracy =
+      DiagnoseDegeneracy(opt_names, cov, summary.at_lower_bound, summary.at_upper_bound);
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
   rep.placement = s.options.placement;

@@ -31,7 +31,7 @@ TEST(NlsqDegeneracy, NamesTheDegeneratePairAndTheDirectionThatSpansIt) {
   const std::vector<double> jtj = NearlyDegenerateJtj(1e-5);
   const CovarianceResult cov = CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
   const DegeneracyDiagnostics d =
-      DiagnoseDegeneracy(names, jtj, cov.covariance, {false, true, false}, {false, false, false});
+      DiagnoseDegeneracy(names, cov, {false, true, false}, {false, false, false});
   ASSERT_EQ(d.correlated.size(), 1U);
   EXPECT_EQ(d.correlated[0].first, "D0");
   EXPECT_EQ(d.correlated[0].second, "D_offset");
@@ -59,7 +59,7 @@ TEST(NlsqDegeneracy, WellDeterminedParametersRaiseNoWarning) {
   const std::vector<double> jtj = NearlyDegenerateJtj(1.0);  // column 2 no longer follows 0
   const CovarianceResult cov = CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
   const DegeneracyDiagnostics d =
-      DiagnoseDegeneracy(names, jtj, cov.covariance, {false, false, false}, {false, false, false});
+      DiagnoseDegeneracy(names, cov, {false, false, false}, {false, false, false});
   EXPECT_TRUE(d.correlated.empty());
   EXPECT_TRUE(d.warnings.empty());
   EXPECT_GT(d.weakest[0].relative_eigenvalue, kWeakDirectionWarning);
