@@ -14,7 +14,27 @@ namespace homodyne {
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options) {
   NlsqOutcome out;
   const auto& multi_start = scope.cfg.optimization.nlsq.multi_start;
-  if (multi_start.enable) {
+  // CMA-ES (when enabled and selected) has priority over multistart, as in homodyne.
+  const auto global = RunCollectively(scope.comm, [&] {
+    return nlsq::GlobalStageOptions::FromConfig(scope.cfg.optimization.nlsq.cmaes);
+  });
+  const nlsq::GlobalSelection selection = nlsq::SelectGlobalStage(scope.cfg, global);
+  if (global.enable) {
+    std::string note;
+    if (selection.run && multi_start.enable) {
+      note = " (multi_start is enabled too; CMA-ES has priority)";
+    } else if (!selection.run) {
+      note = multi_start.enable ? "; multistart instead" : "; local fit instead";
+    }
+    scope.log.Info("CMA-ES: {}: {}{}", selection.run ? "selected" : "not selected",
+                   selection.reason, note);
+  }
+  if (selection.run) {
+    out.result = nlsq::RunGlobalNlsqFit(scope.comm, scope.cfg, options, global,
+                                        selection.scale_ratio, scope.log);
+    for (const auto& w : out.result.report.quality_warnings) scope.log.Warn("{}", w);
+    for (const auto& w : out.result.report.degeneracy.warnings) scope.log.Warn("{}", w);
+  } else if (multi_start.enable) {
     const auto ms = RunCollectively(
         scope.comm, [&] { return nlsq::MultiStartOptions::FromConfig(multi_start); });
     out.multistart.emplace();

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "core/phase_timer.h"
+#include "nlsq/global_stage.h"
 #include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
@@ -39,7 +40,8 @@ struct NlsqOutcome {
   bool usable = false;  // the root's verdict, the same on every rank
 };
 
-// The NLSQ fit, multistart when the config enables it.
+// The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has
+// priority), else multistart when enabled, else the plain local fit.
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options);
 
 // CMC's dense NUTS metric: on unless optimization.mcmc.dense_mass_matrix is false.

@@ -33,6 +33,18 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
                      f.contrast.size());
   out += fmt::format("  {:<18}{:>16.8g}   (mean over {} angles)\n", "offset", Mean(f.offset),
                      f.offset.size());
+  if (f.global_search) {
+    const nlsq::GlobalSearchReport& g = *f.global_search;
+    if (g.cmaes_skipped) {
+      out += fmt::format("  global search     skipped (warm start reduced chi2 {:.4g})\n",
+                         g.warmstart_reduced_chi2);
+    } else {
+      out += fmt::format(
+          "  global search     CMA-ES: {} generations, {} evaluations, {} restart(s), {:.1f} s; "
+          "selected {}\n",
+          g.generations, g.evaluations, g.restarts, g.global_search_time_s, g.selected);
+    }
+  }
   for (const nlsq::CorrelatedPair& p : f.degeneracy.correlated) {
     out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,
                        p.correlation);

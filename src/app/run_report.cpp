@@ -170,6 +170,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "file" << YAML::Value << in.config->source;
     y << YAML::Key << "seeds" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "multi_start" << YAML::Value << in.config->optimization.nlsq.multi_start.seed;
+    y << YAML::Key << "cmaes" << YAML::Value << in.config->optimization.nlsq.cmaes.seed;
     y << YAML::Key << "cmc" << YAML::Value << in.config->optimization.cmc.seed << YAML::EndMap;
     y << YAML::Key << "effective" << YAML::Value
       << YAML::Load(config::EffectiveConfigYaml(*in.config));
@@ -212,6 +213,35 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::EndSeq;
     y << YAML::Key << "parameters_at_bounds" << YAML::Value << YAML::Flow << dg.at_bound;
     y << YAML::Key << "warnings" << YAML::Value << dg.warnings << YAML::EndMap;
+  }
+
+  if (r != nullptr && !r->expanded.empty() && r->report.global_search) {
+    // The CMA-ES global stage (nlsq/global_stage.h): what ran, which answer was kept.
+    const nlsq::GlobalSearchReport& g = *r->report.global_search;
+    y << YAML::Key << "global_search" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "method" << YAML::Value << g.method;
+    y << YAML::Key << "selected" << YAML::Value << g.selected;
+    y << YAML::Key << "cmaes_skipped" << YAML::Value << g.cmaes_skipped;
+    y << YAML::Key << "warmstart_termination" << YAML::Value << g.warmstart_termination;
+    y << YAML::Key << "warmstart_chi_squared" << YAML::Value << g.warmstart_chi_squared;
+    y << YAML::Key << "warmstart_reduced_chi2" << YAML::Value << g.warmstart_reduced_chi2;
+    y << YAML::Key << "scale_ratio" << YAML::Value << g.scale_ratio;
+    y << YAML::Key << "generations" << YAML::Value << g.generations;
+    y << YAML::Key << "evaluations" << YAML::Value << g.evaluations;
+    y << YAML::Key << "restarts" << YAML::Value << g.restarts;
+    y << YAML::Key << "convergence_reason" << YAML::Value << g.convergence_reason;
+    y << YAML::Key << "restart_strategy" << YAML::Value << g.restart_strategy;
+    y << YAML::Key << "popsize" << YAML::Value << g.popsize;
+    y << YAML::Key << "run_popsizes" << YAML::Value << YAML::Flow << g.run_popsizes;
+    y << YAML::Key << "max_generations" << YAML::Value << g.max_generations;
+    y << YAML::Key << "sigma" << YAML::Value << g.sigma;
+    y << YAML::Key << "seed" << YAML::Value << g.seed;
+    y << YAML::Key << "global_search_time_s" << YAML::Value << g.global_search_time_s;
+    y << YAML::Key << "cmaes_chi_squared" << YAML::Value << g.cmaes_chi_squared;
+    y << YAML::Key << "refinement" << YAML::Value << g.refinement;
+    y << YAML::Key << "refined_chi_squared" << YAML::Value << g.refined_chi_squared;
+    y << YAML::Key << "chi_squared_improvement" << YAML::Value << g.chi_squared_improvement;
+    y << YAML::EndMap;
   }
 
   y << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;

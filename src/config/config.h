@@ -114,6 +114,28 @@ struct MultiStart {
   double degeneracy_threshold{};
 };
 
+// optimization.nlsq.cmaes (the CMA-ES global stage, src/nlsq/global_stage.h).
+struct Cmaes {
+  bool enable{};
+  std::string preset;                  // cmaes-fast | cmaes | cmaes-global
+  std::optional<int> max_generations;  // overrides the preset's
+  double sigma{};
+  double sigma_warmstart{};
+  bool nlsq_warmstart{};
+  bool warmstart_auto_skip{};
+  double warmstart_skip_threshold{};
+  std::optional<int> popsize;
+  double tol_fun{};
+  double tol_x{};
+  std::string restart_strategy;  // none | bipop
+  int max_restarts{};
+  bool auto_select{};
+  double scale_threshold{};
+  double normalization_epsilon{};
+  bool refine_with_nlsq{};
+  long long seed{};
+};
+
 struct NlsqOptions {
   int max_iterations{};
   double tolerance{};  // ftol
@@ -124,6 +146,7 @@ struct NlsqOptions {
   std::map<std::string, double> x_scale_map;  // canonical name → scale
   AntiDegeneracy anti_degeneracy;
   MultiStart multi_start;
+  Cmaes cmaes;
 };
 
 struct StreamingOptions {

@@ -143,34 +143,81 @@ void AddMultiStart(const KeyAdder& m) {
 }
 
 void AddCmaes(const KeyAdder& c) {
-  c.Section("", kAcc, "CMA-ES global optimizer (has priority over multi_start)", kNullable);
-  c.Acc("enable", T::kBool, "false", NoRule(), "Enable CMA-ES");
-  c.Acc("preset", T::kString, "cmaes-global", NoRule(), "Preset name");
-  c.Acc("max_generations", T::kInt, "null", AtLeast(1), "Generation limit", kNullable);
-  c.Acc("sigma", T::kFloat, "0.5", Positive(), "Initial step size (static template 0.3)");
-  c.Acc("sigma_warmstart", T::kFloat, "0.05", Positive(), "Step size after a warm start");
-  c.Acc("warmstart_auto_skip", T::kBool, "true", NoRule(), "Skip CMA-ES after good warm start");
-  c.Acc("warmstart_skip_threshold", T::kFloat, "5.0", NonNegative(), "Skip threshold");
-  c.Acc("popsize", T::kInt, "null", AtLeast(2), "Population size", kNullable);
-  c.Acc("tol_fun", T::kFloat, "1e-8", Positive(), "Cost tolerance");
-  c.Acc("tol_x", T::kFloat, "1e-8", Positive(), "Step tolerance");
-  c.Acc("restart_strategy", T::kString, "bipop", NoRule(), "Restart strategy (e.g. bipop)");
-  c.Acc("max_restarts", T::kInt, "10", NonNegative(), "Maximum restarts");
-  c.Acc("population_batch_size", T::kInt, "null", AtLeast(1), "Batch size", kNullable);
-  c.Acc("data_chunk_size", T::kInt, "null", AtLeast(1), "Data chunk size", kNullable);
-  c.Acc("memory_limit_gb", T::kFloat, "8", Positive(), "Memory limit (GB)");
-  c.Acc("auto_select", T::kBool, "true", NoRule(), "Select CMA-ES automatically (static: false)");
-  c.Acc("scale_threshold", T::kFloat, "1000", Positive(), "Scale ratio for auto selection");
-  c.Acc("normalize", T::kBool, "true", NoRule(), "Normalize parameters");
-  c.Acc("normalization_epsilon", T::kFloat, "1e-12", Positive(), "Normalization epsilon");
-  c.Acc("refine_with_nlsq", T::kBool, "true", NoRule(), "Refine the best point with NLSQ");
-  c.Acc("refinement_workflow", T::kString, "auto", NoRule(), "Refinement workflow");
-  c.Acc("refinement_ftol", T::kFloat, "1e-10", Positive(), "Refinement ftol");
-  c.Acc("refinement_xtol", T::kFloat, "1e-10", Positive(), "Refinement xtol");
-  c.Acc("refinement_gtol", T::kFloat, "1e-10", Positive(), "Refinement gtol");
-  c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1), "Refinement evaluations");
-  c.Acc("refinement_loss", T::kString, "linear", NoRule(), "Refinement loss");
-  c.Acc("diagonal_filtering", T::kString, "remove", NoRule(), "Diagonal handling");
+  const FieldsOf f([](auto& cfg) -> auto& { return cfg.optimization.nlsq.cmaes; });
+  c.Section("", kUse, "CMA-ES global stage of the NLSQ fit (has priority over multi_start)",
+            kNullable);
+  c.Used("enable", T::kBool, "false", NoRule(),
+         "Warm start, CMA-ES, refinement and keep-better instead of the plain local fit",
+         f(&Cmaes::enable));
+  c.Used("preset", T::kString, "cmaes", OneOf({"cmaes-fast", "cmaes", "cmaes-global"}),
+         "Generations per run: cmaes-fast 50, cmaes 100, cmaes-global 200", f(&Cmaes::preset));
+  c.Used("max_generations", T::kInt, "null", AtLeast(1),
+         "Generations per run; overrides the preset (and is not adapted)",
+         f(&Cmaes::max_generations), kNullable);
+  c.Used("sigma", T::kFloat, "0.5", Fraction(),
+         "Initial step size in logit units of the normalised box (static template 0.3)",
+         f(&Cmaes::sigma));
+  c.Used("sigma_warmstart", T::kFloat, "0.05", Fraction(),
+         "Step size when the warm start converged", f(&Cmaes::sigma_warmstart));
+  c.Used("nlsq_warmstart", T::kBool, "true", NoRule(),
+         "Run the local fit first and start CMA-ES from its answer", f(&Cmaes::nlsq_warmstart));
+  c.Used("warmstart_auto_skip", T::kBool, "true", NoRule(),
+         "Skip CMA-ES when the converged warm start's reduced chi2 is below the threshold",
+         f(&Cmaes::warmstart_auto_skip));
+  c.Used("warmstart_skip_threshold", T::kFloat, "5.0", Positive(),
+         "Reduced chi2 below which the warm start is kept without CMA-ES",
+         f(&Cmaes::warmstart_skip_threshold));
+  c.Used("popsize", T::kInt, "null", AtLeast(4),
+         "Population size (null: 4 + floor(3 ln n), adapted to the bounds' scale ratio)",
+         f(&Cmaes::popsize), kNullable);
+  c.Used("tol_fun", T::kFloat, "1e-8", Positive(),
+         "A run ends when the population's chi2 spread stays below tol_fun x best chi2 for 5 "
+         "generations",
+         f(&Cmaes::tol_fun));
+  c.Used("tol_x", T::kFloat, "1e-8", Positive(),
+         "A run ends when the largest step standard deviation (logit units) is below this",
+         f(&Cmaes::tol_x));
+  c.Used("restart_strategy", T::kString, "bipop", OneOf({"none", "bipop"}),
+         "none or bipop (alternating large/small populations); none after a converged warm start",
+         f(&Cmaes::restart_strategy));
+  c.Used("max_restarts", T::kInt, "9", NonNegative(),
+         "bipop: runs after the first (laminar template 10)", f(&Cmaes::max_restarts));
+  c.Used("seed", T::kInt, "42", NonNegative(),
+         "Seed of the CMA-ES random streams (results are reproducible for a seed)",
+         f(&Cmaes::seed));
+  c.Acc("population_batch_size", T::kInt, "null", AtLeast(1),
+        "Not used: every generation is evaluated in one batched data pass", kNullable);
+  c.Acc("data_chunk_size", T::kInt, "null", AtLeast(1),
+        "Not used: the data pass uses the fit's own blocks (and streaming windows)", kNullable);
+  c.Acc("memory_limit_gb", T::kFloat, "8", Positive(),
+        "Not used: the fit's memory plan (memory_fraction, --memory-limit) applies");
+  c.Used("auto_select", T::kBool, "true", NoRule(),
+         "Run CMA-ES only when the bounds' scale ratio reaches scale_threshold (static template "
+         "false)",
+         f(&Cmaes::auto_select));
+  c.Used("scale_threshold", T::kFloat, "1000", Positive(),
+         "Ratio of the widest to the narrowest bound width that selects CMA-ES",
+         f(&Cmaes::scale_threshold));
+  c.Acc("normalize", T::kBool, "true", NoRule(),
+        "The search always runs in the normalised box (logistic transform); false is accepted");
+  c.Used("normalization_epsilon", T::kFloat, "1e-12", Positive(),
+         "Bound widths at most this are held fixed, not searched",
+         f(&Cmaes::normalization_epsilon));
+  c.Used("refine_with_nlsq", T::kBool, "true", NoRule(),
+         "Refine the CMA-ES answer with the local fit", f(&Cmaes::refine_with_nlsq));
+  c.Acc("refinement_workflow", T::kString, "auto", NoRule(),
+        "Not used: the refinement is the ordinary local fit");
+  c.Acc("refinement_ftol", T::kFloat, "1e-10", Positive(),
+        "Not used: the refinement uses optimization.nlsq.tolerance");
+  c.Acc("refinement_xtol", T::kFloat, "1e-10", Positive(),
+        "Not used: the refinement uses optimization.nlsq.xtol");
+  c.Acc("refinement_gtol", T::kFloat, "1e-10", Positive(),
+        "Not used: the refinement uses optimization.nlsq.gtol");
+  c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1),
+        "Not used: the refinement uses optimization.nlsq.max_iterations");
+  c.Acc("refinement_loss", T::kString, "linear", NoRule(), "Not used: the fit's loss is linear");
+  c.Acc("diagonal_filtering", T::kString, "remove", NoRule(),
+        "Not used: the fit never includes the diagonal (only pairs t1 < t2)");
 }
 
 void AddQualityValidation(const KeyAdder& q) {

@@ -28,6 +28,18 @@ class LeastSquaresProblem {
   virtual int num_parameters() const = 0;
   // Collective. Fills chi2 always; gradient and hessian when with_derivatives.
   virtual void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) = 0;
+  // Collective. χ² of every point of `xs` (chi2 resized to xs.size()), each with the bits
+  // Evaluate(x, false) gives it. The default evaluates them one by one; a distributed
+  // problem overrides it with one pass over its data and one reduction for the batch.
+  virtual void EvaluateChi2Batch(std::span<const std::vector<double>> xs,
+                                 std::vector<double>& chi2) {
+    chi2.resize(xs.size());
+    NormalEquations eq;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      Evaluate(xs[i], false, eq);
+      chi2[i] = eq.chi2;
+    }
+  }
 };
 
 }  // namespace homodyne::nlsq

@@ -107,6 +107,33 @@ json DegeneracyJson(const DegeneracyDiagnostics& d) {
           {"warnings", d.warnings}};
 }
 
+json GlobalSearchJson(const GlobalSearchReport& g) {
+  return {{"method", g.method},
+          {"selected", g.selected},
+          {"cmaes_skipped", g.cmaes_skipped},
+          {"warmstart_ran", g.warmstart_ran},
+          {"warmstart_termination", g.warmstart_termination},
+          {"warmstart_chi_squared", Number(g.warmstart_chi_squared)},
+          {"warmstart_reduced_chi2", Number(g.warmstart_reduced_chi2)},
+          {"scale_ratio", Number(g.scale_ratio)},
+          {"generations", g.generations},
+          {"evaluations", g.evaluations},
+          {"restarts", g.restarts},
+          {"convergence_reason", g.convergence_reason},
+          {"restart_strategy", g.restart_strategy},
+          {"popsize", g.popsize},
+          {"run_popsizes", g.run_popsizes},
+          {"max_generations", g.max_generations},
+          {"sigma", g.sigma},
+          {"seed", g.seed},
+          {"normalization_enabled", g.normalization_enabled},
+          {"global_search_time_s", g.global_search_time_s},
+          {"cmaes_chi_squared", Number(g.cmaes_chi_squared)},
+          {"refinement", g.refinement},
+          {"refined_chi_squared", Number(g.refined_chi_squared)},
+          {"chi_squared_improvement", Number(g.chi_squared_improvement)}};
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {{"method", "nlsq"},
             {"timestamp", r.timestamp},
@@ -126,6 +153,7 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"iterations", r.iterations},
               {"execution_time", r.execution_time}}},
             {"degeneracy", DegeneracyJson(r.degeneracy)}};
+  if (r.global_search) j["global_search"] = GlobalSearchJson(*r.global_search);
   return j.dump(2) + "\n";
 }
 

@@ -4,12 +4,45 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nlsq/degeneracy.h"
 
 namespace homodyne::nlsq {
+
+// The CMA-ES global stage of a fit (global_stage.h): what ran and which answer was kept.
+// χ² values that do not exist (no CMA-ES run, no refinement) are NaN (null in JSON).
+struct GlobalSearchReport {
+  std::string method = "cmaes";
+  // nlsq_warmstart (the local fit's answer) | cmaes_refined | cmaes (unrefined)
+  std::string selected;
+  bool cmaes_skipped = false;  // the warm start was good enough (warmstart_auto_skip)
+  bool warmstart_ran = false;
+  std::string warmstart_termination;  // the local solver's termination
+  double warmstart_chi_squared = 0.0;
+  double warmstart_reduced_chi2 = 0.0;
+  double scale_ratio = 0.0;  // widest / narrowest bound width
+  // CMA-ES.
+  int generations = 0;
+  std::int64_t evaluations = 0;
+  int restarts = 0;
+  std::string convergence_reason;  // tol_x | tol_fun | max_generations | max_restarts | ...
+  std::string restart_strategy;    // none | bipop (as run)
+  int popsize = 0;                 // base λ (bipop runs use 2λ and smaller ones)
+  std::vector<int> run_popsizes;
+  int max_generations = 0;  // per run
+  double sigma = 0.0;
+  std::uint64_t seed = 0;
+  bool normalization_enabled = true;
+  double global_search_time_s = 0.0;
+  double cmaes_chi_squared = 0.0;
+  // Refinement: improved | not_improved | skipped_worse | failed | disabled | none.
+  std::string refinement = "none";
+  double refined_chi_squared = 0.0;
+  double chi_squared_improvement = 0.0;  // warm start χ² − final χ² (0 without a warm start)
+};
 
 // Everything the result files report, in the expanded per-angle layout.
 struct FitReport {
@@ -33,6 +66,7 @@ struct FitReport {
   bool quality_passed = false;
   std::vector<std::string> quality_warnings;
   DegeneracyDiagnostics degeneracy;  // correlated pairs, weak directions (degeneracy.h)
+  std::optional<GlobalSearchReport> global_search;  // optimization.nlsq.cmaes ran
   std::vector<std::string> recovery_actions;
   // Where it ran.
   int mpi_ranks = 1;

@@ -213,7 +213,41 @@ double XpcsFitSession::Chi2At(const std::vector<double>& x) {
   return eq.chi2;
 }
 
+void XpcsFitSession::Chi2Batch(std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
+  impl_->problem->EvaluateChi2Batch(xs, chi2);
+}
+
+double XpcsFitSession::ReducedChi2(double chi2) const {
+  return chi2 / static_cast<double>(impl_->n_data - impl_->p_eff);
+}
+
+SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, Termination termination,
+                                        std::string message) {
+  Impl& s = *impl_;
+  SolverSummary summary;
+  s.problem->Evaluate(x, true, summary.final_equations);
+  summary.termination = termination;
+  summary.message = std::move(message);
+  summary.x = x;
+  summary.initial_chi2 = summary.final_equations.chi2;
+  summary.final_chi2 = summary.final_equations.chi2;
+  summary.iterations = 0;
+  summary.evaluations = 1;
+  summary.chi2_history = {summary.final_chi2};
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    summary.at_lower_bound.push_back(x[i] <= s.bounds.lower[i]);
+    summary.at_upper_bound.push_back(x[i] >= s.bounds.upper[i]);
+  }
+  return summary;
+}
+
 SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_progress) {
+  return Solve(x0, print_progress, impl_->options.checkpoints);
+}
+
+SolverSummary XpcsFitSession::Solve(
+    const std::vector<double>& x0, bool print_progress,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
   SolverOptions so;
   so.max_iterations = s.cfg.optimization.nlsq.max_iterations;
@@ -243,13 +277,13 @@ SolverSummary XpcsFitSession::Solve(const std::vector<double>& x0, bool print_pr
   // ends with one message instead of the MPI_Abort backstop.
   std::exception_ptr failure;
   try {
-    if (s.options.checkpoints) {
+    if (checkpoints) {
       const io::DatasetMetadata& meta = s.local.meta;
       const std::string data = checkpoint::DescribeData(
           meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
       summary =
           checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
-                                           so, callback, *s.options.checkpoints, data, logger);
+                                           so, callback, *checkpoints, data, logger);
     } else {
       summary = SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
     }

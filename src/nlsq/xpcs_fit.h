@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -86,9 +87,21 @@ class XpcsFitSession {
   // The input data selection for checkpoint identities (checkpoint::DescribeData).
   std::string DataDescription() const;
 
-  double Chi2At(const std::vector<double>& x);                              // collective
+  double Chi2At(const std::vector<double>& x);  // collective
+  // Collective: χ² of every point, in one data pass and one reduction (each value has the
+  // bits Chi2At gives it).
+  void Chi2Batch(std::span<const std::vector<double>> xs, std::vector<double>& chi2);
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
-  NlsqRunResult Finish(const SolverSummary& summary);                       // collective
+  // Collective: Solve with these checkpoint settings instead of the run's (nullopt: none).
+  SolverSummary Solve(const std::vector<double>& x0, bool print_progress,
+                      const std::optional<checkpoint::CheckpointSettings>& checkpoints);
+  // Collective: a summary of the point x without solving (termination as given): its
+  // normal equations, χ² and bound flags, for Finish.
+  SolverSummary SummaryAt(const std::vector<double>& x, Termination termination,
+                          std::string message);
+  NlsqRunResult Finish(const SolverSummary& summary);  // collective
+  // χ² / (n_data − p), the reduced χ² of the report.
+  double ReducedChi2(double chi2) const;
 
  private:
   struct Impl;

@@ -24,15 +24,48 @@ struct XpcsProblem::Impl {
   std::int64_t total_blocks = 0;
   int local_blocks = 0;
   std::int64_t local_points = 0;
-  std::vector<double> partials;  // local_blocks × compact partial size
+  // Block-major: block b's partial of parameter vector j at (b·m + j)·width, m vectors.
+  std::vector<double> partials;
+  std::vector<double> scratch;  // one kernel's chunk partials (batches)
 
-  // Streaming: every window's block partials into `partials`.
-  void StreamPartials(std::span<const double> expanded, bool with_derivatives, std::size_t width,
-                      int rank);
+  // The partials of `k`'s chunks (local blocks block_offset…) for every vector of `expanded`.
+  void KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+                      std::span<const std::vector<double>> expanded, bool with_derivatives,
+                      std::size_t width);
+  // All local blocks' partials, in core or window by window from the stream (each window
+  // read once for the whole batch).
+  void LocalPartials(std::span<const std::vector<double>> expanded, bool with_derivatives,
+                     std::size_t width, int rank);
 };
 
-void XpcsProblem::Impl::StreamPartials(std::span<const double> expanded, bool with_derivatives,
-                                       std::size_t width, int rank) {
+void XpcsProblem::Impl::KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+                                       std::span<const std::vector<double>> expanded,
+                                       bool with_derivatives, std::size_t width) {
+  const std::size_t m = expanded.size();
+  const auto n_chunks = static_cast<std::size_t>(k.num_chunks());
+  if (m == 1) {
+    k.ChunkPartials(expanded[0], with_derivatives,
+                    std::span<double>(partials.data() + block_offset * width, n_chunks * width));
+    return;
+  }
+  scratch.resize(n_chunks * width);
+  for (std::size_t j = 0; j < m; ++j) {
+    k.ChunkPartials(expanded[j], with_derivatives, scratch);
+    for (std::size_t c = 0; c < n_chunks; ++c) {
+      std::copy_n(
+          scratch.begin() + static_cast<std::ptrdiff_t>(c * width), width,
+          partials.begin() + static_cast<std::ptrdiff_t>(((block_offset + c) * m + j) * width));
+    }
+  }
+}
+
+void XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expanded,
+                                      bool with_derivatives, std::size_t width, int rank) {
+  partials.resize(static_cast<std::size_t>(local_blocks) * expanded.size() * width);
+  if (stream == nullptr) {
+    KernelPartials(*kernel, 0, expanded, with_derivatives, width);
+    return;
+  }
   for (int w = 0; w < stream->num_windows(); ++w) {
     MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
     const StreamWindow& win = stream->Load(w);
@@ -44,9 +77,7 @@ void XpcsProblem::Impl::StreamPartials(std::span<const double> expanded, bool wi
     }
     const model::ModelKernel k(mode, geometry, t, phi, std::move(tiles), ko);
     HOMODYNE_CHECK(k.num_chunks() == static_cast<int>(win.blocks.size()), "one chunk per block");
-    const std::size_t offset = static_cast<std::size_t>(win.first_block) * width;
-    k.ChunkPartials(expanded, with_derivatives,
-                    std::span<double>(partials.data() + offset, win.blocks.size() * width));
+    KernelPartials(k, static_cast<std::size_t>(win.first_block), expanded, with_derivatives, width);
   }
 }
 
@@ -107,17 +138,14 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   ++passes_;
   const model::ModelKernel& kernel = *impl_->kernel;
   const std::size_t width = kernel.partial_size(with_derivatives);
-  impl_->partials.resize(static_cast<std::size_t>(impl_->local_blocks) * width);
   // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
   // here on one rank (a model error, a streamed read) is agreed on before the sum below,
   // so no rank waits in it forever.
+  const std::vector<double> one(expanded.begin(), expanded.end());
   RunCollectively(comm_, [&] {
     MaybeInjectFailure("fit");  // job rank: comm_ may be a multistart group
-    if (impl_->stream != nullptr) {
-      impl_->StreamPartials(expanded, with_derivatives, width, comm_.rank());
-    } else {
-      kernel.ChunkPartials(expanded, with_derivatives, impl_->partials);
-    }
+    impl_->LocalPartials(std::span<const std::vector<double>>(&one, 1), with_derivatives, width,
+                         comm_.rank());
   });
   // ... combined along the global block tree: identical bits for any rank/thread count.
   const std::int64_t b0 = impl_->first_block;
@@ -135,6 +163,31 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
     return eq;
   }
   return kernel.FromPartial(sum);
+}
+
+void XpcsProblem::EvaluateChi2Batch(std::span<const std::vector<double>> xs,
+                                    std::vector<double>& chi2) {
+  chi2.assign(xs.size(), 0.0);
+  if (xs.empty()) return;
+  ++passes_;
+  std::vector<std::vector<double>> expanded;
+  expanded.reserve(xs.size());
+  for (const auto& x : xs) expanded.push_back(layout_.Expand(x));
+  // Each vector's χ² partial of a block is what a single evaluation computes; the tree sum
+  // adds the batch's columns element-wise in the same order, so every χ² has the bits of
+  // Evaluate(x, false) — and one reduction serves the whole batch.
+  const std::size_t m = xs.size();
+  RunCollectively(comm_, [&] {
+    MaybeInjectFailure("fit");
+    impl_->LocalPartials(expanded, false, 1, comm_.rank());
+  });
+  const std::int64_t b0 = impl_->first_block;
+  chi2 = ReproducibleTileSum(
+      comm_, impl_->total_blocks, b0, b0 + impl_->local_blocks, m,
+      [&](std::int64_t block, std::span<double> out) {
+        const auto offset = static_cast<std::size_t>(block - b0) * m;
+        std::copy_n(impl_->partials.begin() + static_cast<std::ptrdiff_t>(offset), m, out.begin());
+      });
 }
 
 void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) {

@@ -58,6 +58,10 @@ class XpcsProblem : public LeastSquaresProblem {
 
   int num_parameters() const override;
   void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override;
+  // One pass over the rank's blocks (streaming: each window read once) evaluating every
+  // point, and one reproducible reduction of the batch's χ² column vector.
+  void EvaluateChi2Batch(std::span<const std::vector<double>> xs,
+                         std::vector<double>& chi2) override;
 
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);

@@ -1,0 +1,406 @@
+#include "nlsq/global_stage.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "checkpoint/checkpoint_store.h"
+#include "checkpoint/interrupt.h"
+#include "core/error.h"
+#include "core/progress.h"
+#include "parallel/collective.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+const std::string kKey = "optimization.nlsq.cmaes.";
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// The refinement is skipped when CMA-ES ends this much worse than the warm start.
+constexpr double kRefineWorseFactor = 10.0;
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+}  // namespace
+
+GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
+  GlobalStageOptions o;
+  o.enable = c.enable;
+  o.preset = c.preset;
+  o.max_generations = c.max_generations;
+  o.sigma = c.sigma;
+  o.sigma_warmstart = c.sigma_warmstart;
+  o.nlsq_warmstart = c.nlsq_warmstart;
+  o.warmstart_auto_skip = c.warmstart_auto_skip;
+  o.warmstart_skip_threshold = c.warmstart_skip_threshold;
+  o.popsize = c.popsize;
+  o.tol_fun = c.tol_fun;
+  o.tol_x = c.tol_x;
+  o.restart_strategy = ParseRestartStrategy(c.restart_strategy, kKey + "restart_strategy");
+  o.max_restarts = c.max_restarts;
+  o.auto_select = c.auto_select;
+  o.scale_threshold = c.scale_threshold;
+  o.normalization_epsilon = c.normalization_epsilon;
+  o.refine_with_nlsq = c.refine_with_nlsq;
+  if (c.seed < 0)
+    ThrowBadInput(fmt::format("seed must be ≥ 0 (got {})", c.seed), {}, kKey + "seed");
+  o.seed = static_cast<std::uint64_t>(c.seed);
+  o.Validate();
+  return o;
+}
+
+int GlobalStageOptions::PresetGenerations() const {
+  if (preset == "cmaes-fast") return 50;
+  if (preset == "cmaes") return 100;
+  if (preset == "cmaes-global") return 200;
+  ThrowBadInput(fmt::format("preset '{}' is not one of cmaes-fast, cmaes, cmaes-global", preset),
+                {}, kKey + "preset");
+}
+
+void GlobalStageOptions::Validate() const {
+  PresetGenerations();
+  if (!(sigma_warmstart > 0.0 && sigma_warmstart <= 1.0)) {
+    ThrowBadInput(fmt::format("sigma_warmstart must be in (0, 1] (got {})", sigma_warmstart), {},
+                  kKey + "sigma_warmstart");
+  }
+  if (!(warmstart_skip_threshold > 0.0)) {
+    ThrowBadInput(
+        fmt::format("warmstart_skip_threshold must be > 0 (got {})", warmstart_skip_threshold), {},
+        kKey + "warmstart_skip_threshold");
+  }
+  if (!(scale_threshold > 0.0)) {
+    ThrowBadInput(fmt::format("scale_threshold must be > 0 (got {})", scale_threshold), {},
+                  kKey + "scale_threshold");
+  }
+  // The strategy's own checks name the same keys.
+  if (popsize && *popsize < 4) {
+    ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", *popsize), {}, kKey + "popsize");
+  }
+  CmaesOptions c;
+  c.popsize = popsize.value_or(0);
+  c.max_generations = max_generations.value_or(PresetGenerations());
+  c.sigma = sigma;
+  c.tol_fun = tol_fun;
+  c.tol_x = tol_x;
+  c.restart_strategy = restart_strategy;
+  c.max_restarts = max_restarts;
+  c.seed = seed;
+  c.normalization_epsilon = normalization_epsilon;
+  c.Validate();
+}
+
+double BoundScaleRatio(const config::Config& cfg) {
+  std::vector<double> widths;
+  auto add = [&](const config::EffectiveParameter& p) {
+    const double w = p.max - p.min;
+    if (w > 0.0 && std::isfinite(w)) widths.push_back(w);
+  };
+  add(cfg.contrast);
+  add(cfg.offset);
+  for (const auto& p : cfg.parameters) add(p);
+  if (widths.size() < 2) return 1.0;
+  const auto [lo, hi] = std::minmax_element(widths.begin(), widths.end());
+  return *hi / *lo;
+}
+
+GlobalSelection SelectGlobalStage(const config::Config& cfg, const GlobalStageOptions& o) {
+  GlobalSelection s;
+  s.scale_ratio = BoundScaleRatio(cfg);
+  if (!o.enable) {
+    s.reason = "optimization.nlsq.cmaes.enable is false";
+    return s;
+  }
+  if (o.auto_select && s.scale_ratio < o.scale_threshold) {
+    s.reason = fmt::format("bound scale ratio {:.3g} < scale_threshold {:.3g}", s.scale_ratio,
+                           o.scale_threshold);
+    return s;
+  }
+  s.run = true;
+  s.reason = o.auto_select ? fmt::format("bound scale ratio {:.3g} ≥ scale_threshold {:.3g}",
+                                         s.scale_ratio, o.scale_threshold)
+                           : "enabled (auto_select false)";
+  return s;
+}
+
+CmaesBudget PlanCmaesBudget(const GlobalStageOptions& o, int n_searched, double scale_ratio) {
+  CmaesBudget b;
+  const int n = std::max(n_searched, 1);
+  b.popsize_default =
+      o.popsize.value_or(std::max(4, 4 + static_cast<int>(std::floor(3.0 * std::log(n)))));
+  b.generations_default = o.max_generations.value_or(o.PresetGenerations());
+  b.popsize = b.popsize_default;
+  b.max_generations = b.generations_default;
+  // Wide scale ratios (bounds spanning many decades) need larger populations and more
+  // generations; an explicit popsize or max_generations is used as given.
+  if (!o.popsize && scale_ratio > 1000.0) {
+    b.adapted = true;
+    const int l0 = b.popsize_default;
+    const int g0 = b.generations_default;
+    const bool fixed_g = o.max_generations.has_value();
+    if (scale_ratio > 1e6) {
+      b.popsize = std::max(200, 10 * l0);
+      if (!fixed_g) b.max_generations = std::max(500, 3 * g0);
+    } else if (scale_ratio > 1e4) {
+      b.popsize = std::max(100, 5 * l0);
+      if (!fixed_g) b.max_generations = std::max(300, 2 * g0);
+    } else {
+      b.popsize = std::max(50, 3 * l0);
+      if (!fixed_g) b.max_generations = std::max(200, g0);
+    }
+  }
+  return b;
+}
+
+CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
+                      const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                      const std::string& data_description, const Logger& logger,
+                      bool print_progress) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& ck = checkpoints;
+  const bool use_store = ck && (ck->enabled || ck->resume);
+  std::unique_ptr<checkpoint::CheckpointStore> store;
+  const std::vector<double> setup = es.Setup();
+  if (use_store) {
+    ck->Validate();
+    store = std::make_unique<checkpoint::CheckpointStore>(
+        comm, checkpoint::StoreOptions{ck->dir, "cmaes", ck->keep_last},
+        checkpoint::RunIdentity{ck->config_description, data_description}, logger);
+    if (ck->resume) {
+      if (auto loaded = store->LoadNewest()) {
+        RunCollectively(comm, [&] {
+          if (!loaded->record.Has("cmaes.setup") ||
+              loaded->record.Doubles("cmaes.setup") != setup) {
+            ThrowBadInput(
+                "the CMA-ES checkpoint was written for another start, bounds or CMA-ES settings "
+                "(did the warm start end differently?)",
+                loaded->path.string(), "cmaes.setup");
+          }
+          es.Restore(CmaesState::Load(loaded->record, "cmaes."));
+        });
+        logger.Info("CMA-ES: resuming from {} (run {}, generation {}, best chi2 {:.10g})",
+                    loaded->path.string(), es.state().run + 1, es.state().total_generations,
+                    es.state().best_chi2);
+      } else {
+        logger.Info("CMA-ES: resume: no CMA-ES checkpoint in {}; starting from the beginning",
+                    ck->dir.string());
+      }
+    }
+  }
+  auto write = [&] {
+    checkpoint::CheckpointRecord r;
+    r.PutDoubles("cmaes.setup", setup);
+    es.state().Store(r, "cmaes.");
+    return store->Write(r);
+  };
+
+  Progress progress(print_progress ? logger : Logger::Silent(), "CMA-ES");
+  while (!es.finished()) {
+    const CmaesGeneration g = es.Step(f);
+    if (print_progress) {
+      logger.Debug(
+          "  CMA-ES run {:>2} gen {:>4}  lambda {:>4}  gen best {:>16.9e}  best {:>16.9e}  "
+          "sigma {:>10.3e}",
+          g.run + 1, g.generation, g.popsize, g.generation_best, g.best_chi2, g.sigma);
+      progress.Update(fmt::format(
+          "run {}, generation {} (λ {}), best chi2 {:.6e}, {} evaluations, "
+          "{:.1f} s",
+          g.run + 1, g.generation, g.popsize, g.best_chi2, g.evaluations, progress.elapsed()));
+      if (g.run_ended) {
+        logger.Info(
+            "CMA-ES: run {} (λ {}) ended after {} generation(s): {}; best chi2 so far {:.8e}",
+            g.run + 1, g.popsize, g.generation, ToString(g.run_stop), g.best_chi2);
+      }
+    }
+    checkpoint::MaybeKill("cmaes_gen", g.total_generations);
+    checkpoint::MaybeSignal("cmaes_gen", g.total_generations, comm.rank());
+    checkpoint::MaybePause("cmaes_gen", g.total_generations);
+    if (!use_store) continue;
+    const bool stop = ck->stop_on_signal && checkpoint::AgreeOnStop(comm);
+    const bool due = ck->enabled && (g.total_generations % ck->frequency == 0 || es.finished());
+    if (due || stop) {
+      const auto path = write();
+      logger.Debug("CMA-ES checkpoint {} (generation {})", path.string(), g.total_generations);
+      if (stop && !es.finished()) {
+        throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string()))
+            .MarkAgreed();
+      }
+    }
+  }
+  CmaesSummary s = es.Summary();
+  s.seconds = Seconds(t0);
+  progress.Done(
+      fmt::format("{} generation(s), {} evaluations, {} restart(s), best chi2 {:.6e}, "
+                  "{:.1f} s",
+                  s.generations, s.evaluations, s.restarts, s.chi2, s.seconds));
+  return s;
+}
+
+NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
+                               const NlsqRunOptions& options, const GlobalStageOptions& g,
+                               double scale_ratio, const Logger& logger) {
+  const auto t_start = std::chrono::steady_clock::now();
+  XpcsFitSession session(comm, cfg, options, logger);
+  const bool progress = options.print_progress;
+  GlobalSearchReport rep;
+  rep.scale_ratio = scale_ratio;
+  rep.seed = g.seed;
+  rep.warmstart_chi_squared = kNaN;
+  rep.warmstart_reduced_chi2 = kNaN;
+  rep.cmaes_chi_squared = kNaN;
+  rep.refined_chi_squared = kNaN;
+  rep.chi_squared_improvement = kNaN;
+
+  // 1. Warm start: the ordinary local fit from the configured start.
+  std::optional<SolverSummary> warm;
+  bool warm_converged = false;
+  std::vector<double> start = session.x0();
+  if (g.nlsq_warmstart) {
+    logger.Info("CMA-ES phase 1: local fit from the configured start (warm start)");
+    warm = session.Solve(start, progress);
+    rep.warmstart_ran = true;
+    rep.warmstart_termination = std::string(ToString(warm->termination));
+    rep.warmstart_chi_squared = warm->final_chi2;
+    rep.warmstart_reduced_chi2 = session.ReducedChi2(warm->final_chi2);
+    warm_converged =
+        warm->termination == Termination::kConverged && std::isfinite(warm->final_chi2);
+    if (warm_converged) start = warm->x;
+    // 2. Auto-skip: a good local answer needs no global search.
+    if (warm_converged && g.warmstart_auto_skip &&
+        rep.warmstart_reduced_chi2 < g.warmstart_skip_threshold) {
+      logger.Info(
+          "CMA-ES: the warm start converged with reduced chi2 {:.5g} < warmstart_skip_threshold "
+          "{:.5g}: keeping it, no global search",
+          rep.warmstart_reduced_chi2, g.warmstart_skip_threshold);
+      rep.cmaes_skipped = true;
+      rep.selected = "nlsq_warmstart";
+      rep.chi_squared_improvement = 0.0;
+      NlsqRunResult r = session.Finish(*warm);
+      r.report.global_search = rep;
+      return r;
+    }
+  }
+
+  // 3. CMA-ES.
+  int n_searched = 0;
+  for (std::size_t i = 0; i < session.x0().size(); ++i) {
+    n_searched += session.upper()[i] - session.lower()[i] > g.normalization_epsilon ? 1 : 0;
+  }
+  const CmaesBudget budget = PlanCmaesBudget(g, n_searched, scale_ratio);
+  if (budget.adapted) {
+    logger.Info(
+        "CMA-ES: adaptive scaling for bound scale ratio {:.3g}: popsize {} -> {}, "
+        "max_generations {} -> {}",
+        scale_ratio, budget.popsize_default, budget.popsize, budget.generations_default,
+        budget.max_generations);
+  }
+  CmaesOptions co;
+  co.popsize = budget.popsize;
+  co.max_generations = budget.max_generations;
+  co.sigma = warm_converged ? g.sigma_warmstart : g.sigma;
+  co.tol_fun = g.tol_fun;
+  co.tol_x = g.tol_x;
+  co.restart_strategy = warm_converged ? RestartStrategy::kNone : g.restart_strategy;
+  co.max_restarts = g.max_restarts;
+  co.seed = g.seed;
+  co.normalization_epsilon = g.normalization_epsilon;
+  if (warm_converged && g.restart_strategy != RestartStrategy::kNone) {
+    logger.Info("CMA-ES: warm start converged: sigma_warmstart {} and restart_strategy {} -> none",
+                g.sigma_warmstart, ToString(g.restart_strategy));
+  }
+  logger.Info(
+      "CMA-ES phase 2: global search over {} parameter(s) from the {}: popsize {}, up to {} "
+      "generation(s) per run, sigma {}, restarts {}, seed {}",
+      n_searched, warm_converged ? "warm start" : "configured start", co.popsize,
+      co.max_generations, co.sigma,
+      co.restart_strategy == RestartStrategy::kBipop ? fmt::format("bipop × {}", co.max_restarts)
+                                                     : std::string("none"),
+      co.seed);
+  Cmaes es(co, start, session.lower(), session.upper());
+  const CmaesSummary cs = RunCmaes(
+      comm, es,
+      [&](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
+        session.Chi2Batch(xs, chi2);
+      },
+      options.checkpoints, session.DataDescription(), logger, progress);
+  logger.Info(
+      "CMA-ES: global search done: chi2 {:.8e} after {} generation(s), {} evaluations, {} "
+      "restart(s) ({}, {:.1f} s)",
+      cs.chi2, cs.generations, cs.evaluations, cs.restarts, ToString(cs.stop), cs.seconds);
+  rep.generations = cs.generations;
+  rep.evaluations = cs.evaluations;
+  rep.restarts = cs.restarts;
+  rep.convergence_reason = std::string(ToString(cs.stop));
+  rep.restart_strategy = std::string(ToString(co.restart_strategy));
+  rep.popsize = cs.base_popsize;
+  for (const CmaesRun& run : cs.runs) rep.run_popsizes.push_back(run.popsize);
+  rep.max_generations = co.max_generations;
+  rep.sigma = co.sigma;
+  rep.global_search_time_s = cs.seconds;
+  rep.cmaes_chi_squared = cs.chi2;
+
+  // 4. Refinement by the local fit from the CMA-ES point. Its checkpoints go to a
+  // subdirectory, apart from the warm start's (a resume continues each where it was).
+  std::optional<SolverSummary> chosen;
+  if (!g.refine_with_nlsq) {
+    rep.refinement = "disabled";
+  } else if (warm && std::isfinite(warm->final_chi2) &&
+             !(cs.chi2 <= kRefineWorseFactor * warm->final_chi2)) {
+    rep.refinement = "skipped_worse";
+    logger.Info("CMA-ES: no refinement: chi2 {:.6e} is more than {}× the warm start's {:.6e}",
+                cs.chi2, kRefineWorseFactor, warm->final_chi2);
+  } else {
+    logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
+    std::optional<checkpoint::CheckpointSettings> refine_ck = options.checkpoints;
+    if (refine_ck) refine_ck->dir /= "cmaes_refinement";
+    SolverSummary refined = session.Solve(cs.x, progress, refine_ck);
+    rep.refined_chi_squared = refined.final_chi2;
+    if (refined.IsUsable() && std::isfinite(refined.final_chi2)) {
+      rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";
+      if (refined.final_chi2 < cs.chi2) {
+        logger.Info("CMA-ES: refinement improved chi2 {:.12g} -> {:.12g}", cs.chi2,
+                    refined.final_chi2);
+      }
+      chosen = std::move(refined);
+    } else {
+      rep.refinement = "failed";
+      logger.Warn("CMA-ES: the refinement did not converge ({}); using the CMA-ES point",
+                  refined.message);
+    }
+  }
+  const double global_chi2 = chosen ? chosen->final_chi2 : cs.chi2;
+
+  // 5. Keep-better: the warm start's answer when the global stage did not beat it.
+  SolverSummary final_summary;
+  if (warm && warm->IsUsable() && std::isfinite(warm->final_chi2) &&
+      warm->final_chi2 < global_chi2) {
+    logger.Info("CMA-ES: the warm start is better (chi2 {:.12g} < {:.12g}): keeping it",
+                warm->final_chi2, global_chi2);
+    rep.selected = "nlsq_warmstart";
+    final_summary = *warm;
+  } else if (chosen) {
+    rep.selected = "cmaes_refined";
+    final_summary = std::move(*chosen);
+  } else {
+    rep.selected = "cmaes";
+    // The strategy's own convergence (not a budget running out) counts as converged.
+    const bool converged = cs.stop == CmaesStop::kTolX || cs.stop == CmaesStop::kTolFun;
+    final_summary =
+        session.SummaryAt(cs.x, converged ? Termination::kConverged : Termination::kMaxIterations,
+                          fmt::format("CMA-ES point ({})", ToString(cs.stop)));
+  }
+  if (warm && std::isfinite(warm->final_chi2)) {
+    rep.chi_squared_improvement = warm->final_chi2 - final_summary.final_chi2;
+  }
+  NlsqRunResult r = session.Finish(final_summary);
+  r.phases.Add("cmaes", cs.seconds);
+  r.report.global_search = rep;
+  r.report.execution_time = Seconds(t_start);
+  return r;
+}
+
+}  // namespace homodyne::nlsq
