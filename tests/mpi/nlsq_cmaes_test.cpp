@@ -1,0 +1,401 @@
+// The CMA-ES global stage at whatever rank count the test runs with (ctest: 1 and 2):
+// a two-basin problem solved from the wrong basin with the same bits on the world and on
+// one rank alone; the batched χ² pass of the XPCS problem against single evaluations (in
+// core, streamed, one rank alone); resume from a CMA-ES checkpoint after a stop request;
+// and a whole laminar fit from a start where the local fit gets stuck.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "checkpoint/interrupt.h"
+#include "config/config_reader.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "mpi_temp_dir.h"
+#include "mpi_test_env.h"
+#include "nlsq/bounded_solver.h"
+#include "nlsq/cmaes.h"
+#include "nlsq/global_stage.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/collective.h"
+#include "parallel/tile_sum.h"
+#include "synth/synthetic_dataset.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+using homodyne::testing::MpiTempDir;
+using homodyne::testing::TestEnvironment;
+
+// χ² = Σ_k w_k·[((x0+1)(x0−2))² + (0.5(x0−2))² + (x1−0.5)²], w_k = 1 + k/T over T tiles
+// spread over the ranks: a shallow basin near x0 ≈ −0.9 (χ² ≈ 2.2·Σw) and the global
+// minimum χ² = 0 at (2, 0.5), separated by a barrier near x0 = 0.5.
+class TwoBasinProblem : public LeastSquaresProblem {
+ public:
+  static constexpr int kTiles = 37;
+  explicit TwoBasinProblem(const Comm& comm)
+      : comm_(comm),
+        begin_(kTiles * comm.rank() / comm.size()),
+        end_(kTiles * (comm.rank() + 1) / comm.size()) {}
+  int num_parameters() const override { return 2; }
+
+  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+    const std::size_t width = with_derivatives ? 7 : 1;
+    const auto sum = ReproducibleTileSum(
+        comm_, kTiles, begin_, end_, width,
+        [&](std::int64_t k, std::span<double> acc) { Tile(k, x, with_derivatives, acc); });
+    out.chi2 = sum[0];
+    out.n_points = 3 * kTiles;
+    if (with_derivatives) {
+      out.gradient = {sum[1], sum[2]};
+      out.hessian = {sum[3], sum[4], sum[5], sum[6]};
+    }
+  }
+
+  void EvaluateChi2Batch(std::span<const std::vector<double>> xs,
+                         std::vector<double>& chi2) override {
+    ++batches;
+    chi2 = ReproducibleTileSum(comm_, kTiles, begin_, end_, xs.size(),
+                               [&](std::int64_t k, std::span<double> acc) {
+                                 for (std::size_t j = 0; j < xs.size(); ++j) {
+                                   Tile(k, xs[j], false, acc.subspan(j, 1));
+                                 }
+                               });
+  }
+
+  int batches = 0;
+
+ private:
+  static void Tile(std::int64_t k, std::span<const double> x, bool derivs, std::span<double> acc) {
+    const double w = 1.0 + static_cast<double>(k) / kTiles;
+    const double r[3] = {(x[0] + 1.0) * (x[0] - 2.0), 0.5 * (x[0] - 2.0), x[1] - 0.5};
+    acc[0] += w * (r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
+    if (!derivs) return;
+    const double j0 = 2.0 * x[0] - 1.0;  // ∂r0/∂x0; ∂r1/∂x0 = 0.5; ∂r2/∂x1 = 1
+    acc[1] += w * (j0 * r[0] + 0.5 * r[1]);
+    acc[2] += w * r[2];
+    acc[3] += w * (j0 * j0 + 0.25);
+    acc[6] += w;
+  }
+
+  const Comm& comm_;
+  std::int64_t begin_, end_;
+};
+
+const std::vector<double> kLower = {-3.0, -2.0}, kUpper = {4.0, 2.0};
+const std::vector<double> kWrongBasin = {-1.8, 1.5};
+
+CmaesOptions TwoBasinOptions() {
+  CmaesOptions o;
+  o.max_generations = 200;
+  o.sigma = 0.8;  // logit units: about a fifth of the range around the centre
+  o.restart_strategy = RestartStrategy::kBipop;
+  o.max_restarts = 5;
+  o.seed = 42;
+  return o;
+}
+
+BatchObjective BatchOf(LeastSquaresProblem& p) {
+  return [&p](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
+    p.EvaluateChi2Batch(xs, chi2);
+  };
+}
+
+CmaesSummary SolveTwoBasin(const Comm& comm,
+                           const std::optional<checkpoint::CheckpointSettings>& ck = {},
+                           std::uint64_t seed = 42, int* generations_run = nullptr) {
+  TwoBasinProblem problem(comm);
+  CmaesOptions o = TwoBasinOptions();
+  o.seed = seed;
+  Cmaes es(o, kWrongBasin, kLower, kUpper);
+  const CmaesSummary s =
+      RunCmaes(comm, es, BatchOf(problem), ck, "two basins", Logger::Silent(), false);
+  if (generations_run != nullptr) *generations_run = problem.batches;
+  return s;
+}
+
+bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+void ExpectSameSearch(const CmaesSummary& a, const CmaesSummary& b) {
+  EXPECT_TRUE(SameBits(a.x, b.x));
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(a.chi2), std::bit_cast<std::uint64_t>(b.chi2));
+  EXPECT_EQ(a.generations, b.generations);
+  EXPECT_EQ(a.evaluations, b.evaluations);
+  EXPECT_EQ(a.restarts, b.restarts);
+}
+
+TEST(NlsqCmaes, TwoBasinProblemEscapesTheShallowBasinWithTheSameBitsOnAnyRankCount) {
+  const Comm& world = TestEnvironment().world();
+  // The start is in the shallow basin: the local fit from it stays there.
+  TwoBasinProblem problem(world);
+  const SolverSummary local = SolveBounded(problem, kWrongBasin, kLower, kUpper, SolverOptions{});
+  ASSERT_TRUE(local.IsUsable()) << local.BriefReport();
+  EXPECT_LT(local.x[0], 0.0);
+  EXPECT_GT(local.final_chi2, 1.0);
+
+  const CmaesSummary global = SolveTwoBasin(world);
+  EXPECT_NEAR(global.x[0], 2.0, 1e-3);
+  EXPECT_NEAR(global.x[1], 0.5, 1e-3);
+  EXPECT_LT(global.chi2, 1e-6);
+  EXPECT_EQ(global.restarts, 5);  // bipop ran its restarts
+  EXPECT_EQ(global.stop, CmaesStop::kMaxRestarts);
+  // Not a lucky seed: other seeds find the deep basin too.
+  for (std::uint64_t seed : {1, 2, 3, 4}) {
+    EXPECT_NEAR(SolveTwoBasin(world, {}, seed).x[0], 2.0, 1e-3) << "seed " << seed;
+  }
+
+  // One rank alone (every rank evaluates all tiles) gives the same bits.
+  const Comm self = world.Split(world.rank(), 0);
+  const CmaesSummary alone = SolveTwoBasin(self);
+  ExpectSameSearch(global, alone);
+  // ... and so does rank 0's result on every rank.
+  std::vector<double> root = global.x;
+  MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_DOUBLE, 0, world.get());
+  EXPECT_TRUE(SameBits(root, global.x));
+}
+
+TEST(NlsqCmaes, ADifferentSeedSearchesDifferently) {
+  const Comm& world = TestEnvironment().world();
+  TwoBasinProblem problem(world);
+  CmaesOptions o = TwoBasinOptions();
+  o.restart_strategy = RestartStrategy::kNone;
+  Cmaes a(o, kWrongBasin, kLower, kUpper);
+  o.seed = 7;
+  Cmaes b(o, kWrongBasin, kLower, kUpper);
+  const CmaesGeneration ga = a.Step(BatchOf(problem));
+  const CmaesGeneration gb = b.Step(BatchOf(problem));
+  EXPECT_NE(ga.generation_best, gb.generation_best);
+  EXPECT_EQ(problem.batches, 2);  // one batched pass per generation
+}
+
+TEST(NlsqCmaes, ResumeAfterAStopRequestGivesTheUninterruptedBits) {
+  const Comm& world = TestEnvironment().world();
+  const CmaesSummary whole = SolveTwoBasin(world);
+
+  MpiTempDir dir(world, "cmaes_resume", /*create=*/true);
+  checkpoint::CheckpointSettings ck;
+  ck.enabled = true;
+  ck.dir = dir.path();
+  ck.frequency = 25;
+  ck.keep_last = 2;
+  ck.config_description = "two basins, seed 42";
+  {
+    // SIGUSR1 on rank 0 after generation 37 (inside the second run): every rank stops
+    // there, with a checkpoint.
+    const checkpoint::InterruptHandlers handlers;
+    setenv(checkpoint::kSignalVariable, "cmaes_gen:37", 1);
+    ErrorKind kind = ErrorKind::kInternal;
+    try {
+      SolveTwoBasin(world, ck);
+    } catch (const Error& e) {
+      kind = e.kind();
+    }
+    unsetenv(checkpoint::kSignalVariable);
+    checkpoint::ClearStopRequest();
+    EXPECT_EQ(kind, ErrorKind::kCheckpointed);
+  }
+  // Resumed on one rank alone (read only: it writes no checkpoints), then on the world.
+  ck.resume = true;
+  checkpoint::CheckpointSettings read_only = ck;
+  read_only.enabled = false;
+  read_only.stop_on_signal = false;
+  const Comm self = world.Split(world.rank(), 0);
+  int generations_alone = 0, generations_resumed = 0;
+  const CmaesSummary alone = SolveTwoBasin(self, read_only, 42, &generations_alone);
+  ExpectSameSearch(whole, alone);
+  world.Barrier();
+  const CmaesSummary resumed = SolveTwoBasin(world, ck, 42, &generations_resumed);
+  ExpectSameSearch(whole, resumed);
+  // Both continued after generation 37 rather than starting again.
+  EXPECT_EQ(generations_alone, whole.generations - 37);
+  EXPECT_EQ(generations_resumed, whole.generations - 37);
+
+  // A checkpoint of another start is refused, naming it.
+  TwoBasinProblem problem(world);
+  Cmaes other(TwoBasinOptions(), {-1.0, 1.0}, kLower, kUpper);
+  try {
+    RunCmaes(world, other, BatchOf(problem), read_only, "two basins", Logger::Silent(), false);
+    ADD_FAILURE() << "a checkpoint of another start was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(std::string(e.what()).find("another start"), std::string::npos) << e.what();
+  }
+}
+
+// --- The XPCS problem -------------------------------------------------------------------
+
+const std::string kTruth = "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4";
+// From here the local fit stops at reduced χ² ≈ 80 (checked below).
+const std::string kStuckStart = "100, 0.5, 0, 0.1, 0.2, 0.0, 1";
+
+config::Config LaminarConfig(const std::string& values, const std::string& file,
+                             const std::string& cmaes) {
+  const auto path = std::filesystem::path(file);
+  const std::string yaml =
+      "analysis_mode: laminar_flow\nanalyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n"
+      "  end_frame: -1\n  scattering:\n    wavevector_q: 0.0054\n"
+      "  geometry:\n    stator_rotor_gap: 2000000\n"
+      "experimental_data:\n  data_folder_path: " +
+      path.parent_path().string() + "\n  data_file_name: " + path.filename().string() +
+      "\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, "
+      "gamma_dot_t_offset, phi0]\n  values: [" +
+      values +
+      "]\noptimization:\n  nlsq:\n    anti_degeneracy:\n      per_angle_mode: auto\n"
+      "    cmaes:\n      enable: true\n" +
+      cmaes;
+  return config::ReadConfigString(yaml, "nlsq-cmaes-test", config::ReadOptions{});
+}
+
+std::string WriteLaminarData(const MpiTempDir& dir) {
+  const Comm& world = TestEnvironment().world();
+  const std::string path = dir.file("laminar.h5");
+  RunCollectively(world, [&] {
+    if (world.rank() != 0) return;
+    synth::SynthOptions o;
+    o.output = path;
+    o.force = true;
+    o.frames = 40;
+    o.phi_deg = {0, 45, 90, 135};
+    o.noise = 1e-3;
+    o.seed = 7;
+    o.contrast = 0.5;
+    o.offset = 1.0;
+    synth::WriteSyntheticDataset(LaminarConfig(kTruth, path, ""), o);
+  });
+  world.Barrier();
+  return path;
+}
+
+NlsqRunOptions Quiet(FitStrategy strategy = FitStrategy::kInCore, std::int64_t window = 0) {
+  NlsqRunOptions o;
+  o.print_progress = false;
+  o.strategy = strategy;
+  o.stream_window_points = window;
+  return o;
+}
+
+TEST(NlsqCmaes, BatchedChi2EqualsSingleEvaluationsInCoreStreamedAndAlone) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_batch");
+  const std::string path = WriteLaminarData(dir);
+  const config::Config cfg = LaminarConfig(kTruth, path, "");
+  XpcsFitSession session(world, cfg, Quiet(), Logger::Silent());
+  // Points across the box: the start, and mixes of it with the bounds.
+  std::vector<std::vector<double>> xs;
+  for (int j = 0; j < 7; ++j) {
+    std::vector<double> x = session.x0();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double t = 0.13 * ((j * 5 + static_cast<int>(i) * 3) % 8);
+      x[i] = (1.0 - t) * x[i] + t * (j % 2 == 0 ? session.lower()[i] : session.upper()[i]);
+    }
+    xs.push_back(x);
+  }
+  std::vector<double> batch;
+  session.Chi2Batch(xs, batch);
+  ASSERT_EQ(batch.size(), xs.size());
+  std::vector<double> single;
+  for (const auto& x : xs) single.push_back(session.Chi2At(x));
+  EXPECT_TRUE(SameBits(batch, single));
+
+  // Streamed in windows of a few blocks: every window is read once for the batch.
+  const std::int64_t window = 300;
+  XpcsFitSession streamed(world, cfg, Quiet(FitStrategy::kStreaming, window), Logger::Silent());
+  std::vector<double> batch_streamed;
+  streamed.Chi2Batch(xs, batch_streamed);
+  EXPECT_TRUE(SameBits(batch, batch_streamed));
+
+  // One rank with all the data.
+  const Comm self = world.Split(world.rank(), 0);
+  XpcsFitSession alone(self, cfg, Quiet(), Logger::Silent());
+  std::vector<double> batch_alone;
+  alone.Chi2Batch(xs, batch_alone);
+  EXPECT_TRUE(SameBits(batch, batch_alone));
+}
+
+TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_laminar");
+  const std::string path = WriteLaminarData(dir);
+
+  // The reference: the plain local fit from the truth.
+  const NlsqRunResult reference =
+      RunNlsqFit(world, LaminarConfig(kTruth, path, ""), Quiet(), Logger::Silent());
+  ASSERT_TRUE(reference.summary.IsUsable());
+  // The plain local fit from the stuck start does not get there.
+  const NlsqRunResult stuck =
+      RunNlsqFit(world, LaminarConfig(kStuckStart, path, ""), Quiet(), Logger::Silent());
+  EXPECT_GT(stuck.report.reduced_chi_squared, 5.0);
+
+  // The default pipeline: the warm start converges in the wrong basin (reduced χ² > 5),
+  // so CMA-ES polishes it with sigma_warmstart and no restarts; whatever it finds, the
+  // answer is never worse than the local fit's.
+  {
+    const config::Config cfg = LaminarConfig(kStuckStart, path, "      popsize: 16\n");
+    const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+    const NlsqRunResult r = RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
+    ASSERT_TRUE(r.report.global_search.has_value());
+    const GlobalSearchReport& gs = *r.report.global_search;
+    EXPECT_FALSE(gs.cmaes_skipped);
+    EXPECT_EQ(gs.warmstart_termination, "converged");
+    EXPECT_EQ(gs.restart_strategy, "none");
+    EXPECT_DOUBLE_EQ(gs.sigma, 0.05);
+    EXPECT_GT(gs.evaluations, 0);
+    EXPECT_LE(r.report.chi_squared, stuck.report.chi_squared);
+    EXPECT_GE(gs.chi_squared_improvement, 0.0);
+  }
+
+  // Without the warm start: CMA-ES with bipop restarts from the stuck start, then the
+  // refinement, reaches the minimum.
+  const config::Config cfg =
+      LaminarConfig(kStuckStart, path,
+                    "      nlsq_warmstart: false\n      popsize: 16\n      max_generations: 150\n"
+                    "      max_restarts: 5\n");
+  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  ASSERT_TRUE(sel.run) << sel.reason;
+  const NlsqRunResult r =
+      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  ASSERT_TRUE(r.report.global_search.has_value());
+  const GlobalSearchReport& gs = *r.report.global_search;
+  EXPECT_FALSE(gs.warmstart_ran);
+  EXPECT_EQ(gs.restart_strategy, "bipop");
+  EXPECT_EQ(gs.restarts, 5);
+  EXPECT_EQ(gs.selected, "cmaes_refined");
+  EXPECT_LT(gs.cmaes_chi_squared, stuck.report.chi_squared);
+  EXPECT_TRUE(r.summary.IsUsable());
+  EXPECT_LE(std::abs(r.report.chi_squared - reference.report.chi_squared),
+            1e-8 * reference.report.chi_squared);
+  EXPECT_LE(r.report.chi_squared, stuck.report.chi_squared);
+  EXPECT_LT(r.report.reduced_chi_squared, 0.05);
+
+  // The same bits on one rank alone.
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone =
+      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+  EXPECT_EQ(r.report.global_search->evaluations, alone.report.global_search->evaluations);
+}
+
+TEST(NlsqCmaes, GoodWarmStartSkipsTheGlobalSearch) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_skip");
+  const std::string path = WriteLaminarData(dir);
+  const config::Config cfg = LaminarConfig(kTruth, path, "");
+  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const NlsqRunResult r = RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
+  ASSERT_TRUE(r.report.global_search.has_value());
+  EXPECT_TRUE(r.report.global_search->cmaes_skipped);
+  EXPECT_EQ(r.report.global_search->selected, "nlsq_warmstart");
+  EXPECT_EQ(r.report.global_search->evaluations, 0);
+  const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, plain.expanded));
+}
+
+}  // namespace
+}  // namespace homodyne::nlsq
