@@ -243,7 +243,6 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
 NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
                                const NlsqRunOptions& options, const GlobalStageOptions& g,
                                double scale_ratio, const Logger& logger) {
-  const auto t_start = std::chrono::steady_clock::now();
   XpcsFitSession session(comm, cfg, options, logger);
   const bool progress = options.print_progress;
   GlobalSearchReport rep;
@@ -320,7 +319,8 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
       co.restart_strategy == RestartStrategy::kBipop ? fmt::format("bipop × {}", co.max_restarts)
                                                      : std::string("none"),
       co.seed);
-  Cmaes es(co, start, session.lower(), session.upper());
+  Cmaes es =
+      RunCollectively(comm, [&] { return Cmaes(co, start, session.lower(), session.upper()); });
   const CmaesSummary cs = RunCmaes(
       comm, es,
       [&](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
@@ -399,7 +399,6 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
   NlsqRunResult r = session.Finish(final_summary);
   r.phases.Add("cmaes", cs.seconds);
   r.report.global_search = rep;
-  r.report.execution_time = Seconds(t_start);
   return r;
 }
 
