@@ -58,6 +58,7 @@ class XpcsProblem : public LeastSquaresProblem {
 
   int num_parameters() const override;
   void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override;
+  double ZeroModelChi2(std::span<const double> x) override;  // contrast = offset = 0
 
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
