@@ -22,6 +22,9 @@ enum class ExitCode : int {
   kSuccess = 0,
   kInternalError = 1,
   kBadInput = 2,
+  // NLSQ ended without meeting its optimality test (stalled or at max_iterations); the
+  // outputs are written and labelled with that status.
+  kNotConverged = 4,
   kCheckpointed = 75,
 };
 

@@ -48,11 +48,12 @@ struct NlsqOptions {
 };
 
 enum class NlsqStatus {
-  kConverged,      // a convergence test of the solver was met
+  kConverged,      // the first-order optimality test holds at the answer (docs/errors.md)
+  kStalled,        // no step decreases χ² although the test fails: the best point, not an answer
   kMaxIterations,  // stopped at max_iterations: the answer is the last accepted point
   kFailed,         // the solver gave up: the values are not an answer
 };
-std::string_view ToString(NlsqStatus status);  // "converged", "max_iter", "failed"
+// "converged", "stalled", "max_iter", "failed"
 
 struct ParameterEstimate {
   std::string name;

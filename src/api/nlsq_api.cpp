@@ -64,6 +64,8 @@ std::string_view ToString(NlsqStatus status) {
   switch (status) {
     case NlsqStatus::kConverged:
       return "converged";
+    case NlsqStatus::kStalled:
+      return "stalled";
     case NlsqStatus::kMaxIterations:
       return "max_iter";
     case NlsqStatus::kFailed:
@@ -111,10 +113,21 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   NlsqSummary s;
   const nlsq::FitReport& rep = r.report;
   // The solver's termination, as Finish turns it into convergence_status.
-  s.status = r.summary.termination == nlsq::Termination::kConverged ? NlsqStatus::kConverged
-             : r.summary.termination == nlsq::Termination::kMaxIterations
-                 ? NlsqStatus::kMaxIterations
-                 : NlsqStatus::kFailed;
+  switch (r.summary.termination) {
+    case nlsq::Termination::kConverged:
+      s.status = NlsqStatus::kConverged;
+      break;
+    case nlsq::Termination::kStalled:
+      s.status = NlsqStatus::kStalled;
+      break;
+    case nlsq::Termination::kMaxIterations:
+      s.status = NlsqStatus::kMaxIterations;
+      break;
+    case nlsq::Termination::kNumericalFailure:
+    case nlsq::Termination::kFailure:
+      s.status = NlsqStatus::kFailed;
+      break;
+  }
   s.solver_message = r.summary.message;
   s.iterations = rep.iterations;
   s.chi2 = rep.chi_squared;

@@ -378,8 +378,13 @@ cmc::CmcRunOptions CmcOptionsFor(const HomodyneCliOptions& opts, const config::C
 int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs& in,
               const NlsqOutcome& nlsq, const cmc::CmcRunResult* cmc, bool pinned,
               RunReportInput report) {
-  const int exit_code = nlsq.usable ? 0 : static_cast<int>(ExitCode::kInternalError);
   const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
+  // A fit that is written but not converged is a result to check, not one to use: exit 4.
+  const bool not_converged = fit != nullptr && opts.method != config::FitMethod::kCmc &&
+                             fit->summary.termination != nlsq::Termination::kConverged;
+  const int exit_code = !nlsq.usable    ? static_cast<int>(ExitCode::kInternalError)
+                        : not_converged ? static_cast<int>(ExitCode::kNotConverged)
+                                        : 0;
   report.exit_code = exit_code;
   if (fit != nullptr) {
     report.status = fit->report.convergence_status;

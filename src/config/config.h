@@ -141,6 +141,7 @@ struct NlsqOptions {
   double tolerance{};  // ftol
   double xtol{};
   double gtol{};
+  std::string local_solver;  // "lm" or a TAO type
   double memory_fraction{};
   std::optional<double> memory_threshold_gb;
   std::map<std::string, double> x_scale_map;  // canonical name → scale

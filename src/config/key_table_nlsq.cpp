@@ -23,10 +23,22 @@ void AddNlsqBasics(const KeyAdder& n) {
   n.Used("max_iterations", T::kInt, "1000", AtLeast(1),
          "Maximum solver iterations (homodyne code default 1000; templates 100)",
          f(&NlsqOptions::max_iterations));
-  n.Used("tolerance", T::kFloat, "1e-8", Positive(), "Relative cost tolerance (ftol)",
+  n.Used("tolerance", T::kFloat, "1e-8", Positive(),
+         "ftol: converged when the Gauss-Newton decrement (the relative chi2 decrease the "
+         "local model still promises) is at most this",
          f(&NlsqOptions::tolerance));
-  n.Used("xtol", T::kFloat, "1e-8", Positive(), "Relative step tolerance", f(&NlsqOptions::xtol));
-  n.Used("gtol", T::kFloat, "1e-8", Positive(), "Gradient tolerance", f(&NlsqOptions::gtol));
+  n.Used("xtol", T::kFloat, "1e-8", Positive(),
+         "A scaled step below xtol times the scaled parameter norm makes no progress (a stall "
+         "unless the optimality test holds)",
+         f(&NlsqOptions::xtol));
+  n.Used("gtol", T::kFloat, "1e-8", Positive(),
+         "Converged when every free parameter's Jacobian column is within this cosine of "
+         "orthogonal to the residual",
+         f(&NlsqOptions::gtol));
+  n.Used("local_solver", T::kString, "lm", OneOf({"lm", "bnls", "bntr", "bntl"}),
+         "Local method: lm (Levenberg-Marquardt, checkpointable), or PETSc/TAO's bnls, bntr, "
+         "bntl (no checkpoints)",
+         f(&NlsqOptions::local_solver));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
   n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),

@@ -1,50 +1,78 @@
-// Bounded nonlinear least squares through PETSc/TAO, replicated on every rank.
+// Bounded nonlinear least squares, replicated on every rank.
 //
-// Every rank builds the same TAO solver on PETSC_COMM_SELF over the small parameter
-// vector; objective, gradient and Gauss–Newton Hessian come from the problem's reduced
-// normal equations (one data pass gives all three, cached by parameter value). No
-// N×P Jacobian is ever formed. See docs/architecture.md ("NLSQ") for why this pattern
-// was chosen over TAOBRGN.
+// Every rank runs the same solver over the small parameter vector; χ², gradient and
+// Gauss–Newton Hessian come from the problem's reduced normal equations (one collective data
+// pass gives all three). No N×P Jacobian is ever formed.
+//
+// Two local methods:
+//   lm    (default) our Levenberg–Marquardt on the reduced normal equations with a projected,
+//         bound-fixing step (lm_solver.cpp). Its whole state is SolverState, so a checkpointed
+//         or resumed solve repeats the uninterrupted one bit for bit.
+//   bnls, bntr, bntl   PETSc/TAO's bounded Newton methods on the Gauss–Newton Hessian
+//         (tao_solver.cpp); their internal state cannot be saved, so they run without
+//         checkpoints.
+// Whatever the method, "converged" means the first-order test of optimality.h holds at the
+// answer; a method that stops elsewhere has stalled, and is reported so.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include "core/log.h"
 #include "nlsq/least_squares_problem.h"
+#include "nlsq/optimality.h"
 
 namespace homodyne::nlsq {
 
 struct SolverOptions {
-  int max_iterations = 1000;  // optimization.nlsq.max_iterations
-  double ftol = 1e-8;         // relative χ² decrease between iterations (tolerance)
-  double xtol = 1e-8;         // relative step ‖Δx‖ ≤ xtol·(xtol + ‖x‖)
-  double gtol = 1e-8;         // ‖projected gradient‖∞ ≤ gtol·max(χ²/2, 1)
-  // TAO type unless overridden on the command line (-tao_type); "bnls" (bounded
-  // Newton line search on the Gauss–Newton Hessian), "bntr", "bntl", "bqnls".
-  std::string tao_type = "bnls";
+  int max_iterations = 1000;  // optimization.nlsq.max_iterations (accepted steps)
+  double ftol = 1e-8;         // optimality: Gauss–Newton decrement ≤ ftol (optimality.h)
+  double xtol = 1e-8;         // a step ‖D·s‖ ≤ xtol·(‖D·x‖ + xtol) makes no progress
+  double gtol = 1e-8;         // optimality: max column cosine ≤ gtol (optimality.h)
+  // optimization.nlsq.local_solver: "lm", or a TAO type ("bnls", "bntr", "bntl").
+  std::string method = "lm";
   // Whether PETSc's own monitors from the command line (-tao_monitor, ...) print on this
-  // rank; set it to (rank == 0) so a 64-rank job prints them once.
+  // rank; set it to (rank == 0) so a 64-rank job prints them once. (TAO methods only.)
   bool print_petsc_monitors = true;
   // Returns an empty string if valid, else a message naming the field and the rule.
   std::string Validate() const;
+  bool UsesTao() const { return method != "lm"; }
 };
 
 enum class Termination {
-  kConverged,      // a tolerance was met; parameters updated
-  kMaxIterations,  // iteration limit; parameters are the last accepted point
-  kLineSearchFailure,
-  kNumericalFailure,  // NaN/Inf in χ² or derivatives
+  kConverged,         // the optimality test holds at x
+  kStalled,           // no acceptable step although the test does not hold (x: best point)
+  kMaxIterations,     // iteration limit before the test held (x: last accepted point)
+  kNumericalFailure,  // NaN/Inf in χ² or derivatives at the start or the end
   kFailure,
 };
+// "converged", "stalled", "max_iter", "numerical_failure", "failed".
 std::string_view ToString(Termination t);
+
+// The label of the outputs (parameters.json, convergence_metrics.json, run_report.yaml):
+// "converged", "stalled", "max_iter", or "failed" (numerical failure and other failures).
+std::string_view ConvergenceStatus(Termination t);
 
 struct IterationInfo {
   int iteration = 0;
   double chi2 = 0.0;
   double gradient_norm = 0.0;  // ‖projected gradient‖₂
   double step_norm = 0.0;
+};
+
+// Everything the Levenberg–Marquardt iteration carries from one accepted step to the next.
+struct SolverState {
+  int iteration = 0;  // accepted steps so far
+  std::vector<double> x;
+  NormalEquations equations;  // at x
+  double lambda = 0.0;        // damping of the equilibrated normal equations
+  double nu = 2.0;            // growth factor of lambda after a rejected step
+  std::vector<double> scale;  // D_i: largest sqrt((JᵀJ)_ii) seen so far
+  int recoveries = 0;         // damping restarts after a stall
+  int evaluations = 0;        // data passes with derivatives
+  int objective_evaluations = 0;
+  std::vector<double> chi2_history;  // χ² at the start and after every accepted step
 };
 
 struct SolverSummary {
@@ -54,18 +82,22 @@ struct SolverSummary {
   double initial_chi2 = -1.0;
   double final_chi2 = -1.0;
   NormalEquations final_equations;  // at x
+  OptimalityMeasure optimality;     // at x
   double projected_gradient_norm = -1.0;
   int iterations = -1;
   int evaluations = 0;            // data passes with derivatives
   int objective_evaluations = 0;  // data passes for χ² only
+  int recoveries = 0;
   double seconds = 0.0;
   std::vector<double> chi2_history;  // one entry per accepted iteration (incl. start)
   std::vector<bool> at_lower_bound, at_upper_bound;
-  double trust_radius = 0.0;  // TAO's trust radius at the end (continuation state)
-  bool stopped = false;       // SolverStart::stop asked to stop (x is the last accepted point)
+  std::string method;
+  SolverState final_state;  // lm: the state at the end (a checkpoint of the finished solve)
 
+  // The parameters are a point of the problem (written, labelled by termination).
   bool IsUsable() const {
-    return termination == Termination::kConverged || termination == Termination::kMaxIterations;
+    return termination == Termination::kConverged || termination == Termination::kStalled ||
+           termination == Termination::kMaxIterations;
   }
   std::string BriefReport() const;
 };
@@ -73,26 +105,35 @@ struct SolverSummary {
 // Called on every rank after each iteration (print on rank 0 only).
 using IterationCallback = std::function<void(const IterationInfo&)>;
 
-// How a solve continues an earlier one (checkpoint segments, resume); the defaults are a
-// fresh solve. A continuation restarts TAO at x0 with the saved trust radius, so two
-// runs continued from the same state follow the same path.
-struct SolverStart {
-  int iteration_offset = 0;   // iterations already done (callback numbering, history)
-  double trust_radius = 0.0;  // > 0: TAO's initial trust radius (-tao_bnk_init_type constant)
+// How a solve continues an earlier one, and what it reports as it goes (lm only).
+struct SolverHooks {
+  const SolverState* resume = nullptr;               // continue this state instead of x0
   const NormalEquations* equations_at_x0 = nullptr;  // known equations at x0: saves a pass
-  // Jacobi instead of TAO's default LMVM preconditioner for the Newton system. LMVM
-  // accumulates history that a restart loses (a restarted solve then takes different,
-  // often much poorer steps); with Jacobi the solver's whole state is x, the trust radius
-  // and the equations at x, so a restart repeats the uninterrupted path exactly.
-  bool stateless_preconditioner = false;
-  // Called on every rank after each accepted iteration with the overall iteration
-  // number; true stops the solve there (it must return the same on every rank).
-  std::function<bool(int iteration)> stop;
+  // Called on every rank after each accepted step with the complete state; it may throw
+  // (the same agreed error on every rank) to end the solve, e.g. after a checkpoint.
+  std::function<void(const SolverState&)> after_iteration;
 };
 
 SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                            const std::vector<double>& lower, const std::vector<double>& upper,
                            const SolverOptions& options, const IterationCallback& callback = {},
-                           const SolverStart& start = {});
+                           const SolverHooks& hooks = {});
+
+namespace detail {
+// The two engines behind SolveBounded: they fill x, final_equations, termination, message,
+// iterations, the counters and the history; SolveBounded checks the inputs before and
+// classifies the answer after.
+SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                                      const std::vector<double>& lower,
+                                      const std::vector<double>& upper,
+                                      const SolverOptions& options,
+                                      const IterationCallback& callback, const SolverHooks& hooks);
+SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                       const std::vector<double>& lower, const std::vector<double>& upper,
+                       const SolverOptions& options, const IterationCallback& callback,
+                       const SolverHooks& hooks);
+double ProjectedGradientNorm(const std::vector<double>& x, const std::vector<double>& g,
+                             const std::vector<double>& lower, const std::vector<double>& upper);
+}  // namespace detail
 
 }  // namespace homodyne::nlsq

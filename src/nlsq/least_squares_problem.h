@@ -9,6 +9,7 @@
 // runs the same replicated solver and must take the same decisions.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -39,6 +40,14 @@ class LeastSquaresProblem {
       Evaluate(xs[i], false, eq);
       chi2[i] = eq.chi2;
     }
+  }
+  // Collective. χ² of a model that is identically zero (Σ of the squared weighted data), the
+  // scale against which a χ² at floating-point round-off is recognised as an exact fit; NaN
+  // when the problem cannot tell. `x` is any valid point (for the parts of the model that
+  // must be evaluated to vanish).
+  virtual double ZeroModelChi2(std::span<const double> x) {
+    (void)x;
+    return std::nan("");
   }
 };
 

@@ -1,10 +1,10 @@
-// NLSQ with checkpoints: the bounded solve in segments of checkpoint_frequency
-// iterations, the solver state written after each segment, resume from the newest valid
+// NLSQ with checkpoints: the solver's complete state (nlsq::SolverState) written every
+// checkpoint_frequency accepted steps and when the solve ends, resume from the newest valid
 // checkpoint, and a graceful stop on SIGTERM/SIGUSR1 (checkpoint, exit 75).
 //
-// Each segment restarts TAO from the saved point with the saved trust radius and the
-// saved normal equations; a resumed run therefore repeats exactly the path of the
-// uninterrupted one. (With checkpoints off the solve is one segment, as before.)
+// The solve is one uninterrupted Levenberg–Marquardt iteration whether checkpoints are on or
+// off; writing a checkpoint only copies the state out. A resumed run continues from the same
+// state (damping, scaling, equations at x), so it takes the same steps bit for bit.
 #pragma once
 
 #include <filesystem>
@@ -36,27 +36,20 @@ struct CheckpointSettings {
   void Validate() const;
 };
 
-// The solver state between two segments.
+// The solver state at an iteration boundary, as a checkpoint holds it.
 struct NlsqSolverState {
-  std::string tag;  // which solve ("fit", "multistart.<i>", …)
-  int iteration = 0;
-  std::vector<double> x;
-  double trust_radius = 0.0;
-  nlsq::NormalEquations equations;  // at x
-  std::vector<double> chi2_history;
-  int evaluations = 0;
-  int objective_evaluations = 0;
-  bool finished = false;
-  int termination = 0;  // static_cast<int>(Termination) when finished
-  std::string message;
+  std::string tag;  // which solve ("fit", …)
+  nlsq::SolverState solver;
+  bool finished = false;  // written after the solve ended
 
   void Store(CheckpointRecord& r, const std::string& prefix) const;
   static NlsqSolverState Load(const CheckpointRecord& r, const std::string& prefix);
 };
 
 // Collective over `comm`. Like nlsq::SolveBounded, with checkpoints/resume/signals as
-// `settings` say. A stop request writes a checkpoint and throws the agreed
-// ErrorKind::kCheckpointed error (exit 75) whose message says how to resume.
+// `settings` say (checkpoints need the lm method: bad input otherwise). A stop request writes a
+// checkpoint and throws the agreed ErrorKind::kCheckpointed error (exit 75) whose message says how
+// to resume.
 nlsq::SolverSummary SolveWithCheckpoints(
     const Comm& comm, nlsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
     const std::vector<double>& lower, const std::vector<double>& upper,

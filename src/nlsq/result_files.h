@@ -59,7 +59,7 @@ struct FitReport {
   int n_params = 0;         // expanded parameter count used for the DOF
   int n_time_points = 0;    // n_t of the fit grid (t = 0 excluded)
   double q = 0.0;
-  std::string convergence_status;  // converged | max_iter | failed
+  std::string convergence_status;  // ConvergenceStatus(): converged | stalled | max_iter | failed
   int iterations = 0;
   double execution_time = 0.0;
   std::string quality_flag;

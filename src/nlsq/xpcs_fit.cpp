@@ -254,6 +254,7 @@ SolverSummary XpcsFitSession::Solve(
   so.ftol = s.cfg.optimization.nlsq.tolerance;
   so.xtol = s.cfg.optimization.nlsq.xtol;
   so.gtol = s.cfg.optimization.nlsq.gtol;
+  so.method = s.cfg.optimization.nlsq.local_solver;
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
@@ -361,9 +362,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.reduced_chi_squared = summary.final_chi2 / static_cast<double>(s.n_data - s.p_eff);
   rep.n_time_points = static_cast<int>(s.n_t);
   rep.q = meta.q_physics;
-  rep.convergence_status = summary.termination == Termination::kConverged       ? "converged"
-                           : summary.termination == Termination::kMaxIterations ? "max_iter"
-                                                                                : "failed";
+  rep.convergence_status = std::string(ConvergenceStatus(summary.termination));
   rep.iterations = summary.iterations;
   std::vector<ParameterBoundState> states;
   const auto& opt_names = layout.names();

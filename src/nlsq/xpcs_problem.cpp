@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/fault_injection.h"
+#include "model/expanded_parameters.h"
 #include "model/kernel.h"
 #include "nlsq/block_stream.h"
 #include "parallel/collective.h"
@@ -199,6 +200,17 @@ void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives, Nor
   const model::NormalEquations o = layout_.ToOptimiser(e);
   out.gradient = o.jtr;
   out.hessian = o.jtj;
+}
+
+double XpcsProblem::ZeroModelChi2(std::span<const double> x) {
+  // c2 = offset + contrast·g1²: with every contrast and offset zero the model vanishes.
+  std::vector<double> expanded = layout_.Expand(x);
+  const model::ExpandedIndex index(impl_->mode, static_cast<int>(impl_->phi.size()));
+  for (int k = 0; k < index.n_angles; ++k) {
+    expanded[static_cast<std::size_t>(index.contrast(k))] = 0.0;
+    expanded[static_cast<std::size_t>(index.offset(k))] = 0.0;
+  }
+  return EvaluateExpanded(expanded, false).chi2;
 }
 
 }  // namespace homodyne::nlsq

@@ -62,6 +62,7 @@ class XpcsProblem : public LeastSquaresProblem {
   // point, and one reproducible reduction of the batch's χ² column vector.
   void EvaluateChi2Batch(std::span<const std::vector<double>> xs,
                          std::vector<double>& chi2) override;
+  double ZeroModelChi2(std::span<const double> x) override;  // contrast = offset = 0
 
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);

@@ -82,7 +82,7 @@ c = t["broken_config"]
 assert c["status"] == "failed" and c["exit_code"] == 2 and "broken.yaml" in c["error"], c
 assert c["ranks"] == 0
 n = t["not_converged"]
-assert n["status"] == "failed" and n["exit_code"] == 1 and "did not converge" in n["error"], n
+assert n["status"] == "failed" and n["exit_code"] == 4 and "did not converge" in n["error"], n
 assert n["convergence"] == "max_iter" and n["chi2"] > 0, n
 ab = t["a_both"]
 assert ab["cmc_max_rhat"] > 0 and abs(ab["parameters"]["cmc_D0"] / 30000 - 1) < 0.15, ab

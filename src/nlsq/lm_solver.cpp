@@ -1,0 +1,267 @@
+// The Levenberg–Marquardt engine of SolveBounded.
+//
+// Each iteration solves the damped, equilibrated normal equations
+//     (D⁻¹ JᵀJ D⁻¹ + λ I) z = −D⁻¹ Jᵀr,   s = D⁻¹ z,
+// over the free parameters (optimality.h), D_i the largest sqrt((JᵀJ)_ii) seen so far
+// (Moré's scaling: invariant to the parameters' units). A step that would cross a bound
+// stops there: that parameter is fixed at the bound and the system is solved again for the
+// others. The step is accepted when χ² decreases by at least 1e-4 of what the quadratic
+// model predicts; λ then shrinks by Nielsen's rule, else grows (×2, ×4, ×8, …), which turns the
+// step toward a short scaled gradient step: a point that is not stationary always yields an
+// accepted step eventually. When the step becomes negligible (xtol) before the optimality
+// test holds — χ² can no longer be decreased in floating point — the damping is restarted
+// from the best point (at most kMaxRecoveries times), and then the solve ends "stalled".
+//
+// The trial point is evaluated with derivatives: most steps are accepted, so one data pass
+// per iteration serves both the acceptance test and the next step.
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "nlsq/bounded_solver.h"
+
+namespace homodyne::nlsq::detail {
+namespace {
+
+constexpr double kInitialLambda = 0.1;
+constexpr double kAcceptRatio = 1e-4;
+constexpr double kMaxLambda = 1e16;
+constexpr int kMaxRecoveries = 2;
+
+bool Finite(const NormalEquations& eq, bool with_derivatives) {
+  bool finite = std::isfinite(eq.chi2);
+  if (!with_derivatives) return finite;
+  for (double g : eq.gradient) finite = finite && std::isfinite(g);
+  for (double h : eq.hessian) finite = finite && std::isfinite(h);
+  return finite;
+}
+
+void UpdateScale(std::vector<double>& scale, const NormalEquations& eq) {
+  const std::size_t n = eq.gradient.size();
+  scale.resize(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i)
+    scale[i] = std::max(scale[i], std::sqrt(eq.hessian[i * n + i]));
+}
+
+struct Step {
+  std::vector<double> s;   // x_trial − x (the trial point is clamped into the box)
+  double predicted = 0.0;  // ½χ² decrease the quadratic model predicts
+  bool ok = false;         // false: the damped system could not be factorised
+};
+
+Step ComputeStep(const std::vector<double>& x, const NormalEquations& eq,
+                 const std::vector<double>& scale, double lambda, const std::vector<double>& lower,
+                 const std::vector<double>& upper) {
+  const std::size_t n = x.size();
+  Step step;
+  step.s.assign(n, 0.0);
+  std::vector<bool> free = FreeParameters(x, eq.gradient, lower, upper);
+  auto d = [&](std::size_t i) { return scale[i] > 0.0 ? scale[i] : 1.0; };
+  for (std::size_t pass = 0; pass <= n; ++pass) {
+    std::vector<std::size_t> f;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (free[i]) f.push_back(i);
+    }
+    if (f.empty()) break;
+    const auto k = static_cast<Eigen::Index>(f.size());
+    Eigen::MatrixXd a(k, k);
+    Eigen::VectorXd b(k);
+    for (Eigen::Index p = 0; p < k; ++p) {
+      const std::size_t i = f[static_cast<std::size_t>(p)];
+      // Parameters already fixed at a bound in this step move by s_j: their coupling counts.
+      double rhs = eq.gradient[i];
+      for (std::size_t j = 0; j < n; ++j) {
+        if (!free[j]) rhs += eq.hessian[i * n + j] * step.s[j];
+      }
+      b(p) = -rhs / d(i);
+      for (Eigen::Index q = 0; q < k; ++q) {
+        const std::size_t j = f[static_cast<std::size_t>(q)];
+        a(p, q) = eq.hessian[i * n + j] / (d(i) * d(j));
+      }
+      a(p, p) += lambda;
+    }
+    const Eigen::LLT<Eigen::MatrixXd> llt(a);
+    if (llt.info() != Eigen::Success) return step;
+    const Eigen::VectorXd z = llt.solve(b);
+    bool clipped = false;
+    for (Eigen::Index p = 0; p < k; ++p) {
+      const std::size_t i = f[static_cast<std::size_t>(p)];
+      const double si = z(p) / d(i);
+      if (!std::isfinite(si)) return step;
+      if (x[i] + si < lower[i] || x[i] + si > upper[i]) {
+        step.s[i] = std::clamp(x[i] + si, lower[i], upper[i]) - x[i];
+        free[i] = false;
+        clipped = true;
+      }
+    }
+    if (!clipped) {
+      for (Eigen::Index p = 0; p < k; ++p) {
+        const std::size_t i = f[static_cast<std::size_t>(p)];
+        step.s[i] = z(p) / d(i);
+      }
+      break;
+    }
+  }
+  // Clamp once more: x + s must be exactly inside the box (round-off of bound − x + x).
+  for (std::size_t i = 0; i < n; ++i)
+    step.s[i] = std::clamp(x[i] + step.s[i], lower[i], upper[i]) - x[i];
+  double gs = 0.0, shs = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    gs += eq.gradient[i] * step.s[i];
+    for (std::size_t j = 0; j < n; ++j) shs += step.s[i] * eq.hessian[i * n + j] * step.s[j];
+  }
+  step.predicted = -(gs + 0.5 * shs);
+  step.ok = true;
+  return step;
+}
+
+double ScaledNorm(const std::vector<double>& v, const std::vector<double>& scale) {
+  double acc = 0.0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double d = scale[i] > 0.0 ? scale[i] : 1.0;
+    acc += (d * v[i]) * (d * v[i]);
+  }
+  return std::sqrt(acc);
+}
+
+}  // namespace
+
+SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                                      const std::vector<double>& lower,
+                                      const std::vector<double>& upper,
+                                      const SolverOptions& options,
+                                      const IterationCallback& callback, const SolverHooks& hooks) {
+  SolverSummary out;
+  SolverState st;
+  if (hooks.resume != nullptr) {
+    st = *hooks.resume;
+  } else {
+    st.x = x0;
+    if (hooks.equations_at_x0 != nullptr) {
+      st.equations = *hooks.equations_at_x0;
+    } else {
+      problem.Evaluate(st.x, true, st.equations);
+      ++st.evaluations;
+    }
+    if (!Finite(st.equations, true)) {
+      out.termination = Termination::kNumericalFailure;  // SolveBounded words the message
+      out.x = st.x;
+      out.final_equations = st.equations;
+      out.iterations = 0;
+      out.evaluations = st.evaluations;
+      return out;
+    }
+    st.lambda = kInitialLambda;
+    st.nu = 2.0;
+    UpdateScale(st.scale, st.equations);
+    st.chi2_history.push_back(st.equations.chi2);
+    if (callback) {
+      callback({0, st.equations.chi2,
+                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0});
+    }
+  }
+
+  const std::size_t n = st.x.size();
+  int rejected_non_finite = 0;
+  std::string ending;
+  for (;;) {
+    if (IsOptimal(MeasureOptimality(st.x, st.equations, lower, upper), options.ftol,
+                  options.gtol)) {
+      out.termination = Termination::kConverged;
+      break;
+    }
+    if (st.iteration >= options.max_iterations) {
+      out.termination = Termination::kMaxIterations;
+      ending = fmt::format("iteration limit {} reached", options.max_iterations);
+      break;
+    }
+    // Find an acceptable step from st.x.
+    bool accepted = false;
+    double step_norm = 0.0;
+    while (!accepted) {
+      const Step step = ComputeStep(st.x, st.equations, st.scale, st.lambda, lower, upper);
+      const double sn = step.ok ? ScaledNorm(step.s, st.scale) : 0.0;
+      const bool negligible =
+          step.ok && sn <= options.xtol * (ScaledNorm(st.x, st.scale) + options.xtol);
+      if (negligible || st.lambda > kMaxLambda) {
+        if (st.recoveries >= kMaxRecoveries) break;
+        // Restart the damping and forget the scaling history: a different step from the
+        // same best point.
+        ++st.recoveries;
+        st.lambda = kInitialLambda;
+        st.nu = 2.0;
+        st.scale.clear();
+        UpdateScale(st.scale, st.equations);
+        continue;
+      }
+      if (!step.ok || !(step.predicted > 0.0)) {
+        st.lambda *= st.nu;
+        st.nu *= 2.0;
+        continue;
+      }
+      std::vector<double> trial(n);
+      for (std::size_t i = 0; i < n; ++i) trial[i] = st.x[i] + step.s[i];
+      NormalEquations eq;
+      problem.Evaluate(trial, true, eq);
+      ++st.evaluations;
+      const bool finite = Finite(eq, true);
+      if (!finite) ++rejected_non_finite;
+      const double actual = 0.5 * (st.equations.chi2 - eq.chi2);
+      const double rho = actual / step.predicted;
+      if (finite && actual > 0.0 && rho > kAcceptRatio) {
+        st.x = std::move(trial);
+        st.equations = std::move(eq);
+        const double t = 2.0 * rho - 1.0;
+        st.lambda *= std::max(1.0 / 3.0, 1.0 - t * t * t);
+        st.nu = 2.0;
+        UpdateScale(st.scale, st.equations);
+        step_norm = sn;
+        accepted = true;
+      } else {
+        st.lambda *= st.nu;
+        st.nu *= 2.0;
+      }
+    }
+    if (!accepted) {
+      out.termination = Termination::kStalled;
+      ending = fmt::format(
+          "no step decreases chi2 any more (damping restarted {} times from the best point)",
+          st.recoveries);
+      break;
+    }
+    ++st.iteration;
+    st.chi2_history.push_back(st.equations.chi2);
+    if (callback) {
+      callback({st.iteration, st.equations.chi2,
+                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), step_norm});
+    }
+    if (hooks.after_iteration) hooks.after_iteration(st);
+  }
+
+  out.message = fmt::format("Levenberg-Marquardt: {} accepted steps, {} passes", st.iteration,
+                            st.evaluations + st.objective_evaluations);
+  if (!ending.empty()) out.message += "; " + ending;
+  if (st.recoveries > 0) out.message += fmt::format("; {} damping restart(s)", st.recoveries);
+  if (rejected_non_finite > 0) {
+    out.message += fmt::format(
+        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
+        "parameter values)",
+        rejected_non_finite);
+  }
+  out.x = st.x;
+  out.final_equations = st.equations;
+  out.iterations = st.iteration;
+  out.evaluations = st.evaluations;
+  out.objective_evaluations = st.objective_evaluations;
+  out.recoveries = st.recoveries;
+  out.chi2_history = st.chi2_history;
+  out.initial_chi2 = st.chi2_history.empty() ? -1.0 : st.chi2_history.front();
+  out.final_state = std::move(st);
+  return out;
+}
+
+}  // namespace homodyne::nlsq::detail
