@@ -72,7 +72,7 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
   report.exit_code = !nlsq.usable ? static_cast<int>(ExitCode::kInternalError)
-                     : nlsq.result.summary.termination != nlsq::Termination::kConverged
+                     : !nlsq.converged
                          ? static_cast<int>(ExitCode::kNotConverged)
                          : 0;
   report.status = nlsq.result.report.convergence_status;
@@ -106,7 +106,7 @@ bool RecordResults(TaskRow& row, const PreparedTask& task, const NlsqOutcome& nl
       }
     }
   }
-  if (!nlsq.usable || fit.convergence_status != "converged") {
+  if (!nlsq.usable || !nlsq.converged) {
     row.status = "failed";
     row.exit_code =
         static_cast<int>(nlsq.usable ? ExitCode::kNotConverged : ExitCode::kInternalError);

@@ -43,9 +43,15 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
   } else {
     out.result = nlsq::RunNlsqFit(scope.comm, scope.cfg, options, scope.log);
   }
-  int usable = scope.comm.is_root() && out.result.summary.IsUsable() ? 1 : 0;
-  MPI_Bcast(&usable, 1, MPI_INT, 0, scope.comm.get());
-  out.usable = usable != 0;
+  // Multistart groups hold different solves; the root holds the answer.
+  int verdict[2] = {scope.comm.is_root() && out.result.summary.IsUsable() ? 1 : 0,
+                    scope.comm.is_root() &&
+                            out.result.summary.termination == nlsq::Termination::kConverged
+                        ? 1
+                        : 0};
+  MPI_Bcast(verdict, 2, MPI_INT, 0, scope.comm.get());
+  out.usable = verdict[0] != 0;
+  out.converged = verdict[1] != 0;
   return out;
 }
 

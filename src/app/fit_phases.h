@@ -37,7 +37,8 @@ struct NlsqOutcome {
   nlsq::NlsqRunResult result;
   std::optional<nlsq::MultiStartSummary> multistart;  // optimization.nlsq.multi_start.enable
   bool ran = true;      // false: CMC without an NLSQ run (none, or a loaded warm start)
-  bool usable = false;  // the root's verdict, the same on every rank
+  bool usable = false;     // the root's verdict, the same on every rank
+  bool converged = false;  // the root's verdict: termination is kConverged (else exit 4)
 };
 
 // The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has

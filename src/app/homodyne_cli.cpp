@@ -345,6 +345,7 @@ NlsqOutcome FitNlsqOrWarmStart(const FitScope& scope, const HomodyneCliOptions& 
   NlsqOutcome warm;
   warm.ran = false;
   warm.usable = true;
+  warm.converged = true;  // a loaded result is not refitted
   if (!opts.nlsq_result.empty()) {
     RunCollectively(scope.comm, [&] {
       if (!cmc_only) {
@@ -380,8 +381,8 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
               RunReportInput report) {
   const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
   // A fit that is written but not converged is a result to check, not one to use: exit 4.
-  const bool not_converged = fit != nullptr && opts.method != config::FitMethod::kCmc &&
-                             fit->summary.termination != nlsq::Termination::kConverged;
+  const bool not_converged =
+      fit != nullptr && opts.method != config::FitMethod::kCmc && !nlsq.converged;
   const int exit_code = !nlsq.usable    ? static_cast<int>(ExitCode::kInternalError)
                         : not_converged ? static_cast<int>(ExitCode::kNotConverged)
                                         : 0;

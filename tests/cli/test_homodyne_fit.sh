@@ -47,11 +47,16 @@ done
 grep -q 'results bitwise identical on every rank, result: PASSED' "$rep" || { echo "FAIL: self-check"; exit 1; }
 grep -q 'FAILED' "$rep" && { echo "FAIL: a self-check failed"; exit 1; }
 
-# PETSc options reach TAO (one iteration allowed → max_iter) and monitors print once.
-out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/out2" \
+# With a TAO local solver, PETSc options reach TAO (one iteration allowed → max_iter, exit 4:
+# written but not converged) and monitors print once.
+sed 's|    anti_degeneracy: {per_angle_mode: auto}|    anti_degeneracy: {per_angle_mode: auto}\n    local_solver: bnls|' \
+  "$tmp/cfg.yaml" > "$tmp/tao.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/tao.yaml" --output-dir "$tmp/out2" \
       -tao_max_it 1 -tao_monitor 2>&1); code=$?
 grep -q '"convergence_status": "max_iter"' "$tmp/out2/nlsq/parameters.json" \
   || { echo "FAIL: -tao_max_it not honoured"; exit 1; }
+[ $code -eq 4 ] || { echo "FAIL: a max_iter fit exited $code (expected 4)"; exit 1; }
+grep -q 'result: max_iter' "$tmp/out2/run_report.yaml" || { echo "FAIL: run_report status"; exit 1; }
 [ "$(grep -c '0 TAO,' <<<"$out")" -eq 1 ] || { echo "FAIL: -tao_monitor output not exactly once"; exit 1; }
 
 # --method both: NLSQ files and the CMC files, each summary printed once.
