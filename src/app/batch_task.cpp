@@ -71,10 +71,9 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   RunReportInput report;
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
-  report.exit_code = !nlsq.usable ? static_cast<int>(ExitCode::kInternalError)
-                     : !nlsq.converged
-                         ? static_cast<int>(ExitCode::kNotConverged)
-                         : 0;
+  report.exit_code = !nlsq.usable      ? static_cast<int>(ExitCode::kInternalError)
+                     : !nlsq.converged ? static_cast<int>(ExitCode::kNotConverged)
+                                       : 0;
   report.status = nlsq.result.report.convergence_status;
   report.message = nlsq.result.summary.message;
   report.config = &cfg;

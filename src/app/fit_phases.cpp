@@ -44,11 +44,10 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
     out.result = nlsq::RunNlsqFit(scope.comm, scope.cfg, options, scope.log);
   }
   // Multistart groups hold different solves; the root holds the answer.
-  int verdict[2] = {scope.comm.is_root() && out.result.summary.IsUsable() ? 1 : 0,
-                    scope.comm.is_root() &&
-                            out.result.summary.termination == nlsq::Termination::kConverged
-                        ? 1
-                        : 0};
+  int verdict[2] = {
+      scope.comm.is_root() && out.result.summary.IsUsable() ? 1 : 0,
+      scope.comm.is_root() && out.result.summary.termination == nlsq::Termination::kConverged ? 1
+                                                                                              : 0};
   MPI_Bcast(verdict, 2, MPI_INT, 0, scope.comm.get());
   out.usable = verdict[0] != 0;
   out.converged = verdict[1] != 0;

@@ -36,7 +36,7 @@ struct FitScope {
 struct NlsqOutcome {
   nlsq::NlsqRunResult result;
   std::optional<nlsq::MultiStartSummary> multistart;  // optimization.nlsq.multi_start.enable
-  bool ran = true;      // false: CMC without an NLSQ run (none, or a loaded warm start)
+  bool ran = true;         // false: CMC without an NLSQ run (none, or a loaded warm start)
   bool usable = false;     // the root's verdict, the same on every rank
   bool converged = false;  // the root's verdict: termination is kConverged (else exit 4)
 };
