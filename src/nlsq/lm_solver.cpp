@@ -11,6 +11,10 @@
 // accepted step eventually. When the step becomes negligible (xtol) before the optimality
 // test holds — χ² can no longer be decreased in floating point — the damping is restarted
 // from the best point (at most kMaxRecoveries times), and then the solve ends "stalled".
+// A trial point where the model stops responding to a parameter it responded to (a plateau
+// of the model: e.g. D(t) floored at every time, so D0, alpha and D_offset move nothing) is
+// rejected like a χ² increase: from a plateau no local step leads back, and no minimum is
+// verified there, so a shorter step is tried instead.
 //
 // The trial point is evaluated with derivatives: most steps are accepted, so one data pass
 // per iteration serves both the acceptance test and the next step.
@@ -167,6 +171,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
 
   const std::size_t n = st.x.size();
   int rejected_non_finite = 0;
+  int plateau_rejections = 0;
   std::string ending;
   for (;;) {
     if (IsOptimal(MeasureOptimality(st.x, st.equations, lower, upper), options.ftol,
@@ -212,7 +217,14 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       if (!finite) ++rejected_non_finite;
       const double actual = 0.5 * (st.equations.chi2 - eq.chi2);
       const double rho = actual / step.predicted;
-      if (finite && actual > 0.0 && rho > kAcceptRatio) {
+      bool onto_plateau = false;
+      if (finite) {
+        const std::vector<bool> before = InsensitiveParameters(st.equations, lower, upper);
+        const std::vector<bool> after = InsensitiveParameters(eq, lower, upper);
+        for (std::size_t i = 0; i < n; ++i) onto_plateau = onto_plateau || (after[i] && !before[i]);
+        if (onto_plateau) ++plateau_rejections;
+      }
+      if (finite && !onto_plateau && actual > 0.0 && rho > kAcceptRatio) {
         st.x = std::move(trial);
         st.equations = std::move(eq);
         const double t = 2.0 * rho - 1.0;
@@ -246,6 +258,12 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
                             st.evaluations + st.objective_evaluations);
   if (!ending.empty()) out.message += "; " + ending;
   if (st.recoveries > 0) out.message += fmt::format("; {} damping restart(s)", st.recoveries);
+  if (plateau_rejections > 0) {
+    out.message += fmt::format(
+        "; {} trial point(s) on a plateau of the model (a parameter stopped mattering) were "
+        "rejected",
+        plateau_rejections);
+  }
   if (rejected_non_finite > 0) {
     out.message += fmt::format(
         "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "

@@ -18,6 +18,18 @@ std::vector<bool> FreeParameters(const std::vector<double>& x, const std::vector
   return free;
 }
 
+std::vector<bool> InsensitiveParameters(const NormalEquations& eq, const std::vector<double>& lower,
+                                        const std::vector<double>& upper) {
+  const std::size_t n = eq.gradient.size();
+  std::vector<bool> out(n, false);
+  if (!(eq.chi2 > 0.0)) return out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double hii = std::max(eq.hessian[i * n + i], 0.0);
+    out[i] = !(std::sqrt(hii) * (upper[i] - lower[i]) >= kInsensitive * std::sqrt(eq.chi2));
+  }
+  return out;
+}
+
 OptimalityMeasure MeasureOptimality(const std::vector<double>& x, const NormalEquations& eq,
                                     const std::vector<double>& lower,
                                     const std::vector<double>& upper) {
@@ -26,15 +38,11 @@ OptimalityMeasure MeasureOptimality(const std::vector<double>& x, const NormalEq
   const std::vector<bool> free = FreeParameters(x, eq.gradient, lower, upper);
   // Free parameters that move the model at all (a zero Jacobian column has g_i = 0 too).
   std::vector<std::size_t> active;
+  const std::vector<bool> insensitive = InsensitiveParameters(eq, lower, upper);
   for (std::size_t i = 0; i < n; ++i) {
     if (!free[i]) continue;
-    const double hii = eq.hessian[i * n + i];
-    if (!(std::sqrt(std::max(hii, 0.0)) * (upper[i] - lower[i]) >=
-          kInsensitive * std::sqrt(std::max(eq.chi2, 0.0))) &&
-        eq.chi2 > 0.0) {
-      m.insensitive.push_back(static_cast<int>(i));
-    }
-    if (hii > 0.0) active.push_back(i);
+    if (insensitive[i]) m.insensitive.push_back(static_cast<int>(i));
+    if (eq.hessian[i * n + i] > 0.0) active.push_back(i);
   }
   m.free_parameters = static_cast<int>(active.size());
   if (!(eq.chi2 > 0.0) || active.empty()) return m;  // exact fit, or nothing free to move

@@ -33,6 +33,10 @@ struct OptimalityMeasure {
   std::vector<int> insensitive;  // free parameters the model does not respond to
 };
 
+// Which parameters the model does not respond to at the point of `eq` (see kInsensitive).
+std::vector<bool> InsensitiveParameters(const NormalEquations& eq, const std::vector<double>& lower,
+                                        const std::vector<double>& upper);
+
 // Which parameters are free at x: not held at a bound by the gradient g.
 std::vector<bool> FreeParameters(const std::vector<double>& x, const std::vector<double>& g,
                                  const std::vector<double>& lower,
