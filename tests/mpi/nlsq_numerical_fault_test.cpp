@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -64,6 +65,49 @@ TEST(NumericalFaults, NonFiniteStartIsANumericalFailureNeverAFit) {
   EXPECT_FALSE(s.IsUsable());
   EXPECT_THAT(s.message, ::testing::HasSubstr("numerical failure"));
   EXPECT_THAT(s.message, ::testing::HasSubstr("not finite at the starting point"));
+}
+
+// y = c + max(k, 0)·t: for k <= 0 the model does not respond to k (as D(t) floored at every
+// time does not respond to D0), and its gradient vanishes there without a minimum. Started on
+// that plateau the fit fits c, cannot move k, and must say so: stalled, naming the plateau,
+// never converged (the bound-midpoint start of a laminar fit once ended "converged" at D0 =
+// 50050 this way).
+class PlateauProblem : public LeastSquaresProblem {
+ public:
+  int num_parameters() const override { return 2; }
+  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+    out.chi2 = 0.0;
+    out.gradient.assign(2, 0.0);
+    out.hessian.assign(4, 0.0);
+    out.n_points = kPoints;
+    for (int p = 0; p < kPoints; ++p) {
+      const double t = 0.01 * p;
+      const double y = 1.0 + 0.5 * t + (p % 2 == 0 ? 1e-3 : -1e-3);
+      const double r = y - (x[0] + std::max(x[1], 0.0) * t);
+      out.chi2 += r * r;
+      if (!with_derivatives) continue;
+      const double j[2] = {-1.0, x[1] > 0.0 ? -t : 0.0};  // ∂r/∂x
+      for (int a = 0; a < 2; ++a) {
+        out.gradient[static_cast<std::size_t>(a)] += j[a] * r;
+        for (int b = 0; b < 2; ++b) out.hessian[static_cast<std::size_t>(2 * a + b)] += j[a] * j[b];
+      }
+    }
+  }
+
+ private:
+  static constexpr int kPoints = 200;
+};
+
+TEST(NumericalFaults, PlateauStartIsStalledNeverConverged) {
+  PlateauProblem problem;
+  const SolverSummary s = SolveBounded(problem, {0.0, -1.0}, {-5.0, -2.0}, {5.0, 2.0}, {});
+  EXPECT_EQ(s.termination, Termination::kStalled) << s.BriefReport();
+  EXPECT_EQ(ConvergenceStatus(s.termination), "stalled");
+  EXPECT_TRUE(s.IsUsable());
+  ASSERT_EQ(s.optimality.insensitive.size(), 1u);
+  EXPECT_EQ(s.optimality.insensitive[0], 1);
+  EXPECT_THAT(s.message, ::testing::HasSubstr("plateau"));
+  EXPECT_DOUBLE_EQ(s.x[1], -1.0);  // k never moved
 }
 
 }  // namespace
