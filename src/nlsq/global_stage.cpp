@@ -387,7 +387,8 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
     final_summary = std::move(*chosen);
   } else {
     rep.selected = "cmaes";
-    // The strategy's own convergence (not a budget running out) counts as converged.
+    // The strategy's own stop (not a budget running out) is converged only if the point
+    // passes the optimality test too (SummaryAt decides; else it is stalled).
     const bool converged = cs.stop == CmaesStop::kTolX || cs.stop == CmaesStop::kTolFun;
     final_summary =
         session.SummaryAt(cs.x, converged ? Termination::kConverged : Termination::kMaxIterations,

@@ -19,6 +19,7 @@
 #include "nlsq/fit_data.h"
 #include "nlsq/fit_quality.h"
 #include "nlsq/initial_scaling.h"
+#include "nlsq/optimality.h"
 #include "nlsq/streaming_scaling.h"
 #include "nlsq/xpcs_problem.h"
 #include "parallel/collective.h"
@@ -226,8 +227,18 @@ SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, Terminatio
   Impl& s = *impl_;
   SolverSummary summary;
   s.problem->Evaluate(x, true, summary.final_equations);
-  summary.termination = termination;
-  summary.message = std::move(message);
+  // The label is earned as for any solve (optimality.h): a point that does not pass the
+  // optimality test is not "converged", whatever stopped the method that found it.
+  summary.optimality =
+      MeasureOptimality(x, summary.final_equations, s.bounds.lower, s.bounds.upper);
+  const bool optimal = IsOptimal(summary.optimality, s.cfg.optimization.nlsq.tolerance,
+                                 s.cfg.optimization.nlsq.gtol);
+  summary.termination = optimal                                  ? Termination::kConverged
+                        : termination == Termination::kConverged ? Termination::kStalled
+                                                                 : termination;
+  summary.message = fmt::format("{}; {}: cosine {:.3g}, Gauss-Newton decrement {:.3g}", message,
+                                optimal ? "optimal" : "not optimal", summary.optimality.cosine,
+                                summary.optimality.decrement);
   summary.x = x;
   summary.initial_chi2 = summary.final_equations.chi2;
   summary.final_chi2 = summary.final_equations.chi2;
