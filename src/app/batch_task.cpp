@@ -71,9 +71,7 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   RunReportInput report;
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
-  report.exit_code = !nlsq.usable      ? static_cast<int>(ExitCode::kInternalError)
-                     : !nlsq.converged ? static_cast<int>(ExitCode::kNotConverged)
-                                       : 0;
+  report.exit_code = NlsqExitCode(nlsq);
   report.status = nlsq.result.report.convergence_status;
   report.message = nlsq.result.summary.message;
   report.config = &cfg;
@@ -105,17 +103,15 @@ bool RecordResults(TaskRow& row, const PreparedTask& task, const NlsqOutcome& nl
       }
     }
   }
-  if (!nlsq.usable || !nlsq.converged) {
+  row.exit_code = NlsqExitCode(nlsq);
+  if (row.exit_code != 0) {
     row.status = "failed";
-    row.exit_code =
-        static_cast<int>(nlsq.usable ? ExitCode::kNotConverged : ExitCode::kInternalError);
     row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
                             fit.convergence_status, fit.iterations, nlsq.result.summary.message);
     if (!nlsq.usable && task.spec.method != config::FitMethod::kNlsq) row.error += "; CMC not run";
     return false;
   }
   row.status = "ok";
-  row.exit_code = 0;
   return true;
 }
 

@@ -4,6 +4,7 @@
 
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
+#include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/output_paths.h"
 #include "parallel/broadcast.h"
@@ -52,6 +53,11 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
   out.usable = verdict[0] != 0;
   out.converged = verdict[1] != 0;
   return out;
+}
+
+int NlsqExitCode(const NlsqOutcome& nlsq) {
+  if (!nlsq.usable) return static_cast<int>(ExitCode::kInternalError);
+  return static_cast<int>(nlsq.converged ? ExitCode::kSuccess : ExitCode::kNotConverged);
 }
 
 bool ConfigDenseMetric(const config::Config& cfg) {

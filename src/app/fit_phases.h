@@ -41,6 +41,10 @@ struct NlsqOutcome {
   bool converged = false;  // the root's verdict: termination is kConverged (else exit 4)
 };
 
+// The exit code an NLSQ outcome earns: 1 without a usable answer, 4 when the answer is
+// written but not converged (stalled, max_iter), else 0 (docs/errors.md).
+int NlsqExitCode(const NlsqOutcome& nlsq);
+
 // The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has
 // priority), else multistart when enabled, else the plain local fit.
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options);

@@ -374,18 +374,17 @@ cmc::CmcRunOptions CmcOptionsFor(const HomodyneCliOptions& opts, const config::C
   return co;
 }
 
-// run_report.yaml (all ranks) and the closing summary (rank 0). Returns the exit code: 1
-// when the NLSQ result is not usable.
+// run_report.yaml (all ranks) and the closing summary (rank 0). Returns the exit code
+// (NlsqExitCode; with --method cmc the NLSQ warm start's convergence does not count).
 int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs& in,
               const NlsqOutcome& nlsq, const cmc::CmcRunResult* cmc, bool pinned,
               RunReportInput report) {
   const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
-  // A fit that is written but not converged is a result to check, not one to use: exit 4.
-  const bool not_converged =
-      fit != nullptr && opts.method != config::FitMethod::kCmc && !nlsq.converged;
-  const int exit_code = !nlsq.usable    ? static_cast<int>(ExitCode::kInternalError)
-                        : not_converged ? static_cast<int>(ExitCode::kNotConverged)
-                                        : 0;
+  const int nlsq_code = NlsqExitCode(nlsq);
+  const int exit_code = opts.method == config::FitMethod::kCmc &&
+                                nlsq_code == static_cast<int>(ExitCode::kNotConverged)
+                            ? 0
+                            : nlsq_code;
   report.exit_code = exit_code;
   if (fit != nullptr) {
     report.status = fit->report.convergence_status;

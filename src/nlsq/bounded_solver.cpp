@@ -73,13 +73,6 @@ double ProjectedGradientNorm(const std::vector<double>& x, const std::vector<dou
 
 namespace {
 
-bool Finite(const NormalEquations& eq) {
-  bool finite = std::isfinite(eq.chi2);
-  for (double g : eq.gradient) finite = finite && std::isfinite(g);
-  for (double h : eq.hessian) finite = finite && std::isfinite(h);
-  return finite;
-}
-
 // A χ² this small against the data's own scale (residuals ~1e-12 of the data) is an exact
 // fit up to floating-point round-off, where the relative measures of optimality.h see only
 // round-off and no step can decrease χ² further.
@@ -89,7 +82,7 @@ constexpr double kRoundOffFit = 1e-24;
 // makes it "converged".
 void Classify(LeastSquaresProblem& problem, SolverSummary& s, const SolverOptions& o) {
   if (s.termination == Termination::kFailure) return;
-  if (!Finite(s.final_equations)) {
+  if (!IsFinite(s.final_equations)) {
     // NaN/Inf from the model (extreme parameters) or the data (overflowing values): never
     // reported as a fit.
     s.termination = Termination::kNumericalFailure;
@@ -172,7 +165,7 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   if (s.initial_chi2 < 0.0) {
     s.initial_chi2 = s.chi2_history.empty() ? s.final_chi2 : s.chi2_history.front();
   }
-  if (Finite(s.final_equations)) {
+  if (IsFinite(s.final_equations)) {
     s.optimality = MeasureOptimality(s.x, s.final_equations, lower, upper);
     s.projected_gradient_norm =
         detail::ProjectedGradientNorm(s.x, s.final_equations.gradient, lower, upper);

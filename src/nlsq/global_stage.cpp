@@ -81,6 +81,10 @@ void GlobalStageOptions::Validate() const {
   if (popsize && *popsize < 4) {
     ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", *popsize), {}, kKey + "popsize");
   }
+  StrategyOptions().Validate();
+}
+
+CmaesOptions GlobalStageOptions::StrategyOptions() const {
   CmaesOptions c;
   c.popsize = popsize.value_or(0);
   c.max_generations = max_generations.value_or(PresetGenerations());
@@ -91,7 +95,7 @@ void GlobalStageOptions::Validate() const {
   c.max_restarts = max_restarts;
   c.seed = seed;
   c.normalization_epsilon = normalization_epsilon;
-  c.Validate();
+  return c;
 }
 
 double BoundScaleRatio(const config::Config& cfg) {
@@ -297,16 +301,13 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
         scale_ratio, budget.popsize_default, budget.popsize, budget.generations_default,
         budget.max_generations);
   }
-  CmaesOptions co;
+  CmaesOptions co = g.StrategyOptions();
   co.popsize = budget.popsize;
   co.max_generations = budget.max_generations;
-  co.sigma = warm_converged ? g.sigma_warmstart : g.sigma;
-  co.tol_fun = g.tol_fun;
-  co.tol_x = g.tol_x;
-  co.restart_strategy = warm_converged ? RestartStrategy::kNone : g.restart_strategy;
-  co.max_restarts = g.max_restarts;
-  co.seed = g.seed;
-  co.normalization_epsilon = g.normalization_epsilon;
+  if (warm_converged) {  // polish near the warm start (homodyne's contract)
+    co.sigma = g.sigma_warmstart;
+    co.restart_strategy = RestartStrategy::kNone;
+  }
   if (warm_converged && g.restart_strategy != RestartStrategy::kNone) {
     logger.Info("CMA-ES: warm start converged: sigma_warmstart {} and restart_strategy {} -> none",
                 g.sigma_warmstart, ToString(g.restart_strategy));

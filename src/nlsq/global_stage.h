@@ -53,6 +53,9 @@ struct GlobalStageOptions {
   static GlobalStageOptions FromConfig(const config::Cmaes& c);
   void Validate() const;
   int PresetGenerations() const;
+  // The strategy's options as configured (popsize 0: the default; generations: the preset's
+  // unless max_generations is given).
+  CmaesOptions StrategyOptions() const;
 };
 
 // max/min of the bound widths (> 0) of [contrast, offset, physical parameters…]; 1 with

@@ -23,6 +23,14 @@ struct NormalEquations {
   std::int64_t n_points = 0;     // residuals that entered the sums
 };
 
+// χ², Jᵀr and JᵀJ all finite (NaN/Inf come from extreme parameters or data values).
+inline bool IsFinite(const NormalEquations& eq) {
+  bool finite = std::isfinite(eq.chi2);
+  for (double g : eq.gradient) finite = finite && std::isfinite(g);
+  for (double h : eq.hessian) finite = finite && std::isfinite(h);
+  return finite;
+}
+
 class LeastSquaresProblem {
  public:
   virtual ~LeastSquaresProblem() = default;

@@ -36,14 +36,6 @@ constexpr double kAcceptRatio = 1e-4;
 constexpr double kMaxLambda = 1e16;
 constexpr int kMaxRecoveries = 2;
 
-bool Finite(const NormalEquations& eq, bool with_derivatives) {
-  bool finite = std::isfinite(eq.chi2);
-  if (!with_derivatives) return finite;
-  for (double g : eq.gradient) finite = finite && std::isfinite(g);
-  for (double h : eq.hessian) finite = finite && std::isfinite(h);
-  return finite;
-}
-
 void UpdateScale(std::vector<double>& scale, const NormalEquations& eq) {
   const std::size_t n = eq.gradient.size();
   scale.resize(n, 0.0);
@@ -174,7 +166,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       problem.Evaluate(st.x, true, st.equations);
       ++st.evaluations;
     }
-    if (!Finite(st.equations, true)) {
+    if (!IsFinite(st.equations)) {
       out.termination = Termination::kNumericalFailure;  // SolveBounded words the message
       out.x = st.x;
       out.final_equations = st.equations;
@@ -210,6 +202,8 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     // Find an acceptable step from st.x.
     bool accepted = false;
     double step_norm = 0.0;
+    // Which parameters the model does not respond to at st.x (fixed while no step is accepted).
+    const std::vector<bool> insensitive_here = InsensitiveParameters(st.equations, lower, upper);
     while (!accepted) {
       const std::vector<double> scale = EffectiveScale(st.scale, st.equations, lower, upper);
       const Step step = ComputeStep(st.x, st.equations, scale, st.lambda, lower, upper);
@@ -237,15 +231,15 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       NormalEquations eq;
       problem.Evaluate(trial, true, eq);
       ++st.evaluations;
-      const bool finite = Finite(eq, true);
+      const bool finite = IsFinite(eq);
       if (!finite) ++rejected_non_finite;
       const double actual = 0.5 * (st.equations.chi2 - eq.chi2);
       const double rho = actual / step.predicted;
       bool onto_plateau = false;
       if (finite) {
-        const std::vector<bool> before = InsensitiveParameters(st.equations, lower, upper);
         const std::vector<bool> after = InsensitiveParameters(eq, lower, upper);
-        for (std::size_t i = 0; i < n; ++i) onto_plateau = onto_plateau || (after[i] && !before[i]);
+        for (std::size_t i = 0; i < n; ++i)
+          onto_plateau = onto_plateau || (after[i] && !insensitive_here[i]);
         if (onto_plateau) ++plateau_rejections;
       }
       if (finite && !onto_plateau && actual > 0.0 && rho > kAcceptRatio) {
