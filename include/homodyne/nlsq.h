@@ -43,6 +43,12 @@ struct NlsqOptions {
   double gtol = 1e-8;           // gradient
   int threads = 1;              // compute threads per rank (≥ 1)
   bool print_progress = false;  // rank 0 prints one line per iteration
+  // What the fit does when its local answer may not be the minimum (docs/global.md): a
+  // stalled local fit is followed by local fits from Latin-hypercube starts of the box, and
+  // a laminar_flow answer is checked by local fits restarted with phi0 at this many points
+  // of its bounds. The lowest χ² is the answer.
+  bool restarts_on_stall = true;
+  int phi0_restarts = 4;  // 0: none
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
   void Validate() const;
 };
@@ -75,6 +81,7 @@ struct NlsqSummary {
   std::string per_angle_scaling;            // the layout the fit used
   std::string quality;                      // good | acceptable | poor | failed
   std::vector<std::string> warnings;  // parameters at a bound, poor fit, degenerate pairs, …
+  std::vector<std::string> recovery_actions;  // global search after a stall, phi0 check
   int ranks = 1;
   int threads_per_rank = 1;
   double seconds = 0.0;

@@ -1,7 +1,7 @@
 // homodyne/nlsq.h: the public options become the typed config the YAML reader also
 // builds (config::Config, resolved by the same ResolveParameters), the in-memory data an
 // io::DatasetView (no copy of the matrices), and the fit is the one `homodyne --config` runs
-// (nlsq::RunNlsqFit).
+// (nlsq::RunNlsqPipeline).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -17,7 +17,7 @@
 #include "io/dataset.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
-#include "nlsq/xpcs_fit.h"
+#include "nlsq/fit_pipeline.h"
 #include "parallel/comm.h"
 #include "translate.h"
 
@@ -33,6 +33,8 @@ config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   nlsq.xtol = o.xtol;
   nlsq.gtol = o.gtol;
   nlsq.anti_degeneracy.per_angle_mode = api::PerAngleModeName(o.per_angle);
+  nlsq.recovery.on_stall = o.restarts_on_stall ? "restarts" : "none";
+  nlsq.recovery.phi0_restarts = o.phi0_restarts;
   config::ResolveParameters(c);
   return c;
 }
@@ -51,6 +53,10 @@ void NlsqOptions::Validate() const {
                   "stator_rotor_gap");
   }
   if (max_iterations < 1) ThrowBadInput("must be at least 1", src, "max_iterations");
+  if (phi0_restarts < 0 || phi0_restarts > 1000) {
+    ThrowBadInput(fmt::format("expected 0 to 1000 restarts, found {}", phi0_restarts), src,
+                  "phi0_restarts");
+  }
   for (const auto& [value, key] :
        {std::pair{ftol, "ftol"}, std::pair{xtol, "xtol"}, std::pair{gtol, "gtol"}}) {
     if (!(value >= 0.0) || !std::isfinite(value)) {
@@ -94,6 +100,7 @@ std::string NlsqSummary::FullReport() const {
                        offset[k].uncertainty);
   }
   for (const std::string& w : warnings) out += "warning: " + w + "\n";
+  for (const std::string& a : recovery_actions) out += "recovery: " + a + "\n";
   return out;
 }
 
@@ -108,7 +115,7 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   run.threads = options.threads;
   run.print_progress = options.print_progress;
   const Logger logger(c.rank(), options.print_progress ? LogLevel::kInfo : LogLevel::kError);
-  const nlsq::NlsqRunResult r = nlsq::RunNlsqFit(c, cfg, run, logger);
+  const nlsq::NlsqRunResult r = nlsq::RunNlsqPipeline(c, cfg, run, logger);
 
   NlsqSummary s;
   const nlsq::FitReport& rep = r.report;
@@ -149,6 +156,7 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   s.warnings = rep.quality_warnings;
   s.warnings.insert(s.warnings.end(), rep.degeneracy.warnings.begin(),
                     rep.degeneracy.warnings.end());
+  s.recovery_actions = rep.recovery_actions;
   s.ranks = rep.mpi_ranks;
   s.threads_per_rank = rep.threads_per_rank;
   s.seconds = rep.execution_time;

@@ -30,19 +30,14 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
     scope.log.Info("CMA-ES: {}: {}{}", selection.run ? "selected" : "not selected",
                    selection.reason, note);
   }
-  if (selection.run) {
-    out.result = nlsq::RunGlobalNlsqFit(scope.comm, scope.cfg, options, global,
-                                        selection.scale_ratio, scope.log);
-    for (const auto& w : out.result.report.quality_warnings) scope.log.Warn("{}", w);
-    for (const auto& w : out.result.report.degeneracy.warnings) scope.log.Warn("{}", w);
-  } else if (multi_start.enable) {
+  if (multi_start.enable && !selection.run) {
     const auto ms = RunCollectively(
         scope.comm, [&] { return nlsq::MultiStartOptions::FromConfig(multi_start); });
     out.multistart.emplace();
     out.result =
         nlsq::RunMultiStartFit(scope.comm, scope.cfg, options, ms, scope.log, &*out.multistart);
   } else {
-    out.result = nlsq::RunNlsqFit(scope.comm, scope.cfg, options, scope.log);
+    out.result = nlsq::RunNlsqPipeline(scope.comm, scope.cfg, options, scope.log);
   }
   // Multistart groups hold different solves; the root holds the answer.
   int verdict[2] = {

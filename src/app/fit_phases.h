@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "core/phase_timer.h"
+#include "nlsq/fit_pipeline.h"
 #include "nlsq/global_stage.h"
 #include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"

@@ -136,6 +136,13 @@ struct Cmaes {
   long long seed{};
 };
 
+// optimization.nlsq.recovery: stall recovery and the phi0 basin check.
+struct NlsqRecovery {
+  std::string on_stall;  // restarts | cmaes | none
+  int stall_starts{};
+  int phi0_restarts{};
+};
+
 struct NlsqOptions {
   int max_iterations{};
   double tolerance{};  // ftol
@@ -148,6 +155,7 @@ struct NlsqOptions {
   AntiDegeneracy anti_degeneracy;
   MultiStart multi_start;
   Cmaes cmaes;
+  NlsqRecovery recovery;
 };
 
 struct StreamingOptions {

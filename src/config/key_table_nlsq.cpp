@@ -154,6 +154,27 @@ void AddMultiStart(const KeyAdder& m) {
          f(&MultiStart::degeneracy_threshold));
 }
 
+void AddRecovery(const KeyAdder& r) {
+  const FieldsOf f([](auto& c) -> auto& { return c.optimization.nlsq.recovery; });
+  r.Section("", kUse,
+            "What the fit does when its local answer may not be the minimum (docs/global.md)",
+            kNullable);
+  r.Used("on_stall", T::kString, "restarts", OneOf({"restarts", "cmaes", "none"}),
+         "After a local fit that ends stalled or at max_iterations: restarts (local fits from "
+         "the lowest-chi2 half of stall_starts Latin-hypercube points of the box), cmaes (the "
+         "CMA-ES box search of optimization.nlsq.cmaes, then refinement) or none; the lowest "
+         "chi2 is kept",
+         f(&NlsqRecovery::on_stall));
+  r.Used("stall_starts", T::kInt, "10", AtLeast(1),
+         "Latin-hypercube points screened by chi2 for on_stall: restarts (seed 42)",
+         f(&NlsqRecovery::stall_starts));
+  r.Used("phi0_restarts", T::kInt, "4", NonNegative(),
+         "laminar_flow: local fits restarted from the answer with phi0 at this many evenly "
+         "spaced points of its bounds (the shear term's sinc^2 makes chi2 multimodal in "
+         "phi0); the lowest chi2 is kept; 0: none",
+         f(&NlsqRecovery::phi0_restarts));
+}
+
 void AddCmaes(const KeyAdder& c) {
   const FieldsOf f([](auto& cfg) -> auto& { return cfg.optimization.nlsq.cmaes; });
   c.Section("", kUse, "CMA-ES global stage of the NLSQ fit (has priority over multi_start)",
@@ -257,6 +278,7 @@ void AddNlsqKeys(std::vector<KeySpec>& table) {
   AddAntiDegeneracy(n.Sub("anti_degeneracy"));
   AddMultiStart(n.Sub("multi_start"));
   AddCmaes(n.Sub("cmaes"));
+  AddRecovery(n.Sub("recovery"));
   AddQualityValidation(n.Sub("quality_validation"));
 }
 

@@ -244,12 +244,12 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
   return s;
 }
 
-NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
-                               const NlsqRunOptions& options, const GlobalStageOptions& g,
-                               double scale_ratio, const Logger& logger) {
-  XpcsFitSession session(comm, cfg, options, logger);
-  const bool progress = options.print_progress;
-  GlobalSearchReport rep;
+SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& g,
+                             double scale_ratio, const std::optional<SolverSummary>& warm,
+                             const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                             const Logger& logger, bool progress, GlobalSearchReport& rep,
+                             double& cmaes_seconds) {
+  rep = GlobalSearchReport{};
   rep.scale_ratio = scale_ratio;
   rep.seed = g.seed;
   rep.warmstart_chi_squared = kNaN;
@@ -257,14 +257,11 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
   rep.cmaes_chi_squared = kNaN;
   rep.refined_chi_squared = kNaN;
   rep.chi_squared_improvement = kNaN;
+  cmaes_seconds = 0.0;
 
-  // 1. Warm start: the ordinary local fit from the configured start.
-  std::optional<SolverSummary> warm;
   bool warm_converged = false;
   std::vector<double> start = session.x0();
-  if (g.nlsq_warmstart) {
-    logger.Info("CMA-ES phase 1: local fit from the configured start (warm start)");
-    warm = session.Solve(start, progress);
+  if (warm) {
     rep.warmstart_ran = true;
     rep.warmstart_termination = std::string(ToString(warm->termination));
     rep.warmstart_chi_squared = warm->final_chi2;
@@ -282,9 +279,7 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
       rep.cmaes_skipped = true;
       rep.selected = "nlsq_warmstart";
       rep.chi_squared_improvement = 0.0;
-      NlsqRunResult r = session.Finish(*warm);
-      r.report.global_search = rep;
-      return r;
+      return *warm;
     }
   }
 
@@ -320,14 +315,14 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
       co.restart_strategy == RestartStrategy::kBipop ? fmt::format("bipop × {}", co.max_restarts)
                                                      : std::string("none"),
       co.seed);
-  Cmaes es =
-      RunCollectively(comm, [&] { return Cmaes(co, start, session.lower(), session.upper()); });
+  Cmaes es = RunCollectively(session.comm(),
+                             [&] { return Cmaes(co, start, session.lower(), session.upper()); });
   const CmaesSummary cs = RunCmaes(
-      comm, es,
+      session.comm(), es,
       [&](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
         session.Chi2Batch(xs, chi2);
       },
-      options.checkpoints, session.DataDescription(), logger, progress);
+      checkpoints, session.DataDescription(), logger, progress);
   logger.Info(
       "CMA-ES: global search done: chi2 {:.8e} after {} generation(s), {} evaluations, {} "
       "restart(s) ({}, {:.1f} s)",
@@ -356,7 +351,7 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
                 cs.chi2, kRefineWorseFactor, warm->final_chi2);
   } else {
     logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
-    std::optional<checkpoint::CheckpointSettings> refine_ck = options.checkpoints;
+    std::optional<checkpoint::CheckpointSettings> refine_ck = checkpoints;
     if (refine_ck) refine_ck->dir /= "cmaes_refinement";
     SolverSummary refined = session.Solve(cs.x, progress, refine_ck);
     rep.refined_chi_squared = refined.final_chi2;
@@ -398,8 +393,25 @@ NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
   if (warm && std::isfinite(warm->final_chi2)) {
     rep.chi_squared_improvement = warm->final_chi2 - final_summary.final_chi2;
   }
-  NlsqRunResult r = session.Finish(final_summary);
-  r.phases.Add("cmaes", cs.seconds);
+  cmaes_seconds = cs.seconds;
+  return final_summary;
+}
+
+NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
+                               const NlsqRunOptions& options, const GlobalStageOptions& g,
+                               double scale_ratio, const Logger& logger) {
+  XpcsFitSession session(comm, cfg, options, logger);
+  std::optional<SolverSummary> warm;
+  if (g.nlsq_warmstart) {
+    logger.Info("CMA-ES phase 1: local fit from the configured start (warm start)");
+    warm = session.Solve(session.x0(), options.print_progress);
+  }
+  GlobalSearchReport rep;
+  double cmaes_seconds = 0.0;
+  const SolverSummary answer = RunGlobalStage(session, g, scale_ratio, warm, options.checkpoints,
+                                              logger, options.print_progress, rep, cmaes_seconds);
+  NlsqRunResult r = session.Finish(answer);
+  if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = rep;
   return r;
 }

@@ -90,6 +90,16 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
                       const std::string& data_description, const Logger& logger,
                       bool print_progress);
 
+// Collective over the session's communicator; every rank returns the same summary. Steps
+// 2–5 above after `warm`, the local fit from the configured start (nullopt: no warm start,
+// the search starts from the configured start). `report` receives the stage's diagnostics
+// and `cmaes_seconds` the strategy's time (0 when skipped).
+SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& g,
+                             double scale_ratio, const std::optional<SolverSummary>& warm,
+                             const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                             const Logger& logger, bool progress, GlobalSearchReport& report,
+                             double& cmaes_seconds);
+
 // Collective over `comm`; every rank returns the same result. The whole pipeline above;
 // the result's report carries the stage's diagnostics (FitReport::global_search).
 NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,

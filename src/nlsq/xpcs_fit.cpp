@@ -195,6 +195,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
 
 XpcsFitSession::~XpcsFitSession() = default;
 
+const Comm& XpcsFitSession::comm() const { return impl_->comm; }
 const std::vector<double>& XpcsFitSession::x0() const { return impl_->x0; }
 const std::vector<double>& XpcsFitSession::lower() const { return impl_->bounds.lower; }
 const std::vector<double>& XpcsFitSession::upper() const { return impl_->bounds.upper; }

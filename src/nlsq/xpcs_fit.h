@@ -79,6 +79,7 @@ class XpcsFitSession {
   XpcsFitSession(const XpcsFitSession&) = delete;
   XpcsFitSession& operator=(const XpcsFitSession&) = delete;
 
+  const Comm& comm() const;               // the objective's communicator
   const std::vector<double>& x0() const;  // optimiser-space start
   const std::vector<double>& lower() const;
   const std::vector<double>& upper() const;

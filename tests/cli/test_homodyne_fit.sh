@@ -48,8 +48,8 @@ grep -q 'results bitwise identical on every rank, result: PASSED' "$rep" || { ec
 grep -q 'FAILED' "$rep" && { echo "FAIL: a self-check failed"; exit 1; }
 
 # With a TAO local solver, PETSc options reach TAO (one iteration allowed → max_iter, exit 4:
-# written but not converged) and monitors print once.
-sed 's|    anti_degeneracy: {per_angle_mode: auto}|    anti_degeneracy: {per_angle_mode: auto}\n    local_solver: bnls|' \
+# written but not converged) and monitors print once (one solve: no stall recovery, no phi0 check).
+sed 's|    anti_degeneracy: {per_angle_mode: auto}|    anti_degeneracy: {per_angle_mode: auto}\n    local_solver: bnls\n    recovery: {on_stall: none, phi0_restarts: 0}|' \
   "$tmp/cfg.yaml" > "$tmp/tao.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/tao.yaml" --output-dir "$tmp/out2" \
       -tao_max_it 1 -tao_monitor 2>&1); code=$?

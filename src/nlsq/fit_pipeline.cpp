@@ -1,0 +1,225 @@
+#include "nlsq/fit_pipeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+#include "nlsq/latin_hypercube.h"
+#include "parallel/collective.h"
+
+namespace homodyne::nlsq {
+namespace {
+
+// A restart replaces the incumbent only when it lowers χ² by more than the rounding of a
+// reduction over ranks; the same minimum reached again is not a new answer.
+constexpr double kImprovementRelTol = 1e-9;
+
+bool Lower(const SolverSummary& candidate, const SolverSummary& incumbent) {
+  if (!candidate.IsUsable() || !std::isfinite(candidate.final_chi2)) return false;
+  if (!incumbent.IsUsable() || !std::isfinite(incumbent.final_chi2)) return true;
+  return candidate.final_chi2 < incumbent.final_chi2 * (1.0 - kImprovementRelTol);
+}
+
+int Phi0Index(const XpcsFitSession& session) {
+  const auto& names = session.parameter_names();
+  const auto it = std::find(names.begin(), names.end(), "phi0");
+  if (it == names.end()) return -1;
+  const int i = static_cast<int>(it - names.begin());
+  return session.upper()[i] > session.lower()[i] ? i : -1;
+}
+
+}  // namespace
+
+RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
+  RecoveryOptions o;
+  if (r.on_stall == "restarts") {
+    o.on_stall = StallRecovery::kRestarts;
+  } else if (r.on_stall == "cmaes") {
+    o.on_stall = StallRecovery::kCmaes;
+  } else if (r.on_stall == "none") {
+    o.on_stall = StallRecovery::kNone;
+  } else {
+    ThrowBadInput(fmt::format("on_stall '{}' is not one of restarts, cmaes, none", r.on_stall), {},
+                  "optimization.nlsq.recovery.on_stall");
+  }
+  o.stall_starts = r.stall_starts;
+  o.phi0_restarts = r.phi0_restarts;
+  o.Validate();
+  return o;
+}
+
+void RecoveryOptions::Validate() const {
+  if (phi0_restarts < 0 || phi0_restarts > 1000) {
+    ThrowBadInput(fmt::format("phi0_restarts must be in [0, 1000] (got {})", phi0_restarts), {},
+                  "optimization.nlsq.recovery.phi0_restarts");
+  }
+  if (stall_starts < 1 || stall_starts > 100000) {
+    ThrowBadInput(fmt::format("stall_starts must be in [1, 100000] (got {})", stall_starts), {},
+                  "optimization.nlsq.recovery.stall_starts");
+  }
+}
+
+std::vector<double> Phi0RestartValues(double lo, double hi, int n) {
+  std::vector<double> v;
+  for (int k = 0; k < n; ++k) v.push_back(lo + (hi - lo) * (k + 0.5) / n);
+  return v;
+}
+
+SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best, int n_restarts,
+                              const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                              const Logger& logger, bool progress,
+                              std::vector<std::string>& actions) {
+  const int i = Phi0Index(session);
+  if (i < 0 || n_restarts <= 0 || !best.IsUsable() || best.x.empty()) return best;
+  const std::vector<double> values =
+      Phi0RestartValues(session.lower()[i], session.upper()[i], n_restarts);
+  logger.Info(
+      "NLSQ phi0 check: {} local fit(s) from the answer (chi2 {:.12g}, phi0 {:.6g}) with phi0 "
+      "at {}",
+      values.size(), best.final_chi2, best.x[i], fmt::join(values, ", "));
+  SolverSummary chosen = best;
+  int chosen_k = -1;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    std::vector<double> start = best.x;
+    start[i] = values[k];
+    std::optional<checkpoint::CheckpointSettings> ck = checkpoints;
+    if (ck) ck->dir /= fmt::format("phi0_restart_{}", k);
+    SolverSummary s = session.Solve(start, progress, ck);
+    logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at chi2 {:.12g}, phi0 {:.6g}", values[k],
+                ToString(s.termination), s.final_chi2, s.x.empty() ? std::nan("") : s.x[i]);
+    if (Lower(s, chosen)) {
+      chosen = std::move(s);
+      chosen_k = static_cast<int>(k);
+    }
+  }
+  if (chosen_k < 0) {
+    actions.push_back(fmt::format(
+        "phi0 check: {} restart(s) from phi0 = {} found no lower chi2 than {:.12g} (phi0 {:.6g})",
+        values.size(), fmt::join(values, ", "), best.final_chi2, best.x[i]));
+    logger.Info("NLSQ phi0 check: no restart lowered chi2; the answer stands");
+  } else {
+    actions.push_back(fmt::format(
+        "phi0 check: the restart from phi0 = {:.6g} lowered chi2 {:.12g} -> {:.12g} (phi0 {:.6g} "
+        "-> {:.6g}): the first answer was a local minimum",
+        values[chosen_k], best.final_chi2, chosen.final_chi2, best.x[i], chosen.x[i]));
+    logger.Warn("NLSQ {}", actions.back());
+  }
+  return chosen;
+}
+
+SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& stalled, int n_starts,
+                                std::uint64_t seed,
+                                const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                const Logger& logger, bool progress,
+                                std::vector<std::string>& actions) {
+  const auto starts = LatinHypercube(n_starts, session.lower(), session.upper(), seed);
+  std::vector<double> chi2;
+  session.Chi2Batch(starts, chi2);
+  std::vector<int> order(starts.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto key = [&](int i) { return std::isfinite(chi2[i]) ? chi2[i] : HUGE_VAL; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  const int keep = std::min(n_starts, std::max(3, n_starts / 2));
+  logger.Info(
+      "NLSQ stall recovery: local fits from the {} lowest-chi2 of {} Latin-hypercube points of "
+      "the box (seed {})",
+      keep, n_starts, seed);
+  SolverSummary chosen = stalled;
+  int chosen_k = -1;
+  for (int k = 0; k < keep; ++k) {
+    std::optional<checkpoint::CheckpointSettings> ck = checkpoints;
+    if (ck) ck->dir /= fmt::format("stall_restart_{}", k);
+    SolverSummary s = session.Solve(starts[order[k]], progress, ck);
+    logger.Info("NLSQ stall recovery: start {} (chi2 {:.6g}): {} at chi2 {:.12g}", order[k],
+                chi2[order[k]], ToString(s.termination), s.final_chi2);
+    if (Lower(s, chosen)) {
+      chosen = std::move(s);
+      chosen_k = k;
+    }
+  }
+  if (chosen_k < 0) {
+    actions.push_back(fmt::format(
+        "stall recovery: {} local fit(s) from Latin-hypercube starts found no lower chi2 than "
+        "the {} fit's {:.12g}",
+        keep, ToString(stalled.termination), stalled.final_chi2));
+  } else {
+    actions.push_back(fmt::format(
+        "stall recovery: after a {} local fit (chi2 {:.12g}), the fit from Latin-hypercube start "
+        "{} of {} ended {} at chi2 {:.12g}",
+        ToString(stalled.termination), stalled.final_chi2, order[chosen_k], n_starts,
+        ToString(chosen.termination), chosen.final_chi2));
+  }
+  logger.Info("NLSQ {}", actions.back());
+  return chosen;
+}
+
+NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
+                              const NlsqRunOptions& options, const Logger& logger) {
+  const auto global = RunCollectively(
+      comm, [&] { return GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes); });
+  const auto recovery = RunCollectively(
+      comm, [&] { return RecoveryOptions::FromConfig(cfg.optimization.nlsq.recovery); });
+  const GlobalSelection selection = SelectGlobalStage(cfg, global);
+  const bool progress = options.print_progress;
+
+  XpcsFitSession session(comm, cfg, options, logger);
+  std::vector<std::string> actions;
+  std::optional<GlobalSearchReport> global_report;
+  double cmaes_seconds = 0.0;
+
+  // Phase 1: the local fit from the configured start.
+  std::optional<SolverSummary> local;
+  if (!selection.run || global.nlsq_warmstart) {
+    if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
+    local = session.Solve(session.x0(), progress);
+  }
+
+  // Phase 2: the global stage as configured, or the recovery after a stall.
+  SolverSummary answer;
+  const bool stalled = local && local->termination != Termination::kConverged;
+  if (!selection.run && stalled && recovery.on_stall == StallRecovery::kRestarts) {
+    logger.Warn(
+        "NLSQ: the local fit ended {} (chi2 {:.12g}); restarting from the box "
+        "(optimization.nlsq.recovery.on_stall: restarts)",
+        ToString(local->termination), local->final_chi2);
+    answer = RestartAfterStall(session, *local, recovery.stall_starts, recovery.seed,
+                               options.checkpoints, logger, progress, actions);
+  } else if (selection.run || (stalled && recovery.on_stall == StallRecovery::kCmaes)) {
+    if (!selection.run) {
+      logger.Warn(
+          "NLSQ: the local fit ended {} (chi2 {:.12g}); searching the box with the CMA-ES "
+          "stage (optimization.nlsq.recovery.on_stall: cmaes)",
+          ToString(local->termination), local->final_chi2);
+    }
+    GlobalSearchReport rep;
+    answer = RunGlobalStage(session, global, selection.scale_ratio, local, options.checkpoints,
+                            logger, progress, rep, cmaes_seconds);
+    if (!selection.run) {
+      actions.push_back(fmt::format(
+          "global search after a {} local fit (chi2 {:.12g}): {} at chi2 {:.12g}, kept {}",
+          ToString(local->termination), local->final_chi2, rep.convergence_reason,
+          rep.cmaes_chi_squared, rep.selected));
+    }
+    global_report = rep;
+  } else {
+    answer = *local;
+  }
+
+  // Phase 3: the phi0 check.
+  answer = CheckPhi0Basins(session, answer, recovery.phi0_restarts, options.checkpoints, logger,
+                           progress, actions);
+
+  NlsqRunResult r = session.Finish(answer);
+  if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
+  r.report.global_search = global_report;
+  r.report.recovery_actions = actions;
+  for (const auto& w : r.report.quality_warnings) logger.Warn("{}", w);
+  for (const auto& w : r.report.degeneracy.warnings) logger.Warn("{}", w);
+  return r;
+}
+
+}  // namespace homodyne::nlsq

@@ -1,0 +1,71 @@
+// The NLSQ fit as the project runs it by default (docs/global.md):
+//
+//   local fit      from the configured start (the CMA-ES stage's warm start);
+//   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
+//                  good warm start);
+//   stall          otherwise, when the local fit ended stalled or at max_iterations,
+//                  recovery.on_stall: restarts (local fits from the lowest-χ² half of
+//                  stall_starts Latin-hypercube points, one batched pass to screen them),
+//                  cmaes (the CMA-ES stage searching the box) or none;
+//   phi0 check     laminar_flow with phi0 free: local fits restarted from the answer with
+//                  phi0 at recovery.phi0_restarts evenly spaced points of its bounds;
+//   answer         the lowest χ² of all of these, labelled by its own solve.
+//
+// Every step is collective over one communicator, deterministic and replicated, so the
+// answer does not depend on ranks, threads or checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "core/log.h"
+#include "nlsq/global_stage.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/comm.h"
+
+namespace homodyne::nlsq {
+
+enum class StallRecovery { kRestarts, kCmaes, kNone };
+
+struct RecoveryOptions {
+  StallRecovery on_stall = StallRecovery::kRestarts;
+  int stall_starts = 10;
+  std::uint64_t seed = 42;  // of the Latin hypercube
+  int phi0_restarts = 4;
+
+  // Validates (bad input naming optimization.nlsq.recovery.<key>).
+  static RecoveryOptions FromConfig(const config::NlsqRecovery& r);
+  void Validate() const;
+};
+
+// The phi0 values the check restarts from: `n` midpoints of equal parts of [lo, hi].
+std::vector<double> Phi0RestartValues(double lo, double hi, int n);
+
+// Collective. The phi0 check on `best` (a no-op when there is no free parameter named
+// phi0 or n_restarts is 0): returns the summary with the lowest χ² among `best` and the
+// restarts (ties keep `best`). One line per restart goes to `actions` when the check ran.
+// Each restart checkpoints under "<dir>/phi0_restart_<k>".
+SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best, int n_restarts,
+                              const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                              const Logger& logger, bool progress,
+                              std::vector<std::string>& actions);
+
+// Collective. Restarts after a stall: `n_starts` Latin-hypercube points of the box screened
+// by χ² in one batched pass, local fits from the lowest max(3, n_starts/2); returns the
+// lowest χ² among `stalled` and them. Each restart checkpoints under
+// "<dir>/stall_restart_<k>".
+SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& stalled, int n_starts,
+                                std::uint64_t seed,
+                                const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                const Logger& logger, bool progress,
+                                std::vector<std::string>& actions);
+
+// Collective over `comm`; every rank returns the same result. The pipeline above with the
+// config's settings (optimization.nlsq.cmaes and .recovery).
+NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
+                              const NlsqRunOptions& options, const Logger& logger);
+
+}  // namespace homodyne::nlsq
