@@ -14,14 +14,28 @@
 namespace homodyne::nlsq {
 namespace {
 
-// A restart replaces the incumbent only when it lowers χ² by more than the rounding of a
-// reduction over ranks; the same minimum reached again is not a new answer.
-constexpr double kImprovementRelTol = 1e-9;
+// A restart replaces the incumbent when it ends lower by more than a converged fit's
+// distance to its own minimum (the Gauss–Newton decrement test stops within about ftol =
+// 1e-8 of it, relative): the same minimum reached again is not a new answer. A converged
+// restart also replaces a stalled incumbent at the same χ² (to rounding): the label then
+// tells the truth about that point.
+constexpr double kLowerMinimumRelTol = 1e-6;
+constexpr double kSameChi2RelTol = 1e-9;
+
+bool Usable(const SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }
 
 bool Lower(const SolverSummary& candidate, const SolverSummary& incumbent) {
-  if (!candidate.IsUsable() || !std::isfinite(candidate.final_chi2)) return false;
-  if (!incumbent.IsUsable() || !std::isfinite(incumbent.final_chi2)) return true;
-  return candidate.final_chi2 < incumbent.final_chi2 * (1.0 - kImprovementRelTol);
+  if (!Usable(candidate)) return false;
+  if (!Usable(incumbent)) return true;
+  return candidate.final_chi2 < incumbent.final_chi2 * (1.0 - kLowerMinimumRelTol);
+}
+
+bool Better(const SolverSummary& candidate, const SolverSummary& incumbent) {
+  if (Lower(candidate, incumbent)) return true;
+  return Usable(candidate) && Usable(incumbent) &&
+         candidate.termination == Termination::kConverged &&
+         incumbent.termination != Termination::kConverged &&
+         candidate.final_chi2 <= incumbent.final_chi2 * (1.0 + kSameChi2RelTol);
 }
 
 int Phi0Index(const XpcsFitSession& session) {
@@ -91,22 +105,31 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
     SolverSummary s = session.Solve(start, progress, ck);
     logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at chi2 {:.12g}, phi0 {:.6g}", values[k],
                 ToString(s.termination), s.final_chi2, s.x.empty() ? std::nan("") : s.x[i]);
-    if (Lower(s, chosen)) {
+    if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = static_cast<int>(k);
     }
   }
   if (chosen_k < 0) {
     actions.push_back(fmt::format(
-        "phi0 check: {} restart(s) from phi0 = {} found no lower chi2 than {:.12g} (phi0 {:.6g})",
+        "phi0 check: {} restart(s) from phi0 = {} found no lower minimum than chi2 {:.12g} (phi0 "
+        "{:.6g})",
         values.size(), fmt::join(values, ", "), best.final_chi2, best.x[i]));
-    logger.Info("NLSQ phi0 check: no restart lowered chi2; the answer stands");
+    logger.Info("NLSQ phi0 check: no restart found a lower minimum; the answer stands");
   } else {
+    const bool lower = Lower(chosen, best);
     actions.push_back(fmt::format(
-        "phi0 check: the restart from phi0 = {:.6g} lowered chi2 {:.12g} -> {:.12g} (phi0 {:.6g} "
-        "-> {:.6g}): the first answer was a local minimum",
-        values[chosen_k], best.final_chi2, chosen.final_chi2, best.x[i], chosen.x[i]));
-    logger.Warn("NLSQ {}", actions.back());
+        "phi0 check: the restart from phi0 = {:.6g} ended {} at chi2 {:.12g} (phi0 {:.6g}) against "
+        "{} at {:.12g} (phi0 {:.6g}): {}",
+        values[chosen_k], ToString(chosen.termination), chosen.final_chi2, chosen.x[i],
+        ToString(best.termination), best.final_chi2, best.x[i],
+        lower ? "a lower minimum; the first answer was not the minimum"
+              : "the same minimum, now converged"));
+    if (lower) {
+      logger.Warn("NLSQ {}", actions.back());
+    } else {
+      logger.Info("NLSQ {}", actions.back());
+    }
   }
   return chosen;
 }
@@ -136,7 +159,7 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
     SolverSummary s = session.Solve(starts[order[k]], progress, ck);
     logger.Info("NLSQ stall recovery: start {} (chi2 {:.6g}): {} at chi2 {:.12g}", order[k],
                 chi2[order[k]], ToString(s.termination), s.final_chi2);
-    if (Lower(s, chosen)) {
+    if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = k;
     }
