@@ -4,12 +4,17 @@
 // alone and with checkpoints on.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 
+#include "checkpoint/interrupt.h"
 #include "config/config_reader.h"
+#include "core/error.h"
 #include "core/log.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
@@ -69,10 +74,22 @@ std::string WritePhi0Data(const MpiTempDir& dir) {
   return path;
 }
 
-NlsqRunOptions Quiet() {
+NlsqRunOptions Quiet(FitStrategy strategy = FitStrategy::kInCore, std::int64_t window = 0) {
   NlsqRunOptions o;
   o.print_progress = false;
+  o.strategy = strategy;
+  o.stream_window_points = window;
   return o;
+}
+
+checkpoint::CheckpointSettings Checkpoints(const std::filesystem::path& dir, int frequency) {
+  checkpoint::CheckpointSettings ck;
+  ck.enabled = true;
+  ck.frequency = frequency;
+  ck.dir = dir;
+  ck.stop_on_signal = false;
+  ck.config_description = "nlsq-pipeline-test";
+  return ck;
 }
 
 double Phi0Of(const NlsqRunResult& r) {
@@ -138,6 +155,62 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
       RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""), ck, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, checkpointed.expanded));
   EXPECT_TRUE(std::filesystem::exists(dir.file("ck/phi0_restart_3")));
+}
+
+// The whole pipeline (the local fit and the four phi0 restarts, each checkpointed) on
+// laminar data: checkpoints every 1, 3 or 10 iterations leave the answer's bits alone, in
+// core and streamed; a fit stopped by a signal at iteration 5 and resumed on one rank
+// alone or on all of them gives the uninterrupted bits.
+TEST(NlsqPipeline, CheckpointsNeverChangeTheAnswerInCoreStreamedAndOnResume) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_ck", /*create=*/true);
+  const std::string path = WritePhi0Data(dir);
+  const config::Config cfg = LaminarConfig(kDefaultStart, path, "");
+  const std::int64_t window = 2000;  // points per streaming window: many windows per pass
+  const NlsqRunResult plain = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult streamed =
+      RunNlsqPipeline(world, cfg, Quiet(FitStrategy::kStreaming, window), Logger::Silent());
+  ASSERT_EQ(plain.report.recovery_actions.size(), 1u);  // the phi0 check ran
+  for (int frequency : {1, 3, 10}) {
+    for (const bool stream : {false, true}) {
+      NlsqRunOptions o = stream ? Quiet(FitStrategy::kStreaming, window) : Quiet();
+      o.checkpoints =
+          Checkpoints(dir.path() / fmt::format("f{}{}", frequency, stream ? "s" : ""), frequency);
+      const NlsqRunResult ck = RunNlsqPipeline(world, cfg, o, Logger::Silent());
+      EXPECT_TRUE(SameBits(ck.expanded, stream ? streamed.expanded : plain.expanded))
+          << "frequency " << frequency << (stream ? ", streamed" : ", in core");
+      EXPECT_EQ(ck.report.iterations, plain.report.iterations);
+    }
+  }
+
+  // Stopped at iteration 5 of the first solve (SIGUSR1 on rank 0), with a checkpoint.
+  NlsqRunOptions o = Quiet();
+  o.checkpoints = Checkpoints(dir.path() / "resume", 3);
+  o.checkpoints->stop_on_signal = true;
+  {
+    const checkpoint::InterruptHandlers handlers;
+    setenv(checkpoint::kSignalVariable, "nlsq_iter:5", 1);
+    ErrorKind kind = ErrorKind::kInternal;
+    try {
+      RunNlsqPipeline(world, cfg, o, Logger::Silent());
+    } catch (const Error& e) {
+      kind = e.kind();
+    }
+    unsetenv(checkpoint::kSignalVariable);
+    checkpoint::ClearStopRequest();
+    EXPECT_EQ(kind, ErrorKind::kCheckpointed);
+  }
+  // Resumed on one rank alone (read only), then on every rank.
+  o.checkpoints->resume = true;
+  NlsqRunOptions read_only = o;
+  read_only.checkpoints->enabled = false;
+  read_only.checkpoints->stop_on_signal = false;
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone = RunNlsqPipeline(self, cfg, read_only, Logger::Silent());
+  EXPECT_TRUE(SameBits(alone.expanded, plain.expanded));
+  world.Barrier();
+  const NlsqRunResult resumed = RunNlsqPipeline(world, cfg, o, Logger::Silent());
+  EXPECT_TRUE(SameBits(resumed.expanded, plain.expanded));
 }
 
 // From here the local fit stalls far from the minimum (checked below).
