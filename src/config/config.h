@@ -99,6 +99,16 @@ struct AntiDegeneracy {
   std::string per_angle_mode;
   int constant_scaling_threshold{};
   int fourier_order{};
+  bool hierarchical_enable{};
+  int hierarchical_max_outer{};
+  double hierarchical_outer_tolerance{};
+  int hierarchical_physical_max_it{};
+  int hierarchical_per_angle_max_it{};
+  bool shear_weighting_enable{};
+  double shear_weighting_alpha{};
+  double shear_weighting_min_weight{};
+  int shear_weighting_update_frequency{};
+  bool shear_weighting_normalize{};
 };
 
 struct MultiStart {

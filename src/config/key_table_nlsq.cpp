@@ -99,12 +99,24 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Used("fourier_order", T::kInt, "2", AtLeast(1), "Fourier order K of the fourier mode",
          f(&AntiDegeneracy::fourier_order));
   a.Acc("fourier_auto_threshold", T::kInt, "6", AtLeast(1), "n_phi for automatic Fourier");
-  a.Section("hierarchical", kAcc, "Alternating physical/per-angle solves", kNullable);
-  a.Acc("hierarchical.enable", T::kBool, "true", NoRule(), "Enable");
-  a.Acc("hierarchical.max_outer_iterations", T::kInt, "5", AtLeast(1), "Outer iterations");
-  a.Acc("hierarchical.outer_tolerance", T::kFloat, "1e-6", Positive(), "Outer tolerance");
-  a.Acc("hierarchical.physical_max_iterations", T::kInt, "100", AtLeast(1), "Inner (physical)");
-  a.Acc("hierarchical.per_angle_max_iterations", T::kInt, "50", AtLeast(1), "Inner (angles)");
+  a.Section("hierarchical", kUse,
+            "laminar_flow with per-angle parameters (individual, fourier): alternating "
+            "physical and per-angle solves, then the joint fit; the lower chi2 of it and the "
+            "plain fit is kept (docs/global.md)",
+            kNullable);
+  a.Used("hierarchical.enable", T::kBool, "true", NoRule(),
+         "Run the stage (only where per-angle parameters can absorb the shear signal)",
+         f(&AntiDegeneracy::hierarchical_enable));
+  a.Used("hierarchical.max_outer_iterations", T::kInt, "5", AtLeast(1),
+         "Physical/per-angle alternations at most", f(&AntiDegeneracy::hierarchical_max_outer));
+  a.Used("hierarchical.outer_tolerance", T::kFloat, "1e-6", Positive(),
+         "Stop when the physical parameters move less than this (2-norm, each in units of its "
+         "bound width)",
+         f(&AntiDegeneracy::hierarchical_outer_tolerance));
+  a.Used("hierarchical.physical_max_iterations", T::kInt, "100", AtLeast(1),
+         "Iterations of each physical solve", f(&AntiDegeneracy::hierarchical_physical_max_it));
+  a.Used("hierarchical.per_angle_max_iterations", T::kInt, "50", AtLeast(1),
+         "Iterations of each per-angle solve", f(&AntiDegeneracy::hierarchical_per_angle_max_it));
   a.Section("regularization", kAcc, "Regularization of per-angle spread", kNullable);
   a.Acc("regularization.enable", T::kBool, "false", NoRule(), "Enable");
   a.Acc("regularization.mode", T::kString, "relative", NoRule(), "Regularization mode");
@@ -120,13 +132,22 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Acc("gradient_monitoring.consecutive_triggers", T::kInt, "5", AtLeast(1), "Triggers");
   a.Acc("gradient_monitoring.response", T::kString, "hierarchical", NoRule(),
         "Response to a collapse (e.g. hierarchical, warn)");
-  a.Section("shear_weighting", kAcc, "Shear-sensitivity weighting of angles", kNullable);
-  a.Acc("shear_weighting.enable", T::kBool, "true", NoRule(), "Enable");
-  a.Acc("shear_weighting.alpha", T::kFloat, "1.0", NonNegative(), "Exponent of |cos|");
-  a.Acc("shear_weighting.min_weight", T::kFloat, "0.3", NonNegative(), "Weight floor");
-  a.Acc("shear_weighting.update_frequency", T::kInt, "1", AtLeast(1),
-        "Iterations between updates (code default 1; templates 50)");
-  a.Acc("shear_weighting.normalize", T::kBool, "true", NoRule(), "Normalize weights");
+  a.Section("shear_weighting", kUse,
+            "Shear-sensitivity weights of the angles in the hierarchical stage's physical solves",
+            kNullable);
+  a.Used("shear_weighting.enable", T::kBool, "true", NoRule(),
+         "Weight angle k by min_weight + (1 - min_weight)|cos(phi0 - phi_k)|^alpha",
+         f(&AntiDegeneracy::shear_weighting_enable));
+  a.Used("shear_weighting.alpha", T::kFloat, "1.0", NonNegative(), "Exponent of |cos|",
+         f(&AntiDegeneracy::shear_weighting_alpha));
+  a.Used("shear_weighting.min_weight", T::kFloat, "0.3", Fraction(), "Weight floor",
+         f(&AntiDegeneracy::shear_weighting_min_weight));
+  a.Used("shear_weighting.update_frequency", T::kInt, "1", AtLeast(1),
+         "Outer iterations between recomputing the weights from the current phi0 (code "
+         "default 1; templates 50)",
+         f(&AntiDegeneracy::shear_weighting_update_frequency));
+  a.Used("shear_weighting.normalize", T::kBool, "true", NoRule(), "Scale the weights to mean 1",
+         f(&AntiDegeneracy::shear_weighting_normalize));
 }
 
 void AddMultiStart(const KeyAdder& m) {

@@ -147,7 +147,8 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                       "[{}, {}] (expected finite numbers)",
                       i, x0[k], lower[k], upper[k]));
     }
-    if (!(lower[k] < upper[k])) {
+    // lower = upper holds a parameter fixed (the lm method only: partial solves).
+    if (!(lower[k] < upper[k]) && !(lower[k] == upper[k] && !options.UsesTao())) {
       ThrowBadInput(
           fmt::format("bounds of parameter {} are empty: [{}, {}]", i, lower[k], upper[k]));
     }

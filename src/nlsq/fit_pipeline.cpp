@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "nlsq/anti_degeneracy.h"
 #include "nlsq/latin_hypercube.h"
 #include "parallel/collective.h"
 
@@ -186,6 +187,9 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
       comm, [&] { return GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes); });
   const auto recovery = RunCollectively(
       comm, [&] { return RecoveryOptions::FromConfig(cfg.optimization.nlsq.recovery); });
+  const auto anti_degeneracy = RunCollectively(comm, [&] {
+    return AntiDegeneracyOptions::FromConfig(cfg.optimization.nlsq.anti_degeneracy);
+  });
   const GlobalSelection selection = SelectGlobalStage(cfg, global);
   const bool progress = options.print_progress;
 
@@ -199,6 +203,37 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   if (!selection.run || global.nlsq_warmstart) {
     if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
     local = session.Solve(session.x0(), progress);
+  }
+
+  // Phase 1b: the anti-degeneracy stage, a second path from the same start.
+  AntiDegeneracyReport adr;
+  adr.inactive_reason = HierarchicalInactiveReason(cfg, session);
+  if (adr.inactive_reason.empty() && !local) adr.inactive_reason = "no local fit to compare with";
+  if (adr.inactive_reason.empty()) {
+    const std::vector<double> xh =
+        RunHierarchicalStage(session, session.x0(), anti_degeneracy, logger, adr);
+    std::optional<checkpoint::CheckpointSettings> ck = options.checkpoints;
+    if (ck) ck->dir /= "hierarchical";
+    SolverSummary joint = session.Solve(xh, progress, ck);
+    adr.stage_chi_squared = joint.final_chi2;
+    adr.plain_chi_squared = local->final_chi2;
+    if (Better(joint, *local)) {
+      adr.selected = "hierarchical";
+      actions.push_back(fmt::format(
+          "anti-degeneracy: the joint fit after the hierarchical stage ended {} at chi2 {:.12g}, "
+          "below the plain fit's {} at {:.12g}: kept",
+          ToString(joint.termination), joint.final_chi2, ToString(local->termination),
+          local->final_chi2));
+      logger.Info("NLSQ {}", actions.back());
+      local = std::move(joint);
+    } else {
+      adr.selected = "plain";
+      logger.Info(
+          "NLSQ anti-degeneracy: the joint fit after the hierarchical stage ended {} at chi2 "
+          "{:.12g}; the plain fit ({} at {:.12g}) is kept",
+          ToString(joint.termination), joint.final_chi2, ToString(local->termination),
+          local->final_chi2);
+    }
   }
 
   // Phase 2: the global stage as configured, or the recovery after a stall.
@@ -240,6 +275,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = global_report;
   r.report.recovery_actions = actions;
+  r.report.anti_degeneracy = adr;
   for (const auto& w : r.report.quality_warnings) logger.Warn("{}", w);
   for (const auto& w : r.report.degeneracy.warnings) logger.Warn("{}", w);
   return r;

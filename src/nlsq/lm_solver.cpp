@@ -61,7 +61,8 @@ std::vector<double> EffectiveScale(const std::vector<double>& scale, const Norma
   std::vector<double> d = scale;
   const double residual = std::sqrt(std::max(eq.chi2, 0.0));
   for (std::size_t i = 0; i < d.size(); ++i) {
-    d[i] = std::max(d[i], kRangeFloor * residual / (upper[i] - lower[i]));
+    // A parameter held fixed (lower = upper) never moves: no floor.
+    if (upper[i] > lower[i]) d[i] = std::max(d[i], kRangeFloor * residual / (upper[i] - lower[i]));
   }
   return d;
 }

@@ -134,6 +134,30 @@ json GlobalSearchJson(const GlobalSearchReport& g) {
           {"chi_squared_improvement", Number(g.chi_squared_improvement)}};
 }
 
+json AntiDegeneracyJson(const FitReport& r) {
+  const AntiDegeneracyReport& a = r.anti_degeneracy;
+  json hierarchical = nullptr;
+  if (a.hierarchical_active) {
+    hierarchical = {{"outer_iterations", a.outer_iterations},
+                    {"stop", a.stop},
+                    {"chi_squared_per_outer_iteration", a.chi2},
+                    {"last_physical_change", Number(a.physical_change)},
+                    {"stage_chi_squared", Number(a.stage_chi_squared)},
+                    {"plain_chi_squared", Number(a.plain_chi_squared)},
+                    {"selected", a.selected}};
+  }
+  json shear = a.inactive_reason.empty() ? json("not weighted") : json(a.inactive_reason);
+  if (!a.shear_weights.empty()) {
+    shear = {{"phi_deg", r.phi_deg}, {"weights", a.shear_weights}};
+  }
+  return {{"per_angle_mode", r.per_angle_mode},
+          {"hierarchical_active", a.hierarchical_active},
+          {"hierarchical_inactive_reason", a.inactive_reason},
+          {"hierarchical", hierarchical},
+          {"regularization_active", false},
+          {"shear_weighting", shear}};
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {{"method", "nlsq"},
             {"timestamp", r.timestamp},
@@ -152,7 +176,9 @@ std::string AnalysisResultsJson(const FitReport& r) {
              {{"convergence_status", r.convergence_status},
               {"iterations", r.iterations},
               {"execution_time", r.execution_time}}},
-            {"degeneracy", DegeneracyJson(r.degeneracy)}};
+            {"degeneracy", DegeneracyJson(r.degeneracy)},
+            {"nlsq_diagnostics", AntiDegeneracyJson(r)},
+            {"recovery_actions", r.recovery_actions}};
   if (r.global_search) j["global_search"] = GlobalSearchJson(*r.global_search);
   return j.dump(2) + "\n";
 }

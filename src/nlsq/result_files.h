@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,21 @@
 #include "nlsq/degeneracy.h"
 
 namespace homodyne::nlsq {
+
+// The anti-degeneracy stage of a laminar fit (anti_degeneracy.h), as
+// analysis_results_nlsq.json's nlsq_diagnostics reports it. χ² that do not exist are NaN.
+struct AntiDegeneracyReport {
+  bool hierarchical_active = false;
+  std::string inactive_reason;  // why the stage did not run (empty when it ran)
+  int outer_iterations = 0;
+  std::string stop;                   // outer_tolerance | max_outer_iterations | failed
+  std::vector<double> chi2;           // unweighted χ² after each outer iteration
+  double physical_change = 0.0;       // of the last outer iteration (2-norm in bound widths)
+  std::vector<double> shear_weights;  // the last weights (empty: the stage ran unweighted)
+  double stage_chi_squared = std::numeric_limits<double>::quiet_NaN();  // joint fit after it
+  double plain_chi_squared = std::numeric_limits<double>::quiet_NaN();  // plain local fit
+  std::string selected;                                                 // hierarchical | plain
+};
 
 // The CMA-ES global stage of a fit (global_stage.h): what ran and which answer was kept.
 // χ² values that do not exist (no CMA-ES run, no refinement) are NaN (null in JSON).
@@ -67,6 +83,7 @@ struct FitReport {
   std::vector<std::string> quality_warnings;
   DegeneracyDiagnostics degeneracy;  // correlated pairs, weak directions (degeneracy.h)
   std::optional<GlobalSearchReport> global_search;  // optimization.nlsq.cmaes ran
+  AntiDegeneracyReport anti_degeneracy;
   std::vector<std::string> recovery_actions;
   // Where it ran.
   int mpi_ranks = 1;

@@ -313,6 +313,44 @@ SolverSummary XpcsFitSession::Solve(
   return summary;
 }
 
+SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
+                                        const std::vector<bool>& free,
+                                        const std::vector<double>& angle_weights,
+                                        int max_iterations, double ftol) {
+  Impl& s = *impl_;
+  SolverOptions so;
+  so.max_iterations = max_iterations;
+  so.ftol = ftol;
+  so.xtol = s.cfg.optimization.nlsq.xtol;
+  so.gtol = s.cfg.optimization.nlsq.gtol;
+  so.method = "lm";
+  std::vector<double> lower = s.bounds.lower, upper = s.bounds.upper;
+  for (std::size_t i = 0; i < x0.size(); ++i) {
+    if (!free[i]) lower[i] = upper[i] = x0[i];
+  }
+  PhaseTimes::Scope t(s.phases, "fit");
+  s.problem->SetAngleWeights(angle_weights);
+  SolverSummary summary;
+  std::exception_ptr failure;
+  try {
+    summary = SolveBounded(*s.problem, x0, lower, upper, so, {});
+  } catch (const Error& e) {
+    if (e.agreed()) {
+      s.problem->SetAngleWeights({});
+      throw;
+    }
+    failure = std::current_exception();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  s.problem->SetAngleWeights({});
+  AgreeOnError(s.comm, failure);
+  return summary;
+}
+
+const std::vector<double>& XpcsFitSession::phi_deg() const { return impl_->phi; }
+const model::ParameterLayout& XpcsFitSession::layout() const { return *impl_->layout; }
+
 NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   Impl& s = *impl_;
   const model::ParameterLayout& layout = *s.layout;

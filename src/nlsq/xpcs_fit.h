@@ -96,6 +96,15 @@ class XpcsFitSession {
   // Collective: Solve with these checkpoint settings instead of the run's (nullopt: none).
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress,
                       const std::optional<checkpoint::CheckpointSettings>& checkpoints);
+  // Collective: a solve of part of the problem for the anti-degeneracy stage (no
+  // checkpoints, no progress lines, the lm method): parameters with free[i] false held at
+  // x0[i]; every point of angle k weighted by angle_weights[k] (empty: unweighted; the
+  // problem is unweighted again afterwards).
+  SolverSummary SolvePart(const std::vector<double>& x0, const std::vector<bool>& free,
+                          const std::vector<double>& angle_weights, int max_iterations,
+                          double ftol);
+  const std::vector<double>& phi_deg() const;  // the kept angles [degrees]
+  const model::ParameterLayout& layout() const;
   // Collective: a summary of the point x without solving (termination as given): its
   // normal equations, χ² and bound flags, for Finish.
   SolverSummary SummaryAt(const std::vector<double>& x, Termination termination,

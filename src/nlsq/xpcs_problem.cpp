@@ -20,7 +20,9 @@ struct XpcsProblem::Impl {
   model::AnalysisMode mode = model::AnalysisMode::kStatic;
   model::Geometry geometry;
   std::vector<double> t, phi;
-  model::KernelOptions window_options;  // streaming: per-window kernels
+  model::KernelOptions window_options;  // streaming: per-window kernels; in core: the kernel's
+  std::vector<model::RowTile> tiles;    // in core: the kernel's tiles, unweighted
+  std::vector<double> angle_weights;    // empty: unweighted (SetAngleWeights)
   std::int64_t first_block = 0;
   std::int64_t total_blocks = 0;
   int local_blocks = 0;
@@ -37,7 +39,29 @@ struct XpcsProblem::Impl {
   // read once for the whole batch).
   void LocalPartials(std::span<const std::vector<double>> expanded, bool with_derivatives,
                      std::size_t width, int rank);
+  // `in` with every point of angle k weighted by angle_weights[k]: uniform weights scaled,
+  // per-point weight arrays copied scaled into `storage` (which must outlive the tiles).
+  std::vector<model::RowTile> Weighted(std::vector<model::RowTile> in,
+                                       std::vector<std::vector<double>>& storage) const;
+  std::vector<std::vector<double>> window_weights;  // storage for a window's weighted tiles
+  std::vector<std::vector<double>> incore_weights;  // storage for the in-core kernel's
 };
+
+std::vector<model::RowTile> XpcsProblem::Impl::Weighted(
+    std::vector<model::RowTile> in, std::vector<std::vector<double>>& storage) const {
+  storage.clear();
+  if (angle_weights.empty()) return in;
+  for (model::RowTile& tile : in) {
+    const double w = angle_weights[static_cast<std::size_t>(tile.angle)];
+    tile.uniform_weight *= w;
+    if (tile.weight != nullptr) {
+      std::vector<double>& copy = storage.emplace_back(tile.weight, tile.weight + tile.count);
+      for (double& v : copy) v *= w;
+      tile.weight = copy.data();
+    }
+  }
+  return in;
+}
 
 void XpcsProblem::Impl::KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
                                        std::span<const std::vector<double>> expanded,
@@ -71,12 +95,13 @@ void XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
     MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
     const StreamWindow& win = stream->Load(w);
     model::KernelOptions ko = window_options;
-    std::vector<model::RowTile> tiles;
+    std::vector<model::RowTile> window_tiles;
     for (const auto& block : win.blocks) {
-      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
-      tiles.insert(tiles.end(), block.begin(), block.end());
+      ko.chunk_tile_starts.push_back(static_cast<int>(window_tiles.size()));
+      window_tiles.insert(window_tiles.end(), block.begin(), block.end());
     }
-    const model::ModelKernel k(mode, geometry, t, phi, std::move(tiles), ko);
+    const model::ModelKernel k(mode, geometry, t, phi,
+                               Weighted(std::move(window_tiles), window_weights), ko);
     HOMODYNE_CHECK(k.num_chunks() == static_cast<int>(win.blocks.size()), "one chunk per block");
     KernelPartials(k, static_cast<std::size_t>(win.first_block), expanded, with_derivatives, width);
   }
@@ -95,6 +120,10 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
   ko.threads = setup.threads;
   ko.sigma = setup.sigma;
   ko.worker_start = setup.worker_start;
+  impl_->mode = setup.mode;
+  impl_->geometry = setup.geometry;
+  impl_->t = setup.t;
+  impl_->phi = setup.phi_deg;
   if (setup.stream != nullptr) {
     HOMODYNE_CHECK(setup.blocks.empty(), "a streaming problem takes its blocks from the stream");
     HOMODYNE_CHECK(setup.first_block + setup.stream->num_blocks() <= setup.total_blocks,
@@ -120,6 +149,8 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
       ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
       tiles.insert(tiles.end(), block.begin(), block.end());
     }
+    impl_->tiles = tiles;
+    impl_->window_options = ko;
     impl_->kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
                                                          setup.phi_deg, std::move(tiles), ko);
     HOMODYNE_CHECK(impl_->kernel->num_chunks() == impl_->local_blocks, "one chunk per block");
@@ -129,6 +160,16 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
 }
 
 XpcsProblem::~XpcsProblem() = default;
+
+void XpcsProblem::SetAngleWeights(std::span<const double> weights) {
+  Impl& im = *impl_;
+  HOMODYNE_CHECK(weights.empty() || weights.size() == im.phi.size(), "one weight per angle");
+  im.angle_weights.assign(weights.begin(), weights.end());
+  if (im.stream != nullptr) return;  // each window's kernel is built with them
+  im.kernel = std::make_unique<model::ModelKernel>(im.mode, im.geometry, im.t, im.phi,
+                                                   im.Weighted(im.tiles, im.incore_weights),
+                                                   im.window_options);
+}
 
 int XpcsProblem::num_parameters() const { return layout_.num_optimised(); }
 

@@ -67,6 +67,11 @@ class XpcsProblem : public LeastSquaresProblem {
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
 
+  // Every point of angle k counts with weight weights[k] in χ², Jᵀr and JᵀJ from now on
+  // (one weight per angle; empty: unweighted again). Local, not collective: every rank
+  // must set the same weights before the next pass.
+  void SetAngleWeights(std::span<const double> weights);
+
   const model::ParameterLayout& layout() const { return layout_; }
   std::int64_t total_points() const { return total_points_; }  // unique pairs, all ranks
   std::int64_t local_points() const;

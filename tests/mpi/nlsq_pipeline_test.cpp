@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/anti_degeneracy.h"
 #include "nlsq/fit_pipeline.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/collective.h"
@@ -211,6 +212,97 @@ TEST(NlsqPipeline, CheckpointsNeverChangeTheAnswerInCoreStreamedAndOnResume) {
   world.Barrier();
   const NlsqRunResult resumed = RunNlsqPipeline(world, cfg, o, Logger::Silent());
   EXPECT_TRUE(SameBits(resumed.expanded, plain.expanded));
+}
+
+TEST(NlsqPipeline, ShearWeightsUseDegreesAndHaveMeanOne) {
+  const std::vector<double> phi = {0.0, 60.0, 90.0};
+  const std::vector<double> raw = ShearWeights(phi, 0.0, 0.3, 1.0, false);
+  ASSERT_EQ(raw.size(), 3u);
+  EXPECT_DOUBLE_EQ(raw[0], 1.0);
+  EXPECT_NEAR(raw[1], 0.3 + 0.7 * 0.5, 1e-15);  // cos 60° (not cos 60 rad)
+  EXPECT_NEAR(raw[2], 0.3, 1e-9);               // perpendicular to the flow: the floor
+  const std::vector<double> w = ShearWeights(phi, 0.0, 0.3, 1.0, true);
+  EXPECT_NEAR((w[0] + w[1] + w[2]) / 3.0, 1.0, 1e-15);
+  EXPECT_NEAR(w[0] / w[2], 1.0 / 0.3, 1e-9);
+}
+
+// Per-angle weights of the objective: with all parameters held, a partial solve reports
+// the weighted χ² at the start; one-hot weights give each angle's share, which add up to
+// the unweighted χ², in core and streamed, and the problem is unweighted afterwards.
+TEST(NlsqPipeline, AngleWeightsWeighEachAnglesChi2) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_weights");
+  const std::string path = WritePhi0Data(dir);
+  const config::Config cfg = LaminarConfig(kTruth, path, "");
+  for (const bool stream : {false, true}) {
+    XpcsFitSession session(world, cfg, stream ? Quiet(FitStrategy::kStreaming, 2000) : Quiet(),
+                           Logger::Silent());
+    const std::vector<double> x = session.x0();
+    const std::vector<bool> held(x.size(), false);
+    const double total = session.Chi2At(x);
+    const std::size_t n_phi = session.phi_deg().size();
+    double sum = 0.0;
+    for (std::size_t k = 0; k < n_phi; ++k) {
+      std::vector<double> one_hot(n_phi, 0.0);
+      one_hot[k] = 1.0;
+      const SolverSummary part = session.SolvePart(x, held, one_hot, 1, 1e-8);
+      EXPECT_GT(part.final_chi2, 0.0);
+      EXPECT_LT(part.final_chi2, total);
+      sum += part.final_chi2;
+    }
+    EXPECT_NEAR(sum, total, 1e-12 * total) << (stream ? "streamed" : "in core");
+    const SolverSummary doubled =
+        session.SolvePart(x, held, std::vector<double>(n_phi, 2.0), 1, 1e-8);
+    EXPECT_EQ(doubled.final_chi2, 2.0 * total);  // a power of two: exact
+    EXPECT_EQ(session.Chi2At(x), total);         // unweighted again
+  }
+}
+
+// The hierarchical stage (with shear weights) runs where the layout has per-angle
+// parameters, is reported, and never makes the answer worse than the plain fit's.
+TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_hierarchical");
+  const std::string path = WritePhi0Data(dir);
+  const std::string individual =
+      "    anti_degeneracy:\n      per_angle_mode: individual\n    recovery:\n"
+      "      phi0_restarts: 0\n";
+  const config::Config cfg = LaminarConfig(kDefaultStart, path, individual);
+  const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const AntiDegeneracyReport& a = r.report.anti_degeneracy;
+  EXPECT_TRUE(a.hierarchical_active);
+  EXPECT_TRUE(a.inactive_reason.empty());
+  EXPECT_GE(a.outer_iterations, 1);
+  EXPECT_EQ(a.chi2.size(), static_cast<std::size_t>(a.outer_iterations));
+  ASSERT_EQ(a.shear_weights.size(), 6u);
+  EXPECT_TRUE(a.selected == "plain" || a.selected == "hierarchical") << a.selected;
+  EXPECT_EQ(a.plain_chi_squared, plain.report.chi_squared);
+  EXPECT_LE(r.report.chi_squared, plain.report.chi_squared);
+  if (a.selected == "plain") {
+    EXPECT_TRUE(SameBits(r.expanded, plain.expanded));
+  }
+  // The same bits on one rank alone.
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone = RunNlsqPipeline(self, cfg, Quiet(), Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+
+  // Averaged layout (the default for 6 angles): nothing to alternate with.
+  const NlsqRunResult averaged = RunNlsqPipeline(
+      world, LaminarConfig(kDefaultStart, path, "    recovery:\n      phi0_restarts: 0\n"), Quiet(),
+      Logger::Silent());
+  EXPECT_FALSE(averaged.report.anti_degeneracy.hierarchical_active);
+  EXPECT_NE(averaged.report.anti_degeneracy.inactive_reason.find("averaged"), std::string::npos)
+      << averaged.report.anti_degeneracy.inactive_reason;
+  // Switched off.
+  const NlsqRunResult off = RunNlsqPipeline(
+      world,
+      LaminarConfig(kDefaultStart, path,
+                    "    anti_degeneracy:\n      per_angle_mode: individual\n      hierarchical:\n"
+                    "        enable: false\n    recovery:\n      phi0_restarts: 0\n"),
+      Quiet(), Logger::Silent());
+  EXPECT_FALSE(off.report.anti_degeneracy.hierarchical_active);
+  EXPECT_TRUE(SameBits(off.expanded, plain.expanded));
 }
 
 // From here the local fit stalls far from the minimum (checked below).
