@@ -45,6 +45,16 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
           g.generations, g.evaluations, g.restarts, g.global_search_time_s, g.selected);
     }
   }
+  for (const std::string& a : f.recovery_actions) {
+    out += fmt::format("  recovery          {}\n", a);
+  }
+  if (f.anti_degeneracy.hierarchical_active) {
+    out += fmt::format("  anti-degeneracy   hierarchical stage: {} outer iteration(s) ({}), {}{}\n",
+                       f.anti_degeneracy.outer_iterations, f.anti_degeneracy.stop,
+                       f.anti_degeneracy.shear_weights.empty() ? "unweighted" : "shear-weighted",
+                       f.anti_degeneracy.selected == "hierarchical" ? "; its answer was kept"
+                                                                    : "; the plain fit was kept");
+  }
   for (const nlsq::CorrelatedPair& p : f.degeneracy.correlated) {
     out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,
                        p.correlation);

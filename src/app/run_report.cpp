@@ -215,6 +215,26 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "warnings" << YAML::Value << dg.warnings << YAML::EndMap;
   }
 
+  if (r != nullptr && !r->expanded.empty()) {
+    // What the pipeline did beyond the local fit (nlsq/fit_pipeline.h).
+    y << YAML::Key << "recovery_actions" << YAML::Value << r->report.recovery_actions;
+    const nlsq::AntiDegeneracyReport& a = r->report.anti_degeneracy;
+    y << YAML::Key << "anti_degeneracy" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "per_angle_mode" << YAML::Value << r->report.per_angle_mode;
+    y << YAML::Key << "hierarchical_active" << YAML::Value << a.hierarchical_active;
+    if (a.hierarchical_active) {
+      y << YAML::Key << "outer_iterations" << YAML::Value << a.outer_iterations;
+      y << YAML::Key << "stop" << YAML::Value << a.stop;
+      y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
+      y << YAML::Key << "plain_chi_squared" << YAML::Value << a.plain_chi_squared;
+      y << YAML::Key << "selected" << YAML::Value << a.selected;
+      y << YAML::Key << "shear_weights" << YAML::Value << YAML::Flow << a.shear_weights;
+    } else {
+      y << YAML::Key << "inactive_reason" << YAML::Value << a.inactive_reason;
+    }
+    y << YAML::EndMap;
+  }
+
   if (r != nullptr && !r->expanded.empty() && r->report.global_search) {
     // The CMA-ES global stage (nlsq/global_stage.h): what ran, which answer was kept.
     const nlsq::GlobalSearchReport& g = *r->report.global_search;

@@ -36,11 +36,22 @@ done
 [ "$(grep -c 'NLSQ OPTIMIZATION COMPLETE' <<<"$out")" -eq 1 ] || { echo "FAIL: summary not once"; exit 1; }
 grep -q 'truth vs fit' <<<"$out" || { echo "FAIL: no truth table"; exit 1; }
 grep -q '"convergence_status": "converged"' "$tmp/out/nlsq/parameters.json" || { echo "FAIL: not converged"; exit 1; }
+# The default pipeline's phi0 check ran (4 restarts) and says so; the anti-degeneracy stage
+# is inactive for the averaged layout of 4 angles and says why.
+/usr/bin/python3 - "$tmp/out/nlsq/analysis_results_nlsq.json" <<'PY' || { echo "FAIL: nlsq_diagnostics"; exit 1; }
+import json, sys
+a = json.load(open(sys.argv[1]))
+d = a["nlsq_diagnostics"]
+assert d["hierarchical_active"] is False and d["hierarchical"] is None, d
+assert "averaged" in d["hierarchical_inactive_reason"] and d["regularization_active"] is False, d
+assert len(a["recovery_actions"]) == 1 and a["recovery_actions"][0].startswith("phi0 check: "), a
+PY
 h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_solver_scaled' || { echo "FAIL: fitted_data.h5 content"; exit 1; }
 ls -a "$tmp/out/nlsq" | grep -q 'tmp' && { echo "FAIL: temporary file left"; exit 1; }
 rep="$tmp/out/run_report.yaml"
 for key in '^machine:' '^libraries:' '^config:' '^data:' '^timing_seconds:' '^throughput:' \
-           '^self_checks:' '  ranks: 2' 'hdf5_parallel: true'; do
+           '^self_checks:' '  ranks: 2' 'hdf5_parallel: true' '^recovery_actions:' \
+           '^anti_degeneracy:' '  inactive_reason: auto_averaged per-angle layout'; do
   grep -q "$key" "$rep" || { echo "FAIL: run_report.yaml lacks $key"; exit 1; }
 done
 [ "$(grep -c '{rank: ' "$rep")" -eq 2 ] || { echo "FAIL: placement of both ranks"; exit 1; }
