@@ -675,6 +675,26 @@ std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledPara
   return kept;
 }
 
+// Bimodal shard posteriors of the physical parameters (every shard with draws, used or
+// not): reported, and warned about where ≥ 5 % of the shards hold two modes.
+void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
+                     const std::vector<ShardDraws>& theta_draws, CmcRunResult& result,
+                     const Logger& logger) {
+  const auto& rp = cfg.optimization.cmc.reparameterization;
+  result.bimodality =
+      DetectBimodality(theta_draws, sp.names(), {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"},
+                       rp.bimodal_min_weight, rp.bimodal_min_separation);
+  for (const BimodalParameter& b : result.bimodality) {
+    if (!b.flagged) continue;
+    result.warnings.push_back(fmt::format(
+        "CMC: {} is bimodal in {} of {} shard(s) (modes near {:.6g} and {:.6g}); the consensus "
+        "treats each shard as one Gaussian and lands between the modes (mode-aware consensus "
+        "is not implemented)",
+        b.name, b.bimodal_shards.size(), b.shards_tested, b.lower_mode, b.upper_mode));
+    logger.Warn("{}", result.warnings.back());
+  }
+}
+
 // The consensus of the kept shards, in the model parameters (result.draws).
 void CombinePhase(const std::vector<ShardDraws>& kept, const SamplingSites& sites, int n_theta,
                   CmcRunResult& result) {
@@ -684,6 +704,21 @@ void CombinePhase(const std::vector<ShardDraws>& kept, const SamplingSites& site
     const std::vector<double> th =
         sites.ToTheta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
     result.draws.insert(result.draws.end(), th.begin(), th.end());
+  }
+}
+
+// Phase: the posterior against the NLSQ warm start (rank 0).
+void CompareWithNlsqPhase(const nlsq::NlsqRunResult* warm, CmcRunResult& result,
+                          const Logger& logger) {
+  if (warm == nullptr) return;
+  result.nlsq_comparison = CompareWithNlsq(warm->report, result.parameters);
+  for (const NlsqComparison& c : result.nlsq_comparison) {
+    if (!c.disagrees) continue;
+    result.warnings.push_back(fmt::format(
+        "CMC and NLSQ disagree on {}: posterior {:.6g} ± {:.3g}, NLSQ {:.6g} ± {:.3g} (z = {:.2f} "
+        "> {})",
+        c.name, c.cmc_mean, c.cmc_std, c.nlsq_value, c.nlsq_std, c.z, kNlsqDisagreementZ));
+    logger.Warn("{}", result.warnings.back());
   }
 }
 
@@ -778,8 +813,10 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
         ShardDrawsInModelSpace(gathered.draws, sites, params.size(), result);
     const std::vector<ShardDraws> kept =
         FilterPhase(cfg, params, start, std::move(gathered), theta_draws, result, logger);
+    BimodalityPhase(cfg, params, theta_draws, result, logger);
     CombinePhase(kept, sites, params.size(), result);
     Summarise(mode, params, result);
+    CompareWithNlsqPhase(start.warm_physics, result, logger);
   });
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
@@ -787,6 +824,29 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
                             result.seconds));
   if (world.is_root()) LogShards(result, logger);
   return result;
+}
+
+std::vector<NlsqComparison> CompareWithNlsq(const nlsq::FitReport& nlsq,
+                                            const std::vector<ParameterSummary>& posterior) {
+  std::vector<NlsqComparison> out;
+  for (std::size_t p = 0; p < nlsq.physical_names.size(); ++p) {
+    const auto it =
+        std::find_if(posterior.begin(), posterior.end(),
+                     [&](const ParameterSummary& s) { return s.name == nlsq.physical_names[p]; });
+    if (it == posterior.end()) continue;  // not sampled (fixed)
+    NlsqComparison c;
+    c.name = it->name;
+    c.cmc_mean = it->mean;
+    c.cmc_std = it->std;
+    c.nlsq_value = nlsq.physical_values[p];
+    c.nlsq_std = p < nlsq.physical_uncertainties.size() ? nlsq.physical_uncertainties[p] : 0.0;
+    const double scale = std::sqrt(c.cmc_std * c.cmc_std + c.nlsq_std * c.nlsq_std);
+    const double gap = std::abs(c.cmc_mean - c.nlsq_value);
+    c.z = scale > 0.0 ? gap / scale : (gap > 0.0 ? HUGE_VAL : 0.0);
+    c.disagrees = !(c.z <= kNlsqDisagreementZ);  // NaN counts as disagreeing
+    out.push_back(c);
+  }
+  return out;
 }
 
 void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
@@ -841,6 +901,16 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                                                        .dump(2) +
                                                    "\n");
   const std::string flag = r.max_rhat < 1.05 ? "good" : r.max_rhat < 1.1 ? "acceptable" : "poor";
+  json comparison = json::array();
+  for (const NlsqComparison& c : r.nlsq_comparison) {
+    comparison.push_back({{"parameter", c.name},
+                          {"cmc_mean", c.cmc_mean},
+                          {"cmc_std", c.cmc_std},
+                          {"nlsq_value", c.nlsq_value},
+                          {"nlsq_std", c.nlsq_std},
+                          {"z", std::isfinite(c.z) ? json(c.z) : json(nullptr)},
+                          {"disagrees", c.disagrees}});
+  }
   WriteFileAtomically(
       dir / "analysis_results_cmc.json",
       json{{"method", "cmc"},
@@ -849,7 +919,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
            {"sampling_quality",
             {{"convergence_status", r.all_converged ? "converged" : "not_converged"},
              {"quality_flag", flag}}},
-           {"sampling_summary", sampling}}
+           {"sampling_summary", sampling},
+           {"nlsq_comparison", comparison}}
               .dump(2) +
           "\n");
   json shards = json::array();
@@ -866,6 +937,15 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"used_in_combination", d.used},
                       {"rejection_reason", d.rejection}});
   }
+  json bimodality = json::array();
+  for (const BimodalParameter& b : r.bimodality) {
+    bimodality.push_back({{"parameter", b.name},
+                          {"shards_tested", b.shards_tested},
+                          {"bimodal_shards", b.bimodal_shards},
+                          {"lower_mode", b.lower_mode},
+                          {"upper_mode", b.upper_mode},
+                          {"flagged", b.flagged}});
+  }
   json rejected = json::array();
   for (const auto& d : r.shards) {
     if (!d.used) rejected.push_back({{"shard", d.shard}, {"reason", d.rejection}});
@@ -880,6 +960,7 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
              {"combination_method", r.combination_method},
              {"rejected_shards", rejected},
              {"warnings", r.warnings},
+             {"bimodality", bimodality},
              {"shard_summary", shards}}}}
               .dump(2) +
           "\n");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "cmc/bimodality.h"
 #include "cmc/cmc_checkpoint.h"
 #include "config/config.h"
 #include "core/log.h"
@@ -65,6 +66,17 @@ struct ShardDiagnostics {
   std::string rejection;                   // why not
 };
 
+// A physical parameter's CMC posterior against its NLSQ warm start: z = |mean − value| /
+// sqrt(std² + nlsq_std²); z > 3 is a disagreement (homodyne logs it; so do we, and write it).
+struct NlsqComparison {
+  std::string name;
+  double cmc_mean = 0.0, cmc_std = 0.0;
+  double nlsq_value = 0.0, nlsq_std = 0.0;
+  double z = 0.0;
+  bool disagrees = false;
+};
+inline constexpr double kNlsqDisagreementZ = 3.0;
+
 struct CmcRunResult {
   std::string analysis_mode;
   std::string per_angle_mode;
@@ -79,13 +91,19 @@ struct CmcRunResult {
   std::vector<ShardDiagnostics> shards;
   int shards_used = 0;
   std::string combination_method = "robust_consensus_mc";
-  std::vector<std::string> warnings;  // heterogeneity warnings of the shard filter
+  std::vector<std::string> warnings;  // the shard filter's heterogeneity, NLSQ disagreements
+  std::vector<NlsqComparison> nlsq_comparison;  // warm-started from NLSQ: every physical one
+  std::vector<BimodalParameter> bimodality;     // D0, alpha, D_offset, gamma_dot_t0, beta
   double max_rhat = 0.0;
   double min_ess = 0.0;
   double acceptance_rate = 0.0;
   double seconds = 0.0;
   bool all_converged = false;  // every shard's max R̂ < 1.1
 };
+
+// Every physical parameter of `nlsq` that the posterior summarises, compared (NlsqComparison).
+std::vector<NlsqComparison> CompareWithNlsq(const nlsq::FitReport& nlsq,
+                                            const std::vector<ParameterSummary>& posterior);
 
 // Collective over `world`; the returned result is complete on rank 0.
 CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRunOptions& options,

@@ -97,6 +97,23 @@ void PackResult(Packer& p, CmcRunResult& r) {
   p(r.shards_used);
   p(r.combination_method);
   p.Each(r.warnings, [&](std::string& w) { p(w); });
+  p.Each(r.bimodality, [&](BimodalParameter& m) {
+    p(m.name);
+    p(m.shards_tested);
+    p.Each(m.bimodal_shards, [&](int& s) { p(s); });
+    p(m.lower_mode);
+    p(m.upper_mode);
+    p(m.flagged);
+  });
+  p.Each(r.nlsq_comparison, [&](NlsqComparison& c) {
+    p(c.name);
+    p(c.cmc_mean);
+    p(c.cmc_std);
+    p(c.nlsq_value);
+    p(c.nlsq_std);
+    p(c.z);
+    p(c.disagrees);
+  });
   p(r.max_rhat);
   p(r.min_ess);
   p(r.acceptance_rate);

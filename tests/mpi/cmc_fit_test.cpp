@@ -91,6 +91,14 @@ TEST(CmcFit, PosteriorCoversTheTruthAndIsIndependentOfRanks) {
       EXPECT_LE(std::abs(p.mean - warm.report.physical_values[i]), 3.0 * p.std) << p.name;
     }
   }
+  // The comparison with the warm start is in the result, parameter by parameter; agreeing
+  // here, it adds no warning.
+  ASSERT_EQ(r.nlsq_comparison.size(), truth.size());
+  for (const NlsqComparison& c : r.nlsq_comparison) {
+    EXPECT_TRUE(std::isfinite(c.z)) << c.name;
+    EXPECT_FALSE(c.disagrees) << c.name << " z " << c.z;
+  }
+  for (const std::string& w : r.warnings) EXPECT_EQ(w.find("disagree on"), std::string::npos) << w;
 }
 
 }  // namespace
