@@ -182,12 +182,13 @@ void AddRecovery(const KeyAdder& r) {
             kNullable);
   r.Used("on_stall", T::kString, "restarts", OneOf({"restarts", "cmaes", "none"}),
          "After a local fit that ends stalled or at max_iterations: restarts (local fits from "
-         "the lowest-chi2 half of stall_starts Latin-hypercube points of the box), cmaes (the "
+         "the lowest-chi2 half of stall_starts Latin-hypercube starts: D0, alpha, gamma_dot_t0, "
+         "beta, phi0 drawn from their bounds), cmaes (the "
          "CMA-ES box search of optimization.nlsq.cmaes, then refinement) or none; the lowest "
          "chi2 is kept",
          f(&NlsqRecovery::on_stall));
   r.Used("stall_starts", T::kInt, "10", AtLeast(1),
-         "Latin-hypercube points screened by chi2 for on_stall: restarts (seed 42)",
+         "Latin-hypercube starts screened by chi2 for on_stall: restarts (seed 42)",
          f(&NlsqRecovery::stall_starts));
   r.Used("phi0_restarts", T::kInt, "4", NonNegative(),
          "laminar_flow: local fits restarted from the answer with phi0 at this many evenly "

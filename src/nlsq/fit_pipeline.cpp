@@ -49,6 +49,33 @@ int Phi0Index(const XpcsFitSession& session) {
 
 }  // namespace
 
+std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,
+                                                    std::uint64_t seed) {
+  const std::vector<double>& x0 = session.x0();
+  const std::size_t n = x0.size();
+  const std::size_t first_physical = n - static_cast<std::size_t>(session.num_physical());
+  std::vector<double> lo = x0, hi = x0;
+  std::vector<bool> log_scale(n, false);
+  for (std::size_t i = first_physical; i < n; ++i) {
+    const std::string& name = session.parameter_names()[i];
+    if (name == "D_offset" || name == "gamma_dot_t_offset") continue;  // kept at the start's
+    lo[i] = session.lower()[i];
+    hi[i] = session.upper()[i];
+    if (lo[i] > 0.0 && hi[i] > 100.0 * lo[i]) {
+      log_scale[i] = true;
+      lo[i] = std::log(lo[i]);
+      hi[i] = std::log(hi[i]);
+    }
+  }
+  std::vector<std::vector<double>> starts = LatinHypercube(n_starts, lo, hi, seed);
+  for (auto& x : starts) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (log_scale[i]) x[i] = std::clamp(std::exp(x[i]), session.lower()[i], session.upper()[i]);
+    }
+  }
+  return starts;
+}
+
 RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
   RecoveryOptions o;
   if (r.on_stall == "restarts") {
@@ -140,7 +167,7 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
                                 const Logger& logger, bool progress,
                                 std::vector<std::string>& actions) {
-  const auto starts = LatinHypercube(n_starts, session.lower(), session.upper(), seed);
+  const auto starts = StallRestartStarts(session, n_starts, seed);
   std::vector<double> chi2;
   session.Chi2Batch(starts, chi2);
   std::vector<int> order(starts.size());
@@ -149,8 +176,8 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
   const int keep = std::min(n_starts, std::max(3, n_starts / 2));
   logger.Info(
-      "NLSQ stall recovery: local fits from the {} lowest-chi2 of {} Latin-hypercube points of "
-      "the box (seed {})",
+      "NLSQ stall recovery: local fits from the {} lowest-chi2 of {} Latin-hypercube starts "
+      "(seed {})",
       keep, n_starts, seed);
   SolverSummary chosen = stalled;
   int chosen_k = -1;

@@ -5,7 +5,7 @@
 //                  good warm start);
 //   stall          otherwise, when the local fit ended stalled or at max_iterations,
 //                  recovery.on_stall: restarts (local fits from the lowest-χ² half of
-//                  stall_starts Latin-hypercube points, one batched pass to screen them),
+//                  stall_starts Latin-hypercube starts, one batched pass to screen them),
 //                  cmaes (the CMA-ES stage searching the box) or none;
 //   phi0 check     laminar_flow with phi0 free: local fits restarted from the answer with
 //                  phi0 at recovery.phi0_restarts evenly spaced points of its bounds;
@@ -53,7 +53,16 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
                               const Logger& logger, bool progress,
                               std::vector<std::string>& actions);
 
-// Collective. Restarts after a stall: `n_starts` Latin-hypercube points of the box screened
+// The starts of the stall recovery: the configured start with D0, alpha, gamma_dot_t0,
+// beta and phi0 drawn from a Latin hypercube of their bounds (log-uniform where the bounds
+// are positive and span more than a factor 100: D0, gamma_dot_t0), and the per-angle
+// scaling, D_offset and gamma_dot_t_offset kept at the start's values. Uniform draws of
+// the offsets' wide default bounds (±1e5, ±0.1) mostly land where D(t) is floored or the
+// shear rate is all offset, which are the plateaus the stalled fit is on.
+std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,
+                                                    std::uint64_t seed);
+
+// Collective. Restarts after a stall: `n_starts` Latin-hypercube starts (StallRestartStarts)
 // by χ² in one batched pass, local fits from the lowest max(3, n_starts/2); returns the
 // lowest χ² among `stalled` and them. Each restart checkpoints under
 // "<dir>/stall_restart_<k>".
