@@ -49,6 +49,25 @@ int Phi0Index(const XpcsFitSession& session) {
 
 }  // namespace
 
+std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s) {
+  std::string out;
+  const std::size_t n = s.x.size();
+  if (s.at_lower_bound.size() != n || s.at_upper_bound.size() != n) return out;
+  for (std::size_t i = n - static_cast<std::size_t>(session.num_physical()); i < n; ++i) {
+    if (!s.at_lower_bound[i] && !s.at_upper_bound[i]) continue;
+    out += (out.empty() ? "" : ", ") + session.parameter_names()[i] +
+           (s.at_lower_bound[i] ? " at its lower bound" : " at its upper bound");
+  }
+  return out;
+}
+
+std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s) {
+  if (s.termination != Termination::kConverged) {
+    return fmt::format("ended {}", ToString(s.termination));
+  }
+  return fmt::format("converged with {}", PhysicalAtBound(session, s));
+}
+
 std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,
                                                     std::uint64_t seed) {
   const std::vector<double>& x0 = session.x0();
@@ -192,17 +211,18 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
       chosen_k = k;
     }
   }
+  const std::string why = WhyRestart(session, stalled);
   if (chosen_k < 0) {
     actions.push_back(fmt::format(
-        "stall recovery: {} local fit(s) from Latin-hypercube starts found no lower chi2 than "
-        "the {} fit's {:.12g}",
-        keep, ToString(stalled.termination), stalled.final_chi2));
+        "restarts (the local fit {}, chi2 {:.12g}): {} local fit(s) from Latin-hypercube starts "
+        "found no lower minimum",
+        why, stalled.final_chi2, keep));
   } else {
     actions.push_back(fmt::format(
-        "stall recovery: after a {} local fit (chi2 {:.12g}), the fit from Latin-hypercube start "
-        "{} of {} ended {} at chi2 {:.12g}",
-        ToString(stalled.termination), stalled.final_chi2, order[chosen_k], n_starts,
-        ToString(chosen.termination), chosen.final_chi2));
+        "restarts (the local fit {}, chi2 {:.12g}): the fit from Latin-hypercube start {} of {} "
+        "ended {} at chi2 {:.12g}",
+        why, stalled.final_chi2, order[chosen_k], n_starts, ToString(chosen.termination),
+        chosen.final_chi2));
   }
   logger.Info("NLSQ {}", actions.back());
   return chosen;
@@ -265,12 +285,16 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
 
   // Phase 2: the global stage as configured, or the recovery after a stall.
   SolverSummary answer;
+  // Restarts after a stall, and after a converged answer with a physical parameter at a
+  // bound of the box: those are where the recovery studies found the remaining local
+  // minima labelled converged (gamma_dot_t_offset at -0.1 with D_offset far below zero).
   const bool stalled = local && local->termination != Termination::kConverged;
-  if (!selection.run && stalled && recovery.on_stall == StallRecovery::kRestarts) {
+  const bool at_bound = local && !stalled && !PhysicalAtBound(session, *local).empty();
+  if (!selection.run && (stalled || at_bound) && recovery.on_stall == StallRecovery::kRestarts) {
     logger.Warn(
-        "NLSQ: the local fit ended {} (chi2 {:.12g}); restarting from the box "
+        "NLSQ: the local fit {} (chi2 {:.12g}); restarting from the box "
         "(optimization.nlsq.recovery.on_stall: restarts)",
-        ToString(local->termination), local->final_chi2);
+        WhyRestart(session, *local), local->final_chi2);
     answer = RestartAfterStall(session, *local, recovery.stall_starts, recovery.seed,
                                options.checkpoints, logger, progress, actions);
   } else if (selection.run || (stalled && recovery.on_stall == StallRecovery::kCmaes)) {

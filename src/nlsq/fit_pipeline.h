@@ -3,7 +3,8 @@
 //   local fit      from the configured start (the CMA-ES stage's warm start);
 //   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
 //                  good warm start);
-//   stall          otherwise, when the local fit ended stalled or at max_iterations,
+//   stall          otherwise, when the local fit ended stalled or at max_iterations (or,
+//                  for restarts, converged with a physical parameter at a bound),
 //                  recovery.on_stall: restarts (local fits from the lowest-χ² half of
 //                  stall_starts Latin-hypercube starts, one batched pass to screen them),
 //                  cmaes (the CMA-ES stage searching the box) or none;
@@ -52,6 +53,11 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
                               const std::optional<checkpoint::CheckpointSettings>& checkpoints,
                               const Logger& logger, bool progress,
                               std::vector<std::string>& actions);
+
+// The physical parameters of `s` at a bound ("phi0 at its upper bound, …"; empty: none).
+std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s);
+// "ended stalled" / "converged with D0 at its lower bound" (for the log and the actions).
+std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
 
 // The starts of the stall recovery: the configured start with D0, alpha, gamma_dot_t0,
 // beta and phi0 drawn from a Latin hypercube of their bounds (log-uniform where the bounds

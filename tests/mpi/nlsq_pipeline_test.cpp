@@ -335,7 +335,7 @@ TEST(NlsqPipeline, StalledLocalFitIsRecoveredFromTheBox) {
   EXPECT_FALSE(r.report.global_search.has_value());
   EXPECT_LT(r.report.chi_squared, 0.1 * stuck.report.chi_squared);
   ASSERT_FALSE(r.report.recovery_actions.empty());
-  EXPECT_NE(r.report.recovery_actions[0].find("stall recovery: after a"), std::string::npos)
+  EXPECT_NE(r.report.recovery_actions[0].find("restarts (the local fit ended "), std::string::npos)
       << r.report.recovery_actions[0];
   const Comm self = world.Split(world.rank(), 0);
   const NlsqRunResult alone =
@@ -354,6 +354,29 @@ TEST(NlsqPipeline, StalledLocalFitIsRecoveredFromTheBox) {
   ASSERT_FALSE(g.report.recovery_actions.empty());
   EXPECT_NE(g.report.recovery_actions[0].find("global search after a"), std::string::npos)
       << g.report.recovery_actions[0];
+}
+
+// A converged answer with a physical parameter at a bound is checked by the same restarts
+// (the remaining converged-but-wrong answers of the recovery studies sat at a bound); the
+// action names the parameter.
+TEST(NlsqPipeline, ConvergedAtABoundIsCheckedByRestarts) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_bound");
+  const std::string path = WritePhi0Data(dir);
+  // gamma_dot_t_offset is 8.2e-5 in the data: capped at 0, the answer sits on the cap.
+  const std::string capped =
+      "    recovery:\n      phi0_restarts: 0\nparameter_space:\n  bounds:\n"
+      "    - {name: gamma_dot_t_offset, min: -0.1, max: 0.0}\n";
+  const config::Config cfg = LaminarConfig(kTruth, path, capped);
+  const NlsqRunResult local = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
+  ASSERT_EQ(local.report.convergence_status, "converged");
+  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  ASSERT_FALSE(r.report.recovery_actions.empty());
+  EXPECT_EQ(r.report.recovery_actions[0].rfind(
+                "restarts (the local fit converged with gamma_dot_t_offset at its upper bound", 0),
+            0u)
+      << r.report.recovery_actions[0];
+  EXPECT_LE(r.report.chi_squared, local.report.chi_squared);
 }
 
 }  // namespace
