@@ -390,19 +390,25 @@ std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, i
 
 // Pools the chains' draws and computes the shard's diagnostics.
 void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
-                     const nuts::NutsOptions& no, LocalShardResult& r) {
+                     const nuts::NutsOptions& no, const SamplingSites& sites, LocalShardResult& r) {
   const auto n_chains = static_cast<int>(runs.size());
   double accept = 0, sigma_sum = 0;
   std::int64_t divergent = 0, saturated = 0, draws = 0;
   std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
+  std::vector<nuts::Chains> theta_chains(static_cast<std::size_t>(n_theta));
   for (const nuts::ChainRun& run : runs) {
     for (int p = 0; p < n_theta; ++p)
       chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
+    for (auto& tc : theta_chains) tc.emplace_back();
     for (int j = 0; j < no.num_samples; ++j) {
       const double* q =
           run.draws.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(n_theta + 1);
       r.draws.insert(r.draws.end(), q, q + n_theta);
       sigma_sum += std::exp(q[n_theta]);
+      const std::vector<double> th = sites.ToTheta(q);
+      for (int p = 0; p < n_theta; ++p) {
+        theta_chains[static_cast<std::size_t>(p)].back().push_back(th[static_cast<std::size_t>(p)]);
+      }
     }
     r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
     for (const auto& st : run.stats) {
@@ -418,6 +424,13 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
     const auto ess = nuts::SplitRankNormalizedEss(ch);
     min_ess = std::min(min_ess, std::min(ess.bulk, ess.tail));
   }
+  for (const auto& tc : theta_chains) {
+    r.diag.rhat.push_back(n_chains > 1 ? nuts::SplitRankNormalizedRhat(tc).Max() : std::nan(""));
+    const auto ess = nuts::SplitRankNormalizedEss(tc);
+    r.diag.ess.push_back(std::min(ess.bulk, ess.tail));
+  }
+  r.diag.divergences = divergent;
+  r.diag.treedepth_hits = saturated;
   r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
   r.diag.min_ess = min_ess;
   r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
@@ -497,7 +510,7 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
       r.shard = s;
       r.diag.shard = s;
       r.diag.points = c.shards.plan.Points(s);
-      SummariseChains(runs, n_theta, no, r);
+      SummariseChains(runs, n_theta, no, c.sites, r);
       local.push_back(std::move(r));
       // Progress (rank 0's own shards stand for the others: same size, same settings).
       const double elapsed =
@@ -547,7 +560,10 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
         {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
          r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
          r.diag.treedepth_saturation_rate, static_cast<double>(r.diag.gradient_evaluations),
-         static_cast<double>(r.draws.size())});
+         static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits)});
+    packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
+    packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
+    packed.push_back(static_cast<double>(r.draws.size()));
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
   const int count = static_cast<int>(packed.size());
@@ -582,10 +598,17 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       d.noise_sigma_mean = all[pos + 6];
       d.treedepth_saturation_rate = all[pos + 7];
       d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
-      const auto n = static_cast<std::size_t>(all[pos + 9]);
-      g.draws[s].draws.assign(all.begin() + static_cast<std::ptrdiff_t>(pos + 10),
-                              all.begin() + static_cast<std::ptrdiff_t>(pos + 10 + n));
-      pos += 10 + n;
+      d.divergences = static_cast<std::int64_t>(all[pos + 9]);
+      d.treedepth_hits = static_cast<std::int64_t>(all[pos + 10]);
+      pos += 11;
+      const auto nt = static_cast<std::size_t>(n_theta);
+      const auto at = [&](std::size_t k) { return all.begin() + static_cast<std::ptrdiff_t>(k); };
+      d.rhat.assign(at(pos), at(pos + nt));
+      d.ess.assign(at(pos + nt), at(pos + 2 * nt));
+      pos += 2 * nt;
+      const auto n = static_cast<std::size_t>(all[pos]);
+      g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
+      pos += 1 + n;
     }
   });
   return g;
@@ -767,6 +790,7 @@ CmcRunResult ResultOfSettings(model::AnalysisMode mode, const SampledParameters&
   result.num_chains = sampler.chains;
   result.num_warmup = sampler.nuts.num_warmup;
   result.num_samples = sampler.nuts.num_samples;
+  result.target_accept = sampler.nuts.target_accept;
   result.names = sp.names();
   return result;
 }
@@ -849,6 +873,104 @@ std::vector<NlsqComparison> CompareWithNlsq(const nlsq::FitReport& nlsq,
   return out;
 }
 
+namespace {
+
+nlohmann::json NumberOrNull(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+
+// cmc/diagnostics.json: homodyne's keys (convergence.per_parameter_diagnostics,
+// ess_threshold, sampling_efficiency, posterior_checks, cmc_specific.shard_summary and
+// overall_diagnostics) computed on the shards' own chains, plus ours.
+nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shards,
+                               const nlohmann::json& rejected, const nlohmann::json& bimodality) {
+  using nlohmann::json;
+  constexpr double kRhatThreshold = 1.1;
+  constexpr double kEssThreshold = 400.0;
+  bool any_used = false;
+  for (const auto& d : r.shards) any_used = any_used || d.used;
+  // Per parameter: the worst shard (largest R̂, smallest ESS) among those combined.
+  json per_parameter = json::array();
+  double ess_sum = 0.0;
+  for (std::size_t p = 0; p < r.names.size(); ++p) {
+    double rhat = -HUGE_VAL, ess = HUGE_VAL;
+    bool have_rhat = false;
+    for (const auto& d : r.shards) {
+      if ((any_used && !d.used) || p >= d.rhat.size()) continue;
+      if (std::isfinite(d.rhat[p])) {
+        rhat = std::max(rhat, d.rhat[p]);
+        have_rhat = true;
+      }
+      ess = std::min(ess, d.ess[p]);
+    }
+    if (std::isfinite(ess)) ess_sum += ess;
+    per_parameter.push_back({{"name", r.names[p]},
+                             {"r_hat", have_rhat ? json(rhat) : json(nullptr)},
+                             {"ess", NumberOrNull(ess)},
+                             {"converged", have_rhat && rhat < kRhatThreshold},
+                             {"deterministic", false}});
+  }
+  std::int64_t divergences = 0, treedepth = 0;
+  int converged_shards = 0;
+  std::vector<double> acceptance;
+  for (const auto& d : r.shards) {
+    divergences += d.divergences;
+    treedepth += d.treedepth_hits;
+    converged_shards += d.max_rhat < kRhatThreshold ? 1 : 0;
+    acceptance.push_back(d.acceptance_rate);
+  }
+  json acceptance_stats = nullptr;
+  if (!acceptance.empty()) {
+    double mean = 0.0, var = 0.0;
+    for (double a : acceptance) mean += a;
+    mean /= static_cast<double>(acceptance.size());
+    for (double a : acceptance) var += (a - mean) * (a - mean);
+    acceptance_stats = {{"mean", mean},
+                        {"min", *std::min_element(acceptance.begin(), acceptance.end())},
+                        {"max", *std::max_element(acceptance.begin(), acceptance.end())},
+                        {"std", std::sqrt(var / static_cast<double>(acceptance.size()))}};
+  }
+  const double total_draws = static_cast<double>(r.num_samples) * r.num_chains;
+  const int n_shards = static_cast<int>(r.shards.size());
+  return {
+      {"convergence",
+       {{"all_chains_converged", r.all_converged},
+        {"r_hat_threshold", kRhatThreshold},
+        {"per_parameter_diagnostics", per_parameter},
+        {"ess_threshold", kEssThreshold}}},
+      {"sampling_efficiency",
+       {{"acceptance_rate", r.acceptance_rate},
+        {"target_acceptance", r.target_accept},
+        {"divergences", divergences},
+        {"tree_depth_warnings", treedepth}}},
+      {"posterior_checks",
+       {{"effective_sample_size_ratio",
+         NumberOrNull(r.names.empty() || total_draws <= 0.0
+                          ? std::nan("")
+                          : ess_sum / static_cast<double>(r.names.size()) / total_draws)}}},
+      {"cmc_specific",
+       {{"shard_summary",
+         {{"num_shards", n_shards},
+          {"shards_converged", converged_shards},
+          {"convergence_rate",
+           n_shards > 0 ? static_cast<double>(converged_shards) / n_shards : 0.0},
+          {"acceptance_rate_stats", acceptance_stats}}},
+        {"overall_diagnostics",
+         {{"combination_success", r.shards_used > 0},
+          {"n_shards_converged", converged_shards},
+          {"n_shards_total", n_shards},
+          {"success_rate", n_shards > 0 ? static_cast<double>(r.shards_used) / n_shards : 0.0}}},
+        {"combination_method", r.combination_method},
+        {"num_shards", r.num_shards},
+        {"num_shards_used", r.shards_used},
+        {"rejected_shards", rejected},
+        {"warnings", r.warnings},
+        {"bimodality", bimodality},
+        {"shards", shards}}}};
+}
+
+}  // namespace
+
 void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   using nlohmann::json;
   const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";
@@ -925,6 +1047,11 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
           "\n");
   json shards = json::array();
   for (const auto& d : r.shards) {
+    json rhat = json::object(), ess = json::object();
+    for (std::size_t p = 0; p < r.names.size() && p < d.rhat.size(); ++p) {
+      rhat[r.names[p]] = NumberOrNull(d.rhat[p]);
+      ess[r.names[p]] = NumberOrNull(d.ess[p]);
+    }
     shards.push_back({{"shard", d.shard},
                       {"points", d.points},
                       {"max_r_hat", d.max_rhat},
@@ -934,6 +1061,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"sigma_mean", d.noise_sigma_mean},
                       {"treedepth_saturation_rate", d.treedepth_saturation_rate},
                       {"gradient_evaluations", d.gradient_evaluations},
+                      {"divergences", d.divergences},
+                      {"treedepth_hits", d.treedepth_hits},
+                      {"r_hat", rhat},
+                      {"ess", ess},
                       {"used_in_combination", d.used},
                       {"rejection_reason", d.rejection}});
   }
@@ -951,19 +1082,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
     if (!d.used) rejected.push_back({{"shard", d.shard}, {"reason", d.rejection}});
   }
   WriteFileAtomically(dir / "shard_diagnostics.json", shards.dump(2) + "\n");
-  WriteFileAtomically(
-      dir / "diagnostics.json",
-      json{{"convergence", {{"all_chains_converged", r.all_converged}, {"r_hat_threshold", 1.1}}},
-           {"cmc_specific",
-            {{"num_shards", r.num_shards},
-             {"num_shards_used", r.shards_used},
-             {"combination_method", r.combination_method},
-             {"rejected_shards", rejected},
-             {"warnings", r.warnings},
-             {"bimodality", bimodality},
-             {"shard_summary", shards}}}}
-              .dump(2) +
-          "\n");
+  WriteFileAtomically(dir / "diagnostics.json",
+                      DiagnosticsJson(r, shards, rejected, bimodality).dump(2) + "\n");
   const std::uint64_t n_draws = r.names.empty() ? 0 : r.draws.size() / r.names.size();
   io::GroupAttributes attrs;
   std::string names;

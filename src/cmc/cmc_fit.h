@@ -62,8 +62,13 @@ struct ShardDiagnostics {
   double noise_sigma_mean = 0.0;
   double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
   std::int64_t gradient_evaluations = 0;   // leapfrog steps of all its chains
-  bool used = true;                        // kept by the shard filters (shard_filter.h)
-  std::string rejection;                   // why not
+  std::int64_t divergences = 0;            // divergent draws of all its chains
+  std::int64_t treedepth_hits = 0;         // draws that hit max_tree_depth
+  // Per sampled parameter (CmcRunResult::names), on the model-space draws of each chain:
+  // split rank-normalised R̂ (NaN with one chain) and min(bulk, tail) ESS.
+  std::vector<double> rhat, ess;
+  bool used = true;       // kept by the shard filters (shard_filter.h)
+  std::string rejection;  // why not
 };
 
 // A physical parameter's CMC posterior against its NLSQ warm start: z = |mean − value| /
@@ -84,6 +89,7 @@ struct CmcRunResult {
   int num_chains = 0;
   int num_warmup = 0;
   int num_samples = 0;
+  double target_accept = 0.8;                    // the sampler's δ
   std::vector<std::string> names;                // sampled parameters (optimiser space)
   std::vector<double> draws;                     // combined, draws × names (constrained)
   std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)

@@ -73,6 +73,7 @@ void PackResult(Packer& p, CmcRunResult& r) {
   p(r.num_chains);
   p(r.num_warmup);
   p(r.num_samples);
+  p(r.target_accept);
   p.Each(r.names, [&](std::string& n) { p(n); });
   p.Values(r.draws);
   p.Each(r.shard_draws, [&](std::vector<double>& d) { p.Values(d); });
@@ -91,6 +92,10 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(d.noise_sigma_mean);
     p(d.treedepth_saturation_rate);
     p(d.gradient_evaluations);
+    p(d.divergences);
+    p(d.treedepth_hits);
+    p.Values(d.rhat);
+    p.Values(d.ess);
     p(d.used);
     p(d.rejection);
   });

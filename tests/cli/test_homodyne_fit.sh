@@ -103,6 +103,33 @@ h5ls -r "$tmp/outc/cmc/samples.h5" | grep -q 'shards/shard_00001' || { echo "FAI
 grep -q 'treedepth_saturation_rate' "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard diagnostics"; exit 1; }
 grep -q "rejected_shards" "$tmp/outc/cmc/diagnostics.json" && grep -q "used_in_combination" "$tmp/outc/cmc/shard_diagnostics.json" || { echo "FAIL: shard filter report"; exit 1; }
 grep -q 'CMC: shard 0 done' <<<"$out" || { echo "FAIL: no CMC progress line"; exit 1; }
+# cmc/diagnostics.json read as a homodyne script reads it (its keys and types), and the
+# comparison with the NLSQ warm start in analysis_results_cmc.json.
+/usr/bin/python3 - "$tmp/outc/cmc" <<'PY' || { echo "FAIL: diagnostics.json keys"; exit 1; }
+import json, math, os, sys
+d = json.load(open(os.path.join(sys.argv[1], "diagnostics.json")))
+c = d["convergence"]
+assert isinstance(c["all_chains_converged"], bool) and c["r_hat_threshold"] == 1.1
+assert c["ess_threshold"] == 400
+names = [p["name"] for p in c["per_parameter_diagnostics"]]
+assert "D0" in names and "alpha" in names, names
+for p in c["per_parameter_diagnostics"]:
+    assert set(p) == {"name", "r_hat", "ess", "converged", "deterministic"}, p
+    assert p["r_hat"] > 0.9 and p["ess"] > 0 and p["converged"] == (p["r_hat"] < 1.1), p
+e = d["sampling_efficiency"]
+assert 0 < e["acceptance_rate"] <= 1 and 0 < e["target_acceptance"] < 1
+assert isinstance(e["divergences"], int) and isinstance(e["tree_depth_warnings"], int)
+assert 0 < d["posterior_checks"]["effective_sample_size_ratio"]
+s = d["cmc_specific"]
+assert s["num_shards"] == 2 and s["shard_summary"]["num_shards"] == 2
+assert 0 <= s["shard_summary"]["convergence_rate"] <= 1
+assert s["overall_diagnostics"]["n_shards_total"] == 2
+assert len(s["shards"]) == 2 and "D0" in s["shards"][0]["r_hat"]
+a = json.load(open(os.path.join(sys.argv[1], "analysis_results_cmc.json")))
+cmp = {x["parameter"]: x for x in a["nlsq_comparison"]}
+assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
+assert all(isinstance(x["disagrees"], bool) for x in cmp.values())
+PY
 
 # --method cmc with the warm start read back from the previous run's NLSQ files.
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outw" \
