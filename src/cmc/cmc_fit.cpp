@@ -392,7 +392,7 @@ std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, i
 void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
                      const nuts::NutsOptions& no, const SamplingSites& sites, LocalShardResult& r) {
   const auto n_chains = static_cast<int>(runs.size());
-  double accept = 0, sigma_sum = 0;
+  double accept = 0, sigma_sum = 0, step_sum = 0;
   std::int64_t divergent = 0, saturated = 0, draws = 0;
   std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
   std::vector<nuts::Chains> theta_chains(static_cast<std::size_t>(n_theta));
@@ -411,7 +411,11 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
       }
     }
     r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
+    r.diag.tree_depth_histogram.resize(static_cast<std::size_t>(no.max_tree_depth) + 1, 0);
     for (const auto& st : run.stats) {
+      ++r.diag.tree_depth_histogram[static_cast<std::size_t>(
+          std::clamp(st.tree_depth, 0, no.max_tree_depth))];
+      step_sum += st.step_size;
       accept += st.accept_stat;
       divergent += st.divergent ? 1 : 0;
       saturated += st.tree_depth >= no.max_tree_depth ? 1 : 0;
@@ -430,6 +434,7 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
     r.diag.ess.push_back(std::min(ess.bulk, ess.tail));
   }
   r.diag.divergences = divergent;
+  r.diag.step_size_mean = draws > 0 ? step_sum / static_cast<double>(draws) : 0.0;
   r.diag.treedepth_hits = saturated;
   r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
   r.diag.min_ess = min_ess;
@@ -563,6 +568,9 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
          static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits)});
     packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
     packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
+    packed.push_back(r.diag.step_size_mean);
+    packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
+    for (std::int64_t c : r.diag.tree_depth_histogram) packed.push_back(static_cast<double>(c));
     packed.push_back(static_cast<double>(r.draws.size()));
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
@@ -606,6 +614,12 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       d.rhat.assign(at(pos), at(pos + nt));
       d.ess.assign(at(pos + nt), at(pos + 2 * nt));
       pos += 2 * nt;
+      d.step_size_mean = all[pos];
+      const auto n_depths = static_cast<std::size_t>(all[pos + 1]);
+      for (std::size_t k = 0; k < n_depths; ++k) {
+        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 2 + k]));
+      }
+      pos += 2 + n_depths;
       const auto n = static_cast<std::size_t>(all[pos]);
       g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
       pos += 1 + n;
@@ -1063,6 +1077,12 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"gradient_evaluations", d.gradient_evaluations},
                       {"divergences", d.divergences},
                       {"treedepth_hits", d.treedepth_hits},
+                      {"tree_depth_histogram", d.tree_depth_histogram},
+                      {"step_size_mean", d.step_size_mean},
+                      {"ess_per_gradient",
+                       NumberOrNull(d.gradient_evaluations > 0
+                                        ? d.min_ess / static_cast<double>(d.gradient_evaluations)
+                                        : std::nan(""))},
                       {"r_hat", rhat},
                       {"ess", ess},
                       {"used_in_combination", d.used},

@@ -61,14 +61,16 @@ struct ShardDiagnostics {
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
   double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
-  std::int64_t gradient_evaluations = 0;   // leapfrog steps of all its chains
+  std::int64_t gradient_evaluations = 0;   // leapfrog steps of its chains' sampling draws
   std::int64_t divergences = 0;            // divergent draws of all its chains
   std::int64_t treedepth_hits = 0;         // draws that hit max_tree_depth
   // Per sampled parameter (CmcRunResult::names), on the model-space draws of each chain:
   // split rank-normalised R̂ (NaN with one chain) and min(bulk, tail) ESS.
   std::vector<double> rhat, ess;
-  bool used = true;       // kept by the shard filters (shard_filter.h)
-  std::string rejection;  // why not
+  std::vector<std::int64_t> tree_depth_histogram;  // draws per tree depth 0…max_tree_depth
+  double step_size_mean = 0.0;                     // ε used by the draws (after jitter)
+  bool used = true;                                // kept by the shard filters (shard_filter.h)
+  std::string rejection;                           // why not
 };
 
 // A physical parameter's CMC posterior against its NLSQ warm start: z = |mean − value| /

@@ -96,6 +96,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(d.treedepth_hits);
     p.Values(d.rhat);
     p.Values(d.ess);
+    p.Each(d.tree_depth_histogram, [&](std::int64_t& c) { p(c); });
+    p(d.step_size_mean);
     p(d.used);
     p(d.rejection);
   });

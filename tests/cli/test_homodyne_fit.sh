@@ -125,6 +125,9 @@ assert s["num_shards"] == 2 and s["shard_summary"]["num_shards"] == 2
 assert 0 <= s["shard_summary"]["convergence_rate"] <= 1
 assert s["overall_diagnostics"]["n_shards_total"] == 2
 assert len(s["shards"]) == 2 and "D0" in s["shards"][0]["r_hat"]
+for sh in s["shards"]:
+    assert sum(sh["tree_depth_histogram"]) == 2 * 100, sh  # every draw of both chains
+    assert sh["step_size_mean"] > 0 and sh["ess_per_gradient"] > 0, sh
 a = json.load(open(os.path.join(sys.argv[1], "analysis_results_cmc.json")))
 cmp = {x["parameter"]: x for x in a["nlsq_comparison"]}
 assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
