@@ -73,7 +73,8 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
   m.Acc("progress_bar", T::kBool, "true", NoRule(), "Show a progress bar");
   m.Acc("target_accept_prob", T::kFloat, "0.90", InRange(0, 1), "NUTS target acceptance");
   m.Acc("max_tree_depth", T::kInt, "12", AtLeast(1), "NUTS tree depth");
-  m.Acc("dense_mass_matrix", T::kBool, "true", NoRule(), "Dense mass matrix");
+  m.Used("dense_mass_matrix", T::kBool, "true", NoRule(),
+         "Dense (default) or diagonal metric of the NUTS chains; --dense-mass-matrix overrides");
   m.Acc("initial_values", T::kAnyMapping, "", NoRule(),
         "Initial-value hints (phi, percentile_fallback)", kNullable);
 }

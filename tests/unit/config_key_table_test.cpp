@@ -327,7 +327,8 @@ TEST(ConfigKeyBindings, UsedScalarKeysAreBoundOrReadExplicitly) {
       "initial_parameters.active_parameters",  // canonical names, checked against the mode
       "optimization.mcmc.num_warmup",
       "optimization.mcmc.num_samples",
-      "optimization.mcmc.num_chains",  // overrides of per_shard_mcmc
+      "optimization.mcmc.num_chains",         // overrides of per_shard_mcmc
+      "optimization.mcmc.dense_mass_matrix",  // the CMC metric, with the command line's flag
       // No typed field: no code of homodyne-hpc reads data_filtering.
       "data_filtering.enabled",
       "data_filtering.q_range.min",
