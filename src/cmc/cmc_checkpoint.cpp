@@ -107,6 +107,10 @@ CmcChainRunner::CmcChainRunner(const Comm& world, CmcCheckpointSettings settings
     pr.done = r.Int(p + "done") != 0;
     pr.draws = r.Doubles(p + "draws");
     pr.stats = r.Doubles(p + "stats");
+    // Absent in checkpoints written before the count was kept: counted from the resume on.
+    if (r.entries().count(p + "warmup_gradients") != 0) {
+      pr.warmup_gradients = r.Int(p + "warmup_gradients");
+    }
     if (!pr.done) pr.state = LoadChainState(r, p);
     finished += pr.done ? 1 : 0;
     ++restored;
@@ -131,6 +135,7 @@ CheckpointRecord CmcChainRunner::Record() const {
     r.PutInts(prefix + "done", {p.done ? 1 : 0}, me);
     r.PutDoubles(prefix + "draws", p.draws, me);
     r.PutDoubles(prefix + "stats", p.stats, me);
+    r.PutInts(prefix + "warmup_gradients", {p.warmup_gradients}, me);
     if (p.state) StoreChainState(r, prefix, *p.state, me);
   }
   return r;
@@ -190,6 +195,7 @@ void CmcChainRunner::Advance(int shard, int chain, nuts::NutsChain& ch) {
   const std::int64_t f = settings_.frequency;
   const nuts::ChainRun part = nuts::RunChain(ch, hooks, f - ch.iteration() % f);
   p.draws.insert(p.draws.end(), part.draws.begin(), part.draws.end());
+  for (const auto& st : part.warmup_stats) p.warmup_gradients += st.n_leapfrog;
   for (const auto& st : part.stats) {
     p.stats.insert(p.stats.end(), {st.accept_stat, static_cast<double>(st.tree_depth),
                                    static_cast<double>(st.n_leapfrog), st.divergent ? 1.0 : 0.0,
@@ -232,7 +238,7 @@ nuts::ChainRun CmcChainRunner::Result(int shard, int chain) const {
     run.stats.push_back(st);
   }
   run.summary.num_draws = static_cast<int>(run.stats.size());
-  run.summary.num_gradient_evaluations = 0;
+  run.summary.num_gradient_evaluations = p.warmup_gradients;  // warmup + sampling
   for (const auto& st : run.stats) run.summary.num_gradient_evaluations += st.n_leapfrog;
   return run;
 }

@@ -89,8 +89,9 @@ class CmcChainRunner {
  private:
   struct Progress {
     bool done = false;
-    std::vector<double> draws;  // iterations × dimension (sampling only)
-    std::vector<double> stats;  // iterations × kStatFields
+    std::vector<double> draws;          // iterations × dimension (sampling only)
+    std::vector<double> stats;          // iterations × kStatFields
+    std::int64_t warmup_gradients = 0;  // leapfrog steps of the warmup iterations
     std::optional<nuts::NutsChainState> state;
   };
   void SafePoint(bool finished, bool failed = false);

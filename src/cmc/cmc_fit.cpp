@@ -410,7 +410,10 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
         theta_chains[static_cast<std::size_t>(p)].back().push_back(th[static_cast<std::size_t>(p)]);
       }
     }
-    r.diag.gradient_evaluations += run.summary.num_gradient_evaluations;
+    std::int64_t sampling_gradients = 0;
+    for (const auto& st : run.stats) sampling_gradients += st.n_leapfrog;
+    r.diag.gradient_evaluations += sampling_gradients;
+    r.diag.warmup_gradient_evaluations += run.summary.num_gradient_evaluations - sampling_gradients;
     r.diag.tree_depth_histogram.resize(static_cast<std::size_t>(no.max_tree_depth) + 1, 0);
     for (const auto& st : run.stats) {
       ++r.diag.tree_depth_histogram[static_cast<std::size_t>(
@@ -565,7 +568,8 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
         {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
          r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
          r.diag.treedepth_saturation_rate, static_cast<double>(r.diag.gradient_evaluations),
-         static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits)});
+         static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits),
+         static_cast<double>(r.diag.warmup_gradient_evaluations)});
     packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
     packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
     packed.push_back(r.diag.step_size_mean);
@@ -608,7 +612,8 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
       d.divergences = static_cast<std::int64_t>(all[pos + 9]);
       d.treedepth_hits = static_cast<std::int64_t>(all[pos + 10]);
-      pos += 11;
+      d.warmup_gradient_evaluations = static_cast<std::int64_t>(all[pos + 11]);
+      pos += 12;
       const auto nt = static_cast<std::size_t>(n_theta);
       const auto at = [&](std::size_t k) { return all.begin() + static_cast<std::ptrdiff_t>(k); };
       d.rhat.assign(at(pos), at(pos + nt));
@@ -1075,6 +1080,7 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                       {"sigma_mean", d.noise_sigma_mean},
                       {"treedepth_saturation_rate", d.treedepth_saturation_rate},
                       {"gradient_evaluations", d.gradient_evaluations},
+                      {"warmup_gradient_evaluations", d.warmup_gradient_evaluations},
                       {"divergences", d.divergences},
                       {"treedepth_hits", d.treedepth_hits},
                       {"tree_depth_histogram", d.tree_depth_histogram},

@@ -60,10 +60,11 @@ struct ShardDiagnostics {
   double divergence_rate = 0.0;
   double acceptance_rate = 0.0;
   double noise_sigma_mean = 0.0;
-  double treedepth_saturation_rate = 0.0;  // draws that hit max_tree_depth
-  std::int64_t gradient_evaluations = 0;   // leapfrog steps of its chains' sampling draws
-  std::int64_t divergences = 0;            // divergent draws of all its chains
-  std::int64_t treedepth_hits = 0;         // draws that hit max_tree_depth
+  double treedepth_saturation_rate = 0.0;        // draws that hit max_tree_depth
+  std::int64_t gradient_evaluations = 0;         // leapfrog steps of its chains' sampling draws
+  std::int64_t warmup_gradient_evaluations = 0;  // and of their warmup iterations
+  std::int64_t divergences = 0;                  // divergent draws of all its chains
+  std::int64_t treedepth_hits = 0;               // draws that hit max_tree_depth
   // Per sampled parameter (CmcRunResult::names), on the model-space draws of each chain:
   // split rank-normalised R̂ (NaN with one chain) and min(bulk, tail) ESS.
   std::vector<double> rhat, ess;

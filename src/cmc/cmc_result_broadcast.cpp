@@ -92,6 +92,7 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(d.noise_sigma_mean);
     p(d.treedepth_saturation_rate);
     p(d.gradient_evaluations);
+    p(d.warmup_gradient_evaluations);
     p(d.divergences);
     p(d.treedepth_hits);
     p.Values(d.rhat);

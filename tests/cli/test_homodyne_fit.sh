@@ -128,6 +128,7 @@ assert len(s["shards"]) == 2 and "D0" in s["shards"][0]["r_hat"]
 for sh in s["shards"]:
     assert sum(sh["tree_depth_histogram"]) == 2 * 100, sh  # every draw of both chains
     assert sh["step_size_mean"] > 0 and sh["ess_per_gradient"] > 0, sh
+    assert sh["warmup_gradient_evaluations"] >= 2 * 100, sh  # at least one step per iteration
 a = json.load(open(os.path.join(sys.argv[1], "analysis_results_cmc.json")))
 cmp = {x["parameter"]: x for x in a["nlsq_comparison"]}
 assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
