@@ -14,6 +14,7 @@
 
 #include "cmc/bounded_transform.h"
 #include "cmc/consensus.h"
+#include "cmc/mode_aware.h"
 #include "cmc/reparameterization.h"
 #include "cmc/shard_chains.h"
 #include "cmc/shard_filter.h"
@@ -729,22 +730,56 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
   for (const BimodalParameter& b : result.bimodality) {
     if (!b.flagged) continue;
     result.warnings.push_back(fmt::format(
-        "CMC: {} is bimodal in {} of {} shard(s) (modes near {:.6g} and {:.6g}); the consensus "
-        "treats each shard as one Gaussian and lands between the modes (mode-aware consensus "
-        "is not implemented)",
+        "CMC: {} is bimodal in {} of {} shard(s) (modes near {:.6g} and {:.6g}); the shards are "
+        "combined by mode-aware consensus",
         b.name, b.bimodal_shards.size(), b.shards_tested, b.lower_mode, b.upper_mode));
     logger.Warn("{}", result.warnings.back());
   }
 }
 
 // The consensus of the kept shards, in the model parameters (result.draws).
-void CombinePhase(const std::vector<ShardDraws>& kept, const SamplingSites& sites, int n_theta,
-                  CmcRunResult& result) {
-  const ConsensusResult combined = CombineConsensus(kept);
-  const int n_draws = static_cast<int>(combined.draws.size()) / n_theta;
+// With a parameter bimodal in enough shards, the mode-aware consensus (mode_aware.h);
+// if it cannot be formed, the plain one with a warning saying why.
+void CombinePhase(const std::vector<ShardDraws>& kept, const std::vector<ShardDraws>& theta_draws,
+                  const SamplingSites& sites, const StartingPoint& start, int n_theta,
+                  CmcRunResult& result, const Logger& logger) {
+  std::vector<double> combined;
+  const bool bimodal = std::any_of(result.bimodality.begin(), result.bimodality.end(),
+                                   [](const BimodalParameter& b) { return b.flagged; });
+  if (bimodal) {
+    std::vector<int> kept_ids;
+    for (const auto& d : result.shards) {
+      if (d.used) kept_ids.push_back(d.shard);
+    }
+    ModeAwareResult m;
+    if (kept_ids.size() == kept.size()) {
+      m = CombineModeAware(kept, kept_ids, theta_draws, result.names, result.bimodality,
+                           start.bounds.lower, start.bounds.upper);
+    } else {
+      m.reason = "the combined shards could not be matched to their ids";
+    }
+    result.mode_aware.applied = m.applied;
+    result.mode_aware.reason = m.reason;
+    result.mode_aware.clusters = m.clusters;
+    if (m.applied) {
+      combined = std::move(m.draws.draws);
+      for (const ModeCluster& c : m.clusters) {
+        logger.Info("CMC: mode-aware consensus: {} population of {} shard(s), weight {:.3f}",
+                    c.label, c.shards.size(), c.weight);
+      }
+    } else {
+      result.warnings.push_back(fmt::format(
+          "CMC: mode-aware consensus not formed ({}); one consensus of all shards, which lands "
+          "between the modes",
+          m.reason));
+      logger.Warn("{}", result.warnings.back());
+    }
+  }
+  if (combined.empty()) combined = CombineConsensus(kept).draws;
+  const int n_draws = static_cast<int>(combined.size()) / n_theta;
   for (int j = 0; j < n_draws; ++j) {
     const std::vector<double> th =
-        sites.ToTheta(combined.draws.data() + static_cast<std::size_t>(j * n_theta));
+        sites.ToTheta(combined.data() + static_cast<std::size_t>(j * n_theta));
     result.draws.insert(result.draws.end(), th.begin(), th.end());
   }
 }
@@ -857,7 +892,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     const std::vector<ShardDraws> kept =
         FilterPhase(cfg, params, start, std::move(gathered), theta_draws, result, logger);
     BimodalityPhase(cfg, params, theta_draws, result, logger);
-    CombinePhase(kept, sites, params.size(), result);
+    CombinePhase(kept, theta_draws, sites, start, params.size(), result, logger);
     Summarise(mode, params, result);
     CompareWithNlsqPhase(start.warm_physics, result, logger);
   });
@@ -904,6 +939,19 @@ nlohmann::json NumberOrNull(double v) {
 nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shards,
                                const nlohmann::json& rejected, const nlohmann::json& bimodality) {
   using nlohmann::json;
+  json mode_aware = nullptr;  // not tried: no parameter bimodal in enough shards
+  if (r.mode_aware.applied || !r.mode_aware.reason.empty()) {
+    json clusters = json::array();
+    for (const ModeCluster& c : r.mode_aware.clusters) {
+      clusters.push_back({{"population", c.label},
+                          {"shards", c.shards},
+                          {"weight", c.weight},
+                          {"draws", c.draws}});
+    }
+    mode_aware = {{"applied", r.mode_aware.applied},
+                  {"reason", r.mode_aware.reason},
+                  {"populations", clusters}};
+  }
   constexpr double kRhatThreshold = 1.1;
   constexpr double kEssThreshold = 400.0;
   bool any_used = false;
@@ -985,6 +1033,7 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
         {"rejected_shards", rejected},
         {"warnings", r.warnings},
         {"bimodality", bimodality},
+        {"mode_aware_consensus", mode_aware},
         {"shards", shards}}}};
 }
 

@@ -18,6 +18,7 @@
 
 #include "cmc/bimodality.h"
 #include "cmc/cmc_checkpoint.h"
+#include "cmc/mode_aware.h"
 #include "config/config.h"
 #include "core/log.h"
 #include "io/dataset.h"
@@ -103,6 +104,11 @@ struct CmcRunResult {
   std::vector<std::string> warnings;  // the shard filter's heterogeneity, NLSQ disagreements
   std::vector<NlsqComparison> nlsq_comparison;  // warm-started from NLSQ: every physical one
   std::vector<BimodalParameter> bimodality;     // D0, alpha, D_offset, gamma_dot_t0, beta
+  struct ModeAware {
+    bool applied = false;
+    std::string reason;  // why not (empty when applied or not needed)
+    std::vector<ModeCluster> clusters;
+  } mode_aware;  // tried when a parameter is bimodal in enough shards
   double max_rhat = 0.0;
   double min_ess = 0.0;
   double acceptance_rate = 0.0;

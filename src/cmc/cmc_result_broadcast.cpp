@@ -113,6 +113,14 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(m.upper_mode);
     p(m.flagged);
   });
+  p(r.mode_aware.applied);
+  p(r.mode_aware.reason);
+  p.Each(r.mode_aware.clusters, [&](ModeCluster& c) {
+    p(c.label);
+    p.Each(c.shards, [&](int& s) { p(s); });
+    p(c.weight);
+    p(c.draws);
+  });
   p.Each(r.nlsq_comparison, [&](NlsqComparison& c) {
     p(c.name);
     p(c.cmc_mean);
