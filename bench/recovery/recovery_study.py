@@ -589,6 +589,10 @@ def main():
     work = args.work_dir or tempfile.mkdtemp(prefix="homodyne_recovery_")
     os.makedirs(work, exist_ok=True)
     started = datetime.datetime.now(datetime.timezone.utc)
+    # The source the study starts from (a commit made while it runs is not the one it ran).
+    git_at_start = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
+                                   "describe", "--always", "--dirty"],
+                                  capture_output=True, text=True).stdout.strip()
     load_at_start = os.getloadavg()  # the times are only comparable on a quiet machine
     t_start = time.monotonic()
     try:
@@ -651,9 +655,7 @@ def main():
         "unavailable": unavailable,
         "machine": {"host": platform.node(), "cpus": os.cpu_count(),
                     "load_average_start": load_at_start, "load_average_end": os.getloadavg()},
-        "git": subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)),
-                               "describe", "--always", "--dirty"],
-                              capture_output=True, text=True).stdout.strip(),
+        "git": git_at_start,
         "summary": summary,
         "bitwise": bitwise,
         "datasets": datasets,
