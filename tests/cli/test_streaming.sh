@@ -2,9 +2,8 @@
 # Memory budget and streaming at the command line (2 ranks): --dry-run prints the plan per
 # rank and writes nothing; a forced streaming fit gives the in-core parameters; a streamed
 # laminar fit from the default start writes the same numbers with checkpoints every 1 and 3
-# iterations; bad
-# --memory-limit / --strategy values exit 2 naming the option; a dry run still rejects
-# bad input.
+# iterations; bad --memory-limit / --strategy values exit 2 naming the option; a dry run
+# still rejects bad input.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
