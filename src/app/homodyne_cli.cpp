@@ -176,6 +176,7 @@ checkpoint::CmcCheckpointSettings CmcCheckpointSettingsFor(
   c.dir = run.dir;
   c.frequency = b.checkpoint_frequency;
   c.keep_last = b.keep_last_checkpoints;
+  c.fatal_write_errors = run.fatal_write_errors;
   c.config_description =
       run.config_description + fmt::format("cli.cmc: {} {} {} {} {} {}\n", opts.n_samples,
                                            opts.n_warmup, opts.n_chains, opts.cmc_num_shards,

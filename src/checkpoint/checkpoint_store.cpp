@@ -441,6 +441,20 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
   return final_path;
 }
 
+std::optional<fs::path> CheckpointStore::TryWrite(const CheckpointRecord& record, bool fatal) {
+  try {
+    return Write(record);
+  } catch (const Error& e) {
+    if (fatal || !e.agreed()) throw;
+    ++failed_writes_;
+    logger_.Warn(
+        "checkpoint not written ({}); the previous checkpoint stays valid and the run goes on "
+        "(optimization.streaming.fatal_checkpoint_errors: true ends the run instead)",
+        e.what());
+    return std::nullopt;
+  }
+}
+
 std::optional<LoadedCheckpoint> CheckpointStore::LoadNewest() {
   const auto files = List();
   for (auto it = files.rbegin(); it != files.rend(); ++it) {

@@ -84,6 +84,13 @@ class CheckpointStore {
   // newest keep_last and returns the published path. Errors are agreed (kIo).
   std::filesystem::path Write(const CheckpointRecord& record);
 
+  // Collective. Write, but an agreed failure of it is a warning (the previous checkpoint
+  // stays the newest valid one) and nullopt, unless `fatal`, when it is thrown as by Write.
+  // For the periodic checkpoints of a fit that is itself fine; a checkpoint that a stop
+  // request or the end of a run depends on uses Write.
+  std::optional<std::filesystem::path> TryWrite(const CheckpointRecord& record, bool fatal);
+  int failed_writes() const { return failed_writes_; }
+
   // Collective. The newest checkpoint that opens, carries this kind and passes every
   // checksum; files that do not are skipped with a warning naming them. A valid newest
   // checkpoint whose config or data hash differs from this run's is bad input naming
@@ -106,6 +113,7 @@ class CheckpointStore {
   const Logger& logger_;
   std::int64_t next_sequence_ = 1;
   double write_seconds_ = 0.0;
+  int failed_writes_ = 0;
   int writes_ = 0;
 };
 

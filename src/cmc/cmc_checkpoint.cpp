@@ -156,8 +156,9 @@ void CmcChainRunner::SafePoint(bool finished, bool failed) {
     throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
   }
   if (settings_.enabled) {
-    const auto path = store_->Write(Record());
-    logger_.Debug("CMC checkpoint {}", path.string());
+    if (const auto path = store_->TryWrite(Record(), settings_.fatal_write_errors)) {
+      logger_.Debug("CMC checkpoint {}", path->string());
+    }
   }
 }
 

@@ -36,6 +36,7 @@ struct CmcCheckpointSettings {
   int frequency = 100;  // iterations per chain between safe points
   int keep_last = 3;
   bool stop_on_signal = true;
+  bool fatal_write_errors = false;  // a failed periodic checkpoint ends the run
   std::string config_description;
 };
 

@@ -174,6 +174,7 @@ struct StreamingOptions {
   int checkpoint_frequency{};
   bool resume_from_checkpoint{};
   int keep_last_checkpoints{};
+  bool fatal_checkpoint_errors{};
   bool enable_fault_tolerance{};
   int max_retries_per_batch{};
   double min_success_rate{};

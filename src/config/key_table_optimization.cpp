@@ -22,6 +22,10 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
          f(&StreamingOptions::resume_from_checkpoint));
   s.Used("keep_last_checkpoints", T::kInt, "3", AtLeast(1), "Checkpoints kept",
          f(&StreamingOptions::keep_last_checkpoints));
+  s.Used("fatal_checkpoint_errors", T::kBool, "false", NoRule(),
+         "A checkpoint that cannot be written ends the run (NLSQ, CMA-ES, multistart, CMC); "
+         "false: a warning, the previous checkpoint stays valid and the fit goes on",
+         f(&StreamingOptions::fatal_checkpoint_errors));
   s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches",
          f(&StreamingOptions::enable_fault_tolerance));
   s.Used("max_retries_per_batch", T::kInt, "2", NonNegative(), "Retries per batch",

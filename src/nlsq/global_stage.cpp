@@ -195,11 +195,11 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
       }
     }
   }
-  auto write = [&] {
+  auto record = [&] {
     checkpoint::CheckpointRecord r;
     r.PutDoubles("cmaes.setup", setup);
     es.state().Store(r, "cmaes.");
-    return store->Write(r);
+    return r;
   };
 
   Progress progress(print_progress ? logger : Logger::Silent(), "CMA-ES");
@@ -226,12 +226,13 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
     if (!use_store) continue;
     const bool stop = ck->stop_on_signal && checkpoint::AgreeOnStop(comm);
     const bool due = ck->enabled && (g.total_generations % ck->frequency == 0 || es.finished());
+    if (stop && !es.finished()) {  // the exit code promises a checkpoint
+      const auto path = store->Write(record());
+      throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())).MarkAgreed();
+    }
     if (due || stop) {
-      const auto path = write();
-      logger.Debug("CMA-ES checkpoint {} (generation {})", path.string(), g.total_generations);
-      if (stop && !es.finished()) {
-        throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string()))
-            .MarkAgreed();
+      if (const auto path = store->TryWrite(record(), ck->fatal_write_errors)) {
+        logger.Debug("CMA-ES checkpoint {} (generation {})", path->string(), g.total_generations);
       }
     }
   }

@@ -198,11 +198,12 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
     if (ck->enabled || stop) {
       checkpoint::CheckpointRecord rec;
       rec.PutDoubles("multistart.outcomes", outcomes);
-      const auto path = store->Write(rec);
-      if (stop && round + 1 < n_rounds) {
+      if (stop && round + 1 < n_rounds) {  // the exit code promises a checkpoint
+        const auto path = store->Write(rec);
         throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string()))
             .MarkAgreed();
       }
+      store->TryWrite(rec, ck->fatal_write_errors);
     }
   }
   if (!rounds) ShareSlots(world, outcomes);

@@ -20,6 +20,7 @@ CheckpointSettings CheckpointSettings::FromConfig(const config::Config& cfg,
   c.dir = std::filesystem::path(dir_override.empty() ? s.checkpoint_dir : dir_override);
   c.frequency = s.checkpoint_frequency;
   c.keep_last = s.keep_last_checkpoints;
+  c.fatal_write_errors = s.fatal_checkpoint_errors;
   c.config_description = std::move(config_description);
   c.Validate();
   return c;
@@ -119,10 +120,10 @@ nlsq::SolverSummary SolveWithCheckpoints(
     }
   }
 
-  auto write = [&](const nlsq::SolverState& s, bool finished) {
+  auto record = [&](const nlsq::SolverState& s, bool finished) {
     CheckpointRecord r;
     NlsqSolverState{"fit", s, finished}.Store(r, "nlsq.");
-    return store.Write(r);
+    return r;
   };
   nlsq::SolverHooks hooks;
   if (resumed) hooks.resume = &resumed->solver;
@@ -131,13 +132,14 @@ nlsq::SolverSummary SolveWithCheckpoints(
     MaybeSignal("nlsq_iter", s.iteration, comm.rank());
     MaybePause("nlsq_iter", s.iteration);
     const bool stop = settings.stop_on_signal && AgreeOnStop(comm);
-    if (stop) {
-      const auto path = write(s, false);
+    if (stop) {  // the exit code promises a checkpoint: its write must succeed
+      const auto path = store.Write(record(s, false));
       throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
     }
     if (settings.enabled && s.iteration % settings.frequency == 0) {
-      const auto path = write(s, false);
-      logger.Debug("checkpoint {} (iteration {})", path.string(), s.iteration);
+      if (const auto path = store.TryWrite(record(s, false), settings.fatal_write_errors)) {
+        logger.Debug("checkpoint {} (iteration {})", path->string(), s.iteration);
+      }
     }
   };
   nlsq::SolverSummary summary =
@@ -145,7 +147,7 @@ nlsq::SolverSummary SolveWithCheckpoints(
   if (settings.enabled && summary.IsUsable() && !options.UsesTao()) {
     // The final state too, so a job stopped while writing its outputs resumes without fitting
     // again (a resumed finished state ends at once with the same answer).
-    write(summary.final_state, true);
+    store.TryWrite(record(summary.final_state, true), settings.fatal_write_errors);
   }
   if (store.writes() > 0) {
     logger.Debug("{} checkpoint(s) written in {:.3f} s", store.writes(), store.write_seconds());

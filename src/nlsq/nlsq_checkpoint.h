@@ -26,8 +26,9 @@ struct CheckpointSettings {
   std::filesystem::path dir = "./checkpoints";
   int frequency = 10;  // iterations between NLSQ checkpoints
   int keep_last = 3;
-  bool stop_on_signal = true;      // SIGTERM/SIGUSR1 → checkpoint at the next safe point
-  std::string config_description;  // DescribeConfig(…) of the run
+  bool stop_on_signal = true;       // SIGTERM/SIGUSR1 → checkpoint at the next safe point
+  bool fatal_write_errors = false;  // a failed periodic checkpoint ends the run
+  std::string config_description;   // DescribeConfig(…) of the run
 
   // optimization.streaming.* with the command-line overrides (non-empty dir_override
   // enables checkpoints in that directory). Validates (bad input names the key).

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A failure injected on rank 1 only, at every stage of a run (startup, load, fit,
-# sampling, checkpoint, output), ends both ranks within 10 s of the failure, with the message printed
+# sampling, checkpoint with fatal_checkpoint_errors, output), ends both ranks within 10 s of the
+# failure, with the message printed
 # once, the failing rank named and the documented exit code (1, internal error); no
 # result file is written (only run_report.yaml, recording the failure). Bad command-line
 # input exits 2.
@@ -65,10 +66,28 @@ check_failure fit 10 "${run[@]}"
 # learns of the failure at its next checkpoint safe point, after at most one batch).
 check_failure sampling 20 "${run[@]}" --method cmc --no-nlsq-warmstart --cmc-num-shards 2 \
   --n-warmup 50 --n-samples 50 --n-chains 1
-# Checkpoint writing (parallel HDF5, collective): fails on rank 1 only.
-{ cat "$tmp/cfg.yaml"; printf 'optimization:\n  streaming: {checkpoint_frequency: 1}\n'; } > "$tmp/ckpt.yaml"
+# Checkpoint writing (parallel HDF5, collective): fails on rank 1 only. With
+# fatal_checkpoint_errors the run ends like any failure ...
+{ cat "$tmp/cfg.yaml"
+  printf 'optimization:\n  streaming: {checkpoint_frequency: 1, fatal_checkpoint_errors: true}\n'
+} > "$tmp/ckpt.yaml"
 check_failure checkpoint 10 --config "$tmp/ckpt.yaml" --output-dir "$tmp/out" \
   --checkpoint-dir "$tmp/ckpt"
+# ... by default a failed checkpoint is a warning and the fit goes on to the answer it gives
+# without checkpoints.
+{ cat "$tmp/cfg.yaml"; printf 'optimization:\n  streaming: {checkpoint_frequency: 1}\n'; } > "$tmp/ckw.yaml"
+"$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" "${run[@]/$tmp\/out/$tmp/plain}" -q \
+  || { echo "FAIL: plain fit"; exit 1; }
+out=$(HOMODYNE_FAIL_AT=checkpoint@1 timeout 120 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" \
+        --config "$tmp/ckw.yaml" --output-dir "$tmp/ckw" --checkpoint-dir "$tmp/ckw_dir" 2>&1)
+code=$?
+[ $code -eq 0 ] || { echo "$out" | tail -5; echo "FAIL: a failed checkpoint ended the fit ($code)"; exit 1; }
+grep -q 'checkpoint not written (.*injected failure at stage .checkpoint.' <<<"$out" \
+  || { echo "FAIL: no warning for the failed checkpoint"; exit 1; }
+ls "$tmp/ckw_dir" 2>/dev/null | grep -q '\.h5$' && { echo "FAIL: a checkpoint file appeared"; exit 1; }
+strip() { grep -v -E '"(timestamp|execution_time|optimization_time)"' "$1"; }
+diff <(strip "$tmp/plain/homodyne_results.json") <(strip "$tmp/ckw/homodyne_results.json") \
+  || { echo "FAIL: failed checkpoints changed the answer"; exit 1; }
 check_failure output 10 "${run[@]}"
 
 out=$(timeout 30 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --no-such-flag 2>&1)
