@@ -19,11 +19,6 @@ const std::string kKey = "optimization.nlsq.anti_degeneracy.";
 constexpr double kPhysicalFtol = 1e-8;
 constexpr double kPerAngleFtol = 1e-6;
 
-int IndexOf(const std::vector<std::string>& names, const std::string& name) {
-  const auto it = std::find(names.begin(), names.end(), name);
-  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
-}
-
 }  // namespace
 
 AntiDegeneracyOptions AntiDegeneracyOptions::FromConfig(const config::AntiDegeneracy& a) {
@@ -96,7 +91,7 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
     physical[i] = true;
     per_angle[i] = false;
   }
-  const int phi0 = IndexOf(session.parameter_names(), "phi0");
+  const int phi0 = session.ParameterIndex("phi0");
   const bool weighted = o.shear_weighting && phi0 >= 0 && session.phi_deg().size() >= 3;
   logger.Info(
       "NLSQ anti-degeneracy: hierarchical stage (up to {} outer iterations: physical solve{}, "

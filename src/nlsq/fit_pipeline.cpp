@@ -39,12 +39,10 @@ bool Better(const SolverSummary& candidate, const SolverSummary& incumbent) {
          candidate.final_chi2 <= incumbent.final_chi2 * (1.0 + kSameChi2RelTol);
 }
 
+// phi0's index when it is fitted (free), else −1.
 int Phi0Index(const XpcsFitSession& session) {
-  const auto& names = session.parameter_names();
-  const auto it = std::find(names.begin(), names.end(), "phi0");
-  if (it == names.end()) return -1;
-  const int i = static_cast<int>(it - names.begin());
-  return session.upper()[i] > session.lower()[i] ? i : -1;
+  const int i = session.ParameterIndex("phi0");
+  return i >= 0 && session.upper()[i] > session.lower()[i] ? i : -1;
 }
 
 }  // namespace
@@ -147,9 +145,8 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
   for (std::size_t k = 0; k < values.size(); ++k) {
     std::vector<double> start = best.x;
     start[i] = values[k];
-    std::optional<checkpoint::CheckpointSettings> ck = checkpoints;
-    if (ck) ck->dir /= fmt::format("phi0_restart_{}", k);
-    SolverSummary s = session.Solve(start, progress, ck);
+    SolverSummary s = session.Solve(
+        start, progress, checkpoint::InSubfolder(checkpoints, fmt::format("phi0_restart_{}", k)));
     logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at chi2 {:.12g}, phi0 {:.6g}", values[k],
                 ToString(s.termination), s.final_chi2, s.x.empty() ? std::nan("") : s.x[i]);
     if (Better(s, chosen)) {
@@ -201,9 +198,9 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
   SolverSummary chosen = stalled;
   int chosen_k = -1;
   for (int k = 0; k < keep; ++k) {
-    std::optional<checkpoint::CheckpointSettings> ck = checkpoints;
-    if (ck) ck->dir /= fmt::format("stall_restart_{}", k);
-    SolverSummary s = session.Solve(starts[order[k]], progress, ck);
+    SolverSummary s =
+        session.Solve(starts[order[k]], progress,
+                      checkpoint::InSubfolder(checkpoints, fmt::format("stall_restart_{}", k)));
     logger.Info("NLSQ stall recovery: start {} (chi2 {:.6g}): {} at chi2 {:.12g}", order[k],
                 chi2[order[k]], ToString(s.termination), s.final_chi2);
     if (Better(s, chosen)) {
@@ -259,9 +256,8 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   if (adr.inactive_reason.empty()) {
     const std::vector<double> xh =
         RunHierarchicalStage(session, session.x0(), anti_degeneracy, logger, adr);
-    std::optional<checkpoint::CheckpointSettings> ck = options.checkpoints;
-    if (ck) ck->dir /= "hierarchical";
-    SolverSummary joint = session.Solve(xh, progress, ck);
+    SolverSummary joint =
+        session.Solve(xh, progress, checkpoint::InSubfolder(options.checkpoints, "hierarchical"));
     adr.stage_chi_squared = joint.final_chi2;
     adr.plain_chi_squared = local->final_chi2;
     if (Better(joint, *local)) {

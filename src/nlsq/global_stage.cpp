@@ -352,9 +352,8 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
                 cs.chi2, kRefineWorseFactor, warm->final_chi2);
   } else {
     logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
-    std::optional<checkpoint::CheckpointSettings> refine_ck = checkpoints;
-    if (refine_ck) refine_ck->dir /= "cmaes_refinement";
-    SolverSummary refined = session.Solve(cs.x, progress, refine_ck);
+    SolverSummary refined =
+        session.Solve(cs.x, progress, checkpoint::InSubfolder(checkpoints, "cmaes_refinement"));
     rep.refined_chi_squared = refined.final_chi2;
     if (refined.IsUsable() && std::isfinite(refined.final_chi2)) {
       rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";

@@ -37,6 +37,15 @@ struct CheckpointSettings {
   void Validate() const;
 };
 
+// The same settings for one solve of a fit with several (restarts, refinements): its
+// checkpoints go to the subfolder `name`, so a resume continues each solve where it was.
+inline std::optional<CheckpointSettings> InSubfolder(const std::optional<CheckpointSettings>& s,
+                                                     const std::string& name) {
+  std::optional<CheckpointSettings> sub = s;
+  if (sub) sub->dir /= name;
+  return sub;
+}
+
 // The solver state at an iteration boundary, as a checkpoint holds it.
 struct NlsqSolverState {
   std::string tag;  // which solve ("fit", …)

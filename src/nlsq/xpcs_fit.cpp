@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -50,6 +51,37 @@ std::string CpuModel() {
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
   return host;
+}
+
+// Runs a replicated solve. Evaluation errors are agreed inside the data passes, so a failure
+// of the solver itself happens on every rank: agreed here, so that the job ends with one
+// message instead of the MPI_Abort backstop. An error already agreed (a checkpointed stop,
+// an agreed pass error) passes through.
+template <typename Fn>
+SolverSummary SolveAgreed(const Comm& comm, Fn&& solve) {
+  SolverSummary summary;
+  std::exception_ptr failure;
+  try {
+    summary = solve();
+  } catch (const Error& e) {
+    if (e.agreed()) throw;
+    failure = std::current_exception();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  AgreeOnError(comm, failure);
+  return summary;
+}
+
+// optimization.nlsq's settings of a local solve.
+SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
+  SolverOptions so;
+  so.max_iterations = n.max_iterations;
+  so.ftol = n.tolerance;
+  so.xtol = n.xtol;
+  so.gtol = n.gtol;
+  so.method = n.local_solver;
+  return so;
 }
 
 }  // namespace
@@ -202,6 +234,11 @@ const std::vector<double>& XpcsFitSession::upper() const { return impl_->bounds.
 const std::vector<std::string>& XpcsFitSession::parameter_names() const {
   return impl_->layout->names();
 }
+int XpcsFitSession::ParameterIndex(std::string_view name) const {
+  const auto& names = parameter_names();
+  const auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
+}
 int XpcsFitSession::num_physical() const { return impl_->index.n_phys; }
 std::string XpcsFitSession::DataDescription() const {
   const io::DatasetMetadata& meta = impl_->local.meta;
@@ -261,12 +298,7 @@ SolverSummary XpcsFitSession::Solve(
     const std::vector<double>& x0, bool print_progress,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
-  SolverOptions so;
-  so.max_iterations = s.cfg.optimization.nlsq.max_iterations;
-  so.ftol = s.cfg.optimization.nlsq.tolerance;
-  so.xtol = s.cfg.optimization.nlsq.xtol;
-  so.gtol = s.cfg.optimization.nlsq.gtol;
-  so.method = s.cfg.optimization.nlsq.local_solver;
+  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
@@ -284,29 +316,15 @@ SolverSummary XpcsFitSession::Solve(
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  SolverSummary summary;
-  // The solver runs replicated on every rank (evaluation errors are agreed inside the data
-  // passes), so a failure of TAO itself happens on every rank: agreed here, so that the job
-  // ends with one message instead of the MPI_Abort backstop.
-  std::exception_ptr failure;
-  try {
-    if (checkpoints) {
-      const io::DatasetMetadata& meta = s.local.meta;
-      const std::string data = checkpoint::DescribeData(
-          meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
-      summary =
-          checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
-                                           so, callback, *checkpoints, data, logger);
-    } else {
-      summary = SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
-    }
-  } catch (const Error& e) {
-    if (e.agreed()) throw;  // on every rank already (a checkpointed stop, an agreed pass error)
-    failure = std::current_exception();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  AgreeOnError(s.comm, failure);
+  const SolverSummary summary = SolveAgreed(s.comm, [&] {
+    if (!checkpoints)
+      return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
+    const io::DatasetMetadata& meta = s.local.meta;
+    const std::string data = checkpoint::DescribeData(
+        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
+    return checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
+                                            so, callback, *checkpoints, data, logger);
+  });
   progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
                             summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
                             progress.elapsed()));
@@ -318,34 +336,22 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
                                         const std::vector<double>& angle_weights,
                                         int max_iterations, double ftol) {
   Impl& s = *impl_;
-  SolverOptions so;
+  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
   so.max_iterations = max_iterations;
   so.ftol = ftol;
-  so.xtol = s.cfg.optimization.nlsq.xtol;
-  so.gtol = s.cfg.optimization.nlsq.gtol;
   so.method = "lm";
   std::vector<double> lower = s.bounds.lower, upper = s.bounds.upper;
   for (std::size_t i = 0; i < x0.size(); ++i) {
     if (!free[i]) lower[i] = upper[i] = x0[i];
   }
   PhaseTimes::Scope t(s.phases, "fit");
+  // The weights hold for this solve only, however it ends.
+  struct Unweight {
+    XpcsProblem& problem;
+    ~Unweight() { problem.SetAngleWeights({}); }
+  } unweight{*s.problem};
   s.problem->SetAngleWeights(angle_weights);
-  SolverSummary summary;
-  std::exception_ptr failure;
-  try {
-    summary = SolveBounded(*s.problem, x0, lower, upper, so, {});
-  } catch (const Error& e) {
-    if (e.agreed()) {
-      s.problem->SetAngleWeights({});
-      throw;
-    }
-    failure = std::current_exception();
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  s.problem->SetAngleWeights({});
-  AgreeOnError(s.comm, failure);
-  return summary;
+  return SolveAgreed(s.comm, [&] { return SolveBounded(*s.problem, x0, lower, upper, so, {}); });
 }
 
 const std::vector<double>& XpcsFitSession::phi_deg() const { return impl_->phi; }

@@ -132,10 +132,6 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
     im.stream = setup.stream;
     im.local_blocks = setup.stream->num_blocks();
     im.local_points = setup.stream->local_points();
-    im.mode = setup.mode;
-    im.geometry = setup.geometry;
-    im.t = setup.t;
-    im.phi = setup.phi_deg;
     im.window_options = ko;
     model::KernelOptions layout_only;
     layout_only.sigma = setup.sigma;
@@ -164,6 +160,11 @@ XpcsProblem::~XpcsProblem() = default;
 void XpcsProblem::SetAngleWeights(std::span<const double> weights) {
   Impl& im = *impl_;
   HOMODYNE_CHECK(weights.empty() || weights.size() == im.phi.size(), "one weight per angle");
+  // The in-core kernel is rebuilt for new weights (tables, thread pool): not for the same.
+  if (std::equal(weights.begin(), weights.end(), im.angle_weights.begin(),
+                 im.angle_weights.end())) {
+    return;
+  }
   im.angle_weights.assign(weights.begin(), weights.end());
   if (im.stream != nullptr) return;  // each window's kernel is built with them
   im.kernel = std::make_unique<model::ModelKernel>(im.mode, im.geometry, im.t, im.phi,
