@@ -21,6 +21,7 @@
 #include "nlsq/cmaes.h"
 #include "nlsq/global_stage.h"
 #include "nlsq/xpcs_fit.h"
+#include "nlsq_fit_fixture.h"
 #include "parallel/collective.h"
 #include "parallel/tile_sum.h"
 #include "synth/synthetic_dataset.h"
@@ -29,6 +30,7 @@ namespace homodyne::nlsq {
 namespace {
 
 using homodyne::testing::MpiTempDir;
+using homodyne::testing::SameBits;
 using homodyne::testing::TestEnvironment;
 
 // χ² = Σ_k w_k·[((x0+1)(x0−2))² + (0.5(x0−2))² + (x1−0.5)²], w_k = 1 + k/T over T tiles
@@ -116,10 +118,6 @@ CmaesSummary SolveTwoBasin(const Comm& comm,
       RunCmaes(comm, es, BatchOf(problem), ck, "two basins", Logger::Silent(), false);
   if (generations_run != nullptr) *generations_run = problem.batches;
   return s;
-}
-
-bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 void ExpectSameSearch(const CmaesSummary& a, const CmaesSummary& b) {
@@ -236,20 +234,9 @@ const std::string kStuckStart = "100, 0.5, 0, 0.1, 0.2, 0.0, 8";
 
 config::Config LaminarConfig(const std::string& values, const std::string& file,
                              const std::string& cmaes) {
-  const auto path = std::filesystem::path(file);
-  const std::string yaml =
-      "analysis_mode: laminar_flow\nanalyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n"
-      "  end_frame: -1\n  scattering:\n    wavevector_q: 0.0054\n"
-      "  geometry:\n    stator_rotor_gap: 2000000\n"
-      "experimental_data:\n  data_folder_path: " +
-      path.parent_path().string() + "\n  data_file_name: " + path.filename().string() +
-      "\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, "
-      "gamma_dot_t_offset, phi0]\n  values: [" +
-      values +
-      "]\noptimization:\n  nlsq:\n    anti_degeneracy:\n      per_angle_mode: auto\n"
-      "    cmaes:\n      enable: true\n" +
-      cmaes;
-  return config::ReadConfigString(yaml, "nlsq-cmaes-test", config::ReadOptions{});
+  return testing::LaminarFileConfig(
+      values, file,
+      "    anti_degeneracy:\n      per_angle_mode: auto\n    cmaes:\n      enable: true\n" + cmaes);
 }
 
 std::string WriteLaminarData(const MpiTempDir& dir) {
@@ -273,11 +260,7 @@ std::string WriteLaminarData(const MpiTempDir& dir) {
 }
 
 NlsqRunOptions Quiet(FitStrategy strategy = FitStrategy::kInCore, std::int64_t window = 0) {
-  NlsqRunOptions o;
-  o.print_progress = false;
-  o.strategy = strategy;
-  o.stream_window_points = window;
-  return o;
+  return testing::QuietRun(strategy, window);
 }
 
 TEST(NlsqCmaes, BatchedChi2EqualsSingleEvaluationsInCoreStreamedAndAlone) {

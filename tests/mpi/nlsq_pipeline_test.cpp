@@ -21,6 +21,7 @@
 #include "nlsq/anti_degeneracy.h"
 #include "nlsq/fit_pipeline.h"
 #include "nlsq/xpcs_fit.h"
+#include "nlsq_fit_fixture.h"
 #include "parallel/collective.h"
 #include "synth/synthetic_dataset.h"
 
@@ -28,11 +29,8 @@ namespace homodyne::nlsq {
 namespace {
 
 using homodyne::testing::MpiTempDir;
+using homodyne::testing::SameBits;
 using homodyne::testing::TestEnvironment;
-
-bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
 
 // Dataset 3 of the recovery study (docs/robustness.md): six angles 0.4°…150.4°, strong
 // shear. sinc² of the shear term oscillates in phi0, and from the default start the local
@@ -42,17 +40,7 @@ const std::string kDefaultStart = "10000, -1.5, 0, 0.001, 0, 0, 0";
 
 config::Config LaminarConfig(const std::string& values, const std::string& file,
                              const std::string& nlsq_extra) {
-  const auto path = std::filesystem::path(file);
-  const std::string yaml =
-      "analysis_mode: laminar_flow\nanalyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n"
-      "  end_frame: -1\n  scattering:\n    wavevector_q: 0.0054\n"
-      "  geometry:\n    stator_rotor_gap: 2000000\n"
-      "experimental_data:\n  data_folder_path: " +
-      path.parent_path().string() + "\n  data_file_name: " + path.filename().string() +
-      "\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, "
-      "gamma_dot_t_offset, phi0]\n  values: [" +
-      values + "]\noptimization:\n  nlsq:\n" + nlsq_extra;
-  return config::ReadConfigString(yaml, "nlsq-pipeline-test", config::ReadOptions{});
+  return testing::LaminarFileConfig(values, file, nlsq_extra);
 }
 
 std::string WritePhi0Data(const MpiTempDir& dir) {
@@ -76,11 +64,7 @@ std::string WritePhi0Data(const MpiTempDir& dir) {
 }
 
 NlsqRunOptions Quiet(FitStrategy strategy = FitStrategy::kInCore, std::int64_t window = 0) {
-  NlsqRunOptions o;
-  o.print_progress = false;
-  o.strategy = strategy;
-  o.stream_window_points = window;
-  return o;
+  return testing::QuietRun(strategy, window);
 }
 
 checkpoint::CheckpointSettings Checkpoints(const std::filesystem::path& dir, int frequency) {
