@@ -16,7 +16,7 @@ import re
 import yaml
 
 PHASES = {"load": ["load"], "partition": ["setup"], "fit": ["initial_scaling", "fit"],
-          "sample": ["cmc"], "write": ["write_outputs"]}
+          "sample": ["cmc"], "write": ["write_outputs", "write_fitted_data"]}
 
 
 def flatten(prefix, obj, out):

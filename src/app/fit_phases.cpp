@@ -93,7 +93,7 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
   });
   {
     // fitted_data.h5: collective, each rank its share of the angles.
-    PhaseTimes::Scope t(phases, "write_outputs");
+    PhaseTimes::Scope t(phases, "write_fitted_data");
     if (write_nlsq) {
       WriteFittedData(scope.comm, OutputFilePath(out, "nlsq/fitted_data.h5"), scope.cfg,
                       scope.data_file, nlsq.result, scope.log, threads);

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "config/config_bridge.h"
+#include "core/error.h"
 #include "core/progress.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
@@ -33,6 +34,26 @@ void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const 
                   FittedModel{result.report.analysis_mode, result.report.physical_values,
                               result.report.contrast, result.report.offset},
                   logger, FittedDataLimit(result), threads);
+}
+
+std::string_view ToString(FittedDataLevel level) {
+  switch (level) {
+    case FittedDataLevel::kFull:
+      return "full";
+    case FittedDataLevel::kModel:
+      return "model";
+    case FittedDataLevel::kNone:
+      return "none";
+  }
+  return "model";
+}
+
+FittedDataLevel FittedDataLevelOf(const config::Config& cfg) {
+  if (cfg.fitted_data == "full") return FittedDataLevel::kFull;
+  if (cfg.fitted_data == "none") return FittedDataLevel::kNone;
+  if (cfg.fitted_data.empty() || cfg.fitted_data == "model") return FittedDataLevel::kModel;
+  ThrowBadInput(fmt::format("'{}' is not one of full, model, none", cfg.fitted_data), "",
+                "output.fitted_data");
 }
 
 namespace {
@@ -74,6 +95,8 @@ void Attempt(std::exception_ptr& failed, Fn&& attempt) {
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
              double max_bytes, const FittedDataThreads& threads) {
+  const FittedDataLevel level = FittedDataLevelOf(cfg);
+  if (level == FittedDataLevel::kNone) return;
   if (comm != nullptr) BroadcastFromRoot(*comm, result, max_bytes);
   // The size check comes before the data are read (from the metadata alone).
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
@@ -84,7 +107,8 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   const std::uint64_t nn = nf * nf;
   // A progress line for files above 1 GiB (minutes on a slow file system), per angle.
-  const double file_gib = 8.0 * 6.0 * static_cast<double>(n) * static_cast<double>(nn) /
+  const double cubes = level == FittedDataLevel::kFull ? 6.0 : 2.0;
+  const double file_gib = 8.0 * cubes * static_cast<double>(n) * static_cast<double>(nn) /
                           static_cast<double>(1ULL << 30);
   Progress progress(file_gib > 1.0 ? logger : Logger::Silent(),
                     "writing " + path.filename().string());
@@ -128,6 +152,9 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const char* const kCubes[] = {
       "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
       "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
+  // The level "model" stores the data and the model; the four other cubes are one
+  // multiply-add of those and the per-angle pairs (docs/outputs.md).
+  const bool full = level == FittedDataLevel::kFull;
   // Rank 0 alone opens the file.
   std::optional<io::ArrayFileWriter> file;
   Together(comm, [&] {
@@ -136,17 +163,21 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     io::ArrayFileWriter& out = *file;
     out.Create(kCubes[0], cube, "diagonal-corrected data", storage);
     out.Create(kCubes[1], cube, cmc ? "g1^2" : "1 + g1^2", storage);
-    out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
-    out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
+    if (full) {
+      out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
+      out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
+    }
     out.Create("/per_angle_scaling", pairs,
                cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
                    : "[a_k, b_k] post-hoc least squares");
     out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
-    out.Create(kCubes[4], cube, "c2_exp - c2_theoretical_scaled", storage);
-    out.Create(kCubes[5], cube,
-               cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
-                   : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
-               storage);
+    if (full) {
+      out.Create(kCubes[4], cube, "c2_exp - c2_theoretical_scaled", storage);
+      out.Create(kCubes[5], cube,
+                 cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
+                     : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
+                 storage);
+    }
     out.Create("/t1", {nf}, "seconds from 0");
     out.Create("/t2", {nf}, "seconds from 0");
     out.Create("/q", {1}, "1/Angstrom");
@@ -242,19 +273,23 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     };
     deliver(kCubes[0], c);
     write(kCubes[1], [&](std::uint64_t p) { return one + g[p]; });
-    write(kCubes[2], scaled);
-    write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
-    write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
+    if (full) {
+      write(kCubes[2], scaled);
+      write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
+      write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
+    }
     if (rank == 0) {
       const std::size_t done = std::min(n, angle_of(round, ranks));
       progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", done, n,
                                   file_gib * static_cast<double>(done - 1) / static_cast<double>(n),
                                   file_gib));
     }
-    write(kCubes[5], [&](std::uint64_t p) {
-      if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
-      return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
-    });
+    if (full) {
+      write(kCubes[5], [&](std::uint64_t p) {
+        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
+        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
+      });
+    }
   }
   if (comm != nullptr) {
     MPI_Allreduce(MPI_IN_PLACE, per_angle.data(), static_cast<int>(per_angle.size()), MPI_DOUBLE,
@@ -284,6 +319,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
+  attrs.strings.emplace_back("fitted_data", std::string(ToString(level)));
   Together(comm, [&] {
     if (rank == 0) file->Commit(attrs);
   });

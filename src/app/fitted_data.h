@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cmc/cmc_fit.h"
@@ -28,6 +29,17 @@ class Comm;
 // c2_theoretical_scaled = a_k·raw + b_k and residuals = c2_exp − c2_theoretical_scaled in
 // both; c2_solver_scaled and per_angle_scaling_solver (the model's own contrast/offset) too.
 enum class FittedDataConvention { kNlsq, kCmc };
+
+// output.fitted_data: which arrays the file holds.
+//   kFull:  homodyne's set (the six N×N arrays per angle and the small ones);
+//   kModel: c2_exp, c2_theoretical_raw and the small arrays (per-angle pairs, t1, t2, q,
+//           phi_angles): the four other N×N arrays are one multiply-add of those, bit for bit
+//           (docs/outputs.md), and cost four times the data's size to store;
+//   kNone:  no file.
+enum class FittedDataLevel { kFull, kModel, kNone };
+std::string_view ToString(FittedDataLevel level);
+// The config's level (an empty value is the default, kModel).
+FittedDataLevel FittedDataLevelOf(const config::Config& cfg);
 
 inline constexpr double kFittedDataMaxBytes = 4.0 * (1ULL << 30);  // one angle's matrices
 

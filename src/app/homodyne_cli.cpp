@@ -405,6 +405,10 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
 
 // The run, phase by phase. Each phase is collective: an error stops every rank in it.
 int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
+  // The time before the first phase, so that the report accounts for the whole job.
+  state.phases.Add("launch", env.startup_times().launch_seconds);
+  state.phases.Add("init", env.startup_times().init_seconds);
+  std::optional<PhaseTimes::Scope> config_phase(std::in_place, state.phases, "config");
   const RunInputs in = ReadInputs(env, opts, state);
   const ThreadPlan threads = PlanRunThreads(env, opts, state);
   CheckOutputs(env, opts, in.data_file);
@@ -414,6 +418,7 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   // Checkpoints and the graceful stop on SIGTERM/SIGUSR1 (exit 75) until the run ends.
   const checkpoint::InterruptHandlers interrupt_handlers;
   const nlsq::NlsqRunOptions ro = PrepareNlsq(env, opts, in, threads);
+  config_phase.reset();
   const FitScope scope{env.world(),     env.rank(),  in.cfg,      in.data_file,
                        opts.output_dir, opts.method, env.logger()};
   NlsqOutcome nlsq = FitNlsqOrWarmStart(scope, opts, ro);
@@ -422,7 +427,10 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     cmc = RunCmcPhase(scope, CmcOptionsFor(opts, in.cfg, ro), !opts.no_nlsq_warmstart, nlsq);
   }
   const cmc::CmcRunResult* sampled = cmc ? &*cmc : nullptr;
-  state.phases = WriteFitOutputs(scope, nlsq, sampled, in.plots, {ro.threads, ro.worker_start});
+  PhaseTimes phases =
+      WriteFitOutputs(scope, nlsq, sampled, in.plots, {ro.threads, ro.worker_start});
+  for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
+  state.phases = phases;
 
   RunReportInput report = BaseReport(opts, state);
   DrawRequestedPlots(env, opts.output_dir, in.plots, report);

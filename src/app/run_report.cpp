@@ -13,6 +13,7 @@
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/version.h"
 #include "io/dataset.h"
@@ -108,6 +109,11 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   int mismatch = (hash != 0 && hash != root_hash) ? 1 : 0;
   int any_mismatch = 0;
   MPI_Allreduce(&mismatch, &any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
+  // Time since each process started: the whole job up to this report.
+  double since_start = SecondsSinceProcessStart();
+  double since_start_max = 0.0;
+  if (!std::isfinite(since_start)) since_start = 0.0;
+  MPI_Reduce(&since_start, &since_start_max, 1, MPI_DOUBLE, MPI_MAX, 0, world.get());
   // Peak resident size of every rank so far (VmHWM).
   const auto peak = static_cast<std::uint64_t>(nlsq::PeakRss());
   std::vector<std::uint64_t> peaks(static_cast<std::size_t>(world.size()), 0);
@@ -285,6 +291,15 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       << YAML::Value << vmin[i] << YAML::Key << "max" << YAML::Value << vmax[i] << YAML::Key
       << "mean" << YAML::Value << vsum[i] / world.size() << YAML::EndMap;
   }
+  y << YAML::EndMap;
+  // The whole job so far, and what no phase above accounts for (the report itself, waits
+  // between phases); the processes' exit (MPI and PETSc finalisation) comes after this.
+  double phases_max = 0.0;
+  for (double seconds : vmax) phases_max += seconds;
+  y << YAML::Key << "wall_seconds" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "process_start_to_report" << YAML::Value << since_start_max;
+  y << YAML::Key << "sum_of_phases_max" << YAML::Value << phases_max;
+  y << YAML::Key << "outside_phases" << YAML::Value << since_start_max - phases_max;
   y << YAML::EndMap;
 
   const bool have_nlsq = r != nullptr && !r->expanded.empty();

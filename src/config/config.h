@@ -100,6 +100,7 @@ struct AntiDegeneracy {
   int constant_scaling_threshold{};
   int fourier_order{};
   bool hierarchical_enable{};
+  std::string hierarchical_trigger;  // "suspect" or "always"
   int hierarchical_max_outer{};
   double hierarchical_outer_tolerance{};
   int hierarchical_physical_max_it{};
@@ -304,6 +305,8 @@ struct Config {
   bool compress_hdf5{};
   int compression_level{};  // 0–9
   int Hdf5DeflateLevel() const { return compress_hdf5 ? compression_level : 0; }
+  // output.fitted_data: which arrays fitted_data.h5 holds ("full", "model" or "none").
+  std::string fitted_data;
   std::string cache_strategy;                      // v2_features.cache_strategy
   bool legacy_flat_layout = false;                 // converted from the flat legacy layout
   std::vector<std::string> notes;                  // notes for the user (fallbacks, overrides)

@@ -68,9 +68,14 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Acc("formats.csv", T::kBool, "", NoRule(), "CSV results");
   o.Acc("create_subdirs", T::kBool, "true", NoRule(), "Create method subfolders");
   o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
-  o.Used("compress_hdf5", T::kBool, "true", NoRule(),
-         "Compress the large arrays of the HDF5 result files (shuffle + deflate)",
+  o.Used("compress_hdf5", T::kBool, "false", NoRule(),
+         "Compress the large arrays of the HDF5 result files (shuffle + deflate; 10x the "
+         "write time for 20-60 % smaller files, docs/outputs.md)",
          top(&Config::compress_hdf5));
+  o.Used("fitted_data", T::kString, "model", OneOf({"full", "model", "none"}),
+         "Arrays of fitted_data.h5: full (homodyne's six N x N arrays per angle), model (c2_exp "
+         "and c2_theoretical_raw; the others are one multiply-add away) or none",
+         top(&Config::fitted_data));
   o.Used("compression_level", T::kInt, "4", InRange(0, 9),
          "Deflate level of those arrays (1 fastest … 9 smallest; 0 = uncompressed)",
          top(&Config::compression_level));

@@ -107,6 +107,10 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Used("hierarchical.enable", T::kBool, "true", NoRule(),
          "Run the stage (only where per-angle parameters can absorb the shear signal)",
          f(&AntiDegeneracy::hierarchical_enable));
+  a.Used("hierarchical.trigger", T::kString, "suspect", OneOf({"suspect", "always"}),
+         "When the stage runs: suspect (after a plain fit that stalled or ended with a physical "
+         "parameter at a bound) or always (homodyne-hpc's earlier default; docs/global.md)",
+         f(&AntiDegeneracy::hierarchical_trigger));
   a.Used("hierarchical.max_outer_iterations", T::kInt, "5", AtLeast(1),
          "Physical/per-angle alternations at most", f(&AntiDegeneracy::hierarchical_max_outer));
   a.Used("hierarchical.outer_tolerance", T::kFloat, "1e-6", Positive(),

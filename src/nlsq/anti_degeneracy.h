@@ -22,6 +22,9 @@ namespace homodyne::nlsq {
 
 struct AntiDegeneracyOptions {
   bool hierarchical = true;
+  // Run the stage after every plain fit (true), or only after one that stalled or ended with
+  // a physical parameter at a bound (false, the default).
+  bool always = false;
   int max_outer_iterations = 5;
   double outer_tolerance = 1e-6;  // ‖Δ physics / bound width‖₂
   int physical_max_iterations = 100;

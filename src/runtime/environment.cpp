@@ -5,9 +5,11 @@
 #include <array>
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <optional>
 #include <string_view>
 
+#include "core/clock.h"
 #include "core/error.h"
 #include "io/h5_handles.h"
 
@@ -94,6 +96,7 @@ struct Environment::Impl {
   std::optional<PetscSession> petsc;
   std::optional<Topology> topology;
   std::vector<std::string> startup_notes;
+  StartupTimes startup;
 };
 
 Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
@@ -101,7 +104,12 @@ Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
     ThrowInternal("an Environment already exists in this process");
   }
   try {
+    const double launch = SecondsSinceProcessStart();
+    const auto start = std::chrono::steady_clock::now();
     impl_ = std::make_unique<Impl>(argc, argv, options);
+    impl_->startup.launch_seconds = launch;
+    impl_->startup.init_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   } catch (...) {
     g_environment_active = false;
     throw;
@@ -120,6 +128,8 @@ int Environment::thread_level() const { return impl_->mpi.provided(); }
 bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
 Logger& Environment::logger() { return impl_->logger; }
 const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
+
+const StartupTimes& Environment::startup_times() const { return impl_->startup; }
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");

@@ -29,6 +29,12 @@ struct EnvironmentOptions {
   std::vector<std::string> startup_notes;
 };
 
+// Where a process's time went before its Environment was ready.
+struct StartupTimes {
+  double launch_seconds = 0.0;  // process start to the Environment's construction (exec, loading)
+  double init_seconds = 0.0;    // MPI, PETSc and hwloc initialisation
+};
+
 class Environment {
  public:
   Environment(int* argc, char*** argv, EnvironmentOptions options = {});
@@ -52,6 +58,7 @@ class Environment {
 
   Logger& logger();
   const std::vector<std::string>& startup_notes() const;
+  const StartupTimes& startup_times() const;
 
  private:
   struct Impl;

@@ -46,9 +46,24 @@ assert d["hierarchical_active"] is False and d["hierarchical"] is None, d
 assert "averaged" in d["hierarchical_inactive_reason"] and d["regularization_active"] is False, d
 assert len(a["recovery_actions"]) == 1 and a["recovery_actions"][0].startswith("phi0 check: "), a
 PY
-h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_solver_scaled' || { echo "FAIL: fitted_data.h5 content"; exit 1; }
+# output.fitted_data: model (the default): the data and the model, not the derived arrays.
+h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_theoretical_raw' || { echo "FAIL: fitted_data.h5 content"; exit 1; }
+h5ls "$tmp/out/nlsq/fitted_data.h5" | grep -q 'c2_solver_scaled' && { echo "FAIL: model level holds a derived array"; exit 1; }
 ls -a "$tmp/out/nlsq" | grep -q 'tmp' && { echo "FAIL: temporary file left"; exit 1; }
 rep="$tmp/out/run_report.yaml"
+# Every phase of the job from process start, and what no phase accounts for.
+/usr/bin/python3 - "$tmp/out/run_report.yaml" <<'PY' || { echo "FAIL: run_report phases"; exit 1; }
+import sys, yaml
+r = yaml.safe_load(open(sys.argv[1]))
+t = r["timing_seconds"]
+for phase in ("launch", "init", "config", "load", "initial_scaling", "setup", "fit",
+              "write_outputs", "write_fitted_data"):
+    assert phase in t and t[phase]["max"] >= 0.0, (phase, t)
+w = r["wall_seconds"]
+assert w["process_start_to_report"] > 0.0, w
+assert abs(w["sum_of_phases_max"] - sum(v["max"] for v in t.values())) < 1e-9, w
+assert abs(w["outside_phases"]) < 0.5 * w["process_start_to_report"], w
+PY
 for key in '^machine:' '^libraries:' '^config:' '^data:' '^timing_seconds:' '^throughput:' \
            '^self_checks:' '  ranks: 2' 'hdf5_parallel: true' '^recovery_actions:' \
            '^anti_degeneracy:' '  inactive_reason: auto_averaged per-angle layout'; do
@@ -135,13 +150,16 @@ assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
 assert all(isinstance(x["disagrees"], bool) for x in cmp.values())
 PY
 
-# --method cmc with the warm start read back from the previous run's NLSQ files.
-out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outw" \
+# --method cmc with the warm start read back from the previous run's NLSQ files; with
+# output.fitted_data: none, no fitted_data.h5.
+{ cat "$tmp/static.yaml"; echo "output: {fitted_data: none}"; } > "$tmp/static_none.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static_none.yaml" --output-dir "$tmp/outw" \
       --method cmc --nlsq-result "$tmp/outc" --n-warmup 80 --n-samples 80 --n-chains 2 \
       --cmc-num-shards 2 2>&1); code=$?
 [ $code -eq 0 ] || { echo "FAIL: --nlsq-result run exit $code"; echo "$out" | tail -5; exit 1; }
 grep -q 'NLSQ OPTIMIZATION COMPLETE' <<<"$out" && { echo "FAIL: NLSQ ran despite --nlsq-result"; exit 1; }
 [ -s "$tmp/outw/cmc/parameters.json" ] && [ ! -e "$tmp/outw/nlsq" ] || { echo "FAIL: cmc-only outputs"; exit 1; }
+[ ! -e "$tmp/outw/cmc/fitted_data.h5" ] || { echo "FAIL: fitted_data: none wrote cmc/fitted_data.h5"; exit 1; }
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outx" \
       --method cmc --nlsq-result "$tmp/nowhere" 2>&1); code=$?
 [ $code -eq 2 ] && grep -q 'nowhere' <<<"$out" || { echo "FAIL: missing --nlsq-result gave $code"; exit 1; }

@@ -65,7 +65,8 @@ config::Config MakeDataset(const Comm& comm, const fs::path& dir, int nan_angle 
       "  scattering: {wavevector_q: 0.0054}\n"
       "  geometry: {stator_rotor_gap: 2000000}\n"
       "experimental_data:\n  data_folder_path: " +
-      dir.string() + "\n  data_file_name: data.h5\n" + output;
+      dir.string() + "\n  data_file_name: data.h5\n" +
+      (output.empty() ? std::string("output: {fitted_data: full}\n") : output);
   return config::ReadConfigString(yaml, "fitted_mpi.yaml");
 }
 
@@ -119,7 +120,7 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
       }
     }
     const io::GroupAttributes attrs = io::ReadAttributes(shared.string(), "/");
-    EXPECT_EQ(attrs.strings.size(), 2u);
+    EXPECT_EQ(attrs.strings.size(), 3u);  // analysis_mode, source, fitted_data
     world.Barrier();
     if (world.is_root()) {
       fs::remove(serial);
@@ -137,8 +138,9 @@ constexpr int kCompressedFrames = 48;
 TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
   const Comm& world = TestEnvironment().world();
   MpiTempDir dir(world, "fitted_deflate", /*create=*/true);
-  const config::Config cfg = MakeDataset(world, dir.path(), -1, kCompressedFrames,
-                                         "output: {compress_hdf5: true, compression_level: 6}\n");
+  const config::Config cfg =
+      MakeDataset(world, dir.path(), -1, kCompressedFrames,
+                  "output: {compress_hdf5: true, compression_level: 6, fitted_data: full}\n");
   config::Config plain = cfg;
   plain.compress_hdf5 = false;
   const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
@@ -226,7 +228,8 @@ TEST(FittedDataParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
 TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
   const Comm& world = TestEnvironment().world();
   MpiTempDir dir(world, "fitted_nan_deflate", /*create=*/true);
-  const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3, kCompressedFrames);
+  const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3, kCompressedFrames,
+                                         "output: {compress_hdf5: true}\n");
   ASSERT_GT(cfg.Hdf5DeflateLevel(), 0);
   const fs::path out = dir.path() / "fitted_data.h5";
   EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
@@ -268,9 +271,10 @@ TEST(FittedDataParallel, FailedWriteOnRankZeroFailsEverywhereAndLeavesNothing) {
   const Comm& world = TestEnvironment().world();
   for (const bool compress : {false, true}) {
     MpiTempDir dir(world, compress ? "fitted_full_deflate" : "fitted_full", /*create=*/true);
-    const config::Config cfg = MakeDataset(
-        world, dir.path(), -1, kCompressedFrames,
-        compress ? "output: {compress_hdf5: true}\n" : "output: {compress_hdf5: false}\n");
+    const config::Config cfg =
+        MakeDataset(world, dir.path(), -1, kCompressedFrames,
+                    compress ? "output: {compress_hdf5: true, fitted_data: full}\n"
+                             : "output: {compress_hdf5: false, fitted_data: full}\n");
     const fs::path out = dir.path() / "fitted_data.h5";
     FileSizeLimit limit(world.is_root() ? 16 * 1024 : 0);
     if (world.is_root()) {

@@ -249,8 +249,8 @@ TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
   const MpiTempDir dir(world, "pipeline_hierarchical");
   const std::string path = WritePhi0Data(dir);
   const std::string individual =
-      "    anti_degeneracy:\n      per_angle_mode: individual\n    recovery:\n"
-      "      phi0_restarts: 0\n";
+      "    anti_degeneracy:\n      per_angle_mode: individual\n      hierarchical:\n"
+      "        trigger: always\n    recovery:\n      phi0_restarts: 0\n";
   const config::Config cfg = LaminarConfig(kDefaultStart, path, individual);
   const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
   const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
@@ -287,6 +287,48 @@ TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
       Quiet(), Logger::Silent());
   EXPECT_FALSE(off.report.anti_degeneracy.hierarchical_active);
   EXPECT_TRUE(SameBits(off.expanded, plain.expanded));
+}
+
+// By default (trigger: suspect) the stage runs only after a plain fit that stalled or ended
+// with a physical parameter at a bound: from the truth the plain fit converges inside the
+// box, the stage is skipped and says why, and the answer is the plain fit's.
+TEST(NlsqPipeline, HierarchicalStageRunsAfterASuspectPlainFitOnly) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_hierarchical_trigger");
+  const std::string path = WritePhi0Data(dir);
+  const std::string individual =
+      "    anti_degeneracy:\n      per_angle_mode: individual\n    recovery:\n"
+      "      phi0_restarts: 0\n";
+  const config::Config cfg = LaminarConfig(kTruth, path, individual);
+  const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
+  ASSERT_EQ(plain.summary.termination, Termination::kConverged);
+  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const AntiDegeneracyReport& a = r.report.anti_degeneracy;
+  EXPECT_FALSE(a.hierarchical_active);
+  EXPECT_NE(a.inactive_reason.find("trigger: suspect"), std::string::npos) << a.inactive_reason;
+  EXPECT_TRUE(SameBits(r.expanded, plain.expanded));
+  // From the stuck start below the plain fit does not converge inside the box: the stage runs.
+  const NlsqRunResult stuck = RunNlsqPipeline(
+      world,
+      LaminarConfig("100, 0.5, 0, 0.1, 0.2, 0.0, 8", path, individual + "      on_stall: none\n"),
+      Quiet(), Logger::Silent());
+  EXPECT_TRUE(stuck.report.anti_degeneracy.hierarchical_active)
+      << stuck.report.anti_degeneracy.inactive_reason;
+  // A trigger that is neither is bad input naming the key.
+  EXPECT_THROW(
+      {
+        try {
+          RunNlsqPipeline(world,
+                          LaminarConfig(kTruth, path,
+                                        "    anti_degeneracy:\n      hierarchical:\n"
+                                        "        trigger: sometimes\n"),
+                          Quiet(), Logger::Silent());
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("trigger"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
 }
 
 // From here the local fit stalls far from the minimum (checked below).

@@ -64,4 +64,14 @@ inline DatasetLayout ReadDatasetLayout(const std::string& file, const std::strin
   return out;
 }
 
+// Whether `file` has a link at `path` (an absolute path of one level, e.g. "/c2_exp").
+inline bool DatasetExists(const std::string& file, const std::string& path) {
+  const hid_t f = H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  EXPECT_GE(f, 0) << file;
+  if (f < 0) return false;
+  const bool exists = H5Lexists(f, path.c_str(), H5P_DEFAULT) > 0;
+  H5Fclose(f);
+  return exists;
+}
+
 }  // namespace homodyne::testing

@@ -41,7 +41,7 @@ constexpr int kAngles = 3;
 // A legacy-layout file of three angles, 7 × 7 frames, and a static config that selects all.
 // Angle 1 has a zero pair (0, 6) and (6, 0); angle 2 lies near 3, so that a least-squares
 // offset on g1² is far above 1.5 (the CMC convention clips it).
-config::Config MakeDataset(const fs::path& dir) {
+config::Config MakeDataset(const fs::path& dir, const std::string& level = "full") {
   std::vector<std::vector<double>> matrices;
   for (int k = 0; k < kAngles; ++k) {
     std::vector<double> m(kFrames * kFrames);
@@ -62,7 +62,7 @@ config::Config MakeDataset(const fs::path& dir) {
       "analyzer_parameters:\n  dt: 0.1\n  start_frame: 1\n  end_frame: 7\n"
       "  scattering: {wavevector_q: 0.0054}\n"
       "experimental_data:\n  data_folder_path: " +
-      dir.string() + "\n  data_file_name: data.h5\n";
+      dir.string() + "\n  data_file_name: data.h5\noutput: {fitted_data: " + level + "}\n";
   return config::ReadConfigString(yaml, "fitted.yaml");
 }
 
@@ -160,6 +160,61 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
   for (const auto& [name, value] : attrs.strings)
     mode |= name == "analysis_mode" && value == "static";
   EXPECT_TRUE(mode);
+}
+
+// output.fitted_data: model (the default) holds the data, the model and the small arrays
+// with the bits of the full file, and the four other arrays are the multiply-adds
+// docs/outputs.md gives, bit for bit, in both conventions; none writes no file.
+TEST(FittedData, ModelLevelHoldsWhatTheFullFileIsDerivedFrom) {
+  for (const FittedDataConvention convention :
+       {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
+    const testing::ScopedTempDir tmp("fitted_levels");
+    const fs::path dir = tmp.path();
+    const config::Config full_cfg = MakeDataset(dir, "full");
+    const config::Config model_cfg = MakeDataset(dir, "model");
+    EXPECT_EQ(FittedDataLevelOf(config::ReadConfigString(
+                  "analysis_mode: static\n"
+                  "experimental_data: {data_folder_path: ., data_file_name: d.h5}\n",
+                  "c.yaml")),
+              FittedDataLevel::kModel);
+    const FittedModel fitted = Model(convention);
+    const fs::path full = dir / "full.h5", model = dir / "model.h5";
+    WriteFittedData(full, full_cfg, "", fitted, Logger::Silent());
+    WriteFittedData(model, model_cfg, "", fitted, Logger::Silent());
+    for (const char* name : {"/c2_exp", "/c2_theoretical_raw", "/per_angle_scaling",
+                             "/per_angle_scaling_solver", "/t1", "/t2", "/q", "/phi_angles"}) {
+      EXPECT_EQ(Read(model, name), Read(full, name)) << name;
+    }
+    for (const char* name :
+         {"/c2_theoretical_scaled", "/c2_solver_scaled", "/residuals", "/residuals_normalized"}) {
+      EXPECT_FALSE(testing::DatasetExists(model.string(), name)) << name;
+    }
+    const bool cmc = convention == FittedDataConvention::kCmc;
+    const auto c = Read(model, "/c2_exp"), raw = Read(model, "/c2_theoretical_raw");
+    const auto ab = Read(model, "/per_angle_scaling");
+    const auto solver = Read(model, "/per_angle_scaling_solver");
+    const auto scaled = Read(full, "/c2_theoretical_scaled");
+    const auto solver_scaled = Read(full, "/c2_solver_scaled");
+    const auto resid = Read(full, "/residuals"), resid_n = Read(full, "/residuals_normalized");
+    const std::size_t nn = kFrames * kFrames;
+    for (std::size_t k = 0; k < kAngles; ++k) {
+      const double a = ab[2 * k], b = ab[2 * k + 1];
+      const double contrast = solver[2 * k], offset = solver[2 * k + 1];
+      for (std::size_t p = 0; p < nn; ++p) {
+        const std::size_t at = k * nn + p;
+        const double g = cmc ? raw[at] : raw[at] - 1.0;
+        ASSERT_EQ(scaled[at], a * raw[at] + b);
+        ASSERT_NEAR(solver_scaled[at], offset + contrast * g, 1e-15);
+        ASSERT_EQ(resid[at], c[at] - (a * raw[at] + b));
+        const double r = c[at] - (a * raw[at] + b);
+        ASSERT_EQ(resid_n[at], c[at] != 0.0 ? r / (0.05 * c[at]) : (cmc ? r / 0.05 : 0.0));
+      }
+    }
+    const fs::path none = dir / "none.h5";
+    WriteFittedData(none, MakeDataset(dir, "none"), "", fitted, Logger::Silent());
+    EXPECT_FALSE(fs::exists(none));
+    EXPECT_THROW(MakeDataset(dir, "some"), Error);
+  }
 }
 
 // homodyne's cmc/fitted_data.npz: raw = g1², (a, b) on g1² clipped to [0.01, 1] × [0.5, 1.5],
@@ -372,10 +427,13 @@ TEST(FittedData, ConfigDecidesTheCompression) {
                "c.yaml")
         .Hdf5DeflateLevel();
   };
-  EXPECT_EQ(level(""), 4);  // homodyne's template default: compress, level 4
-  EXPECT_EQ(level("output: {compression_level: 9}\n"), 9);
+  // Uncompressed by default (deflate costs ten times the write for 20-60 % less disk);
+  // homodyne's template's `compress_hdf5: true` gives level 4.
+  EXPECT_EQ(level(""), 0);
+  EXPECT_EQ(level("output: {compress_hdf5: true}\n"), 4);
+  EXPECT_EQ(level("output: {compress_hdf5: true, compression_level: 9}\n"), 9);
   EXPECT_EQ(level("output: {compress_hdf5: false, compression_level: 9}\n"), 0);
-  EXPECT_EQ(level("output: {compression_level: 0}\n"), 0);
+  EXPECT_EQ(level("output: {compress_hdf5: true, compression_level: 0}\n"), 0);
   EXPECT_THROW(level("output: {compression_level: 10}\n"), Error);
 }
 

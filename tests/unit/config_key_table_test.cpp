@@ -282,7 +282,10 @@ TEST(ConfigKeyBindings, DefaultConfigIsTheReaderOnAnEmptyFile) {
             "cached_c2_frames_${start_frame}_${end_frame}.npz");
   EXPECT_EQ(d.analyzer.end_frame, -1);
   EXPECT_EQ(d.output_directory, "./homodyne_results");
-  EXPECT_EQ(d.Hdf5DeflateLevel(), 4);
+  EXPECT_EQ(d.Hdf5DeflateLevel(), 0);  // uncompressed (docs/outputs.md)
+  EXPECT_EQ(d.compression_level, 4);
+  EXPECT_EQ(d.fitted_data, "model");
+  EXPECT_EQ(d.optimization.nlsq.anti_degeneracy.hierarchical_trigger, "suspect");
   EXPECT_EQ(d.analyzer.dt, 1.0);
   EXPECT_EQ(d.analyzer.stator_rotor_gap, 2.0e6);
 }
