@@ -264,6 +264,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "seed" << YAML::Value << g.seed;
     y << YAML::Key << "global_search_time_s" << YAML::Value << g.global_search_time_s;
     y << YAML::Key << "cmaes_chi_squared" << YAML::Value << g.cmaes_chi_squared;
+    y << YAML::Key << "search_row_stride" << YAML::Value << g.search_row_stride;
     y << YAML::Key << "refinement" << YAML::Value << g.refinement;
     y << YAML::Key << "refined_chi_squared" << YAML::Value << g.refined_chi_squared;
     y << YAML::Key << "chi_squared_improvement" << YAML::Value << g.chi_squared_improvement;

@@ -145,6 +145,7 @@ struct Cmaes {
   double normalization_epsilon{};
   bool refine_with_nlsq{};
   long long seed{};
+  long long search_max_points{};  // 0: every point
 };
 
 // optimization.nlsq.recovery: stall recovery and the phi0 basin check.

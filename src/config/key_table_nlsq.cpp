@@ -264,6 +264,11 @@ void AddCmaes(const KeyAdder& c) {
          f(&Cmaes::normalization_epsilon));
   c.Used("refine_with_nlsq", T::kBool, "true", NoRule(),
          "Refine the CMA-ES answer with the local fit", f(&Cmaes::refine_with_nlsq));
+  c.Used("search_max_points", T::kInt, "250000", AtLeast(0),
+         "Above this many points the search evaluates every k-th row of each angle only "
+         "(k = ceil(points / search_max_points)); the refinement and the comparison with the "
+         "warm start use all points. 0: every point (docs/global.md)",
+         f(&Cmaes::search_max_points));
   c.Acc("refinement_workflow", T::kString, "auto", NoRule(),
         "Not used: the refinement is the ordinary local fit");
   c.Acc("refinement_ftol", T::kFloat, "1e-10", Positive(),

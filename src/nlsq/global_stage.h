@@ -48,6 +48,9 @@ struct GlobalStageOptions {
   double normalization_epsilon = 1e-12;
   bool refine_with_nlsq = true;
   std::uint64_t seed = 42;
+  // Above this many points the search's objective is the χ² of every k-th row of each angle
+  // (XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
+  std::int64_t search_max_points = 250000;
 
   // Validates (bad input naming optimization.nlsq.cmaes.<key>).
   static GlobalStageOptions FromConfig(const config::Cmaes& c);

@@ -129,6 +129,8 @@ json GlobalSearchJson(const GlobalSearchReport& g) {
           {"normalization_enabled", g.normalization_enabled},
           {"global_search_time_s", g.global_search_time_s},
           {"cmaes_chi_squared", Number(g.cmaes_chi_squared)},
+          {"search_row_stride", g.search_row_stride},
+          {"search_chi_squared_on_rows", Number(g.search_chi_squared_on_rows)},
           {"refinement", g.refinement},
           {"refined_chi_squared", Number(g.refined_chi_squared)},
           {"chi_squared_improvement", Number(g.chi_squared_improvement)}};

@@ -53,7 +53,11 @@ struct GlobalSearchReport {
   std::uint64_t seed = 0;
   bool normalization_enabled = true;
   double global_search_time_s = 0.0;
-  double cmaes_chi_squared = 0.0;
+  double cmaes_chi_squared = 0.0;  // at the search's answer, all points
+  // The search's rows: every search_row_stride-th row of each angle (1: all points), and its
+  // best χ² on those rows (NaN when it ran on all points).
+  int search_row_stride = 1;
+  double search_chi_squared_on_rows = std::numeric_limits<double>::quiet_NaN();
   // Refinement: improved | not_improved | skipped_worse | failed | disabled | none.
   std::string refinement = "none";
   double refined_chi_squared = 0.0;

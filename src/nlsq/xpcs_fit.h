@@ -94,6 +94,16 @@ class XpcsFitSession {
   // Collective: χ² of every point, in one data pass and one reduction (each value has the
   // bits Chi2At gives it).
   void Chi2Batch(std::span<const std::vector<double>> xs, std::vector<double>& chi2);
+  // Collective: the same on the points of every `stride`-th row of each angle's upper
+  // triangle only (rows 0, stride, 2·stride, … of the fit grid, each with all its columns:
+  // every lag, 1/stride of the points), for a search on large data. The blocks and their
+  // reduction are the full problem's, so the values do not depend on the ranks either.
+  // stride ≤ 1, or a streamed fit: Chi2Batch.
+  void Chi2BatchOnRows(std::span<const std::vector<double>> xs, std::vector<double>& chi2,
+                       int stride);
+  std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums
+  std::int64_t total_points() const;      // the fit's points, all ranks
+  bool streamed() const;                  // the data are streamed from the file on each pass
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
   // Collective: Solve with these checkpoint settings instead of the run's (nullopt: none).
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress,

@@ -12,9 +12,11 @@
 #include <filesystem>
 
 #include "checkpoint/interrupt.h"
+#include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "io/dataset.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/bounded_solver.h"
@@ -299,6 +301,114 @@ TEST(NlsqCmaes, BatchedChi2EqualsSingleEvaluationsInCoreStreamedAndAlone) {
   std::vector<double> batch_alone;
   alone.Chi2Batch(xs, batch_alone);
   EXPECT_TRUE(SameBits(batch, batch_alone));
+}
+
+// The search's objective on every k-th row: the sum over exactly those points (checked
+// against the literal model and the loader's data), the same bits on one rank alone, and
+// the full χ² for k = 1 or a streamed fit.
+TEST(NlsqCmaes, Chi2OnEveryKthRowIsTheSumOverThoseRows) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_rows");
+  const std::string path = WriteLaminarData(dir);
+  const config::Config cfg = LaminarConfig(kTruth, path, "");
+  XpcsFitSession session(world, cfg, Quiet(), Logger::Silent());
+  std::vector<std::vector<double>> xs = {session.x0(), session.x0()};
+  xs[1].back() += 0.7;             // phi0
+  xs[1][xs[1].size() - 7] *= 1.3;  // D0
+  constexpr int kStride = 3;
+  std::vector<double> rows;
+  session.Chi2BatchOnRows(xs, rows, kStride);
+  ASSERT_EQ(rows.size(), 2u);
+
+  // Independently: the loader's matrices (t = 0 is row 0 there, not fitted) and the literal
+  // model; fit-grid rows 0, 3, 6, ... are loader rows 1, 4, 7, ..., upper triangle, each
+  // pair counted twice (the full-matrix convention), sigma 0.01.
+  const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(cfg, ""), Logger::Silent());
+  const int n = data.meta.n_frames;
+  std::int64_t count = 0;
+  for (std::size_t v = 0; v < xs.size(); ++v) {
+    const std::vector<double> e = session.layout().Expand(xs[v]);
+    const std::size_t n_angles = session.phi_deg().size();
+    synth::SynthTruth truth;
+    truth.mode = model::AnalysisMode::kLaminarFlow;
+    truth.geometry = GeometryFromConfig(cfg, data.meta.q_physics);
+    truth.physical.assign(e.end() - 7, e.end());
+    truth.phi_deg = session.phi_deg();
+    truth.contrast.assign(n_angles, 1.0);
+    truth.offset.assign(n_angles, 0.0);
+    truth.frames = n;
+    const auto g1sq = synth::ModelMatrices(truth);
+    double chi2 = 0.0;
+    count = 0;
+    for (std::size_t k = 0; k < n_angles; ++k) {
+      for (int i = 1; i < n; i += kStride) {
+        for (int j = i + 1; j < n; ++j) {
+          const std::size_t p = static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
+                                static_cast<std::size_t>(j);
+          const double r = (data.c2[k][p] - (e[n_angles + k] + e[k] * g1sq[k][p])) / 0.01;
+          chi2 += 2.0 * r * r;
+          ++count;
+        }
+      }
+    }
+    EXPECT_NEAR(rows[v], chi2, 1e-10 * chi2) << v;
+  }
+  EXPECT_EQ(session.PointsOnRows(kStride), count);
+  EXPECT_LT(count, session.total_points());
+
+  // Stride 1 is the full batch, bit for bit.
+  std::vector<double> full, one;
+  session.Chi2Batch(xs, full);
+  session.Chi2BatchOnRows(xs, one, 1);
+  EXPECT_TRUE(SameBits(full, one));
+  // One rank with all the data: the same bits.
+  const Comm self = world.Split(world.rank(), 0);
+  XpcsFitSession alone(self, cfg, Quiet(), Logger::Silent());
+  std::vector<double> rows_alone;
+  alone.Chi2BatchOnRows(xs, rows_alone, kStride);
+  EXPECT_TRUE(SameBits(rows, rows_alone));
+  // A streamed fit searches on all points (no subset of its windows).
+  XpcsFitSession streamed(world, cfg, Quiet(FitStrategy::kStreaming, 300), Logger::Silent());
+  std::vector<double> rows_streamed;
+  streamed.Chi2BatchOnRows(xs, rows_streamed, kStride);
+  EXPECT_TRUE(SameBits(full, rows_streamed));
+}
+
+// With search_max_points below the data's size the search runs on every k-th row and the
+// refinement on all points: from the stuck start it reaches the minimum of the full search,
+// with the same bits on one rank alone.
+TEST(NlsqCmaes, SearchOnRowsFromAStuckStartReachesTheMinimum) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_rows_fit");
+  const std::string path = WriteLaminarData(dir);
+  const NlsqRunResult reference =
+      RunNlsqFit(world, LaminarConfig(kTruth, path, ""), Quiet(), Logger::Silent());
+  const config::Config cfg =
+      LaminarConfig(kStuckStart, path,
+                    "      nlsq_warmstart: false\n      popsize: 16\n      max_generations: 150\n"
+                    "      max_restarts: 5\n      search_max_points: 1000\n");
+  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  EXPECT_EQ(g.search_max_points, 1000);
+  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  const NlsqRunResult r =
+      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  ASSERT_TRUE(r.report.global_search.has_value());
+  const GlobalSearchReport& gs = *r.report.global_search;
+  EXPECT_EQ(gs.search_row_stride, 3);  // ceil(2964 / 1000)
+  EXPECT_TRUE(std::isfinite(gs.search_chi_squared_on_rows));
+  EXPECT_LT(gs.search_chi_squared_on_rows, gs.cmaes_chi_squared);  // a third of the points
+  EXPECT_EQ(gs.selected, "cmaes_refined");
+  EXPECT_LE(std::abs(r.report.chi_squared - reference.report.chi_squared),
+            1e-8 * reference.report.chi_squared);
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone =
+      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+  // A negative value is bad input naming the key.
+  EXPECT_THROW(
+      GlobalStageOptions::FromConfig(
+          LaminarConfig(kTruth, path, "      search_max_points: -1\n").optimization.nlsq.cmaes),
+      Error);
 }
 
 TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
