@@ -8,6 +8,7 @@
 
 #include "config/config_bridge.h"
 #include "core/error.h"
+#include "core/phase_timer.h"
 #include "core/progress.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
@@ -197,6 +198,8 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const auto angle_of = [&](std::size_t round, int r) {
     return round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r);
   };
+  // Where this rank's time goes (the debug line at the end).
+  PhaseTimes parts;
   for (std::size_t round = 0; round < rounds; ++round) {
     const std::size_t k = angle_of(round, rank);
     const bool mine = k < n;
@@ -204,9 +207,14 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
     Together(comm, [&] {
       if (!mine) return;
-      c = io::LoadAngleMatrix(meta, k);
+      {
+        PhaseTimes::Scope t(parts, "read");
+        c = io::LoadAngleMatrix(meta, k);
+      }
+      PhaseTimes::Scope t(parts, "model");
       model.phi_deg = {phi[k]};
-      g = std::move(synth::ModelMatrices(model).front());
+      // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
+      g = std::move(synth::ModelMatrices(model, 1, /*exact=*/false).front());
       // Post-hoc least squares c ≈ a·raw + b over all N² points.
       double sx = 0, sy = 0, sxx = 0, sxy = 0;
       for (std::uint64_t p = 0; p < nn; ++p) {
@@ -234,6 +242,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     });
     // One array's slab of every rank of the round into the file.
     const auto deliver = [&](const char* name, std::span<const double> values) {
+      PhaseTimes::Scope t(parts, "deliver");
       std::vector<std::vector<unsigned char>> chunks;
       // Every rank compresses its slab at once (rank 0 included).
       Together(comm, [&] {
@@ -324,6 +333,14 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     if (rank == 0) file->Commit(attrs);
   });
   progress.Done(fmt::format("{} angles, {:.2f} GiB in {:.1f} s", n, file_gib, progress.elapsed()));
+  const auto part = [&](const char* name) {
+    const auto it = parts.seconds().find(name);
+    return it == parts.seconds().end() ? 0.0 : it->second;
+  };
+  logger.Debug(
+      "{}: rank {}: reading the data {:.3f} s, the model and the per-angle pairs {:.3f} s, "
+      "the arrays' slabs (compressed, sent, written) {:.3f} s",
+      path.filename().string(), rank, part("read"), part("model"), part("deliver"));
 }
 
 }  // namespace

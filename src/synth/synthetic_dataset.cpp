@@ -46,7 +46,7 @@ void SynthOptions::Validate() const {
   }
 }
 
-std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads) {
+std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads, bool exact) {
   const int n = truth.frames;
   const auto nn = static_cast<std::size_t>(n);
   const int n_angles = static_cast<int>(truth.phi_deg.size());
@@ -59,7 +59,7 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   }
   model::KernelOptions ko;
   ko.threads = threads;
-  ko.exact_transcendentals = true;  // the truth is the literal model, bit for bit
+  ko.exact_transcendentals = exact;  // a synthetic truth is the literal model, bit for bit
   model::ModelKernel kernel(truth.mode, truth.geometry, t, truth.phi_deg, tiles, ko);
   std::vector<double> params = truth.contrast;
   params.insert(params.end(), truth.offset.begin(), truth.offset.end());
