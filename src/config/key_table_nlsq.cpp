@@ -266,8 +266,9 @@ void AddCmaes(const KeyAdder& c) {
          "Refine the CMA-ES answer with the local fit", f(&Cmaes::refine_with_nlsq));
   c.Used("search_max_points", T::kInt, "250000", AtLeast(0),
          "Above this many points the search evaluates every k-th row of each angle only "
-         "(k = ceil(points / search_max_points)); the refinement and the comparison with the "
-         "warm start use all points. 0: every point (docs/global.md)",
+         "(k = ceil(points / search_max_points), keeping at least 16 rows per angle); the "
+         "refinement and the comparison with the warm start use all points. 0: every point "
+         "(docs/global.md)",
          f(&Cmaes::search_max_points));
   c.Acc("refinement_workflow", T::kString, "auto", NoRule(),
         "Not used: the refinement is the ordinary local fit");

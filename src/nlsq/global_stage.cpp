@@ -328,7 +328,12 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   const std::int64_t points = session.total_points();
   int stride = 1;
   if (g.search_max_points > 0 && points > g.search_max_points && !session.streamed()) {
-    stride = static_cast<int>((points + g.search_max_points - 1) / g.search_max_points);
+    // At least kMinSearchRows rows per angle, however large the data: the rows' points then
+    // grow with the frames N while a pass over all points grows with N².
+    const std::int64_t by_points = (points + g.search_max_points - 1) / g.search_max_points;
+    const std::int64_t by_rows =
+        std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
+    stride = static_cast<int>(std::min(by_points, by_rows));
   }
   std::string identity = session.DataDescription();
   if (stride > 1) {

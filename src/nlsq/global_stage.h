@@ -51,6 +51,8 @@ struct GlobalStageOptions {
   // Above this many points the search's objective is the χ² of every k-th row of each angle
   // (XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
   std::int64_t search_max_points = 250000;
+  // ... with k at most (times / kMinSearchRows): never fewer rows per angle than this.
+  static constexpr std::int64_t kMinSearchRows = 16;
 
   // Validates (bad input naming optimization.nlsq.cmaes.<key>).
   static GlobalStageOptions FromConfig(const config::Cmaes& c);

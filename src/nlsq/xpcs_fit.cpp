@@ -264,6 +264,8 @@ void XpcsFitSession::Chi2Batch(std::span<const std::vector<double>> xs, std::vec
 
 std::int64_t XpcsFitSession::total_points() const { return impl_->problem->total_points(); }
 
+std::int64_t XpcsFitSession::time_points() const { return impl_->n_t; }
+
 bool XpcsFitSession::streamed() const { return impl_->stream != nullptr; }
 
 void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,

@@ -103,6 +103,7 @@ class XpcsFitSession {
                        int stride);
   std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums
   std::int64_t total_points() const;      // the fit's points, all ranks
+  std::int64_t time_points() const;       // the fit grid's times (t = 0 excluded)
   bool streamed() const;                  // the data are streamed from the file on each pass
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
   // Collective: Solve with these checkpoint settings instead of the run's (nullopt: none).

@@ -394,7 +394,8 @@ TEST(NlsqCmaes, SearchOnRowsFromAStuckStartReachesTheMinimum) {
       RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   ASSERT_TRUE(r.report.global_search.has_value());
   const GlobalSearchReport& gs = *r.report.global_search;
-  EXPECT_EQ(gs.search_row_stride, 3);  // ceil(2964 / 1000)
+  // ceil(2964 / 1000) = 3, but 39 times leave 2 (at least 16 rows per angle).
+  EXPECT_EQ(gs.search_row_stride, 2);
   EXPECT_TRUE(std::isfinite(gs.search_chi_squared_on_rows));
   EXPECT_LT(gs.search_chi_squared_on_rows, gs.cmaes_chi_squared);  // a third of the points
   EXPECT_EQ(gs.selected, "cmaes_refined");
