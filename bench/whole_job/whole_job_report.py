@@ -113,17 +113,22 @@ def markdown(doc):
         f"- Start: {s['start']}.",
         "- *speed-up*: median whole-job time of the faster peer over that of the row (in "
         "brackets: the same for the fit time); χ² rel. diff.: |χ² − χ²_best peer| / χ²_best peer.",
+        "- *peers' objective here*: scipy_fd.py's own χ² evaluated at the homodyne-hpc answer "
+        "(bench/whole_job/peer_objective.py), relative to the row's χ²: one objective for both.",
         "",
         "| dataset | tool | ranks | whole job | fit | peak RSS | χ² | χ² rel. diff. vs best peer "
-        "| speed-up vs faster peer |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| peers' objective here | speed-up vs faster peer |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in doc["rows"]:
         c = comp.get(row["dataset"], {})
         note = status_note(row)
         rss = row["median"].get("peak_rss_mib")
         chi2 = row["median"].get("chi2")
-        speed, rel = "", ""
+        speed, rel, cross = "", "", ""
+        po = row.get("peer_objective_chi2")
+        if po is not None and chi2 is not None:
+            cross = f"{po:.10g} ({abs(chi2 - po) / abs(po):.0e})"
         if row["tool"] == HPC:
             cr = next((x for x in c.get("rows", [])
                        if x["config"] == row["config"] and x["ranks"] == row["ranks"]), None)
@@ -139,11 +144,11 @@ def markdown(doc):
                 speed = "(faster peer)"
         cells = [dataset_label(doc, row["dataset"]), tool_label(row), ranks_label(row)]
         if note and row["n_ok"] == 0:
-            cells += [note, "", "", "", "", ""]
+            cells += [note, "", "", "", "", "", ""]
         else:
             cells += [fmt_range(row, "wall_s"), fmt_range(row, "fit_s"),
                       f"{rss:.0f} MiB" if rss is not None else "–",
-                      f"{chi2:.10g}" if chi2 is not None else "–", rel,
+                      f"{chi2:.10g}" if chi2 is not None else "–", rel, cross,
                       speed + (f" — {note}" if note else "")]
         lines.append("| " + " | ".join(cells) + " |")
 
