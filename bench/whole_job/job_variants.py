@@ -12,12 +12,13 @@ the variants, so that machine noise hits all alike; medians are reported.
                  output's share is plain;
   global-stage   the price of the CMA-ES stage: the local fit alone, the default pipeline,
                  CMA-ES (warmstart_auto_skip off, so that it runs after a good warm start)
-                 searching on every k-th row (the default search_max_points) and on all
-                 points; fitted_data none.
+                 searching on every k-th row (the default search_max_points), the same
+                 without the pipeline's phi0 check, and on all points; fitted_data none.
 
 Writes OUT_DIR/<set>.json and OUT_DIR/<set>.md.
 """
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -47,6 +48,8 @@ SETS = {  # variant: (output section, optimization.nlsq settings)
         ("default pipeline", {"fitted_data": "none"}, {}),
         ("CMA-ES, search on rows (default search_max_points)", {"fitted_data": "none"},
          {"cmaes": CMAES}),
+        ("CMA-ES on rows, no phi0 check (the local fit's own steps)", {"fitted_data": "none"},
+         {"cmaes": CMAES, "recovery": {"phi0_restarts": 0}}),
         ("CMA-ES, search on all points", {"fitted_data": "none"},
          {"cmaes": dict(CMAES, search_max_points=0)}),
     ],
@@ -61,7 +64,7 @@ def merge(a, b):
 
 
 def run(build, cfg, output, nlsq_settings, ranks, work):
-    c = dict(cfg)
+    c = copy.deepcopy(cfg)  # each variant from the config as given, nothing carried over
     c["output"] = dict(cfg.get("output") or {}, **output)
     c.setdefault("optimization", {})
     c["optimization"]["nlsq"] = merge(c["optimization"].get("nlsq") or {}, nlsq_settings)
