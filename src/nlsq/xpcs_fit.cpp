@@ -121,9 +121,7 @@ struct XpcsFitSession::Impl {
   model::Bounds bounds;
   std::vector<double> x0;
   std::unique_ptr<XpcsProblem> problem;
-  // The problem's set-up (in core), kept for the problems on a subset of rows (RowsProblem).
-  std::optional<XpcsProblemSetup> setup;
-  std::map<int, std::unique_ptr<XpcsProblem>> row_problems;  // by row stride
+  std::map<int, std::unique_ptr<XpcsProblem>> row_problems;  // problem->OnRows, by row stride
   std::int64_t n_t = 0;
   std::int64_t n_data = 0;
   int p_eff = 0;
@@ -218,7 +216,6 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.worker_start = options.worker_start;
   {
     PhaseTimes::Scope t(s.phases, "setup");
-    if (!s.stream) s.setup = setup;
     s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
   }
 
@@ -268,32 +265,22 @@ std::int64_t XpcsFitSession::time_points() const { return impl_->n_t; }
 
 bool XpcsFitSession::streamed() const { return impl_->stream != nullptr; }
 
-void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,
-                                     std::vector<double>& chi2, int stride) {
+// The problem on every stride-th row (built once per stride); the whole problem for
+// stride ≤ 1 or a streamed fit.
+XpcsProblem& XpcsFitSession::RowsProblem(int stride) {
   Impl& s = *impl_;
-  if (stride <= 1 || !s.setup) {
-    Chi2Batch(xs, chi2);
-    return;
-  }
+  if (stride <= 1 || s.stream) return *s.problem;
   std::unique_ptr<XpcsProblem>& rows = s.row_problems[stride];
-  if (!rows) {
-    // The same blocks (so the same reduction tree, whatever the ranks) holding only the
-    // tiles of the rows kept: a block may be left empty, and adds zero.
-    XpcsProblemSetup subset = *s.setup;
-    for (auto& block : subset.blocks) {
-      std::erase_if(block, [stride](const model::RowTile& tile) { return tile.row % stride != 0; });
-    }
-    rows = std::make_unique<XpcsProblem>(s.comm, std::move(subset), *s.layout);
-  }
-  rows->EvaluateChi2Batch(xs, chi2);
+  if (!rows) rows = s.problem->OnRows(stride);
+  return *rows;
 }
 
-std::int64_t XpcsFitSession::PointsOnRows(int stride) {
-  if (stride <= 1 || !impl_->setup) return total_points();
-  std::vector<double> chi2;
-  Chi2BatchOnRows({}, chi2, stride);  // builds the problem (no pass for an empty batch)
-  return impl_->row_problems.at(stride)->total_points();
+void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,
+                                     std::vector<double>& chi2, int stride) {
+  RowsProblem(stride).EvaluateChi2Batch(xs, chi2);
 }
+
+std::int64_t XpcsFitSession::PointsOnRows(int stride) { return RowsProblem(stride).total_points(); }
 
 double XpcsFitSession::ReducedChi2(double chi2) const {
   return chi2 / static_cast<double>(impl_->n_data - impl_->p_eff);

@@ -24,6 +24,8 @@
 
 namespace homodyne::nlsq {
 
+class XpcsProblem;
+
 struct NlsqRunOptions {
   std::string data_file;  // --data-file (overrides the config's path)
   // Data already in memory on every rank (the public API): fitted in-core from it; the
@@ -127,6 +129,8 @@ class XpcsFitSession {
   double ReducedChi2(double chi2) const;
 
  private:
+  XpcsProblem& RowsProblem(int stride);  // collective when it builds one
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

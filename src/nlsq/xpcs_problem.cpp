@@ -172,6 +172,32 @@ void XpcsProblem::SetAngleWeights(std::span<const double> weights) {
                                                    im.window_options);
 }
 
+std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
+  const Impl& im = *impl_;
+  HOMODYNE_CHECK(im.stream == nullptr, "a streamed problem has no rows in memory");
+  HOMODYNE_CHECK(stride >= 1, "row stride must be at least 1");
+  XpcsProblemSetup setup;
+  setup.mode = im.mode;
+  setup.geometry = im.geometry;
+  setup.t = im.t;
+  setup.phi_deg = im.phi;
+  setup.first_block = im.first_block;
+  setup.total_blocks = im.total_blocks;
+  setup.sigma = im.window_options.sigma;
+  setup.threads = im.window_options.threads;
+  setup.worker_start = im.window_options.worker_start;
+  const std::vector<int>& starts = im.window_options.chunk_tile_starts;
+  for (std::size_t b = 0; b < starts.size(); ++b) {
+    const auto end =
+        b + 1 < starts.size() ? static_cast<std::size_t>(starts[b + 1]) : im.tiles.size();
+    std::vector<model::RowTile>& block = setup.blocks.emplace_back();
+    for (std::size_t i = static_cast<std::size_t>(starts[b]); i < end; ++i) {
+      if (im.tiles[i].row % stride == 0) block.push_back(im.tiles[i]);
+    }
+  }
+  return std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);
+}
+
 int XpcsProblem::num_parameters() const { return layout_.num_optimised(); }
 
 std::int64_t XpcsProblem::local_points() const { return impl_->local_points; }

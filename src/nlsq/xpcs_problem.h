@@ -72,6 +72,13 @@ class XpcsProblem : public LeastSquaresProblem {
   // must set the same weights before the next pass.
   void SetAngleWeights(std::span<const double> weights);
 
+  // Collective, in core only: the same problem on the points of every `stride`-th row (rows
+  // 0, stride, 2·stride, … of the fit grid, each with all its columns), unweighted. Its
+  // blocks are this problem's with the other rows' tiles left out (a block may be left
+  // empty and adds zero), so it reduces along the same tree and its values do not depend on
+  // the ranks either.
+  std::unique_ptr<XpcsProblem> OnRows(int stride) const;
+
   const model::ParameterLayout& layout() const { return layout_; }
   std::int64_t total_points() const { return total_points_; }  // unique pairs, all ranks
   std::int64_t local_points() const;
