@@ -59,6 +59,10 @@ std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& 
   return out;
 }
 
+bool Suspect(const XpcsFitSession& session, const SolverSummary& s) {
+  return s.termination != Termination::kConverged || !PhysicalAtBound(session, s).empty();
+}
+
 std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s) {
   if (s.termination != Termination::kConverged) {
     return fmt::format("ended {}", ToString(s.termination));
@@ -256,8 +260,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   AntiDegeneracyReport adr;
   adr.inactive_reason = HierarchicalInactiveReason(cfg, session);
   if (adr.inactive_reason.empty() && !local) adr.inactive_reason = "no local fit to compare with";
-  if (adr.inactive_reason.empty() && !anti_degeneracy.always &&
-      local->termination == Termination::kConverged && PhysicalAtBound(session, *local).empty()) {
+  if (adr.inactive_reason.empty() && !anti_degeneracy.always && !Suspect(session, *local)) {
     adr.inactive_reason =
         "the plain fit converged with no physical parameter at a bound (hierarchical.trigger: "
         "suspect)";
@@ -294,8 +297,8 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   // bound of the box: those are where the recovery studies found the remaining local
   // minima labelled converged (gamma_dot_t_offset at -0.1 with D_offset far below zero).
   const bool stalled = local && local->termination != Termination::kConverged;
-  const bool at_bound = local && !stalled && !PhysicalAtBound(session, *local).empty();
-  if (!selection.run && (stalled || at_bound) && recovery.on_stall == StallRecovery::kRestarts) {
+  if (!selection.run && local && Suspect(session, *local) &&
+      recovery.on_stall == StallRecovery::kRestarts) {
     logger.Warn(
         "NLSQ: the local fit {} (chi2 {:.12g}); restarting from the box "
         "(optimization.nlsq.recovery.on_stall: restarts)",

@@ -56,6 +56,10 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
 
 // The physical parameters of `s` at a bound ("phi0 at its upper bound, …"; empty: none).
 std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s);
+// A local fit the pipeline does not take at its word: it stalled (or hit max_iterations), or
+// converged with a physical parameter at a bound. The rule that starts the restarts and, by
+// default, the hierarchical stage.
+bool Suspect(const XpcsFitSession& session, const SolverSummary& s);
 // "ended stalled" / "converged with D0 at its lower bound" (for the log and the actions).
 std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
 
