@@ -164,15 +164,13 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
     io::ArrayFileWriter& out = *file;
     out.Create(kCubes[0], cube, "diagonal-corrected data", storage);
     out.Create(kCubes[1], cube, cmc ? "g1^2" : "1 + g1^2", storage);
-    if (full) {
-      out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
-      out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
-    }
     out.Create("/per_angle_scaling", pairs,
                cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
                    : "[a_k, b_k] post-hoc least squares");
     out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
     if (full) {
+      out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
+      out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
       out.Create(kCubes[4], cube, "c2_exp - c2_theoretical_scaled", storage);
       out.Create(kCubes[5], cube,
                  cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
@@ -286,18 +284,16 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       write(kCubes[2], scaled);
       write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
       write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
+      write(kCubes[5], [&](std::uint64_t p) {
+        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
+        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
+      });
     }
     if (rank == 0) {
       const std::size_t done = std::min(n, angle_of(round, ranks));
       progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", done, n,
                                   file_gib * static_cast<double>(done - 1) / static_cast<double>(n),
                                   file_gib));
-    }
-    if (full) {
-      write(kCubes[5], [&](std::uint64_t p) {
-        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
-        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
-      });
     }
   }
   if (comm != nullptr) {
