@@ -1098,7 +1098,7 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                           {"cmc_std", c.cmc_std},
                           {"nlsq_value", c.nlsq_value},
                           {"nlsq_std", c.nlsq_std},
-                          {"z", std::isfinite(c.z) ? json(c.z) : json(nullptr)},
+                          {"z", NumberOrNull(c.z)},
                           {"disagrees", c.disagrees}});
   }
   WriteFileAtomically(
