@@ -38,6 +38,9 @@ struct CmcOptions {
   long long seed = 42;          // ≥ 0; the same seed gives the same draws
   double target_accept = 0.85;  // in (0, 1); laminar_flow uses at least 0.9
   int max_tree_depth = 10;      // 1…30
+  // The noise standard deviation of c2 when it is known: σ is fixed at it (> 0) instead of
+  // sampled with the half-normal prior on the data's noise scale.
+  std::optional<double> known_sigma;
   int threads = 1;              // compute threads per rank (≥ 1): chains of a shard in parallel
   bool print_progress = false;  // rank 0 prints the sampling's progress
   // Chains start at this NLSQ answer (of the same data and mode) and, when

@@ -38,6 +38,7 @@ config::Config ToConfig(const CmcOptions& o, const XpcsData& data) {
   cmc.per_shard_mcmc.target_accept_prob = o.target_accept;
   cmc.per_shard_mcmc.max_tree_depth = o.max_tree_depth;
   cmc.validation.use_nlsq_informed_priors = o.nlsq_informed_priors;
+  cmc.known_sigma = o.known_sigma;
   config::ResolveParameters(c);
   return c;
 }
@@ -115,6 +116,10 @@ void CmcOptions::Validate() const {
     ThrowBadInput(fmt::format("expected 1…30, found {}", max_tree_depth), src, "max_tree_depth");
   }
   if (threads < 1) ThrowBadInput(fmt::format("expected ≥ 1, found {}", threads), src, "threads");
+  if (known_sigma && !(*known_sigma > 0.0 && std::isfinite(*known_sigma))) {
+    ThrowBadInput(fmt::format("expected a finite value > 0 or no value, found {}", *known_sigma),
+                  src, "known_sigma");
+  }
   if (warm_start) {
     const std::vector<std::string> names = model::PhysicalParameterNames(mode);
     std::vector<std::string> given;

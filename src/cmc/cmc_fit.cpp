@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -292,13 +293,33 @@ Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo,
 // with their priors and bounds.
 struct SamplingSites {
   std::vector<Prior> priors;
-  std::vector<double> lower, upper;
+  std::vector<double> lower, upper;  // the sites' bounds
   Reparameterization reparam;
+  SamplingGeometry geometry;
+  std::vector<double> theta_lower, theta_upper;  // the model parameters' bounds
 
   std::vector<double> ToTheta(const double* u) const {  // unconstrained → model parameters
-    return UnconstrainedToTheta(std::span<const double>(u, lower.size()), lower, upper, reparam);
+    return UnconstrainedToTheta(std::span<const double>(u, lower.size()), lower, upper, reparam,
+                                geometry);
   }
 };
+
+// The coordinate change that straightens the posterior (sampling_geometry.h) on the
+// positions the reparameterisation leaves alone; its sites are unbounded (θ's box is a wall).
+void AddSamplingGeometry(const config::Config& cfg, const std::vector<std::string>& names,
+                         SamplingSites& s, const Logger& logger) {
+  const auto& rp = cfg.optimization.cmc.reparameterization;
+  s.geometry = MakeSamplingGeometry(names, s.theta_lower, rp.scaling_geometry,
+                                    rp.log_d0 && !s.reparam.diffusion);
+  if (!s.geometry.active()) return;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < static_cast<int>(names.size()); ++i) {
+    if (!s.geometry.Changes(i)) continue;
+    s.lower[static_cast<std::size_t>(i)] = -kInf;
+    s.upper[static_cast<std::size_t>(i)] = kInf;
+  }
+  logger.Info("CMC: sampling {} (same posterior)", s.geometry.Describe());
+}
 
 SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
                                  const SampledParameters& sp, const StartingPoint& start,
@@ -328,6 +349,8 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
   }
   s.lower = start.bounds.lower;
   s.upper = start.bounds.upper;
+  s.theta_lower = start.bounds.lower;
+  s.theta_upper = start.bounds.upper;
   if (cfg.analysis_mode == model::AnalysisMode::kLaminarFlow &&
       sp.resolved == model::ScalingLayout::kAveraged) {
     Reparameterization& r = s.reparam;
@@ -337,6 +360,7 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
     r.t_ref = std::sqrt(d.geometry.dt * d.meta().t.back());
     if (!(r.t_ref > 0.0) || !std::isfinite(r.t_ref)) r.t_ref = 1.0;
   }
+  AddSamplingGeometry(cfg, names, s, logger);
   if (!s.reparam.active()) return s;
   ReparamPriors rp;
   if (informed) {
@@ -390,8 +414,11 @@ std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, i
 }
 
 // Pools the chains' draws and computes the shard's diagnostics.
+// A chain's draw is θ's n_theta coordinates, then log σ unless σ is known (`known_sigma`).
 void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
-                     const nuts::NutsOptions& no, const SamplingSites& sites, LocalShardResult& r) {
+                     std::optional<double> known_sigma, const nuts::NutsOptions& no,
+                     const SamplingSites& sites, LocalShardResult& r) {
+  const auto stride = static_cast<std::size_t>(n_theta + (known_sigma ? 0 : 1));
   const auto n_chains = static_cast<int>(runs.size());
   double accept = 0, sigma_sum = 0, step_sum = 0;
   std::int64_t divergent = 0, saturated = 0, draws = 0;
@@ -402,10 +429,9 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
       chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
     for (auto& tc : theta_chains) tc.emplace_back();
     for (int j = 0; j < no.num_samples; ++j) {
-      const double* q =
-          run.draws.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(n_theta + 1);
+      const double* q = run.draws.data() + static_cast<std::size_t>(j) * stride;
       r.draws.insert(r.draws.end(), q, q + n_theta);
-      sigma_sum += std::exp(q[n_theta]);
+      if (!known_sigma) sigma_sum += std::exp(q[n_theta]);
       const std::vector<double> th = sites.ToTheta(q);
       for (int p = 0; p < n_theta; ++p) {
         theta_chains[static_cast<std::size_t>(p)].back().push_back(th[static_cast<std::size_t>(p)]);
@@ -444,9 +470,64 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
   r.diag.min_ess = min_ess;
   r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
   r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
-  r.diag.noise_sigma_mean = sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
+  r.diag.noise_sigma_mean = known_sigma
+                                ? *known_sigma
+                                : sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
   r.diag.treedepth_saturation_rate =
       draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
+}
+
+// Where the shard's chains start and the coordinates they sample: with the Laplace
+// whitening on, the posterior's mode found from the configured start (a few
+// Levenberg–Marquardt steps) and the whitening there (shard_posterior.h), shared by all
+// the shard's chains; else the configured start and no whitening. Deterministic: a
+// resumed run recomputes the same start and whitening.
+struct ShardStart {
+  std::vector<double> theta;
+  double sigma = 0.0;
+  Whitening whitening;
+};
+
+ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
+                             std::span<const double> theta0, double sigma0, bool whiten, int shard,
+                             const Logger& logger) {
+  ShardStart start{{theta0.begin(), theta0.end()}, sigma0, {}};
+  if (!whiten) return start;
+  ShardPosteriorSetup one = setup;
+  one.threads = 1;
+  one.worker_start = nullptr;
+  const ShardPosterior post(std::move(one), layout);
+  const ShardMode mode = post.FindMode(theta0, sigma0, 50);
+  start.whitening = post.LaplaceAt(mode.u);
+  if (start.whitening.empty()) {
+    logger.Info(
+        "CMC: shard {}: no Laplace whitening (the Hessian at the mode is not positive "
+        "definite); sampling the unwhitened coordinates from the configured start",
+        shard);
+    return start;
+  }
+  start.theta = mode.theta;
+  start.sigma = mode.sigma;
+  logger.Debug("CMC: shard {}: mode after {} step(s){}, log density {:.6g} -> {:.6g}", shard,
+               mode.iterations, mode.converged ? "" : " (step limit)", mode.start_log_density,
+               mode.log_density);
+  return start;
+}
+
+// Chain draws in whitened coordinates q → the coordinates u before the whitening.
+void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs) {
+  if (w.empty()) return;
+  const std::size_t d = w.centre.size();
+  for (nuts::ChainRun& run : runs) {
+    for (std::size_t row = 0; row + d <= run.draws.size(); row += d) {
+      double* q = run.draws.data() + row;
+      for (std::size_t i = d; i-- > 0;) {  // L lower triangular: update from the last row
+        double u = w.centre[i];
+        for (std::size_t j = 0; j <= i; ++j) u += w.chol[i * d + j] * q[j];
+        q[i] = u;
+      }
+    }
+  }
 }
 
 struct SamplingContext {
@@ -480,8 +561,15 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   std::string data_id = checkpoint::DescribeData(d.meta().file, d.meta().q_physics, d.phi, d.nf,
                                                  d.meta().dt, d.n_points);
   for (double v : c.start.theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
+  const std::optional<double> known_sigma = c.cfg.optimization.cmc.known_sigma;
+  if (known_sigma) data_id += fmt::format("cmc.known_sigma: {:a}\n", *known_sigma);
+  data_id += "cmc.sampling_geometry: " + c.sites.geometry.Describe() + "\n";
+  if (c.cfg.optimization.cmc.reparameterization.laplace_whitening) {
+    data_id += "cmc.laplace_whitening: mode and whitening per shard\n";
+  }
   checkpoint::CmcChainRunner runner(
-      world, cs, data_id, {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + 1},
+      world, cs, data_id,
+      {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + (known_sigma ? 0 : 1)},
       c.logger);
   std::vector<LocalShardResult> local;
   const auto run_local_shards = [&] {
@@ -500,26 +588,39 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
       setup.lower = c.sites.lower;
       setup.upper = c.sites.upper;
       setup.reparam = c.sites.reparam;
+      setup.sampling_geometry = c.sites.geometry;
+      setup.theta_lower = c.sites.theta_lower;
+      setup.theta_upper = c.sites.theta_upper;
       setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(c.shards.temper)};
+      setup.known_sigma = known_sigma;
+      ShardStart start = PrepareShardStart(
+          setup, c.params.layout, c.start.theta0, noise,
+          c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
+      setup.whitening = std::move(start.whitening);
       ShardChainOptions chain_options;
       chain_options.num_chains = n_chains;
       chain_options.threads = c.options.threads;
       chain_options.worker_start = c.options.worker_start;
       runner.PrepareShard(s, n_chains);
+      const auto shard_start = std::chrono::steady_clock::now();
       ChainRounds rounds;
       rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
         return runner.Start(s, chain, post, no, q0);
       };
       rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, chain, ch); };
       rounds.round_end = [&] { runner.RoundEnd(); };
-      RunShardChainsInRounds(setup, c.params.layout, c.start.theta0, noise, chain_options, rounds);
+      RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options,
+                             rounds);
       std::vector<nuts::ChainRun> runs;
       for (int chain = 0; chain < n_chains; ++chain) runs.push_back(runner.Result(s, chain));
+      UnwhitenDraws(setup.whitening, runs);
       LocalShardResult r;
       r.shard = s;
       r.diag.shard = s;
       r.diag.points = c.shards.plan.Points(s);
-      SummariseChains(runs, n_theta, no, c.sites, r);
+      SummariseChains(runs, n_theta, known_sigma, no, c.sites, r);
+      r.diag.sampling_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
       local.push_back(std::move(r));
       // Progress (rank 0's own shards stand for the others: same size, same settings).
       const double elapsed =
@@ -559,7 +660,8 @@ struct GatheredShards {
 };
 
 // Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
-// ess, div, acc, sigma, saturation, gradient evaluations, n, draws...].
+// ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
+// gradients, R̂…, ESS…, step size, seconds, depth histogram size, histogram…, n, draws…].
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
                             int k_shards, int n_theta) {
   std::vector<double> packed;
@@ -574,6 +676,7 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
     packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
     packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
     packed.push_back(r.diag.step_size_mean);
+    packed.push_back(r.diag.sampling_seconds);
     packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
     for (std::int64_t c : r.diag.tree_depth_histogram) packed.push_back(static_cast<double>(c));
     packed.push_back(static_cast<double>(r.draws.size()));
@@ -621,11 +724,12 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       d.ess.assign(at(pos + nt), at(pos + 2 * nt));
       pos += 2 * nt;
       d.step_size_mean = all[pos];
-      const auto n_depths = static_cast<std::size_t>(all[pos + 1]);
+      d.sampling_seconds = all[pos + 1];
+      const auto n_depths = static_cast<std::size_t>(all[pos + 2]);
       for (std::size_t k = 0; k < n_depths; ++k) {
-        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 2 + k]));
+        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 3 + k]));
       }
-      pos += 2 + n_depths;
+      pos += 3 + n_depths;
       const auto n = static_cast<std::size_t>(all[pos]);
       g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
       pos += 1 + n;
@@ -834,6 +938,21 @@ void Summarise(model::AnalysisMode mode, const SampledParameters& sp, CmcRunResu
       acc / static_cast<double>(std::max<std::size_t>(1, result.shards.size()));
 }
 
+// The coordinates the chains sample, in words (diagnostics.json).
+std::string SampledCoordinates(const config::Config& cfg, const SamplingSites& sites) {
+  std::string out = sites.geometry.Describe();
+  if (sites.reparam.active()) {
+    out += fmt::format("; {}{}{} (t_ref {:.4g} s)",
+                       sites.reparam.diffusion ? "log D_ref, D_offset/D_ref" : "",
+                       sites.reparam.diffusion && sites.reparam.shear ? ", " : "",
+                       sites.reparam.shear ? "log gamma_ref" : "", sites.reparam.t_ref);
+  }
+  if (cfg.optimization.cmc.reparameterization.laplace_whitening) {
+    out += "; whitened by the Laplace covariance at each shard's mode, where the chains start";
+  }
+  return out;
+}
+
 // What the run was asked to do (every rank).
 CmcRunResult ResultOfSettings(model::AnalysisMode mode, const SampledParameters& sp,
                               const SamplerSettings& sampler, const Shards& shards) {
@@ -873,9 +992,12 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const Shards shards = PlanShards(world, cfg, options, data, params.size(), sampler);
   logger.Info(
       "CMC: {} shard(s) of ~{} points, {} chain(s) × ({} warmup + {} draws), layout {}, {} sampled "
-      "parameters + sigma",
+      "parameters + {}",
       shards.count, data.n_points / shards.count, sampler.chains, sampler.nuts.num_warmup,
-      sampler.nuts.num_samples, model::ToString(params.resolved), params.size());
+      sampler.nuts.num_samples, model::ToString(params.resolved), params.size(),
+      cfg.optimization.cmc.known_sigma
+          ? fmt::format("sigma fixed at {:.6g}", *cfg.optimization.cmc.known_sigma)
+          : std::string("sigma"));
   const SamplingSites sites = BuildSamplingSites(cfg, data, params, start, shards.temper, logger);
 
   const std::vector<LocalShardResult> local =
@@ -884,6 +1006,8 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   GatheredShards gathered = GatherShards(world, local, shards.count, params.size());
 
   CmcRunResult result = ResultOfSettings(mode, params, sampler, shards);
+  result.known_sigma = cfg.optimization.cmc.known_sigma.value_or(0.0);
+  result.sampled_coordinates = SampledCoordinates(cfg, sites);
   RunCollectively(world, [&] {
     if (!world.is_root()) return;
     result.shards = std::move(gathered.diagnostics);
@@ -1027,6 +1151,9 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
           {"n_shards_converged", converged_shards},
           {"n_shards_total", n_shards},
           {"success_rate", n_shards > 0 ? static_cast<double>(r.shards_used) / n_shards : 0.0}}},
+        {"sampled_coordinates", r.sampled_coordinates},
+        {"noise_sigma", r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
+                                            : json{{"sampled", true}, {"value", nullptr}}},
         {"combination_method", r.combination_method},
         {"num_shards", r.num_shards},
         {"num_shards_used", r.shards_used},
@@ -1078,6 +1205,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       {"n_warmup", r.num_warmup},
       {"n_chains", r.num_chains},
       {"n_shards", r.num_shards},
+      {"noise_sigma", r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
+                                          : json{{"sampled", true}, {"value", nullptr}}},
       {"total_samples",
        static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
       {"computation_time", r.seconds}};
@@ -1120,28 +1249,32 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       rhat[r.names[p]] = NumberOrNull(d.rhat[p]);
       ess[r.names[p]] = NumberOrNull(d.ess[p]);
     }
-    shards.push_back({{"shard", d.shard},
-                      {"points", d.points},
-                      {"max_r_hat", d.max_rhat},
-                      {"min_ess", d.min_ess},
-                      {"divergence_rate", d.divergence_rate},
-                      {"acceptance_rate", d.acceptance_rate},
-                      {"sigma_mean", d.noise_sigma_mean},
-                      {"treedepth_saturation_rate", d.treedepth_saturation_rate},
-                      {"gradient_evaluations", d.gradient_evaluations},
-                      {"warmup_gradient_evaluations", d.warmup_gradient_evaluations},
-                      {"divergences", d.divergences},
-                      {"treedepth_hits", d.treedepth_hits},
-                      {"tree_depth_histogram", d.tree_depth_histogram},
-                      {"step_size_mean", d.step_size_mean},
-                      {"ess_per_gradient",
-                       NumberOrNull(d.gradient_evaluations > 0
-                                        ? d.min_ess / static_cast<double>(d.gradient_evaluations)
-                                        : std::nan(""))},
-                      {"r_hat", rhat},
-                      {"ess", ess},
-                      {"used_in_combination", d.used},
-                      {"rejection_reason", d.rejection}});
+    shards.push_back(
+        {{"shard", d.shard},
+         {"points", d.points},
+         {"max_r_hat", d.max_rhat},
+         {"min_ess", d.min_ess},
+         {"divergence_rate", d.divergence_rate},
+         {"acceptance_rate", d.acceptance_rate},
+         {"sigma_mean", d.noise_sigma_mean},
+         {"treedepth_saturation_rate", d.treedepth_saturation_rate},
+         {"gradient_evaluations", d.gradient_evaluations},
+         {"warmup_gradient_evaluations", d.warmup_gradient_evaluations},
+         {"divergences", d.divergences},
+         {"treedepth_hits", d.treedepth_hits},
+         {"tree_depth_histogram", d.tree_depth_histogram},
+         {"step_size_mean", d.step_size_mean},
+         {"ess_per_gradient",
+          NumberOrNull(d.gradient_evaluations > 0
+                           ? d.min_ess / static_cast<double>(d.gradient_evaluations)
+                           : std::nan(""))},
+         {"sampling_seconds", d.sampling_seconds},
+         {"ess_per_second",
+          NumberOrNull(d.sampling_seconds > 0.0 ? d.min_ess / d.sampling_seconds : std::nan(""))},
+         {"r_hat", rhat},
+         {"ess", ess},
+         {"used_in_combination", d.used},
+         {"rejection_reason", d.rejection}});
   }
   json bimodality = json::array();
   for (const BimodalParameter& b : r.bimodality) {

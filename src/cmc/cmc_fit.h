@@ -71,8 +71,11 @@ struct ShardDiagnostics {
   std::vector<double> rhat, ess;
   std::vector<std::int64_t> tree_depth_histogram;  // draws per tree depth 0…max_tree_depth
   double step_size_mean = 0.0;                     // ε used by the draws (after jitter)
-  bool used = true;                                // kept by the shard filters (shard_filter.h)
-  std::string rejection;                           // why not
+  // Wall seconds of the shard's chains (warmup and sampling, all chains, in this process:
+  // a resumed run counts its own part only).
+  double sampling_seconds = 0.0;
+  bool used = true;       // kept by the shard filters (shard_filter.h)
+  std::string rejection;  // why not
 };
 
 // A physical parameter's CMC posterior against its NLSQ warm start: z = |mean − value| /
@@ -94,6 +97,8 @@ struct CmcRunResult {
   int num_warmup = 0;
   int num_samples = 0;
   double target_accept = 0.8;                    // the sampler's δ
+  double known_sigma = 0.0;                      // > 0: σ fixed at this value; 0: sampled
+  std::string sampled_coordinates;               // the chains' coordinates, in words
   std::vector<std::string> names;                // sampled parameters (optimiser space)
   std::vector<double> draws;                     // combined, draws × names (constrained)
   std::vector<std::vector<double>> shard_draws;  // per shard, chains pooled (constrained)

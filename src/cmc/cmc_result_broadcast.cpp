@@ -74,6 +74,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
   p(r.num_warmup);
   p(r.num_samples);
   p(r.target_accept);
+  p(r.known_sigma);
+  p(r.sampled_coordinates);
   p.Each(r.names, [&](std::string& n) { p(n); });
   p.Values(r.draws);
   p.Each(r.shard_draws, [&](std::vector<double>& d) { p.Values(d); });
@@ -99,6 +101,7 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p.Values(d.ess);
     p.Each(d.tree_depth_histogram, [&](std::int64_t& c) { p(c); });
     p(d.step_size_mean);
+    p(d.sampling_seconds);
     p(d.used);
     p(d.rejection);
   });

@@ -122,12 +122,13 @@ void ReplaceSitePriors(const Reparameterization& r, const ReparamPriors& p, doub
 std::vector<double> UnconstrainedToTheta(std::span<const double> u,
                                          const std::vector<double>& lower,
                                          const std::vector<double>& upper,
-                                         const Reparameterization& r) {
+                                         const Reparameterization& r, const SamplingGeometry& g) {
   std::vector<double> sites(u.size());
   for (std::size_t i = 0; i < u.size(); ++i) {
     sites[i] = BoundedTransform(lower[i], upper[i]).ToConstrained(u[i]);
   }
-  return r.active() ? r.ToTheta(sites) : sites;
+  if (r.active()) sites = r.ToTheta(sites);
+  return g.active() ? g.ToTheta(sites) : sites;
 }
 
 }  // namespace homodyne::cmc

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 #include "cmc/prior.h"
+#include "cmc/sampling_geometry.h"
 
 namespace homodyne::cmc {
 
@@ -62,10 +63,10 @@ void ReplaceSitePriors(const Reparameterization& r, const ReparamPriors& p, doub
                        std::vector<double>& upper);
 
 // θ from one row of unconstrained coordinates u (n sites): site_i = T_i(u_i) with the site
-// bounds, then the reparameterisation.
+// bounds, then the reparameterisation, then the sampling geometry.
 std::vector<double> UnconstrainedToTheta(std::span<const double> u,
                                          const std::vector<double>& lower,
                                          const std::vector<double>& upper,
-                                         const Reparameterization& r);
+                                         const Reparameterization& r, const SamplingGeometry& g);
 
 }  // namespace homodyne::cmc

@@ -226,6 +226,9 @@ struct CmcValidation {
 struct CmcReparameterization {
   bool enable_d_total{};
   bool enable_log_gamma{};
+  bool scaling_geometry{};
+  bool log_d0{};
+  bool laplace_whitening{};
   double bimodal_min_weight{};
   double bimodal_min_separation{};
 };
@@ -243,6 +246,7 @@ struct CmcOptions {
   std::string per_angle_mode;
   int constant_scaling_threshold{};
   bool prior_tempering{};
+  std::optional<double> known_sigma;  // null: σ is sampled; a number: the noise sd, fixed
   long long seed{};
   double per_shard_timeout{};
   double heartbeat_timeout{};

@@ -140,6 +140,7 @@ optimization:
     per_angle_mode: "auto"  # auto | constant | constant_averaged | individual
     constant_scaling_threshold: 3
     prior_tempering: true
+    known_sigma: null       # noise sd of c2 if known (fixes sigma); null = sampled
     seed: 42
     sharding:
       strategy: "random"    # random | stratified | contiguous

@@ -23,6 +23,9 @@ void AddCmcTop(const KeyAdder& c) {
          f(&CmcOptions::constant_scaling_threshold));
   c.Used("prior_tempering", T::kBool, "true", NoRule(), "Temper priors by the shard count",
          f(&CmcOptions::prior_tempering));
+  c.Used("known_sigma", T::kFloat, "null", Positive(),
+         "Noise sd of c2 when it is known: sigma is fixed at this value instead of sampled",
+         f(&CmcOptions::known_sigma), kNullable);
   c.Used("seed", T::kInt, "42", NonNegative(), "Random seed (homodyne code default 42)",
          f(&CmcOptions::seed));
   c.Used("per_shard_timeout", T::kFloat, "3600", Positive(), "Seconds per shard",
@@ -138,6 +141,17 @@ void AddSamplerAndChecks(const KeyAdder& c) {
   r.Used("enable_log_gamma", T::kBool, "true", NoRule(),
          "Laminar auto mode: sample log(gamma_dot_t0 t_ref^beta)",
          fr(&CmcReparameterization::enable_log_gamma));
+  r.Used("scaling_geometry", T::kBool, "true", NoRule(),
+         "Sample log contrast and offset + contrast (c2 at zero lag) per angle instead of "
+         "contrast and offset; same posterior (priors stay on contrast/offset)",
+         fr(&CmcReparameterization::scaling_geometry));
+  r.Used("log_d0", T::kBool, "true", NoRule(),
+         "Sample log D0 where log D_ref is not sampled; same posterior (prior stays on D0)",
+         fr(&CmcReparameterization::log_d0));
+  r.Used("laplace_whitening", T::kBool, "true", NoRule(),
+         "Sample coordinates whitened by the shard's Laplace covariance at the start "
+         "(Gauss-Newton); same posterior",
+         fr(&CmcReparameterization::laplace_whitening));
   r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold",
          fr(&CmcReparameterization::bimodal_min_weight));
   r.Used("bimodal_min_separation", T::kFloat, "0.5", NonNegative(), "Bimodality separation",

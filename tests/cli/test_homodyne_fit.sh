@@ -143,7 +143,10 @@ assert len(s["shards"]) == 2 and "D0" in s["shards"][0]["r_hat"]
 for sh in s["shards"]:
     assert sum(sh["tree_depth_histogram"]) == 2 * 100, sh  # every draw of both chains
     assert sh["step_size_mean"] > 0 and sh["ess_per_gradient"] > 0, sh
+    assert sh["sampling_seconds"] > 0 and sh["ess_per_second"] > 0, sh
     assert sh["warmup_gradient_evaluations"] >= 2 * 100, sh  # at least one step per iteration
+assert "log contrast" in s["sampled_coordinates"] and "Laplace" in s["sampled_coordinates"], s
+assert s["noise_sigma"] == {"sampled": True, "value": None}, s["noise_sigma"]
 a = json.load(open(os.path.join(sys.argv[1], "analysis_results_cmc.json")))
 cmp = {x["parameter"]: x for x in a["nlsq_comparison"]}
 assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
@@ -151,8 +154,9 @@ assert all(isinstance(x["disagrees"], bool) for x in cmp.values())
 PY
 
 # --method cmc with the warm start read back from the previous run's NLSQ files; with
-# output.fitted_data: none, no fitted_data.h5.
-{ cat "$tmp/static.yaml"; echo "output: {fitted_data: none}"; } > "$tmp/static_none.yaml"
+# output.fitted_data: none, no fitted_data.h5; sigma fixed at a known noise level.
+{ cat "$tmp/static.yaml"; echo "output: {fitted_data: none}"
+  echo "optimization: {cmc: {known_sigma: 0.003}}"; } > "$tmp/static_none.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static_none.yaml" --output-dir "$tmp/outw" \
       --method cmc --nlsq-result "$tmp/outc" --n-warmup 80 --n-samples 80 --n-chains 2 \
       --cmc-num-shards 2 2>&1); code=$?
@@ -160,6 +164,14 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static_none.yaml" --outp
 grep -q 'NLSQ OPTIMIZATION COMPLETE' <<<"$out" && { echo "FAIL: NLSQ ran despite --nlsq-result"; exit 1; }
 [ -s "$tmp/outw/cmc/parameters.json" ] && [ ! -e "$tmp/outw/nlsq" ] || { echo "FAIL: cmc-only outputs"; exit 1; }
 [ ! -e "$tmp/outw/cmc/fitted_data.h5" ] || { echo "FAIL: fitted_data: none wrote cmc/fitted_data.h5"; exit 1; }
+/usr/bin/python3 - "$tmp/outw/cmc" <<'PY' || { echo "FAIL: known_sigma not reported as fixed"; exit 1; }
+import json, os, sys
+p = json.load(open(os.path.join(sys.argv[1], "parameters.json")))
+assert p["sampling_summary"]["noise_sigma"] == {"sampled": False, "value": 0.003}, p
+d = json.load(open(os.path.join(sys.argv[1], "diagnostics.json")))
+assert d["cmc_specific"]["noise_sigma"] == {"sampled": False, "value": 0.003}
+assert all(sh["sigma_mean"] == 0.003 for sh in d["cmc_specific"]["shards"])
+PY
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outx" \
       --method cmc --nlsq-result "$tmp/nowhere" 2>&1); code=$?
 [ $code -eq 2 ] && grep -q 'nowhere' <<<"$out" || { echo "FAIL: missing --nlsq-result gave $code"; exit 1; }
