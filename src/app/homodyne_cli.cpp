@@ -271,6 +271,11 @@ ThreadPlan PlanRunThreads(Environment& env, const HomodyneCliOptions& opts, RunS
   state.placement = plan.placement;
   state.placements = plan.all;
   plan.pin = !RanksShareCores(plan.all);
+  if (plan.pin && opts.threads <= 0 && env.rank() == 0) {
+    const std::string note =
+        IdleCoresNote(plan.all, plan.all.front().host, env.topology().counts().cores);
+    if (!note.empty()) log.Warn("{}", note);
+  }
   if (!plan.pin) {
     log.Warn(
         "ranks on the same host would share cores (were they started unbound?): compute "

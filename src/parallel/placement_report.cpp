@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <set>
@@ -84,6 +85,25 @@ bool RanksShareCores(const std::vector<RankPlacement>& all) {
     }
   }
   return false;
+}
+
+std::string IdleCoresNote(const std::vector<RankPlacement>& all, const std::string& host,
+                          int host_cores) {
+  std::set<int> used;
+  int ranks = 0;
+  for (const auto& p : all) {
+    if (p.host != host) continue;
+    ++ranks;
+    for (const auto& s : p.plan.slots) used.insert(s.pu_os);
+  }
+  const int in_use = static_cast<int>(used.size());
+  if (ranks == 0 || host_cores <= 0 || in_use >= host_cores) return {};
+  const int per_rank = std::max(1, host_cores / ranks);
+  return fmt::format(
+      "the {} rank(s) on {} compute on {} of its {} cores (mpiexec binds a rank to one core "
+      "unless told otherwise); to use them all: mpiexec -n {} --map-by slot:PE={} --bind-to "
+      "core homodyne ... --threads {} (homodyne-topology prints the line for a whole node)",
+      ranks, host, in_use, host_cores, ranks, per_rank, per_rank);
 }
 
 }  // namespace homodyne

@@ -27,4 +27,10 @@ std::string DescribeRankPlacement(const RankPlacement& p);
 // several ranks' threads on the same cores, so the caller leaves the threads unpinned.
 bool RanksShareCores(const std::vector<RankPlacement>& all);
 
+// When the ranks on `host` run compute threads on fewer of its cores than it has
+// (`host_cores`), e.g. `mpiexec -n 1` (Open MPI binds a lone rank to one core): a message
+// with the command line that gives them every core; empty otherwise.
+std::string IdleCoresNote(const std::vector<RankPlacement>& all, const std::string& host,
+                          int host_cores);
+
 }  // namespace homodyne

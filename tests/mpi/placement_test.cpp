@@ -134,5 +134,22 @@ TEST(Placement, GatheredPlacementListsEveryRank) {
   EXPECT_FALSE(RanksShareCores({mine, elsewhere}));
 }
 
+// A lone rank on one of a host's cores is told the line that gives it all of them; ranks
+// that cover every core (or another host's ranks) are not.
+TEST(PlacementReport, IdleCoresAreNamedWithTheLineThatUsesThem) {
+  RankPlacement one{0, "nodeA", {}};
+  one.plan.slots = {{0, 0, 0}};
+  const std::string note = IdleCoresNote({one}, "nodeA", 4);
+  EXPECT_NE(note.find("1 of its 4 cores"), std::string::npos) << note;
+  EXPECT_NE(note.find("mpiexec -n 1 --map-by slot:PE=4 --bind-to core"), std::string::npos) << note;
+  EXPECT_NE(note.find("--threads 4"), std::string::npos) << note;
+  RankPlacement two{1, "nodeA", {}};
+  two.plan.slots = {{1, 1, 0}};
+  EXPECT_NE(IdleCoresNote({one, two}, "nodeA", 4).find("mpiexec -n 2 --map-by slot:PE=2"),
+            std::string::npos);
+  EXPECT_EQ(IdleCoresNote({one, two}, "nodeA", 2), "");
+  EXPECT_EQ(IdleCoresNote({one}, "nodeB", 4), "");
+}
+
 }  // namespace
 }  // namespace homodyne
