@@ -520,12 +520,9 @@ void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs) {
   const std::size_t d = w.centre.size();
   for (nuts::ChainRun& run : runs) {
     for (std::size_t row = 0; row + d <= run.draws.size(); row += d) {
-      double* q = run.draws.data() + row;
-      for (std::size_t i = d; i-- > 0;) {  // L lower triangular: update from the last row
-        double u = w.centre[i];
-        for (std::size_t j = 0; j <= i; ++j) u += w.chol[i * d + j] * q[j];
-        q[i] = u;
-      }
+      const auto q = std::span<double>(run.draws).subspan(row, d);
+      const std::vector<double> u = w.ToU(q);
+      std::copy(u.begin(), u.end(), q.begin());
     }
   }
 }

@@ -51,20 +51,11 @@ struct ShardPosterior::Impl {
   }
   std::vector<double> ToU(std::span<const double> theta, double sigma) const;
   Eigen::MatrixXd Hessian(std::span<const double> u) const;
-  std::vector<double> UOf(std::span<const double> q) const;  // u = centre + L·q
   double DensityInU(std::span<const double> u, std::span<double> gradient) const;
 };
 
 namespace {
-// Lower-triangular n × n (row-major) L: y = L·x and x = L⁻¹·y, L⁻ᵀ·g.
-std::vector<double> LowerTimes(const std::vector<double>& l, std::span<const double> x) {
-  const std::size_t n = x.size();
-  std::vector<double> y(n, 0.0);
-  for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = 0; j <= i; ++j) y[i] += l[i * n + j] * x[j];
-  }
-  return y;
-}
+// x = L⁻¹·y for lower-triangular n × n (row-major) L.
 std::vector<double> LowerSolve(const std::vector<double>& l, std::span<const double> y) {
   const std::size_t n = y.size();
   std::vector<double> x(n, 0.0);
@@ -76,6 +67,17 @@ std::vector<double> LowerSolve(const std::vector<double>& l, std::span<const dou
   return x;
 }
 }  // namespace
+
+std::vector<double> Whitening::ToU(std::span<const double> q) const {
+  if (empty()) return {q.begin(), q.end()};
+  const std::size_t n = q.size();
+  std::vector<double> u(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j <= i; ++j) u[i] += chol[i * n + j] * q[j];
+    u[i] += centre[i];
+  }
+  return u;
+}
 
 ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout layout)
     : impl_(std::make_unique<Impl>()), layout_(std::move(layout)) {
@@ -170,13 +172,6 @@ std::vector<double> ShardPosterior::Impl::ToU(std::span<const double> theta, dou
   return u;
 }
 
-std::vector<double> ShardPosterior::Impl::UOf(std::span<const double> q) const {
-  if (whitening.empty()) return {q.begin(), q.end()};
-  std::vector<double> u = LowerTimes(whitening.chol, q);
-  for (std::size_t i = 0; i < u.size(); ++i) u[i] += whitening.centre[i];
-  return u;
-}
-
 std::vector<double> ShardPosterior::ToUnconstrained(std::span<const double> theta,
                                                     double sigma) const {
   std::vector<double> u = impl_->ToU(theta, sigma);
@@ -190,15 +185,12 @@ std::vector<double> ShardPosterior::ToConstrained(std::span<const double> q) con
 }
 
 std::vector<double> ShardPosterior::ToConstrained(std::span<const double> q, bool whitened) const {
-  const std::vector<double> u = whitened ? impl_->UOf(q) : std::vector<double>(q.begin(), q.end());
+  const std::vector<double> u =
+      whitened ? impl_->whitening.ToU(q) : std::vector<double>(q.begin(), q.end());
   std::vector<double> out = impl_->SitesToTheta(impl_->Sites(u));
   out.push_back(impl_->known_sigma ? *impl_->known_sigma
                                    : std::exp(u[static_cast<std::size_t>(impl_->n_theta)]));
   return out;
-}
-
-std::vector<double> ShardPosterior::Unwhiten(std::span<const double> q) const {
-  return impl_->UOf(q);
 }
 
 double ShardPosterior::LogDensityGradient(std::span<const double> q,
@@ -206,7 +198,7 @@ double ShardPosterior::LogDensityGradient(std::span<const double> q,
   const Impl& im = *impl_;
   if (im.whitening.empty()) return im.DensityInU(q, gradient);
   // q = L⁻¹(u − centre): same density up to the constant log|det L|, ∂/∂q = Lᵀ·∂/∂u.
-  const std::vector<double> u = im.UOf(q);
+  const std::vector<double> u = im.whitening.ToU(q);
   std::vector<double> gu(u.size());
   const double lp = im.DensityInU(u, gu);
   const std::size_t n = u.size();

@@ -42,6 +42,7 @@ struct Whitening {
   std::vector<double> centre;  // u at the expansion point (dimension())
   std::vector<double> chol;    // L, lower triangular, row-major (dimension()²)
   bool empty() const { return chol.empty(); }
+  std::vector<double> ToU(std::span<const double> q) const;  // centre + L·q (q when empty)
 };
 
 struct ShardMode {
@@ -89,8 +90,6 @@ class ShardPosterior final : public nuts::LogDensity {
   // With σ known, `sigma` is ignored and ToConstrained appends the known value.
   std::vector<double> ToUnconstrained(std::span<const double> theta, double sigma) const;
   std::vector<double> ToConstrained(std::span<const double> q) const;  // θ…, σ
-  // The coordinates u before the whitening (the identity without one).
-  std::vector<double> Unwhiten(std::span<const double> q) const;
   // ToConstrained of coordinates u before the whitening (whitened = false).
   std::vector<double> ToConstrained(std::span<const double> q, bool whitened) const;
   // The whitening at u (or at (θ, σ)) from the Gauss–Newton Hessian of the likelihood
