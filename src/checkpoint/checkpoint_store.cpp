@@ -100,8 +100,26 @@ hid_t FileType(CheckpointRecord::Type t) {
                                                : H5T_STD_U8LE;
 }
 
-void WriteDataset(hid_t file, const std::string& path, const Layout& l, const CheckpointRecord& r,
-                  int rank) {
+// The owner's values of dataset `l` (nullptr elsewhere; `bytes` holds the byte type's
+// copy). Throws on the owner alone when the record disagrees with the agreed layout.
+const void* OwnerBuffer(const Layout& l, const CheckpointRecord& r, int rank,
+                        std::vector<std::uint8_t>& bytes) {
+  if (rank != l.owner || l.size == 0) return nullptr;
+  const auto& e = r.entries().at(l.name);
+  HOMODYNE_CHECK(
+      (e.type == CheckpointRecord::Type::kDouble ? e.doubles.size() : e.ints.size()) == l.size,
+      "checkpoint dataset size differs from its layout");
+  if (l.type == CheckpointRecord::Type::kDouble) return e.doubles.data();
+  if (l.type == CheckpointRecord::Type::kInt64) return e.ints.data();
+  bytes.assign(e.ints.begin(), e.ints.end());
+  return bytes.data();
+}
+
+// Collective: every rank creates the dataset and takes part in the collective write; only
+// the owner contributes values (`buf`). A failure can still be one rank's own (its part of
+// the write, e.g. ENOSPC where it writes): the caller agrees on it before the next
+// collective call.
+void WriteDataset(hid_t file, const std::string& path, const Layout& l, const void* buf, int rank) {
   const h5::Where where{path, l.name};
   const hsize_t dims[1] = {l.size};
   const hsize_t maxdims[1] = {H5S_UNLIMITED};
@@ -119,23 +137,8 @@ void WriteDataset(hid_t file, const std::string& path, const Layout& l, const Ch
   auto dxpl = h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_XFER), "dxpl", where);
   h5::Check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "collective transfer", where);
   auto mem = h5::Own<h5::Dataspace>(H5Screate_simple(1, dims, nullptr), "memory space", where);
-  const void* buf = nullptr;
-  std::vector<std::uint8_t> bytes;
   const bool owner = rank == l.owner;
-  if (owner) {
-    const auto& e = r.entries().at(l.name);
-    HOMODYNE_CHECK(
-        (e.type == CheckpointRecord::Type::kDouble ? e.doubles.size() : e.ints.size()) == l.size,
-        "checkpoint dataset size differs from its layout");
-    if (l.type == CheckpointRecord::Type::kDouble) {
-      buf = e.doubles.data();
-    } else if (l.type == CheckpointRecord::Type::kInt64) {
-      buf = e.ints.data();
-    } else {
-      bytes.assign(e.ints.begin(), e.ints.end());
-      buf = bytes.data();
-    }
-  } else {
+  if (!owner) {
     h5::Check(H5Sselect_none(space.get()), "select none", where);
     h5::Check(H5Sselect_none(mem.get()), "select none", where);
   }
@@ -145,6 +148,8 @@ void WriteDataset(hid_t file, const std::string& path, const Layout& l, const Ch
   h5::Check(H5Dwrite(ds.get(), mem_type, mem.get(), space.get(), dxpl.get(), buf), "writing",
             where);
   ds.Close(where);
+  // Test hook: the owner's part of the write failed, the other ranks' did not.
+  if (owner) MaybeInjectFailure("checkpoint_dataset", rank);
 }
 
 void WriteIntAttribute(hid_t obj, const std::string& name, std::int64_t v, const h5::Where& w) {
@@ -403,11 +408,20 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
       h5::WriteStringAttribute(file.get(), "config_hash", identity_.config_hash(), root);
       h5::WriteStringAttribute(file.get(), "data_hash", identity_.data_hash(), root);
       h5::WriteStringAttribute(file.get(), "created", IsoTimestampNow(), root);
-      for (const Layout& l : layout) WriteDataset(file.get(), p, l, full, comm_.rank());
+      // Each dataset's errors (the owner's values, its part of the write) are agreed
+      // before the next collective call, so that no rank waits in a collective the others
+      // have left; the agreed error reaches the discard below on every rank.
+      for (const Layout& l : layout) {
+        std::vector<std::uint8_t> bytes;
+        const void* buf = nullptr;
+        RunCollectively(comm_, [&] { buf = OwnerBuffer(l, full, comm_.rank(), bytes); });
+        RunCollectively(comm_, [&] { WriteDataset(file.get(), p, l, buf, comm_.rank()); });
+      }
       h5::Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", root);
       file.Close({p, ""});
     } catch (...) {
-      // A full disk fails every rank's flush alike: close (after freeing the space, so that
+      // Every rank arrives here together (agreed above, or a collective call that failed on
+      // every rank alike, like a full disk's flush): close (after freeing the space, so that
       // HDF5 holds no half-closed file at MPI_Finalize) and remove the temporary.
       h5::DiscardFile(file, p, comm_.get());
       if (comm_.is_root()) {

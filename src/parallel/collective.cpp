@@ -76,6 +76,21 @@ void AgreeOnError(const Comm& comm, std::exception_ptr local_error) {
   int n_failed = 0;
   MPI_Allreduce(&failed, &n_failed, 1, MPI_INT, MPI_SUM, comm.get());
 
+  // Every rank already holds the same agreed error (an inner agreement of a nested
+  // collective phase): it passes through unchanged, not re-tagged as every rank's own.
+  int agreed_here = 0;
+  if (local_error) {
+    try {
+      std::rethrow_exception(local_error);
+    } catch (const Error& e) {
+      agreed_here = e.agreed() ? 1 : 0;
+    } catch (...) {
+    }
+  }
+  int all_agreed = 0;
+  MPI_Allreduce(&agreed_here, &all_agreed, 1, MPI_INT, MPI_MIN, comm.get());
+  if (all_agreed == 1) std::rethrow_exception(local_error);
+
   const bool is_root = comm.rank() == first_failing;
   FailureRecord record;
   if (is_root) record = Describe(local_error);

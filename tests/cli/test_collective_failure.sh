@@ -73,6 +73,12 @@ check_failure sampling 20 "${run[@]}" --method cmc --no-nlsq-warmstart --cmc-num
 } > "$tmp/ckpt.yaml"
 check_failure checkpoint 10 --config "$tmp/ckpt.yaml" --output-dir "$tmp/out" \
   --checkpoint-dir "$tmp/ckpt"
+# A checkpoint dataset whose write fails on its owner only (rank 1's CMC chain states,
+# after the collective write returned on every rank): agreed before the next collective
+# HDF5 call, so both ranks end together instead of one waiting in a flush.
+check_failure checkpoint_dataset 20 --config "$tmp/ckpt.yaml" --output-dir "$tmp/out" \
+  --checkpoint-dir "$tmp/ckpt" --method cmc --no-nlsq-warmstart --cmc-num-shards 2 \
+  --n-warmup 50 --n-samples 50 --n-chains 1
 # ... by default a failed checkpoint is a warning and the fit goes on to the answer it gives
 # without checkpoints.
 { cat "$tmp/cfg.yaml"; printf 'optimization:\n  streaming: {checkpoint_frequency: 1}\n'; } > "$tmp/ckw.yaml"
@@ -88,6 +94,25 @@ ls "$tmp/ckw_dir" 2>/dev/null | grep -q '\.h5$' && { echo "FAIL: a checkpoint fi
 strip() { grep -v -E '"(timestamp|execution_time|optimization_time)"' "$1"; }
 diff <(strip "$tmp/plain/homodyne_results.json") <(strip "$tmp/ckw/homodyne_results.json") \
   || { echo "FAIL: failed checkpoints changed the answer"; exit 1; }
+# The same one-rank dataset failure without fatal_checkpoint_errors: a warning, and CMC goes
+# on to the draws it gives without checkpoints.
+cmc=(--method cmc --no-nlsq-warmstart --cmc-num-shards 2 --n-warmup 50 --n-samples 50 --n-chains 1)
+"$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --config "$tmp/ckw.yaml" \
+  --output-dir "$tmp/cplain" "${cmc[@]}" -q || { echo "FAIL: plain CMC run"; exit 1; }
+out=$(HOMODYNE_FAIL_AT=checkpoint_dataset@1 timeout 120 "$mpiexec" -n 2 --oversubscribe \
+        "$bindir/homodyne" --config "$tmp/ckw.yaml" --output-dir "$tmp/cdw" \
+        --checkpoint-dir "$tmp/cdw_dir" "${cmc[@]}" 2>&1)
+code=$?
+[ $code -eq 0 ] || { echo "$out" | tail -5; echo "FAIL: a one-rank dataset failure ended CMC ($code)"; exit 1; }
+grep -q "checkpoint not written (.*injected failure at stage .checkpoint_dataset." <<<"$out" \
+  || { echo "$out" | tail -5; echo "FAIL: no warning for the one-rank dataset failure"; exit 1; }
+cmp "$tmp/cplain/cmc/samples.h5" "$tmp/cdw/cmc/samples.h5" > /dev/null 2>&1 || \
+  /usr/bin/python3 - "$tmp/cplain/cmc/samples.h5" "$tmp/cdw/cmc/samples.h5" <<'PY' \
+  || { echo "FAIL: failed checkpoints changed the CMC draws"; exit 1; }
+import sys, h5py, numpy as np
+a, b = (h5py.File(p, "r") for p in sys.argv[1:])
+assert np.array_equal(a["/samples"][()], b["/samples"][()])
+PY
 check_failure output 10 "${run[@]}"
 
 out=$(timeout 30 "$mpiexec" -n 2 --oversubscribe "$bindir/homodyne" --no-such-flag 2>&1)

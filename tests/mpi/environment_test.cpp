@@ -116,5 +116,26 @@ TEST(CollectiveErrors, LowestFailingRankWinsAndCountIsReported) {
   }
 }
 
+// A phase agreed inside another collective phase (nested RunCollectively): the outer
+// agreement passes the inner agreed error through unchanged, with the failing rank and
+// without a second "ranks failed" tag.
+TEST(CollectiveErrors, NestedAgreementKeepsTheInnerError) {
+  const Comm& world = TestEnvironment().world();
+  const int last = world.size() - 1;
+  try {
+    RunCollectively(world, [&] {
+      RunCollectively(world, [&] {
+        if (world.rank() == last) throw Error(ErrorKind::kBadInput, "inner failure", {"f", "k"});
+      });
+    });
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_EQ(e.context().rank, last);
+    EXPECT_EQ(e.message(), "inner failure");
+    EXPECT_TRUE(e.agreed());
+  }
+}
+
 }  // namespace
 }  // namespace homodyne
