@@ -32,7 +32,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "peers"))
 import ess as ESS  # noqa: E402
+from peers_common import cpu_model  # noqa: E402
 
 STATIC_TRUTH = {"D0": 2400.0, "alpha": -0.6, "D_offset": 20.0}
 CONTRAST, OFFSET, SIGMA, Q, DT = 0.2, 1.0, 2e-3, 0.007, 0.05
@@ -355,7 +357,7 @@ def main():
         old_stan = [r for r in json.load(open(a.stan_result))["runs"] if r["tool"] == "Stan"]
     result = {"benchmark": "NUTS on one CMC shard: homodyne-hpc and Stan (rstan)",
               "date": datetime.datetime.now().isoformat(timespec="seconds"),
-              "machine": {"host": platform.node(), "cpu": cpu_name(), "cpus": os.cpu_count()},
+              "machine": {"host": platform.node(), "cpu": cpu_model(), "cpus": os.cpu_count()},
               "settings": {"chains": 2, "warmup": 500, "sampling": 1000, "adapt_delta": 0.8,
                            "max_tree_depth": 10, "sigma": SIGMA, "init": "truth"},
               "runs": [], "comparisons": [],
@@ -414,16 +416,6 @@ def write_report(result, out):
     json.dump(result, open(os.path.join(out, "stan_bench.json"), "w"), indent=1)
     open(os.path.join(out, "stan_bench.md"), "w").write(markdown(result))
     print(markdown(result))
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 if __name__ == "__main__":
