@@ -462,6 +462,8 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
     r.diag.rhat.push_back(n_chains > 1 ? nuts::SplitRankNormalizedRhat(tc).Max() : std::nan(""));
     const auto ess = nuts::SplitRankNormalizedEss(tc);
     r.diag.ess.push_back(std::min(ess.bulk, ess.tail));
+    r.diag.ess_bulk.push_back(ess.bulk);
+    r.diag.ess_tail.push_back(ess.tail);
   }
   r.diag.divergences = divergent;
   r.diag.step_size_mean = draws > 0 ? step_sum / static_cast<double>(draws) : 0.0;
@@ -658,7 +660,8 @@ struct GatheredShards {
 
 // Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
 // ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
-// gradients, R̂…, ESS…, step size, seconds, depth histogram size, histogram…, n, draws…].
+// gradients, R̂…, ESS…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
+// n, draws…].
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
                             int k_shards, int n_theta) {
   std::vector<double> packed;
@@ -672,6 +675,8 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
          static_cast<double>(r.diag.warmup_gradient_evaluations)});
     packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
     packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
+    packed.insert(packed.end(), r.diag.ess_bulk.begin(), r.diag.ess_bulk.end());
+    packed.insert(packed.end(), r.diag.ess_tail.begin(), r.diag.ess_tail.end());
     packed.push_back(r.diag.step_size_mean);
     packed.push_back(r.diag.sampling_seconds);
     packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
@@ -719,7 +724,9 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       const auto at = [&](std::size_t k) { return all.begin() + static_cast<std::ptrdiff_t>(k); };
       d.rhat.assign(at(pos), at(pos + nt));
       d.ess.assign(at(pos + nt), at(pos + 2 * nt));
-      pos += 2 * nt;
+      d.ess_bulk.assign(at(pos + 2 * nt), at(pos + 3 * nt));
+      d.ess_tail.assign(at(pos + 3 * nt), at(pos + 4 * nt));
+      pos += 4 * nt;
       d.step_size_mean = all[pos];
       d.sampling_seconds = all[pos + 1];
       const auto n_depths = static_cast<std::size_t>(all[pos + 2]);
@@ -1241,10 +1248,12 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
           "\n");
   json shards = json::array();
   for (const auto& d : r.shards) {
-    json rhat = json::object(), ess = json::object();
+    json rhat = json::object(), ess = json::object(), bulk = json::object(), tail = json::object();
     for (std::size_t p = 0; p < r.names.size() && p < d.rhat.size(); ++p) {
       rhat[r.names[p]] = NumberOrNull(d.rhat[p]);
       ess[r.names[p]] = NumberOrNull(d.ess[p]);
+      if (p < d.ess_bulk.size()) bulk[r.names[p]] = NumberOrNull(d.ess_bulk[p]);
+      if (p < d.ess_tail.size()) tail[r.names[p]] = NumberOrNull(d.ess_tail[p]);
     }
     shards.push_back(
         {{"shard", d.shard},
@@ -1270,6 +1279,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
           NumberOrNull(d.sampling_seconds > 0.0 ? d.min_ess / d.sampling_seconds : std::nan(""))},
          {"r_hat", rhat},
          {"ess", ess},
+         {"ess_bulk", bulk},
+         {"ess_tail", tail},
          {"used_in_combination", d.used},
          {"rejection_reason", d.rejection}});
   }

@@ -144,6 +144,8 @@ for sh in s["shards"]:
     assert sum(sh["tree_depth_histogram"]) == 2 * 100, sh  # every draw of both chains
     assert sh["step_size_mean"] > 0 and sh["ess_per_gradient"] > 0, sh
     assert sh["sampling_seconds"] > 0 and sh["ess_per_second"] > 0, sh
+    for name, e in sh["ess"].items():  # the reported ESS is the smaller of bulk and tail
+        assert e == min(sh["ess_bulk"][name], sh["ess_tail"][name]) > 0, (name, sh)
     assert sh["warmup_gradient_evaluations"] >= 2 * 100, sh  # at least one step per iteration
 assert "log contrast" in s["sampled_coordinates"] and "Laplace" in s["sampled_coordinates"], s
 assert s["noise_sigma"] == {"sampled": True, "value": None}, s["noise_sigma"]
