@@ -461,7 +461,6 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
   for (const auto& tc : theta_chains) {
     r.diag.rhat.push_back(n_chains > 1 ? nuts::SplitRankNormalizedRhat(tc).Max() : std::nan(""));
     const auto ess = nuts::SplitRankNormalizedEss(tc);
-    r.diag.ess.push_back(std::min(ess.bulk, ess.tail));
     r.diag.ess_bulk.push_back(ess.bulk);
     r.diag.ess_tail.push_back(ess.tail);
   }
@@ -660,7 +659,7 @@ struct GatheredShards {
 
 // Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
 // ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
-// gradients, R̂…, ESS…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
+// gradients, R̂…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
 // n, draws…].
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
                             int k_shards, int n_theta) {
@@ -674,7 +673,6 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
          static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits),
          static_cast<double>(r.diag.warmup_gradient_evaluations)});
     packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
-    packed.insert(packed.end(), r.diag.ess.begin(), r.diag.ess.end());
     packed.insert(packed.end(), r.diag.ess_bulk.begin(), r.diag.ess_bulk.end());
     packed.insert(packed.end(), r.diag.ess_tail.begin(), r.diag.ess_tail.end());
     packed.push_back(r.diag.step_size_mean);
@@ -723,10 +721,9 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       const auto nt = static_cast<std::size_t>(n_theta);
       const auto at = [&](std::size_t k) { return all.begin() + static_cast<std::ptrdiff_t>(k); };
       d.rhat.assign(at(pos), at(pos + nt));
-      d.ess.assign(at(pos + nt), at(pos + 2 * nt));
-      d.ess_bulk.assign(at(pos + 2 * nt), at(pos + 3 * nt));
-      d.ess_tail.assign(at(pos + 3 * nt), at(pos + 4 * nt));
-      pos += 4 * nt;
+      d.ess_bulk.assign(at(pos + nt), at(pos + 2 * nt));
+      d.ess_tail.assign(at(pos + 2 * nt), at(pos + 3 * nt));
+      pos += 3 * nt;
       d.step_size_mean = all[pos];
       d.sampling_seconds = all[pos + 1];
       const auto n_depths = static_cast<std::size_t>(all[pos + 2]);
@@ -1061,6 +1058,13 @@ nlohmann::json NumberOrNull(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
 }
 
+// Whether σ was sampled or fixed, and at what (parameters.json and diagnostics.json).
+nlohmann::json NoiseSigmaJson(const CmcRunResult& r) {
+  using nlohmann::json;
+  return r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
+                             : json{{"sampled", true}, {"value", nullptr}};
+}
+
 // cmc/diagnostics.json: homodyne's keys (convergence.per_parameter_diagnostics,
 // ess_threshold, sampling_efficiency, posterior_checks, cmc_specific.shard_summary and
 // overall_diagnostics) computed on the shards' own chains, plus ours.
@@ -1096,7 +1100,7 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
         rhat = std::max(rhat, d.rhat[p]);
         have_rhat = true;
       }
-      ess = std::min(ess, d.ess[p]);
+      ess = std::min(ess, d.Ess(p));
     }
     if (std::isfinite(ess)) ess_sum += ess;
     per_parameter.push_back({{"name", r.names[p]},
@@ -1156,8 +1160,7 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
           {"n_shards_total", n_shards},
           {"success_rate", n_shards > 0 ? static_cast<double>(r.shards_used) / n_shards : 0.0}}},
         {"sampled_coordinates", r.sampled_coordinates},
-        {"noise_sigma", r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
-                                            : json{{"sampled", true}, {"value", nullptr}}},
+        {"noise_sigma", NoiseSigmaJson(r)},
         {"combination_method", r.combination_method},
         {"num_shards", r.num_shards},
         {"num_shards_used", r.shards_used},
@@ -1209,8 +1212,7 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       {"n_warmup", r.num_warmup},
       {"n_chains", r.num_chains},
       {"n_shards", r.num_shards},
-      {"noise_sigma", r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
-                                          : json{{"sampled", true}, {"value", nullptr}}},
+      {"noise_sigma", NoiseSigmaJson(r)},
       {"total_samples",
        static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
       {"computation_time", r.seconds}};
@@ -1251,9 +1253,9 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
     json rhat = json::object(), ess = json::object(), bulk = json::object(), tail = json::object();
     for (std::size_t p = 0; p < r.names.size() && p < d.rhat.size(); ++p) {
       rhat[r.names[p]] = NumberOrNull(d.rhat[p]);
-      ess[r.names[p]] = NumberOrNull(d.ess[p]);
-      if (p < d.ess_bulk.size()) bulk[r.names[p]] = NumberOrNull(d.ess_bulk[p]);
-      if (p < d.ess_tail.size()) tail[r.names[p]] = NumberOrNull(d.ess_tail[p]);
+      ess[r.names[p]] = NumberOrNull(d.Ess(p));
+      bulk[r.names[p]] = NumberOrNull(d.ess_bulk[p]);
+      tail[r.names[p]] = NumberOrNull(d.ess_tail[p]);
     }
     shards.push_back(
         {{"shard", d.shard},

@@ -10,6 +10,7 @@
 // shards need rows from the whole matrix); the combination happens on rank 0.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -67,8 +68,9 @@ struct ShardDiagnostics {
   std::int64_t divergences = 0;                  // divergent draws of all its chains
   std::int64_t treedepth_hits = 0;               // draws that hit max_tree_depth
   // Per sampled parameter (CmcRunResult::names), on the model-space draws of each chain:
-  // split rank-normalised R̂ (NaN with one chain), bulk and tail ESS and their minimum.
-  std::vector<double> rhat, ess, ess_bulk, ess_tail;
+  // split rank-normalised R̂ (NaN with one chain), bulk and tail ESS.
+  std::vector<double> rhat, ess_bulk, ess_tail;
+  double Ess(std::size_t p) const { return std::min(ess_bulk[p], ess_tail[p]); }  // the smaller
   std::vector<std::int64_t> tree_depth_histogram;  // draws per tree depth 0…max_tree_depth
   double step_size_mean = 0.0;                     // ε used by the draws (after jitter)
   // Wall seconds of the shard's chains (warmup and sampling, all chains, in this process:

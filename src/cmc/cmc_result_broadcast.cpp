@@ -98,7 +98,6 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(d.divergences);
     p(d.treedepth_hits);
     p.Values(d.rhat);
-    p.Values(d.ess);
     p.Values(d.ess_bulk);
     p.Values(d.ess_tail);
     p.Each(d.tree_depth_histogram, [&](std::int64_t& c) { p(c); });

@@ -14,6 +14,9 @@
 namespace homodyne::cmc {
 
 struct ShardPosterior::Impl {
+  explicit Impl(model::ParameterLayout l) : layout(std::move(l)) {}
+
+  model::ParameterLayout layout;
   std::unique_ptr<model::ModelKernel> kernel;  // σ_kernel = 1, weights 1: χ² = Σ (y − m)²
   std::vector<Prior> priors;
   std::vector<BoundedTransform> transforms;
@@ -24,12 +27,14 @@ struct ShardPosterior::Impl {
   std::vector<double> theta_lower, theta_upper;
   int n_theta = 0;
 
-  Whitening whitening;                                // q = L⁻¹(u − centre); empty: q = u
-  std::optional<model::ParameterLayout> layout_copy;  // the posterior's layout
-  mutable std::vector<double> jtr_expanded;           // scratch (the density is not thread-safe)
+  Whitening whitening;                       // q = L⁻¹(u − centre); empty: q = u
+  mutable std::vector<double> jtr_expanded;  // scratch (the density is not thread-safe)
 
   int dimension() const { return n_theta + (known_sigma ? 0 : 1); }
-  const model::ParameterLayout& layout() const { return *layout_copy; }
+  // Priors are evaluated on θ where the geometry changes the coordinate, else on the site.
+  bool PriorOnTheta(std::size_t i) const {
+    return geometry.active() && geometry.Changes(static_cast<int>(i));
+  }
   std::vector<double> SitesToTheta(const std::vector<double>& sites) const {
     std::vector<double> theta = reparam.active() ? reparam.ToTheta(sites) : sites;
     return geometry.active() ? geometry.ToTheta(theta) : theta;
@@ -80,9 +85,9 @@ std::vector<double> Whitening::ToU(std::span<const double> q) const {
 }
 
 ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout layout)
-    : impl_(std::make_unique<Impl>()), layout_(std::move(layout)) {
+    : impl_(std::make_unique<Impl>(std::move(layout))) {
   Impl& im = *impl_;
-  im.n_theta = layout_.num_optimised();
+  im.n_theta = im.layout.num_optimised();
   if (static_cast<int>(setup.priors.size()) != im.n_theta ||
       static_cast<int>(setup.lower.size()) != im.n_theta ||
       static_cast<int>(setup.upper.size()) != im.n_theta) {
@@ -90,7 +95,7 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
         fmt::format("shard posterior: {} sampled parameters but {} priors and {}/{} bounds",
                     im.n_theta, setup.priors.size(), setup.lower.size(), setup.upper.size()));
   }
-  const auto& names = layout_.names();
+  const auto& names = im.layout.names();
   for (int i = 0; i < im.n_theta; ++i) {
     const auto k = static_cast<std::size_t>(i);
     setup.priors[k].Validate(names[k]);
@@ -112,14 +117,14 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
       ThrowBadInput(
           fmt::format("shard posterior: the sampling geometry needs {} bounds of θ", im.n_theta));
     }
+    const std::vector<std::string> reparam_sites = im.reparam.SiteNames(names);
     for (int i = 0; i < im.n_theta; ++i) {
-      if (im.geometry.Changes(i) && im.reparam.active() &&
-          im.reparam.SiteNames(names)[static_cast<std::size_t>(i)] !=
-              names[static_cast<std::size_t>(i)]) {
+      const auto k = static_cast<std::size_t>(i);
+      if (im.geometry.Changes(i) && im.reparam.active() && reparam_sites[k] != names[k]) {
         ThrowBadInput(
             fmt::format("shard posterior: {} is changed by both the reparameterisation "
                         "and the sampling geometry",
-                        names[static_cast<std::size_t>(i)]));
+                        names[k]));
       }
     }
     im.theta_lower = setup.theta_lower;
@@ -136,7 +141,6 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
                       im.whitening.centre.size(), im.whitening.chol.size(), d));
     }
   }
-  im.layout_copy = layout_;
   for (auto& tile : setup.tiles) {
     tile.weight = nullptr;
     tile.uniform_weight = 1.0;
@@ -147,10 +151,12 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   ko.sigma = 1.0;
   im.kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
                                                    setup.phi_deg, std::move(setup.tiles), ko);
-  im.jtr_expanded.assign(static_cast<std::size_t>(layout_.num_expanded()), 0.0);
+  im.jtr_expanded.assign(static_cast<std::size_t>(im.layout.num_expanded()), 0.0);
 }
 
 ShardPosterior::~ShardPosterior() = default;
+
+const model::ParameterLayout& ShardPosterior::layout() const { return impl_->layout; }
 
 int ShardPosterior::dimension() const { return impl_->dimension(); }
 
@@ -225,8 +231,8 @@ double ShardPosterior::Impl::DensityInU(std::span<const double> q,
 
   // Likelihood: χ² = Σ (y − m)², Jᵀr = −Σ (y − m)·∂m/∂θ (J = ∂r/∂θ, r = y − m), from the
   // kernel's gradient-only pass; optimiser-space Jᵀr = Bᵀ·(expanded Jᵀr).
-  const double chi2 = kernel->Gradient(layout().Expand(theta), jtr_expanded);
-  const int n_expanded = layout().num_expanded();
+  const double chi2 = kernel->Gradient(layout.Expand(theta), jtr_expanded);
+  const int n_expanded = layout.num_expanded();
   const double n_points = static_cast<double>(kernel->num_points());
   const double inv_s2 = 1.0 / (sigma * sigma);
   double lp = -0.5 * chi2 * inv_s2 - n_points * log_sigma;
@@ -237,16 +243,14 @@ double ShardPosterior::Impl::DensityInU(std::span<const double> q,
   for (std::size_t i = 0; i < n; ++i) {
     double jtr = 0.0;
     for (int e = 0; e < n_expanded; ++e) {
-      const double b = layout().B(e, static_cast<int>(i));
+      const double b = layout.B(e, static_cast<int>(i));
       if (b != 0.0) jtr += b * jtr_expanded[static_cast<std::size_t>(e)];
     }
     g[i] = -jtr * inv_s2;
   }
-  std::vector<bool> prior_on_theta(n, false);
   if (geometry.active()) {
     for (std::size_t i = 0; i < n; ++i) {
-      if (!geometry.Changes(static_cast<int>(i))) continue;
-      prior_on_theta[i] = true;
+      if (!PriorOnTheta(i)) continue;
       lp += priors[i].LogDensity(theta[i]);
       g[i] += priors[i].DLogDensity(theta[i]);
     }
@@ -257,7 +261,7 @@ double ShardPosterior::Impl::DensityInU(std::span<const double> q,
   if (reparam.active()) reparam.PullBack(theta, g);
   for (std::size_t i = 0; i < n; ++i) {
     double d = g[i];
-    if (!prior_on_theta[i]) {
+    if (!PriorOnTheta(i)) {
       lp += priors[i].LogDensity(sites[i]);
       d += priors[i].DLogDensity(sites[i]);
     }
@@ -282,11 +286,11 @@ Eigen::MatrixXd ShardPosterior::Impl::Hessian(std::span<const double> u) const {
   const std::vector<double> sites = Sites(u);
   const std::vector<double> th = SitesToTheta(sites);
   const double s = known_sigma ? *known_sigma : std::exp(u[n]);
-  const model::NormalEquations ne = kernel->Accumulate(layout().Expand(th));
-  const int ne_size = layout().num_expanded();
+  const model::NormalEquations ne = kernel->Accumulate(layout.Expand(th));
+  const int ne_size = layout.num_expanded();
   Eigen::MatrixXd b(ne_size, idx(n));
   for (int a = 0; a < ne_size; ++a) {
-    for (std::size_t i = 0; i < n; ++i) b(a, idx(i)) = layout().B(a, static_cast<int>(i));
+    for (std::size_t i = 0; i < n; ++i) b(a, idx(i)) = layout.B(a, static_cast<int>(i));
   }
   Eigen::MatrixXd jtj(ne_size, ne_size);
   for (int a = 0; a < ne_size; ++a) {
@@ -295,7 +299,7 @@ Eigen::MatrixXd ShardPosterior::Impl::Hessian(std::span<const double> u) const {
   Eigen::MatrixXd h_theta = b.transpose() * jtj * b / (s * s);
   std::vector<double> site_curvature(n, 0.0);
   for (std::size_t i = 0; i < n; ++i) {
-    const bool on_theta = geometry.active() && geometry.Changes(static_cast<int>(i));
+    const bool on_theta = PriorOnTheta(i);
     const double x = on_theta ? th[i] : sites[i];
     const double step = 1e-6 * std::max(std::abs(x), 1e-3);
     const double k =

@@ -100,13 +100,12 @@ class ShardPosterior final : public nuts::LogDensity {
   // The posterior's mode in u from (θ, σ) by Levenberg–Marquardt with that Hessian (at
   // most max_iterations steps; deterministic).
   ShardMode FindMode(std::span<const double> theta, double sigma, int max_iterations) const;
-  const model::ParameterLayout& layout() const { return layout_; }
+  const model::ParameterLayout& layout() const;
   std::int64_t num_points() const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
-  model::ParameterLayout layout_;
 };
 
 }  // namespace homodyne::cmc

@@ -11,6 +11,7 @@
 #include "cmc/sampling_geometry.h"
 #include "cmc/shard_posterior.h"
 #include "core/random.h"
+#include "gradient_check.h"
 #include "model/reference_model.h"
 
 namespace homodyne::cmc {
@@ -93,18 +94,7 @@ ShardPosteriorSetup GeometrySetup(const Data& d) {
 }
 
 void ExpectGradientMatches(const ShardPosterior& post, const std::vector<double>& q) {
-  std::vector<double> grad(q.size()), g(q.size());
-  post.LogDensityGradient(q, grad);
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    const double h = 1e-5;
-    auto at = [&](double step) {
-      std::vector<double> qs = q;
-      qs[i] += step;
-      return post.LogDensityGradient(qs, g);
-    };
-    const double fd = (8.0 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12.0 * h);
-    EXPECT_NEAR(grad[i], fd, 2e-5 * (1.0 + std::abs(fd))) << "coordinate " << i;
-  }
+  testing::ExpectGradientMatchesFiniteDifferences(post, q, 2e-5);
 }
 
 TEST(SamplingGeometry, PairsContrastWithOffsetAndRoundTrips) {

@@ -7,6 +7,7 @@
 #include "cmc/reparameterization.h"
 #include "cmc/shard_posterior.h"
 #include "core/random.h"
+#include "gradient_check.h"
 #include "model/reference_model.h"
 #include "nuts/diagnostics.h"
 #include "nuts/nuts_chain.h"
@@ -186,18 +187,7 @@ TEST(ShardPosterior, ReparameterisedGradientMatchesFiniteDifferences) {
   for (std::size_t i = 0; i < theta.size(); ++i) {
     EXPECT_NEAR(back[i], theta[i], 1e-10 * std::abs(theta[i])) << "parameter " << i;
   }
-  std::vector<double> grad(q.size()), g(q.size());
-  post.LogDensityGradient(q, grad);
-  for (std::size_t i = 0; i < q.size(); ++i) {
-    const double h = 1e-5;
-    auto at = [&](double step) {
-      std::vector<double> qs = q;
-      qs[i] += step;
-      return post.LogDensityGradient(qs, g);
-    };
-    const double fd = (8.0 * (at(h) - at(-h)) - (at(2 * h) - at(-2 * h))) / (12.0 * h);
-    EXPECT_NEAR(grad[i], fd, 1e-5 * (1.0 + std::abs(fd))) << "coordinate " << i;
-  }
+  testing::ExpectGradientMatchesFiniteDifferences(post, q, 1e-5);
 }
 
 }  // namespace
