@@ -2,6 +2,13 @@
 
 #include <mpi.h>
 
+#include <filesystem>
+#include <optional>
+#include <system_error>
+#include <vector>
+
+#include <fmt/format.h>
+
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -72,36 +79,85 @@ cmc::CmcRunResult RunCmcPhase(const FitScope& scope, cmc::CmcRunOptions options,
   return cmc::RunCmcFit(scope.comm, scope.cfg, options, scope.log);
 }
 
+namespace {
+
+// Results are written into a hidden staging folder inside the output directory and moved
+// to their names only when every file is complete, so a failure (a full disk on one rank,
+// a killed job) never leaves a set of results in which some files are this run's and
+// some are missing or a previous run's. A staging folder left by a killed run is removed
+// by the next one.
+constexpr const char* kStagingFolder = ".homodyne-staging";
+
+void RemoveStaging(const std::filesystem::path& staging) {
+  std::error_code ec;
+  std::filesystem::remove_all(staging, ec);  // best effort: the error being reported matters
+}
+
+// Moves every file of `staging` to the same relative place under `out` (a rename on the
+// same file system: each file appears whole), then removes the staging folder.
+void CommitStaging(const std::filesystem::path& staging, const std::filesystem::path& out) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(staging)) {
+    if (entry.is_regular_file()) files.push_back(entry.path());
+  }
+  for (const fs::path& f : files) {
+    const fs::path target = out / fs::relative(f, staging);
+    std::error_code ec;
+    fs::create_directories(target.parent_path(), ec);
+    fs::rename(f, target, ec);
+    if (ec) {
+      ThrowIoError(fmt::format("could not move the finished result into place: {}", ec.message()),
+                   target.string());
+    }
+  }
+  RemoveStaging(staging);
+}
+
+}  // namespace
+
 PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
                            const cmc::CmcRunResult* cmc, const PlotRequest& plots,
                            const FittedDataThreads& threads) {
-  const std::filesystem::path& out = scope.output_dir;
+  const std::filesystem::path& final_dir = scope.output_dir;
+  const std::filesystem::path out = final_dir / kStagingFolder;
   const bool write_nlsq = scope.method != config::FitMethod::kCmc;
   PhaseTimes phases = nlsq.result.phases;
-  RunCollectively(scope.comm, [&] {
-    PhaseTimes::Scope t(phases, "write_outputs");
-    MaybeInjectFailure("output", scope.world_rank);
-    if (!scope.comm.is_root()) return;
-    if (write_nlsq) {
-      nlsq::WriteNlsqResultFiles(out, nlsq.result.report);
-      if (nlsq.multistart) {
-        WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"), nlsq.multistart->ToJson());
+  std::optional<FaultScope> fault;  // the whole phase is the fault tests' unit of work
+  try {
+    RunCollectively(scope.comm, [&] {
+      PhaseTimes::Scope t(phases, "write_outputs");
+      fault.emplace("output", scope.world_rank);
+      if (!scope.comm.is_root()) return;
+      RemoveStaging(out);
+      if (write_nlsq) {
+        nlsq::WriteNlsqResultFiles(out, nlsq.result.report);
+        if (nlsq.multistart) {
+          WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"),
+                              nlsq.multistart->ToJson());
+        }
+      }
+      if (cmc != nullptr) cmc::WriteCmcResultFiles(out.string(), *cmc);
+      WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
+    });
+    {
+      // fitted_data.h5: collective, each rank its share of the angles.
+      PhaseTimes::Scope t(phases, "write_fitted_data");
+      if (write_nlsq) {
+        WriteFittedData(scope.comm, OutputFilePath(out, "nlsq/fitted_data.h5"), scope.cfg,
+                        scope.data_file, nlsq.result, scope.log, threads);
+      }
+      if (cmc != nullptr) {
+        WriteFittedData(scope.comm, out / "cmc" / "fitted_data.h5", scope.cfg, scope.data_file,
+                        PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
       }
     }
-    if (cmc != nullptr) cmc::WriteCmcResultFiles(out.string(), *cmc);
-    WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
-  });
-  {
-    // fitted_data.h5: collective, each rank its share of the angles.
-    PhaseTimes::Scope t(phases, "write_fitted_data");
-    if (write_nlsq) {
-      WriteFittedData(scope.comm, OutputFilePath(out, "nlsq/fitted_data.h5"), scope.cfg,
-                      scope.data_file, nlsq.result, scope.log, threads);
-    }
-    if (cmc != nullptr) {
-      WriteFittedData(scope.comm, out / "cmc" / "fitted_data.h5", scope.cfg, scope.data_file,
-                      PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
-    }
+    RunCollectively(scope.comm, [&] {
+      if (scope.comm.is_root()) CommitStaging(out, final_dir);
+    });
+  } catch (...) {
+    if (scope.comm.is_root()) RemoveStaging(out);
+    throw;
   }
   return phases;
 }

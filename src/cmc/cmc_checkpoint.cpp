@@ -191,7 +191,9 @@ void CmcChainRunner::Advance(int shard, int chain, nuts::NutsChain& ch) {
     const std::int64_t n = ++iterations_run_;
     MaybeKill("cmc_draw", n);
     MaybeSignal("cmc_draw", n, world_.rank());
-    return true;
+    // A stop request ends the batch after this iteration: the safe point that follows
+    // saves the chain where it is (a batch cut short continues to the same draws).
+    return !(settings_.stop_on_signal && LocalStopSignal() != 0);
   };
   const std::int64_t f = settings_.frequency;
   const nuts::ChainRun part = nuts::RunChain(ch, hooks, f - ch.iteration() % f);

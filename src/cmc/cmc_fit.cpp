@@ -572,7 +572,7 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   std::vector<LocalShardResult> local;
   const auto run_local_shards = [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
-      MaybeInjectFailure("sampling", world.rank());  // reaches the others at a safe point
+      const FaultScope sampling("sampling", world.rank());  // reaches the others at a safe point
       std::vector<model::RowTile> tiles = ShardTiles(d, c.shards, s);
       if (tiles.empty()) continue;
       const double noise = NoiseScale(tiles);

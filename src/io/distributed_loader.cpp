@@ -177,7 +177,7 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
   h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   RunCollectively(comm, [&] {
-    MaybeInjectFailure("load");  // job rank: comm may be a multistart group
+    const FaultScope load("load");  // job rank: comm may be a multistart group
     // One batch of large row/column blocks per angle: the rank's rows of an angle are a
     // contiguous run (its blocks are consecutive rows), even though the tiles of
     // different angles interleave block by block.

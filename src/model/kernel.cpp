@@ -1,6 +1,7 @@
 #include "model/kernel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <numbers>
@@ -125,13 +126,18 @@ std::vector<double> ModelKernel::Impl::Reduce(std::span<const double> params, Pa
   return total;
 }
 
-void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
-                                 double* partials) const {
+bool ModelKernel::Impl::Partials(std::span<const double> params, Pass pass, double* partials,
+                                 const std::function<bool()>& stop) const {
   const Tables tab = MakeTables(params, pass == Pass::kNormal || pass == Pass::kGradient);
   const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
   const auto psize = static_cast<size_t>(partial_size(pass));
   const bool laminar = mode == AnalysisMode::kLaminarFlow;
+  std::atomic<bool> stopped{false};
   pool->ParallelFor(n_chunks, [&](int chunk) {
+    if (stop && (stopped.load(std::memory_order_relaxed) || stop())) {
+      stopped.store(true, std::memory_order_relaxed);
+      return;
+    }
     // Zeroed by the thread that accumulates into it (its cache, its core).
     double* part = partials + static_cast<size_t>(chunk) * psize;
     std::fill(part, part + psize, 0.0);
@@ -149,6 +155,7 @@ void ModelKernel::Impl::Partials(std::span<const double> params, Pass pass,
       for (size_t e = 0; e < psize; ++e) part[e] *= weight_scale;
     }
   });
+  return !stopped.load();
 }
 
 ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vector<double> t,
@@ -297,14 +304,14 @@ std::size_t ModelKernel::partial_size(bool with_derivatives) const {
   return with_derivatives ? static_cast<std::size_t>(impl_->partial_size()) : 1;
 }
 
-void ModelKernel::ChunkPartials(std::span<const double> params, bool with_derivatives,
-                                std::span<double> out) const {
+bool ModelKernel::ChunkPartials(std::span<const double> params, bool with_derivatives,
+                                std::span<double> out, const std::function<bool()>& stop) const {
   if (out.size() != static_cast<std::size_t>(num_chunks()) * partial_size(with_derivatives)) {
     ThrowBadInput(fmt::format(
         "chunk partials need {} entries, found {}",
         static_cast<std::size_t>(num_chunks()) * partial_size(with_derivatives), out.size()));
   }
-  impl_->Partials(params, with_derivatives ? Pass::kNormal : Pass::kChi2, out.data());
+  return impl_->Partials(params, with_derivatives ? Pass::kNormal : Pass::kChi2, out.data(), stop);
 }
 
 NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {

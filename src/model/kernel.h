@@ -105,10 +105,14 @@ class ModelKernel {
   // Per-chunk partial sums in the kernel's compact layout (partial_size(derivs) doubles
   // per chunk, chunks in order). Compact partials add element-wise; FromPartial turns a
   // sum of them into the normal equations (derivs) or χ² (element 0).
+  // `stop`, when given, is asked before each chunk (from any of the pool's threads, so it
+  // must be thread-safe); once it says true the remaining chunks are skipped and the call
+  // returns false: `out` is then incomplete and must be discarded. A stop request thus
+  // ends a pass within one chunk's time instead of the whole pass's.
   int num_chunks() const;
   std::size_t partial_size(bool with_derivatives) const;
-  void ChunkPartials(std::span<const double> params, bool with_derivatives,
-                     std::span<double> out) const;
+  bool ChunkPartials(std::span<const double> params, bool with_derivatives, std::span<double> out,
+                     const std::function<bool()>& stop = {}) const;
   NormalEquations FromPartial(std::span<const double> partial) const;
 
   // Runs fn(thread_index) once on every thread of the kernel's pool (the caller as 0);

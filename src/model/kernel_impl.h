@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -96,7 +97,9 @@ struct ModelKernel::Impl {
   class ChunkRun;
   std::vector<double> Reduce(std::span<const double> params, kernel_internal::Pass pass) const;
   // Per-chunk partials (n_chunks × partial size) into `out`.
-  void Partials(std::span<const double> params, kernel_internal::Pass pass, double* out) const;
+  // False when `stop` ended the pass early (see ModelKernel::ChunkPartials).
+  bool Partials(std::span<const double> params, kernel_internal::Pass pass, double* out,
+                const std::function<bool()>& stop = {}) const;
 };
 
 }  // namespace homodyne::model

@@ -112,6 +112,9 @@ struct SolverHooks {
   // Called on every rank after each accepted step with the complete state; it may throw
   // (the same agreed error on every rank) to end the solve, e.g. after a checkpoint.
   std::function<void(const SolverState&)> after_iteration;
+  // Called once the starting state is complete (equations at x0, damping, scaling; not on a
+  // resume): the state a stop before the first accepted step saves (Levenberg–Marquardt).
+  std::function<void(const SolverState&)> at_start;
 };
 
 SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "core/fault_injection.h"
 #include "nlsq/anti_degeneracy.h"
 #include "nlsq/latin_hypercube.h"
 #include "parallel/collective.h"
@@ -250,6 +251,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   std::optional<SolverSummary> local;
   if (!selection.run || global.nlsq_warmstart) {
     if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
+    const ScopedFaultStage stage("local");
     local = session.Solve(session.x0(), progress);
   }
 
@@ -266,6 +268,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         "suspect)";
   }
   if (adr.inactive_reason.empty()) {
+    const ScopedFaultStage stage("hierarchical");
     const std::vector<double> xh =
         RunHierarchicalStage(session, session.x0(), anti_degeneracy, logger, adr);
     SolverSummary joint =
@@ -303,6 +306,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         "NLSQ: the local fit {} (chi2 {:.12g}); restarting from the box "
         "(optimization.nlsq.recovery.on_stall: restarts)",
         WhyRestart(session, *local), local->final_chi2);
+    const ScopedFaultStage stage("restarts");
     answer = RestartAfterStall(session, *local, recovery.stall_starts, recovery.seed,
                                options.checkpoints, logger, progress, actions);
   } else if (selection.run || (stalled && recovery.on_stall == StallRecovery::kCmaes)) {
@@ -313,6 +317,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
           ToString(local->termination), local->final_chi2);
     }
     GlobalSearchReport rep;
+    const ScopedFaultStage stage("global");
     answer = RunGlobalStage(session, global, selection.scale_ratio, local, options.checkpoints,
                             logger, progress, rep, cmaes_seconds);
     if (!selection.run) {
@@ -327,9 +332,13 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   }
 
   // Phase 3: the phi0 check.
-  answer = CheckPhi0Basins(session, answer, recovery.phi0_restarts, options.checkpoints, logger,
-                           progress, actions);
+  {
+    const ScopedFaultStage stage("phi0");
+    answer = CheckPhi0Basins(session, answer, recovery.phi0_restarts, options.checkpoints, logger,
+                             progress, actions);
+  }
 
+  const ScopedFaultStage stage("finish");
   NlsqRunResult r = session.Finish(answer);
   if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = global_report;

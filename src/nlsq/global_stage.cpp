@@ -209,7 +209,18 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
 
   Progress progress(print_progress ? logger : Logger::Silent(), "CMA-ES");
   while (!es.finished()) {
-    const CmaesGeneration g = es.Step(f);
+    // A stop request inside the generation's pass saves the state before it (Step draws the
+    // population first): resumed, the generation is drawn and evaluated again, the same.
+    std::optional<checkpoint::CheckpointRecord> before;
+    if (use_store && ck->stop_on_signal) before = record();
+    CmaesGeneration g;
+    try {
+      g = es.Step(f);
+    } catch (const PassInterrupted&) {
+      if (!before) throw;  // no stop check was set for this search: not ours to save
+      const auto path = store->Write(*before);
+      throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())).MarkAgreed();
+    }
     if (print_progress) {
       logger.Debug(
           "  CMA-ES run {:>2} gen {:>4}  lambda {:>4}  gen best {:>16.9e}  best {:>16.9e}  "
@@ -347,6 +358,15 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   rep.search_row_stride = stride;
   Cmaes es = RunCollectively(session.comm(),
                              [&] { return Cmaes(co, start, session.lower(), session.upper()); });
+  // Generations' passes end within one block of a stop request when there is a store to
+  // save the search in (RunCmaes).
+  struct StopCheck {
+    XpcsFitSession& session;
+    ~StopCheck() { session.SetStopCheck({}); }
+  } stop_check{session};
+  if (checkpoints && (checkpoints->enabled || checkpoints->resume) && checkpoints->stop_on_signal) {
+    session.SetStopCheck([] { return checkpoint::LocalStopSignal() != 0; });
+  }
   CmaesSummary cs = RunCmaes(
       session.comm(), es,
       [&](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {

@@ -11,8 +11,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
+
+#include "core/error.h"
 
 namespace homodyne::nlsq {
 
@@ -57,6 +60,19 @@ class LeastSquaresProblem {
     (void)x;
     return std::nan("");
   }
+  // From now on each pass asks `stop` (thread-safe; empty: never) between units of work
+  // and, when any rank's says true, ends early on every rank with PassInterrupted instead
+  // of a result. For callers that can save their state at the last completed step.
+  virtual void SetStopCheck(std::function<bool()> stop) { (void)stop; }
+};
+
+// Thrown on every rank (after they agreed on it) by a pass a stop request cut short. The
+// caller checkpoints the state before the pass and ends with exit 75; it is not itself
+// the promised checkpoint, so nothing above the caller may treat it as one.
+class PassInterrupted : public Error {
+ public:
+  PassInterrupted()
+      : Error(Error(ErrorKind::kCheckpointed, "a stop request ended a data pass").MarkAgreed()) {}
 };
 
 }  // namespace homodyne::nlsq

@@ -183,6 +183,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       callback({0, st.equations.chi2,
                 ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0});
     }
+    if (hooks.at_start) hooks.at_start(st);
   }
 
   const std::size_t n = st.x.size();

@@ -127,7 +127,14 @@ nlsq::SolverSummary SolveWithCheckpoints(
   };
   nlsq::SolverHooks hooks;
   if (resumed) hooks.resume = &resumed->solver;
+  // The state a stop request inside a data pass saves: the last complete one (the start, or
+  // the last accepted step). Resumed from it, the solve repeats the cut pass and goes on
+  // with the same steps.
+  std::optional<nlsq::SolverState> last;
+  if (resumed) last = resumed->solver;
+  hooks.at_start = [&](const nlsq::SolverState& s) { last = s; };
   hooks.after_iteration = [&](const nlsq::SolverState& s) {
+    last = s;
     MaybeKill("nlsq_iter", s.iteration);
     MaybeSignal("nlsq_iter", s.iteration, comm.rank());
     MaybePause("nlsq_iter", s.iteration);
@@ -142,8 +149,23 @@ nlsq::SolverSummary SolveWithCheckpoints(
       }
     }
   };
-  nlsq::SolverSummary summary =
-      nlsq::SolveBounded(problem, x0, lower, upper, options, callback, hooks);
+  // Passes end within one block of a stop request once there is a state to save (the first
+  // pass at the start runs to its end). PETSc/TAO's state cannot be saved: its passes are
+  // not cut, and a stop waits for the iteration's end.
+  struct StopCheck {
+    nlsq::LeastSquaresProblem& problem;
+    ~StopCheck() { problem.SetStopCheck({}); }
+  } stop_check{problem};
+  if (settings.stop_on_signal && !options.UsesTao()) {
+    problem.SetStopCheck([&last] { return last.has_value() && LocalStopSignal() != 0; });
+  }
+  nlsq::SolverSummary summary;
+  try {
+    summary = nlsq::SolveBounded(problem, x0, lower, upper, options, callback, hooks);
+  } catch (const nlsq::PassInterrupted&) {
+    const auto path = store.Write(record(*last, false));
+    throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
+  }
   if (settings.enabled && summary.IsUsable() && !options.UsesTao()) {
     // The final state too, so a job stopped while writing its outputs resumes without fitting
     // again (a resumed finished state ends at once with the same answer).

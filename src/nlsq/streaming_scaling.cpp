@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/fault_injection.h"
 #include "parallel/collective.h"
 #include "parallel/radix_select.h"
 
@@ -13,7 +14,10 @@ namespace {
 template <typename PassFn>
 void RunPasses(const Comm& comm, RadixSelect& select, PassFn&& pass) {
   while (!select.done()) {
-    RunCollectively(comm, [&] { pass(); });
+    RunCollectively(comm, [&] {
+      const FaultScope scaling("scaling");  // job rank: comm may be a multistart group
+      pass();
+    });
     select.FinishPass(comm);
   }
 }
@@ -126,7 +130,10 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     }
   };
   // First pass: counts (and the finite check), then the queries each angle needs.
-  RunCollectively(comm, [&] { pass(); });
+  RunCollectively(comm, [&] {
+    const FaultScope scaling("scaling");
+    pass();
+  });
   io::AgreeOnNonFinite(comm, local.meta, bad);
   select.FinishPass(comm);
   struct AngleQueries {

@@ -122,6 +122,7 @@ struct XpcsFitSession::Impl {
   std::vector<double> x0;
   std::unique_ptr<XpcsProblem> problem;
   std::map<int, std::unique_ptr<XpcsProblem>> row_problems;  // problem->OnRows, by row stride
+  std::function<bool()> stop;                                // SetStopCheck, for new row problems
   std::int64_t n_t = 0;
   std::int64_t n_data = 0;
   int p_eff = 0;
@@ -271,8 +272,18 @@ XpcsProblem& XpcsFitSession::RowsProblem(int stride) {
   Impl& s = *impl_;
   if (stride <= 1 || s.stream) return *s.problem;
   std::unique_ptr<XpcsProblem>& rows = s.row_problems[stride];
-  if (!rows) rows = s.problem->OnRows(stride);
+  if (!rows) {
+    rows = s.problem->OnRows(stride);
+    rows->SetStopCheck(s.stop);
+  }
   return *rows;
+}
+
+void XpcsFitSession::SetStopCheck(const std::function<bool()>& stop) {
+  Impl& s = *impl_;
+  s.stop = stop;
+  s.problem->SetStopCheck(stop);
+  for (auto& [stride, rows] : s.row_problems) rows->SetStopCheck(stop);
 }
 
 void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,

@@ -101,6 +101,9 @@ class XpcsFitSession {
   // every lag, 1/stride of the points), for a search on large data. The blocks and their
   // reduction are the full problem's, so the values do not depend on the ranks either.
   // stride ≤ 1, or a streamed fit: Chi2Batch.
+  // Every pass of this fit's problems (the whole and on rows) asks `stop` from now on
+  // (LeastSquaresProblem::SetStopCheck); empty: never.
+  void SetStopCheck(const std::function<bool()>& stop);
   void Chi2BatchOnRows(std::span<const std::vector<double>> xs, std::vector<double>& chi2,
                        int stride);
   std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums

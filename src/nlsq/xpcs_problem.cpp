@@ -1,7 +1,9 @@
 #include "nlsq/xpcs_problem.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
+#include <thread>
 
 #include "core/error.h"
 #include "core/fault_injection.h"
@@ -29,16 +31,24 @@ struct XpcsProblem::Impl {
   std::int64_t local_points = 0;
   // Block-major: block b's partial of parameter vector j at (b·m + j)·width, m vectors.
   std::vector<double> partials;
-  std::vector<double> scratch;  // one kernel's chunk partials (batches)
+  std::vector<double> scratch;        // one kernel's chunk partials (batches)
+  std::function<bool()> stop;         // SetStopCheck
+  std::function<bool()> block_check;  // this pass's: the stop check and the test delay
 
   // The partials of `k`'s chunks (local blocks block_offset…) for every vector of `expanded`.
-  void KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+  // False when the stop check cut the pass short.
+  bool KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
                       std::span<const std::vector<double>> expanded, bool with_derivatives,
                       std::size_t width);
   // All local blocks' partials, in core or window by window from the stream (each window
-  // read once for the whole batch).
-  void LocalPartials(std::span<const std::vector<double>> expanded, bool with_derivatives,
+  // read once for the whole batch). False when the stop check cut the pass short.
+  bool LocalPartials(std::span<const std::vector<double>> expanded, bool with_derivatives,
                      std::size_t width, int rank);
+  // One pass's local work as a unit of the fault tests (the "fit" stage and the solver
+  // stage now running), agreed on, then — with a stop check — the agreement on a stop:
+  // PassInterrupted on every rank if any rank's pass was cut short.
+  void AgreedLocalPartials(const Comm& comm, std::span<const std::vector<double>> expanded,
+                           bool with_derivatives, std::size_t width);
   // `in` with every point of angle k weighted by angle_weights[k]: uniform weights scaled,
   // per-point weight arrays copied scaled into `storage` (which must outlive the tiles).
   std::vector<model::RowTile> Weighted(std::vector<model::RowTile> in,
@@ -63,35 +73,34 @@ std::vector<model::RowTile> XpcsProblem::Impl::Weighted(
   return in;
 }
 
-void XpcsProblem::Impl::KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+bool XpcsProblem::Impl::KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
                                        std::span<const std::vector<double>> expanded,
                                        bool with_derivatives, std::size_t width) {
   const std::size_t m = expanded.size();
   const auto n_chunks = static_cast<std::size_t>(k.num_chunks());
   if (m == 1) {
-    k.ChunkPartials(expanded[0], with_derivatives,
-                    std::span<double>(partials.data() + block_offset * width, n_chunks * width));
-    return;
+    return k.ChunkPartials(
+        expanded[0], with_derivatives,
+        std::span<double>(partials.data() + block_offset * width, n_chunks * width), block_check);
   }
   scratch.resize(n_chunks * width);
   for (std::size_t j = 0; j < m; ++j) {
-    k.ChunkPartials(expanded[j], with_derivatives, scratch);
+    if (!k.ChunkPartials(expanded[j], with_derivatives, scratch, block_check)) return false;
     for (std::size_t c = 0; c < n_chunks; ++c) {
       std::copy_n(
           scratch.begin() + static_cast<std::ptrdiff_t>(c * width), width,
           partials.begin() + static_cast<std::ptrdiff_t>(((block_offset + c) * m + j) * width));
     }
   }
+  return true;
 }
 
-void XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expanded,
+bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expanded,
                                       bool with_derivatives, std::size_t width, int rank) {
   partials.resize(static_cast<std::size_t>(local_blocks) * expanded.size() * width);
-  if (stream == nullptr) {
-    KernelPartials(*kernel, 0, expanded, with_derivatives, width);
-    return;
-  }
+  if (stream == nullptr) return KernelPartials(*kernel, 0, expanded, with_derivatives, width);
   for (int w = 0; w < stream->num_windows(); ++w) {
+    if (stop && stop()) return false;    // before the window's read, the long part
     MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
     const StreamWindow& win = stream->Load(w);
     model::KernelOptions ko = window_options;
@@ -103,9 +112,36 @@ void XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
     const model::ModelKernel k(mode, geometry, t, phi,
                                Weighted(std::move(window_tiles), window_weights), ko);
     HOMODYNE_CHECK(k.num_chunks() == static_cast<int>(win.blocks.size()), "one chunk per block");
-    KernelPartials(k, static_cast<std::size_t>(win.first_block), expanded, with_derivatives, width);
+    if (!KernelPartials(k, static_cast<std::size_t>(win.first_block), expanded, with_derivatives,
+                        width)) {
+      return false;
+    }
   }
+  return true;
 }
+
+void XpcsProblem::Impl::AgreedLocalPartials(const Comm& comm,
+                                            std::span<const std::vector<double>> expanded,
+                                            bool with_derivatives, std::size_t width) {
+  int cut = 0;
+  RunCollectively(comm, [&] {
+    const FaultScope any_pass("fit");  // job rank: comm may be a multistart group
+    const FaultScope this_stage(CurrentFaultStage());
+    block_check = stop;
+    if (const int delay_ms = BlockDelayMilliseconds(); delay_ms > 0) {
+      block_check = [this, delay_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        return stop && stop();
+      };
+    }
+    cut = LocalPartials(expanded, with_derivatives, width, comm.rank()) ? 0 : 1;
+  });
+  if (!stop) return;  // every rank has the same setting: no rank waits below alone
+  MPI_Allreduce(MPI_IN_PLACE, &cut, 1, MPI_INT, MPI_MAX, comm.get());
+  if (cut != 0) throw PassInterrupted();
+}
+
+void XpcsProblem::SetStopCheck(std::function<bool()> stop) { impl_->stop = std::move(stop); }
 
 XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::ParameterLayout layout)
     : impl_(std::make_unique<Impl>()), comm_(comm), layout_(std::move(layout)) {
@@ -211,11 +247,8 @@ model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> exp
   // here on one rank (a model error, a streamed read) is agreed on before the sum below,
   // so no rank waits in it forever.
   const std::vector<double> one(expanded.begin(), expanded.end());
-  RunCollectively(comm_, [&] {
-    MaybeInjectFailure("fit");  // job rank: comm_ may be a multistart group
-    impl_->LocalPartials(std::span<const std::vector<double>>(&one, 1), with_derivatives, width,
-                         comm_.rank());
-  });
+  impl_->AgreedLocalPartials(comm_, std::span<const std::vector<double>>(&one, 1), with_derivatives,
+                             width);
   // ... combined along the global block tree: identical bits for any rank/thread count.
   const std::int64_t b0 = impl_->first_block;
   const auto sum = ReproducibleTileSum(
@@ -246,10 +279,7 @@ void XpcsProblem::EvaluateChi2Batch(std::span<const std::vector<double>> xs,
   // adds the batch's columns element-wise in the same order, so every χ² has the bits of
   // Evaluate(x, false) — and one reduction serves the whole batch.
   const std::size_t m = xs.size();
-  RunCollectively(comm_, [&] {
-    MaybeInjectFailure("fit");
-    impl_->LocalPartials(expanded, false, 1, comm_.rank());
-  });
+  impl_->AgreedLocalPartials(comm_, expanded, false, 1);
   const std::int64_t b0 = impl_->first_block;
   chi2 = ReproducibleTileSum(
       comm_, impl_->total_blocks, b0, b0 + impl_->local_blocks, m,

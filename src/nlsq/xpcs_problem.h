@@ -63,6 +63,9 @@ class XpcsProblem : public LeastSquaresProblem {
   void EvaluateChi2Batch(std::span<const std::vector<double>> xs,
                          std::vector<double>& chi2) override;
   double ZeroModelChi2(std::span<const double> x) override;  // contrast = offset = 0
+  // Asked before every block of a pass (in core: by the kernel's threads; streaming: also
+  // before each window is read).
+  void SetStopCheck(std::function<bool()> stop) override;
 
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);

@@ -1,5 +1,9 @@
 #include "core/error.h"
 
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -52,6 +56,38 @@ TEST(FaultInjection, SpecSelectsStageAndRank) {
   EXPECT_TRUE(FailureRequested("fit@*", "fit", 7));
   EXPECT_FALSE(FailureRequested("startup@1x", "startup", 1));
   EXPECT_FALSE(FailureRequested("", "startup", 0));
+}
+
+TEST(FaultInjection, SpecNamesTheFaultKind) {
+  EXPECT_EQ(FaultRequested("load@1", "load", 1).kind, InjectedFault::kError);
+  EXPECT_EQ(FaultRequested("load@1:error", "load", 1).kind, InjectedFault::kError);
+  EXPECT_EQ(FaultRequested("load@1:kill", "load", 1).kind, InjectedFault::kKill);
+  EXPECT_EQ(FaultRequested("fit@0,output@1:enospc", "output", 1).kind, InjectedFault::kNoSpace);
+  const FaultRequest slow = FaultRequested("global@*:slow", "global", 3);
+  EXPECT_EQ(slow.kind, InjectedFault::kSlow);
+  EXPECT_EQ(slow.slow_factor, 10.0);
+  EXPECT_EQ(FaultRequested("global@1:slow4", "global", 1).slow_factor, 4.0);
+  EXPECT_EQ(FaultRequested("global@1:kill", "global", 0).kind, InjectedFault::kNone);
+  // A misspelt fault is an error of the test, not "no fault".
+  EXPECT_THROW(FaultRequested("load@1:crash", "load", 1), Error);
+  EXPECT_THROW(FaultRequested("load@1:slow0.5", "load", 1), Error);
+}
+
+TEST(FaultInjection, SlowScopeTakesTheFactorTimesItsWork) {
+  ASSERT_EQ(setenv(kFailureInjectionVariable, "unit@0:slow3", 1), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    const FaultScope scope("unit", 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  unsetenv(kFailureInjectionVariable);
+  EXPECT_GE(took, 0.06);  // 20 ms of work, then twice that asleep
+  {
+    const ScopedFaultStage stage("global");
+    EXPECT_EQ(CurrentFaultStage(), "global");
+  }
+  EXPECT_EQ(CurrentFaultStage(), "");
 }
 
 TEST(Logger, OnlyRankZeroPrintsBelowError) {
