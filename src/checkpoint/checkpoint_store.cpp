@@ -115,11 +115,8 @@ const void* OwnerBuffer(const Layout& l, const CheckpointRecord& r, int rank,
   return bytes.data();
 }
 
-// Collective: every rank creates the dataset and takes part in the collective write; only
-// the owner contributes values (`buf`). A failure can still be one rank's own (its part of
-// the write, e.g. ENOSPC where it writes): the caller agrees on it before the next
-// collective call.
-void WriteDataset(hid_t file, const std::string& path, const Layout& l, const void* buf, int rank) {
+// Rank 0 alone, in a file it alone has open: the dataset with all its values.
+void WriteDataset(hid_t file, const std::string& path, const Layout& l, const void* buf) {
   const h5::Where where{path, l.name};
   const hsize_t dims[1] = {l.size};
   const hsize_t maxdims[1] = {H5S_UNLIMITED};
@@ -128,28 +125,42 @@ void WriteDataset(hid_t file, const std::string& path, const Layout& l, const vo
   const hsize_t chunk[1] = {std::clamp<hsize_t>(l.size, 1, kChunkElements)};
   h5::Check(H5Pset_chunk(dcpl.get(), 1, chunk), "chunking", where);
   h5::Check(H5Pset_fletcher32(dcpl.get()), "fletcher32", where);
-  h5::Check(H5Pset_alloc_time(dcpl.get(), H5D_ALLOC_TIME_EARLY), "alloc time", where);
-  h5::Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
   auto ds = h5::Own<h5::Dataset>(H5Dcreate2(file, l.name.c_str(), FileType(l.type), space.get(),
                                             H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
                                  "creating the dataset", where);
   if (l.size == 0) return;
-  auto dxpl = h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_XFER), "dxpl", where);
-  h5::Check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "collective transfer", where);
-  auto mem = h5::Own<h5::Dataspace>(H5Screate_simple(1, dims, nullptr), "memory space", where);
-  const bool owner = rank == l.owner;
-  if (!owner) {
-    h5::Check(H5Sselect_none(space.get()), "select none", where);
-    h5::Check(H5Sselect_none(mem.get()), "select none", where);
-  }
   const hid_t mem_type = l.type == CheckpointRecord::Type::kDouble  ? H5T_NATIVE_DOUBLE
                          : l.type == CheckpointRecord::Type::kInt64 ? H5T_NATIVE_INT64
                                                                     : H5T_NATIVE_UINT8;
-  h5::Check(H5Dwrite(ds.get(), mem_type, mem.get(), space.get(), dxpl.get(), buf), "writing",
-            where);
+  h5::Check(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), "writing", where);
   ds.Close(where);
-  // Test hook: the owner's part of the write failed, the other ranks' did not.
-  if (owner) MaybeInjectFailure("checkpoint_dataset", rank);
+}
+
+// Collective: rank 0 receives dataset `l`'s values from their owner (its own are `buf`).
+// Returns where rank 0 finds them (`received` holds another owner's); nullptr elsewhere.
+const void* GatherToRoot(const Comm& comm, const Layout& l, const void* buf,
+                         std::vector<std::uint8_t>& received) {
+  if (l.size == 0) return nullptr;
+  const std::size_t elem = l.type == CheckpointRecord::Type::kBytes ? 1 : 8;
+  const std::size_t bytes = static_cast<std::size_t>(l.size) * elem;
+  if (l.owner == 0) return comm.is_root() ? buf : nullptr;
+  // Large datasets in pieces: MPI counts are ints.
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  if (comm.rank() == l.owner) {
+    const auto* p = static_cast<const std::uint8_t*>(buf);
+    for (std::size_t off = 0; off < bytes; off += kPiece) {
+      MPI_Send(p + off, static_cast<int>(std::min(kPiece, bytes - off)), MPI_BYTE, 0, 0,
+               comm.get());
+    }
+    return nullptr;
+  }
+  if (!comm.is_root()) return nullptr;
+  received.resize(bytes);
+  for (std::size_t off = 0; off < bytes; off += kPiece) {
+    MPI_Recv(received.data() + off, static_cast<int>(std::min(kPiece, bytes - off)), MPI_BYTE,
+             l.owner, 0, comm.get(), MPI_STATUS_IGNORE);
+  }
+  return received.data();
 }
 
 void WriteIntAttribute(hid_t obj, const std::string& name, std::int64_t v, const h5::Where& w) {
@@ -392,10 +403,28 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
   full.PutText("identity.config", identity_.config_description);
   full.PutText("identity.data", identity_.data_description);
   const std::vector<Layout> layout = AgreeOnLayout(comm_, full);
-  // The HDF5 calls are collective and fail on every rank alike (same file, same layout).
+  // Each owner's values go to rank 0, which alone writes the file (serial HDF5). A write
+  // that fails — a full disk, a quota — then fails on one rank outside any collective call,
+  // and is agreed on after it. In a collectively written file such a failure left the ranks
+  // in different collective calls inside HDF5 and MPI-IO, waiting for each other forever.
+  // A checkpoint holds the solvers' states (parameters, matrices, chains), not the data:
+  // one writer is enough.
+  std::vector<std::vector<std::uint8_t>> owned(layout.size()), received(layout.size());
+  std::vector<const void*> values(layout.size(), nullptr);
   RunCollectively(comm_, [&] {
+    for (std::size_t i = 0; i < layout.size(); ++i) {
+      values[i] = OwnerBuffer(layout[i], full, comm_.rank(), owned[i]);
+      // Test hook: an owner's part of the checkpoint fails on that rank alone.
+      if (comm_.rank() == layout[i].owner) MaybeInjectFailure("checkpoint_dataset", comm_.rank());
+    }
+  });
+  for (std::size_t i = 0; i < layout.size(); ++i) {
+    values[i] = GatherToRoot(comm_, layout[i], values[i], received[i]);
+  }
+  RunCollectively(comm_, [&] {
+    if (!comm_.is_root()) return;
     const std::string p = tmp.string();
-    h5::PropList fapl = ParallelAccess(p, comm_);
+    h5::PropList fapl = h5::MakeFileAccess(p);
     h5::File file;
     try {
       file = h5::Own<h5::File>(H5Fcreate(p.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
@@ -410,26 +439,17 @@ fs::path CheckpointStore::Write(const CheckpointRecord& record) {
       h5::WriteStringAttribute(file.get(), "config_hash", identity_.config_hash(), root);
       h5::WriteStringAttribute(file.get(), "data_hash", identity_.data_hash(), root);
       h5::WriteStringAttribute(file.get(), "created", IsoTimestampNow(), root);
-      // Each dataset's errors (the owner's values, its part of the write) are agreed
-      // before the next collective call, so that no rank waits in a collective the others
-      // have left; the agreed error reaches the discard below on every rank.
-      for (const Layout& l : layout) {
-        std::vector<std::uint8_t> bytes;
-        const void* buf = nullptr;
-        RunCollectively(comm_, [&] { buf = OwnerBuffer(l, full, comm_.rank(), bytes); });
-        RunCollectively(comm_, [&] { WriteDataset(file.get(), p, l, buf, comm_.rank()); });
+      for (std::size_t i = 0; i < layout.size(); ++i) {
+        WriteDataset(file.get(), p, layout[i], values[i]);
       }
       h5::Check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), "flushing", root);
       file.Close({p, ""});
     } catch (...) {
-      // Every rank arrives here together (agreed above, or a collective call that failed on
-      // every rank alike, like a full disk's flush): close (after freeing the space, so that
-      // HDF5 holds no half-closed file at MPI_Finalize) and remove the temporary.
-      h5::DiscardFile(file, p, comm_.get());
-      if (comm_.is_root()) {
-        std::error_code ignored;
-        fs::remove(tmp, ignored);
-      }
+      // Close (after freeing the space, so that HDF5 holds no half-closed file at exit) and
+      // remove the temporary; the agreement then ends the write on every rank.
+      h5::DiscardFile(file, p);
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
       throw;
     }
   });

@@ -1,16 +1,18 @@
-// Checkpoint files written collectively with parallel HDF5 (docs/checkpoints.md).
+// Checkpoint files (docs/checkpoints.md).
 //
 // A checkpoint is a flat set of named 1-D datasets (doubles, int64 or bytes), each
 // chunked with a fletcher32 checksum, plus root attributes: format, kind, sequence
 // number, the hashes of the run identity (effective config, input data selection), the
-// rank count that wrote it and the code version. A dataset has an owner rank: only the
-// owner's values are written (the other ranks select nothing), so each rank can store
-// its own part (e.g. its CMC shards) in one collectively created file. Readers read
-// every dataset on every rank, so a checkpoint resumes on any rank count.
+// rank count that wrote it and the code version. A dataset has an owner rank whose values
+// it holds, so each rank can store its own part (e.g. its CMC chains): the owners send
+// their values to rank 0, which alone writes the file, so that a failed write (a full
+// disk) is one rank's failure outside any collective call, agreed on after it. Readers
+// read every dataset on every rank (parallel HDF5), so a checkpoint resumes on any rank
+// count.
 //
-// Files are "<dir>/<kind>_<sequence>.h5", written to ".<name>.tmp", flushed and closed
-// collectively, then renamed by rank 0 (fsync of file and directory) between barriers.
-// The newest `keep_last` are kept.
+// Files are "<dir>/<kind>_<sequence>.h5", written to ".<name>.tmp", flushed and closed,
+// then renamed by rank 0 (fsync of file and directory) between barriers. The newest
+// `keep_last` are kept.
 #pragma once
 
 #include <cstdint>

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -59,6 +60,20 @@ double Meet(std::string_view stage, int rank) {
   const char* spec = std::getenv(kFailureInjectionVariable);
   if (spec == nullptr || stage.empty()) return 0.0;
   const FaultRequest r = FaultRequested(spec, stage, rank);
+  if (r.kind != InjectedFault::kNone) {
+    // The tests time a fault from this line (once per process: slow scopes repeat).
+    static bool announced = false;
+    if (!announced) {
+      announced = true;
+      const char* what = r.kind == InjectedFault::kError     ? "error"
+                         : r.kind == InjectedFault::kKill    ? "kill"
+                         : r.kind == InjectedFault::kNoSpace ? "enospc"
+                                                             : "slow";
+      std::fprintf(stderr, "fault injected: %s at stage '%.*s' (rank %d)\n", what,
+                   static_cast<int>(stage.size()), stage.data(), rank);
+      std::fflush(stderr);
+    }
+  }
   switch (r.kind) {
     case InjectedFault::kNone:
       return 0.0;

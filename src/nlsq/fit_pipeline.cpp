@@ -338,7 +338,6 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
                              progress, actions);
   }
 
-  const ScopedFaultStage stage("finish");
   NlsqRunResult r = session.Finish(answer);
   if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = global_report;

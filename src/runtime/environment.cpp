@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <string_view>
 
@@ -25,6 +26,12 @@ class MpiSession {
     int initialized = 0;
     MPI_Initialized(&initialized);
     if (initialized) ThrowInternal("MPI is already initialised: create only one Environment");
+    // Open MPI's own MPI-IO (OMPIO) creates a helper file under /tmp when it opens any file
+    // (its shared-file-pointer component), in a collective open: where that fails on one
+    // node (a full /tmp, a quota) the ranks end in different collective calls inside
+    // MPI_File_open and wait for each other forever, even to read the data. ROMIO (Open MPI's
+    // default on Lustre) creates nothing on open. A choice made in the environment is kept.
+    setenv("OMPI_MCA_io", "^ompio", /*overwrite=*/0);
     io::h5::Hdf5InitBeforeMpi();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_) != MPI_SUCCESS) {
       ThrowInternal("MPI_Init_thread failed");
