@@ -24,6 +24,7 @@
 #include "bench_env.h"
 #include "core/placement.h"
 #include "core/topology.h"
+#include "model/heterodyne_kernel.h"
 #include "model/kernel.h"
 #include "model/kernel_impl.h"
 #include "model/point_terms.h"
@@ -217,6 +218,85 @@ BENCHMARK(BM_KernelNormalEquations)
     ->Args({1, 0})
     ->Args({2, 0})
     ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The two-component (heterodyne) kernel on the same 23 angles × 1000 frames: its time grid
+// t_m = (m + 1)·dt, xpcsjax's template-like parameters (decelerating flow, a fraction
+// that changes with time). Flops per point of the cheapest formulation we know, counted as
+// for the homodyne passes (FMA = 2): χ² — the transport decays and the velocity phase by
+// factorisation from per-time tables (exp(−½q²P) ratios, angle addition of cos a_kP_v),
+// the fraction products shared by the angles, then per angle the cross term, the sum, the
+// scaling, the residual and its square: 14; normal pass — the 16 derivatives of a point
+// (~50), the 14×14 physical JᵀWJ upper triangle (105 FMA) and the per-angle rows (2·14 FMA
+// + 5): 316. The kernel today evaluates two square roots, two exponentials, a cosine (and a
+// sine) per point directly: the counters show how far that is from the bound.
+constexpr double kHetChi2FlopsPerPoint = 14.0;
+constexpr double kHetNormalFlopsPerPoint = 316.0;
+
+struct HeterodyneSetup {
+  homodyne::model::HeterodyneGrid grid;
+  std::vector<double> params;
+
+  HeterodyneSetup() {
+    const Setup& s = TheSetup();
+    grid.dt = 1e-3;
+    for (int m = 0; m < kFrames; ++m) grid.t.push_back((m + 1) * grid.dt);
+    grid.q = 0.0054;
+    grid.phi_deg = s.phi;
+    for (int k = 0; k < kAngles; ++k) params.push_back(0.2 + 0.002 * k);
+    for (int k = 0; k < kAngles; ++k) params.push_back(1.0);
+    for (double v :
+         {2e4, 0.3, 50.0, 8e4, -0.2, 100.0, 400.0, -0.43, -5.0, 0.35, 0.8, 0.3, 0.1, 3.0}) {
+      params.push_back(v);
+    }
+  }
+};
+
+const HeterodyneSetup& TheHeterodyneSetup() {
+  static const HeterodyneSetup setup;
+  return setup;
+}
+
+template <typename Pass>
+void TimeHeterodynePass(benchmark::State& state, double flops_per_point, Pass pass) {
+  const Setup& s = TheSetup();  // the same tiles (row i < column j) and data
+  const HeterodyneSetup& h = TheHeterodyneSetup();
+  homodyne::model::KernelOptions options{.threads = static_cast<int>(state.range(0))};
+  const PinnedThreads pin(options);
+  const homodyne::model::HeterodyneKernel kernel(h.grid, s.tiles, options);
+  TheCeilings();
+  for (auto _ : state) benchmark::DoNotOptimize(pass(kernel, h.params));
+  state.counters["pinned"] = pin.pinned() ? 1.0 : 0.0;
+  state.counters["points_per_s"] = benchmark::Counter(
+      s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["threads"] = static_cast<double>(state.range(0));
+  RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
+}
+
+void BM_HeterodyneKernelChi2(benchmark::State& state) {
+  TimeHeterodynePass(state, kHetChi2FlopsPerPoint,
+                     [](const homodyne::model::HeterodyneKernel& k, const auto& params) {
+                       return k.Chi2(params);
+                     });
+}
+BENCHMARK(BM_HeterodyneKernelChi2)
+    ->ArgNames({"threads"})
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_HeterodyneKernelNormalEquations(benchmark::State& state) {
+  TimeHeterodynePass(state, kHetNormalFlopsPerPoint,
+                     [](const homodyne::model::HeterodyneKernel& k, const auto& params) {
+                       return k.Accumulate(params).chi2;
+                     });
+}
+BENCHMARK(BM_HeterodyneKernelNormalEquations)
+    ->ArgNames({"threads"})
+    ->Arg(1)
+    ->Arg(2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

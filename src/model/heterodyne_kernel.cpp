@@ -1,0 +1,459 @@
+#include "model/heterodyne_kernel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/heterodyne_reference.h"
+#include "model/thread_pool.h"
+
+namespace homodyne::model {
+namespace {
+
+namespace het = heterodyne::het;
+constexpr int kNp = heterodyne::kNumPhysical;
+constexpr double kPowerFloor = 1e-10;
+constexpr double kSmoothAbs = 1e-12;
+constexpr double kExpClip = 700.0;
+constexpr double kNormFloor = 1e-10;
+constexpr double kDegToRad = std::numbers::pi / 180.0;
+
+enum class Pass { kChi2, kGradient, kNormal };
+
+// Per-pass tables: O(N) per parameter vector.
+struct Tables {
+  std::vector<double> p[3];      // P_r, P_s, P_v
+  std::vector<double> dp[3][3];  // dP/d(amplitude, exponent, offset) of each
+  std::vector<double> fs;        // f_s
+  std::vector<double> dfs[4];    // df_s/d(f0, f1, f2, f3)
+  std::vector<double> a;         // per angle: q·cos((φ_k + phi0_het)·π/180)
+  std::vector<double> da;        // per angle: d a / d phi0_het = −q·sin(·)·π/180
+  std::vector<double> contrast, offset;
+  double q2 = 0.0;
+};
+
+struct Group {
+  int row = 0, col_begin = 0, count = 0;
+  std::vector<int> tiles;  // tile indices (all angles on these columns)
+};
+
+double MaxZeroSlope(double raw) { return raw > 0.0 ? 1.0 : (raw < 0.0 ? 0.0 : 0.5); }
+
+}  // namespace
+
+struct HeterodyneKernel::Impl {
+  HeterodyneGrid grid;
+  std::vector<RowTile> tiles;
+  KernelOptions options;
+  ExpandedIndex index;
+  std::int64_t n_points = 0;
+  std::vector<std::int64_t> tile_offset;
+  std::vector<Group> groups;
+  std::vector<int> chunk_begin;  // group index where each chunk starts (+ the end)
+  std::unique_ptr<ThreadPool> pool;
+
+  std::size_t PartialSize(Pass pass) const {
+    const auto na = static_cast<std::size_t>(index.n_angles);
+    switch (pass) {
+      case Pass::kChi2:
+        return 1;
+      case Pass::kGradient:
+        return 1 + kNp + 2 * na;
+      case Pass::kNormal:
+        return 1 + kNp * kNp + kNp + na * (5 + 2 * kNp);
+    }
+    return 1;
+  }
+
+  Tables MakeTables(std::span<const double> params, bool derivatives) const;
+  // Adds chunk `c`'s points into `part` (zeroed); with `model`, writes c2 instead.
+  template <Pass P>
+  void RunChunk(const Tables& tab, int c, double* part, double* model) const;
+  bool Partials(std::span<const double> params, Pass pass, double* out,
+                const std::function<bool()>& stop) const;
+  std::vector<double> Reduce(std::span<const double> params, Pass pass) const;
+  void CheckParams(std::span<const double> params) const {
+    if (static_cast<int>(params.size()) != index.size()) {
+      ThrowBadInput(fmt::format("the two-component kernel needs {} parameters, found {}",
+                                index.size(), params.size()));
+    }
+  }
+};
+
+Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool derivatives) const {
+  CheckParams(params);
+  Tables tab;
+  const int na = index.n_angles;
+  const std::span<const double> p = params.subspan(static_cast<std::size_t>(2 * na));
+  tab.contrast.assign(params.begin(), params.begin() + na);
+  tab.offset.assign(params.begin() + na, params.begin() + 2 * na);
+  tab.q2 = grid.q * grid.q;
+  for (int k = 0; k < na; ++k) {
+    const double angle = (grid.phi_deg[static_cast<std::size_t>(k)] + p[het::kPhi0Het]) * kDegToRad;
+    tab.a.push_back(grid.q * std::cos(angle));
+    tab.da.push_back(-grid.q * std::sin(angle) * kDegToRad);
+  }
+  const int first[3] = {het::kD0Ref, het::kD0Sample, het::kV0};
+  for (int r = 0; r < 3; ++r) {
+    const double amp = p[static_cast<std::size_t>(first[r])];
+    const double ex = p[static_cast<std::size_t>(first[r] + 1)];
+    const double off = p[static_cast<std::size_t>(first[r] + 2)];
+    std::vector<double> f, df[3];
+    for (double tm : grid.t) {
+      const double pw = heterodyne::PowerTerm(tm, ex);
+      const double raw = amp * pw + off;
+      f.push_back(r < 2 ? std::max(raw, 0.0) : raw);
+      if (!derivatives) continue;
+      const double dpw = tm > 0.0 ? pw * std::log(tm > kPowerFloor ? tm : kPowerFloor) : 0.0;
+      const double slope = r < 2 ? MaxZeroSlope(raw) : 1.0;
+      df[0].push_back(slope * pw);
+      df[1].push_back(slope * amp * dpw);
+      df[2].push_back(slope);
+    }
+    tab.p[r] = heterodyne::TrapezoidPrefix(f, grid.dt);
+    for (int d = 0; derivatives && d < 3; ++d) {
+      tab.dp[r][d] = heterodyne::TrapezoidPrefix(df[d], grid.dt);
+    }
+  }
+  for (double tm : grid.t) {
+    const double z = p[het::kF1] * (tm - p[het::kF2]);
+    const double ez = std::exp(std::clamp(z, -kExpClip, kExpClip));
+    const double x = p[het::kF0] * ez + p[het::kF3];
+    tab.fs.push_back(heterodyne::SoftClip(x));
+    if (!derivatives) continue;
+    const bool clipped = z < -kExpClip || z > kExpClip;
+    const double ds = heterodyne::SoftClipDerivative(x);
+    tab.dfs[0].push_back(ds * ez);
+    tab.dfs[1].push_back(clipped ? 0.0 : ds * p[het::kF0] * ez * (tm - p[het::kF2]));
+    tab.dfs[2].push_back(clipped ? 0.0 : ds * -p[het::kF0] * ez * p[het::kF1]);
+    tab.dfs[3].push_back(ds);
+  }
+  return tab;
+}
+
+template <Pass P>
+void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, double* model) const {
+  constexpr bool kDerivs = P != Pass::kChi2;
+  const int na = index.n_angles;
+  const double inv_sigma = 1.0 / options.sigma;
+  const double half_q2 = -0.5 * tab.q2;
+  double u[kNp];
+  for (int gidx = chunk_begin[static_cast<std::size_t>(c)];
+       gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
+    const Group& grp = groups[static_cast<std::size_t>(gidx)];
+    const auto i = static_cast<std::size_t>(grp.row);
+    const double bi = tab.fs[i], ai = 1.0 - bi;
+    for (int col = 0; col < grp.count; ++col) {
+      const auto j = static_cast<std::size_t>(grp.col_begin + col);
+      // Angle-independent part of the point, with the reference's expressions.
+      const double dr = tab.p[0][j] - tab.p[0][i];
+      const double ds = tab.p[1][j] - tab.p[1][i];
+      const double ir = std::sqrt(dr * dr + kSmoothAbs);
+      const double is = std::sqrt(ds * ds + kSmoothAbs);
+      const double er = half_q2 * ir, es = half_q2 * is;
+      const double hr = std::exp(std::clamp(er, -kExpClip, 0.0));
+      const double hs = std::exp(std::clamp(es, -kExpClip, 0.0));
+      const double v = tab.p[2][j] - tab.p[2][i];
+      const double bj = tab.fs[j], aj = 1.0 - bj;
+      const double rr = (ai * aj) * (ai * aj) * (hr * hr);
+      const double ss = (bi * bj) * (bi * bj) * (hs * hs);
+      const double m2 = 2.0 * ((ai * bi) * (aj * bj));
+      double norm = (bi * bi + ai * ai) * (bj * bj + aj * aj);
+      const bool floored = !(norm > kNormFloor);
+      norm = floored ? kNormFloor : norm;
+      // Derivative pieces shared by the angles.
+      double dhr_dr = 0.0, dhs_ds = 0.0;
+      if constexpr (kDerivs) {
+        dhr_dr = (er > -kExpClip && er < 0.0) ? hr * half_q2 * dr / ir : 0.0;
+        dhs_ds = (es > -kExpClip && es < 0.0) ? hs * half_q2 * ds / is : 0.0;
+      }
+      for (int ti : grp.tiles) {
+        const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
+        const auto k = static_cast<std::size_t>(tile.angle);
+        const double theta = tab.a[k] * v;
+        const double cth = std::cos(theta);
+        const double x = m2 * hr * hs * cth;
+        const double sum = rr + ss + x;
+        const double contrast = tab.contrast[k];
+        const double c2 = tab.offset[k] + (contrast * sum) / norm;
+        if (model != nullptr) {
+          model[tile_offset[static_cast<std::size_t>(ti)] - tile_offset[0] + col] = c2;
+          continue;
+        }
+        const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
+        if (w == 0.0) continue;
+        const double r = (tile.data[col] - c2) * inv_sigma;
+        part[0] += w * r * r;
+        if constexpr (!kDerivs) continue;
+        // du = dc2/dθ / σ for the 14 physical parameters.
+        const double g = sum / norm;
+        const double sth = std::sin(theta);
+        const double dsum_dhr = 2.0 * (ai * aj) * (ai * aj) * hr + m2 * hs * cth;
+        const double dsum_dhs = 2.0 * (bi * bj) * (bi * bj) * hs + m2 * hr * cth;
+        const double dg_dtheta = -(m2 * hr * hs) * sth / norm;
+        const double scale = contrast * inv_sigma;
+        const double cr = scale * dsum_dhr / norm * dhr_dr;
+        const double cs = scale * dsum_dhs / norm * dhs_ds;
+        const double cv = scale * dg_dtheta * tab.a[k];
+        for (int d = 0; d < 3; ++d) {
+          u[het::kD0Ref + d] = cr * (tab.dp[0][d][j] - tab.dp[0][d][i]);
+          u[het::kD0Sample + d] = cs * (tab.dp[1][d][j] - tab.dp[1][d][i]);
+          u[het::kV0 + d] = cv * (tab.dp[2][d][j] - tab.dp[2][d][i]);
+        }
+        u[het::kPhi0Het] = scale * dg_dtheta * tab.da[k] * v;
+        const double hh = hr * hs * cth;
+        const double dni = floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
+        const double dnj = floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
+        const double dsi = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs) +
+                           2.0 * (aj * bj) * hh * (ai - bi);
+        const double dsj = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs) +
+                           2.0 * (ai * bi) * hh * (aj - bj);
+        const double gi = scale * (dsi - g * dni) / norm;
+        const double gj = scale * (dsj - g * dnj) / norm;
+        for (int d = 0; d < 4; ++d) u[het::kF0 + d] = gi * tab.dfs[d][i] + gj * tab.dfs[d][j];
+        const double uc = g * inv_sigma, uo = inv_sigma;
+        const double wr = w * r;
+        double* phys_jtr = part + 1 + (P == Pass::kNormal ? kNp * kNp : 0);
+        for (int p = 0; p < kNp; ++p) phys_jtr[p] += wr * u[p];
+        if constexpr (P == Pass::kGradient) {
+          double* ang = part + 1 + kNp + 2 * static_cast<std::ptrdiff_t>(k);
+          ang[0] += wr * uc;
+          ang[1] += wr * uo;
+        } else {
+          double* jtj = part + 1;
+          for (int p = 0; p < kNp; ++p) {
+            const double wu = w * u[p];
+            for (int q = p; q < kNp; ++q) jtj[p * kNp + q] += wu * u[q];
+          }
+          double* ang = part + 1 + kNp * kNp + kNp + static_cast<std::ptrdiff_t>(k) * (5 + 2 * kNp);
+          ang[0] += w * uc * uc;
+          ang[1] += w * uc * uo;
+          ang[2] += w * uo * uo;
+          ang[3] += wr * uc;
+          ang[4] += wr * uo;
+          for (int p = 0; p < kNp; ++p) {
+            ang[5 + p] += w * uc * u[p];
+            ang[5 + kNp + p] += w * uo * u[p];
+          }
+        }
+      }
+    }
+  }
+  (void)na;
+}
+
+bool HeterodyneKernel::Impl::Partials(std::span<const double> params, Pass pass, double* out,
+                                      const std::function<bool()>& stop) const {
+  const Tables tab = MakeTables(params, pass != Pass::kChi2);
+  const int n_chunks = static_cast<int>(chunk_begin.size()) - 1;
+  const std::size_t psize = PartialSize(pass);
+  std::atomic<bool> stopped{false};
+  pool->ParallelFor(n_chunks, [&](int c) {
+    if (stop && (stopped.load(std::memory_order_relaxed) || stop())) {
+      stopped.store(true, std::memory_order_relaxed);
+      return;
+    }
+    // Summed in the thread's own buffer: neighbouring chunks' partials share cache lines
+    // (the χ² pass's are one double each), and writing them point by point from two
+    // threads made two threads slower than one.
+    thread_local std::vector<double> local;
+    local.assign(psize, 0.0);
+    switch (pass) {
+      case Pass::kChi2:
+        RunChunk<Pass::kChi2>(tab, c, local.data(), nullptr);
+        break;
+      case Pass::kGradient:
+        RunChunk<Pass::kGradient>(tab, c, local.data(), nullptr);
+        break;
+      case Pass::kNormal:
+        RunChunk<Pass::kNormal>(tab, c, local.data(), nullptr);
+        break;
+    }
+    std::copy(local.begin(), local.end(), out + static_cast<std::size_t>(c) * psize);
+  });
+  return !stopped.load();
+}
+
+std::vector<double> HeterodyneKernel::Impl::Reduce(std::span<const double> params,
+                                                   Pass pass) const {
+  const std::size_t psize = PartialSize(pass);
+  const auto n_chunks = static_cast<std::size_t>(chunk_begin.size() - 1);
+  std::vector<double> partials(n_chunks * psize);
+  Partials(params, pass, partials.data(), {});
+  std::vector<double> total(psize, 0.0);
+  for (std::size_t c = 0; c < n_chunks; ++c) {
+    for (std::size_t e = 0; e < psize; ++e) total[e] += partials[c * psize + e];
+  }
+  return total;
+}
+
+HeterodyneKernel::HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> tiles,
+                                   KernelOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  options.Validate();
+  Impl& im = *impl_;
+  if (grid.t.empty()) ThrowBadInput("the two-component kernel needs a non-empty time grid");
+  if (grid.phi_deg.empty()) ThrowBadInput("the two-component kernel needs at least one angle");
+  if (!(grid.dt > 0.0) || !std::isfinite(grid.dt)) {
+    ThrowBadInput(fmt::format("dt must be a finite number > 0, found {}", grid.dt));
+  }
+  im.grid = std::move(grid);
+  im.tiles = std::move(tiles);
+  im.options = options;
+  im.index.n_angles = static_cast<int>(im.grid.phi_deg.size());
+  im.index.n_phys = kNp;
+  const int n_t = static_cast<int>(im.grid.t.size());
+  const auto& starts = options.chunk_tile_starts;
+  if (!starts.empty() && (starts.front() != 0 || !std::is_sorted(starts.begin(), starts.end()) ||
+                          starts.back() > static_cast<int>(im.tiles.size()))) {
+    ThrowBadInput("chunk_tile_starts must start at 0, increase, and stay within the tiles");
+  }
+  std::vector<int> chunk_of(im.tiles.size(), 0);
+  for (std::size_t c = 0; c < starts.size(); ++c) {
+    const int end = c + 1 < starts.size() ? starts[c + 1] : static_cast<int>(im.tiles.size());
+    for (int ti = starts[c]; ti < end; ++ti)
+      chunk_of[static_cast<std::size_t>(ti)] = static_cast<int>(c);
+  }
+  std::map<std::tuple<int, int, int, int>, int> group_of;
+  std::vector<int> group_chunk;
+  for (std::size_t ti = 0; ti < im.tiles.size(); ++ti) {
+    const RowTile& tile = im.tiles[ti];
+    if (tile.angle < 0 || tile.angle >= im.index.n_angles || tile.row < 0 || tile.row >= n_t ||
+        tile.count < 0 || tile.col_begin < 0 || tile.col_begin + tile.count > n_t ||
+        (tile.count > 0 && tile.data == nullptr)) {
+      ThrowBadInput(fmt::format(
+          "row tile {} is invalid (angle {}, row {}, columns {}+{}, {} angles, {} times, data {})",
+          ti, tile.angle, tile.row, tile.col_begin, tile.count, im.index.n_angles, n_t,
+          tile.data != nullptr ? "set" : "missing"));
+    }
+    im.tile_offset.push_back(im.n_points);
+    im.n_points += tile.count;
+    if (tile.count == 0) continue;
+    const auto key = std::make_tuple(chunk_of[ti], tile.row, tile.col_begin, tile.count);
+    auto [it, inserted] = group_of.emplace(key, static_cast<int>(im.groups.size()));
+    if (inserted) {
+      im.groups.push_back({tile.row, tile.col_begin, tile.count, {}});
+      group_chunk.push_back(chunk_of[ti]);
+    }
+    im.groups[static_cast<std::size_t>(it->second)].tiles.push_back(static_cast<int>(ti));
+  }
+  im.chunk_begin.push_back(0);
+  if (!starts.empty()) {
+    std::size_t g = 0;
+    for (std::size_t c = 0; c < starts.size(); ++c) {
+      while (g < im.groups.size() && group_chunk[g] == static_cast<int>(c)) ++g;
+      im.chunk_begin.push_back(static_cast<int>(g));
+    }
+  } else {
+    std::int64_t in_chunk = 0;
+    for (std::size_t g = 0; g < im.groups.size(); ++g) {
+      in_chunk += static_cast<std::int64_t>(im.groups[g].count) *
+                  static_cast<std::int64_t>(im.groups[g].tiles.size());
+      if (in_chunk >= options.chunk_points) {
+        im.chunk_begin.push_back(static_cast<int>(g + 1));
+        in_chunk = 0;
+      }
+    }
+    if (im.chunk_begin.back() != static_cast<int>(im.groups.size())) {
+      im.chunk_begin.push_back(static_cast<int>(im.groups.size()));
+    }
+  }
+  im.pool = std::make_unique<ThreadPool>(options.threads, options.worker_start);
+}
+
+HeterodyneKernel::~HeterodyneKernel() = default;
+
+const ExpandedIndex& HeterodyneKernel::index() const { return impl_->index; }
+std::int64_t HeterodyneKernel::num_points() const { return impl_->n_points; }
+int HeterodyneKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
+
+std::size_t HeterodyneKernel::partial_size(bool with_derivatives) const {
+  return impl_->PartialSize(with_derivatives ? Pass::kNormal : Pass::kChi2);
+}
+
+bool HeterodyneKernel::ChunkPartials(std::span<const double> params, bool with_derivatives,
+                                     std::span<double> out,
+                                     const std::function<bool()>& stop) const {
+  const std::size_t need = static_cast<std::size_t>(num_chunks()) * partial_size(with_derivatives);
+  if (out.size() != need) {
+    ThrowBadInput(fmt::format("chunk partials need {} entries, found {}", need, out.size()));
+  }
+  return impl_->Partials(params, with_derivatives ? Pass::kNormal : Pass::kChi2, out.data(), stop);
+}
+
+double HeterodyneKernel::Chi2(std::span<const double> params) const {
+  return impl_->Reduce(params, Pass::kChi2)[0];
+}
+
+NormalEquations HeterodyneKernel::Accumulate(std::span<const double> params) const {
+  return FromPartial(impl_->Reduce(params, Pass::kNormal));
+}
+
+double HeterodyneKernel::Gradient(std::span<const double> params, std::span<double> jtr) const {
+  const ExpandedIndex& idx = impl_->index;
+  if (static_cast<int>(jtr.size()) != idx.size()) {
+    ThrowBadInput(fmt::format("the gradient needs {} entries, found {}", idx.size(), jtr.size()));
+  }
+  const std::vector<double> total = impl_->Reduce(params, Pass::kGradient);
+  // J = −u: JᵀWr = −Σ w·u·r.
+  for (int p = 0; p < kNp; ++p) jtr[static_cast<std::size_t>(idx.phys(p))] = -total[1 + p];
+  for (int k = 0; k < idx.n_angles; ++k) {
+    const double* ang = total.data() + 1 + kNp + 2 * k;
+    jtr[static_cast<std::size_t>(idx.contrast(k))] = -ang[0];
+    jtr[static_cast<std::size_t>(idx.offset(k))] = -ang[1];
+  }
+  return total[0];
+}
+
+NormalEquations HeterodyneKernel::FromPartial(std::span<const double> total) const {
+  const ExpandedIndex& idx = impl_->index;
+  if (total.size() != impl_->PartialSize(Pass::kNormal)) {
+    ThrowInternal("two-component kernel: partial of the wrong size");
+  }
+  NormalEquations ne(idx.size());
+  ne.chi2 = total[0];
+  const double* jtj = total.data() + 1;
+  const double* phys_jtr = jtj + kNp * kNp;
+  const double* angles = phys_jtr + kNp;
+  auto set = [&](int a, int b, double v) {
+    ne.JtJ(a, b) = v;
+    ne.JtJ(b, a) = v;
+  };
+  for (int p = 0; p < kNp; ++p) {
+    for (int q = p; q < kNp; ++q) set(idx.phys(p), idx.phys(q), jtj[p * kNp + q]);
+    ne.jtr[static_cast<std::size_t>(idx.phys(p))] = -phys_jtr[p];
+  }
+  for (int k = 0; k < idx.n_angles; ++k) {
+    const double* ang = angles + static_cast<std::ptrdiff_t>(k) * (5 + 2 * kNp);
+    set(idx.contrast(k), idx.contrast(k), ang[0]);
+    set(idx.contrast(k), idx.offset(k), ang[1]);
+    set(idx.offset(k), idx.offset(k), ang[2]);
+    ne.jtr[static_cast<std::size_t>(idx.contrast(k))] = -ang[3];
+    ne.jtr[static_cast<std::size_t>(idx.offset(k))] = -ang[4];
+    for (int p = 0; p < kNp; ++p) {
+      set(idx.contrast(k), idx.phys(p), ang[5 + p]);
+      set(idx.offset(k), idx.phys(p), ang[5 + kNp + p]);
+    }
+  }
+  return ne;
+}
+
+void HeterodyneKernel::EvaluateModel(std::span<const double> params, std::span<double> out) const {
+  const Impl& im = *impl_;
+  if (static_cast<std::int64_t>(out.size()) != im.n_points) {
+    ThrowBadInput(fmt::format("the model needs {} entries, found {}", im.n_points, out.size()));
+  }
+  if (im.tiles.empty()) return;
+  const Tables tab = im.MakeTables(params, false);
+  const int n_chunks = num_chunks();
+  im.pool->ParallelFor(n_chunks,
+                       [&](int c) { im.RunChunk<Pass::kChi2>(tab, c, nullptr, out.data()); });
+}
+
+}  // namespace homodyne::model

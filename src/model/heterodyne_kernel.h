@@ -1,0 +1,71 @@
+// The two-component (heterodyne) model over measured points: χ², the gradient and the
+// normal equations of the weighted least-squares objective, for the fit and the sampler.
+//
+// Per pass, O(N) work builds the per-time tables (the prefix integrals P_r, P_s, P_v, the
+// sample fraction and their derivatives); each point then costs two square roots, two
+// exponentials and, per angle, one cosine (and one sine for derivatives): the
+// angle-independent part of a point (transport decays, fractions, normalisation) is shared
+// by the tiles of all angles on the same row and columns. Every value is computed with the
+// reference model's expressions in the same order (heterodyne_reference.h), so c2 has the
+// reference's bits.
+//
+// Determinism as for the homodyne kernel (kernel.h): points are cut into fixed chunks (or the
+// caller's explicit chunks), each chunk sums its points in a fixed order, and chunk partials
+// are added in chunk order: the results do not depend on the thread count.
+//
+// Parameters: the expanded vector [contrast_k…, offset_k…, 14 physical].
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/expanded_parameters.h"
+#include "model/kernel.h"
+#include "model/normal_equations.h"
+#include "model/row_tile.h"
+
+namespace homodyne::model {
+
+struct HeterodyneGrid {
+  std::vector<double> t;  // the time grid the tiles index [s]
+  double dt = 0.1;        // trapezoid step [s]
+  double q = 0.0054;      // wavevector [1/Å]
+  std::vector<double> phi_deg;
+};
+
+class HeterodyneKernel {
+ public:
+  // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts and worker_start are used
+  // (the homodyne-only switches are ignored). Tiles are validated as by ModelKernel.
+  HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> tiles, KernelOptions options = {});
+  ~HeterodyneKernel();
+  HeterodyneKernel(const HeterodyneKernel&) = delete;
+  HeterodyneKernel& operator=(const HeterodyneKernel&) = delete;
+
+  const ExpandedIndex& index() const;
+  std::int64_t num_points() const;
+
+  double Chi2(std::span<const double> params) const;
+  NormalEquations Accumulate(std::span<const double> params) const;
+  // χ² (returned) and JᵀWr into `jtr` (index().size() entries), the bits of Accumulate's.
+  double Gradient(std::span<const double> params, std::span<double> jtr) const;
+
+  // As ModelKernel: per-chunk compact partials, added element-wise, then FromPartial.
+  int num_chunks() const;
+  std::size_t partial_size(bool with_derivatives) const;
+  bool ChunkPartials(std::span<const double> params, bool with_derivatives, std::span<double> out,
+                     const std::function<bool()>& stop = {}) const;
+  NormalEquations FromPartial(std::span<const double> partial) const;
+
+  // Model c2 at every tile point, tiles in order (out.size() == num_points()).
+  void EvaluateModel(std::span<const double> params, std::span<double> out) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace homodyne::model
