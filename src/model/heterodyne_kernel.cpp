@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/fast_sincos.h"
 #include "model/heterodyne_reference.h"
 #include "model/thread_pool.h"
 
@@ -137,21 +138,40 @@ Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool d
   return tab;
 }
 
+// The angle-independent quantities of one row's columns (a group), shared by its angles.
+struct ColumnTerms {
+  std::vector<double> hr, hs, rr, ss, m2, norm, v;
+  std::vector<double> dhr, dhs;                     // dh/dδ (0 where the clip is active)
+  std::vector<double> floored;                      // 1 where the normalisation floor holds
+  std::vector<double> theta, sin_theta, cos_theta;  // per angle, refilled
+  std::vector<double> c2, r;                        // per angle: model and residual
+  void Resize(int n) {
+    for (auto* a : {&hr, &hs, &rr, &ss, &m2, &norm, &v, &dhr, &dhs, &floored, &theta, &sin_theta,
+                    &cos_theta, &c2, &r}) {
+      a->resize(static_cast<std::size_t>(n));
+    }
+  }
+};
+
 template <Pass P>
 void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, double* model) const {
   constexpr bool kDerivs = P != Pass::kChi2;
-  const int na = index.n_angles;
   const double inv_sigma = 1.0 / options.sigma;
   const double half_q2 = -0.5 * tab.q2;
+  const bool exact = options.exact_transcendentals;
+  thread_local ColumnTerms ct;
   double u[kNp];
   for (int gidx = chunk_begin[static_cast<std::size_t>(c)];
        gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
     const Group& grp = groups[static_cast<std::size_t>(gidx)];
     const auto i = static_cast<std::size_t>(grp.row);
     const double bi = tab.fs[i], ai = 1.0 - bi;
-    for (int col = 0; col < grp.count; ++col) {
+    const int n = grp.count;
+    ct.Resize(n);
+    // Angle-independent part of each column, with the reference's expressions.
+    for (int col = 0; col < n; ++col) {
       const auto j = static_cast<std::size_t>(grp.col_begin + col);
-      // Angle-independent part of the point, with the reference's expressions.
+      const auto e = static_cast<std::size_t>(col);
       const double dr = tab.p[0][j] - tab.p[0][i];
       const double ds = tab.p[1][j] - tab.p[1][i];
       const double ir = std::sqrt(dr * dr + kSmoothAbs);
@@ -159,48 +179,98 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       const double er = half_q2 * ir, es = half_q2 * is;
       const double hr = std::exp(std::clamp(er, -kExpClip, 0.0));
       const double hs = std::exp(std::clamp(es, -kExpClip, 0.0));
-      const double v = tab.p[2][j] - tab.p[2][i];
       const double bj = tab.fs[j], aj = 1.0 - bj;
-      const double rr = (ai * aj) * (ai * aj) * (hr * hr);
-      const double ss = (bi * bj) * (bi * bj) * (hs * hs);
-      const double m2 = 2.0 * ((ai * bi) * (aj * bj));
       double norm = (bi * bi + ai * ai) * (bj * bj + aj * aj);
       const bool floored = !(norm > kNormFloor);
-      norm = floored ? kNormFloor : norm;
-      // Derivative pieces shared by the angles.
-      double dhr_dr = 0.0, dhs_ds = 0.0;
+      ct.hr[e] = hr;
+      ct.hs[e] = hs;
+      ct.rr[e] = (ai * aj) * (ai * aj) * (hr * hr);
+      ct.ss[e] = (bi * bj) * (bi * bj) * (hs * hs);
+      ct.m2[e] = 2.0 * ((ai * bi) * (aj * bj));
+      ct.norm[e] = floored ? kNormFloor : norm;
+      ct.v[e] = tab.p[2][j] - tab.p[2][i];
       if constexpr (kDerivs) {
-        dhr_dr = (er > -kExpClip && er < 0.0) ? hr * half_q2 * dr / ir : 0.0;
-        dhs_ds = (es > -kExpClip && es < 0.0) ? hs * half_q2 * ds / is : 0.0;
+        ct.dhr[e] = (er > -kExpClip && er < 0.0) ? hr * half_q2 * dr / ir : 0.0;
+        ct.dhs[e] = (es > -kExpClip && es < 0.0) ? hs * half_q2 * ds / is : 0.0;
+        ct.floored[e] = floored ? 1.0 : 0.0;
       }
-      for (int ti : grp.tiles) {
-        const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
-        const auto k = static_cast<std::size_t>(tile.angle);
-        const double theta = tab.a[k] * v;
-        const double cth = std::cos(theta);
-        const double x = m2 * hr * hs * cth;
-        const double sum = rr + ss + x;
-        const double contrast = tab.contrast[k];
-        const double c2 = tab.offset[k] + (contrast * sum) / norm;
-        if (model != nullptr) {
-          model[tile_offset[static_cast<std::size_t>(ti)] - tile_offset[0] + col] = c2;
-          continue;
+    }
+    for (int ti : grp.tiles) {
+      const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
+      const auto k = static_cast<std::size_t>(tile.angle);
+      const double a = tab.a[k];
+      for (int col = 0; col < n; ++col) {
+        ct.theta[static_cast<std::size_t>(col)] = a * ct.v[static_cast<std::size_t>(col)];
+      }
+      // The phase's cosine (and sine): array sine/cosine within ~2 ulp, or libm's, whose
+      // bits are the reference model's (KernelOptions::exact_transcendentals).
+      if (exact) {
+        for (int col = 0; col < n; ++col) {
+          const auto e = static_cast<std::size_t>(col);
+          ct.cos_theta[e] = std::cos(ct.theta[e]);
+          if constexpr (kDerivs) ct.sin_theta[e] = std::sin(ct.theta[e]);
         }
+      } else {
+        FastSinCos(ct.theta.data(), ct.sin_theta.data(), ct.cos_theta.data(), n);
+      }
+      const double contrast = tab.contrast[k];
+      const double offset = tab.offset[k];
+      double* c2 = ct.c2.data();
+      for (int col = 0; col < n; ++col) {
+        const auto e = static_cast<std::size_t>(col);
+        const double sum = ct.rr[e] + ct.ss[e] + ct.m2[e] * ct.hr[e] * ct.hs[e] * ct.cos_theta[e];
+        c2[col] = offset + (contrast * sum) / ct.norm[e];
+      }
+      if (model != nullptr) {
+        std::copy(c2, c2 + n, model + tile_offset[static_cast<std::size_t>(ti)]);
+        continue;
+      }
+      // Residuals and χ² terms (0 at masked points, whatever their data), summed in four
+      // fixed lanes: vectorisable, and the same order for every pass and thread count.
+      double* r = ct.r.data();
+      double* term = ct.theta.data();  // the phases are no longer needed
+      const double* data = tile.data;
+      if (tile.weight != nullptr) {
+        for (int col = 0; col < n; ++col) {
+          r[col] = (data[col] - c2[col]) * inv_sigma;
+          const double w = tile.weight[col];
+          term[col] = w != 0.0 ? w * r[col] * r[col] : 0.0;
+        }
+      } else {
+        const double w = tile.uniform_weight;
+        for (int col = 0; col < n; ++col) {
+          r[col] = (data[col] - c2[col]) * inv_sigma;
+          term[col] = w != 0.0 ? w * r[col] * r[col] : 0.0;
+        }
+      }
+      double lane[4] = {0.0, 0.0, 0.0, 0.0};
+      int col4 = 0;
+      for (; col4 + 4 <= n; col4 += 4) {
+        for (int l = 0; l < 4; ++l) lane[l] += term[col4 + l];
+      }
+      for (int l = 0; col4 + l < n; ++l) lane[l] += term[col4 + l];
+      part[0] += (lane[0] + lane[1]) + (lane[2] + lane[3]);
+      if constexpr (!kDerivs) continue;
+      for (int col = 0; col < n; ++col) {
+        const auto e = static_cast<std::size_t>(col);
         const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
         if (w == 0.0) continue;
-        const double r = (tile.data[col] - c2) * inv_sigma;
-        part[0] += w * r * r;
-        if constexpr (!kDerivs) continue;
-        // du = dc2/dθ / σ for the 14 physical parameters.
+        const double hr = ct.hr[e], hs = ct.hs[e], m2 = ct.m2[e], norm = ct.norm[e];
+        const double cth = ct.cos_theta[e];
+        const double sum = ct.rr[e] + ct.ss[e] + m2 * hr * hs * cth;
+        const auto j = static_cast<std::size_t>(grp.col_begin + col);
+        const double bj = tab.fs[j], aj = 1.0 - bj;
+        // du = (dc2/dθ)/σ for the 14 physical parameters.
         const double g = sum / norm;
-        const double sth = std::sin(theta);
+        const double sth = ct.sin_theta[e];
+        const double v = ct.v[e];
         const double dsum_dhr = 2.0 * (ai * aj) * (ai * aj) * hr + m2 * hs * cth;
         const double dsum_dhs = 2.0 * (bi * bj) * (bi * bj) * hs + m2 * hr * cth;
         const double dg_dtheta = -(m2 * hr * hs) * sth / norm;
         const double scale = contrast * inv_sigma;
-        const double cr = scale * dsum_dhr / norm * dhr_dr;
-        const double cs = scale * dsum_dhs / norm * dhs_ds;
-        const double cv = scale * dg_dtheta * tab.a[k];
+        const double cr = scale * dsum_dhr / norm * ct.dhr[e];
+        const double cs = scale * dsum_dhs / norm * ct.dhs[e];
+        const double cv = scale * dg_dtheta * a;
         for (int d = 0; d < 3; ++d) {
           u[het::kD0Ref + d] = cr * (tab.dp[0][d][j] - tab.dp[0][d][i]);
           u[het::kD0Sample + d] = cs * (tab.dp[1][d][j] - tab.dp[1][d][i]);
@@ -208,6 +278,7 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
         }
         u[het::kPhi0Het] = scale * dg_dtheta * tab.da[k] * v;
         const double hh = hr * hs * cth;
+        const bool floored = ct.floored[e] != 0.0;
         const double dni = floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
         const double dnj = floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
         const double dsi = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs) +
@@ -218,7 +289,7 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
         const double gj = scale * (dsj - g * dnj) / norm;
         for (int d = 0; d < 4; ++d) u[het::kF0 + d] = gi * tab.dfs[d][i] + gj * tab.dfs[d][j];
         const double uc = g * inv_sigma, uo = inv_sigma;
-        const double wr = w * r;
+        const double wr = w * r[col];
         double* phys_jtr = part + 1 + (P == Pass::kNormal ? kNp * kNp : 0);
         for (int p = 0; p < kNp; ++p) phys_jtr[p] += wr * u[p];
         if constexpr (P == Pass::kGradient) {
@@ -245,7 +316,6 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       }
     }
   }
-  (void)na;
 }
 
 bool HeterodyneKernel::Impl::Partials(std::span<const double> params, Pass pass, double* out,

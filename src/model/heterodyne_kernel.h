@@ -5,9 +5,10 @@
 // sample fraction and their derivatives); each point then costs two square roots, two
 // exponentials and, per angle, one cosine (and one sine for derivatives): the
 // angle-independent part of a point (transport decays, fractions, normalisation) is shared
-// by the tiles of all angles on the same row and columns. Every value is computed with the
-// reference model's expressions in the same order (heterodyne_reference.h), so c2 has the
-// reference's bits.
+// by the tiles of all angles on the same row and columns, and the phases of a row's columns
+// go through the array sine/cosine. Every value is computed with the reference model's
+// expressions in the same order (heterodyne_reference.h): with exact transcendentals c2 has
+// the reference's bits.
 //
 // Determinism as for the homodyne kernel (kernel.h): points are cut into fixed chunks (or the
 // caller's explicit chunks), each chunk sums its points in a fixed order, and chunk partials
@@ -38,8 +39,10 @@ struct HeterodyneGrid {
 
 class HeterodyneKernel {
  public:
-  // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts and worker_start are used
-  // (the homodyne-only switches are ignored). Tiles are validated as by ModelKernel.
+  // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts, worker_start and
+  // exact_transcendentals are used (false: the phase's cosine and sine from the array
+  // FastSinCos, ~2 ulp, c2 within ~1e-15 of the reference; true: libm's, c2 with the
+  // reference's bits); `separable` is ignored. Tiles are validated as by ModelKernel.
   HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> tiles, KernelOptions options = {});
   ~HeterodyneKernel();
   HeterodyneKernel(const HeterodyneKernel&) = delete;
