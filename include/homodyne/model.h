@@ -5,6 +5,10 @@
 //
 // static        physical parameters [D0, alpha, D_offset]
 // laminar_flow  [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
+// two_component xpcsjax's two-component ("heterodyne") model (He et al., PNAS 2025): a
+//               reference and a flowing sample population with a time-dependent sample
+//               fraction, [D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample,
+//               D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]
 //
 // Units: q in 1/Å, dt in s, the stator-rotor gap in Å, angles in degrees, D0 in Å²/s,
 // gamma_dot_t0 in 1/s. docs/model.md has the equations and every numerical guard.
@@ -16,12 +20,12 @@
 
 namespace homodyne {
 
-enum class AnalysisMode { kStatic, kLaminarFlow };
+enum class AnalysisMode { kStatic, kLaminarFlow, kTwoComponent };
 
 // The physical parameter names of `mode`, in the order the model takes them.
 std::vector<std::string> ParameterNames(AnalysisMode mode);
 
-// "static" or "laminar_flow".
+// "static", "laminar_flow" or "two_component".
 std::string_view AnalysisModeName(AnalysisMode mode);
 
 // What the model is evaluated on.
@@ -30,8 +34,10 @@ struct ModelGrid {
   double q = 0.0;                   // scattering wavevector [1/Å], > 0
   double dt = 0.0;                  // frame interval [s], > 0
   double stator_rotor_gap = 2.0e6;  // L [Å], > 0 (enters laminar_flow only)
-  int n_frames = 0;                 // N: the times are dt·[0, 1, …, N−1]
-  std::vector<double> phi_deg;      // one c2 matrix per angle
+  // N: the times are dt·[0, 1, …, N−1]; two_component labels the same frames dt·[1, …, N]
+  // (xpcsjax's grid).
+  int n_frames = 0;
+  std::vector<double> phi_deg;  // one c2 matrix per angle
 };
 
 struct ModelParameters {

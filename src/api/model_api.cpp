@@ -11,7 +11,7 @@
 #include "model/analysis_mode.h"
 #include "model/expanded_parameters.h"
 #include "model/geometry.h"
-#include "model/kernel.h"
+#include "model/kernel_factory.h"
 
 namespace homodyne {
 
@@ -54,8 +54,9 @@ std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
   model::KernelOptions ko;
   ko.threads = options.threads;
   ko.exact_transcendentals = options.exact;
-  const model::ModelKernel kernel(grid.mode, geometry, io::LoaderTimeGrid(grid.dt, n), grid.phi_deg,
-                                  std::move(tiles), ko);
+  const auto made = model::MakePassKernel(grid.mode, geometry, io::LoaderTimeGrid(grid.dt, n),
+                                          grid.phi_deg, std::move(tiles), ko);
+  const model::PassKernel& kernel = *made;
   std::vector<double> expanded = parameters.contrast;
   expanded.insert(expanded.end(), parameters.offset.begin(), parameters.offset.end());
   expanded.insert(expanded.end(), parameters.physical.begin(), parameters.physical.end());

@@ -55,7 +55,8 @@ struct ToolOptions {
 int WriteTemplate(const ToolOptions& o) {
   const auto mode = TryParseAnalysisMode(o.mode);
   if (!mode)
-    ThrowBadInput("unknown mode '" + o.mode + "' (use static or laminar_flow)", {}, "--mode");
+    ThrowBadInput("unknown mode '" + o.mode + "' (use static, laminar_flow or two_component)", {},
+                  "--mode");
   const std::string path = o.output.empty() ? DefaultTemplateFileName(*mode) : o.output;
   WriteConfigFile(path, ConfigTemplate(*mode), o.force);
   std::printf("wrote %s template to %s\n", std::string(ToString(*mode)).c_str(), path.c_str());
@@ -136,8 +137,9 @@ int HomodyneConfigMain(int argc, char** argv) {
   ToolOptions o;
   CLI::App app{"homodyne-config: write a commented configuration template or validate a file",
                "homodyne-config"};
-  auto* mode = app.add_option("-m,--mode", o.mode, "write a template: static or laminar_flow")
-                   ->check(CLI::IsMember({"static", "laminar_flow"}));
+  auto* mode =
+      app.add_option("-m,--mode", o.mode, "write a template: static, laminar_flow or two_component")
+          ->check(CLI::IsMember({"static", "laminar_flow", "two_component"}));
   app.add_option("-o,--output", o.output, "template file (default homodyne_<mode>_config.yaml)")
       ->needs(mode);
   app.add_flag("-f,--force", o.force, "overwrite an existing template file")->needs(mode);

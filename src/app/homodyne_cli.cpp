@@ -236,6 +236,20 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
         opts.data_file.empty() && !(in.plots.PlotOnly() && !in.plots.experimental);
     in.plots.simulated_options.Validate();
     config::Config c = config::ReadConfigFile(opts.config, ro);
+    if (c.analysis_mode == config::AnalysisMode::kTwoComponent) {
+      if (opts.static_mode) {
+        ThrowBadInput(
+            "--static-mode turns a laminar_flow config into a static one; this config "
+            "is two_component",
+            opts.config, "analysis_mode");
+      }
+      if (opts.method != config::FitMethod::kNlsq && !in.plots.PlotOnly()) {
+        ThrowBadInput(fmt::format("--method {}: CMC of the two_component model is not available "
+                                  "yet; use --method nlsq",
+                                  config::ToString(opts.method)),
+                      opts.config, "analysis_mode");
+      }
+    }
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
       ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
@@ -245,6 +259,20 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
   });
   state.config = in.cfg;
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
+  // Read and checked, but not acted on yet: say so rather than fit what was meant to be held.
+  const config::InitialParameters& ip = in.cfg.initial_parameters;
+  if (ip.active_parameters && ip.active_parameters->size() < in.cfg.parameters.size()) {
+    log.Warn(
+        "{}: initial_parameters.active_parameters is not honoured yet: every physical parameter "
+        "is fitted",
+        opts.config);
+  }
+  if (!ip.fixed_parameters.empty()) {
+    log.Warn(
+        "{}: initial_parameters.fixed_parameters gives start values only: those parameters are "
+        "fitted, not held fixed",
+        opts.config);
+  }
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
                                : fmt::format("{} fit", config::ToString(opts.method)),

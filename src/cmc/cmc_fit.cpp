@@ -985,6 +985,12 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const auto t_start = std::chrono::steady_clock::now();
   Progress progress(logger, "CMC");
   const model::AnalysisMode mode = cfg.analysis_mode;
+  RunCollectively(world, [&] {
+    if (mode == model::AnalysisMode::kTwoComponent) {
+      ThrowBadInput("CMC of the two_component model is not available yet (NLSQ only)", cfg.source,
+                    "analysis_mode");
+    }
+  });
 
   const CmcData data = LoadData(world, cfg, options, logger);
   const SampledParameters params = ResolveSampledParameters(cfg, data);

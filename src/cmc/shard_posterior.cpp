@@ -9,7 +9,7 @@
 #include <Eigen/Dense>
 
 #include "core/error.h"
-#include "model/kernel.h"
+#include "model/kernel_factory.h"
 
 namespace homodyne::cmc {
 
@@ -17,7 +17,7 @@ struct ShardPosterior::Impl {
   explicit Impl(model::ParameterLayout l) : layout(std::move(l)) {}
 
   model::ParameterLayout layout;
-  std::unique_ptr<model::ModelKernel> kernel;  // σ_kernel = 1, weights 1: χ² = Σ (y − m)²
+  std::unique_ptr<model::PassKernel> kernel;  // σ_kernel = 1, weights 1: χ² = Σ (y − m)²
   std::vector<Prior> priors;
   std::vector<BoundedTransform> transforms;
   Prior sigma_prior;
@@ -149,8 +149,8 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   ko.threads = setup.threads;
   ko.worker_start = setup.worker_start;
   ko.sigma = 1.0;
-  im.kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
-                                                   setup.phi_deg, std::move(setup.tiles), ko);
+  im.kernel = model::MakePassKernel(setup.mode, setup.geometry, setup.t, setup.phi_deg,
+                                    std::move(setup.tiles), ko);
   im.jtr_expanded.assign(static_cast<std::size_t>(im.layout.num_expanded()), 0.0);
 }
 

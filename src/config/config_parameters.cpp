@@ -30,7 +30,7 @@ std::vector<std::string> ReadNameList(const ValueReader& r, const std::string& p
   std::size_t index = 0;
   for (const auto& item : node) {
     const std::string key = fmt::format("{}[{}]", path, index++);
-    const std::string name = CanonicalParameterName(item.Scalar());
+    const std::string name = CanonicalParameterName(mode, item.Scalar());
     if (!InMode(mode, name)) {
       problems.Add(key,
                    fmt::format("unknown parameter name '{}'{} for analysis_mode {}; valid "
@@ -65,7 +65,7 @@ void ReadInitialParameters(const ValueReader& r, Config& c, ProblemList& problem
   const YAML::Node fixed = r.Find("initial_parameters.fixed_parameters");
   if (fixed.IsMap()) {
     for (const auto& kv : fixed) {
-      const std::string name = CanonicalParameterName(kv.first.Scalar());
+      const std::string name = CanonicalParameterName(c.analysis_mode, kv.first.Scalar());
       const std::string key = "initial_parameters.fixed_parameters." + kv.first.Scalar();
       if (!InMode(c.analysis_mode, name)) {
         problems.Add(key, fmt::format("unknown parameter name '{}'{} for analysis_mode {}; valid "
@@ -81,9 +81,9 @@ void ReadInitialParameters(const ValueReader& r, Config& c, ProblemList& problem
   }
 }
 
-std::string KnownBaseName(const std::string& raw, const std::string& key, const YAML::Node& at,
-                          ProblemList& problems) {
-  const std::string base = BaseParameterName(raw);
+std::string KnownBaseName(AnalysisMode mode, const std::string& raw, const std::string& key,
+                          const YAML::Node& at, ProblemList& problems) {
+  const std::string base = CanonicalParameterName(mode, BaseParameterName(raw));
   if (!IsKnownParameter(base)) {
     problems.Add(key, fmt::format("unknown parameter name '{}'{}; valid names: {}", raw,
                                   LineSuffix(at), fmt::join(AllParameterNames(), ", ")));
@@ -106,7 +106,8 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
     const std::string key = fmt::format("parameter_space.bounds[{}]", index++);
     const auto raw_name = ScalarField(entry, "name");
     if (!raw_name) continue;  // reported by the schema check
-    const std::string name = KnownBaseName(*raw_name, key + ".name", entry["name"], problems);
+    const std::string name =
+        KnownBaseName(c.analysis_mode, *raw_name, key + ".name", entry["name"], problems);
     const auto lo = OptField(entry, "min");
     const auto hi = OptField(entry, "max");
     if (name.empty() || !lo || !hi) continue;
@@ -141,7 +142,8 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
   if (priors.IsMap()) {
     for (const auto& kv : priors) {
       const std::string key = "parameter_space.priors." + kv.first.Scalar();
-      const std::string name = KnownBaseName(kv.first.Scalar(), key, kv.first, problems);
+      const std::string name =
+          KnownBaseName(c.analysis_mode, kv.first.Scalar(), key, kv.first, problems);
       if (name.empty() || !kv.second.IsMap()) continue;
       PriorSpec p;
       if (auto dist = ScalarField(kv.second, "dist_type")) p.dist_type = *dist;

@@ -43,7 +43,7 @@ FitMethod ParseFitMethod(std::string_view text, std::string_view key, std::strin
 }
 
 const EffectiveParameter* Config::FindParameter(const std::string& name) const {
-  const std::string canonical = CanonicalParameterName(name);
+  const std::string canonical = CanonicalParameterName(analysis_mode, name);
   for (const auto& p : parameters) {
     if (p.name == canonical) return &p;
   }

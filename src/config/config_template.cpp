@@ -5,6 +5,9 @@
 #include <map>
 #include <string>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "core/error.h"
 
 namespace homodyne::config {
@@ -26,6 +29,10 @@ metadata:
 
 # static: D(t) only (D0, alpha, D_offset); laminar_flow: adds the shear rate
 # gamma_dot(t) = gamma_dot_t0 * t^beta + gamma_dot_t_offset and the flow angle phi0.
+# two_component: xpcsjax's two-component model (docs/model.md): a reference and a flowing
+# sample population with transport rates D0_*·t^alpha_* + D_offset_*, velocity
+# v0·t^v_beta + v_offset, sample fraction f0·exp(f1·(t − f2)) + f3 (soft-clipped to (0, 1))
+# and flow-angle offset phi0_het; frame m is at t = (m + 1)·dt; the gap does not enter.
 analysis_mode: "@MODE@"
 
 analyzer_parameters:
@@ -207,13 +214,42 @@ std::string DefaultTemplateFileName(AnalysisMode mode) {
   return "homodyne_" + std::string(ToString(mode)) + "_config.yaml";
 }
 
+namespace {
+
+// two_component: the registry's bounds; priors centred on the registry's defaults, a
+// quarter of the bound width wide.
+std::string TwoComponentBounds() {
+  std::string b;
+  b += Bound("D0_ref", "0.0", "1.0e6", "1.0e4", "2.5e5", "A^2/s^(1+alpha)");
+  b += Bound("alpha_ref", "-2.0", "2.0", "0.0", "1.0", "");
+  b += Bound("D_offset_ref", "-1.0e4", "1.0e4", "0.0", "5.0e3", "A^2/s");
+  b += Bound("D0_sample", "0.0", "1.0e6", "1.0e4", "2.5e5", "A^2/s^(1+alpha)");
+  b += Bound("alpha_sample", "-2.0", "2.0", "0.0", "1.0", "");
+  b += Bound("D_offset_sample", "-1.0e4", "1.0e4", "0.0", "5.0e3", "A^2/s");
+  b += Bound("v0", "0.0", "1.0e6", "1.0e3", "2.5e5", "A/s^(1+v_beta)");
+  b += Bound("v_beta", "0.0", "2.0", "1.0", "0.5", "");
+  b += Bound("v_offset", "-100.0", "100.0", "0.0", "50.0", "A/s");
+  b += Bound("f0", "0.0", "1.0", "0.5", "0.25", "");
+  b += Bound("f1", "-1.0", "1.0", "0.0", "0.5", "1/s");
+  b += Bound("f2", "-1.0", "1.0", "0.0", "0.5", "s");
+  b += Bound("f3", "-1.0", "1.0", "0.0", "0.5", "");
+  b += Bound("phi0_het", "-10.0", "10.0", "0.0", "5.0", "degrees");
+  return b;
+}
+
+}  // namespace
+
 std::string ConfigTemplate(AnalysisMode mode) {
-  const bool flow = mode == AnalysisMode::kLaminarFlow;
-  std::string bounds = Bound("D0", "1.0e2", "1.0e5", "1000.0", "1000.0", "A^2/s");
-  bounds += Bound("alpha", "-2.0", "2.0", flow ? "0.5" : "-1.2", flow ? "0.5" : "0.3", "");
-  bounds += Bound("D_offset", "-1.0e5", "1.0e5", flow ? "10.0" : "0.0", flow ? "200.0" : "150.0",
-                  "A^2/s");
-  if (flow) {
+  const bool flow = mode != AnalysisMode::kStatic;
+  const bool two = mode == AnalysisMode::kTwoComponent;
+  std::string bounds = two ? TwoComponentBounds() : "";
+  if (!two) bounds += Bound("D0", "1.0e2", "1.0e5", "1000.0", "1000.0", "A^2/s");
+  if (!two) {
+    bounds += Bound("alpha", "-2.0", "2.0", flow ? "0.5" : "-1.2", flow ? "0.5" : "0.3", "");
+    bounds += Bound("D_offset", "-1.0e5", "1.0e5", flow ? "10.0" : "0.0", flow ? "200.0" : "150.0",
+                    "A^2/s");
+  }
+  if (mode == AnalysisMode::kLaminarFlow) {
     bounds += Bound("gamma_dot_t0", "1.0e-6", "0.5", "0.01", "0.1", "1/s");
     bounds += Bound("beta", "-2.0", "2.0", "0.0", "0.5", "");
     bounds += Bound("gamma_dot_t_offset", "-0.1", "0.1", "0.0", "0.02", "1/s");
@@ -227,14 +263,17 @@ std::string ConfigTemplate(AnalysisMode mode) {
       "D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0";
   const std::map<std::string, std::string> values = {
       {"MODE", std::string(ToString(mode))},
-      {"DESCRIPTION", flow ? "Laminar flow: diffusion plus time-dependent shear"
-                           : "Static: anomalous diffusion without flow"},
-      {"NPARAM", flow ? "7" : "3"},
+      {"DESCRIPTION", two    ? "Two-component: reference and flowing sample populations"
+                      : flow ? "Laminar flow: diffusion plus time-dependent shear"
+                             : "Static: anomalous diffusion without flow"},
+      {"NPARAM", std::to_string(PhysicalParameterNames(mode).size())},
       {"PHI_RANGE2", flow ? "    - min_angle: 85.0\n      max_angle: 95.0\n"
                             "      description: \"around 90 degrees\""
                           : "    - min_angle: 170.0\n      max_angle: -170.0\n"
                             "      description: \"around 180 degrees (wraps)\""},
-      {"NAMES", flow ? flow_names : "D0, alpha, D_offset"},
+      {"NAMES", two    ? fmt::format("{}", fmt::join(PhysicalParameterNames(mode), ", "))
+                : flow ? flow_names
+                       : "D0, alpha, D_offset"},
       {"BOUNDS", bounds},
       {"CONTRAST_PRIOR", flow ? "      mu: 0.27\n      sigma: 0.15\n      min_val: 0.0\n"
                                 "      max_val: 1.0"
@@ -245,13 +284,13 @@ std::string ConfigTemplate(AnalysisMode mode) {
                             : "      mu: 1.0\n      sigma: 0.1\n      min_val: 0.8\n"
                               "      max_val: 1.2"},
       {"ANTI_DEGENERACY", flow ? "true" : "false"},
-      {"GRADIENT_RESPONSE", flow ? "hierarchical" : "warn"},
+      {"GRADIENT_RESPONSE", flow && !two ? "hierarchical" : "warn"},
       {"WARMUP", flow ? "500" : "1000"},
       {"SAMPLES", flow ? "1500" : "3000"},
       {"CHAINS", flow ? "2" : "4"},
       {"RHAT", flow ? "1.2" : "1.1"},
       {"MAX_CV", flow ? "1.0" : "1.5"},
-      {"LOG_GAMMA", flow ? "true" : "false"},
+      {"LOG_GAMMA", flow && !two ? "true" : "false"},
       {"MIN_SUCCESS", flow ? "0.80" : "0.90"},
   };
   return Substitute(std::string(kHead) + kParameters + kOptimization, values);

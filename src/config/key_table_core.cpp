@@ -36,9 +36,14 @@ void AddAnalyzer(std::vector<KeySpec>& t) {
   const FieldsOf f([](auto& c) -> auto& { return c.analyzer; });
   KeyAdder root(t, "");
   root.Used("analysis_mode", T::kString, "static_isotropic",
-            OneOf({"static", "static_isotropic", "static_anisotropic", "laminar_flow"}, true),
+            OneOf({"static", "static_isotropic", "static_anisotropic", "laminar_flow",
+                   "two_component", "heterodyne", "two-component"},
+                  true),
             "Physics model: the static modes fit D0, alpha, D_offset; laminar_flow adds "
-            "gamma_dot_t0, beta, gamma_dot_t_offset, phi0");
+            "gamma_dot_t0, beta, gamma_dot_t_offset, phi0; two_component (synonyms heterodyne, "
+            "two-component) is xpcsjax's two-component model: D0_ref, alpha_ref, D_offset_ref, "
+            "D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, "
+            "phi0_het");
   KeyAdder a(t, "analyzer_parameters");
   a.Section("", kUse, "Time axis, frame window, q and gap of the analysis");
   a.Used("dt", T::kFloat, "", Positive(),
@@ -150,14 +155,19 @@ void AddParameters(std::vector<KeySpec>& t) {
          kNullable);
   i.Acc("units", T::kAny, "", NoRule(), "Units of the parameters (documentation)", kNullable);
   i.Used("active_parameters", T::kStringList, "null", CustomRule("known parameter names"),
-         "Subset of parameters to optimize; null = all", kNullable);
-  i.Section("fixed_parameters", kUse, "Parameters held at a fixed value", kNullable);
+         "Subset of parameters to optimize; null = all. The names are checked, but the subset "
+         "is not honoured yet: every parameter is fitted (the run warns)",
+         kNullable);
+  i.Section("fixed_parameters", kUse,
+            "Start values by name (the parameters are fitted, not held: the run warns)", kNullable);
   i.Used("fixed_parameters.*", T::kFloat, "", NoRule(), "name: value (name must be known)");
 
   KeyAdder p(t, "parameter_space");
   p.Section("", kUse, "Bounds and priors of the parameters", kNullable);
   p.Acc("model", T::kString, "",
-        OneOf({"static", "static_isotropic", "static_anisotropic", "laminar_flow"}, true),
+        OneOf({"static", "static_isotropic", "static_anisotropic", "laminar_flow", "two_component",
+               "heterodyne", "two-component"},
+              true),
         "Mode the bounds were written for");
   p.Used("bounds", T::kMappingList, "", NoRule(),
          "Per-parameter bounds; parameters not listed use the built-in defaults", kNullable);

@@ -12,8 +12,10 @@ namespace {
 // ParameterManager defaults (spec §1.8, "bounds (effective default)") and the start of
 // homodyne's NLSQ for a parameter the config gives no value (contrast and offset: from the
 // data).
-const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
-  static const std::array<ParameterBoundsDefault, 9> table = {{
+// two_component (xpcsjax's parameter registry): its bounds, and its defaults as the start
+// (not the bounds' midpoints).
+const std::array<ParameterBoundsDefault, 23>& DefaultTable() {
+  static const std::array<ParameterBoundsDefault, 23> table = {{
       {"D0", 1e2, 1e5, "A^2/s", 1e4},
       {"alpha", -2.0, 2.0, "dimensionless", -1.5},
       {"D_offset", -1e5, 1e5, "A^2/s", 0.0},
@@ -21,6 +23,20 @@ const std::array<ParameterBoundsDefault, 9>& DefaultTable() {
       {"beta", -2.0, 2.0, "dimensionless", 0.0},
       {"gamma_dot_t_offset", -0.1, 0.1, "1/s", 0.0},
       {"phi0", -10.0, 10.0, "degrees", 0.0},
+      {"D0_ref", 0.0, 1e6, "A^2/s^(1+alpha)", 1e4},
+      {"alpha_ref", -2.0, 2.0, "dimensionless", 0.0},
+      {"D_offset_ref", -1e4, 1e4, "A^2/s", 0.0},
+      {"D0_sample", 0.0, 1e6, "A^2/s^(1+alpha)", 1e4},
+      {"alpha_sample", -2.0, 2.0, "dimensionless", 0.0},
+      {"D_offset_sample", -1e4, 1e4, "A^2/s", 0.0},
+      {"v0", 0.0, 1e6, "A/s^(1+v_beta)", 1e3},
+      {"v_beta", 0.0, 2.0, "dimensionless", 1.0},
+      {"v_offset", -100.0, 100.0, "A/s", 0.0},
+      {"f0", 0.0, 1.0, "dimensionless", 0.5},
+      {"f1", -1.0, 1.0, "1/s", 0.0},
+      {"f2", -1.0, 1.0, "s", 0.0},
+      {"f3", -1.0, 1.0, "dimensionless", 0.0},
+      {"phi0_het", -10.0, 10.0, "degrees", 0.0},
       {"contrast", 0.0, 1.0, "dimensionless", 0.5},
       {"offset", 0.5, 1.5, "dimensionless", 1.0},
   }};

@@ -26,6 +26,7 @@
 #include "model/expanded_parameters.h"
 #include "model/kernel.h"
 #include "model/normal_equations.h"
+#include "model/pass_kernel.h"
 #include "model/row_tile.h"
 
 namespace homodyne::model {
@@ -37,34 +38,34 @@ struct HeterodyneGrid {
   std::vector<double> phi_deg;
 };
 
-class HeterodyneKernel {
+class HeterodyneKernel final : public PassKernel {
  public:
   // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts, worker_start and
   // exact_transcendentals are used (false: the phase's cosine and sine from the array
   // FastSinCos, ~2 ulp, c2 within ~1e-15 of the reference; true: libm's, c2 with the
   // reference's bits); `separable` is ignored. Tiles are validated as by ModelKernel.
   HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> tiles, KernelOptions options = {});
-  ~HeterodyneKernel();
+  ~HeterodyneKernel() override;
   HeterodyneKernel(const HeterodyneKernel&) = delete;
   HeterodyneKernel& operator=(const HeterodyneKernel&) = delete;
 
-  const ExpandedIndex& index() const;
-  std::int64_t num_points() const;
+  const ExpandedIndex& index() const override;
+  std::int64_t num_points() const override;
 
-  double Chi2(std::span<const double> params) const;
-  NormalEquations Accumulate(std::span<const double> params) const;
+  double Chi2(std::span<const double> params) const override;
+  NormalEquations Accumulate(std::span<const double> params) const override;
   // χ² (returned) and JᵀWr into `jtr` (index().size() entries), the bits of Accumulate's.
-  double Gradient(std::span<const double> params, std::span<double> jtr) const;
+  double Gradient(std::span<const double> params, std::span<double> jtr) const override;
 
   // As ModelKernel: per-chunk compact partials, added element-wise, then FromPartial.
-  int num_chunks() const;
-  std::size_t partial_size(bool with_derivatives) const;
+  int num_chunks() const override;
+  std::size_t partial_size(bool with_derivatives) const override;
   bool ChunkPartials(std::span<const double> params, bool with_derivatives, std::span<double> out,
-                     const std::function<bool()>& stop = {}) const;
-  NormalEquations FromPartial(std::span<const double> partial) const;
+                     const std::function<bool()>& stop = {}) const override;
+  NormalEquations FromPartial(std::span<const double> partial) const override;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
-  void EvaluateModel(std::span<const double> params, std::span<double> out) const;
+  void EvaluateModel(std::span<const double> params, std::span<double> out) const override;
 
  private:
   struct Impl;

@@ -162,6 +162,9 @@ ModelKernel::ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vecto
                          std::vector<double> phi_deg, std::vector<RowTile> tiles,
                          KernelOptions options)
     : impl_(std::make_unique<Impl>()) {
+  if (mode == AnalysisMode::kTwoComponent) {
+    ThrowInternal("the homodyne kernel has no two_component mode (MakePassKernel chooses)");
+  }
   options.Validate();
   geometry.Validate();
   Impl& im = *impl_;

@@ -35,6 +35,7 @@
 #include "model/expanded_parameters.h"
 #include "model/geometry.h"
 #include "model/normal_equations.h"
+#include "model/pass_kernel.h"
 #include "model/row_tile.h"
 
 namespace homodyne::model {
@@ -73,34 +74,34 @@ struct SeparableCounts {
   std::int64_t diffusion = 0;  // g1_diff from the factorised exponential
 };
 
-class ModelKernel {
+class ModelKernel final : public PassKernel {
  public:
   // `t` is the (global) time grid the tiles' row/column indices refer to, `phi_deg` the
   // (global) angle list. Tiles are validated (angle/row/column ranges, data pointer).
   ModelKernel(AnalysisMode mode, const Geometry& geometry, std::vector<double> t,
               std::vector<double> phi_deg, std::vector<RowTile> tiles, KernelOptions options = {});
-  ~ModelKernel();
+  ~ModelKernel() override;
   ModelKernel(const ModelKernel&) = delete;
   ModelKernel& operator=(const ModelKernel&) = delete;
   ModelKernel(ModelKernel&&) noexcept;
   ModelKernel& operator=(ModelKernel&&) noexcept;
 
   AnalysisMode mode() const;
-  const ExpandedIndex& index() const;  // parameter space: expanded, per-angle individual
-  std::int64_t num_points() const;
+  const ExpandedIndex& index() const override;  // expanded, per-angle individual
+  std::int64_t num_points() const override;
   const std::vector<RowTile>& tiles() const;
 
   // χ² = Σ w·r² at the expanded parameter vector `params`.
-  double Chi2(std::span<const double> params) const;
+  double Chi2(std::span<const double> params) const override;
 
   // χ², JᵀWJ and JᵀWr in the expanded parameter space.
-  NormalEquations Accumulate(std::span<const double> params) const;
+  NormalEquations Accumulate(std::span<const double> params) const override;
 
   // χ² (returned) and JᵀWr (into `jtr`, size index().size()) without JᵀWJ: O(P) work per
   // point instead of the normal pass's O(P²) sums, for samplers that need only the gradient
   // (∂χ²/∂θ = 2·JᵀWr). The same partial sums in the same order as Accumulate: χ² and JᵀWr
   // are bit-identical to Accumulate's and, like them, independent of the thread count.
-  double Gradient(std::span<const double> params, std::span<double> jtr) const;
+  double Gradient(std::span<const double> params, std::span<double> jtr) const override;
 
   // Per-chunk partial sums in the kernel's compact layout (partial_size(derivs) doubles
   // per chunk, chunks in order). Compact partials add element-wise; FromPartial turns a
@@ -109,11 +110,11 @@ class ModelKernel {
   // must be thread-safe); once it says true the remaining chunks are skipped and the call
   // returns false: `out` is then incomplete and must be discarded. A stop request thus
   // ends a pass within one chunk's time instead of the whole pass's.
-  int num_chunks() const;
-  std::size_t partial_size(bool with_derivatives) const;
+  int num_chunks() const override;
+  std::size_t partial_size(bool with_derivatives) const override;
   bool ChunkPartials(std::span<const double> params, bool with_derivatives, std::span<double> out,
-                     const std::function<bool()>& stop = {}) const;
-  NormalEquations FromPartial(std::span<const double> partial) const;
+                     const std::function<bool()>& stop = {}) const override;
+  NormalEquations FromPartial(std::span<const double> partial) const override;
 
   // Runs fn(thread_index) once on every thread of the kernel's pool (the caller as 0);
   // diagnostics such as "which PU does each compute thread run on".
@@ -123,7 +124,7 @@ class ModelKernel {
   SeparableCounts CountSeparable(std::span<const double> params) const;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
-  void EvaluateModel(std::span<const double> params, std::span<double> out) const;
+  void EvaluateModel(std::span<const double> params, std::span<double> out) const override;
 
  private:
   struct Impl;

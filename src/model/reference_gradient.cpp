@@ -43,6 +43,9 @@ ReferenceGradient::ReferenceGradient(AnalysisMode mode, const Geometry& geometry
       phi_deg_(std::move(phi_deg)),
       params_(params.begin(), params.end()),
       index_(mode, static_cast<int>(phi_deg_.size())) {
+  if (mode == AnalysisMode::kTwoComponent) {
+    ThrowBadInput("the homodyne reference gradient has no two_component mode (HeterodyneGradient)");
+  }
   if (static_cast<int>(params_.size()) != index_.size()) {
     ThrowBadInput(
         fmt::format("expected {} expanded parameters, found {}", index_.size(), params_.size()));

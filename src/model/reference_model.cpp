@@ -61,6 +61,10 @@ double SincU(double x) {
 }
 
 ModelEvaluation Evaluate(const ModelInput& input) {
+  if (input.mode == AnalysisMode::kTwoComponent) {
+    ThrowBadInput(
+        "the homodyne reference model has no two_component mode (heterodyne_reference.h)");
+  }
   const int n_phys = NumPhysicalParameters(input.mode);
   const size_t n_phi = input.phi_deg.size();
   if (static_cast<int>(input.physical.size()) != n_phys) {

@@ -77,7 +77,10 @@ std::vector<double> ShearWeights(std::span<const double> phi_deg, double phi0_de
 
 std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitSession& session) {
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
-  if (session.layout().mode() != model::AnalysisMode::kLaminarFlow) return "static mode";
+  if (session.layout().mode() == model::AnalysisMode::kStatic) return "static mode";
+  if (session.layout().mode() == model::AnalysisMode::kTwoComponent) {
+    return "two_component mode (the alternating stage is built for laminar_flow's shear)";
+  }
   if (!ad.enable) return "anti_degeneracy.enable is false";
   if (!ad.hierarchical_enable) return "hierarchical.enable is false";
   const model::ScalingLayout l = session.layout().layout();

@@ -21,7 +21,7 @@ FitShape ShapeOf(const config::Config& cfg, const FitMemoryOptions& options,
   for (int b = plan.first_block(rank); b < plan.end_block(rank); ++b) {
     s.max_block_points = std::max(s.max_block_points, plan.block_points(b));
   }
-  s.laminar = cfg.analysis_mode == config::AnalysisMode::kLaminarFlow;
+  s.n_physical = model::NumPhysicalParameters(cfg.analysis_mode);
   s.threads = std::max(options.threads, 1);
   s.baseline_bytes = CurrentRss();
   return s;

@@ -34,7 +34,7 @@ std::string Lower(std::string_view s) {
 }
 
 std::uint64_t PartialBytes(const FitShape& s) {
-  const std::uint64_t np = s.laminar ? 7 : 3;
+  const auto np = static_cast<std::uint64_t>(s.n_physical);
   const std::uint64_t width =
       1 + np * np + np + static_cast<std::uint64_t>(s.n_angles) * (5 + 2 * np);
   // The per-block partials plus the tree nodes and the gathered sums on rank 0.

@@ -69,7 +69,7 @@ struct FitShape {
   std::int64_t local_tiles = 0;       // row tiles of this rank
   std::int64_t local_blocks = 0;      // partition blocks of this rank
   std::int64_t max_block_points = 0;  // largest block of this rank
-  bool laminar = false;
+  int n_physical = 3;                 // physical parameters of the mode (3, 7 or 14)
   int threads = 1;
   std::uint64_t baseline_bytes = 0;  // resident size before the data are read
 };

@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "model/expanded_parameters.h"
-#include "model/kernel.h"
+#include "model/kernel_factory.h"
 #include "nlsq/block_stream.h"
 #include "parallel/collective.h"
 #include "parallel/tile_sum.h"
@@ -17,7 +17,7 @@ namespace homodyne::nlsq {
 
 struct XpcsProblem::Impl {
   // In-core: all local blocks, one chunk per block. Streaming: no tiles (layout only).
-  std::unique_ptr<model::ModelKernel> kernel;
+  std::unique_ptr<model::PassKernel> kernel;
   BlockStream* stream = nullptr;
   model::AnalysisMode mode = model::AnalysisMode::kStatic;
   model::Geometry geometry;
@@ -37,7 +37,7 @@ struct XpcsProblem::Impl {
 
   // The partials of `k`'s chunks (local blocks block_offset…) for every vector of `expanded`.
   // False when the stop check cut the pass short.
-  bool KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+  bool KernelPartials(const model::PassKernel& k, std::size_t block_offset,
                       std::span<const std::vector<double>> expanded, bool with_derivatives,
                       std::size_t width);
   // All local blocks' partials, in core or window by window from the stream (each window
@@ -73,7 +73,7 @@ std::vector<model::RowTile> XpcsProblem::Impl::Weighted(
   return in;
 }
 
-bool XpcsProblem::Impl::KernelPartials(const model::ModelKernel& k, std::size_t block_offset,
+bool XpcsProblem::Impl::KernelPartials(const model::PassKernel& k, std::size_t block_offset,
                                        std::span<const std::vector<double>> expanded,
                                        bool with_derivatives, std::size_t width) {
   const std::size_t m = expanded.size();
@@ -109,8 +109,9 @@ bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
       ko.chunk_tile_starts.push_back(static_cast<int>(window_tiles.size()));
       window_tiles.insert(window_tiles.end(), block.begin(), block.end());
     }
-    const model::ModelKernel k(mode, geometry, t, phi,
-                               Weighted(std::move(window_tiles), window_weights), ko);
+    const auto kp = model::MakePassKernel(mode, geometry, t, phi,
+                                          Weighted(std::move(window_tiles), window_weights), ko);
+    const model::PassKernel& k = *kp;
     HOMODYNE_CHECK(k.num_chunks() == static_cast<int>(win.blocks.size()), "one chunk per block");
     if (!KernelPartials(k, static_cast<std::size_t>(win.first_block), expanded, with_derivatives,
                         width)) {
@@ -171,9 +172,8 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
     im.window_options = ko;
     model::KernelOptions layout_only;
     layout_only.sigma = setup.sigma;
-    im.kernel =
-        std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t, setup.phi_deg,
-                                             std::vector<model::RowTile>{}, layout_only);
+    im.kernel = model::MakePassKernel(setup.mode, setup.geometry, setup.t, setup.phi_deg,
+                                      std::vector<model::RowTile>{}, layout_only);
   } else {
     impl_->local_blocks = static_cast<int>(setup.blocks.size());
     std::vector<model::RowTile> tiles;
@@ -183,8 +183,8 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
     }
     impl_->tiles = tiles;
     impl_->window_options = ko;
-    impl_->kernel = std::make_unique<model::ModelKernel>(setup.mode, setup.geometry, setup.t,
-                                                         setup.phi_deg, std::move(tiles), ko);
+    impl_->kernel = model::MakePassKernel(setup.mode, setup.geometry, setup.t, setup.phi_deg,
+                                          std::move(tiles), ko);
     HOMODYNE_CHECK(impl_->kernel->num_chunks() == impl_->local_blocks, "one chunk per block");
     impl_->local_points = impl_->kernel->num_points();
   }
@@ -203,9 +203,8 @@ void XpcsProblem::SetAngleWeights(std::span<const double> weights) {
   }
   im.angle_weights.assign(weights.begin(), weights.end());
   if (im.stream != nullptr) return;  // each window's kernel is built with them
-  im.kernel = std::make_unique<model::ModelKernel>(im.mode, im.geometry, im.t, im.phi,
-                                                   im.Weighted(im.tiles, im.incore_weights),
-                                                   im.window_options);
+  im.kernel = model::MakePassKernel(im.mode, im.geometry, im.t, im.phi,
+                                    im.Weighted(im.tiles, im.incore_weights), im.window_options);
 }
 
 std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
@@ -241,7 +240,7 @@ std::int64_t XpcsProblem::local_points() const { return impl_->local_points; }
 model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> expanded,
                                                      bool with_derivatives) {
   ++passes_;
-  const model::ModelKernel& kernel = *impl_->kernel;
+  const model::PassKernel& kernel = *impl_->kernel;
   const std::size_t width = kernel.partial_size(with_derivatives);
   // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
   // here on one rank (a model error, a streamed read) is agreed on before the sum below,

@@ -14,7 +14,7 @@
 #include "core/version.h"
 #include "io/selection.h"
 #include "io/writers.h"
-#include "model/kernel.h"
+#include "model/kernel_factory.h"
 
 namespace homodyne::synth {
 
@@ -60,7 +60,8 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   model::KernelOptions ko;
   ko.threads = threads;
   ko.exact_transcendentals = exact;  // a synthetic truth is the literal model, bit for bit
-  model::ModelKernel kernel(truth.mode, truth.geometry, t, truth.phi_deg, tiles, ko);
+  const auto made = model::MakePassKernel(truth.mode, truth.geometry, t, truth.phi_deg, tiles, ko);
+  const model::PassKernel& kernel = *made;
   std::vector<double> params = truth.contrast;
   params.insert(params.end(), truth.offset.begin(), truth.offset.end());
   params.insert(params.end(), truth.physical.begin(), truth.physical.end());
