@@ -13,6 +13,7 @@
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
 #include "io/writers.h"
+#include "model/kernel_factory.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"
 #include "parallel/transfer.h"
@@ -114,6 +115,13 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   Progress progress(file_gib > 1.0 ? logger : Logger::Silent(),
                     "writing " + path.filename().string());
   const std::vector<double> phi = meta.phi_values();
+  // The frames' times as the model labels them: dt·[0 … N−1], or dt·[1 … N] for
+  // two_component (xpcsjax's grid), so that the figures' axes are the model's times.
+  const bool two_component = cfg.analysis_mode == config::AnalysisMode::kTwoComponent;
+  const std::vector<double> time_axis =
+      two_component ? model::TwoComponentTimes(meta.t, meta.dt) : meta.t;
+  const char* time_axis_note =
+      two_component ? "seconds, dt*[1..N] (two_component grid)" : "seconds from 0";
   // g1² on the loader grid at the fitted physics (contrast 1, offset 0), one angle at a time.
   synth::SynthTruth model;
   model.mode = cfg.analysis_mode;
@@ -177,8 +185,8 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
                      : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
                  storage);
     }
-    out.Create("/t1", {nf}, "seconds from 0");
-    out.Create("/t2", {nf}, "seconds from 0");
+    out.Create("/t1", {nf}, time_axis_note);
+    out.Create("/t2", {nf}, time_axis_note);
     out.Create("/q", {1}, "1/Angstrom");
     out.Create("/phi_angles", {n}, "degrees, normalised");
   });
@@ -307,8 +315,8 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       file->WriteSlab("/per_angle_scaling_solver", k,
                       std::vector<double>{per_angle[2 * n + k], per_angle[3 * n + k]});
     }
-    file->WriteSlab("/t1", 0, meta.t);
-    file->WriteSlab("/t2", 0, meta.t);
+    file->WriteSlab("/t1", 0, time_axis);
+    file->WriteSlab("/t2", 0, time_axis);
     file->WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
     file->WriteSlab("/phi_angles", 0, phi);
   });

@@ -79,6 +79,14 @@ assert d["analysis_mode"] == "two_component", d.get("analysis_mode")
 print("recovered:", {n: round(p[n], 4) for n in truth})
 PY
 
+# fitted_data.h5 labels the frames with the model's times, dt·[1 … N].
+"$py" - "$tmp/r2/nlsq/fitted_data.h5" <<'PY' || fail "fitted_data.h5 time axis"
+import h5py, sys
+with h5py.File(sys.argv[1], "r") as f:
+    t = f["t1"][()]
+assert abs(t[0] - 0.1) < 1e-12 and abs(t[-1] - 5.0) < 1e-12, (t[0], t[-1])
+PY
+
 # 4. The same bits at 1 rank, streamed, and after a kill and a resume.
 values "$tmp/r2" > "$tmp/r2.txt"
 "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/fit.yaml" -o "$tmp/r1" -q > /dev/null 2>&1 \
