@@ -98,9 +98,14 @@ void Classify(LeastSquaresProblem& problem, SolverSummary& s, const SolverOption
       fmt::format("cosine {:.3g} (gtol {:.3g}), Gauss-Newton decrement {:.3g} (ftol {:.3g})",
                   m.cosine, o.gtol, m.decrement, o.ftol);
   if (!m.insensitive.empty()) {
+    std::vector<std::string> which;
+    for (const auto i : m.insensitive) {
+      const auto u = static_cast<std::size_t>(i);
+      which.push_back(u < o.parameter_names.size() ? o.parameter_names[u] : std::to_string(i));
+    }
     measures += fmt::format(
         "; the model does not respond to parameter(s) {} here (a plateau, not a minimum)",
-        fmt::join(m.insensitive, ", "));
+        fmt::join(which, ", "));
   }
   if (IsOptimal(m, o.ftol, o.gtol)) {
     s.termination = Termination::kConverged;

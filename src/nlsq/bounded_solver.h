@@ -35,6 +35,8 @@ struct SolverOptions {
   // Whether PETSc's own monitors from the command line (-tao_monitor, ...) print on this
   // rank; set it to (rank == 0) so a 64-rank job prints them once. (TAO methods only.)
   bool print_petsc_monitors = true;
+  // Names of the optimiser's parameters, for messages (empty: they say indices).
+  std::vector<std::string> parameter_names;
   // Returns an empty string if valid, else a message naming the field and the rule.
   std::string Validate() const;
   bool UsesTao() const { return method != "lm"; }

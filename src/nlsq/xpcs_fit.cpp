@@ -336,6 +336,7 @@ SolverSummary XpcsFitSession::Solve(
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
   SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  so.parameter_names = s.layout->names();
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
@@ -374,6 +375,7 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
                                         int max_iterations, double ftol) {
   Impl& s = *impl_;
   SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  so.parameter_names = s.layout->names();
   so.max_iterations = max_iterations;
   so.ftol = ftol;
   so.method = "lm";

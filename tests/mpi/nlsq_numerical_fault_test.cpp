@@ -106,8 +106,13 @@ TEST(NumericalFaults, PlateauStartIsStalledNeverConverged) {
   EXPECT_TRUE(s.IsUsable());
   ASSERT_EQ(s.optimality.insensitive.size(), 1u);
   EXPECT_EQ(s.optimality.insensitive[0], 1);
-  EXPECT_THAT(s.message, ::testing::HasSubstr("plateau"));
+  EXPECT_THAT(s.message, ::testing::HasSubstr("parameter(s) 1 here (a plateau"));
   EXPECT_DOUBLE_EQ(s.x[1], -1.0);  // k never moved
+  // With the parameters' names, the message names the one on the plateau.
+  SolverOptions named;
+  named.parameter_names = {"c", "k"};
+  const SolverSummary n = SolveBounded(problem, {0.0, -1.0}, {-5.0, -2.0}, {5.0, 2.0}, named);
+  EXPECT_THAT(n.message, ::testing::HasSubstr("parameter(s) k here (a plateau"));
 }
 
 }  // namespace
