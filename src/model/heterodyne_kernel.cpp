@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/compact_partial.h"
 #include "model/fast_sincos.h"
 #include "model/heterodyne_reference.h"
 #include "model/thread_pool.h"
@@ -19,22 +20,17 @@ namespace {
 
 namespace het = heterodyne::het;
 constexpr int kNp = heterodyne::kNumPhysical;
-constexpr double kPowerFloor = 1e-10;
-constexpr double kSmoothAbs = 1e-12;
-constexpr double kExpClip = 700.0;
-constexpr double kNormFloor = 1e-10;
+using heterodyne::kExpClip;
+using heterodyne::kNormFloor;
+using heterodyne::kSmoothAbs;
 constexpr double kDegToRad = std::numbers::pi / 180.0;
 
 enum class Pass { kChi2, kGradient, kNormal };
 
-// Per-pass tables: O(N) per parameter vector.
-struct Tables {
-  std::vector<double> p[3];      // P_r, P_s, P_v
-  std::vector<double> dp[3][3];  // dP/d(amplitude, exponent, offset) of each
-  std::vector<double> fs;        // f_s
-  std::vector<double> dfs[4];    // df_s/d(f0, f1, f2, f3)
-  std::vector<double> a;         // per angle: q·cos((φ_k + phi0_het)·π/180)
-  std::vector<double> da;        // per angle: d a / d phi0_het = −q·sin(·)·π/180
+// Per-pass tables: the per-time ones (heterodyne::TimeTables) and the per-angle ones.
+struct Tables : heterodyne::TimeTables {
+  std::vector<double> a;   // per angle: q·cos((φ_k + phi0_het)·π/180)
+  std::vector<double> da;  // per angle: d a / d phi0_het = −q·sin(·)·π/180
   std::vector<double> contrast, offset;
   double q2 = 0.0;
 };
@@ -43,8 +39,6 @@ struct Group {
   int row = 0, col_begin = 0, count = 0;
   std::vector<int> tiles;  // tile indices (all angles on these columns)
 };
-
-double MaxZeroSlope(double raw) { return raw > 0.0 ? 1.0 : (raw < 0.0 ? 0.0 : 0.5); }
 
 }  // namespace
 
@@ -60,16 +54,9 @@ struct HeterodyneKernel::Impl {
   std::unique_ptr<ThreadPool> pool;
 
   std::size_t PartialSize(Pass pass) const {
-    const auto na = static_cast<std::size_t>(index.n_angles);
-    switch (pass) {
-      case Pass::kChi2:
-        return 1;
-      case Pass::kGradient:
-        return 1 + kNp + 2 * na;
-      case Pass::kNormal:
-        return 1 + kNp * kNp + kNp + na * (5 + 2 * kNp);
-    }
-    return 1;
+    return pass == Pass::kNormal     ? CompactNormalSize(index)
+           : pass == Pass::kGradient ? CompactGradientSize(index)
+                                     : 1;
   }
 
   Tables MakeTables(std::span<const double> params, bool derivatives) const;
@@ -100,41 +87,8 @@ Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool d
     tab.a.push_back(grid.q * std::cos(angle));
     tab.da.push_back(-grid.q * std::sin(angle) * kDegToRad);
   }
-  const int first[3] = {het::kD0Ref, het::kD0Sample, het::kV0};
-  for (int r = 0; r < 3; ++r) {
-    const double amp = p[static_cast<std::size_t>(first[r])];
-    const double ex = p[static_cast<std::size_t>(first[r] + 1)];
-    const double off = p[static_cast<std::size_t>(first[r] + 2)];
-    std::vector<double> f, df[3];
-    for (double tm : grid.t) {
-      const double pw = heterodyne::PowerTerm(tm, ex);
-      const double raw = amp * pw + off;
-      f.push_back(r < 2 ? std::max(raw, 0.0) : raw);
-      if (!derivatives) continue;
-      const double dpw = tm > 0.0 ? pw * std::log(tm > kPowerFloor ? tm : kPowerFloor) : 0.0;
-      const double slope = r < 2 ? MaxZeroSlope(raw) : 1.0;
-      df[0].push_back(slope * pw);
-      df[1].push_back(slope * amp * dpw);
-      df[2].push_back(slope);
-    }
-    tab.p[r] = heterodyne::TrapezoidPrefix(f, grid.dt);
-    for (int d = 0; derivatives && d < 3; ++d) {
-      tab.dp[r][d] = heterodyne::TrapezoidPrefix(df[d], grid.dt);
-    }
-  }
-  for (double tm : grid.t) {
-    const double z = p[het::kF1] * (tm - p[het::kF2]);
-    const double ez = std::exp(std::clamp(z, -kExpClip, kExpClip));
-    const double x = p[het::kF0] * ez + p[het::kF3];
-    tab.fs.push_back(heterodyne::SoftClip(x));
-    if (!derivatives) continue;
-    const bool clipped = z < -kExpClip || z > kExpClip;
-    const double ds = heterodyne::SoftClipDerivative(x);
-    tab.dfs[0].push_back(ds * ez);
-    tab.dfs[1].push_back(clipped ? 0.0 : ds * p[het::kF0] * ez * (tm - p[het::kF2]));
-    tab.dfs[2].push_back(clipped ? 0.0 : ds * -p[het::kF0] * ez * p[het::kF1]);
-    tab.dfs[3].push_back(ds);
-  }
+  static_cast<heterodyne::TimeTables&>(tab) =
+      heterodyne::BuildTimeTables(grid.t, grid.dt, p, derivatives);
   return tab;
 }
 
@@ -470,48 +424,11 @@ double HeterodyneKernel::Gradient(std::span<const double> params, std::span<doub
   if (static_cast<int>(jtr.size()) != idx.size()) {
     ThrowBadInput(fmt::format("the gradient needs {} entries, found {}", idx.size(), jtr.size()));
   }
-  const std::vector<double> total = impl_->Reduce(params, Pass::kGradient);
-  // J = −u: JᵀWr = −Σ w·u·r.
-  for (int p = 0; p < kNp; ++p) jtr[static_cast<std::size_t>(idx.phys(p))] = -total[1 + p];
-  for (int k = 0; k < idx.n_angles; ++k) {
-    const double* ang = total.data() + 1 + kNp + 2 * k;
-    jtr[static_cast<std::size_t>(idx.contrast(k))] = -ang[0];
-    jtr[static_cast<std::size_t>(idx.offset(k))] = -ang[1];
-  }
-  return total[0];
+  return GradientFromCompact(idx, impl_->Reduce(params, Pass::kGradient), jtr);
 }
 
 NormalEquations HeterodyneKernel::FromPartial(std::span<const double> total) const {
-  const ExpandedIndex& idx = impl_->index;
-  if (total.size() != impl_->PartialSize(Pass::kNormal)) {
-    ThrowInternal("two-component kernel: partial of the wrong size");
-  }
-  NormalEquations ne(idx.size());
-  ne.chi2 = total[0];
-  const double* jtj = total.data() + 1;
-  const double* phys_jtr = jtj + kNp * kNp;
-  const double* angles = phys_jtr + kNp;
-  auto set = [&](int a, int b, double v) {
-    ne.JtJ(a, b) = v;
-    ne.JtJ(b, a) = v;
-  };
-  for (int p = 0; p < kNp; ++p) {
-    for (int q = p; q < kNp; ++q) set(idx.phys(p), idx.phys(q), jtj[p * kNp + q]);
-    ne.jtr[static_cast<std::size_t>(idx.phys(p))] = -phys_jtr[p];
-  }
-  for (int k = 0; k < idx.n_angles; ++k) {
-    const double* ang = angles + static_cast<std::ptrdiff_t>(k) * (5 + 2 * kNp);
-    set(idx.contrast(k), idx.contrast(k), ang[0]);
-    set(idx.contrast(k), idx.offset(k), ang[1]);
-    set(idx.offset(k), idx.offset(k), ang[2]);
-    ne.jtr[static_cast<std::size_t>(idx.contrast(k))] = -ang[3];
-    ne.jtr[static_cast<std::size_t>(idx.offset(k))] = -ang[4];
-    for (int p = 0; p < kNp; ++p) {
-      set(idx.contrast(k), idx.phys(p), ang[5 + p]);
-      set(idx.offset(k), idx.phys(p), ang[5 + kNp + p]);
-    }
-  }
-  return ne;
+  return NormalEquationsFromCompact(impl_->index, total);
 }
 
 void HeterodyneKernel::EvaluateModel(std::span<const double> params, std::span<double> out) const {

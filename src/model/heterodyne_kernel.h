@@ -49,22 +49,20 @@ class HeterodyneKernel final : public PassKernel {
   HeterodyneKernel(const HeterodyneKernel&) = delete;
   HeterodyneKernel& operator=(const HeterodyneKernel&) = delete;
 
+  // PassKernel (pass_kernel.h): chunks and partials in the compact layout of compact_partial.h.
   const ExpandedIndex& index() const override;
   std::int64_t num_points() const override;
 
   double Chi2(std::span<const double> params) const override;
   NormalEquations Accumulate(std::span<const double> params) const override;
-  // χ² (returned) and JᵀWr into `jtr` (index().size() entries), the bits of Accumulate's.
   double Gradient(std::span<const double> params, std::span<double> jtr) const override;
 
-  // As ModelKernel: per-chunk compact partials, added element-wise, then FromPartial.
   int num_chunks() const override;
   std::size_t partial_size(bool with_derivatives) const override;
   bool ChunkPartials(std::span<const double> params, bool with_derivatives, std::span<double> out,
                      const std::function<bool()>& stop = {}) const override;
   NormalEquations FromPartial(std::span<const double> partial) const override;
 
-  // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const override;
 
  private:

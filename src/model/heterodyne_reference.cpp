@@ -11,11 +11,7 @@
 namespace homodyne::model::heterodyne {
 namespace {
 
-constexpr double kPowerFloor = 1e-10;
-constexpr double kSmoothAbs = 1e-12;
-constexpr double kExpClip = 700.0;
 constexpr double kSharpness = 50.0;
-constexpr double kNormFloor = 1e-10;
 constexpr double kDegToRad = std::numbers::pi / 180.0;
 
 double Logistic(double z) {
@@ -23,9 +19,6 @@ double Logistic(double z) {
   const double e = std::exp(z);
   return e / (1.0 + e);
 }
-
-// Derivative of max(raw, 0) with respect to raw: JAX splits a tie evenly.
-double MaxZeroSlope(double raw) { return raw > 0.0 ? 1.0 : (raw < 0.0 ? 0.0 : 0.5); }
 
 // The half decay exp(clip(−½q²I, −700, 0)) and its derivative with respect to I.
 void HalfDecay(double q, double integral, double& h, double& dh_dintegral) {
@@ -108,6 +101,48 @@ std::vector<double> TrapezoidPrefix(std::span<const double> f, double dt) {
   return out;
 }
 
+TimeTables BuildTimeTables(std::span<const double> t, double dt, std::span<const double> p,
+                           bool derivatives) {
+  TimeTables tab;
+  // Rates (and their derivatives) on the grid, then their prefixes (the prefix is linear).
+  const int first[3] = {het::kD0Ref, het::kD0Sample, het::kV0};
+  for (int r = 0; r < 3; ++r) {
+    const double amp = p[static_cast<std::size_t>(first[r])];
+    const double ex = p[static_cast<std::size_t>(first[r] + 1)];
+    const double off = p[static_cast<std::size_t>(first[r] + 2)];
+    std::vector<double> f, df[3];
+    for (double tm : t) {
+      const double pw = PowerTerm(tm, ex);
+      const double raw = amp * pw + off;
+      // Transport rates are floored at 0; the velocity is not.
+      f.push_back(r < 2 ? std::max(raw, 0.0) : raw);
+      if (!derivatives) continue;
+      const double dpw = tm > 0.0 ? pw * std::log(tm > kPowerFloor ? tm : kPowerFloor) : 0.0;
+      const double slope = r < 2 ? MaxZeroSlope(raw) : 1.0;
+      df[0].push_back(slope * pw);
+      df[1].push_back(slope * amp * dpw);
+      df[2].push_back(slope);
+    }
+    tab.p[r] = TrapezoidPrefix(f, dt);
+    for (int d = 0; derivatives && d < 3; ++d) tab.dp[r][d] = TrapezoidPrefix(df[d], dt);
+  }
+  // The fraction (and its derivatives).
+  for (double tm : t) {
+    const double z = p[het::kF1] * (tm - p[het::kF2]);
+    const double ez = std::exp(std::clamp(z, -kExpClip, kExpClip));
+    const double x = p[het::kF0] * ez + p[het::kF3];
+    tab.fs.push_back(SoftClip(x));
+    if (!derivatives) continue;
+    const bool clipped = z < -kExpClip || z > kExpClip;
+    const double ds = SoftClipDerivative(x);
+    tab.dfs[0].push_back(ds * ez);
+    tab.dfs[1].push_back(clipped ? 0.0 : ds * p[het::kF0] * ez * (tm - p[het::kF2]));
+    tab.dfs[2].push_back(clipped ? 0.0 : ds * -p[het::kF0] * ez * p[het::kF1]);
+    tab.dfs[3].push_back(ds);
+  }
+  return tab;
+}
+
 HeterodyneEvaluation Evaluate(const HeterodyneInput& in) {
   CheckInput(in);
   const std::vector<double>& p = in.physical;
@@ -186,40 +221,7 @@ HeterodyneGradient::HeterodyneGradient(const HeterodyneInput& in,
   const std::span<const double> p = expanded.subspan(static_cast<std::size_t>(2 * n_angles_));
   phi0_ = p[het::kPhi0Het];
 
-  // Rates and their derivatives on the grid, then their prefixes (the prefix is linear).
-  const int first[3] = {het::kD0Ref, het::kD0Sample, het::kV0};
-  for (int r = 0; r < 3; ++r) {
-    const double amp = p[static_cast<std::size_t>(first[r])];
-    const double ex = p[static_cast<std::size_t>(first[r] + 1)];
-    const double off = p[static_cast<std::size_t>(first[r] + 2)];
-    std::vector<double> f, df[3];
-    for (double tm : in.t) {
-      const double pw = PowerTerm(tm, ex);
-      const double raw = amp * pw + off;
-      const double dpw_dex = tm > 0.0 ? pw * std::log(tm > kPowerFloor ? tm : kPowerFloor) : 0.0;
-      // Transport rates are floored at 0; the velocity is not.
-      const double slope = r < 2 ? MaxZeroSlope(raw) : 1.0;
-      f.push_back(r < 2 ? std::max(raw, 0.0) : raw);
-      df[0].push_back(slope * pw);
-      df[1].push_back(slope * amp * dpw_dex);
-      df[2].push_back(slope);
-    }
-    p_[r] = TrapezoidPrefix(f, in.dt);
-    for (int d = 0; d < 3; ++d) dp_[r][d] = TrapezoidPrefix(df[d], in.dt);
-  }
-  // Fraction and its derivatives.
-  for (double tm : in.t) {
-    const double z = p[het::kF1] * (tm - p[het::kF2]);
-    const bool clipped = z < -kExpClip || z > kExpClip;
-    const double ez = std::exp(std::clamp(z, -kExpClip, kExpClip));
-    const double x = p[het::kF0] * ez + p[het::kF3];
-    const double ds = SoftClipDerivative(x);
-    fs_.push_back(SoftClip(x));
-    dfs_[0].push_back(ds * ez);
-    dfs_[1].push_back(clipped ? 0.0 : ds * p[het::kF0] * ez * (tm - p[het::kF2]));
-    dfs_[2].push_back(clipped ? 0.0 : ds * -p[het::kF0] * ez * p[het::kF1]);
-    dfs_[3].push_back(ds);
-  }
+  tab_ = BuildTimeTables(in.t, in.dt, p, true);
 }
 
 double HeterodyneGradient::C2(int k, int i, int j, std::span<double> grad) const {
@@ -229,7 +231,7 @@ double HeterodyneGradient::C2(int k, int i, int j, std::span<double> grad) const
   // Transport: h and dh/dP-difference for the reference and the sample.
   double h[2], dh_ddelta[2];
   for (int r = 0; r < 2; ++r) {
-    const double delta = p_[r][uj] - p_[r][ui];
+    const double delta = tab_.p[r][uj] - tab_.p[r][ui];
     const double integral = std::sqrt(delta * delta + kSmoothAbs);
     double dh_di = 0.0;
     HalfDecay(q_, integral, h[r], dh_di);
@@ -238,12 +240,12 @@ double HeterodyneGradient::C2(int k, int i, int j, std::span<double> grad) const
   // Phase.
   const double angle = (phi_deg_[static_cast<std::size_t>(k)] + phi0_) * kDegToRad;
   const double a = q_ * std::cos(angle);
-  const double v = p_[2][uj] - p_[2][ui];
+  const double v = tab_.p[2][uj] - tab_.p[2][ui];
   const double theta = a * v;
   const double c = std::cos(theta);
   const double dc_dtheta = -std::sin(theta);
   // Fractions.
-  const double bi = fs_[ui], bj = fs_[uj];
+  const double bi = tab_.fs[ui], bj = tab_.fs[uj];
   const double ai = 1.0 - bi, aj = 1.0 - bj;
   const double hr = h[0], hs = h[1];
   const double rr = (ai * aj) * (ai * aj) * (hr * hr);
@@ -283,20 +285,20 @@ double HeterodyneGradient::C2(int k, int i, int j, std::span<double> grad) const
     const double dg_dh = r == 0 ? dg_dhr : dg_dhs;
     const int base = r == 0 ? het::kD0Ref : het::kD0Sample;
     for (int d = 0; d < 3; ++d) {
-      const double ddelta = dp_[r][d][uj] - dp_[r][d][ui];
+      const double ddelta = tab_.dp[r][d][uj] - tab_.dp[r][d][ui];
       grad[phys + static_cast<std::size_t>(base + d)] = contrast * dg_dh * dh_ddelta[r] * ddelta;
     }
   }
   // Velocity parameters and the angle offset.
   for (int d = 0; d < 3; ++d) {
-    const double dv = dp_[2][d][uj] - dp_[2][d][ui];
+    const double dv = tab_.dp[2][d][uj] - tab_.dp[2][d][ui];
     grad[phys + static_cast<std::size_t>(het::kV0 + d)] = contrast * dg_dtheta * a * dv;
   }
   grad[phys + het::kPhi0Het] = contrast * dg_dtheta * (-q_ * std::sin(angle) * kDegToRad * v);
   // Fraction parameters.
   for (int d = 0; d < 4; ++d) {
     grad[phys + static_cast<std::size_t>(het::kF0 + d)] =
-        contrast * (dg_dfsi * dfs_[d][ui] + dg_dfsj * dfs_[d][uj]);
+        contrast * (dg_dfsi * tab_.dfs[d][ui] + dg_dfsj * tab_.dfs[d][uj]);
   }
   return c2;
 }

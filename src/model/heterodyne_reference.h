@@ -46,6 +46,12 @@ inline constexpr int kF3 = 12;
 inline constexpr int kPhi0Het = 13;
 }  // namespace het
 
+// The model's guards (see the formulas above).
+inline constexpr double kPowerFloor = 1e-10;  // power-law base floor
+inline constexpr double kSmoothAbs = 1e-12;   // sqrt(Δ² + kSmoothAbs)
+inline constexpr double kExpClip = 700.0;     // exponent clips
+inline constexpr double kNormFloor = 1e-10;   // normalisation floor
+
 // Canonical names in order (D0_ref … phi0_het).
 const std::array<std::string, kNumPhysical>& ParameterNames();
 // Index of a name or of an alias (beta → v_beta, phi0 → phi0_het); −1 when unknown.
@@ -60,6 +66,22 @@ double SampleFraction(double t, std::span<const double> physical);  // f_s(t)
 
 // P[0] = 0, P[m] = dt·Σ_{r<m} ½(f[r] + f[r+1]) (the half-sums summed, then times dt).
 std::vector<double> TrapezoidPrefix(std::span<const double> f, double dt);
+
+// Derivative of max(raw, 0) with respect to raw: JAX splits a tie evenly.
+inline double MaxZeroSlope(double raw) { return raw > 0.0 ? 1.0 : (raw < 0.0 ? 0.0 : 0.5); }
+
+// The per-time tables of one parameter vector on grid t: the prefixes P_r, P_s, P_v and the
+// sample fraction f_s, and (with `derivatives`) their derivatives — dp[r][d] of prefix r with
+// respect to its (amplitude, exponent, offset), dfs[d] with respect to (f0, f1, f2, f3), 0
+// where a floor or clip is active. O(N); shared by HeterodyneGradient and the kernel.
+struct TimeTables {
+  std::vector<double> p[3];
+  std::vector<double> dp[3][3];
+  std::vector<double> fs;
+  std::vector<double> dfs[4];
+};
+TimeTables BuildTimeTables(std::span<const double> t, double dt, std::span<const double> physical,
+                           bool derivatives);
 
 struct HeterodyneInput {
   std::vector<double> t;         // time grid [s]
@@ -104,13 +126,7 @@ class HeterodyneGradient {
   double q_ = 0.0;
   std::vector<double> phi_deg_, contrast_, offset_;
   double phi0_ = 0.0;
-  // Prefixes and their derivatives: for P_r with respect to (D0_ref, alpha_ref,
-  // D_offset_ref), P_s (sample), P_v (v0, v_beta, v_offset).
-  std::vector<double> p_[3];
-  std::vector<double> dp_[3][3];
-  // f_s and df_s/d(f0, f1, f2, f3) on the grid.
-  std::vector<double> fs_;
-  std::vector<double> dfs_[4];
+  TimeTables tab_;  // with derivatives
 };
 
 }  // namespace homodyne::model::heterodyne

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "kernel_impl.h"
+#include "model/compact_partial.h"
 #include "model/fast_sincos.h"
 #include "separable.h"
 
@@ -285,16 +286,7 @@ double ModelKernel::Gradient(std::span<const double> params, std::span<double> j
   if (static_cast<int>(jtr.size()) != idx.size()) {
     ThrowBadInput(fmt::format("the gradient needs {} entries, found {}", idx.size(), jtr.size()));
   }
-  const std::vector<double> total = im.Reduce(params, Pass::kGradient);
-  const int np = idx.n_phys;
-  // J = −u: JᵀWr = −Σ w·u·r (same sign convention as NormalEquations::jtr).
-  for (int p = 0; p < np; ++p) jtr[static_cast<size_t>(idx.phys(p))] = -total[1 + p];
-  for (int k = 0; k < idx.n_angles; ++k) {
-    const double* ang = total.data() + 1 + np + 2 * k;
-    jtr[static_cast<size_t>(idx.contrast(k))] = -ang[0];
-    jtr[static_cast<size_t>(idx.offset(k))] = -ang[1];
-  }
-  return total[0];
+  return GradientFromCompact(idx, im.Reduce(params, Pass::kGradient), jtr);
 }
 
 void ModelKernel::OnEachThread(const std::function<void(int)>& fn) const {
@@ -318,38 +310,7 @@ bool ModelKernel::ChunkPartials(std::span<const double> params, bool with_deriva
 }
 
 NormalEquations ModelKernel::FromPartial(std::span<const double> total) const {
-  const Impl& im = *impl_;
-  HOMODYNE_CHECK(total.size() == static_cast<std::size_t>(im.partial_size()),
-                 "partial of the wrong size");
-  const ExpandedIndex& idx = im.index;
-  const int np = idx.n_phys;
-  NormalEquations ne(idx.size());
-  ne.chi2 = total[0];
-  const double* phys_jtj = total.data() + 1;
-  const double* phys_jtr = phys_jtj + np * np;
-  const double* angles = phys_jtr + np;
-  auto set = [&](int a, int b, double v) {
-    ne.JtJ(a, b) = v;
-    ne.JtJ(b, a) = v;
-  };
-  // J = −u: JᵀWJ = Σ w·u·uᵀ, JᵀWr = −Σ w·u·r.
-  for (int p = 0; p < np; ++p) {
-    for (int q = p; q < np; ++q) set(idx.phys(p), idx.phys(q), phys_jtj[p * np + q]);
-    ne.jtr[static_cast<size_t>(idx.phys(p))] = -phys_jtr[p];
-  }
-  for (int k = 0; k < idx.n_angles; ++k) {
-    const double* ang = angles + static_cast<size_t>(k) * static_cast<size_t>(im.angle_stride());
-    set(idx.contrast(k), idx.contrast(k), ang[0]);
-    set(idx.contrast(k), idx.offset(k), ang[1]);
-    set(idx.offset(k), idx.offset(k), ang[2]);
-    ne.jtr[static_cast<size_t>(idx.contrast(k))] = -ang[3];
-    ne.jtr[static_cast<size_t>(idx.offset(k))] = -ang[4];
-    for (int p = 0; p < np; ++p) {
-      set(idx.contrast(k), idx.phys(p), ang[5 + p]);
-      set(idx.offset(k), idx.phys(p), ang[5 + np + p]);
-    }
-  }
-  return ne;
+  return NormalEquationsFromCompact(impl_->index, total);
 }
 
 SeparableCounts ModelKernel::CountSeparable(std::span<const double> params) const {
