@@ -24,6 +24,8 @@ import time
 import h5py
 import numpy as np
 
+from fault_matrix import answer  # NLSQ values and chi2 of a result directory
+
 BASE = """analysis_mode: static
 analyzer_parameters:
   dt: {dt}
@@ -170,14 +172,6 @@ def make_inputs(tmp, bindir, n_tasks):
     return tasks
 
 
-def answer(outdir):
-    with open(os.path.join(outdir, "nlsq", "parameters.json")) as f:
-        d = json.load(f)
-    out = {k: v["value"] for k, v in d["parameters"].items()}
-    out["chi_squared"] = d["chi_squared"]
-    return out
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("bindir")
@@ -253,8 +247,8 @@ def main():
                 problems.append(f"{t['name']} alone: exit {alone.returncode}: {alone.stdout}"
                                 f"{alone.stderr}")
                 continue
-            in_batch = answer(os.path.join(tmp, "out", t["name"]))
-            if in_batch != answer(out):
+            in_batch = answer(os.path.join(tmp, "out", t["name"]), "nlsq")
+            if in_batch != answer(out, "nlsq"):
                 problems.append(f"{t['name']}: the batch's answer differs from the fit alone")
             shutil.rmtree(out)
         report["good_tasks_compared"] = len(good)
