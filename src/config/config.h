@@ -91,6 +91,9 @@ struct EffectiveParameter {
   double initial = 0.0;
   bool bounds_from_config = false;   // parameter_space.bounds vs built-in defaults
   bool initial_from_config = false;  // initial_parameters.values (else see NlsqDefaultStart)
+  // false: held at `initial` (fixed_parameters, left out of active_parameters, or vary: false);
+  // the fit leaves it out of the optimiser vector, the DOF and the global search.
+  bool vary = true;
 };
 
 struct AntiDegeneracy {

@@ -203,9 +203,17 @@ void ResolveParameters(Config& c) {
         ip.values->size() == ip.parameter_names.size()) {
       p.initial = (*ip.values)[static_cast<std::size_t>(pos - ip.parameter_names.begin())];
       p.initial_from_config = true;
-    } else if (fixed != ip.fixed_parameters.end()) {
+    }
+    // A fixed value wins over values[]: the parameter is held there.
+    if (fixed != ip.fixed_parameters.end()) {
       p.initial = fixed->second;
       p.initial_from_config = true;
+      p.vary = false;
+    }
+    if (ip.active_parameters &&
+        std::find(ip.active_parameters->begin(), ip.active_parameters->end(), name) ==
+            ip.active_parameters->end()) {
+      p.vary = false;
     }
     if (p.initial_from_config && (p.initial < p.min || p.initial > p.max)) {
       c.notes.push_back(fmt::format("initial value of {} ({}) lies outside its bounds [{}, {}]",
