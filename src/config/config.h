@@ -156,6 +156,8 @@ struct NlsqRecovery {
   std::string on_stall;  // restarts | cmaes | none
   int stall_starts{};
   int phi0_restarts{};
+  bool mirror_check{};
+  bool velocity_scan{};
 };
 
 struct NlsqOptions {

@@ -199,6 +199,18 @@ void AddRecovery(const KeyAdder& r) {
          "spaced points of its bounds (the shear term's sinc^2 makes chi2 multimodal in "
          "phi0); the lowest chi2 is kept; 0: none",
          f(&NlsqRecovery::phi0_restarts));
+  r.Used("mirror_check", T::kBool, "true", NoRule(),
+         "two_component: one local fit from the answer's mirror (reference and sample "
+         "transport swapped, the sample fraction replaced by the closest one to 1 - f_s); "
+         "c2 is symmetric under that swap, so a fit from a symmetric start can end in the "
+         "mirror's basin; the lowest chi2 is kept",
+         f(&NlsqRecovery::mirror_check));
+  r.Used("velocity_scan", T::kBool, "true", NoRule(),
+         "two_component without a configured v0: chi2 of a grid of (v0, v_beta) around the "
+         "configured start and around its local fit, local fits from the 2 lowest of each, "
+         "the lowest chi2 kept; the cross term's cos(q cos(phi + phi0_het) * integral of v) "
+         "makes chi2 oscillate in v0",
+         f(&NlsqRecovery::velocity_scan));
 }
 
 void AddCmaes(const KeyAdder& c) {

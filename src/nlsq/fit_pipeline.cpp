@@ -1,7 +1,9 @@
 #include "nlsq/fit_pipeline.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -9,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/fault_injection.h"
+#include "model/heterodyne_symmetry.h"
 #include "nlsq/anti_degeneracy.h"
 #include "nlsq/latin_hypercube.h"
 #include "parallel/collective.h"
@@ -80,9 +83,17 @@ std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& sessio
   std::vector<bool> log_scale(n, false);
   for (std::size_t i = first_physical; i < n; ++i) {
     const std::string& name = session.parameter_names()[i];
-    if (name == "D_offset" || name == "gamma_dot_t_offset") continue;  // kept at the start's
+    // Kept at the start's: offsets whose wide bounds are mostly plateaus, and f2, which
+    // enters only with f0.
+    if (name == "D_offset" || name == "gamma_dot_t_offset" || name == "D_offset_ref" ||
+        name == "D_offset_sample" || name == "v_offset" || name == "f2") {
+      continue;
+    }
     lo[i] = session.lower()[i];
     hi[i] = session.upper()[i];
+    const bool scale_from_zero =
+        (name == "D0_ref" || name == "D0_sample" || name == "v0") && lo[i] == 0.0 && hi[i] > 0.0;
+    if (scale_from_zero) lo[i] = 1e-4 * hi[i];
     if (lo[i] > 0.0 && hi[i] > 100.0 * lo[i]) {
       log_scale[i] = true;
       lo[i] = std::log(lo[i]);
@@ -112,6 +123,8 @@ RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
   }
   o.stall_starts = r.stall_starts;
   o.phi0_restarts = r.phi0_restarts;
+  o.mirror_check = r.mirror_check;
+  o.velocity_scan = r.velocity_scan;
   o.Validate();
   return o;
 }
@@ -181,6 +194,183 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
     }
   }
   return chosen;
+}
+
+std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
+                                                    const std::vector<double>& base, double q,
+                                                    double dt) {
+  const int iv = session.ParameterIndex("v0");
+  const int ib = session.ParameterIndex("v_beta");
+  std::vector<std::vector<double>> points;
+  if (session.layout().mode() != model::AnalysisMode::kTwoComponent || iv < 0 || ib < 0 ||
+      !(q > 0.0) || !(dt > 0.0) || session.time_points() < 2) {
+    return points;
+  }
+  const auto v = static_cast<std::size_t>(iv), b = static_cast<std::size_t>(ib);
+  const double t_end = dt * static_cast<double>(session.time_points());
+  const double v_lo = std::numbers::pi / (10.0 * q * t_end);
+  const double v_hi = std::numbers::pi / (q * dt);
+  constexpr double kStep = 1.03;
+  const int n_v = static_cast<int>(std::ceil(std::log(v_hi / v_lo) / std::log(kStep))) + 1;
+  constexpr int kBetas = 4;
+  for (int kb = 0; kb < kBetas; ++kb) {
+    const double beta =
+        session.lower()[b] + (session.upper()[b] - session.lower()[b]) * kb / (kBetas - 1);
+    // Mean of t^beta over (0, T]: T^beta / (1 + beta); beta ≤ −1 has no finite mean, so the
+    // value at the window's end stands in.
+    const double mean_power =
+        beta > -1.0 + 1e-9 ? std::pow(t_end, beta) / (1.0 + beta) : std::pow(t_end, beta);
+    for (int kv = 0; kv < n_v; ++kv) {
+      const double v0 = v_lo * std::pow(kStep, kv) / mean_power;
+      std::vector<double> x = base;
+      x[b] = beta;
+      x[v] = std::clamp(v0, session.lower()[v], session.upper()[v]);
+      points.push_back(std::move(x));
+    }
+  }
+  return points;
+}
+
+SolverSummary ScanVelocity(XpcsFitSession& session, const SolverSummary& configured, double q,
+                           double dt, int keep,
+                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                           const Logger& logger, bool progress, std::vector<std::string>& actions) {
+  // Around the configured start and around its local fit's answer: at the start the other
+  // parameters are the registry's; at the answer they have adapted to its fringe (the
+  // transport damping a cross term that does not match), so each finds fringes the other
+  // misses.
+  std::vector<std::vector<double>> points = VelocityScanPoints(session, session.x0(), q, dt);
+  if (points.empty()) return configured;
+  const std::size_t n_first = points.size();
+  if (configured.IsUsable() && configured.x.size() == session.x0().size() &&
+      configured.x != session.x0()) {
+    auto more = VelocityScanPoints(session, configured.x, q, dt);
+    points.insert(points.end(), more.begin(), more.end());
+  }
+  // Large data: every stride-th row (each with every lag), as the CMA-ES search does.
+  const std::int64_t n_points = session.total_points();
+  constexpr std::int64_t kScanMaxPoints = 200000;
+  int stride = 1;
+  if (n_points > kScanMaxPoints && !session.streamed()) {
+    const std::int64_t by_points = (n_points + kScanMaxPoints - 1) / kScanMaxPoints;
+    const std::int64_t by_rows =
+        std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
+    stride = static_cast<int>(std::min(by_points, by_rows));
+  }
+  std::vector<double> chi2;
+  session.Chi2BatchOnRows(points, chi2, stride);
+  // The `keep` lowest of each grid.
+  const auto key = [&](std::size_t i) { return std::isfinite(chi2[i]) ? chi2[i] : HUGE_VAL; };
+  std::vector<std::size_t> order;
+  for (const auto& [from, to] :
+       {std::pair{std::size_t{0}, n_first}, std::pair{n_first, points.size()}}) {
+    std::vector<std::size_t> part(to - from);
+    std::iota(part.begin(), part.end(), from);
+    std::stable_sort(part.begin(), part.end(),
+                     [&](std::size_t a, std::size_t b) { return key(a) < key(b); });
+    part.resize(std::min<std::size_t>(part.size(), static_cast<std::size_t>(keep)));
+    order.insert(order.end(), part.begin(), part.end());
+  }
+  const int iv = session.ParameterIndex("v0");
+  const int ib = session.ParameterIndex("v_beta");
+  const int n_fits = static_cast<int>(order.size());
+  logger.Info(
+      "NLSQ velocity scan: chi2 of {} (v0, v_beta) points around the start{}{}; local fits "
+      "from the {} lowest of each",
+      points.size(), points.size() > n_first ? " and its local fit" : "",
+      stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(), keep);
+  SolverSummary chosen = configured;
+  int chosen_k = -1;
+  for (int k = 0; k < n_fits; ++k) {
+    const auto& x = points[order[static_cast<std::size_t>(k)]];
+    SolverSummary s = session.Solve(
+        x, progress, checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
+    logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at chi2 {:.12g}", x[iv],
+                x[ib], ToString(s.termination), s.final_chi2);
+    if (Better(s, chosen)) {
+      chosen = std::move(s);
+      chosen_k = k;
+    }
+  }
+  if (chosen_k < 0) {
+    actions.push_back(fmt::format(
+        "velocity scan: {} local fit(s) from the lowest-chi2 (v0, v_beta) of {} found no lower "
+        "minimum than the configured start's ({} at chi2 {:.12g})",
+        n_fits, points.size(), ToString(configured.termination), configured.final_chi2));
+  } else {
+    const auto& x = points[order[static_cast<std::size_t>(chosen_k)]];
+    actions.push_back(fmt::format(
+        "velocity scan: the local fit from v0 {:.6g}, v_beta {:.6g} ended {} at chi2 {:.12g}, "
+        "below the configured start's {} at {:.12g}: kept",
+        x[iv], x[ib], ToString(chosen.termination), chosen.final_chi2,
+        ToString(configured.termination), configured.final_chi2));
+  }
+  logger.Info("NLSQ {}", actions.back());
+  return chosen;
+}
+
+SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& best, double dt,
+                               const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                               const Logger& logger, bool progress,
+                               std::vector<std::string>& actions) {
+  namespace het = model::heterodyne::het;
+  if (session.layout().mode() != model::AnalysisMode::kTwoComponent || !best.IsUsable() ||
+      best.x.empty()) {
+    return best;
+  }
+  // The optimiser index of every physical parameter; the swap needs the transport and the
+  // fraction's f0, f1, f3 free (a held one cannot take its partner's value).
+  const auto& names = model::heterodyne::ParameterNames();
+  const std::vector<double> expanded = session.layout().Expand(best.x);
+  const model::ExpandedIndex& ex = session.layout().expanded_index();
+  std::array<int, model::heterodyne::kNumPhysical> index{};
+  std::vector<double> physical(names.size());
+  for (std::size_t p = 0; p < names.size(); ++p) {
+    const int pi = static_cast<int>(p);
+    index[p] = session.ParameterIndex(names[p]);
+    const bool needed =
+        pi <= het::kDOffsetSample || pi == het::kF0 || pi == het::kF1 || pi == het::kF3;
+    if (index[p] < 0 && needed) {
+      logger.Info("NLSQ mirror check: skipped ({} is held)", names[p]);
+      return best;
+    }
+    physical[p] = expanded[static_cast<std::size_t>(ex.phys(pi))];
+  }
+  std::vector<double> times(static_cast<std::size_t>(session.time_points()));
+  for (std::size_t m = 0; m < times.size(); ++m) times[m] = dt * static_cast<double>(m + 1);
+  const auto bounds = [&](int p) {
+    const auto i = static_cast<std::size_t>(index[static_cast<std::size_t>(p)]);
+    return std::array<double, 2>{session.lower()[i], session.upper()[i]};
+  };
+  const model::heterodyne::MirrorFraction fraction = model::heterodyne::MirrorSampleFraction(
+      physical, times, bounds(het::kF0), bounds(het::kF1), bounds(het::kF3));
+  const std::vector<double> mirror = model::heterodyne::MirrorParameters(physical, fraction);
+  std::vector<double> start = best.x;
+  for (std::size_t p = 0; p < names.size(); ++p) {
+    if (index[p] < 0) continue;
+    const auto i = static_cast<std::size_t>(index[p]);
+    start[i] = std::clamp(mirror[p], session.lower()[i], session.upper()[i]);
+  }
+  logger.Info(
+      "NLSQ mirror check: a local fit from the answer's reference<->sample mirror (chi2 "
+      "{:.12g}; mirrored fraction RMS {:.3g})",
+      best.final_chi2, fraction.rms);
+  SolverSummary s = session.Solve(start, progress, checkpoint::InSubfolder(checkpoints, "mirror"));
+  const bool better = Better(s, best);
+  const bool lower = Lower(s, best);
+  actions.push_back(fmt::format(
+      "mirror check: the fit from the reference<->sample mirror ended {} at chi2 {:.12g} against "
+      "{} at {:.12g}: {}",
+      ToString(s.termination), s.final_chi2, ToString(best.termination), best.final_chi2,
+      !better ? "the answer stands"
+      : lower ? "a lower minimum; the first answer was in the mirror's basin"
+              : "the same minimum, now converged"));
+  if (better && lower) {
+    logger.Warn("NLSQ {}", actions.back());
+  } else {
+    logger.Info("NLSQ {}", actions.back());
+  }
+  return better ? s : best;
 }
 
 SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& stalled, int n_starts,
@@ -253,6 +443,16 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
     const ScopedFaultStage stage("local");
     local = session.Solve(session.x0(), progress);
+    // two_component: v0 from the registry default is a guess across the cross term's
+    // fringes; a configured v0 is the user's start and is taken as it is.
+    const int iv = session.ParameterIndex("v0");
+    if (recovery.velocity_scan && iv >= 0 &&
+        !cfg.parameters.at(static_cast<std::size_t>(model::heterodyne::het::kV0))
+             .initial_from_config) {
+      const ScopedFaultStage scan_stage("velocity_scan");
+      local = ScanVelocity(session, *local, cfg.analyzer.wavevector_q, cfg.analyzer.dt, 2,
+                           options.checkpoints, logger, progress, actions);
+    }
   }
 
   // Phase 1b: the anti-degeneracy stage, a second path from the same start. By default only
@@ -336,6 +536,12 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     const ScopedFaultStage stage("phi0");
     answer = CheckPhi0Basins(session, answer, recovery.phi0_restarts, options.checkpoints, logger,
                              progress, actions);
+  }
+  // Phase 4: the mirror check (two_component).
+  if (recovery.mirror_check) {
+    const ScopedFaultStage stage("mirror");
+    answer = CheckMirrorBasin(session, answer, cfg.analyzer.dt, options.checkpoints, logger,
+                              progress, actions);
   }
 
   NlsqRunResult r = session.Finish(answer);

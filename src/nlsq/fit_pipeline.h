@@ -1,6 +1,7 @@
 // The NLSQ fit as the project runs it by default (docs/global.md):
 //
-//   local fit      from the configured start (the CMA-ES stage's warm start);
+//   local fit      from the configured start (the CMA-ES stage's warm start); two_component
+//                  with no configured v0: also from the best points of the velocity scan;
 //   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
 //                  good warm start);
 //   stall          otherwise, when the local fit ended stalled or at max_iterations (or,
@@ -10,6 +11,8 @@
 //                  cmaes (the CMA-ES stage searching the box) or none;
 //   phi0 check     laminar_flow with phi0 free: local fits restarted from the answer with
 //                  phi0 at recovery.phi0_restarts evenly spaced points of its bounds;
+//   mirror check   two_component: a local fit from the answer's reference↔sample mirror
+//                  (model/heterodyne_symmetry.h), recovery.mirror_check;
 //   answer         the lowest χ² of all of these, labelled by its own solve.
 //
 // Every step is collective over one communicator, deterministic and replicated, so the
@@ -36,6 +39,8 @@ struct RecoveryOptions {
   int stall_starts = 10;
   std::uint64_t seed = 42;  // of the Latin hypercube
   int phi0_restarts = 4;
+  bool mirror_check = true;
+  bool velocity_scan = true;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).
   static RecoveryOptions FromConfig(const config::NlsqRecovery& r);
@@ -54,6 +59,35 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
                               const Logger& logger, bool progress,
                               std::vector<std::string>& actions);
 
+// Collective. The mirror check on `best` (two_component with the transport and fraction
+// parameters free; else a no-op): one local fit from the mirror of `best` on the grid
+// t = dt·[1..N]; returns the better (Better) of the two. It checkpoints under
+// "<dir>/mirror".
+SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& best, double dt,
+                               const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                               const Logger& logger, bool progress,
+                               std::vector<std::string>& actions);
+
+// two_component: the points of the velocity scan, `base` with (v0, v_beta)
+// on a grid: v_beta at 4 evenly spaced points of its bounds, and for each, v0 such that the
+// mean velocity over the window t = dt·[1..n_times] runs over a log grid (3 % steps) from a
+// tenth of a half turn of the cross-term phase over the window, π/(10·q·T), to a half turn
+// per frame, π/(q·dt). The χ² of c2's cross term oscillates in v0 with a period of that
+// relative size, so a local fit from the registry's v0 = 1e3, v_beta = 1 mostly ends in a
+// wrong fringe. Empty when v0 or v_beta is held.
+std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
+                                                    const std::vector<double>& base, double q,
+                                                    double dt);
+
+// Collective. The velocity scan: χ² of the VelocityScanPoints around the configured start
+// and around `configured` (its local fit) in one batched pass (on every stride-th row for
+// large data, as the CMA-ES search), and local fits from the `keep` lowest of each grid;
+// returns the best (Better) of them and `configured`. One line to `actions`.
+SolverSummary ScanVelocity(XpcsFitSession& session, const SolverSummary& configured, double q,
+                           double dt, int keep,
+                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                           const Logger& logger, bool progress, std::vector<std::string>& actions);
+
 // The physical parameters of `s` at a bound ("phi0 at its upper bound, …"; empty: none).
 std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s);
 // A local fit the pipeline does not take at its word: it stalled (or hit max_iterations), or
@@ -66,7 +100,10 @@ std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
 // The starts of the stall recovery: the configured start with D0, alpha, gamma_dot_t0,
 // beta and phi0 drawn from a Latin hypercube of their bounds (log-uniform where the bounds
 // are positive and span more than a factor 100: D0, gamma_dot_t0), and the per-angle
-// scaling, D_offset and gamma_dot_t_offset kept at the start's values. Uniform draws of
+// scaling, D_offset and gamma_dot_t_offset kept at the start's values. two_component alike:
+// the offsets (D_offset_ref, D_offset_sample, v_offset) and f2 (one parameter with f0)
+// kept; D0_ref, D0_sample and v0, whose bounds start at 0, log-uniform over the top four
+// decades of their range. Uniform draws of
 // the offsets' wide default bounds (±1e5, ±0.1) mostly land where D(t) is floored or the
 // shear rate is all offset, which are the plateaus the stalled fit is on.
 std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,

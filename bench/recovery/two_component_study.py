@@ -1,0 +1,259 @@
+#!/usr/bin/python3
+"""Two-component NLSQ recovery study: seeded synthetic two-component datasets fitted from the
+template's start (initial_parameters.values: null, i.e. xpcsjax's registry defaults) and
+from the truth. For each fit: its label, chi2 against the dataset's reference minimum (the
+lowest chi2 of all its fits), and every parameter against the truth (z = |fit - truth| / sd,
+sd from the fit's covariance). docs/model.md ("Recovery from the template's start") gives
+the definitions and the last run's table.
+
+Usage: bench/recovery/two_component_study.py --bin-dir build/apps --out DIR
+         [--datasets 20] [--seed 2027] [--ranks 1] [--variant NAME:key=value,...]
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import recovery_study as rs  # noqa: E402  (shared helpers: YAML, runs, result files)
+
+DT = 0.1
+Q = 0.0054
+NAMES = ["D0_ref", "alpha_ref", "D_offset_ref", "D0_sample", "alpha_sample", "D_offset_sample",
+         "v0", "v_beta", "v_offset", "f0", "f1", "f2", "f3", "phi0_het"]
+# The tolerance: |fit - truth| <= Z_MAX * sd for every parameter the data determine. f0 and
+# f2 enter only as f0*exp(-f1*f2) (f2 is held at its true 0 in every fit, so f0 is
+# determined); with alpha = 0 a D0 and its D_offset are one parameter (alphas are drawn
+# away from 0).
+Z_MAX = 4.0
+REACH = 1.001
+
+CONFIGS = {
+    "truth": {"start": "truth", "settings": {}},
+    "template": {"start": "default", "settings": {}},
+}
+
+
+def draw_dataset(seed, index):
+    rng = np.random.default_rng([seed, index])
+    n_angles = int(rng.integers(3, 7))
+    frames = int(rng.integers(40, 71))
+    shift = rng.uniform(0.0, 180.0 / n_angles)
+    angles = [round(shift + 180.0 * k / n_angles, 1) for k in range(n_angles)]
+    d_ref = rs.loguniform(rng, 500.0, 5000.0)
+    d_s = rs.loguniform(rng, 3000.0, 30000.0)
+    # Fraction dynamics: a third constant, a third rising, a third falling; f_s inside
+    # (0.1, 0.9) over the window so the soft clip stays the identity.
+    kind = index % 3
+    f1 = 0.0 if kind == 0 else (1 if kind == 1 else -1) * float(rng.uniform(0.1, 0.3))
+    t_end = frames * DT
+    f0 = float(rng.uniform(0.25, 0.45))
+    hi = f0 * math.exp(max(f1, 0.0) * t_end)
+    f0 = f0 if hi < 0.85 else f0 * 0.85 / hi
+    p = {"D0_ref": d_ref, "alpha_ref": float(rng.uniform(-0.5, 0.5)),
+         "D_offset_ref": float(d_ref * rng.uniform(0.0, 0.02)),
+         "D0_sample": d_s, "alpha_sample": float(rng.uniform(-0.5, 0.5)),
+         "D_offset_sample": float(d_s * rng.uniform(0.0, 0.02)),
+         "v0": rs.loguniform(rng, 100.0, 600.0), "v_beta": float(rng.uniform(0.1, 0.9)),
+         "v_offset": float(rng.uniform(-5.0, 5.0)),
+         "f0": f0, "f1": f1, "f2": 0.0, "f3": float(rng.uniform(0.0, 0.1)),
+         "phi0_het": float(rng.uniform(-5.0, 5.0))}
+    return {"id": f"tc{index:03d}", "index": index, "mode": "two_component",
+            "angles": angles, "frames": frames, "truth": p,
+            "fraction": ["constant", "rising", "falling"][kind],
+            "contrast": float(rng.uniform(0.1, 0.3)),
+            "offset": float(1.0 + rng.uniform(-0.02, 0.02)),
+            "noise": rs.loguniform(rng, 5e-4, 2e-3),
+            "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
+
+
+def base_config(ds, data_dir):
+    return {"analysis_mode": "two_component",
+            "analyzer_parameters": {"dt": DT, "scattering": {"wavevector_q": Q}},
+            "experimental_data": {"data_folder_path": data_dir, "data_file_name": "data.h5"},
+            "initial_parameters": {"parameter_names": NAMES, "values": None,
+                                   "fixed_parameters": {"f2": 0.0}},
+            # v_beta's registry window [0, 2] holds every drawn truth.
+            }
+
+
+def fit_config(ds, ds_dir, run_dir, conf):
+    cfg = base_config(ds, ds_dir)
+    if conf["start"] == "truth":
+        cfg["initial_parameters"]["values"] = [ds["truth"][n] for n in NAMES]
+    for key, value in conf["settings"].items():
+        rs.set_key(cfg, key, value.replace("{run}", run_dir) if isinstance(value, str) else value)
+    return cfg
+
+
+def generate(ds, ds_dir, synth):
+    os.makedirs(ds_dir, exist_ok=True)
+    cfg_path = os.path.join(ds_dir, "synth.yaml")
+    rs.write_yaml(cfg_path, base_config(ds, ds_dir))
+    cmd = [synth, "--config", cfg_path, "-o", os.path.join(ds_dir, "data.h5"), "--force", "-q",
+           "--frames", str(ds["frames"]), "--angles", ",".join(f"{a:g}" for a in ds["angles"]),
+           "--contrast", repr(ds["contrast"]), "--offset", repr(ds["offset"]),
+           "--noise", repr(ds["noise"]), "--seed", str(ds["noise_seed"])]
+    for name, value in ds["truth"].items():
+        cmd += ["--param", f"{name}={value!r}"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"error: homodyne-synth failed for {ds['id']}:\n{r.stdout}{r.stderr}")
+
+
+def run(ds, ds_dir, name, conf, tools, work, ranks, timeout):
+    run_dir = os.path.join(work, "runs", ds["id"], name)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    os.makedirs(run_dir)
+    cfg_path = os.path.join(run_dir, "config.yaml")
+    rs.write_yaml(cfg_path, fit_config(ds, ds_dir, run_dir, conf))
+    out = os.path.join(run_dir, "out")
+    cmd = [tools["mpiexec"], "-n", str(ranks), tools["homodyne"], "--config", cfg_path,
+           "--output-dir", out]
+    t0 = time.monotonic()
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        code, text = r.returncode, r.stdout + r.stderr
+    except subprocess.TimeoutExpired:
+        code, text = None, "timeout"
+    with open(os.path.join(run_dir, "log.txt"), "w") as f:
+        f.write(text)
+    rec = {"dataset": ds["id"], "config": name, "exit_code": code,
+           "wall_seconds": time.monotonic() - t0}
+    rec.update(rs.read_run(out))
+    params = rs.read_json(os.path.join(out, "nlsq", "parameters.json")) or {}
+    rec["sd"] = {k: v.get("uncertainty") for k, v in params.get("parameters", {}).items()}
+    if code is None:
+        rec["status"] = "timeout"
+    elif code != 0 and "status" not in rec:
+        rec["status"] = "error"
+        rec["error"] = text.strip().splitlines()[-1:] if text.strip() else ""
+    return rec
+
+
+def judge(ds, rec):
+    """z per parameter and whether every determined parameter is within Z_MAX sd."""
+    z = {}
+    for n in NAMES:
+        if n == "f2":
+            continue
+        fit, sd = (rec.get("physical") or {}).get(n), (rec.get("sd") or {}).get(n)
+        if not rs.finite(fit) or not rs.finite(sd) or sd <= 0:
+            z[n] = None
+            continue
+        z[n] = abs(fit - ds["truth"][n]) / sd
+    rec["z"] = z
+    rec["recovered"] = all(v is not None and v <= Z_MAX for v in z.values())
+    return rec
+
+
+def table(datasets, records, configs):
+    by = {(r["dataset"], r["config"]): r for r in records}
+    lines = ["| configuration | χ² ≤ 1.001·ref | truth within 4 sd (all 13) | labels | "
+             "median wall s |", "|---|---|---|---|---|"]
+    for c in configs:
+        rs_ = [by[(d["id"], c)] for d in datasets if (d["id"], c) in by]
+        reached = sum(1 for r in rs_ if r.get("chi2_ratio") is not None
+                      and r["chi2_ratio"] <= REACH)
+        rec = sum(1 for r in rs_ if r.get("recovered"))
+        labels = {}
+        for r in rs_:
+            labels[str(r.get("status"))] = labels.get(str(r.get("status")), 0) + 1
+        lab = ", ".join(f"{k} {v}" for k, v in sorted(labels.items()))
+        wall = np.median([r["wall_seconds"] for r in rs_]) if rs_ else float("nan")
+        lines.append(f"| {c} | {reached}/{len(rs_)} | {rec}/{len(rs_)} | {lab} | {wall:.1f} |")
+    # Per parameter: how often the template start's fit has it within 4 sd.
+    lines.append("")
+    for c in configs:
+        rs_ = [by[(d["id"], c)] for d in datasets if (d["id"], c) in by]
+        per = []
+        for n in NAMES:
+            if n == "f2":
+                continue
+            ok = sum(1 for r in rs_ if r["z"].get(n) is not None and r["z"][n] <= Z_MAX)
+            per.append(f"{n} {ok}")
+        lines.append(f"{c}, parameters within 4 sd (of {len(rs_)}): " + ", ".join(per))
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--bin-dir", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--datasets", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=2027)
+    ap.add_argument("--ranks", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--configs", default="truth,template")
+    ap.add_argument("--variant", action="append", default=[])
+    ap.add_argument("--work-dir")
+    ap.add_argument("--mpiexec", default="mpiexec")
+    args = ap.parse_args()
+    confs = dict(CONFIGS)
+    configs = [c for c in args.configs.split(",") if c]
+    for v in args.variant:
+        name, conf = rs.parse_variant(v)
+        confs[name] = conf
+        configs.append(name)
+    tools = {"homodyne": os.path.join(args.bin_dir, "homodyne"),
+             "synth": os.path.join(args.bin_dir, "homodyne-synth"),
+             "mpiexec": shutil.which(args.mpiexec)}
+    if not tools["mpiexec"]:
+        raise SystemExit(f"error: {args.mpiexec} not found on PATH")
+    for k in ("homodyne", "synth"):
+        if not os.access(tools[k], os.X_OK):
+            raise SystemExit(f"error: {tools[k]} not found (build first)")
+    os.makedirs(args.out, exist_ok=True)
+    work = args.work_dir or tempfile.mkdtemp(prefix="homodyne_tc_recovery_")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    git = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
+                          "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
+    datasets = [draw_dataset(args.seed, i) for i in range(args.datasets)]
+    records = []
+    for i, ds in enumerate(datasets):
+        ds_dir = os.path.join(work, "datasets", ds["id"])
+        generate(ds, ds_dir, tools["synth"])
+        line = []
+        for c in configs:
+            rec = run(ds, ds_dir, c, confs[c], tools, work, args.ranks, args.timeout)
+            records.append(rec)
+            chi = rec.get("chi2")
+            line.append(f"{c} {rec.get('status')} {chi:.6g}" if rs.finite(chi)
+                        else f"{c} {rec.get('status')} -")
+        rs.log(f"[{i + 1}/{len(datasets)}] {ds['id']} {ds['fraction']:<8} "
+               f"{len(ds['angles'])} angles x {ds['frames']} frames: " + "; ".join(line))
+    for ds in datasets:
+        chis = [r["chi2"] for r in records if r["dataset"] == ds["id"] and rs.finite(r.get("chi2"))]
+        ds["reference_chi2"] = min(chis) if chis else None
+        for r in records:
+            if r["dataset"] != ds["id"]:
+                continue
+            ref = ds["reference_chi2"]
+            r["chi2_ratio"] = r["chi2"] / ref if rs.finite(r.get("chi2")) and ref else None
+            judge(ds, r)
+    text = table(datasets, records, configs)
+    doc = {"study": "two-component NLSQ recovery (docs/model.md)",
+           "started_utc": started.isoformat(timespec="seconds"), "git": git,
+           "command": " ".join(sys.argv), "seed": args.seed, "ranks": args.ranks,
+           "z_max": Z_MAX, "reach": REACH, "configurations": {c: confs[c] for c in configs},
+           "datasets": datasets, "runs": records}
+    with open(os.path.join(args.out, "two_component_recovery.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    with open(os.path.join(args.out, "two_component_recovery.md"), "w") as f:
+        f.write(text)
+    rs.log("")
+    rs.log(text)
+
+
+if __name__ == "__main__":
+    main()
