@@ -143,6 +143,15 @@ TEST(ConfigXpcsjax, GroupedParametersSetStartBoundsAndVaryAndWinOverTheOtherSect
   EXPECT_FALSE(Param(c, "f1").vary);
   EXPECT_DOUBLE_EQ(Param(c, "v0").initial, 50.0);  // untouched by the grouped section
   EXPECT_TRUE(Param(c, "v0").vary);
+  // The effective-config echo reads back to the same parameters.
+  const Config again = ReadConfigString(EffectiveConfigYaml(c), "echo.yaml");
+  ASSERT_EQ(again.parameters.size(), c.parameters.size());
+  for (std::size_t i = 0; i < c.parameters.size(); ++i) {
+    EXPECT_EQ(again.parameters[i].initial, c.parameters[i].initial) << c.parameters[i].name;
+    EXPECT_EQ(again.parameters[i].min, c.parameters[i].min) << c.parameters[i].name;
+    EXPECT_EQ(again.parameters[i].max, c.parameters[i].max) << c.parameters[i].name;
+    EXPECT_EQ(again.parameters[i].vary, c.parameters[i].vary) << c.parameters[i].name;
+  }
 }
 
 TEST(ConfigXpcsjax, GroupedParameterErrorsNameTheKeyAndLine) {
