@@ -68,6 +68,8 @@ struct ParameterBound {
   std::optional<double> prior_mu;     // default: midpoint
   std::optional<double> prior_sigma;  // default: (max - min) / 4
   std::string unit;
+  std::optional<double> value;  // start value (xpcsjax's overlay; wins over initial_parameters)
+  std::optional<bool> vary;     // false: held at its start
 };
 
 struct PriorSpec {
@@ -83,14 +85,37 @@ struct ParameterSpace {
   std::map<std::string, PriorSpec> priors;  // canonical base name → prior
 };
 
+// One entry of two_component's grouped format, parameters.<group>.<name> (xpcsjax's
+// ParameterSpace.from_config): applied after initial_parameters and parameter_space.
+struct GroupedParameter {
+  std::string key;   // "parameters.<group>.<name as written>", for messages
+  std::string name;  // canonical: a physical name, "contrast" or "offset"
+  std::optional<double> value;
+  std::optional<double> min;  // min and max come together
+  std::optional<double> max;
+  std::optional<bool> vary;
+};
+
+// The top-level scaling: section (xpcsjax's model scaling).
+struct ScalingSection {
+  // Start of every angle's contrast/offset instead of the estimate from the data (wins
+  // over parameters.scaling and initial_parameters.per_angle_scaling).
+  std::optional<double> initial_contrast;
+  std::optional<double> initial_offset;
+};
+
 // Effective bounds and starting value of one parameter.
 struct EffectiveParameter {
   std::string name;
   double min = 0.0;
   double max = 0.0;
   double initial = 0.0;
-  bool bounds_from_config = false;   // parameter_space.bounds vs built-in defaults
-  bool initial_from_config = false;  // initial_parameters.values (else see NlsqDefaultStart)
+  bool bounds_from_config = false;  // parameter_space.bounds vs built-in defaults
+  // The config gives the start: initial_parameters.values/fixed_parameters, a bounds entry's
+  // or a grouped entry's value; for contrast/offset a scalar start (parameters.scaling,
+  // scaling.initial_*, a bounds entry's value) that replaces the estimate from the data.
+  // Else see NlsqDefaultStart.
+  bool initial_from_config = false;
   // false: held at `initial` (fixed_parameters, left out of active_parameters, or vary: false);
   // the fit leaves it out of the optimiser vector, the DOF and the global search.
   bool vary = true;
@@ -302,10 +327,14 @@ struct Config {
   PhiFiltering phi_filtering;
   InitialParameters initial_parameters;
   ParameterSpace parameter_space;
+  std::vector<GroupedParameter> grouped_parameters;  // two_component's parameters: section
+  ScalingSection scaling;
   // Effective physical parameters in fit order (PhysicalParameterNames(analysis_mode)).
   std::vector<EffectiveParameter> parameters;
-  EffectiveParameter contrast;  // bounds of every contrast_k (initial = midpoint)
-  EffectiveParameter offset;    // bounds of every offset_k (initial = midpoint)
+  // Bounds of every contrast_k / offset_k; initial = a configured scalar start
+  // (initial_from_config) or the midpoint.
+  EffectiveParameter contrast;
+  EffectiveParameter offset;
   Optimization optimization;
   LoggingOptions logging;
   std::string output_directory;

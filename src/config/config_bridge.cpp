@@ -48,8 +48,14 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
     const auto kk = static_cast<std::size_t>(k);
     const auto c = static_cast<std::size_t>(index.contrast(k));
     const auto o = static_cast<std::size_t>(index.offset(k));
-    out.values[c] = contrast ? (*contrast)[kk] : estimates[kk].contrast;
-    out.values[o] = offset ? (*offset)[kk] : estimates[kk].offset;
+    // A configured scalar start (scaling.initial_*, parameters.scaling, a bounds entry's
+    // value) wins over the per-angle lists, which win over the estimate from the data.
+    out.values[c] = cfg.contrast.initial_from_config ? cfg.contrast.initial
+                    : contrast                       ? (*contrast)[kk]
+                                                     : estimates[kk].contrast;
+    out.values[o] = cfg.offset.initial_from_config ? cfg.offset.initial
+                    : offset                       ? (*offset)[kk]
+                                                   : estimates[kk].offset;
     out.bounds.lower[c] = cfg.contrast.min;
     out.bounds.upper[c] = cfg.contrast.max;
     out.bounds.lower[o] = cfg.offset.min;

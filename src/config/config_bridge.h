@@ -22,7 +22,8 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
 
 // Starting point and bounds in the expanded per-angle space [contrast_k…, offset_k…,
 // physics]: per-angle values from `estimates`, replaced by
-// initial_parameters.per_angle_scaling lists of the right length; physics from the
+// initial_parameters.per_angle_scaling lists of the right length, replaced by a configured
+// scalar start (cfg.contrast/offset.initial_from_config) for every angle; physics from the
 // config's initial values, replaced by `overrides` (--initial-*); a physical parameter
 // the config gives no value starts as `unset` says; bounds from the effective
 // parameter_space.

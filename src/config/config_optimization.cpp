@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "config/key_table.h"
 #include "config_builder.h"
 
 namespace homodyne::config::detail {
@@ -51,6 +52,62 @@ void ApplyMcmcOverrides(const ValueReader& r, Config& config) {
   }
 }
 
+// xpcsjax's flat keys (enable_cmaes, per_angle_mode, ...) replace their nested
+// equivalents, as in xpcsjax's NLSQConfig.from_dict.
+void ApplyFlatNlsqKeys(const ValueReader& r, Config& config) {
+  for (const auto& [flat, nested] : FlatNlsqKeys()) {
+    if (!r.Has(flat)) continue;
+    if (nested.rfind("optimization.nlsq.anti_degeneracy.", 0) == 0) {
+      config.optimization.nlsq.anti_degeneracy.section_present = true;
+    }
+    const KeySpec* spec = FindKeySpec(nested);
+    if (spec == nullptr || !spec->field) continue;  // an accepted key without effect
+    const std::string before = spec->field.text(config);
+    KeySpec alias = *spec;
+    alias.path = flat;
+    spec->field.read(r, alias, config);
+    if (r.Has(nested) && spec->field.text(config) != before) {
+      config.notes.push_back(
+          fmt::format("{} = {} overrides {} ({})", flat, spec->field.text(config), nested, before));
+    }
+  }
+}
+
+// Values that would change the answer in xpcsjax but have no implementation here.
+void CheckXpcsjaxOnlyValues(const ValueReader& r, Config& config, ProblemList& problems) {
+  const std::string p = "optimization.nlsq.";
+  const YAML::Node x_scale = r.Find(p + "x_scale");
+  if (x_scale.IsDefined() && !x_scale.IsNull() &&
+      !(x_scale.IsScalar() && x_scale.Scalar() == "jac")) {
+    problems.Add(p + "x_scale",
+                 fmt::format("only \"jac\" is supported (the local solver scales its steps by "
+                             "the Jacobian's column norms); per-parameter scales are not "
+                             "implemented{}",
+                             LineSuffix(x_scale)));
+  }
+  for (const std::string& key : {p + "anti_degeneracy.execute_layers", p + "execute_layers"}) {
+    if (r.Has(key) && r.Bool(key)) {
+      problems.Add(key, fmt::format("true (xpcsjax's L2/L3 escape on its >= 1M-point stratified "
+                                    "path) is not implemented; set it to false{}",
+                                    r.Line(key)));
+    }
+  }
+  std::string& mode = config.optimization.nlsq.anti_degeneracy.per_angle_mode;
+  if (mode == "independent") {
+    mode = "individual";
+    config.notes.push_back("per_angle_mode independent (xpcsjax's deprecated name) = individual");
+  }
+  const YAML::Node angle_filtering = r.Find("optimization.angle_filtering");
+  if (angle_filtering.IsMap()) {
+    const auto enabled = ScalarField(angle_filtering, "enabled");
+    if (enabled && ParseBool(*enabled).value_or(false)) {
+      config.notes.push_back(
+          "optimization.angle_filtering is not used (xpcsjax never reads it either): "
+          "phi_filtering selects the angles");
+    }
+  }
+}
+
 }  // namespace
 
 void BuildOptimization(const ValueReader& r, Config& config, ProblemList& problems) {
@@ -58,6 +115,8 @@ void BuildOptimization(const ValueReader& r, Config& config, ProblemList& proble
   ReadXScaleMap(r, nlsq, problems);
   // homodyne applies the anti-degeneracy system only when the section is written.
   nlsq.anti_degeneracy.section_present = r.Find("optimization.nlsq.anti_degeneracy").IsDefined();
+  ApplyFlatNlsqKeys(r, config);
+  CheckXpcsjaxOnlyValues(r, config, problems);
   ApplyMcmcOverrides(r, config);
 }
 

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "config_builder.h"
+#include "schema_check.h"
 
 #include "config/config_reader.h"
 
@@ -136,6 +137,8 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
     b.prior_mu = OptField(entry, "prior_mu");
     b.prior_sigma = OptField(entry, "prior_sigma");
     if (auto unit = ScalarField(entry, "unit")) b.unit = *unit;
+    b.value = OptField(entry, "value");
+    if (auto vary = ScalarField(entry, "vary")) b.vary = ParseBool(*vary);
     c.parameter_space.bounds.push_back(b);
   }
   const YAML::Node priors = r.Find("parameter_space.priors");
@@ -156,6 +159,104 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
                                       *p.max_val, LineSuffix(kv.second)));
       }
       c.parameter_space.priors[name] = p;
+    }
+  }
+}
+
+// The groups of xpcsjax's grouped format and their parameters (canonical names).
+const std::vector<std::pair<std::string, std::vector<std::string>>>& ParameterGroups() {
+  static const std::vector<std::pair<std::string, std::vector<std::string>>> groups = {
+      {"reference", {"D0_ref", "alpha_ref", "D_offset_ref"}},
+      {"sample", {"D0_sample", "alpha_sample", "D_offset_sample"}},
+      {"velocity", {"v0", "v_beta", "v_offset"}},
+      {"fraction", {"f0", "f1", "f2", "f3"}},
+      {"angle", {"phi0_het"}},
+      {"scaling", {"contrast", "offset"}},
+  };
+  return groups;
+}
+
+// Names a group accepts as written: the canonical names and the kernel aliases.
+std::vector<std::string> WrittenNames(const std::vector<std::string>& names) {
+  std::vector<std::string> out = names;
+  for (const auto& n : names) {
+    if (n == "v_beta") out.emplace_back("beta");
+    if (n == "phi0_het") out.emplace_back("phi0");
+  }
+  return out;
+}
+
+std::string GroupOf(const std::string& canonical) {
+  for (const auto& [group, names] : ParameterGroups()) {
+    if (std::find(names.begin(), names.end(), canonical) != names.end()) return group;
+  }
+  return {};
+}
+
+// parameters.<group>.<name>: {value, min, max, vary} (two_component only).
+void ReadGroupedParameters(const ValueReader& r, Config& c, ProblemList& problems) {
+  const YAML::Node root = r.Find("parameters");
+  if (!root.IsMap()) return;
+  bool any_entry = false;  // empty groups (as the effective-config echo writes) say nothing
+  for (const auto& kv : root) any_entry |= kv.second.IsMap() && kv.second.size() > 0;
+  if (any_entry && c.analysis_mode != AnalysisMode::kTwoComponent) {
+    problems.Add("parameters",
+                 fmt::format("the grouped parameter format applies to analysis_mode two_component "
+                             "only (this file: {}){}; use initial_parameters and "
+                             "parameter_space.bounds",
+                             ToString(c.analysis_mode), LineSuffix(root)));
+    return;
+  }
+  std::set<std::string> seen;
+  for (const auto& [group, names] : ParameterGroups()) {
+    const YAML::Node entries = r.Find("parameters." + group);
+    if (!entries.IsMap()) continue;
+    for (const auto& kv : entries) {
+      const std::string written = kv.first.Scalar();
+      const std::string key = "parameters." + group + "." + written;
+      const std::string name =
+          group == "scaling" ? written : CanonicalParameterName(c.analysis_mode, written);
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        const std::string home = GroupOf(name);
+        std::string message;
+        if (!home.empty()) {
+          message = fmt::format("'{}' belongs to group '{}' (parameters.{}.{}), not '{}'{}",
+                                written, home, home, written, group, LineSuffix(kv.first));
+        } else {
+          const std::vector<std::string> valid = WrittenNames(names);
+          message = fmt::format("unknown parameter '{}' in group '{}'{}; valid names: {}", written,
+                                group, LineSuffix(kv.first), fmt::join(valid, ", "));
+          const std::string near = SuggestName(written, valid);
+          if (!near.empty())
+            message += fmt::format("; did you mean parameters.{}.{}?", group, near);
+        }
+        problems.Add(key, message);
+        continue;
+      }
+      if (!seen.insert(name).second) {
+        problems.Add(key, fmt::format("'{}' is given twice in parameters.{}{}", name, group,
+                                      LineSuffix(kv.first)));
+        continue;
+      }
+      if (!kv.second.IsMap()) continue;  // null: nothing to apply (types checked before)
+      GroupedParameter g;
+      g.key = key;
+      g.name = name;
+      g.value = OptField(kv.second, "value");
+      g.min = OptField(kv.second, "min");
+      g.max = OptField(kv.second, "max");
+      if (auto vary = ScalarField(kv.second, "vary")) g.vary = ParseBool(*vary);
+      if (g.min.has_value() != g.max.has_value()) {
+        problems.Add(key,
+                     fmt::format("min and max must be given together{}", LineSuffix(kv.second)));
+        continue;
+      }
+      if (g.min && !(*g.min < *g.max)) {
+        problems.Add(key, fmt::format("min ({}) must be < max ({}){}", *g.min, *g.max,
+                                      LineSuffix(kv.second)));
+        continue;
+      }
+      c.grouped_parameters.push_back(g);
     }
   }
 }
@@ -184,12 +285,92 @@ EffectiveParameter EffectiveBounds(const Config& c, const std::string& name) {
 void BuildParameters(const ValueReader& r, Config& c, ProblemList& problems) {
   ReadInitialParameters(r, c, problems);
   ReadParameterSpace(r, c, problems);
+  ReadGroupedParameters(r, c, problems);
   ResolveParameters(c);
 }
 
 }  // namespace homodyne::config::detail
 
 namespace homodyne::config {
+
+namespace {
+
+const ParameterBound* FindBound(const Config& c, const std::string& name) {
+  for (const auto& b : c.parameter_space.bounds) {
+    if (b.name == name) return &b;
+  }
+  return nullptr;
+}
+
+// The overlays that follow initial_parameters, in xpcsjax's order: parameter_space.bounds
+// entries' value/vary, then the grouped parameters.<group>.<name> entries.
+void ApplyOverlays(const Config& c, EffectiveParameter& p, std::string& start_key) {
+  if (const ParameterBound* b = FindBound(c, p.name)) {
+    if (b->value) {
+      p.initial = *b->value;
+      p.initial_from_config = true;
+      start_key = "parameter_space.bounds (" + p.name + ").value";
+    }
+    if (b->vary) p.vary = *b->vary;
+  }
+  for (const auto& g : c.grouped_parameters) {
+    if (g.name != p.name) continue;
+    if (g.min && g.max) {
+      p.min = *g.min;
+      p.max = *g.max;
+      p.bounds_from_config = true;
+      if (!p.initial_from_config) p.initial = 0.5 * (p.min + p.max);
+    }
+    if (g.value) {
+      p.initial = *g.value;
+      p.initial_from_config = true;
+      start_key = g.key + ".value";
+    }
+    if (g.vary) p.vary = *g.vary;
+  }
+}
+
+void NoteOutsideBounds(Config& c, const EffectiveParameter& p) {
+  if (p.initial_from_config && (p.initial < p.min || p.initial > p.max)) {
+    c.notes.push_back(fmt::format("initial value of {} ({}) lies outside its bounds [{}, {}]",
+                                  p.name, p.initial, p.min, p.max));
+  }
+}
+
+// contrast or offset: bounds, and a scalar start that replaces the estimate from the data.
+EffectiveParameter ResolveScaling(Config& c, const std::string& name,
+                                  const std::optional<double>& scaling_start,
+                                  const std::optional<std::vector<double>>& per_angle) {
+  EffectiveParameter p = detail::EffectiveBounds(c, name);
+  std::string start_key;
+  ApplyOverlays(c, p, start_key);
+  if (scaling_start) {
+    p.initial = *scaling_start;
+    p.initial_from_config = true;
+    start_key = "scaling.initial_" + name;
+  }
+  // xpcsjax's fit never reads a vary flag of the scaling: per_angle_mode decides.
+  const ParameterBound* b = FindBound(c, name);
+  bool vary_given = b != nullptr && b->vary.has_value();
+  for (const auto& g : c.grouped_parameters) vary_given |= g.name == name && g.vary.has_value();
+  if (vary_given) {
+    c.notes.push_back(fmt::format(
+        "vary of {} has no effect (as in xpcsjax): per_angle_mode decides whether the per-angle "
+        "scaling is fitted",
+        name));
+  }
+  p.vary = true;
+  if (p.initial_from_config && per_angle) {
+    c.notes.push_back(
+        fmt::format("{} = {} is the start of every angle's {} "
+                    "(initial_parameters.per_angle_scaling.{} is not used)",
+                    start_key, p.initial, name, name));
+  }
+  NoteOutsideBounds(c, p);
+  return p;
+}
+
+}  // namespace
 
 void ResolveParameters(Config& c) {
   const InitialParameters& ip = c.initial_parameters;
@@ -215,14 +396,13 @@ void ResolveParameters(Config& c) {
             ip.active_parameters->end()) {
       p.vary = false;
     }
-    if (p.initial_from_config && (p.initial < p.min || p.initial > p.max)) {
-      c.notes.push_back(fmt::format("initial value of {} ({}) lies outside its bounds [{}, {}]",
-                                    name, p.initial, p.min, p.max));
-    }
+    std::string start_key;
+    ApplyOverlays(c, p, start_key);
+    NoteOutsideBounds(c, p);
     c.parameters.push_back(p);
   }
-  c.contrast = detail::EffectiveBounds(c, "contrast");
-  c.offset = detail::EffectiveBounds(c, "offset");
+  c.contrast = ResolveScaling(c, "contrast", c.scaling.initial_contrast, ip.contrast);
+  c.offset = ResolveScaling(c, "offset", c.scaling.initial_offset, ip.offset);
 }
 
 }  // namespace homodyne::config

@@ -85,6 +85,22 @@ void BuildAnalyzer(const ValueReader& r, Config& c, ProblemList& problems) {
                  fmt::format("must be -1 (last frame) or >= start_frame ({}), found {}{}",
                              a.start_frame, a.end_frame, r.Line("analyzer_parameters.end_frame")));
   }
+  // xpcsjax documents both keys but its code reads neither: they change nothing there.
+  if (r.Has("analyzer_parameters.frame_step") && r.Int("analyzer_parameters.frame_step") > 1) {
+    c.notes.push_back(fmt::format(
+        "analyzer_parameters.frame_step = {} is not used (xpcsjax reads it neither): every frame "
+        "from start_frame to end_frame is fitted",
+        r.Int("analyzer_parameters.frame_step")));
+  }
+  if (r.Has("analyzer_parameters.time_unit")) {
+    const std::string unit = r.String("analyzer_parameters.time_unit");
+    if (unit != "seconds" && unit != "s") {
+      c.notes.push_back(fmt::format(
+          "analyzer_parameters.time_unit = {} is not used (xpcsjax reads it neither): dt is in "
+          "seconds",
+          unit));
+    }
+  }
   // Gap L: analyzer geometry → experimental_data geometry → sample_detector_distance → 2e6 Å.
   a.stator_rotor_gap = kFallbackStatorRotorGap;
   a.stator_rotor_gap_source = "default";

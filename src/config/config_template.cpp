@@ -68,7 +68,8 @@ phi_filtering:
 constexpr const char* kParameters = R"(
 initial_parameters:
   parameter_names: [@NAMES@]
-  # values: one number per name, same order; null = the middle of each bound.
+  # values: one number per name, same order. null: NLSQ starts at @NLSQ_START@
+  # the bounds' middle), CMC at the middle of each bound.
   values: null
   per_angle_scaling:
     contrast: null   # list with one value per kept angle, or null
@@ -275,6 +276,15 @@ std::string ConfigTemplate(AnalysisMode mode) {
                 : flow ? flow_names
                        : "D0, alpha, D_offset"},
       {"BOUNDS", bounds},
+      {"NLSQ_START",
+       two    ? "xpcsjax's\n"
+                "  # registry defaults (D0_ref, D0_sample 1e4, v0 1e3, v_beta 1, f0 0.5, the\n"
+                "  # others 0; one outside its bounds:"
+       : flow ? "homodyne's\n"
+                "  # defaults (D0 1e4, alpha -1.5, gamma_dot_t0 1e-3, the others 0; one outside\n"
+                "  # its bounds:"
+              : "homodyne's\n"
+                "  # defaults (D0 1e4, alpha -1.5, D_offset 0; one outside its bounds:"},
       {"CONTRAST_PRIOR", flow ? "      mu: 0.27\n      sigma: 0.15\n      min_val: 0.0\n"
                                 "      max_val: 1.0"
                               : "      mu: 0.06\n      sigma: 0.05\n      min_val: 0.0\n"

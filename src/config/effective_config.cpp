@@ -49,6 +49,12 @@ YAML::Node BoundsEntry(const EffectiveParameter& p, const std::string& type,
   entry["type"] = type;
   entry["prior_mu"] = Num(mu.value_or(0.5 * (p.min + p.max)));
   entry["prior_sigma"] = Num(sigma.value_or(0.25 * (p.max - p.min)));
+  // The physical starts are echoed in initial_parameters.values; a configured scalar start
+  // of contrast/offset and a held parameter are said here.
+  if (p.initial_from_config && (p.name == "contrast" || p.name == "offset")) {
+    entry["value"] = Num(p.initial);
+  }
+  if (!p.vary) entry["vary"] = false;
   return entry;
 }
 

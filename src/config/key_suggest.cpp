@@ -48,20 +48,28 @@ std::pair<std::string, std::string> SplitPattern(const std::string& path) {
 
 }  // namespace
 
+std::string SuggestName(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = EditDistance(name, candidate);
+    if (d < best_distance) {
+      best_distance = d;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
 std::string SuggestKey(const std::string& parent, const std::string& parent_pattern,
                        const std::string& name) {
   // 1. A sibling with a similar name.
-  std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, name.size() / 3) + 1;
+  std::vector<std::string> siblings;
   for (const auto& spec : ConfigKeyTable()) {
     const auto [spec_parent, leaf] = SplitPattern(spec.path);
-    if (spec_parent != parent_pattern || leaf == "*") continue;
-    const std::size_t d = EditDistance(name, leaf);
-    if (d < best_distance) {
-      best_distance = d;
-      best = leaf;
-    }
+    if (spec_parent == parent_pattern && leaf != "*") siblings.push_back(leaf);
   }
+  const std::string best = SuggestName(name, siblings);
   if (!best.empty()) return parent.empty() ? best : parent + "." + best;
   // 2. The same name elsewhere (a key placed in the wrong section).
   for (const auto& spec : ConfigKeyTable()) {

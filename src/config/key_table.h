@@ -18,6 +18,7 @@
 #include <limits>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace homodyne::config {
@@ -137,6 +138,10 @@ void AddNlsqKeys(std::vector<KeySpec>& table);          // optimization.nlsq
 void AddOptimizationKeys(std::vector<KeySpec>& table);  // streaming .. mcmc
 void AddCmcKeys(std::vector<KeySpec>& table);           // optimization.cmc
 void AddAuxiliaryKeys(std::vector<KeySpec>& table);     // logging, plotting, output, ...
+
+// xpcsjax's flat optimization.nlsq keys that have a nested equivalent here, as (flat path,
+// nested path) pairs; a flat key given in the file wins over its nested key.
+const std::vector<std::pair<std::string, std::string>>& FlatNlsqKeys();
 }  // namespace detail
 
 }  // namespace homodyne::config

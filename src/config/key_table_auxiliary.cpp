@@ -53,8 +53,10 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   p.Acc("color_scale", T::kAnyMapping, "", NoRule(), "Colour scale settings", kNullable);
   p.Acc("datashader", T::kAnyMapping, "", NoRule(), "Datashader canvas settings", kNullable);
   p.Acc("matplotlib", T::kAnyMapping, "", NoRule(), "Matplotlib settings", kNullable);
-  p.Acc("correlation_function", T::kAnyMapping, "", NoRule(), "Correlation plot", kNullable);
-  p.Acc("fit_quality", T::kAnyMapping, "", NoRule(), "Fit-quality plot", kNullable);
+  p.Acc("correlation_function", T::kAny, "", NoRule(),
+        "Correlation plot: settings, or true/false (xpcsjax)", kNullable);
+  p.Acc("fit_quality", T::kAny, "", NoRule(), "Fit-quality plot: settings, or true/false (xpcsjax)",
+        kNullable);
 
   const FieldsOf top([](auto& c) -> auto& { return c; });
   const KeyAdder o(t, "output");
@@ -66,6 +68,11 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Acc("formats.hdf5", T::kBool, "", NoRule(), "HDF5 results");
   o.Acc("formats.json", T::kBool, "", NoRule(), "JSON results");
   o.Acc("formats.csv", T::kBool, "", NoRule(), "CSV results");
+  o.Acc("formats.yaml", T::kBool, "", NoRule(), "YAML results (xpcsjax)");
+  o.Acc("formats.npz", T::kBool, "", NoRule(), "NPZ results (xpcsjax)");
+  o.Acc("include_diagnostics", T::kBool, "true", NoRule(),
+        "xpcsjax: diagnostic blocks in its outputs; not used: the fit's diagnostics are always "
+        "written (docs/outputs.md)");
   o.Acc("create_subdirs", T::kBool, "true", NoRule(), "Create method subfolders");
   o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
   o.Used("compress_hdf5", T::kBool, "false", NoRule(),

@@ -53,6 +53,12 @@ void AddAnalyzer(std::vector<KeySpec>& t) {
   a.Used("end_frame", T::kInt, "-1", CustomRule("-1 (last frame) or >= start_frame"),
          "Last frame (1-based, inclusive); -1 = last frame of the file",
          f(&AnalyzerParameters::end_frame));
+  a.Acc("frame_step", T::kInt, "1", AtLeast(1),
+        "xpcsjax's frame stride; not used: every frame of the window is fitted, as in "
+        "xpcsjax, which reads it neither (a value > 1 gives a note)");
+  a.Acc("time_unit", T::kString, "seconds", NoRule(),
+        "xpcsjax's time unit label; not used: dt is always in seconds, as in xpcsjax (a value "
+        "other than seconds gives a note)");
   a.Sub("scattering").Section("", kUse, "Scattering geometry");
   a.Used("scattering.wavevector_q", T::kFloat, "0.0054", Positive(),
          "Target wavevector q in 1/Angstrom; the closest q bin of the file is used",
@@ -96,6 +102,13 @@ void AddExperimentalData(std::vector<KeySpec>& t) {
          f(&ExperimentalData::cache_filename_template));
   e.Used("cache_compression", T::kBool, "true", NoRule(), "Compress the NPZ cache",
          f(&ExperimentalData::cache_compression));
+  e.Acc("cache_directory", T::kString, "", NoRule(),
+        "xpcsjax's cache folder; not used (xpcsjax reads it neither): the NPZ cache folder is "
+        "cache_file_path",
+        kNullable);
+  e.Acc("use_caching", T::kBool, "true", NoRule(),
+        "xpcsjax's cache switch; not used (xpcsjax reads it neither): "
+        "v2_features.cache_strategy: none disables the NPZ cache");
   e.Acc("data_type", T::kString, "float64", NoRule(), "Data precision (always float64)");
   e.Acc("file_format", T::kString, "HDF5", NoRule(), "File format (detected from content)");
   e.Acc("exchange_key", T::kString, "exchange", NoRule(), "HDF5 group name (detected)");
@@ -181,6 +194,14 @@ void AddParameters(std::vector<KeySpec>& t) {
   p.Used("bounds[].prior_sigma", T::kFloat, "", Positive(), "Prior width; default (max - min) / 4",
          kNullable);
   p.Acc("bounds[].unit", T::kString, "", NoRule(), "Unit (documentation)", kNullable);
+  p.Used("bounds[].value", T::kFloat, "", NoRule(),
+         "Start value (xpcsjax's overlay): wins over initial_parameters; for contrast/offset "
+         "the start of every angle instead of the estimate from the data",
+         kNullable);
+  p.Used("bounds[].vary", T::kBool, "", NoRule(),
+         "false: the parameter is held at its start (wins over active_parameters and "
+         "fixed_parameters); no effect on contrast/offset (a note)",
+         kNullable);
   p.Section("priors", kUse, "Explicit CMC priors by parameter name", kNullable);
   p.Section("priors.*", kUse, "Prior of one parameter (name: contrast, offset or physical)");
   p.Used("priors.*.dist_type", T::kString, "TruncatedNormal", PriorTypes(), "Distribution");
@@ -188,6 +209,54 @@ void AddParameters(std::vector<KeySpec>& t) {
   p.Used("priors.*.sigma", T::kFloat, "", Positive(), "Scale", kNullable);
   p.Used("priors.*.min_val", T::kFloat, "", NoRule(), "Lower truncation", kNullable);
   p.Used("priors.*.max_val", T::kFloat, "", NoRule(), "Upper truncation", kNullable);
+
+  // xpcsjax's grouped format (heterodyne_parameter_space.py), two_component only.
+  KeyAdder g(t, "parameters");
+  g.Section("", kUse,
+            "two_component only: xpcsjax's grouped parameters, group.name: {value, min, max, "
+            "vary}; applied after initial_parameters and parameter_space and wins over them",
+            kNullable);
+  const struct {
+    const char* group;
+    const char* names;
+  } groups[] = {{"reference", "D0_ref, alpha_ref, D_offset_ref"},
+                {"sample", "D0_sample, alpha_sample, D_offset_sample"},
+                {"velocity", "v0, v_beta (beta), v_offset"},
+                {"fraction", "f0, f1, f2, f3"},
+                {"angle", "phi0_het (phi0)"},
+                {"scaling", "contrast, offset"}};
+  for (const auto& grp : groups) {
+    const KeyAdder gg = g.Sub(grp.group);
+    gg.Section("", kUse, std::string("Parameters ") + grp.names, kNullable);
+    gg.Section("*", kUse, "One parameter of the group (any other name is an error)");
+    gg.Used("*.value", T::kFloat, "", NoRule(),
+            "Start value; for contrast/offset the start of every angle instead of the "
+            "estimate from the data",
+            kNullable);
+    gg.Used("*.min", T::kFloat, "", CustomRule("< max; with max"), "Lower bound", kNullable);
+    gg.Used("*.max", T::kFloat, "", CustomRule("> min; with min"), "Upper bound", kNullable);
+    gg.Used("*.vary", T::kBool, "", NoRule(),
+            "false: held at its start; no effect on contrast/offset (a note)", kNullable);
+  }
+
+  const FieldsOf sc([](auto& c) -> auto& { return c.scaling; });
+  KeyAdder s(t, "scaling");
+  s.Section("", kUse,
+            "xpcsjax's model scaling (xpcsjax reads it for two_component; here every mode)",
+            kNullable);
+  s.Acc("n_angles", T::kInt, "1", AtLeast(1),
+        "Not used: sizes xpcsjax's scaling arrays; the angles are those of the data");
+  s.Acc("mode", T::kString, "constant",
+        OneOf({"constant", "individual", "auto", "constant_averaged"}),
+        "Not used (xpcsjax's fit reads it neither): the layout is "
+        "optimization.nlsq.anti_degeneracy.per_angle_mode");
+  s.Used("initial_contrast", T::kFloat, "null", NoRule(),
+         "Start contrast of every angle instead of the estimate from the data (wins over "
+         "parameters.scaling and initial_parameters.per_angle_scaling)",
+         sc(&ScalingSection::initial_contrast), kNullable);
+  s.Used("initial_offset", T::kFloat, "null", NoRule(),
+         "Start offset of every angle instead of the estimate from the data (same precedence)",
+         sc(&ScalingSection::initial_offset), kNullable);
 }
 
 }  // namespace

@@ -1,5 +1,9 @@
 // Key table: optimization.nlsq (spec §3, §1.9). Defaults are homodyne's code defaults
 // where they differ from its templates (max_iterations 1000, shear update_frequency 1).
+#include <algorithm>
+
+#include <fmt/format.h>
+
 #include "key_table_builder.h"
 
 namespace homodyne::config::detail {
@@ -43,6 +47,9 @@ void AddNlsqBasics(const KeyAdder& n) {
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
   n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
         "Robust loss (homodyne honours it only on its CurveFit path)");
+  n.Acc("x_scale", T::kAny, "jac", CustomRule("\"jac\""),
+        "xpcsjax's step scaling; only \"jac\" (what the local solver always does: Moré's "
+        "scaling by the Jacobian's column norms); any other value is rejected");
   n.Used("x_scale_map", T::kMapping, "null", NoRule(), "Per-parameter scale factors", kNullable);
   n.Used("x_scale_map.*", T::kFloat, "", Positive(), "name: scale");
   n.Section("progress", kAcc, "Progress reporting", kNullable);
@@ -90,8 +97,10 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Section("", kUse, "Per-angle scaling treatment (laminar_flow NLSQ only)", kNullable);
   a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system",
          f(&AntiDegeneracy::enable));
-  a.Used("per_angle_mode", T::kString, "auto", OneOf({"auto", "constant", "individual", "fourier"}),
-         "Scaling layout: auto, constant, individual or fourier",
+  a.Used("per_angle_mode", T::kString, "auto",
+         OneOf({"auto", "constant", "individual", "fourier", "independent"}),
+         "Scaling layout: auto, constant, individual or fourier (independent: xpcsjax's "
+         "deprecated name of individual)",
          f(&AntiDegeneracy::per_angle_mode));
   a.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
          "auto uses averaged scaling when n_phi >= this",
@@ -99,6 +108,9 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Used("fourier_order", T::kInt, "2", AtLeast(1), "Fourier order K of the fourier mode",
          f(&AntiDegeneracy::fourier_order));
   a.Acc("fourier_auto_threshold", T::kInt, "6", AtLeast(1), "n_phi for automatic Fourier");
+  a.Acc("execute_layers", T::kBool, "false", CustomRule("false (true is not implemented)"),
+        "xpcsjax's L2/L3 escape after the baseline solve of its >= 1M-point stratified path; "
+        "not implemented: true is rejected (laminar_flow's own stage is hierarchical below)");
   a.Section("hierarchical", kUse,
             "laminar_flow with per-angle parameters (individual, fourier): alternating "
             "physical and per-angle solves, then the joint fit; the lower chi2 of it and the "
@@ -121,6 +133,8 @@ void AddAntiDegeneracy(const KeyAdder& a) {
          "Iterations of each physical solve", f(&AntiDegeneracy::hierarchical_physical_max_it));
   a.Used("hierarchical.per_angle_max_iterations", T::kInt, "50", AtLeast(1),
          "Iterations of each per-angle solve", f(&AntiDegeneracy::hierarchical_per_angle_max_it));
+  a.Acc("hierarchical.inner_tolerance", T::kFloat, "1e-6", Positive(),
+        "xpcsjax (>= 1M-point and streaming paths); not used");
   a.Section("regularization", kAcc, "Regularization of per-angle spread", kNullable);
   a.Acc("regularization.enable", T::kBool, "false", NoRule(), "Enable");
   a.Acc("regularization.mode", T::kString, "relative", NoRule(), "Regularization mode");
@@ -297,6 +311,106 @@ void AddCmaes(const KeyAdder& c) {
         "Not used: the fit never includes the diagonal (only pairs t1 < t2)");
 }
 
+// xpcsjax's flat keys under optimization.nlsq (heterodyne NLSQConfig.from_dict) that have
+// an equivalent here: a copy of the nested entry, unbound (BuildOptimization applies it;
+// it wins over the nested key, as in xpcsjax).
+constexpr struct {
+  const char* flat;
+  const char* nested;
+} kFlatNlsqKeys[] = {
+    {"ftol", "tolerance"},
+    {"nlsq_memory_fraction", "memory_fraction"},
+    {"per_angle_mode", "anti_degeneracy.per_angle_mode"},
+    {"constant_scaling_threshold", "anti_degeneracy.constant_scaling_threshold"},
+    {"fourier_order", "anti_degeneracy.fourier_order"},
+    {"fourier_auto_threshold", "anti_degeneracy.fourier_auto_threshold"},
+    {"execute_layers", "anti_degeneracy.execute_layers"},
+    {"enable_hierarchical", "anti_degeneracy.hierarchical.enable"},
+    {"hierarchical_max_outer_iterations", "anti_degeneracy.hierarchical.max_outer_iterations"},
+    {"hierarchical_outer_tolerance", "anti_degeneracy.hierarchical.outer_tolerance"},
+    {"hierarchical_inner_tolerance", "anti_degeneracy.hierarchical.inner_tolerance"},
+    {"regularization_mode", "anti_degeneracy.regularization.mode"},
+    {"group_variance_lambda", "anti_degeneracy.regularization.lambda"},
+    {"regularization_target_cv", "anti_degeneracy.regularization.target_cv"},
+    {"enable_gradient_monitoring", "anti_degeneracy.gradient_monitoring.enable"},
+    {"gradient_ratio_threshold", "anti_degeneracy.gradient_monitoring.ratio_threshold"},
+    {"gradient_consecutive_triggers", "anti_degeneracy.gradient_monitoring.consecutive_triggers"},
+    {"enable_cmaes", "cmaes.enable"},
+    {"cmaes_sigma0", "cmaes.sigma"},
+    {"cmaes_max_iterations", "cmaes.max_generations"},
+    {"cmaes_population_size", "cmaes.popsize"},
+    {"cmaes_tolx", "cmaes.tol_x"},
+    {"cmaes_tolfun", "cmaes.tol_fun"},
+    {"cmaes_diagonal_filtering", "cmaes.diagonal_filtering"},
+    {"cmaes_warmstart_auto_skip", "cmaes.warmstart_auto_skip"},
+    {"cmaes_warmstart_skip_threshold", "cmaes.warmstart_skip_threshold"},
+    {"cmaes_restart_strategy", "cmaes.restart_strategy"},
+    {"cmaes_max_restarts", "cmaes.max_restarts"},
+    {"multistart", "multi_start.enable"},
+    {"multistart_n", "multi_start.n_starts"},
+    {"screen_keep_fraction", "multi_start.screen_keep_fraction"},
+    {"refine_top_k", "multi_start.refine_top_k"},
+};
+
+// xpcsjax's flat keys without an equivalent here: accepted, not used.
+void AddFlatWithoutEquivalent(const KeyAdder& n) {
+  const char* why = "xpcsjax flat key; not used: ";
+  auto acc = [&](const char* name, KeyType type, const char* what) {
+    n.Acc(name, type, "", NoRule(), std::string(why) + what, kNullable);
+  };
+  acc("method", T::kString, "its trust-region variant (the local method is local_solver)");
+  acc("max_nfev", T::kInt, "its evaluation budget (the budget is max_iterations)");
+  acc("use_jac", T::kBool, "the Jacobian is always analytic");
+  acc("diff_step", T::kFloat, "no finite differences are taken");
+  acc("chunk_size", T::kInt, "the data blocks follow the memory plan");
+  acc("enable_streaming", T::kBool, "streaming follows the memory plan (docs/streaming.md)");
+  acc("streaming_chunk_size", T::kInt, "streaming windows follow the memory plan");
+  acc("enable_stratified", T::kBool, "no stratified path");
+  acc("target_chunk_size", T::kInt, "no stratified path");
+  acc("enable_recovery", T::kBool, "stall recovery is optimization.nlsq.recovery");
+  acc("max_recovery_attempts", T::kInt, "stall recovery is optimization.nlsq.recovery");
+  acc("enable_diagnostics", T::kBool, "diagnostics are always written");
+  acc("enable_anti_degeneracy", T::kBool, "xpcsjax's heterodyne path reads it neither");
+  acc("cmaes_anti_degeneracy", T::kBool, "no anti-degeneracy inside CMA-ES");
+  acc("loss_weights", T::kAny, "the residuals are unweighted");
+  acc("loss_scale", T::kFloat, "the loss is linear");
+  acc("tr_solver", T::kString, "no trust-region sub-solver choice");
+  acc("step_bound", T::kFloat, "no step bound");
+  acc("sampling_strategy", T::kString, "multi-start samples a Latin hypercube");
+  acc("hybrid_enable", T::kBool, "no hybrid streaming optimizer");
+  acc("hybrid_warmup_fraction", T::kFloat, "no hybrid streaming optimizer");
+  acc("hybrid_normalization", T::kBool, "no hybrid streaming optimizer");
+  acc("hybrid_method", T::kString, "no hybrid streaming optimizer");
+  acc("hybrid_lbfgs_memory", T::kInt, "no hybrid streaming optimizer");
+  acc("hybrid_convergence_window", T::kInt, "no hybrid streaming optimizer");
+  acc("hybrid_convergence_threshold", T::kFloat, "no hybrid streaming optimizer");
+  acc("hybrid_max_phases", T::kInt, "no hybrid streaming optimizer");
+  acc("use_nlsq_library", T::kBool, "the solvers are homodyne-hpc's own");
+  acc("n_params", T::kInt, "the parameter count follows analysis_mode");
+  acc("analysis_mode", T::kString, "the mode is the top-level analysis_mode");
+  acc("nlsq_stability", T::kString, "no NLSQ-package stability checks");
+  acc("nlsq_rescale_data", T::kBool, "the data are not rescaled");
+  acc("nlsq_x_scale", T::kAny, "steps are scaled by the Jacobian (x_scale: jac)");
+  acc("nlsq_memory_fallback_gb", T::kFloat, "the node memory is always detected");
+}
+
+void AddFlatEquivalents(std::vector<KeySpec>& table) {
+  for (const auto& alias : kFlatNlsqKeys) {
+    const std::string nested = std::string("optimization.nlsq.") + alias.nested;
+    const auto it = std::find_if(table.begin(), table.end(),
+                                 [&](const KeySpec& s) { return s.path == nested; });
+    if (it == table.end()) ThrowInternal("key table: no entry " + nested + " for a flat key");
+    KeySpec flat = *it;
+    flat.path = std::string("optimization.nlsq.") + alias.flat;
+    flat.default_yaml.clear();
+    flat.flags |= kNullable;
+    flat.field = {};
+    flat.description =
+        fmt::format("xpcsjax's flat form of {} (wins over it): {}", alias.nested, it->description);
+    table.push_back(std::move(flat));
+  }
+}
+
 void AddQualityValidation(const KeyAdder& q) {
   q.Section("", kAcc, "Post-fit quality warnings", kNullable);
   q.Acc("enable", T::kBool, "true", NoRule(), "Enable the checks");
@@ -324,6 +438,20 @@ void AddNlsqKeys(std::vector<KeySpec>& table) {
   AddCmaes(n.Sub("cmaes"));
   AddRecovery(n.Sub("recovery"));
   AddQualityValidation(n.Sub("quality_validation"));
+  AddFlatEquivalents(table);
+  AddFlatWithoutEquivalent(n);
+}
+
+const std::vector<std::pair<std::string, std::string>>& FlatNlsqKeys() {
+  static const std::vector<std::pair<std::string, std::string>> keys = [] {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& alias : kFlatNlsqKeys) {
+      out.emplace_back(std::string("optimization.nlsq.") + alias.flat,
+                       std::string("optimization.nlsq.") + alias.nested);
+    }
+    return out;
+  }();
+  return keys;
 }
 
 }  // namespace homodyne::config::detail

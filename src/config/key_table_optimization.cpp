@@ -62,6 +62,12 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
   r.Acc("trust_decay", T::kFloat, "0.5", Fraction(), "Trust-radius decay per retry");
   r.Acc("log_retries", T::kBool, "true", NoRule(), "Log each retry");
 
+  const KeyAdder af(table, "optimization");
+  af.Acc("angle_filtering", T::kAnyMapping, "", NoRule(),
+         "xpcsjax's optimizer-level angle filter; not used (xpcsjax never reads it either): "
+         "phi_filtering selects the angles (enabled: true gives a note)",
+         kNullable);
+
   const KeyAdder m(table, "optimization.mcmc");
   m.Section("", kUse,
             "Legacy sampler block; num_warmup/num_samples/num_chains overwrite "

@@ -22,6 +22,10 @@ void CheckAgainstKeyTable(const YAML::Node& root, ProblemList& problems,
 std::string SuggestKey(const std::string& parent, const std::string& parent_pattern,
                        const std::string& name);
 
+// The candidate nearest to `name` (case-insensitive edit distance), or empty if none is
+// close enough: the same closeness as SuggestKey.
+std::string SuggestName(const std::string& name, const std::vector<std::string>& candidates);
+
 // Converts homodyne's flat legacy layout (data_file, dt, start_frame, end_frame,
 // output_directory at the top level, no analyzer_parameters/experimental_data) to the
 // nested layout in place. Returns true when a conversion happened.
