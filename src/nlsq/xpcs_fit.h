@@ -88,7 +88,7 @@ class XpcsFitSession {
   const std::vector<double>& upper() const;
   const std::vector<std::string>& parameter_names() const;  // optimiser space
   int ParameterIndex(std::string_view name) const;          // into parameter_names(); −1: none
-  int num_physical() const;                                 // the last entries of x
+  int num_physical() const;  // the varying physical parameters: the last entries of x
   // The input data selection for checkpoint identities (checkpoint::DescribeData).
   std::string DataDescription() const;
 
