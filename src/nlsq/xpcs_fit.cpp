@@ -265,6 +265,12 @@ int XpcsFitSession::ParameterIndex(std::string_view name) const {
   const auto it = std::find(names.begin(), names.end(), name);
   return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
+std::optional<double> XpcsFitSession::HeldValue(std::string_view name) const {
+  const model::ParameterLayout& l = *impl_->layout;
+  const int p = model::PhysicalParameterIndex(impl_->mode, name);
+  if (p < 0 || l.PhysicalVaries(p)) return std::nullopt;
+  return l.fixed()[static_cast<std::size_t>(impl_->index.phys(p))];
+}
 int XpcsFitSession::num_physical() const { return impl_->layout->num_physical_varying(); }
 std::string XpcsFitSession::DataDescription() const {
   const io::DatasetMetadata& meta = impl_->local.meta;
