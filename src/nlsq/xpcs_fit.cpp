@@ -204,6 +204,14 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
           .WithHeldPhysics(vary, held_values));
   logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
               s.layout->num_optimised());
+  if (s.layout->num_optimised() == 0) {
+    RunCollectively(comm, [&] {
+      ThrowBadInput(fmt::format("nothing to fit: every physical parameter is held and the {} "
+                                "per-angle layout fits no scaling",
+                                model::ToString(s.resolved)),
+                    cfg.source, "initial_parameters.fixed_parameters/active_parameters");
+    });
+  }
   if (s.layout->num_physical_held() > 0) {
     std::vector<std::string> held;
     for (int p = 0; p < s.index.n_phys; ++p) {

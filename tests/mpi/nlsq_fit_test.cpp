@@ -380,6 +380,16 @@ TEST(NlsqFit, ActiveParametersSubsetHoldsTheRestAtTheirValues) {
   EXPECT_EQ(free.report.n_params, r.report.n_params + 1);
   EXPECT_TRUE(std::none_of(free.report.physical_held.begin(), free.report.physical_held.end(),
                            [](bool h) { return h; }));
+  // Everything held with a layout that fits no scaling: bad input, not a solve of nothing.
+  Dataset constant = d;
+  constant.per_angle = "constant";
+  try {
+    Fit(testing::TestEnvironment().world(), constant, path, start, 1, "  active_parameters: []\n");
+    ADD_FAILURE() << "a fit of zero parameters was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing to fit"), std::string::npos) << e.what();
+  }
 }
 
 // Calibrated uncertainties: over 24 noisy datasets per mode the truth lies within 2σ for
