@@ -2,7 +2,7 @@
 # Held parameters (initial_parameters.fixed_parameters / active_parameters) through the
 # command line: a laminar_flow fit with D_offset and gamma_dot_t_offset fixed at 0 keeps them
 # exactly there with uncertainty 0 and "vary": false, counts only the optimised parameters in
-# the DOF, prints them as held, and gives the same bits at 1 and 2 ranks; the same held set by
+# the DOF, prints them as held, and gives the same bits at 1 and 2 ranks and streamed; the same held set by
 # active_parameters gives the same answer; --method cmc is refused naming the keys; a
 # checkpoint of another held set is not resumed.
 set -uo pipefail
@@ -92,7 +92,10 @@ values "$tmp/r1" | diff - "$tmp/r2.txt" || fail "1 rank and 2 ranks differ"
 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/active.yaml" -o "$tmp/ra" -q > /dev/null 2>&1 \
   || fail "active_parameters fit"
 values "$tmp/ra" | diff - "$tmp/r2.txt" || fail "active_parameters and fixed_parameters differ"
-echo "1 rank and active_parameters: identical to the 2-rank fixed_parameters fit"
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fixed.yaml" -o "$tmp/rs" -q \
+  --strategy streaming --memory-limit 1M > /dev/null 2>&1 || fail "streamed fit"
+values "$tmp/rs" | diff - "$tmp/r2.txt" || fail "streamed and in-core differ"
+echo "1 rank, streamed and active_parameters: identical to the 2-rank fixed_parameters fit"
 
 # 3. CMC would sample the held parameters: refused before any work.
 for method in cmc both; do
