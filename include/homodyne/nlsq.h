@@ -27,6 +27,10 @@ struct ParameterSetting {
   std::optional<double> initial;
   std::optional<double> min;
   std::optional<double> max;
+  // Held at `initial` (which must be set) instead of fitted: no uncertainty (0), not in the
+  // degrees of freedom (a config's initial_parameters.fixed_parameters). Physical
+  // parameters only; FitCmc refuses it.
+  bool fixed = false;
 };
 
 // How contrast/offset vary with the angle in the fit (homodyne's per_angle_mode).
@@ -65,6 +69,7 @@ struct ParameterEstimate {
   std::string name;
   double value = 0.0;
   double uncertainty = 0.0;  // one standard deviation from the covariance at the answer
+  bool held = false;         // held at `value` (ParameterSetting::fixed): uncertainty 0
 };
 
 struct NlsqSummary {

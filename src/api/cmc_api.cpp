@@ -95,6 +95,12 @@ CmcSummary ToSummary(const cmc::CmcRunResult& r, const XpcsData& data, const Com
 void CmcOptions::Validate() const {
   const std::string src = "CmcOptions";
   api::ValidateParameterSettings(mode, parameters, src);
+  for (const ParameterSetting& s : parameters) {
+    if (s.fixed) {
+      ThrowBadInput("CMC cannot hold a parameter fixed yet (it would sample it): use FitNlsq", src,
+                    "parameters[" + s.name + "].fixed");
+    }
+  }
   if (!(stator_rotor_gap > 0.0) || !std::isfinite(stator_rotor_gap)) {
     ThrowBadInput(fmt::format("expected a positive gap [Å], found {}", stator_rotor_gap), src,
                   "stator_rotor_gap");

@@ -39,8 +39,9 @@ config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   return c;
 }
 
-ParameterEstimate Estimate(const std::string& name, double value, double uncertainty) {
-  return {name, value, uncertainty};
+ParameterEstimate Estimate(const std::string& name, double value, double uncertainty,
+                           bool held = false) {
+  return {name, value, uncertainty, held};
 }
 
 }  // namespace
@@ -92,7 +93,8 @@ std::string NlsqSummary::FullReport() const {
   out += fmt::format("solver: {}\nper-angle scaling: {}\nquality: {}\n", solver_message,
                      per_angle_scaling, quality);
   for (const ParameterEstimate& p : physical) {
-    out += fmt::format("  {:<20} {:>14.6g} ± {:.3g}\n", p.name, p.value, p.uncertainty);
+    out += p.held ? fmt::format("  {:<20} {:>14.6g}   (held, not fitted)\n", p.name, p.value)
+                  : fmt::format("  {:<20} {:>14.6g} ± {:.3g}\n", p.name, p.value, p.uncertainty);
   }
   for (std::size_t k = 0; k < phi_deg.size() && k < contrast.size() && k < offset.size(); ++k) {
     out += fmt::format("  phi {:>8.3f}: contrast {:.6g} ± {:.3g}, offset {:.6g} ± {:.3g}\n",
@@ -141,8 +143,8 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   s.reduced_chi2 = rep.reduced_chi_squared;
   s.points = r.unique_pairs;
   for (std::size_t p = 0; p < rep.physical_names.size(); ++p) {
-    s.physical.push_back(
-        Estimate(rep.physical_names[p], rep.physical_values[p], rep.physical_uncertainties[p]));
+    s.physical.push_back(Estimate(rep.physical_names[p], rep.physical_values[p],
+                                  rep.physical_uncertainties[p], rep.IsHeld(p)));
   }
   s.phi_deg = rep.phi_deg;
   for (std::size_t k = 0; k < rep.contrast.size(); ++k) {

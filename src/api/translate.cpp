@@ -85,6 +85,12 @@ void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSet
                                 fmt::join(model::PhysicalParameterNames(mode), ", ")),
                     source, key);
     }
+    if (s.fixed && (name == "contrast" || name == "offset")) {
+      ThrowBadInput("only physical parameters can be held fixed", source, key);
+    }
+    if (s.fixed && !s.initial) {
+      ThrowBadInput("a fixed parameter needs the value it is held at: set initial", source, key);
+    }
     for (const auto& v : {s.initial, s.min, s.max}) {
       if (v && !std::isfinite(*v)) ThrowBadInput("values must be finite", source, key);
     }
@@ -125,6 +131,7 @@ void ApplyModelSettings(config::Config& c, AnalysisMode mode, double stator_roto
     } else {
       ip.parameter_names.push_back(name);
       values.push_back(*s.initial);
+      if (s.fixed) ip.fixed_parameters[name] = *s.initial;
     }
   }
   if (!values.empty()) ip.values = values;

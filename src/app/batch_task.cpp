@@ -36,8 +36,10 @@ config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
     MaybeInjectFailure("batch_task", g.env.rank());
     config::ReadOptions ro;
     ro.require_data_file = task.spec.data_file.empty();
-    return config::ReadConfigString(
-        task.config_text, fmt::format("{} (task {})", task.spec.config, task.spec.name), ro);
+    const std::string source = fmt::format("{} (task {})", task.spec.config, task.spec.name);
+    config::Config cfg = config::ReadConfigString(task.config_text, source, ro);
+    RefuseCmcWithHeldParameters(cfg, task.spec.method, source);
+    return cfg;
   });
 }
 

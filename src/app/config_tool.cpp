@@ -116,8 +116,9 @@ std::string FormatConfigSummary(const Config& c, bool verbose) {
   all.push_back(c.offset);
   for (const auto& p : all) {
     out +=
-        fmt::format("  {:<20} {:>14.6g} {:>14.6g} {:>14.6g}  {}, {}\n", p.name, p.initial, p.min,
-                    p.max, p.bounds_from_config ? "bounds from file" : "default bounds",
+        fmt::format("  {:<20} {:>14.6g} {:>14.6g} {:>14.6g}  {}{}, {}\n", p.name, p.initial, p.min,
+                    p.max, p.vary ? "" : "held at its initial value (NLSQ), ",
+                    p.bounds_from_config ? "bounds from file" : "default bounds",
                     p.initial_from_config ? std::string("initial from file")
                     : p.name == "contrast" || p.name == "offset"
                         ? std::string("no initial value: NLSQ estimates it from the data, CMC "

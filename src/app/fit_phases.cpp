@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
@@ -18,6 +19,23 @@
 #include "parallel/collective.h"
 
 namespace homodyne {
+
+void RefuseCmcWithHeldParameters(const config::Config& cfg, config::FitMethod method,
+                                 const std::string& source) {
+  if (method == config::FitMethod::kNlsq) return;
+  std::vector<std::string> held;
+  for (const auto& p : cfg.parameters) {
+    if (!p.vary) held.push_back(p.name);
+  }
+  if (held.empty()) return;
+  ThrowBadInput(
+      fmt::format("--method {}: CMC cannot hold parameters fixed yet, and {} {} held "
+                  "here; use --method nlsq, or remove them from "
+                  "initial_parameters.fixed_parameters and add them to "
+                  "initial_parameters.active_parameters",
+                  config::ToString(method), fmt::join(held, ", "), held.size() == 1 ? "is" : "are"),
+      source, "initial_parameters.fixed_parameters/active_parameters");
+}
 
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options) {
   NlsqOutcome out;

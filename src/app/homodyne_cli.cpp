@@ -255,24 +255,11 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
       ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
                     opts.config, "analysis_mode");
     }
+    if (!in.plots.PlotOnly()) RefuseCmcWithHeldParameters(c, opts.method, opts.config);
     return c;
   });
   state.config = in.cfg;
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
-  // Read and checked, but not acted on yet: say so rather than fit what was meant to be held.
-  const config::InitialParameters& ip = in.cfg.initial_parameters;
-  if (ip.active_parameters && ip.active_parameters->size() < in.cfg.parameters.size()) {
-    log.Warn(
-        "{}: initial_parameters.active_parameters is not honoured yet: every physical parameter "
-        "is fitted",
-        opts.config);
-  }
-  if (!ip.fixed_parameters.empty()) {
-    log.Warn(
-        "{}: initial_parameters.fixed_parameters gives start values only: those parameters are "
-        "fitted, not held fixed",
-        opts.config);
-  }
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
                                : fmt::format("{} fit", config::ToString(opts.method)),

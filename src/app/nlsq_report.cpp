@@ -26,6 +26,11 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
                      r.n_optimised);
   for (std::size_t i = 0; i < f.physical_names.size(); ++i) {
+    if (f.IsHeld(i)) {
+      out += fmt::format("  {:<18}{:>16.8g}   (held, not fitted)\n", f.physical_names[i],
+                         f.physical_values[i]);
+      continue;
+    }
     out += fmt::format("  {:<18}{:>16.8g} ± {:.3g}\n", f.physical_names[i], f.physical_values[i],
                        f.physical_uncertainties[i]);
   }

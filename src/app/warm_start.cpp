@@ -42,7 +42,11 @@ nlsq::NlsqRunResult LoadNlsqWarmStart(const std::string& path, model::AnalysisMo
       r.report.physical_names.push_back(name);
       r.report.physical_values.push_back(p.at("value").get<double>());
       const auto& u = p.at("uncertainty");
-      r.report.physical_uncertainties.push_back(u.is_number() ? u.get<double>() : std::nan(""));
+      // A parameter the NLSQ held has σ 0, which says nothing about its spread: unknown.
+      const bool held =
+          p.contains("vary") && p.at("vary").is_boolean() && !p.at("vary").get<bool>();
+      r.report.physical_uncertainties.push_back(u.is_number() && !held ? u.get<double>()
+                                                                       : std::nan(""));
     }
     if (j.contains("per_angle")) {  // homodyne-hpc's own files: the whole expanded vector
       const auto& pa = j.at("per_angle");

@@ -52,6 +52,15 @@ std::string DescribeConfig(const config::Config& cfg,
   if (cfg.raw) Flatten(cfg.raw->root, "", lines);
   std::sort(lines.begin(), lines.end());
   lines.push_back(fmt::format("effective.analysis_mode: {}", cfg.analysis_mode_name));
+  // The held set, whatever key held it: a checkpoint of another set has another optimiser
+  // vector. Nothing held adds no line, so such runs keep their identity.
+  std::vector<std::string> held;
+  for (const auto& p : cfg.parameters) {
+    if (!p.vary) held.push_back(fmt::format("{}={}", p.name, p.initial));
+  }
+  if (!held.empty()) {
+    lines.push_back(fmt::format("effective.held_parameters: {}", fmt::join(held, ",")));
+  }
   for (const auto& [k, v] : overrides) lines.push_back(fmt::format("cli.{}: {}", k, v));
   return fmt::format("{}\n", fmt::join(lines, "\n"));
 }

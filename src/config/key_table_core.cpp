@@ -168,11 +168,14 @@ void AddParameters(std::vector<KeySpec>& t) {
          kNullable);
   i.Acc("units", T::kAny, "", NoRule(), "Units of the parameters (documentation)", kNullable);
   i.Used("active_parameters", T::kStringList, "null", CustomRule("known parameter names"),
-         "Subset of parameters to optimize; null = all. The names are checked, but the subset "
-         "is not honoured yet: every parameter is fitted (the run warns)",
+         "Physical parameters the NLSQ fits; null = all. The others are held at their "
+         "initial value (not fitted, uncertainty 0, not counted in the DOF); CMC refuses a "
+         "held parameter",
          kNullable);
   i.Section("fixed_parameters", kUse,
-            "Start values by name (the parameters are fitted, not held: the run warns)", kNullable);
+            "Physical parameters held at these values by the NLSQ (not fitted, uncertainty 0, "
+            "not counted in the DOF; the value wins over values[]); CMC refuses them",
+            kNullable);
   i.Used("fixed_parameters.*", T::kFloat, "", NoRule(), "name: value (name must be known)");
 
   KeyAdder p(t, "parameter_space");

@@ -138,6 +138,8 @@ ParameterLayout::ParameterLayout(ScalingLayout layout, AnalysisMode mode, int n_
     : layout_(layout), mode_(mode), index_(mode, n_angles) {
   if (n_angles < 1) ThrowBadInput("a parameter layout needs at least one angle");
   n_opt_ = n_scaling_opt + index_.n_phys;
+  vary_.assign(static_cast<size_t>(index_.n_phys), true);
+  n_phys_varying_ = index_.n_phys;
   b_.assign(static_cast<size_t>(index_.size() * n_opt_), 0.0);
   fixed_.assign(static_cast<size_t>(index_.size()), 0.0);
   CopyPhysicsBlock(n_scaling_opt);
@@ -296,7 +298,9 @@ std::vector<double> ParameterLayout::FromExpanded(std::span<const double> expand
       break;
     }
   }
-  out.insert(out.end(), expanded.begin() + index_.phys(0), expanded.end());
+  for (int p = 0; p < index_.n_phys; ++p) {
+    if (PhysicalVaries(p)) out.push_back(expanded[static_cast<size_t>(index_.phys(p))]);
+  }
   return out;
 }
 
@@ -413,9 +417,56 @@ Bounds ParameterLayout::OptimiserBounds(const Bounds& expanded) const {
       break;
   }
   for (int p = 0; p < index_.n_phys; ++p) {
+    if (!PhysicalVaries(p)) continue;
     add(expanded.lower[static_cast<size_t>(index_.phys(p))],
         expanded.upper[static_cast<size_t>(index_.phys(p))]);
   }
+  return out;
+}
+
+ParameterLayout ParameterLayout::WithHeldPhysics(const std::vector<bool>& vary,
+                                                 std::span<const double> values) const {
+  const int n_phys = index_.n_phys;
+  if (static_cast<int>(vary.size()) != n_phys || static_cast<int>(values.size()) != n_phys) {
+    ThrowBadInput(fmt::format("held physics: expected {} flags and values, found {} / {}", n_phys,
+                              vary.size(), values.size()));
+  }
+  ParameterLayout out(*this);
+  // The physical columns are the last num_physical_varying() ones, in physical order.
+  const int first_phys_col = n_opt_ - n_phys_varying_;
+  std::vector<int> keep;  // old columns that stay
+  for (int c = 0; c < first_phys_col; ++c) keep.push_back(c);
+  int col = first_phys_col;
+  for (int p = 0; p < n_phys; ++p) {
+    if (!PhysicalVaries(p)) continue;
+    const bool stays = vary[static_cast<size_t>(p)];
+    if (stays) keep.push_back(col);
+    ++col;
+  }
+  if (static_cast<int>(keep.size()) == n_opt_) return out;
+  const int e = num_expanded();
+  out.n_opt_ = static_cast<int>(keep.size());
+  out.b_.assign(static_cast<size_t>(e * out.n_opt_), 0.0);
+  for (int r = 0; r < e; ++r) {
+    for (int c = 0; c < out.n_opt_; ++c) {
+      out.b_[static_cast<size_t>(r * out.n_opt_ + c)] = B(r, keep[static_cast<size_t>(c)]);
+    }
+  }
+  out.names_.clear();
+  for (int c : keep) out.names_.push_back(names_[static_cast<size_t>(c)]);
+  for (int p = 0; p < n_phys; ++p) {
+    if (vary[static_cast<size_t>(p)] && PhysicalVaries(p)) continue;
+    if (PhysicalVaries(p)) {
+      const double v = values[static_cast<size_t>(p)];
+      if (!std::isfinite(v)) {
+        ThrowBadInput(fmt::format("held parameter {} needs a finite value, found {}",
+                                  PhysicalParameterNames(mode_)[static_cast<size_t>(p)], v));
+      }
+      out.fixed_[static_cast<size_t>(index_.phys(p))] = v;
+    }
+    out.vary_[static_cast<size_t>(p)] = false;
+  }
+  out.n_phys_varying_ = static_cast<int>(std::count(out.vary_.begin(), out.vary_.end(), true));
   return out;
 }
 

@@ -12,6 +12,10 @@
 //   constant_averaged [physical]; one fixed contrast/offset for all angles  p
 //   fourier           [contrast c0, cos1, sin1, …, cosK, sinK, offset …, physical]
 //                     contrast(φ) = c0 + Σ_k c_k cos kφ + s_k sin kφ, φ in radians  2(1+2K) + p
+//
+// A physical parameter held at a value (WithHeldPhysics) has no optimiser column: its row
+// of B is zero and its value is in `fixed`, so p above counts the varying ones only and
+// the covariance gives it a zero row and column.
 #pragma once
 
 #include <span>
@@ -99,6 +103,16 @@ class ParameterLayout {
   // harmonics ∈ [−0.3, 0.3]); fixed layouts keep the physical bounds only.
   Bounds OptimiserBounds(const Bounds& expanded) const;
 
+  // This layout with the physical parameters p where vary[p] is false held at values[p]
+  // (both of size num_physical): their optimiser columns and names are dropped. All true:
+  // an identical copy.
+  ParameterLayout WithHeldPhysics(const std::vector<bool>& vary,
+                                  std::span<const double> values) const;
+  // Physical parameter p (0 … n_phys−1) is optimised (not held).
+  bool PhysicalVaries(int p) const { return vary_[static_cast<size_t>(p)]; }
+  int num_physical_varying() const { return n_phys_varying_; }
+  int num_physical_held() const { return index_.n_phys - n_phys_varying_; }
+
  private:
   ParameterLayout(ScalingLayout layout, AnalysisMode mode, int n_angles, int n_scaling_opt);
   void CopyPhysicsBlock(int n_scaling_opt);
@@ -111,6 +125,8 @@ class ParameterLayout {
   std::vector<double> b_;
   std::vector<double> fixed_;
   std::vector<std::string> names_;
+  std::vector<bool> vary_;  // per physical parameter
+  int n_phys_varying_ = 0;
 };
 
 }  // namespace homodyne::model

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -100,8 +101,11 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
     physical[i] = true;
     per_angle[i] = false;
   }
+  // phi0 fitted (its index in x) or held (its value); neither: no shear weights.
   const int phi0 = session.ParameterIndex("phi0");
-  const bool weighted = o.shear_weighting && phi0 >= 0 && session.phi_deg().size() >= 3;
+  const std::optional<double> phi0_held = session.HeldValue("phi0");
+  const bool weighted =
+      o.shear_weighting && (phi0 >= 0 || phi0_held) && session.phi_deg().size() >= 3;
   logger.Info(
       "NLSQ anti-degeneracy: hierarchical stage (up to {} outer iterations: physical solve{}, "
       "then per-angle solve)",
@@ -111,8 +115,9 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
   report.stop = "max_outer_iterations";
   for (int outer = 0; outer < o.max_outer_iterations; ++outer) {
     if (weighted && outer % o.update_frequency == 0) {
-      weights = ShearWeights(session.phi_deg(), x[static_cast<std::size_t>(phi0)], o.min_weight,
-                             o.alpha, o.normalize);
+      weights = ShearWeights(session.phi_deg(),
+                             phi0 >= 0 ? x[static_cast<std::size_t>(phi0)] : *phi0_held,
+                             o.min_weight, o.alpha, o.normalize);
     }
     const std::vector<double> before = x;
     const SolverSummary phys =

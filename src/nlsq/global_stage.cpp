@@ -111,7 +111,9 @@ double BoundScaleRatio(const config::Config& cfg) {
   };
   add(cfg.contrast);
   add(cfg.offset);
-  for (const auto& p : cfg.parameters) add(p);
+  for (const auto& p : cfg.parameters) {
+    if (p.vary) add(p);  // a held parameter is not searched
+  }
   if (widths.size() < 2) return 1.0;
   const auto [lo, hi] = std::minmax_element(widths.begin(), widths.end());
   return *hi / *lo;

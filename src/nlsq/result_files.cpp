@@ -50,6 +50,16 @@ std::vector<double> FitReport::FullVector() const {
   return v;
 }
 
+bool FitReport::IsHeld(std::size_t p) const { return p < physical_held.size() && physical_held[p]; }
+
+std::vector<std::string> FitReport::HeldNames() const {
+  std::vector<std::string> out;
+  for (std::size_t p = 0; p < physical_names.size(); ++p) {
+    if (IsHeld(p)) out.push_back(physical_names[p]);
+  }
+  return out;
+}
+
 std::string ParametersJson(const FitReport& r) {
   json params;
   params["contrast"] = {{"value", Number(NanMean(r.contrast))},
@@ -57,8 +67,10 @@ std::string ParametersJson(const FitReport& r) {
   params["offset"] = {{"value", Number(NanMean(r.offset))},
                       {"uncertainty", Number(Rms(r.offset_uncertainty))}};
   for (std::size_t i = 0; i < r.physical_names.size(); ++i) {
+    // vary false: held at this value by the config, not fitted (uncertainty 0).
     params[r.physical_names[i]] = {{"value", Number(r.physical_values[i])},
-                                   {"uncertainty", Number(r.physical_uncertainties[i])}};
+                                   {"uncertainty", Number(r.physical_uncertainties[i])},
+                                   {"vary", !r.IsHeld(i)}};
   }
   json per_angle;
   per_angle["phi_angles_deg"] = r.phi_deg;
@@ -168,6 +180,8 @@ std::string AnalysisResultsJson(const FitReport& r) {
              {{"chi_squared", Number(r.chi_squared)},
               {"reduced_chi_squared", Number(r.reduced_chi_squared)},
               {"degrees_of_freedom", r.n_data - r.n_params},
+              {"n_parameters", r.n_params},
+              {"held_parameters", r.HeldNames()},
               {"quality_flag", r.quality_flag}}},
             {"dataset_info",
              {{"n_angles", r.phi_deg.size()},

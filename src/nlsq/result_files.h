@@ -70,13 +70,15 @@ struct FitReport {
   std::string per_angle_mode;               // layout used by the optimiser
   std::vector<std::string> physical_names;  // D0, alpha, ...
   std::vector<double> physical_values, physical_uncertainties;
+  // true: held at its value (not fitted; uncertainty 0); empty: every parameter was fitted.
+  std::vector<bool> physical_held;
   std::vector<double> phi_deg;                         // kept angles (normalised)
   std::vector<double> contrast, contrast_uncertainty;  // per angle
   std::vector<double> offset, offset_uncertainty;      // per angle
   double chi_squared = 0.0;
   double reduced_chi_squared = 0.0;
   std::int64_t n_data = 0;  // n_phi · n_t² (homodyne's convention)
-  int n_params = 0;         // expanded parameter count used for the DOF
+  int n_params = 0;         // expanded parameter count used for the DOF (held ones excluded)
   int n_time_points = 0;    // n_t of the fit grid (t = 0 excluded)
   double q = 0.0;
   std::string convergence_status;  // ConvergenceStatus(): converged | stalled | max_iter | failed
@@ -99,6 +101,8 @@ struct FitReport {
 
   // The full optimiser vector in homodyne's order: contrasts, offsets, physics.
   std::vector<double> FullVector() const;
+  bool IsHeld(std::size_t physical) const;  // physical_held[physical], false when unset
+  std::vector<std::string> HeldNames() const;
 };
 
 // Writes DIR/nlsq/{parameters,analysis_results_nlsq,convergence_metrics}.json and

@@ -184,17 +184,45 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     estimates = s.stream ? EstimateInitialScalingStreaming(comm, s.local, *s.stream, scaling_bounds)
                          : EstimateInitialScaling(comm, s.local, scaling_bounds);
   }
-  s.layout = std::make_unique<model::ParameterLayout>(model::ParameterLayout::Create(
-      s.resolved, s.mode, s.phi, estimates, layout_options.fourier_order));
-  logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
-              s.layout->num_optimised());
-
   s.index = model::ExpandedIndex(s.mode, n_phi);
   const ExpandedStart start = RunCollectively(comm, [&] {
     return ExpandedStartFromConfig(cfg, s.mode, estimates, options.initial,
                                    UnsetStart::kNlsqDefault);
   });
   const std::vector<double>& expanded = start.values;
+  // Held physics (EffectiveParameter::vary false) stay at their starting value: no optimiser
+  // column, so the solvers, the global search and the DOF never see them.
+  std::vector<bool> vary;
+  std::vector<double> held_values;
+  for (int p = 0; p < s.index.n_phys; ++p) {
+    vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
+    held_values.push_back(expanded[static_cast<std::size_t>(s.index.phys(p))]);
+  }
+  s.layout = std::make_unique<model::ParameterLayout>(
+      model::ParameterLayout::Create(s.resolved, s.mode, s.phi, estimates,
+                                     layout_options.fourier_order)
+          .WithHeldPhysics(vary, held_values));
+  logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
+              s.layout->num_optimised());
+  if (s.layout->num_optimised() == 0) {
+    RunCollectively(comm, [&] {
+      ThrowBadInput(fmt::format("nothing to fit: every physical parameter is held and the {} "
+                                "per-angle layout fits no scaling",
+                                model::ToString(s.resolved)),
+                    cfg.source, "initial_parameters.fixed_parameters/active_parameters");
+    });
+  }
+  if (s.layout->num_physical_held() > 0) {
+    std::vector<std::string> held;
+    for (int p = 0; p < s.index.n_phys; ++p) {
+      if (!s.layout->PhysicalVaries(p)) {
+        held.push_back(fmt::format(
+            "{} = {:.6g}", model::PhysicalParameterNames(s.mode)[static_cast<std::size_t>(p)],
+            held_values[static_cast<std::size_t>(p)]));
+      }
+    }
+    logger.Info("held parameters (not fitted): {}", fmt::join(held, ", "));
+  }
   const model::Bounds& expanded_bounds = start.bounds;
   s.bounds = s.layout->OptimiserBounds(expanded_bounds);
   s.x0 = options.start.empty() ? s.layout->FromExpanded(expanded) : options.start;
@@ -222,10 +250,12 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
 
   s.n_t = static_cast<std::int64_t>(t_fit.size());
   s.n_data = static_cast<std::int64_t>(n_phi) * s.n_t * s.n_t;  // homodyne's DOF convention
-  s.p_eff = s.resolved == model::ScalingLayout::kAveraged ? s.index.size()
+  // Held physics are not parameters of the fit: they count in no layout's DOF.
+  const int held = s.layout->num_physical_held();
+  s.p_eff = s.resolved == model::ScalingLayout::kAveraged ? s.index.size() - held
             : (s.resolved == model::ScalingLayout::kFixedConstant ||
                s.resolved == model::ScalingLayout::kConstantAveraged)
-                ? s.index.n_phys
+                ? s.index.n_phys - held
                 : s.layout->num_optimised();
 }
 
@@ -243,7 +273,13 @@ int XpcsFitSession::ParameterIndex(std::string_view name) const {
   const auto it = std::find(names.begin(), names.end(), name);
   return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
-int XpcsFitSession::num_physical() const { return impl_->index.n_phys; }
+std::optional<double> XpcsFitSession::HeldValue(std::string_view name) const {
+  const model::ParameterLayout& l = *impl_->layout;
+  const int p = model::PhysicalParameterIndex(impl_->mode, name);
+  if (p < 0 || l.PhysicalVaries(p)) return std::nullopt;
+  return l.fixed()[static_cast<std::size_t>(impl_->index.phys(p))];
+}
+int XpcsFitSession::num_physical() const { return impl_->layout->num_physical_varying(); }
 std::string XpcsFitSession::DataDescription() const {
   const io::DatasetMetadata& meta = impl_->local.meta;
   return checkpoint::DescribeData(meta.file, meta.q_physics, impl_->phi, meta.n_frames, meta.dt,
@@ -438,6 +474,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.per_angle_mode = r.layout;
   rep.physical_names = names;
   for (int p = 0; p < index.n_phys; ++p) {
+    rep.physical_held.push_back(!layout.PhysicalVaries(p));
     rep.physical_values.push_back(r.expanded[static_cast<std::size_t>(index.phys(p))]);
     rep.physical_uncertainties.push_back(
         r.expanded_uncertainty[static_cast<std::size_t>(index.phys(p))]);
@@ -462,7 +499,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   std::vector<ParameterBoundState> states;
   const auto& opt_names = layout.names();
   for (std::size_t i = 0; i < summary.x.size(); ++i) {
-    const bool physical = i >= summary.x.size() - static_cast<std::size_t>(index.n_phys);
+    const bool physical =
+        i >= summary.x.size() - static_cast<std::size_t>(layout.num_physical_varying());
     states.push_back(
         {opt_names[i], physical, summary.at_lower_bound[i], summary.at_upper_bound[i]});
   }

@@ -88,7 +88,9 @@ class XpcsFitSession {
   const std::vector<double>& upper() const;
   const std::vector<std::string>& parameter_names() const;  // optimiser space
   int ParameterIndex(std::string_view name) const;          // into parameter_names(); −1: none
-  int num_physical() const;                                 // the last entries of x
+  // The value a held physical parameter is held at; nullopt when it is fitted or unknown.
+  std::optional<double> HeldValue(std::string_view name) const;
+  int num_physical() const;  // the varying physical parameters: the last entries of x
   // The input data selection for checkpoint identities (checkpoint::DescribeData).
   std::string DataDescription() const;
 

@@ -161,6 +161,10 @@ TEST_F(ApiCmc, BadOptionsAreBadInputNamingTheField) {
   expect_bad(with([](CmcOptions& o) { o.parameters.push_back({.name = "viscosity"}); }),
              "parameters[viscosity]");
   expect_bad(with([](CmcOptions& o) { o.per_angle = PerAngleScaling::kFourier; }), "per_angle");
+  expect_bad(with([](CmcOptions& o) {
+               o.parameters.push_back({.name = "D_offset", .initial = 0.0, .fixed = true});
+             }),
+             "parameters[D_offset].fixed");
   expect_bad(with([](CmcOptions& o) { o.shards = -1; }), "shards");
   expect_bad(with([](CmcOptions& o) { o.chains = 0; }), "chains");
   expect_bad(with([](CmcOptions& o) { o.warmup = -1; }), "warmup");

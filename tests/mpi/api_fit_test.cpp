@@ -107,6 +107,35 @@ TEST_F(ApiFit, InMemoryFitHasTheBitsOfTheConfigFit) {
   EXPECT_NE(api.BriefReport().find("converged"), std::string::npos);
 }
 
+// ParameterSetting::fixed is fixed_parameters: the same bits as the config fit holding them.
+TEST_F(ApiFit, FixedParametersHaveTheBitsOfTheConfigFit) {
+  const Comm& world = testing::TestEnvironment().world();
+  nlsq::NlsqRunOptions ro;
+  ro.print_progress = false;
+  std::string yaml = Yaml(path_);
+  const std::string values = "  values: [15000, -0.3, 0, 0.002, 0.1, 0, 0]\n";
+  yaml.replace(yaml.find(values), values.size(),
+               values + "  fixed_parameters: {D_offset: 0, gamma_dot_t_offset: 0}\n");
+  const nlsq::NlsqRunResult file_fit =
+      nlsq::RunNlsqFit(world, config::ReadConfigString(yaml, "api-test"), ro, Logger::Silent());
+  NlsqOptions o = ApiOptions();
+  o.parameters[2].fixed = true;
+  o.parameters[5].fixed = true;
+  const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1});
+  const NlsqSummary api = FitNlsq(world.get(), data, o);
+  EXPECT_EQ(api.chi2, file_fit.report.chi_squared);
+  EXPECT_EQ(file_fit.n_optimised, 2 * 4 + 5);
+  ASSERT_EQ(api.physical.size(), 7U);
+  for (std::size_t p = 0; p < api.physical.size(); ++p) {
+    EXPECT_EQ(api.physical[p].value, file_fit.report.physical_values[p]) << api.physical[p].name;
+    EXPECT_EQ(api.physical[p].held, p == 2 || p == 5) << api.physical[p].name;
+  }
+  EXPECT_EQ(api.physical[2].value, 0.0);
+  EXPECT_EQ(api.physical[2].uncertainty, 0.0);
+  EXPECT_GT(api.physical[0].uncertainty, 0.0);
+  EXPECT_NE(api.FullReport().find("(held, not fitted)"), std::string::npos);
+}
+
 TEST_F(ApiFit, LoadXpcsDataIsTheLoadersSelection) {
   const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1, .phi_ranges = {{0.0, 90.0}}});
   io::LoadOptions lo;
@@ -140,6 +169,13 @@ TEST_F(ApiFit, BadOptionsAndDataAreBadInputOnEveryRank) {
   o = ApiOptions();
   o.parameters[0].min = 5e5;  // above its max of 1e5
   expect_bad(data, o, "parameters[D0]");
+  o = ApiOptions();
+  o.parameters.push_back({.name = "contrast", .initial = 0.3, .fixed = true});
+  expect_bad(data, o, "parameters[contrast]");
+  o = ApiOptions();
+  o.parameters[2].initial.reset();
+  o.parameters[2].fixed = true;
+  expect_bad(data, o, "parameters[D_offset]");
   o = ApiOptions();
   o.threads = 0;
   expect_bad(data, o, "threads");

@@ -412,6 +412,47 @@ TEST(NlsqCmaes, SearchOnRowsFromAStuckStartReachesTheMinimum) {
       Error);
 }
 
+// With D_offset and gamma_dot_t_offset held (at the truth), CMA-ES searches the five others
+// only: the held values come back exactly, with σ 0, and the answer is the held local fit's.
+TEST(NlsqCmaes, HeldParametersAreNotSearched) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "cmaes_held");
+  const std::string path = WriteLaminarData(dir);
+  const auto hold = [](config::Config cfg) {
+    for (const char* name : {"D_offset", "gamma_dot_t_offset"}) {
+      for (auto& p : cfg.parameters) {
+        if (p.name == name) p.vary = false;
+      }
+    }
+    return cfg;
+  };
+  const NlsqRunResult reference =
+      RunNlsqFit(world, hold(LaminarConfig(kTruth, path, "")), Quiet(), Logger::Silent());
+  ASSERT_TRUE(reference.summary.IsUsable());
+  const config::Config cfg =
+      hold(LaminarConfig("100, 0.5, 10, 0.1, 0.2, 0.0002, 8", path,
+                         "      nlsq_warmstart: false\n      popsize: 16\n"
+                         "      max_generations: 150\n      max_restarts: 5\n"));
+  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  const NlsqRunResult r =
+      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  ASSERT_TRUE(r.report.global_search.has_value());
+  EXPECT_GT(r.report.global_search->evaluations, 0);
+  EXPECT_EQ(r.n_optimised, 2 + 5);  // averaged contrast and offset, five physics
+  EXPECT_EQ(r.summary.x.size(), 7u);
+  EXPECT_EQ(r.report.physical_values[2], 10.0);
+  EXPECT_EQ(r.report.physical_values[5], 0.0002);
+  EXPECT_EQ(r.report.physical_uncertainties[2], 0.0);
+  EXPECT_EQ(r.report.physical_uncertainties[5], 0.0);
+  EXPECT_LE(std::abs(r.report.chi_squared - reference.report.chi_squared),
+            1e-8 * reference.report.chi_squared);
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone =
+      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+}
+
 TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
   const Comm& world = TestEnvironment().world();
   const MpiTempDir dir(world, "cmaes_laminar");

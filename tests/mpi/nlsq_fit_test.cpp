@@ -35,7 +35,9 @@ struct Dataset {
   double offset = 1.0;
 };
 
-config::Config MakeConfig(const Dataset& d, const std::string& values, const std::string& file) {
+// `initial_extra`: more lines of initial_parameters (each indented by two spaces).
+config::Config MakeConfig(const Dataset& d, const std::string& values, const std::string& file,
+                          const std::string& initial_extra = "") {
   const bool laminar = d.mode == "laminar_flow";
   const auto path = std::filesystem::path(file);
   std::string yaml = "analysis_mode: " + d.mode +
@@ -47,8 +49,8 @@ config::Config MakeConfig(const Dataset& d, const std::string& values, const std
                      "\n  data_file_name: " + path.filename().string() +
                      "\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset" +
                      (laminar ? ", gamma_dot_t0, beta, gamma_dot_t_offset, phi0" : "") +
-                     "]\n  values: [" + values +
-                     "]\noptimization:\n  nlsq:\n    max_iterations: 300\n"
+                     "]\n  values: [" + values + "]\n" + initial_extra +
+                     "optimization:\n  nlsq:\n    max_iterations: 300\n"
                      "    anti_degeneracy:\n      per_angle_mode: " +
                      d.per_angle + "\n";
   config::ReadOptions ro;
@@ -77,11 +79,12 @@ std::string WriteData(const testing::MpiTempDir& dir, const Dataset& d, const st
 }
 
 NlsqRunResult Fit(const Comm& comm, const Dataset& d, const std::string& path,
-                  const std::string& start, int threads = 1) {
+                  const std::string& start, int threads = 1,
+                  const std::string& initial_extra = "") {
   NlsqRunOptions o;
   o.print_progress = false;
   o.threads = threads;
-  return RunNlsqFit(comm, MakeConfig(d, start, path), o, Logger::Silent());
+  return RunNlsqFit(comm, MakeConfig(d, start, path, initial_extra), o, Logger::Silent());
 }
 
 std::vector<double> Values(const std::string& csv) {
@@ -286,6 +289,109 @@ TEST(NlsqFit, ResultsAreIndependentOfRanksAndThreads) {
   EXPECT_EQ(distributed.summary.iterations, serial.summary.iterations);
 }
 
+// A held parameter stays exactly at its value with σ exactly 0, has no optimiser column and
+// no place in the DOF; the other parameters are recovered; the bits do not depend on the ranks.
+void ExpectHeld(const NlsqRunResult& r, const std::vector<std::string>& held,
+                const std::vector<double>& values, int n_optimised) {
+  ASSERT_TRUE(r.summary.IsUsable()) << r.summary.BriefReport();
+  const FitReport& rep = r.report;
+  ASSERT_EQ(rep.physical_held.size(), rep.physical_names.size());
+  for (std::size_t p = 0; p < rep.physical_names.size(); ++p) {
+    const auto it = std::find(held.begin(), held.end(), rep.physical_names[p]);
+    SCOPED_TRACE(rep.physical_names[p]);
+    EXPECT_EQ(rep.physical_held[p], it != held.end());
+    if (it != held.end()) {
+      EXPECT_EQ(rep.physical_values[p], values[static_cast<std::size_t>(it - held.begin())]);
+      EXPECT_EQ(rep.physical_uncertainties[p], 0.0);
+    } else {
+      EXPECT_GT(rep.physical_uncertainties[p], 0.0);
+    }
+  }
+  EXPECT_EQ(r.n_optimised, n_optimised);
+  EXPECT_EQ(r.summary.x.size(), static_cast<std::size_t>(n_optimised));
+  for (const auto& name : held) {
+    EXPECT_EQ(std::count(rep.degeneracy.names.begin(), rep.degeneracy.names.end(), name), 0);
+  }
+  // Individual layout: the DOF counts the optimised parameters only.
+  EXPECT_EQ(rep.n_params, n_optimised);
+  EXPECT_EQ(rep.reduced_chi_squared,
+            rep.chi_squared / static_cast<double>(rep.n_data - n_optimised));
+}
+
+TEST(NlsqFit, FixedParametersAreHeldExactly) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
+  Dataset d = kLaminar;
+  d.frames = 60;
+  d.truth = "20000, -0.4, 0, 0.003, 0.2, 0, 4";
+  d.start = "10000, -0.2, 20, 0.002, 0.1, 0.0001, 2";  // the fixed values win over these
+  const auto path = WriteData(dir, d, "laminar_fixed");
+  const std::string fixed = "  fixed_parameters: {D_offset: 0.0, gamma_dot_t_offset: 0.0}\n";
+  const auto r = Fit(testing::TestEnvironment().world(), d, path, d.start, 1, fixed);
+  const int n_angles = static_cast<int>(d.phi.size());
+  ExpectHeld(r, {"D_offset", "gamma_dot_t_offset"}, {0.0, 0.0}, 2 * n_angles + 5);
+  EXPECT_EQ(r.report.convergence_status, "converged") << r.summary.BriefReport();
+  const auto truth = Values(d.truth);
+  for (std::size_t i : {0u, 1u, 3u, 4u, 6u}) {
+    EXPECT_LE(std::abs(r.report.physical_values[i] - truth[i]),
+              4.0 * r.report.physical_uncertainties[i])
+        << r.report.physical_names[i];
+  }
+  // The same bits on one rank with two threads.
+  Comm self(MPI_COMM_SELF);
+  const auto serial = Fit(self, d, path, d.start, 2, fixed);
+  ASSERT_EQ(serial.expanded.size(), r.expanded.size());
+  EXPECT_EQ(
+      std::memcmp(serial.expanded.data(), r.expanded.data(), r.expanded.size() * sizeof(double)),
+      0);
+  EXPECT_EQ(serial.report.chi_squared, r.report.chi_squared);
+  // The same held set through active_parameters: the same fit, bit for bit.
+  const auto active =
+      Fit(testing::TestEnvironment().world(), d, path, "10000, -0.2, 0, 0.002, 0.1, 0, 2", 1,
+          "  active_parameters: [D0, alpha, gamma_dot_t0, beta, phi0]\n");
+  ExpectHeld(active, {"D_offset", "gamma_dot_t_offset"}, {0.0, 0.0}, 2 * n_angles + 5);
+  EXPECT_EQ(
+      std::memcmp(active.expanded.data(), r.expanded.data(), r.expanded.size() * sizeof(double)),
+      0);
+}
+
+TEST(NlsqFit, ActiveParametersSubsetHoldsTheRestAtTheirValues) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
+  Dataset d = kStatic;
+  d.frames = 60;
+  const auto path = WriteData(dir, d, "static_active");
+  // D_offset is held at its truth (20), alpha fitted from a start away from it.
+  const std::string start = "1000, -0.3, 20";
+  const std::string active = "  active_parameters: [D0, alpha]\n";
+  const auto r = Fit(testing::TestEnvironment().world(), d, path, start, 1, active);
+  const int n_angles = static_cast<int>(d.phi.size());
+  ExpectHeld(r, {"D_offset"}, {20.0}, 2 * n_angles + 2);
+  EXPECT_EQ(r.report.convergence_status, "converged") << r.summary.BriefReport();
+  const auto truth = Values(d.truth);
+  EXPECT_NEAR(r.report.physical_values[0], truth[0], 0.02 * truth[0]);
+  EXPECT_NEAR(r.report.physical_values[1], truth[1], 0.02 * std::abs(truth[1]));
+  Comm self(MPI_COMM_SELF);
+  const auto serial = Fit(self, d, path, start, 1, active);
+  EXPECT_EQ(
+      std::memcmp(serial.expanded.data(), r.expanded.data(), r.expanded.size() * sizeof(double)),
+      0);
+  // The free fit has one more optimised parameter and so one fewer degree of freedom.
+  const auto free = Fit(testing::TestEnvironment().world(), d, path, start, 1);
+  EXPECT_EQ(free.n_optimised, r.n_optimised + 1);
+  EXPECT_EQ(free.report.n_params, r.report.n_params + 1);
+  EXPECT_TRUE(std::none_of(free.report.physical_held.begin(), free.report.physical_held.end(),
+                           [](bool h) { return h; }));
+  // Everything held with a layout that fits no scaling: bad input, not a solve of nothing.
+  Dataset constant = d;
+  constant.per_angle = "constant";
+  try {
+    Fit(testing::TestEnvironment().world(), constant, path, start, 1, "  active_parameters: []\n");
+    ADD_FAILURE() << "a fit of zero parameters was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+    EXPECT_NE(std::string(e.what()).find("nothing to fit"), std::string::npos) << e.what();
+  }
+}
+
 // Calibrated uncertainties: over 24 noisy datasets per mode the truth lies within 2σ for
 // ≥ 85 % of the (dataset, parameter) pairs.
 TEST(NlsqFit, UncertaintiesAreCalibrated) {
@@ -359,6 +465,39 @@ namespace {
 // finds, deterministically for a seed, whatever the number of rank groups. (From the bound
 // midpoints the model sits on its plateau: D0 = 50050 decorrelates every lag, and those
 // starts end stalled or in another minimum.)
+// Multistart draws its Latin-hypercube starts over the varying parameters only: every start
+// and every answer keeps the held ones at their values.
+TEST(NlsqMultiStart, HeldParametersStayAtTheirValuesInEveryStart) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
+  const Comm& world = testing::TestEnvironment().world();
+  Dataset d = kLaminar;
+  d.frames = 50;
+  d.seed = 13;
+  d.per_angle = "auto";
+  d.truth = "20000, -0.4, 0, 0.003, 0.2, 0, 4";
+  const auto path = WriteData(dir, d, "multistart_held");
+  const config::Config cfg =
+      MakeConfig(d, d.start, path, "  fixed_parameters: {D_offset: 0, gamma_dot_t_offset: 0}\n");
+  NlsqRunOptions o;
+  o.print_progress = false;
+  MultiStartOptions ms;
+  ms.n_starts = 4;
+  ms.seed = 5;
+  MultiStartSummary a;
+  const auto r = RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
+  ASSERT_EQ(a.starts.size(), 5u);
+  EXPECT_EQ(a.parameter_names.size(), 7u);  // averaged contrast, offset and five physics
+  for (const auto& s : a.starts) EXPECT_EQ(s.start.size(), 7u);
+  EXPECT_EQ(std::count(a.parameter_names.begin(), a.parameter_names.end(), "D_offset"), 0);
+  if (world.rank() == 0) {
+    ASSERT_TRUE(r.summary.IsUsable());
+    EXPECT_EQ(r.report.physical_values[2], 0.0);
+    EXPECT_EQ(r.report.physical_values[5], 0.0);
+    EXPECT_EQ(r.report.physical_uncertainties[2], 0.0);
+    EXPECT_TRUE(r.report.IsHeld(5));
+  }
+}
+
 TEST(NlsqMultiStart, ReachesTheTruthMinimumDeterministically) {
   const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   const Comm& world = testing::TestEnvironment().world();

@@ -271,6 +271,15 @@ TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
   const NlsqRunResult alone = RunNlsqPipeline(self, cfg, Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
 
+  // phi0 held: the stage still weights the angles, by the held phi0, which stays exact.
+  config::Config held = LaminarConfig("10000, -1.5, 0, 0.001, 0, 0, 1.70451", path, individual);
+  held.parameters.at(6).vary = false;
+  const NlsqRunResult h = RunNlsqPipeline(world, held, Quiet(), Logger::Silent());
+  EXPECT_TRUE(h.report.anti_degeneracy.hierarchical_active);
+  EXPECT_EQ(h.report.anti_degeneracy.shear_weights.size(), 6u);
+  EXPECT_EQ(h.report.physical_values[6], 1.70451);
+  EXPECT_EQ(h.report.physical_uncertainties[6], 0.0);
+
   // Averaged layout (the default for 6 angles): nothing to alternate with.
   const NlsqRunResult averaged = RunNlsqPipeline(
       world, LaminarConfig(kDefaultStart, path, "    recovery:\n      phi0_restarts: 0\n"), Quiet(),

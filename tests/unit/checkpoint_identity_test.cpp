@@ -43,6 +43,32 @@ TEST(RunIdentity, CheckpointSettingsDoNotChangeTheConfigHash) {
   EXPECT_NE(FirstDifference(a, d).find("cli.initial.D0"), std::string::npos);
 }
 
+// The held set is part of the identity whatever key held it; nothing held adds no line.
+TEST(RunIdentity, HeldParametersChangeTheIdentity) {
+  const std::string base =
+      "analysis_mode: static\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset]\n"
+      "  values: [20000, -0.3, 0]\n";
+  const config::Config free = Parse(base);
+  const auto a = config::DescribeConfig(free, {});
+  EXPECT_EQ(a.find("held_parameters"), std::string::npos);
+  config::Config held = free;
+  held.parameters.at(2).vary = false;  // same raw YAML, D_offset held
+  const auto b = config::DescribeConfig(held, {});
+  EXPECT_NE(HashText(a), HashText(b));
+  EXPECT_NE(FirstDifference(a, b).find("effective.held_parameters: D_offset=0"), std::string::npos)
+      << FirstDifference(a, b);
+  config::Config other = free;
+  other.parameters.at(1).vary = false;
+  EXPECT_NE(HashText(b), HashText(config::DescribeConfig(other, {})));
+  // From the config keys: fixed_parameters and an active_parameters subset.
+  const auto fixed =
+      config::DescribeConfig(Parse(base + "  fixed_parameters: {D_offset: 0.0}\n"), {});
+  EXPECT_NE(fixed.find("effective.held_parameters: D_offset=0"), std::string::npos) << fixed;
+  const auto active =
+      config::DescribeConfig(Parse(base + "  active_parameters: [D0, D_offset]\n"), {});
+  EXPECT_NE(active.find("effective.held_parameters: alpha=-0.3"), std::string::npos) << active;
+}
+
 TEST(RunIdentity, FirstDifferenceNamesTheKey) {
   EXPECT_EQ(FirstDifference("a: 1\nb: 2\n", "a: 1\nb: 2\n"), "");
   EXPECT_EQ(FirstDifference("a: 1\nb: 2\n", "a: 1\nb: 3\n"),

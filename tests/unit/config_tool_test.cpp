@@ -126,6 +126,11 @@ TEST(ConfigTool, SummaryNamesModeDataParametersAndMethod) {
   EXPECT_THAT(summary, HasSubstr("NLSQ auto"));
   EXPECT_THAT(summary, HasSubstr("metadata.config_version"));  // accepted keys at -v
   EXPECT_EQ(DefaultTemplateFileName(AnalysisMode::kStatic), "homodyne_static_config.yaml");
+  EXPECT_THAT(summary, ::testing::Not(HasSubstr("held at its initial value")));
+  Config held = c;
+  held.parameters.at(2).vary = false;
+  const std::string held_summary = FormatConfigSummary(held, false);
+  EXPECT_THAT(held_summary, ::testing::ContainsRegex("D_offset .*held at its initial value"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -243,6 +244,122 @@ TEST(ParameterLayoutTest, BoundsMapping) {
   EXPECT_DOUBLE_EQ(fourier.lower[5], 0.5);
   EXPECT_DOUBLE_EQ(fourier.upper[9], 0.3);
   EXPECT_DOUBLE_EQ(fourier.lower[10], 1e2);
+}
+
+// Holding D_offset (physical 2) and gamma_dot_t_offset (5): the held layout is the full one
+// with those optimiser columns removed and their values moved into `fixed`.
+TEST(ParameterLayoutTest, HeldPhysicsDropOutOfTheOptimiser) {
+  const std::vector<double> phi = {-30, 0, 20, 45, 90, 150};
+  const std::vector<bool> vary = {true, true, false, true, true, false, true};
+  const std::vector<double> values = {9.0, 9.0, 0.0, 9.0, 9.0, 0.0, 9.0};  // only 2 and 5 used
+  std::mt19937_64 rng(11);
+  const int e = 19;
+  NormalEquations ne(e);
+  {
+    const auto j = RandomVector(static_cast<size_t>(30 * e), rng);
+    for (int a = 0; a < e; ++a) {
+      for (int row = 0; row < 30; ++row) {
+        const double ja = j[static_cast<size_t>(row * e + a)];
+        ne.jtr[static_cast<size_t>(a)] += ja * (0.1 * row - 1.0);
+        for (int b = 0; b < e; ++b) ne.JtJ(a, b) += ja * j[static_cast<size_t>(row * e + b)];
+      }
+    }
+  }
+  for (const auto& full : AllLayouts(phi)) {
+    SCOPED_TRACE(std::string(ToString(full.layout())));
+    // Nothing held: the same layout, bit for bit.
+    const ParameterLayout same = full.WithHeldPhysics(std::vector<bool>(7, true), values);
+    EXPECT_EQ(same.num_optimised(), full.num_optimised());
+    EXPECT_EQ(same.B(), full.B());
+    EXPECT_EQ(same.fixed(), full.fixed());
+    EXPECT_EQ(same.names(), full.names());
+    EXPECT_EQ(same.num_physical_held(), 0);
+
+    const ParameterLayout held = full.WithHeldPhysics(vary, values);
+    const int n_full = full.num_optimised();
+    const int n = held.num_optimised();
+    ASSERT_EQ(n, n_full - 2);
+    EXPECT_EQ(held.num_physical_varying(), 5);
+    EXPECT_EQ(held.num_physical_held(), 2);
+    EXPECT_FALSE(held.PhysicalVaries(2));
+    EXPECT_TRUE(held.PhysicalVaries(3));
+    // Full optimiser column of each held column; the held ones are the full's n−7+2 and n−7+5.
+    std::vector<int> col;
+    for (int c = 0; c < n_full; ++c) {
+      if (c != n_full - 7 + 2 && c != n_full - 7 + 5) col.push_back(c);
+    }
+    for (int c = 0; c < n; ++c) {
+      EXPECT_EQ(held.names()[static_cast<size_t>(c)], full.names()[static_cast<size_t>(col[c])]);
+    }
+    EXPECT_EQ(std::count(held.names().begin(), held.names().end(), "D_offset"), 0);
+    EXPECT_EQ(std::count(held.names().begin(), held.names().end(), "gamma_dot_t_offset"), 0);
+
+    // Expand: the full layout at the same point with the held values in their columns.
+    const auto x = RandomVector(static_cast<size_t>(n), rng);
+    std::vector<double> x_full(static_cast<size_t>(n_full), 0.0);
+    x_full[static_cast<size_t>(n_full - 7 + 2)] = values[2];
+    x_full[static_cast<size_t>(n_full - 7 + 5)] = values[5];
+    for (int c = 0; c < n; ++c) x_full[static_cast<size_t>(col[c])] = x[static_cast<size_t>(c)];
+    const auto ex = held.Expand(x);
+    EXPECT_EQ(ex, full.Expand(x_full));
+    EXPECT_EQ(ex[14], 0.0);  // D_offset exactly its held value
+    EXPECT_EQ(ex[17], 0.0);  // gamma_dot_t_offset
+    std::vector<double> other = ex;
+    other[14] = 123.0;  // FromExpanded ignores a held entry
+    const auto back = held.FromExpanded(other);
+    ASSERT_EQ(back.size(), static_cast<size_t>(n));
+    const auto back_full = full.FromExpanded(other);
+    for (int c = 0; c < n; ++c) {
+      EXPECT_EQ(back[static_cast<size_t>(c)], back_full[static_cast<size_t>(col[c])]);
+    }
+
+    // Normal equations: the full ones with the held rows and columns removed.
+    const auto no = held.ToOptimiser(ne);
+    const auto no_full = full.ToOptimiser(ne);
+    for (int a = 0; a < n; ++a) {
+      EXPECT_EQ(no.jtr[static_cast<size_t>(a)], no_full.jtr[static_cast<size_t>(col[a])]);
+      for (int b = 0; b < n; ++b) EXPECT_EQ(no.JtJ(a, b), no_full.JtJ(col[a], col[b]));
+    }
+    const auto jh = held.JacobianToOptimiser(std::vector<double>(static_cast<size_t>(e), 1.0), 1);
+    EXPECT_EQ(jh.size(), static_cast<size_t>(n));
+
+    // Covariance: a held parameter has a zero row and column (σ exactly 0).
+    std::vector<double> cov(static_cast<size_t>(n * n), 0.0);
+    std::vector<double> cov_full(static_cast<size_t>(n_full * n_full), 0.0);
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) {
+        const double v = a == b ? 1.0 + 0.1 * a : 0.01 * (a + b);
+        cov[static_cast<size_t>(a * n + b)] = v;
+        cov_full[static_cast<size_t>(col[a] * n_full + col[b])] = v;
+      }
+    }
+    const auto ce = held.ExpandCovariance(cov);
+    EXPECT_EQ(ce, full.ExpandCovariance(cov_full));
+    for (int r = 0; r < e; ++r) {
+      EXPECT_EQ(ce[static_cast<size_t>(14 * e + r)], 0.0);
+      EXPECT_EQ(ce[static_cast<size_t>(r * e + 17)], 0.0);
+    }
+    EXPECT_GT(ce[static_cast<size_t>(12 * e + 12)], 0.0);  // D0 keeps its variance
+
+    // Bounds: the held ones dropped.
+    Bounds eb;
+    for (int r = 0; r < e; ++r) {
+      eb.lower.push_back(-1.0 - r);
+      eb.upper.push_back(1.0 + r);
+    }
+    const auto bh = held.OptimiserBounds(eb);
+    const auto bf = full.OptimiserBounds(eb);
+    ASSERT_EQ(bh.lower.size(), static_cast<size_t>(n));
+    for (int c = 0; c < n; ++c) {
+      EXPECT_EQ(bh.lower[static_cast<size_t>(c)], bf.lower[static_cast<size_t>(col[c])]);
+      EXPECT_EQ(bh.upper[static_cast<size_t>(c)], bf.upper[static_cast<size_t>(col[c])]);
+    }
+  }
+  const auto l = ParameterLayout::Individual(kLam, 2);
+  EXPECT_THROW(l.WithHeldPhysics({true, false}, values), Error);
+  std::vector<double> bad = values;
+  bad[2] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_THROW(l.WithHeldPhysics(vary, bad), Error);
 }
 
 }  // namespace
