@@ -196,6 +196,25 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
   return chosen;
 }
 
+std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger) {
+  const std::vector<double>& x0 = session.x0();
+  if (session.layout().mode() != model::AnalysisMode::kTwoComponent) return x0;
+  const std::size_t n_scaling = x0.size() - static_cast<std::size_t>(session.num_physical());
+  if (n_scaling == 0) return x0;
+  std::vector<bool> free(x0.size(), false);
+  std::fill(free.begin(), free.begin() + static_cast<std::ptrdiff_t>(n_scaling), true);
+  // c2 is linear in contrast and offset: a few Gauss-Newton steps solve them exactly.
+  constexpr int kMaxIterations = 20;
+  constexpr double kFtol = 1e-10;
+  const SolverSummary s = session.SolvePart(x0, free, {}, kMaxIterations, kFtol);
+  if (!s.IsUsable() || s.x.size() != x0.size()) return x0;
+  logger.Info(
+      "NLSQ: per-angle scaling of the start fitted with the physics held: chi2 {:.12g} -> "
+      "{:.12g}",
+      s.initial_chi2, s.final_chi2);
+  return s.x;
+}
+
 std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
                                                     const std::vector<double>& base, double q,
                                                     double dt) {
@@ -442,7 +461,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   if (!selection.run || global.nlsq_warmstart) {
     if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
     const ScopedFaultStage stage("local");
-    local = session.Solve(session.x0(), progress);
+    local = session.Solve(ScalingFittedStart(session, logger), progress);
     // two_component: v0 from the registry default is a guess across the cross term's
     // fringes; a configured v0 is the user's start and is taken as it is.
     const int iv = session.ParameterIndex("v0");

@@ -1,7 +1,8 @@
 // The NLSQ fit as the project runs it by default (docs/global.md):
 //
-//   local fit      from the configured start (the CMA-ES stage's warm start); two_component
-//                  with no configured v0: also from the best points of the velocity scan;
+//   local fit      from the configured start (the CMA-ES stage's warm start); two_component:
+//                  its scaling fitted first, and with no configured v0 also from the best
+//                  points of the velocity scan;
 //   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
 //                  good warm start);
 //   stall          otherwise, when the local fit ended stalled or at max_iterations (or,
@@ -67,6 +68,12 @@ SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& bes
                                const std::optional<checkpoint::CheckpointSettings>& checkpoints,
                                const Logger& logger, bool progress,
                                std::vector<std::string>& actions);
+
+// two_component: the configured start with its per-angle scaling fitted to the data, the
+// physics held (the quantile estimates of the scaling assume homodyne's decay; where the
+// cross term oscillates they are far off, and a local fit from the true physics with them
+// was measured to leave the true basin). Other modes, or no free scaling: the start.
+std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger);
 
 // two_component: the points of the velocity scan, `base` with (v0, v_beta)
 // on a grid: v_beta at 4 evenly spaced points of its bounds, and for each, v0 such that the
