@@ -243,12 +243,6 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
             "is two_component",
             opts.config, "analysis_mode");
       }
-      if (opts.method != config::FitMethod::kNlsq && !in.plots.PlotOnly()) {
-        ThrowBadInput(fmt::format("--method {}: CMC of the two_component model is not available "
-                                  "yet; use --method nlsq",
-                                  config::ToString(opts.method)),
-                      opts.config, "analysis_mode");
-      }
     }
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {

@@ -269,9 +269,19 @@ Shards PlanShards(const Comm& world, const config::Config& cfg, const CmcRunOpti
 // ---------------------------------------------------------------------------------------
 // Phase 4: priors and sampling sites.
 
-// The configured prior of a parameter (parameter_space), else TruncatedNormal(mid, w/4).
+// The configured prior of a parameter (parameter_space), else TruncatedNormal(centre, w/4)
+// on its bounds [lo, hi] of width w. The centre is the bounds' midpoint for homodyne's modes;
+// for two_component the registry default when it lies inside the bounds (else the midpoint),
+// which is the prior the two_component template writes (its bounds are the registry's).
 Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo, double hi) {
-  Prior p{PriorType::kTruncatedNormal, 0.5 * (lo + hi), 0.25 * (hi - lo), lo, hi};
+  double centre = 0.5 * (lo + hi);
+  if (cfg.analysis_mode == model::AnalysisMode::kTwoComponent) {
+    if (const auto d = config::DefaultParameterBounds(base);
+        d && d->nlsq_start >= lo && d->nlsq_start <= hi) {
+      centre = d->nlsq_start;
+    }
+  }
+  Prior p{PriorType::kTruncatedNormal, centre, 0.25 * (hi - lo), lo, hi};
   for (const auto& b : cfg.parameter_space.bounds) {
     if (b.name != base) continue;
     p.type = ParsePriorType(b.prior_type, "parameter_space.bounds[].type");
@@ -759,6 +769,18 @@ std::string_view ToString(Combination c) {
   return c == Combination::kRobustConsensus ? "robust_consensus_mc" : "consensus_mc";
 }
 
+// The transport and flow parameters whose shard means are compared (heterogeneity) and
+// whose shard posteriors are tested for two modes: homodyne's list for its modes (names it
+// lacks are skipped), the two rates' and the velocity's for two_component. By mode, so that
+// neither list reaches another layout by a shared name.
+std::vector<std::string> WatchedParameters(model::AnalysisMode mode) {
+  if (mode == model::AnalysisMode::kTwoComponent) {
+    return {"D0_ref",       "alpha_ref",       "D_offset_ref", "D0_sample",
+            "alpha_sample", "D_offset_sample", "v0",           "v_beta"};
+  }
+  return {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"};
+}
+
 ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg, Combination combination,
                                            const std::vector<std::string>& names,
                                            const model::Bounds& bounds) {
@@ -770,7 +792,7 @@ ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg, Combinatio
   o.heterogeneity_abort = v.heterogeneity_abort;
   for (std::size_t i = 0; i < names.size(); ++i) {
     o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
-    for (const char* h : {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"}) {
+    for (const std::string& h : WatchedParameters(cfg.analysis_mode)) {
       if (names[i] == h) o.heterogeneity_parameters.push_back(static_cast<int>(i));
     }
   }
@@ -830,7 +852,7 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
                      const Logger& logger) {
   const auto& rp = cfg.optimization.cmc.reparameterization;
   result.bimodality =
-      DetectBimodality(theta_draws, sp.names(), {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta"},
+      DetectBimodality(theta_draws, sp.names(), WatchedParameters(cfg.analysis_mode),
                        rp.bimodal_min_weight, rp.bimodal_min_separation);
   for (const BimodalParameter& b : result.bimodality) {
     if (!b.flagged) continue;
@@ -985,13 +1007,6 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const auto t_start = std::chrono::steady_clock::now();
   Progress progress(logger, "CMC");
   const model::AnalysisMode mode = cfg.analysis_mode;
-  RunCollectively(world, [&] {
-    if (mode == model::AnalysisMode::kTwoComponent) {
-      ThrowBadInput("CMC of the two_component model is not available yet (NLSQ only)", cfg.source,
-                    "analysis_mode");
-    }
-  });
-
   const CmcData data = LoadData(world, cfg, options, logger);
   const SampledParameters params = ResolveSampledParameters(cfg, data);
   const StartingPoint start = WarmStart(world, cfg, params, options.warm_start);
