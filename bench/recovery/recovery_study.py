@@ -139,10 +139,11 @@ def write_yaml(path, cfg):
         yaml.safe_dump(cfg, f, sort_keys=False, default_flow_style=None)
 
 
-def generate_dataset(ds, ds_dir, synth):
+def generate_dataset(ds, ds_dir, synth, make_base=None):
+    """make_base(ds, ds_dir): the config homodyne-synth reads (default: base_config)."""
     os.makedirs(ds_dir, exist_ok=True)
     cfg_path = os.path.join(ds_dir, "synth.yaml")
-    write_yaml(cfg_path, base_config(ds, ds_dir))
+    write_yaml(cfg_path, (make_base or base_config)(ds, ds_dir))
     cmd = [synth, "--config", cfg_path, "-o", os.path.join(ds_dir, "data.h5"), "--force", "-q",
            "--frames", str(ds["frames"]), "--angles", ",".join(f"{a:g}" for a in ds["angles"]),
            "--contrast", repr(ds["contrast"]), "--offset", repr(ds["offset"]),
@@ -254,13 +255,14 @@ def read_run(out_dir):
     return rec
 
 
-def run_fit(ds, ds_dir, conf_name, conf, tools, work, ranks, timeout):
+def run_fit(ds, ds_dir, conf_name, conf, tools, work, ranks, timeout, make_config=None):
+    """make_config(ds, ds_dir, run_dir, conf): the fit's config (default: fit_config)."""
     run_dir = os.path.join(work, "runs", ds["id"], conf_name)
     # A fresh directory: a run that fails must not leave the previous run's files to read.
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
     cfg_path = os.path.join(run_dir, "config.yaml")
-    write_yaml(cfg_path, fit_config(ds, ds_dir, run_dir, conf))
+    write_yaml(cfg_path, (make_config or fit_config)(ds, ds_dir, run_dir, conf))
     out_dir = os.path.join(run_dir, "out")
     cmd = [tools["mpiexec"], "-n", str(ranks), tools["homodyne"], "--config", cfg_path,
            "--output-dir", out_dir]

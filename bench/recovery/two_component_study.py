@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
@@ -97,48 +96,11 @@ def fit_config(ds, ds_dir, run_dir, conf):
     return cfg
 
 
-def generate(ds, ds_dir, synth):
-    os.makedirs(ds_dir, exist_ok=True)
-    cfg_path = os.path.join(ds_dir, "synth.yaml")
-    rs.write_yaml(cfg_path, base_config(ds, ds_dir))
-    cmd = [synth, "--config", cfg_path, "-o", os.path.join(ds_dir, "data.h5"), "--force", "-q",
-           "--frames", str(ds["frames"]), "--angles", ",".join(f"{a:g}" for a in ds["angles"]),
-           "--contrast", repr(ds["contrast"]), "--offset", repr(ds["offset"]),
-           "--noise", repr(ds["noise"]), "--seed", str(ds["noise_seed"])]
-    for name, value in ds["truth"].items():
-        cmd += ["--param", f"{name}={value!r}"]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise SystemExit(f"error: homodyne-synth failed for {ds['id']}:\n{r.stdout}{r.stderr}")
-
-
 def run(ds, ds_dir, name, conf, tools, work, ranks, timeout):
-    run_dir = os.path.join(work, "runs", ds["id"], name)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    os.makedirs(run_dir)
-    cfg_path = os.path.join(run_dir, "config.yaml")
-    rs.write_yaml(cfg_path, fit_config(ds, ds_dir, run_dir, conf))
-    out = os.path.join(run_dir, "out")
-    cmd = [tools["mpiexec"], "-n", str(ranks), tools["homodyne"], "--config", cfg_path,
-           "--output-dir", out]
-    t0 = time.monotonic()
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        code, text = r.returncode, r.stdout + r.stderr
-    except subprocess.TimeoutExpired:
-        code, text = None, "timeout"
-    with open(os.path.join(run_dir, "log.txt"), "w") as f:
-        f.write(text)
-    rec = {"dataset": ds["id"], "config": name, "exit_code": code,
-           "wall_seconds": time.monotonic() - t0}
-    rec.update(rs.read_run(out))
+    rec = rs.run_fit(ds, ds_dir, name, conf, tools, work, ranks, timeout, make_config=fit_config)
+    out = os.path.join(work, "runs", ds["id"], name, "out")
     params = rs.read_json(os.path.join(out, "nlsq", "parameters.json")) or {}
     rec["sd"] = {k: v.get("uncertainty") for k, v in params.get("parameters", {}).items()}
-    if code is None:
-        rec["status"] = "timeout"
-    elif code != 0 and "status" not in rec:
-        rec["status"] = "error"
-        rec["error"] = text.strip().splitlines()[-1:] if text.strip() else ""
     return rec
 
 
@@ -271,7 +233,7 @@ def main():
     records = []
     for i, ds in enumerate(datasets):
         ds_dir = os.path.join(work, "datasets", ds["id"])
-        generate(ds, ds_dir, tools["synth"])
+        rs.generate_dataset(ds, ds_dir, tools["synth"], make_base=base_config)
         line = []
         for c in configs:
             rec = run(ds, ds_dir, c, confs[c], tools, work, args.ranks, args.timeout)

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <map>
 
+#include "binomial_region.h"
 #include "cmc/cmc_fit.h"
 #include "config/config_reader.h"
 #include "mpi_temp_dir.h"
@@ -148,26 +149,6 @@ TEST(CmcAcceptance, LaminarTruthNearThePosteriorAndNlsqAgreement) {
                            250);
 }
 
-// Two-sided 99 % acceptance region of Binomial(n, p): the smallest lo and largest hi with
-// P(X < lo) ≤ 0.005 and P(X > hi) ≤ 0.005.
-std::pair<int, int> BinomialRegion(int n, double p) {
-  std::vector<double> pmf(static_cast<std::size_t>(n + 1));
-  for (int k = 0; k <= n; ++k) {
-    pmf[static_cast<std::size_t>(k)] =
-        std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) +
-                 k * std::log(p) + (n - k) * std::log1p(-p));
-  }
-  int lo = 0;
-  double below = 0.0;
-  while (below + pmf[static_cast<std::size_t>(lo)] <= 0.005)
-    below += pmf[static_cast<std::size_t>(lo++)];
-  int hi = n;
-  double above = 0.0;
-  while (above + pmf[static_cast<std::size_t>(hi)] <= 0.005)
-    above += pmf[static_cast<std::size_t>(hi--)];
-  return {lo, hi};
-}
-
 TEST(CmcAcceptance, NinetyPercentIntervalsCoverAtTheNominalRate) {
   const Comm& world = testing::TestEnvironment().world();
   const testing::MpiTempDir dir(world, "cmc_acceptance");
@@ -191,7 +172,7 @@ TEST(CmcAcceptance, NinetyPercentIntervalsCoverAtTheNominalRate) {
     }
   }
   if (world.rank() != 0) return;
-  const auto [lo, hi] = BinomialRegion(kDatasets, 0.9);
+  const auto [lo, hi] = testing::BinomialRegion(kDatasets, 0.9);
   for (const auto& n : kStaticNames) {
     RecordProperty("coverage_" + n, covered[n]);
     EXPECT_GE(covered[n], lo) << n << ": " << covered[n] << "/" << kDatasets << " covered";

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <map>
 
+#include "binomial_region.h"
 #include "cmc/cmc_fit.h"
 #include "config/config_reader.h"
 #include "core/random.h"
@@ -74,25 +75,6 @@ double Quantile(const CmcRunResult& r, std::size_t col, double q) {
   const auto lo = static_cast<std::size_t>(std::floor(pos));
   const auto hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
-// Two-sided 99 % acceptance region of Binomial(n, p) (as in cmc_acceptance_test.cpp).
-std::pair<int, int> BinomialRegion(int n, double p) {
-  std::vector<double> pmf(static_cast<std::size_t>(n + 1));
-  for (int k = 0; k <= n; ++k) {
-    pmf[static_cast<std::size_t>(k)] =
-        std::exp(std::lgamma(n + 1.0) - std::lgamma(k + 1.0) - std::lgamma(n - k + 1.0) +
-                 k * std::log(p) + (n - k) * std::log1p(-p));
-  }
-  int lo = 0;
-  double below = 0.0;
-  while (below + pmf[static_cast<std::size_t>(lo)] <= 0.005)
-    below += pmf[static_cast<std::size_t>(lo++)];
-  int hi = n;
-  double above = 0.0;
-  while (above + pmf[static_cast<std::size_t>(hi)] <= 0.005)
-    above += pmf[static_cast<std::size_t>(hi--)];
-  return {lo, hi};
 }
 
 TEST(CmcTwoComponentCoverage, IntervalsCoverTheTruthAtTheNominalRate) {
@@ -199,7 +181,7 @@ TEST(CmcTwoComponentCoverage, IntervalsCoverTheTruthAtTheNominalRate) {
   std::printf("worst shard: R-hat %.3f, min ESS %.0f; mean divergence rate %.4f\n", max_rhat[0],
               min_ess[0], divergences[0] / kDatasets);
   for (int l = 0; l < 3; ++l) {
-    const auto [lo, hi] = BinomialRegion(pooled_n, kLevels[l]);
+    const auto [lo, hi] = testing::BinomialRegion(pooled_n, kLevels[l]);
     std::printf("pooled %2.0f%% coverage: %d/%d = %.3f (99%% region [%d, %d])\n", 100 * kLevels[l],
                 pooled[l], pooled_n, static_cast<double>(pooled[l]) / pooled_n, lo, hi);
     RecordProperty("pooled_coverage_" + std::to_string(static_cast<int>(100 * kLevels[l])),
