@@ -55,7 +55,8 @@ struct CmcOptions {
 struct PosteriorEstimate {
   std::string name;
   double mean = 0.0;
-  double std = 0.0;  // posterior standard deviation
+  double std = 0.0;   // posterior standard deviation
+  bool held = false;  // held at `mean` (ParameterSetting::fixed), not sampled: std 0
 };
 
 struct CmcShardSummary {

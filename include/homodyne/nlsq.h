@@ -29,7 +29,7 @@ struct ParameterSetting {
   std::optional<double> max;
   // Held at `initial` (which must be set) instead of fitted: no uncertainty (0), not in the
   // degrees of freedom (a config's initial_parameters.fixed_parameters). Physical
-  // parameters only; FitCmc refuses it.
+  // parameters only; FitCmc samples the others with it held.
   bool fixed = false;
 };
 

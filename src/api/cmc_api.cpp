@@ -67,7 +67,8 @@ CmcSummary ToSummary(const cmc::CmcRunResult& r, const XpcsData& data, const Com
   const std::size_t n_phi = data.c2.size();
   // The expanded parameters: [contrast_k…, offset_k…, physics].
   for (std::size_t e = 0; e < r.parameters.size(); ++e) {
-    const PosteriorEstimate p{r.parameters[e].name, r.parameters[e].mean, r.parameters[e].std};
+    const PosteriorEstimate p{r.parameters[e].name, r.parameters[e].mean, r.parameters[e].std,
+                              r.parameters[e].held};
     (e < n_phi ? s.contrast : e < 2 * n_phi ? s.offset : s.physical).push_back(p);
   }
   s.phi_deg = data.phi_deg;
@@ -95,12 +96,6 @@ CmcSummary ToSummary(const cmc::CmcRunResult& r, const XpcsData& data, const Com
 void CmcOptions::Validate() const {
   const std::string src = "CmcOptions";
   api::ValidateParameterSettings(mode, parameters, src);
-  for (const ParameterSetting& s : parameters) {
-    if (s.fixed) {
-      ThrowBadInput("CMC cannot hold a parameter fixed yet (it would sample it): use FitNlsq", src,
-                    "parameters[" + s.name + "].fixed");
-    }
-  }
   if (!(stator_rotor_gap > 0.0) || !std::isfinite(stator_rotor_gap)) {
     ThrowBadInput(fmt::format("expected a positive gap [Å], found {}", stator_rotor_gap), src,
                   "stator_rotor_gap");

@@ -20,23 +20,6 @@
 
 namespace homodyne {
 
-void RefuseCmcWithHeldParameters(const config::Config& cfg, config::FitMethod method,
-                                 const std::string& source) {
-  if (method == config::FitMethod::kNlsq) return;
-  std::vector<std::string> held;
-  for (const auto& p : cfg.parameters) {
-    if (!p.vary) held.push_back(p.name);
-  }
-  if (held.empty()) return;
-  ThrowBadInput(
-      fmt::format("--method {}: CMC cannot hold parameters fixed yet, and {} {} held "
-                  "here; use --method nlsq, or remove them from "
-                  "initial_parameters.fixed_parameters and add them to "
-                  "initial_parameters.active_parameters",
-                  config::ToString(method), fmt::join(held, ", "), held.size() == 1 ? "is" : "are"),
-      source, "initial_parameters.fixed_parameters/active_parameters");
-}
-
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options) {
   NlsqOutcome out;
   const auto& multi_start = scope.cfg.optimization.nlsq.multi_start;

@@ -50,12 +50,6 @@ int NlsqExitCode(const NlsqOutcome& nlsq);
 // priority), else multistart when enabled, else the plain local fit.
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options);
 
-// CMC samples every physical parameter: with a held one (initial_parameters.fixed_parameters,
-// active_parameters) a run that includes CMC (`method` cmc or both) is bad input naming
-// those keys in `source`, rather than a posterior over what was meant to be held.
-void RefuseCmcWithHeldParameters(const config::Config& cfg, config::FitMethod method,
-                                 const std::string& source);
-
 // CMC's dense NUTS metric: on unless optimization.mcmc.dense_mass_matrix is false.
 bool ConfigDenseMetric(const config::Config& cfg);
 

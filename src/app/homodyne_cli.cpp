@@ -249,7 +249,6 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
       ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
                     opts.config, "analysis_mode");
     }
-    if (!in.plots.PlotOnly()) RefuseCmcWithHeldParameters(c, opts.method, opts.config);
     return c;
   });
   state.config = in.cfg;

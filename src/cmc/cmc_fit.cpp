@@ -122,7 +122,15 @@ struct SampledParameters {
 
   int size() const { return layout.num_optimised(); }
   const std::vector<std::string>& names() const { return layout.names(); }
-  int first_physical() const { return size() - index.n_phys; }  // physics come last
+  // The sampled physics come last; held ones (EffectiveParameter::vary false) are not sampled.
+  int first_physical() const { return size() - layout.num_physical_varying(); }
+  // Physical index (canonical order) of the k-th sampled physical parameter.
+  int SampledPhysical(int k) const {
+    for (int p = 0; p < index.n_phys; ++p) {
+      if (layout.PhysicalVaries(p) && k-- == 0) return p;
+    }
+    return -1;
+  }
 };
 
 SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcData& d) {
@@ -141,8 +149,21 @@ SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcD
     }
     estimates.push_back(model::EstimateScaling(lags, values, sb));
   }
-  return {resolved, model::ParameterLayout::Create(resolved, mode, d.phi, estimates),
-          model::ExpandedIndex(mode, d.n_phi), std::move(estimates)};
+  // Held physics sit where the NLSQ holds them (its start rule), so `--method both` samples
+  // the posterior of the model the NLSQ fitted.
+  const model::ExpandedIndex index(mode, d.n_phi);
+  const ExpandedStart start =
+      ExpandedStartFromConfig(cfg, mode, estimates, {}, UnsetStart::kNlsqDefault);
+  std::vector<bool> vary;
+  std::vector<double> held_values;
+  for (int p = 0; p < index.n_phys; ++p) {
+    vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
+    held_values.push_back(start.values[static_cast<std::size_t>(index.phys(p))]);
+  }
+  return {resolved,
+          model::ParameterLayout::Create(resolved, mode, d.phi, estimates)
+              .WithHeldPhysics(vary, held_values),
+          index, std::move(estimates)};
 }
 
 struct StartingPoint {
@@ -344,7 +365,7 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
     const auto k = static_cast<std::size_t>(i);
     const double lo = start.bounds.lower[k], hi = start.bounds.upper[k];
     if (informed && i >= sp.first_physical()) {
-      const auto p = static_cast<std::size_t>(i - sp.first_physical());
+      const auto p = static_cast<std::size_t>(sp.SampledPhysical(i - sp.first_physical()));
       const double sd = warm->report.physical_uncertainties[p];
       const double scale =
           std::clamp(std::isfinite(sd) && sd > 0 ? v.nlsq_prior_width_factor * sd : 0.1 * (hi - lo),
@@ -361,8 +382,9 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
   s.upper = start.bounds.upper;
   s.theta_lower = start.bounds.lower;
   s.theta_upper = start.bounds.upper;
+  // The reparameterisation addresses the physics by position: only with all of them sampled.
   if (cfg.analysis_mode == model::AnalysisMode::kLaminarFlow &&
-      sp.resolved == model::ScalingLayout::kAveraged) {
+      sp.resolved == model::ScalingLayout::kAveraged && sp.layout.num_physical_held() == 0) {
     Reparameterization& r = s.reparam;
     r.diffusion = cfg.optimization.cmc.reparameterization.enable_d_total;
     r.shear = cfg.optimization.cmc.reparameterization.enable_log_gamma;
@@ -943,9 +965,11 @@ void Summarise(model::AnalysisMode mode, const SampledParameters& sp, CmcRunResu
   const std::vector<double> cov_expanded = sp.layout.ExpandCovariance(cov_opt);
   const auto expanded_names = index.Names(mode);
   for (int e = 0; e < index.size(); ++e) {
+    const int p = e - index.phys(0);
     result.parameters.push_back(
         {expanded_names[static_cast<std::size_t>(e)], mean_expanded[static_cast<std::size_t>(e)],
-         std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0))});
+         std::sqrt(std::max(cov_expanded[static_cast<std::size_t>(e * index.size() + e)], 0.0)),
+         p >= 0 && !sp.layout.PhysicalVaries(p)});
   }
   result.max_rhat = 0;
   result.min_ess = 1e300;
@@ -1009,6 +1033,14 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const model::AnalysisMode mode = cfg.analysis_mode;
   const CmcData data = LoadData(world, cfg, options, logger);
   const SampledParameters params = ResolveSampledParameters(cfg, data);
+  if (params.size() == 0) {
+    RunCollectively(world, [&] {
+      ThrowBadInput(fmt::format("nothing to sample: every physical parameter is held and the {} "
+                                "per-angle layout samples no scaling",
+                                model::ToString(params.resolved)),
+                    cfg.source, "initial_parameters.fixed_parameters");
+    });
+  }
   const StartingPoint start = WarmStart(world, cfg, params, options.warm_start);
   const SamplerSettings sampler = SamplerFromConfig(world, cfg, options);
   const Shards shards = PlanShards(world, cfg, options, data, params.size(), sampler);
@@ -1212,6 +1244,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       o_var += p.std * p.std;
     } else {
       params[p.name] = {{"mean", p.mean}, {"std", p.std}};
+      // As the NLSQ's parameters.json: a held parameter is its value, not a posterior.
+      if (p.held) params[p.name]["vary"] = false;
     }
   }
   if (n_angles > 0) {

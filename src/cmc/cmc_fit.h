@@ -52,6 +52,7 @@ struct ParameterSummary {
   std::string name;
   double mean = 0.0;
   double std = 0.0;
+  bool held = false;  // a physical parameter held at `mean` (EffectiveParameter::vary false)
 };
 
 struct ShardDiagnostics {

@@ -83,6 +83,7 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(s.name);
     p(s.mean);
     p(s.std);
+    p(s.held);
   });
   p.Each(r.shards, [&](ShardDiagnostics& d) {
     p(d.shard);

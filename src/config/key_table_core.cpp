@@ -169,12 +169,13 @@ void AddParameters(std::vector<KeySpec>& t) {
   i.Acc("units", T::kAny, "", NoRule(), "Units of the parameters (documentation)", kNullable);
   i.Used("active_parameters", T::kStringList, "null", CustomRule("known parameter names"),
          "Physical parameters the NLSQ fits; null = all. The others are held at their "
-         "initial value (not fitted, uncertainty 0, not counted in the DOF); CMC refuses a "
-         "held parameter",
+         "initial value (not fitted, uncertainty 0, not counted in the DOF); CMC samples the "
+         "others with them held",
          kNullable);
   i.Section("fixed_parameters", kUse,
             "Physical parameters held at these values by the NLSQ (not fitted, uncertainty 0, "
-            "not counted in the DOF; the value wins over values[]); CMC refuses them",
+            "not counted in the DOF; the value wins over values[]); CMC samples the others with "
+            "them held",
             kNullable);
   i.Used("fixed_parameters.*", T::kFloat, "", NoRule(), "name: value (name must be known)");
 

@@ -3,8 +3,8 @@
 # command line: a laminar_flow fit with D_offset and gamma_dot_t_offset fixed at 0 keeps them
 # exactly there with uncertainty 0 and "vary": false, counts only the optimised parameters in
 # the DOF, prints them as held, and gives the same bits at 1 and 2 ranks and streamed; the same held set by
-# active_parameters gives the same answer; --method cmc is refused naming the keys; a
-# checkpoint of another held set is not resumed.
+# active_parameters gives the same answer; CMC (--method both) samples the others with them
+# held; a checkpoint of another held set is not resumed.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -97,15 +97,31 @@ values "$tmp/ra" | diff - "$tmp/r2.txt" || fail "active_parameters and fixed_par
 values "$tmp/rs" | diff - "$tmp/r2.txt" || fail "streamed and in-core differ"
 echo "1 rank, streamed and active_parameters: identical to the 2-rank fixed_parameters fit"
 
-# 3. CMC would sample the held parameters: refused before any work.
-for method in cmc both; do
-  out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fixed.yaml" -o "$tmp/rc" --method $method 2>&1)
-  code=$?
-  [ $code -eq 2 ] || { echo "$out"; fail "--method $method exit $code (expected 2)"; }
-  grep -q "initial_parameters.fixed_parameters" <<<"$out" || fail "cmc message: $out"
-  grep -q "D_offset, gamma_dot_t_offset" <<<"$out" || fail "cmc message does not name them: $out"
-  [ -e "$tmp/rc/nlsq" ] && fail "the refused run wrote results"
-done
+# 3. CMC samples the others with the held ones at their values: they are not in the draws,
+# their summary is the held value with std 0 and "vary": false, and the draws have the same
+# bits at 1 and 2 ranks.
+cmc=(--method both --n-warmup 100 --n-samples 100 --n-chains 2 --cmc-num-shards 2)
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fixed.yaml" -o "$tmp/rc2" -q "${cmc[@]}" \
+  > "$tmp/rc2.log" 2>&1 || { cat "$tmp/rc2.log"; fail "--method both at 2 ranks"; }
+"$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/fixed.yaml" -o "$tmp/rc1" -q "${cmc[@]}" \
+  > "$tmp/rc1.log" 2>&1 || { cat "$tmp/rc1.log"; fail "--method both at 1 rank"; }
+"$py" - "$tmp/rc1/cmc" "$tmp/rc2/cmc" <<'PY' || fail "CMC with held parameters"
+import h5py, json, sys
+import numpy as np
+one, two = sys.argv[1], sys.argv[2]
+p = json.load(open(f"{two}/parameters.json"))["parameters"]
+for n in ("D_offset", "gamma_dot_t_offset"):
+    assert p[n]["mean"] == 0.0 and p[n]["std"] == 0.0 and p[n].get("vary") is False, (n, p[n])
+for n in ("D0", "alpha", "gamma_dot_t0", "beta", "phi0"):
+    assert p[n]["std"] > 0.0 and "vary" not in p[n], (n, p[n])
+with h5py.File(f"{one}/samples.h5") as f1, h5py.File(f"{two}/samples.h5") as f2:
+    names = f2.attrs["param_names"]
+    names = (names.decode() if isinstance(names, bytes) else str(names)).split(",")
+    assert "D_offset" not in names and "gamma_dot_t_offset" not in names, names
+    assert "D0" in names and "phi0" in names, names
+    assert np.array_equal(f1["samples"][()], f2["samples"][()]), "draws differ, 1 vs 2 ranks"
+print("CMC: held at 0 with std 0;", len(names), "sampled coordinates; 1 and 2 ranks identical")
+PY
 
 # 4. Checkpoints: a resume with the same held set resumes, another held set is refused.
 HOMODYNE_KILL_AT=nlsq_iter:2 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fixed.yaml" \

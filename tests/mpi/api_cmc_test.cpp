@@ -141,6 +141,26 @@ TEST_F(ApiCmc, InMemorySamplingHasTheBitsOfTheConfigSampling) {
   EXPECT_EQ(api.max_rhat, file_cmc.max_rhat);
 }
 
+// ParameterSetting::fixed: the parameter is held at its value, not sampled; the others are.
+TEST_F(ApiCmc, FixedParameterIsHeldNotSampled) {
+  const Comm& world = testing::TestEnvironment().world();
+  const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1});
+  CmcOptions options = CmcApiOptions();
+  options.parameters.push_back({.name = "D_offset", .initial = 20.0, .fixed = true});
+  const CmcSummary api = FitCmc(world.get(), data, options);
+  ASSERT_EQ(api.physical.size(), 3U) << api.FullReport();
+  for (const PosteriorEstimate& p : api.physical) {
+    if (p.name == "D_offset") {
+      EXPECT_TRUE(p.held);
+      EXPECT_EQ(p.mean, 20.0);
+      EXPECT_EQ(p.std, 0.0);
+    } else {
+      EXPECT_FALSE(p.held) << p.name;
+      EXPECT_GT(p.std, 0.0) << p.name;
+    }
+  }
+}
+
 TEST_F(ApiCmc, BadOptionsAreBadInputNamingTheField) {
   const Comm& world = testing::TestEnvironment().world();
   const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1});
@@ -161,10 +181,6 @@ TEST_F(ApiCmc, BadOptionsAreBadInputNamingTheField) {
   expect_bad(with([](CmcOptions& o) { o.parameters.push_back({.name = "viscosity"}); }),
              "parameters[viscosity]");
   expect_bad(with([](CmcOptions& o) { o.per_angle = PerAngleScaling::kFourier; }), "per_angle");
-  expect_bad(with([](CmcOptions& o) {
-               o.parameters.push_back({.name = "D_offset", .initial = 0.0, .fixed = true});
-             }),
-             "parameters[D_offset].fixed");
   expect_bad(with([](CmcOptions& o) { o.shards = -1; }), "shards");
   expect_bad(with([](CmcOptions& o) { o.chains = 0; }), "chains");
   expect_bad(with([](CmcOptions& o) { o.warmup = -1; }), "warmup");

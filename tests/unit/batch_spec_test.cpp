@@ -8,7 +8,6 @@
 
 #include "app/batch.h"
 #include "app/batch_spec.h"
-#include "app/fit_phases.h"
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "temp_dir.h"
@@ -185,38 +184,3 @@ TEST(BatchCommand, Detection) {
 
 }  // namespace
 }  // namespace homodyne::batch
-
-namespace homodyne {
-namespace {
-
-// CLI runs and batch tasks that include CMC refuse held parameters, naming them and the keys.
-TEST(FitPhases, CmcWithHeldParametersIsRefused) {
-  const std::string base =
-      "analysis_mode: static\ninitial_parameters:\n  parameter_names: [D0, alpha, D_offset]\n"
-      "  values: [20000, -0.3, 0]\n";
-  config::ReadOptions ro;
-  ro.require_data_file = false;
-  const config::Config free = config::ReadConfigString(base, "free.yaml", ro);
-  const config::Config held =
-      config::ReadConfigString(base + "  fixed_parameters: {D_offset: 0.0}\n", "held.yaml", ro);
-  for (auto method :
-       {config::FitMethod::kNlsq, config::FitMethod::kCmc, config::FitMethod::kBoth}) {
-    EXPECT_NO_THROW(RefuseCmcWithHeldParameters(free, method, "free.yaml"));
-  }
-  EXPECT_NO_THROW(RefuseCmcWithHeldParameters(held, config::FitMethod::kNlsq, "held.yaml"));
-  for (auto method : {config::FitMethod::kCmc, config::FitMethod::kBoth}) {
-    try {
-      RefuseCmcWithHeldParameters(held, method, "held.yaml");
-      ADD_FAILURE() << "CMC with a held parameter was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.exit_code(), ExitCode::kBadInput);
-      const std::string what = e.what();
-      EXPECT_NE(what.find("D_offset is held"), std::string::npos) << what;
-      EXPECT_NE(what.find("initial_parameters.fixed_parameters"), std::string::npos) << what;
-      EXPECT_NE(what.find("held.yaml"), std::string::npos) << what;
-    }
-  }
-}
-
-}  // namespace
-}  // namespace homodyne
