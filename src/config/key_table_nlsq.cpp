@@ -50,8 +50,11 @@ void AddNlsqBasics(const KeyAdder& n) {
   n.Acc("x_scale", T::kAny, "jac", CustomRule("\"jac\""),
         "xpcsjax's step scaling; only \"jac\" (what the local solver always does: Moré's "
         "scaling by the Jacobian's column norms); any other value is rejected");
-  n.Used("x_scale_map", T::kMapping, "null", NoRule(), "Per-parameter scale factors", kNullable);
-  n.Used("x_scale_map.*", T::kFloat, "", Positive(), "name: scale");
+  n.Acc("x_scale_map", T::kMapping, "null", NoRule(),
+        "Per-parameter step scales; read and checked (names, positive values) but not used: "
+        "the local solver scales its steps by the Jacobian's column norms (Moré)",
+        kNullable);
+  n.Acc("x_scale_map.*", T::kFloat, "", Positive(), "name: scale (not used)");
   n.Section("progress", kAcc, "Progress reporting", kNullable);
   n.Acc("progress.enable", T::kBool, "true", NoRule(), "Show progress");
   n.Acc("progress.verbose", T::kInt, "1", NonNegative(), "Progress verbosity");
