@@ -181,7 +181,7 @@ struct NlsqRecovery {
   std::string on_stall;  // restarts | cmaes | none
   int stall_starts{};
   int phi0_restarts{};
-  bool mirror_check{};
+  std::string mirror_check;  // auto | always | never
   bool velocity_scan{};
 };
 

@@ -216,11 +216,12 @@ void AddRecovery(const KeyAdder& r) {
          "spaced points of its bounds (the shear term's sinc^2 makes chi2 multimodal in "
          "phi0); the lowest chi2 is kept; 0: none",
          f(&NlsqRecovery::phi0_restarts));
-  r.Used("mirror_check", T::kBool, "true", NoRule(),
+  r.Used("mirror_check", T::kString, "auto", OneOf({"auto", "always", "never"}),
          "two_component: one local fit from the answer's mirror (reference and sample "
          "transport swapped, the sample fraction replaced by the closest one to 1 - f_s); "
-         "c2 is symmetric under that swap, so a fit from a symmetric start can end in the "
-         "mirror's basin; the lowest chi2 is kept",
+         "c2 is symmetric under that swap, so a fit from a start symmetric between the "
+         "populations can end in the mirror's basin; the lowest chi2 is kept. auto: when "
+         "the start's transport is not configured (the registry's symmetric start)",
          f(&NlsqRecovery::mirror_check));
   r.Used("velocity_scan", T::kBool, "true", NoRule(),
          "two_component without a configured v0: chi2 of a grid of (v0, v_beta) around the "

@@ -40,7 +40,8 @@ struct RecoveryOptions {
   int stall_starts = 10;
   std::uint64_t seed = 42;  // of the Latin hypercube
   int phi0_restarts = 4;
-  bool mirror_check = true;
+  // auto: only when the start's transport is not configured (RunNlsqPipeline).
+  enum class Mirror { kAuto, kAlways, kNever } mirror_check = Mirror::kAuto;
   bool velocity_scan = true;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).

@@ -52,7 +52,7 @@ write_cfg "$tmp/a_template.yaml" a.h5 null "$held"
 write_cfg "$tmp/a_plain.yaml" a.h5 null "$held
 optimization:
   nlsq:
-    recovery: {velocity_scan: false, mirror_check: false, on_stall: none}"
+    recovery: {velocity_scan: false, mirror_check: never, on_stall: none}"
 fit 1 "$tmp/a_truth.yaml" "$tmp/a_truth"
 fit 2 "$tmp/a_template.yaml" "$tmp/a_template"
 fit 2 "$tmp/a_plain.yaml" "$tmp/a_plain"
@@ -79,7 +79,7 @@ for v in on off; do
     - {name: v_beta, min: -1.0, max: 2.0}
 optimization:
   nlsq:
-    recovery: {on_stall: none, mirror_check: $([ $v = on ] && echo true || echo false)}"
+    recovery: {on_stall: none, mirror_check: $([ $v = on ] && echo always || echo never)}"
   write_cfg "$tmp/b_$v.yaml" b.h5 "$mirror" "$extra"
   fit 2 "$tmp/b_$v.yaml" "$tmp/b_$v"
 done
