@@ -15,9 +15,9 @@
 #include <filesystem>
 #include <map>
 
-#include "binomial_region.h"
 #include "cmc/cmc_fit.h"
 #include "config/config_reader.h"
+#include "coverage_stats.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/xpcs_fit.h"
@@ -73,18 +73,11 @@ std::string WriteData(const testing::MpiTempDir& dir, const Comm& world, const s
   return path;
 }
 
-// Quantile q of column `col` of the combined draws (draws × names).
+// Quantile q of the combined draws of parameter `name`.
 double Quantile(const CmcRunResult& r, const std::string& name, double q) {
   const auto it = std::find(r.names.begin(), r.names.end(), name);
   EXPECT_NE(it, r.names.end()) << name;
-  const auto col = static_cast<std::size_t>(it - r.names.begin());
-  std::vector<double> v;
-  for (std::size_t e = col; e < r.draws.size(); e += r.names.size()) v.push_back(r.draws[e]);
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  return testing::DrawQuantile(r, static_cast<std::size_t>(it - r.names.begin()), q);
 }
 
 const ParameterSummary& Summary(const CmcRunResult& r, const std::string& name) {

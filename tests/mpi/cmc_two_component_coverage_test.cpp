@@ -17,10 +17,10 @@
 #include <filesystem>
 #include <map>
 
-#include "binomial_region.h"
 #include "cmc/cmc_fit.h"
 #include "config/config_reader.h"
 #include "core/random.h"
+#include "coverage_stats.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "synth/synthetic_dataset.h"
@@ -65,16 +65,6 @@ std::vector<double> Truth(int d) {
   const double f1 = (d % 2 == 0 ? 1.0 : -1.0) * (0.2 + 0.6 * u1);
   return {4000,           0.3, 100, 20000, -0.3, 200, 200 + 400 * u2, 0.4 + 0.4 * u3, 2,
           0.3 + 0.2 * u4, f1,  0.0, 0.1,   2.0};
-}
-
-double Quantile(const CmcRunResult& r, std::size_t col, double q) {
-  std::vector<double> v;
-  for (std::size_t e = col; e < r.draws.size(); e += r.names.size()) v.push_back(r.draws[e]);
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<std::size_t>(std::floor(pos));
-  const auto hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
 }
 
 TEST(CmcTwoComponentCoverage, IntervalsCoverTheTruthAtTheNominalRate) {
@@ -155,7 +145,8 @@ TEST(CmcTwoComponentCoverage, IntervalsCoverTheTruthAtTheNominalRate) {
       for (int l = 0; l < 3; ++l) {
         const double a = 0.5 * (1.0 - kLevels[l]);
         covered[static_cast<std::size_t>(l) * n_par + i] +=
-            Quantile(r, col, a) <= truth[i] && truth[i] <= Quantile(r, col, 1.0 - a);
+            testing::DrawQuantile(r, col, a) <= truth[i] &&
+            truth[i] <= testing::DrawQuantile(r, col, 1.0 - a);
       }
     }
   }

@@ -1,12 +1,28 @@
-// The acceptance region of a coverage count: shared by the CMC calibration tests.
+// Shared by the CMC calibration tests: quantiles of the combined draws and the acceptance
+// region of a coverage count.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <utility>
 #include <vector>
 
+#include "cmc/cmc_fit.h"
+
 namespace homodyne::testing {
+
+// The q-quantile (linear interpolation between order statistics) of column `col` of the
+// combined draws of `r`.
+inline double DrawQuantile(const cmc::CmcRunResult& r, std::size_t col, double q) {
+  std::vector<double> v;
+  for (std::size_t e = col; e < r.draws.size(); e += r.names.size()) v.push_back(r.draws[e]);
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
 
 // Two-sided 99 % acceptance region of Binomial(n, p): the smallest lo and largest hi with
 // P(X < lo) ≤ 0.005 and P(X > hi) ≤ 0.005.
