@@ -83,17 +83,9 @@ std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& sessio
   std::vector<bool> log_scale(n, false);
   for (std::size_t i = first_physical; i < n; ++i) {
     const std::string& name = session.parameter_names()[i];
-    // Kept at the start's: offsets whose wide bounds are mostly plateaus, and f2, which
-    // enters only with f0.
-    if (name == "D_offset" || name == "gamma_dot_t_offset" || name == "D_offset_ref" ||
-        name == "D_offset_sample" || name == "v_offset" || name == "f2") {
-      continue;
-    }
+    if (name == "D_offset" || name == "gamma_dot_t_offset") continue;  // kept at the start's
     lo[i] = session.lower()[i];
     hi[i] = session.upper()[i];
-    const bool scale_from_zero =
-        (name == "D0_ref" || name == "D0_sample" || name == "v0") && lo[i] == 0.0 && hi[i] > 0.0;
-    if (scale_from_zero) lo[i] = 1e-4 * hi[i];
     if (lo[i] > 0.0 && hi[i] > 100.0 * lo[i]) {
       log_scale[i] = true;
       lo[i] = std::log(lo[i]);
@@ -269,15 +261,8 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const SolverSummary& configu
     points.insert(points.end(), more.begin(), more.end());
   }
   // Large data: every stride-th row (each with every lag), as the CMA-ES search does.
-  const std::int64_t n_points = session.total_points();
   constexpr std::int64_t kScanMaxPoints = 200000;
-  int stride = 1;
-  if (n_points > kScanMaxPoints && !session.streamed()) {
-    const std::int64_t by_points = (n_points + kScanMaxPoints - 1) / kScanMaxPoints;
-    const std::int64_t by_rows =
-        std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
-    stride = static_cast<int>(std::min(by_points, by_rows));
-  }
+  const int stride = SearchRowStride(session, kScanMaxPoints);
   std::vector<double> chi2;
   session.Chi2BatchOnRows(points, chi2, stride);
   // The `keep` lowest of each grid.

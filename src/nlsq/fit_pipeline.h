@@ -108,10 +108,8 @@ std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
 // The starts of the stall recovery: the configured start with D0, alpha, gamma_dot_t0,
 // beta and phi0 drawn from a Latin hypercube of their bounds (log-uniform where the bounds
 // are positive and span more than a factor 100: D0, gamma_dot_t0), and the per-angle
-// scaling, D_offset and gamma_dot_t_offset kept at the start's values. two_component alike:
-// the offsets (D_offset_ref, D_offset_sample, v_offset) and f2 (one parameter with f0)
-// kept; D0_ref, D0_sample and v0, whose bounds start at 0, log-uniform over the top four
-// decades of their range. Uniform draws of
+// scaling, D_offset and gamma_dot_t_offset kept at the start's values (two_component runs no
+// restarts, RunNlsqPipeline). Uniform draws of
 // the offsets' wide default bounds (±1e5, ±0.1) mostly land where D(t) is floored or the
 // shear rate is all offset, which are the plateaus the stalled fit is on.
 std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,

@@ -263,6 +263,17 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
   return s;
 }
 
+int SearchRowStride(const XpcsFitSession& session, std::int64_t max_points) {
+  const std::int64_t points = session.total_points();
+  if (max_points <= 0 || points <= max_points || session.streamed()) return 1;
+  // At least kMinSearchRows rows per angle, however large the data: the rows' points then
+  // grow with the frames N while a pass over all points grows with N².
+  const std::int64_t by_points = (points + max_points - 1) / max_points;
+  const std::int64_t by_rows =
+      std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
+  return static_cast<int>(std::min(by_points, by_rows));
+}
+
 SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& g,
                              double scale_ratio, const std::optional<SolverSummary>& warm,
                              const std::optional<checkpoint::CheckpointSettings>& checkpoints,
@@ -339,15 +350,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   // 54 s on all points), while every row keeps every lag; the refinement and the comparison
   // with the warm start below use all points.
   const std::int64_t points = session.total_points();
-  int stride = 1;
-  if (g.search_max_points > 0 && points > g.search_max_points && !session.streamed()) {
-    // At least kMinSearchRows rows per angle, however large the data: the rows' points then
-    // grow with the frames N while a pass over all points grows with N².
-    const std::int64_t by_points = (points + g.search_max_points - 1) / g.search_max_points;
-    const std::int64_t by_rows =
-        std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
-    stride = static_cast<int>(std::min(by_points, by_rows));
-  }
+  const int stride = SearchRowStride(session, g.search_max_points);
   std::string identity = session.DataDescription();
   if (stride > 1) {
     const std::int64_t searched = session.PointsOnRows(stride);

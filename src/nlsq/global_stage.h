@@ -95,6 +95,11 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
                       const std::string& data_description, const Logger& logger,
                       bool print_progress);
 
+// The row stride of a search on large data: 1 (every point) up to `max_points` points, a
+// streamed fit or max_points ≤ 0; else every k-th row of each angle with k the smaller of
+// ⌈points / max_points⌉ and time_points / kMinSearchRows.
+int SearchRowStride(const XpcsFitSession& session, std::int64_t max_points);
+
 // Collective over the session's communicator; every rank returns the same summary. Steps
 // 2–5 above after `warm`, the local fit from the configured start (nullopt: no warm start,
 // the search starts from the configured start). `report` receives the stage's diagnostics
