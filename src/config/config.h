@@ -138,6 +138,11 @@ struct AntiDegeneracy {
   double shear_weighting_min_weight{};
   int shear_weighting_update_frequency{};
   bool shear_weighting_normalize{};
+  // gradient_monitoring: the observational gradient-collapse monitor (nlsq/gradient_monitor.h).
+  bool gradient_monitoring_enable{};
+  double gradient_ratio_threshold{};
+  int gradient_consecutive_triggers{};
+  std::string gradient_response;
 };
 
 struct MultiStart {

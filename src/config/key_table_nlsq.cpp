@@ -147,12 +147,24 @@ void AddAntiDegeneracy(const KeyAdder& a) {
         "Target share of the cost");
   a.Acc("regularization.max_cv", T::kFloat, "0.20", NonNegative(), "Maximum variation");
   a.Acc("regularization.auto_tune_lambda", T::kBool, "true", NoRule(), "Tune lambda");
-  a.Section("gradient_monitoring", kAcc, "Gradient-collapse monitor", kNullable);
-  a.Acc("gradient_monitoring.enable", T::kBool, "true", NoRule(), "Enable");
-  a.Acc("gradient_monitoring.ratio_threshold", T::kFloat, "0.01", Positive(), "Ratio threshold");
-  a.Acc("gradient_monitoring.consecutive_triggers", T::kInt, "5", AtLeast(1), "Triggers");
-  a.Acc("gradient_monitoring.response", T::kString, "hierarchical", NoRule(),
-        "Response to a collapse (e.g. hierarchical, warn)");
+  a.Section("gradient_monitoring", kUse,
+            "Gradient-collapse monitor (observational: the fit is the same with it on or off; "
+            "nlsq_diagnostics.gradient_monitor reports it, docs/outputs.md)",
+            kNullable);
+  a.Used("gradient_monitoring.enable", T::kBool, "true", NoRule(),
+         "Watch ||grad physics|| / ||grad per-angle scaling|| at every iteration of the local "
+         "fit",
+         f(&AntiDegeneracy::gradient_monitoring_enable));
+  a.Used("gradient_monitoring.ratio_threshold", T::kFloat, "0.01", Positive(),
+         "A ratio below this is a trigger", f(&AntiDegeneracy::gradient_ratio_threshold));
+  a.Used("gradient_monitoring.consecutive_triggers", T::kInt, "5", AtLeast(1),
+         "Triggers in a row that make a collapse event (a warning)",
+         f(&AntiDegeneracy::gradient_consecutive_triggers));
+  a.Used("gradient_monitoring.response", T::kString, "hierarchical",
+         OneOf({"warn", "hierarchical", "reset", "abort"}),
+         "xpcsjax's response to a collapse: recorded in the report, never executed (xpcsjax "
+         "executes none either); a collapse is a warning whatever the value",
+         f(&AntiDegeneracy::gradient_response));
   a.Section("shear_weighting", kUse,
             "Shear-sensitivity weights of the angles in the hierarchical stage's physical solves",
             kNullable);

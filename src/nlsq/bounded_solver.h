@@ -16,10 +16,12 @@
 #pragma once
 
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "nlsq/gradient_monitor.h"
 #include "nlsq/least_squares_problem.h"
 #include "nlsq/optimality.h"
 
@@ -61,6 +63,9 @@ struct IterationInfo {
   double chi2 = 0.0;
   double gradient_norm = 0.0;  // ‖projected gradient‖₂
   double step_norm = 0.0;
+  // Jᵀr = ∇(½χ²) at the iterate when the solver has it at hand (no extra pass is made for
+  // it); empty otherwise. Valid during the callback only.
+  std::span<const double> gradient;
 };
 
 // Everything the Levenberg–Marquardt iteration carries from one accepted step to the next.
@@ -95,6 +100,8 @@ struct SolverSummary {
   std::vector<bool> at_lower_bound, at_upper_bound;
   std::string method;
   SolverState final_state;  // lm: the state at the end (a checkpoint of the finished solve)
+  // What the gradient-collapse monitor saw (filled by the fit session, not by SolveBounded).
+  GradientMonitorReport gradient_monitor;
 
   // The parameters are a point of the problem (written, labelled by termination).
   bool IsUsable() const {

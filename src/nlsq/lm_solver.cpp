@@ -181,7 +181,8 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     st.chi2_history.push_back(st.equations.chi2);
     if (callback) {
       callback({0, st.equations.chi2,
-                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0});
+                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0,
+                st.equations.gradient});
     }
     if (hooks.at_start) hooks.at_start(st);
   }
@@ -269,7 +270,8 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     st.chi2_history.push_back(st.equations.chi2);
     if (callback) {
       callback({st.iteration, st.equations.chi2,
-                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), step_norm});
+                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), step_norm,
+                st.equations.gradient});
     }
     if (hooks.after_iteration) hooks.after_iteration(st);
   }

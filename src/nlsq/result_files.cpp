@@ -148,6 +148,34 @@ json GlobalSearchJson(const GlobalSearchReport& g) {
           {"chi_squared_improvement", Number(g.chi_squared_improvement)}};
 }
 
+json Numbers(const std::vector<double>& v) {
+  json out = json::array();
+  for (double x : v) out.push_back(Number(x));
+  return out;
+}
+
+// null when the monitor did not watch the answer's solve (the reason is beside it).
+json GradientMonitorJson(const GradientMonitorReport& g) {
+  if (!g.enabled) return nullptr;
+  const bool observed = g.n_observations > 0;
+  return {{"collapse_detected", observed ? json(g.collapse_detected()) : json()},
+          {"trigger_count", g.trigger_count},
+          {"first_collapse_iteration",
+           g.first_collapse_iteration >= 0 ? json(g.first_collapse_iteration) : json()},
+          {"collapsed_at_last_iteration", observed ? json(g.collapsed_at_end) : json()},
+          {"low_ratio_observations", g.low_ratio_observations},
+          {"min_gradient_ratio", Number(g.min_gradient_ratio)},
+          {"max_gradient_ratio", Number(g.max_gradient_ratio)},
+          {"last_gradient_ratio", Number(g.last_gradient_ratio)},
+          {"n_observations", g.n_observations},
+          {"unobserved_iterations", g.unobserved_iterations},
+          {"ratio_threshold", g.ratio_threshold},
+          {"consecutive_triggers", g.consecutive_triggers},
+          {"response", g.response},
+          {"response_executed", false},
+          {"mechanism", g.mechanism}};
+}
+
 json AntiDegeneracyJson(const FitReport& r) {
   const AntiDegeneracyReport& a = r.anti_degeneracy;
   json hierarchical = nullptr;
@@ -164,12 +192,54 @@ json AntiDegeneracyJson(const FitReport& r) {
   if (!a.shear_weights.empty()) {
     shear = {{"phi_deg", r.phi_deg}, {"weights", a.shear_weights}};
   }
-  return {{"per_angle_mode", r.per_angle_mode},
-          {"hierarchical_active", a.hierarchical_active},
-          {"hierarchical_inactive_reason", a.inactive_reason},
-          {"hierarchical", hierarchical},
-          {"regularization_active", false},
-          {"shear_weighting", shear}};
+  const NlsqDiagnosticsReport& d = r.diagnostics;
+  json j = {{"per_angle_mode", r.per_angle_mode},
+            {"hierarchical_active", a.hierarchical_active},
+            {"hierarchical_inactive_reason", a.inactive_reason},
+            {"hierarchical", hierarchical},
+            {"regularization_active", false},
+            {"shear_weighting", shear},
+            {"chi2_per_angle", Numbers(d.chi2_per_angle)},
+            {"scaling_source", d.scaling_source},
+            {"fourier_basis_dim", d.fourier_basis_dim > 0 ? json(d.fourier_basis_dim) : json()},
+            {"parameter_names", d.parameter_names},
+            {"convergence_reason", d.convergence_reason},
+            {"n_function_evals", d.n_function_evals},
+            {"n_iterations", d.n_iterations},
+            {"wall_time_seconds", Number(d.wall_time_seconds)},
+            {"message", d.message},
+            {"gradient_monitor", GradientMonitorJson(d.gradient_monitor)}};
+  if (!d.gradient_monitor.enabled) {
+    j["gradient_monitor_inactive_reason"] = d.gradient_monitor.inactive_reason;
+  }
+  // The layout's extras (xpcsjax's names; fixed_constant is its "constant").
+  if (d.scaling_source == "quantile_fixed") {
+    j["contrast_per_angle_fixed"] = Numbers(r.contrast);
+    j["offset_per_angle_fixed"] = Numbers(r.offset);
+  } else if (d.scaling_source == "averaged_then_fitted") {
+    j["averaged_contrast"] = Number(d.scaling_fitted.at(0));
+    j["averaged_offset"] = Number(d.scaling_fitted.at(1));
+    j["contrast_per_angle_quantile"] = Numbers(d.contrast_quantile);
+    j["offset_per_angle_quantile"] = Numbers(d.offset_quantile);
+    j["contrast_initial_average"] = Number(d.contrast_initial_average);
+    j["offset_initial_average"] = Number(d.offset_initial_average);
+    j["phi_angles"] = r.phi_deg;
+    j["n_angles_joint"] = r.phi_deg.size();
+  } else if (d.scaling_source == "fitted") {
+    j["contrast_per_angle_fitted"] = Numbers(r.contrast);
+    j["offset_per_angle_fitted"] = Numbers(r.offset);
+    j["phi_angles"] = r.phi_deg;
+    j["n_angles_joint"] = r.phi_deg.size();
+    if (d.fourier_basis_dim > 0) {
+      j["fourier_mode"] = "fourier";
+      j["fourier_order"] = d.fourier_order;
+      j["fourier_coeffs"] = Numbers(d.scaling_fitted);
+      j["fourier_n_coeffs"] = d.scaling_fitted.size();
+      j["fourier_reduction"] = static_cast<double>(d.scaling_fitted.size()) /
+                               (2.0 * static_cast<double>(r.phi_deg.size()));
+    }
+  }
+  return j;
 }
 
 std::string AnalysisResultsJson(const FitReport& r) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nlsq/degeneracy.h"
+#include "nlsq/gradient_monitor.h"
 
 namespace homodyne::nlsq {
 
@@ -64,6 +65,30 @@ struct GlobalSearchReport {
   double chi_squared_improvement = 0.0;  // warm start χ² − final χ² (0 without a warm start)
 };
 
+// The rest of analysis_results_nlsq.json's nlsq_diagnostics (xpcsjax's keys, heterodyne spec
+// §7, with this fit's values): the solve that gave the answer, the χ² split, the scaling
+// layout's values and the gradient monitor.
+struct NlsqDiagnosticsReport {
+  std::vector<double> chi2_per_angle;  // raw χ² of each angle; sums to chi_squared
+  std::string scaling_source;          // quantile_fixed | averaged_then_fitted | fitted
+  int fourier_basis_dim = 0;           // coefficients per group (fourier); 0: null
+  int fourier_order = 0;               // K (fourier)
+  // The fitted parameters, physics first in kernel names (beta, phi0), then the scaling:
+  // contrast, offset | contrast[k]…, offset[k]… | contrast_c0, contrast_c1, contrast_s1, …
+  std::vector<std::string> parameter_names;
+  std::string convergence_reason;  // the answer's solve: converged | stalled | max_iter | …
+  std::string message;             // its solver message
+  int n_function_evals = 0;        // its data passes (with and without derivatives)
+  int n_iterations = 0;
+  double wall_time_seconds = 0.0;      // the whole NLSQ stage
+  std::vector<double> scaling_fitted;  // the optimiser's scaling values (fourier coefficients)
+  // averaged: the per-angle quantile estimates and the averaged start.
+  std::vector<double> contrast_quantile, offset_quantile;
+  double contrast_initial_average = std::numeric_limits<double>::quiet_NaN();
+  double offset_initial_average = std::numeric_limits<double>::quiet_NaN();
+  GradientMonitorReport gradient_monitor;
+};
+
 // Everything the result files report, in the expanded per-angle layout.
 struct FitReport {
   std::string analysis_mode;                // "static" | "laminar_flow"
@@ -90,6 +115,7 @@ struct FitReport {
   DegeneracyDiagnostics degeneracy;  // correlated pairs, weak directions (degeneracy.h)
   std::optional<GlobalSearchReport> global_search;  // optimization.nlsq.cmaes ran
   AntiDegeneracyReport anti_degeneracy;
+  NlsqDiagnosticsReport diagnostics;
   std::vector<std::string> recovery_actions;
   // Where it ran.
   int mpi_ranks = 1;

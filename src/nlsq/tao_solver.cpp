@@ -175,7 +175,16 @@ PetscErrorCode MonitorCallback(Tao tao, void* raw) {
   ctx.chi2_history.push_back(2.0 * f);
   const int iteration = static_cast<int>(it) + ctx.iteration_offset;
   try {
-    if (*ctx.callback) (*ctx.callback)({iteration, 2.0 * f, gnorm, xdiff});
+    if (*ctx.callback) {
+      // Jᵀr from the cache when TAO's last full evaluation was at this iterate (the usual
+      // case: it evaluates the Hessian where it accepted the step); no pass is added for it.
+      Vec X;
+      PetscCall(TaoGetSolution(tao, &X));
+      const bool cached = ctx.cache_valid && ctx.cached_x == ToStd(X);
+      IterationInfo info{iteration, 2.0 * f, gnorm, xdiff, {}};
+      if (cached) info.gradient = ctx.cached.gradient;
+      (*ctx.callback)(info);
+    }
     if (ctx.hooks->after_iteration && it > 0) {
       // TAO's own state stays inside TAO: the hook sees the point and its history.
       Vec X;

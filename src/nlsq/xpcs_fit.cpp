@@ -21,6 +21,7 @@
 #include "nlsq/degeneracy.h"
 #include "nlsq/fit_data.h"
 #include "nlsq/fit_quality.h"
+#include "nlsq/gradient_monitor.h"
 #include "nlsq/initial_scaling.h"
 #include "nlsq/optimality.h"
 #include "nlsq/streaming_scaling.h"
@@ -86,6 +87,38 @@ SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
   return so;
 }
 
+// The optimiser's scaling parameters: its first entries (model/parameter_layout.h).
+int NumScaling(const model::ParameterLayout& layout) {
+  return layout.num_optimised() - layout.num_physical_varying();
+}
+
+// Why the monitor cannot watch a solve of this layout (empty: it can).
+std::string MonitorInactiveReason(const GradientMonitorOptions& o,
+                                  const model::ParameterLayout& layout) {
+  if (!o.enable) return "gradient_monitoring.enable is false";
+  if (NumScaling(layout) == 0) {
+    return fmt::format("the {} layout fits no per-angle scaling to compare the physics with",
+                       model::ToString(layout.layout()));
+  }
+  if (layout.num_physical_varying() == 0) return "no physical parameter is fitted";
+  return "";
+}
+
+// xpcsjax's name of a fitted parameter: physics in kernel names (v_beta → beta,
+// phi0_het → phi0), per-angle scaling contrast[k], Fourier coefficients contrast_c1/_s1.
+std::string XpcsjaxName(const std::string& name, model::ScalingLayout layout) {
+  if (name == "v_beta") return "beta";
+  if (name == "phi0_het") return "phi0";
+  for (const std::string group : {"contrast", "offset"}) {
+    if (name.rfind(group + "_", 0) != 0) continue;
+    const std::string rest = name.substr(group.size() + 1);
+    if (layout == model::ScalingLayout::kIndividual) return fmt::format("{}[{}]", group, rest);
+    if (rest.rfind("cos", 0) == 0) return group + "_c" + rest.substr(3);
+    if (rest.rfind("sin", 0) == 0) return group + "_s" + rest.substr(3);
+  }
+  return name;
+}
+
 }  // namespace
 
 model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
@@ -127,6 +160,8 @@ struct XpcsFitSession::Impl {
   std::int64_t n_data = 0;
   int p_eff = 0;
   PhaseTimes phases;
+  std::vector<model::ScalingEstimate> estimates;  // the per-angle quantile estimates
+  GradientMonitorOptions monitor;                 // anti_degeneracy.gradient_monitoring
 
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
@@ -175,6 +210,9 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
 
   // 2. Layout and starting point.
   const model::LayoutOptions layout_options = LayoutOptionsFromConfig(cfg);
+  s.monitor = RunCollectively(comm, [&] {
+    return GradientMonitorOptions::FromConfig(cfg.optimization.nlsq.anti_degeneracy);
+  });
   s.resolved = model::ResolveScalingLayout(layout_options, n_phi);
   const model::ScalingBounds scaling_bounds{cfg.contrast.min, cfg.contrast.max, cfg.offset.min,
                                             cfg.offset.max};
@@ -198,6 +236,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
     held_values.push_back(expanded[static_cast<std::size_t>(s.index.phys(p))]);
   }
+  s.estimates = estimates;
   s.layout = std::make_unique<model::ParameterLayout>(
       model::ParameterLayout::Create(s.resolved, s.mode, s.phi, estimates,
                                      layout_options.fourier_order)
@@ -356,6 +395,11 @@ SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, Terminatio
   summary.iterations = 0;
   summary.evaluations = 1;
   summary.chi2_history = {summary.final_chi2};
+  // No solve: the monitor (if it applies) saw no iteration.
+  const std::string inactive = MonitorInactiveReason(s.monitor, *s.layout);
+  summary.gradient_monitor = inactive.empty()
+                                 ? GradientMonitor(s.monitor, NumScaling(*s.layout)).Report()
+                                 : InactiveGradientMonitor(s.monitor, inactive);
   for (std::size_t i = 0; i < x.size(); ++i) {
     summary.at_lower_bound.push_back(x[i] <= s.bounds.lower[i]);
     summary.at_upper_bound.push_back(x[i] >= s.bounds.upper[i]);
@@ -377,7 +421,15 @@ SolverSummary XpcsFitSession::Solve(
   const double dof = static_cast<double>(s.n_data - s.p_eff);
   const Logger& logger = s.logger;
   Progress progress(print_progress ? logger : Logger::Silent(), "NLSQ");
+  // The gradient monitor reads the Jᵀr the solver has at each accepted iterate: it adds no
+  // pass and changes nothing in the solve.
+  const std::string monitor_inactive = MonitorInactiveReason(s.monitor, *s.layout);
+  std::optional<GradientMonitor> monitor;
+  if (monitor_inactive.empty()) monitor.emplace(s.monitor, NumScaling(*s.layout));
   IterationCallback callback = [&](const IterationInfo& it) {
+    if (monitor && it.iteration > 0 && !it.gradient.empty()) {
+      monitor->Observe(it.iteration, it.gradient);
+    }
     if (!print_progress) return;
     logger.Debug("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
                  it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
@@ -390,7 +442,7 @@ SolverSummary XpcsFitSession::Solve(
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  const SolverSummary summary = SolveAgreed(s.comm, [&] {
+  SolverSummary summary = SolveAgreed(s.comm, [&] {
     if (!checkpoints)
       return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
     const io::DatasetMetadata& meta = s.local.meta;
@@ -399,6 +451,10 @@ SolverSummary XpcsFitSession::Solve(
     return checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
                                             so, callback, *checkpoints, data, logger);
   });
+  summary.gradient_monitor =
+      monitor ? monitor->Report() : InactiveGradientMonitor(s.monitor, monitor_inactive);
+  summary.gradient_monitor.unobserved_iterations =
+      monitor ? std::max(0, summary.iterations - summary.gradient_monitor.n_observations) : 0;
   progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
                             summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
                             progress.elapsed()));
@@ -510,6 +566,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.quality_warnings = q.warnings;
   rep.degeneracy =
       DiagnoseDegeneracy(opt_names, cov, summary.at_lower_bound, summary.at_upper_bound);
+  FillDiagnostics(summary, rep);
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
   rep.placement = s.options.placement;
@@ -517,7 +574,58 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.timestamp = IsoTimestampNow();
   rep.execution_time =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count();
+  rep.diagnostics.wall_time_seconds = rep.execution_time;
   return r;
+}
+
+void XpcsFitSession::FillDiagnostics(const SolverSummary& summary, FitReport& rep) {
+  Impl& s = *impl_;
+  const model::ParameterLayout& layout = *s.layout;
+  NlsqDiagnosticsReport& d = rep.diagnostics;
+  d.chi2_per_angle = s.problem->Chi2PerAngle(summary.x);
+  const int n_scaling = NumScaling(layout);
+  const auto& names = layout.names();
+  for (int i = n_scaling; i < layout.num_optimised(); ++i) {
+    d.parameter_names.push_back(XpcsjaxName(names[static_cast<std::size_t>(i)], s.resolved));
+  }
+  for (int i = 0; i < n_scaling; ++i) {
+    d.parameter_names.push_back(XpcsjaxName(names[static_cast<std::size_t>(i)], s.resolved));
+    d.scaling_fitted.push_back(summary.x[static_cast<std::size_t>(i)]);
+  }
+  switch (s.resolved) {
+    case model::ScalingLayout::kFixedConstant:
+    case model::ScalingLayout::kConstantAveraged:
+      d.scaling_source = "quantile_fixed";
+      break;
+    case model::ScalingLayout::kAveraged:
+      d.scaling_source = "averaged_then_fitted";
+      for (const model::ScalingEstimate& e : s.estimates) {
+        d.contrast_quantile.push_back(e.contrast);
+        d.offset_quantile.push_back(e.offset);
+      }
+      d.contrast_initial_average = s.x0.at(0);
+      d.offset_initial_average = s.x0.at(1);
+      break;
+    case model::ScalingLayout::kFourier:
+      d.scaling_source = "fitted";
+      d.fourier_basis_dim = n_scaling / 2;
+      d.fourier_order = (d.fourier_basis_dim - 1) / 2;
+      break;
+    case model::ScalingLayout::kIndividual:
+      d.scaling_source = "fitted";
+      break;
+  }
+  d.convergence_reason = std::string(ToString(summary.termination));
+  d.message = summary.message;
+  d.n_function_evals = summary.evaluations + summary.objective_evaluations;
+  d.n_iterations = summary.iterations;
+  d.gradient_monitor = summary.gradient_monitor;
+  if (!d.gradient_monitor.enabled && d.gradient_monitor.inactive_reason.empty()) {
+    d.gradient_monitor.inactive_reason = "the answer did not come from a monitored local solve";
+  }
+  if (const std::string w = GradientCollapseWarning(d.gradient_monitor); !w.empty()) {
+    rep.quality_warnings.push_back(w);
+  }
 }
 
 NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,

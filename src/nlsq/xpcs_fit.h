@@ -135,6 +135,9 @@ class XpcsFitSession {
 
  private:
   XpcsProblem& RowsProblem(int stride);  // collective when it builds one
+  // Collective: the report's nlsq_diagnostics fields for the answer `summary` (one model pass
+  // for the χ² split by angle).
+  void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

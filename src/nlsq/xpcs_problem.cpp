@@ -299,6 +299,97 @@ void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives, Nor
   out.hessian = o.jtj;
 }
 
+namespace {
+
+// Adds the χ² terms of `tiles` (model values `model`, tiles in order) to sums[block·n + angle],
+// block_of[t] the local block of tile t.
+void AddAngleTerms(std::span<const model::RowTile> tiles, std::span<const int> block_of,
+                   std::span<const double> model, double inv_sigma, std::size_t n_angles,
+                   std::vector<double>& sums) {
+  std::size_t at = 0;
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    const model::RowTile& tile = tiles[t];
+    double acc = 0.0;
+    for (int col = 0; col < tile.count; ++col) {
+      const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
+      const double r = (tile.data[col] - model[at + static_cast<std::size_t>(col)]) * inv_sigma;
+      acc += w != 0.0 ? w * r * r : 0.0;  // masked points count 0, whatever their data
+    }
+    at += static_cast<std::size_t>(tile.count);
+    sums[static_cast<std::size_t>(block_of[t]) * n_angles + static_cast<std::size_t>(tile.angle)] +=
+        acc;
+  }
+}
+
+}  // namespace
+
+std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
+  Impl& im = *impl_;
+  ++passes_;
+  const std::vector<double> expanded = layout_.Expand(x);
+  const std::size_t n_angles = im.phi.size();
+  const double inv_sigma = 1.0 / im.window_options.sigma;
+  std::vector<double> sums(static_cast<std::size_t>(im.local_blocks) * n_angles, 0.0);
+  // The blocks [first, last) of `blocks` (local indices from `block0`) through one kernel.
+  const auto piece = [&](const std::vector<std::vector<model::RowTile>>& blocks, std::size_t first,
+                         std::size_t last, int block0) {
+    model::KernelOptions ko = im.window_options;
+    ko.chunk_tile_starts.clear();
+    std::vector<model::RowTile> tiles;
+    std::vector<int> block_of;
+    for (std::size_t b = first; b < last; ++b) {
+      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
+      tiles.insert(tiles.end(), blocks[b].begin(), blocks[b].end());
+      block_of.insert(block_of.end(), blocks[b].size(), block0 + static_cast<int>(b));
+    }
+    std::vector<std::vector<double>> storage;
+    tiles = im.Weighted(std::move(tiles), storage);
+    const auto kernel = model::MakePassKernel(im.mode, im.geometry, im.t, im.phi, tiles, ko);
+    std::vector<double> values(static_cast<std::size_t>(kernel->num_points()));
+    kernel->EvaluateModel(expanded, values);
+    AddAngleTerms(tiles, block_of, values, inv_sigma, n_angles, sums);
+  };
+  // Blocks in pieces of about kChi2PerAnglePiecePoints points (at least one block each).
+  const auto pieces = [&](const std::vector<std::vector<model::RowTile>>& blocks, int block0) {
+    std::size_t first = 0;
+    std::int64_t points = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      for (const model::RowTile& tile : blocks[b]) points += tile.count;
+      if (points >= kChi2PerAnglePiecePoints || b + 1 == blocks.size()) {
+        piece(blocks, first, b + 1, block0);
+        first = b + 1;
+        points = 0;
+      }
+    }
+  };
+  RunCollectively(comm_, [&] {
+    if (im.stream != nullptr) {
+      for (int w = 0; w < im.stream->num_windows(); ++w) {
+        const StreamWindow& win = im.stream->Load(w);
+        pieces(win.blocks, win.first_block);
+      }
+      return;
+    }
+    // The in-core tiles by block (chunk_tile_starts: each block's first tile).
+    const std::vector<int>& starts = im.window_options.chunk_tile_starts;
+    std::vector<std::vector<model::RowTile>> blocks;
+    for (std::size_t b = 0; b < starts.size(); ++b) {
+      const auto end =
+          b + 1 < starts.size() ? static_cast<std::size_t>(starts[b + 1]) : im.tiles.size();
+      blocks.emplace_back(im.tiles.begin() + starts[b],
+                          im.tiles.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+    pieces(blocks, 0);
+  });
+  const std::int64_t b0 = im.first_block;
+  return ReproducibleTileSum(comm_, im.total_blocks, b0, b0 + im.local_blocks, n_angles,
+                             [&](std::int64_t block, std::span<double> out) {
+                               const auto offset = static_cast<std::size_t>(block - b0) * n_angles;
+                               std::copy_n(sums.begin() + static_cast<std::ptrdiff_t>(offset),
+                                           n_angles, out.begin());
+                             });
+}
+
 double XpcsProblem::ZeroModelChi2(std::span<const double> x) {
   // c2 = offset + contrast·g1²: with every contrast and offset zero the model vanishes.
   std::vector<double> expanded = layout_.Expand(x);

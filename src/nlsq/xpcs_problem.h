@@ -67,6 +67,14 @@ class XpcsProblem : public LeastSquaresProblem {
   // before each window is read).
   void SetStopCheck(std::function<bool()> stop) override;
 
+  // Collective: χ² split by angle at the optimiser point x, one entry per angle (the terms
+  // w·r² of Evaluate's χ², model values from the kernel's own model evaluation, summed per
+  // block and angle and reduced along the block tree: the same bits for any rank count;
+  // their sum equals Evaluate's χ² to rounding). One extra model pass over the data, in
+  // pieces of at most kChi2PerAnglePiecePoints points at a time.
+  std::vector<double> Chi2PerAngle(std::span<const double> x);
+  static constexpr std::int64_t kChi2PerAnglePiecePoints = std::int64_t{1} << 21;
+
   // Reduced normal equations in the expanded (individual per-angle) space.
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
 

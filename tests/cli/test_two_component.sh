@@ -93,6 +93,35 @@ values "$tmp/r2" > "$tmp/r2.txt"
 "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/fit.yaml" -o "$tmp/r1" -q > /dev/null 2>&1 \
   || fail "fit at 1 rank"
 values "$tmp/r1" | diff -q - "$tmp/r2.txt" > /dev/null || fail "1 rank and 2 ranks differ"
+# nlsq_diagnostics: xpcsjax's keys with this fit's values, the same at 1 and 2 ranks.
+"$py" - "$tmp/r1/nlsq/analysis_results_nlsq.json" "$tmp/r2/nlsq/analysis_results_nlsq.json" \
+  <<'PY' || fail "nlsq_diagnostics"
+import json, sys
+one, two = (json.load(open(p)) for p in sys.argv[1:3])
+d = two["nlsq_diagnostics"]
+for key in ["per_angle_mode", "chi2_per_angle", "scaling_source", "fourier_basis_dim",
+            "parameter_names", "hierarchical_active", "regularization_active",
+            "shear_weighting", "convergence_reason", "n_function_evals", "n_iterations",
+            "wall_time_seconds", "message", "gradient_monitor"]:
+    assert key in d, f"nlsq_diagnostics lacks {key}"
+chi2 = two["fit_quality"]["chi_squared"]
+assert len(d["chi2_per_angle"]) == two["dataset_info"]["n_angles"] == 4
+assert abs(sum(d["chi2_per_angle"]) - chi2) <= 1e-12 * chi2, (sum(d["chi2_per_angle"]), chi2)
+# The fitted parameters: the varying physics (13, f2 is held) and the layout's scaling.
+fitted = 13 + {"auto_averaged": 2, "individual": 8, "fixed_constant": 0}[d["per_angle_mode"]]
+assert len(d["parameter_names"]) == fitted, d["parameter_names"]
+assert "beta" in d["parameter_names"] and "v_beta" not in d["parameter_names"]
+g = d["gradient_monitor"]
+assert g is not None and g["mechanism"] == "per_iteration_gradient_ratio", g
+assert g["n_observations"] == d["n_iterations"] > 0, (g["n_observations"], d["n_iterations"])
+assert g["collapse_detected"] in (True, False)
+assert 0 < g["min_gradient_ratio"] <= g["max_gradient_ratio"], g
+for r in (one, two):
+    r["nlsq_diagnostics"].pop("wall_time_seconds")
+assert one["nlsq_diagnostics"] == two["nlsq_diagnostics"], "1 rank and 2 ranks differ"
+print("nlsq_diagnostics:", d["per_angle_mode"], d["n_iterations"], "iterations, ratios",
+      g["min_gradient_ratio"], "...", g["max_gradient_ratio"])
+PY
 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fit.yaml" -o "$tmp/rs" -q \
   --strategy streaming --memory-limit 1M > /dev/null 2>&1 || fail "streamed fit"
 values "$tmp/rs" | diff -q - "$tmp/r2.txt" > /dev/null || fail "streamed and in-core differ"
