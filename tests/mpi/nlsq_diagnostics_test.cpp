@@ -237,6 +237,22 @@ TEST(NlsqDiagnostics, LaminarChi2PerAngleSumsToChi2) {
   EXPECT_EQ(d.parameter_names[8], "contrast_c1");
   EXPECT_EQ(d.parameter_names[9], "contrast_s1");
   EXPECT_EQ(d.gradient_monitor.n_observations, r.summary.iterations);
+  // TAO's bounded Newton: the monitor reads the gradient TAO's last evaluation left at the
+  // iterate; every iteration is accounted for, and the fit is again unchanged by it.
+  const std::string tao_block =
+      "    local_solver: bntr\n    anti_degeneracy:\n      per_angle_mode: fourier\n"
+      "      fourier_order: 1\n";
+  const std::string tao_off = tao_block + "      gradient_monitoring: {enable: false}\n";
+  const NlsqRunResult tao = RunNlsqFit(
+      world, testing::LaminarFileConfig("1100, -0.45, 11, 0.011, 0.1, 0.0, 2.2", path, tao_block),
+      testing::QuietRun(), Logger::Silent());
+  const NlsqRunResult tao_unmonitored = RunNlsqFit(
+      world, testing::LaminarFileConfig("1100, -0.45, 11, 0.011, 0.1, 0.0, 2.2", path, tao_off),
+      testing::QuietRun(), Logger::Silent());
+  const GradientMonitorReport& gt = tao.report.diagnostics.gradient_monitor;
+  EXPECT_GT(gt.n_observations, 0);
+  EXPECT_EQ(gt.n_observations + gt.unobserved_iterations, tao.summary.iterations);
+  EXPECT_TRUE(SameBits(tao.expanded, tao_unmonitored.expanded));
   // Streamed in small windows: the same split.
   const NlsqRunResult streamed =
       RunNlsqFit(world, cfg, testing::QuietRun(FitStrategy::kStreaming, 300), Logger::Silent());
