@@ -238,6 +238,21 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     } else {
       y << YAML::Key << "inactive_reason" << YAML::Value << a.inactive_reason;
     }
+    // The gradient-collapse monitor in short (the full block: analysis_results_nlsq.json).
+    const nlsq::GradientMonitorReport& g = r->report.diagnostics.gradient_monitor;
+    y << YAML::Key << "gradient_monitor" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (g.enabled) {
+      y << YAML::Key << "mechanism" << YAML::Value << g.mechanism;
+      y << YAML::Key << "n_observations" << YAML::Value << g.n_observations;
+      y << YAML::Key << "trigger_count" << YAML::Value << g.trigger_count;
+      if (g.n_observations > 0) {
+        y << YAML::Key << "collapse_detected" << YAML::Value << g.collapse_detected();
+        y << YAML::Key << "min_gradient_ratio" << YAML::Value << g.min_gradient_ratio;
+      }
+    } else {
+      y << YAML::Key << "inactive_reason" << YAML::Value << g.inactive_reason;
+    }
+    y << YAML::EndMap;
     y << YAML::EndMap;
   }
 

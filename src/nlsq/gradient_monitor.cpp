@@ -111,12 +111,12 @@ GradientMonitorReport InactiveGradientMonitor(const GradientMonitorOptions& opti
 std::string GradientCollapseWarning(const GradientMonitorReport& r) {
   if (!r.enabled || !r.collapse_detected()) return "";
   return fmt::format(
-      "gradient collapse: on {} of {} iterations of the local fit the physical parameters' "
-      "gradient was below {:g} of the per-angle scaling's (first collapse at iteration {}, "
-      "lowest ratio {:.3g}{}): the per-angle contrast/offset absorb the signal the physics "
-      "should explain. Check the physical parameters against their bounds and the "
+      "gradient collapse: on {} of {} iterations of the local fit the norm of the physical "
+      "parameters' gradient was below {:g} times the per-angle scaling's (first collapse at "
+      "iteration {}, lowest ratio {:.3g}{}): the per-angle contrast/offset absorb the signal "
+      "the physics should explain. Check the physical parameters against their bounds and the "
       "correlation warnings, and consider fewer scaling parameters "
-      "(optimization.nlsq.anti_degeneracy.per_angle_mode: averaged, constant or fourier)",
+      "(optimization.nlsq.anti_degeneracy.per_angle_mode: auto (averaged), fourier or constant)",
       r.low_ratio_observations, r.n_observations, r.ratio_threshold, r.first_collapse_iteration,
       r.min_gradient_ratio, r.collapsed_at_end ? "; still collapsed at the end" : "");
 }
