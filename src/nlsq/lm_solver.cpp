@@ -14,7 +14,11 @@
 // A trial point where the model stops responding to a parameter it responded to (a plateau
 // of the model: e.g. D(t) floored at every time, so D0, alpha and D_offset move nothing) is
 // rejected like a χ² increase: from a plateau no local step leads back, and no minimum is
-// verified there, so a shorter step is tried instead.
+// verified there, so a shorter step is tried instead. Only a parameter the model responds to
+// clearly at the current point (kPlateauMargin times the insensitivity threshold) can veto a
+// step: at a point already at the plateau's edge every trial step, however short, tips some
+// barely-felt parameter over the threshold, and the fit stalled there with the gradient
+// pointing well downhill (two-component fits with a rate floored over most of the window).
 //
 // The trial point is evaluated with derivatives: most steps are accepted, so one data pass
 // per iteration serves both the acceptance test and the next step.
@@ -35,6 +39,7 @@ constexpr double kInitialLambda = 0.1;
 constexpr double kAcceptRatio = 1e-4;
 constexpr double kMaxLambda = 1e16;
 constexpr int kMaxRecoveries = 2;
+constexpr double kPlateauMargin = 10.0;
 
 void UpdateScale(std::vector<double>& scale, const NormalEquations& eq) {
   const std::size_t n = eq.gradient.size();
@@ -205,8 +210,9 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     // Find an acceptable step from st.x.
     bool accepted = false;
     double step_norm = 0.0;
-    // Which parameters the model does not respond to at st.x (fixed while no step is accepted).
-    const std::vector<bool> insensitive_here = InsensitiveParameters(st.equations, lower, upper);
+    // Which parameters the model barely responds to at st.x (fixed while no step is accepted).
+    const std::vector<bool> insensitive_here =
+        InsensitiveParameters(st.equations, lower, upper, kPlateauMargin);
     while (!accepted) {
       const std::vector<double> scale = EffectiveScale(st.scale, st.equations, lower, upper);
       const Step step = ComputeStep(st.x, st.equations, scale, st.lambda, lower, upper);

@@ -19,13 +19,14 @@ std::vector<bool> FreeParameters(const std::vector<double>& x, const std::vector
 }
 
 std::vector<bool> InsensitiveParameters(const NormalEquations& eq, const std::vector<double>& lower,
-                                        const std::vector<double>& upper) {
+                                        const std::vector<double>& upper, double factor) {
   const std::size_t n = eq.gradient.size();
   std::vector<bool> out(n, false);
   if (!(eq.chi2 > 0.0)) return out;
   for (std::size_t i = 0; i < n; ++i) {
     const double hii = std::max(eq.hessian[i * n + i], 0.0);
-    out[i] = !(std::sqrt(hii) * (upper[i] - lower[i]) >= kInsensitive * std::sqrt(eq.chi2));
+    out[i] =
+        !(std::sqrt(hii) * (upper[i] - lower[i]) >= factor * kInsensitive * std::sqrt(eq.chi2));
   }
   return out;
 }

@@ -33,9 +33,10 @@ struct OptimalityMeasure {
   std::vector<int> insensitive;  // free parameters the model does not respond to
 };
 
-// Which parameters the model does not respond to at the point of `eq` (see kInsensitive).
+// Which parameters the model does not respond to at the point of `eq` (see kInsensitive),
+// or, with `factor` > 1, responds to less than `factor` times that threshold.
 std::vector<bool> InsensitiveParameters(const NormalEquations& eq, const std::vector<double>& lower,
-                                        const std::vector<double>& upper);
+                                        const std::vector<double>& upper, double factor = 1.0);
 
 // Which parameters are free at x: not held at a bound by the gradient g.
 std::vector<bool> FreeParameters(const std::vector<double>& x, const std::vector<double>& g,

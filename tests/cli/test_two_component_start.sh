@@ -5,7 +5,10 @@
 # velocity scan; with the scan, the mirror check and the stall recovery off the same fit
 # ends in a wrong fringe far above it. (2) From a start in the
 # reference<->sample mirror's basin, the mirror check finds the lower minimum; without it
-# the fit stays there.
+# the fit stays there. (3) A dataset where the velocity scan's best point sits at the edge of
+# the reference rate's floor plateau (J_ref = 0 over most of the window): the fit from the
+# template's start reaches the truth start's chi2 (before the LM let a barely-felt parameter
+# veto every step, it stalled there at 22x).
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -91,4 +94,19 @@ echo "mirror check: truth start chi2 $chi_bt; mirror-basin start with the check 
 "$py" -c "import sys; t,a,b=map(float,sys.argv[1:4]); sys.exit(0 if a < 0.5*b and b > 2*t else 1)" \
   "$chi_bt" "$chi_on" "$chi_off" || fail "mirror check: $chi_on vs $chi_off (truth $chi_bt)"
 grep -q "mirror check: .*a lower minimum" <<<"$act_on" || fail "no mirror-check action: $act_on"
+
+# 3. The plateau's edge (dataset tc017 of bench/recovery/two_component_study.py).
+truth="[709.473531024265, -0.12688234694458578, 9.797179403769698, 16489.268411325087, 0.24127978734950928, 120.82662916219921, 442.00589611944844, 0.4920926618558905, 1.4192670715026736, 0.2985655739330765, -0.23462534696941517, 0.0, 0.007185938718428786, 0.2069866980861459]"
+write_cfg "$tmp/c_truth.yaml" c.h5 "$truth" "$held"
+"$bindir/homodyne-synth" --config "$tmp/c_truth.yaml" -o "$tmp/c.h5" --frames 60 \
+  --angles "27.8,57.8,87.8,117.8,147.8,177.8" --contrast 0.19294362136707396 --offset 0.9982894366599596 \
+  --noise 0.0011508247868556414 --seed 747640221 -q || fail "synth c"
+write_cfg "$tmp/c_template.yaml" c.h5 null "$held"
+fit 1 "$tmp/c_truth.yaml" "$tmp/c_truth"
+fit 1 "$tmp/c_template.yaml" "$tmp/c_template"
+read -r chi_ct _ _ < <(result "$tmp/c_truth")
+read -r chi_cm st_cm _ < <(result "$tmp/c_template")
+echo "plateau edge: truth start chi2 $chi_ct; template start $chi_cm ($st_cm)"
+"$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
+  "$chi_ct" "$chi_cm" || fail "plateau edge: template start $chi_cm vs truth $chi_ct"
 echo PASS
