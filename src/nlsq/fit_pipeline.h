@@ -87,12 +87,13 @@ std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& sessio
                                                     const std::vector<double>& base, double q,
                                                     double dt);
 
-// Collective. The velocity scan: χ² of the VelocityScanPoints around the configured start
-// and around `configured` (its local fit) in one batched pass (on every stride-th row for
-// large data, as the CMA-ES search), and local fits from the `keep` lowest of each grid;
-// returns the best (Better) of them and `configured`. One line to `actions`.
-SolverSummary ScanVelocity(XpcsFitSession& session, const SolverSummary& configured, double q,
-                           double dt, int keep,
+// Collective. The velocity scan: χ² of the VelocityScanPoints around `start` (the start of
+// the local fit `configured`, before its scaling fit) and around `configured` in one pass (on
+// every stride-th row for large data, as the CMA-ES search), and local fits from the `keep`
+// lowest of each grid; returns the best (Better) of them and `configured`. One line to
+// `actions`.
+SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& start,
+                           const SolverSummary& configured, double q, double dt, int keep,
                            const std::optional<checkpoint::CheckpointSettings>& checkpoints,
                            const Logger& logger, bool progress, std::vector<std::string>& actions);
 
