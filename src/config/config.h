@@ -138,6 +138,9 @@ struct AntiDegeneracy {
   double shear_weighting_min_weight{};
   int shear_weighting_update_frequency{};
   bool shear_weighting_normalize{};
+  // two_component only (xpcsjax's L3): anything but "none" adds the CV penalty rows.
+  std::string regularization_mode;
+  std::optional<double> regularization_lambda;  // null: xpcsjax's heterodyne default 0.01
 };
 
 struct MultiStart {

@@ -151,7 +151,14 @@ json GlobalSearchJson(const GlobalSearchReport& g) {
 json AntiDegeneracyJson(const FitReport& r) {
   const AntiDegeneracyReport& a = r.anti_degeneracy;
   json hierarchical = nullptr;
-  if (a.hierarchical_active) {
+  if (a.hierarchical_active && a.two_stage_stages > 0) {
+    hierarchical = {{"hierarchical_stages", a.two_stage_stages},
+                    {"hierarchical_stage1_chi2", Number(a.stage1_chi_squared)},
+                    {"hierarchical_stage2_chi2", Number(a.stage2_chi_squared)},
+                    {"stage_chi_squared", Number(a.stage_chi_squared)},
+                    {"plain_chi_squared", Number(a.plain_chi_squared)},
+                    {"selected", a.selected}};
+  } else if (a.hierarchical_active) {
     hierarchical = {{"outer_iterations", a.outer_iterations},
                     {"stop", a.stop},
                     {"chi_squared_per_outer_iteration", a.chi2},
@@ -164,12 +171,21 @@ json AntiDegeneracyJson(const FitReport& r) {
   if (!a.shear_weights.empty()) {
     shear = {{"phi_deg", r.phi_deg}, {"weights", a.shear_weights}};
   }
-  return {{"per_angle_mode", r.per_angle_mode},
-          {"hierarchical_active", a.hierarchical_active},
-          {"hierarchical_inactive_reason", a.inactive_reason},
-          {"hierarchical", hierarchical},
-          {"regularization_active", false},
-          {"shear_weighting", shear}};
+  json out = {{"per_angle_mode", r.per_angle_mode},
+              {"hierarchical_active", a.hierarchical_active},
+              {"hierarchical_inactive_reason", a.inactive_reason},
+              {"hierarchical", hierarchical},
+              {"regularization_active", r.regularization.active},
+              {"shear_weighting", shear}};
+  if (r.regularization.active) {
+    const RegularizationReport& g = r.regularization;
+    out["regularization_mode"] = g.mode;
+    out["regularization_lambda_applied"] = Number(g.lambda);
+    out["regularization_penalty_count"] = g.penalty_rows;
+    out["regularization_data_residual_ssr"] = Number(g.data_chi_squared);
+    out["regularization_total_ssr_with_penalty"] = Number(g.total_chi_squared);
+  }
+  return out;
 }
 
 std::string AnalysisResultsJson(const FitReport& r) {
