@@ -123,7 +123,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
             kNullable);
   a.Used("hierarchical.enable", T::kBool, "true", NoRule(),
          "Run the stage (laminar_flow: only where per-angle parameters can absorb the shear "
-         "signal)",
+         "signal; two_component: only when written true, xpcsjax's default being false)",
          f(&AntiDegeneracy::hierarchical_enable));
   a.Used("hierarchical.trigger", T::kString, "suspect", OneOf({"suspect", "always"}),
          "When the stage runs: suspect (after a plain fit that stalled or ended with a physical "

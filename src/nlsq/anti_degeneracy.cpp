@@ -80,7 +80,11 @@ std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitS
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   if (session.layout().mode() == model::AnalysisMode::kStatic) return "static mode";
   if (session.layout().mode() == model::AnalysisMode::kTwoComponent) {
-    // xpcsjax's two-stage path; it reads hierarchical.enable only (not anti_degeneracy.enable).
+    // xpcsjax's two-stage path; it reads hierarchical.enable only (not anti_degeneracy.enable),
+    // default false: on the recovery study it never lowered a final answer (docs/global.md).
+    if (!ad.hierarchical_enable_written) {
+      return "hierarchical.enable is not written (two_component's default false, as xpcsjax's)";
+    }
     if (!ad.hierarchical_enable) return "hierarchical.enable is false";
     if (session.num_physical() == 0) return "no physical parameter is fitted";
     if (session.layout().layout() == model::ScalingLayout::kFixedConstant) {

@@ -515,8 +515,9 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   // Phase 1b: the anti-degeneracy stage, a second path from the same start. By default only
   // after a plain fit that is suspect by the restarts' rule (below): after a converged answer
   // inside the box it cost tens of local fits where it was measured (23 angles x 1000
-  // frames: 22 s beside a 0.8 s fit) and kept the plain answer; two_component's two stages
-  // never beat a converged plain fit either, at 4-6x its data passes (docs/global.md).
+  // frames: 22 s beside a 0.8 s fit) and kept the plain answer. two_component's two stages
+  // run only when hierarchical.enable is written (HierarchicalInactiveReason): on its
+  // recovery study they never improved a final answer (docs/global.md).
   AntiDegeneracyReport adr;
   adr.inactive_reason = HierarchicalInactiveReason(cfg, session);
   if (adr.inactive_reason.empty() && !local) adr.inactive_reason = "no local fit to compare with";

@@ -4,8 +4,8 @@
 //                  its scaling fitted first, and with no configured v0 also from the best
 //                  points of the velocity scan;
 //   anti-degen.    after a suspect local fit (hierarchical.trigger): laminar_flow's
-//                  alternating stage (anti_degeneracy.h) or two_component's two stages
-//                  (TwoStagePath); the lower χ² goes on;
+//                  alternating stage (anti_degeneracy.h) or, with hierarchical.enable
+//                  written, two_component's two stages (TwoStagePath); the lower χ² goes on;
 //   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
 //                  good warm start);
 //   stall          otherwise, when the local fit ended stalled or at max_iterations (or,

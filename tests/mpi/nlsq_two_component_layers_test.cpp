@@ -162,13 +162,22 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   const MpiTempDir dir(world, "two_component_l2");
   const std::string path = WriteData(dir);
   const auto quiet = testing::QuietRun();
-  const config::Config l2 = Config(path, Start(), "      hierarchical: {trigger: always}\n");
+  const config::Config l2 =
+      Config(path, Start(), "      hierarchical: {enable: true, trigger: always}\n");
   const NlsqRunResult off =
       RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
   const NlsqRunResult r = RunNlsqPipeline(world, l2, quiet, Logger::Silent());
   const AntiDegeneracyReport& a = r.report.anti_degeneracy;
   EXPECT_FALSE(off.report.anti_degeneracy.hierarchical_active);
   ASSERT_TRUE(a.hierarchical_active) << a.inactive_reason;
+  // Not written: off (xpcsjax's default), whatever the trigger.
+  const NlsqRunResult unwritten =
+      RunNlsqPipeline(world, Config(path, Start(), "      hierarchical: {trigger: always}\n"),
+                      quiet, Logger::Silent());
+  EXPECT_FALSE(unwritten.report.anti_degeneracy.hierarchical_active);
+  EXPECT_NE(unwritten.report.anti_degeneracy.inactive_reason.find("not written"), std::string::npos)
+      << unwritten.report.anti_degeneracy.inactive_reason;
+  EXPECT_TRUE(SameBits(unwritten.expanded, off.expanded));
   EXPECT_EQ(a.two_stage_stages, 2);
   EXPECT_TRUE(std::isfinite(a.stage1_chi_squared));
   EXPECT_TRUE(std::isfinite(a.stage2_chi_squared));
@@ -207,9 +216,9 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   EXPECT_TRUE(std::filesystem::is_directory(s.dir / "two_stage_1"));
   EXPECT_TRUE(std::filesystem::is_directory(s.dir / "two_stage_2"));
   // Streamed from the file in small windows, with L3 on as well: the in-core bits.
-  const config::Config both = Config(
-      path, Start(),
-      "      hierarchical: {trigger: always}\n      regularization: {mode: adaptive, lambda: 5}\n");
+  const config::Config both = Config(path, Start(),
+                                     "      hierarchical: {enable: true, trigger: always}\n      "
+                                     "regularization: {mode: adaptive, lambda: 5}\n");
   const NlsqRunResult in_core = RunNlsqPipeline(world, both, quiet, Logger::Silent());
   const NlsqRunResult streamed = RunNlsqPipeline(
       world, both, testing::QuietRun(FitStrategy::kStreaming, 200), Logger::Silent());
@@ -221,8 +230,9 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
 
   // Constant layout: nothing to do in stage 2.
   const NlsqRunResult constant = RunNlsqPipeline(
-      world, Config(path, Start(), "      hierarchical: {trigger: always}\n", "constant"), quiet,
-      Logger::Silent());
+      world,
+      Config(path, Start(), "      hierarchical: {enable: true, trigger: always}\n", "constant"),
+      quiet, Logger::Silent());
   EXPECT_FALSE(constant.report.anti_degeneracy.hierarchical_active);
   EXPECT_NE(constant.report.anti_degeneracy.inactive_reason.find("constant"), std::string::npos);
 }

@@ -81,11 +81,11 @@ TEST(ConfigXpcsjax, TheFourShippedTemplatesValidate) {
   }
 }
 
-// L3's settings as two_component reads them: the xpcsjax template's enable: false with
-// mode: relative regularises (only mode is read), with its lambda; without the section the
+// L3's settings and L2's switch as two_component reads them: the xpcsjax template's enable: false
+// with mode: relative regularises (only mode is read), with its lambda; without the section the
 // mode is none and lambda unset (xpcsjax's heterodyne default 0.01 applies); an unknown mode
 // is bad input.
-TEST(ConfigXpcsjax, RegularizationModeAndLambdaAsTwoComponentReadsThem) {
+TEST(ConfigXpcsjax, LayerSettingsAsTwoComponentReadsThem) {
   const Config t =
       ReadConfigFile(testing::TestDataPath("configs/xpcsjax/xpcsjax_two_component.yaml"));
   EXPECT_EQ(t.optimization.nlsq.anti_degeneracy.regularization_mode, "relative");
@@ -100,6 +100,12 @@ TEST(ConfigXpcsjax, RegularizationModeAndLambdaAsTwoComponentReadsThem) {
       ErrorOf(kHeader + "optimization:\n  nlsq:\n    anti_degeneracy:\n      regularization:\n"
                         "        mode: nnoe\n"),
       HasSubstr("optimization.nlsq.anti_degeneracy.regularization.mode"));
+  // L2 (two stages) runs only where hierarchical.enable is written (xpcsjax's default false).
+  EXPECT_TRUE(t.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  EXPECT_FALSE(none.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  const Config flat_l2 = Read(kHeader + "optimization:\n  nlsq:\n    enable_hierarchical: true\n");
+  EXPECT_TRUE(flat_l2.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  EXPECT_TRUE(flat_l2.optimization.nlsq.anti_degeneracy.hierarchical_enable);
 }
 
 TEST(ConfigXpcsjax, KeysWithoutEffectGiveNotesOrErrorsWhereTheyWouldMatter) {
