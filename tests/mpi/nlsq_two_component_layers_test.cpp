@@ -59,18 +59,19 @@ config::Config Config(const std::string& file, const std::vector<double>& start,
   return config::ReadConfigString(yaml, "two-component-layers");
 }
 
-// Two angles, 30 frames, one contrast and offset for both: an individual fit spreads them
-// by the noise only.
-std::string WriteData(const MpiTempDir& dir) {
+// `angles` angles, 30 frames, one contrast and offset for all: an individual fit spreads
+// them by the noise only.
+std::string WriteData(const MpiTempDir& dir, const std::vector<double>& angles = {10.0, 70.0}) {
   const Comm& world = TestEnvironment().world();
-  const std::string path = dir.file("two_component_layers.h5");
+  const std::string path =
+      dir.file("two_component_layers_" + std::to_string(angles.size()) + ".h5");
   RunCollectively(world, [&] {
     if (world.rank() != 0) return;
     synth::SynthOptions o;
     o.output = path;
     o.force = true;
     o.frames = 30;
-    o.phi_deg = {10.0, 70.0};
+    o.phi_deg = angles;
     o.contrast = 0.3;
     o.offset = 1.0;
     o.noise = 0.01;
@@ -155,6 +156,74 @@ TEST(NlsqTwoComponentLayers, RegularizationPullsTheContrastsTogetherAndReportsTh
   EXPECT_EQ(avg_on.layout, "auto_averaged");
   EXPECT_FALSE(avg_on.report.regularization.active);
   EXPECT_TRUE(SameBits(avg_on.expanded, avg_off.expanded));
+}
+
+// The rows in the objective of the fit (XpcsFitSession, fourier layout: the rows act on
+// the per-angle values, mapped to the coefficients by the layout): the objective's χ² less
+// the data's is the rows' Σp², and the gradient and Gauss-Newton matrix differ from the
+// unregularised session's by the rows' share; the gradient against finite differences.
+TEST(NlsqTwoComponentLayers, PenaltyRowsEnterTheObjectiveGradientAndNormalEquations) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "two_component_l3_objective");
+  const std::string path = WriteData(dir, {10.0, 70.0, 130.0});
+  const auto quiet = testing::QuietRun();
+  const std::string fourier = "      fourier_order: 1\n";
+  XpcsFitSession on(
+      world,
+      Config(path, Start(), fourier + "      regularization: {mode: tikhonov, lambda: 0.5}\n",
+             "fourier"),
+      quiet, Logger::Silent());
+  XpcsFitSession off(world, Config(path, Start(), fourier, "fourier"), quiet, Logger::Silent());
+  ASSERT_TRUE(on.scaling_penalty().active());
+  ASSERT_FALSE(off.scaling_penalty().active());
+  ASSERT_EQ(on.layout().layout(), model::ScalingLayout::kFourier);
+  // A point with spread scaling: the coefficients of the start moved off their fit.
+  std::vector<double> x = on.x0();
+  x[1] += 0.03;  // contrast cos term
+  x[2] -= 0.02;  // contrast sin term
+  x[4] += 0.01;  // offset cos term
+  const SolverSummary a = on.SummaryAt(x, Termination::kConverged, "");
+  const SolverSummary b = off.SummaryAt(x, Termination::kConverged, "");
+  const double rows = on.scaling_penalty().Chi2(on.layout().Expand(x));
+  ASSERT_GT(rows, 0.0);
+  EXPECT_NEAR(a.final_chi2 - b.final_chi2, rows, 1e-9 * a.final_chi2);
+  EXPECT_EQ(on.DataChi2At(x), off.Chi2At(x));
+  EXPECT_NEAR(on.Chi2At(x), off.Chi2At(x) + rows, 1e-12 * on.Chi2At(x));
+  const std::size_t n = x.size();
+  const auto& ga = a.final_equations.gradient;
+  const auto& gb = b.final_equations.gradient;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double h = 1e-6;
+    std::vector<double> up = x, down = x;
+    up[i] += h;
+    down[i] -= h;
+    const auto penalty = [&](const std::vector<double>& y) {
+      return on.scaling_penalty().Chi2(on.layout().Expand(y));
+    };
+    const double fd = 0.5 * (penalty(up) - penalty(down)) / (2.0 * h);
+    EXPECT_NEAR(ga[i] - gb[i], fd, 1e-5 * std::max(1.0, std::abs(fd))) << i;
+    if (i >= n - static_cast<std::size_t>(on.num_physical())) {
+      EXPECT_EQ(ga[i], gb[i]) << i;  // physics untouched
+    }
+  }
+  // JᵀJ: the rows add a positive semidefinite block on the scaling coefficients only.
+  const auto& ha = a.final_equations.hessian;
+  const auto& hb = b.final_equations.hessian;
+  double trace = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = 0; j < n; ++j) {
+      const double d = ha[i * n + j] - hb[i * n + j];
+      if (i >= n - static_cast<std::size_t>(on.num_physical()) ||
+          j >= n - static_cast<std::size_t>(on.num_physical())) {
+        EXPECT_EQ(d, 0.0) << i << "," << j;
+      }
+      if (i == j) {
+        EXPECT_GE(d, -1e-9 * std::abs(hb[i * n + i])) << i;
+        trace += d;
+      }
+    }
+  }
+  EXPECT_GT(trace, 0.0);
 }
 
 TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) {
