@@ -228,7 +228,14 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "anti_degeneracy" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "per_angle_mode" << YAML::Value << r->report.per_angle_mode;
     y << YAML::Key << "hierarchical_active" << YAML::Value << a.hierarchical_active;
-    if (a.hierarchical_active) {
+    if (a.hierarchical_active && a.two_stage_stages > 0) {
+      y << YAML::Key << "hierarchical_stages" << YAML::Value << a.two_stage_stages;
+      y << YAML::Key << "hierarchical_stage1_chi2" << YAML::Value << a.stage1_chi_squared;
+      y << YAML::Key << "hierarchical_stage2_chi2" << YAML::Value << a.stage2_chi_squared;
+      y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
+      y << YAML::Key << "plain_chi_squared" << YAML::Value << a.plain_chi_squared;
+      y << YAML::Key << "selected" << YAML::Value << a.selected;
+    } else if (a.hierarchical_active) {
       y << YAML::Key << "outer_iterations" << YAML::Value << a.outer_iterations;
       y << YAML::Key << "stop" << YAML::Value << a.stop;
       y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
@@ -237,6 +244,16 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       y << YAML::Key << "shear_weights" << YAML::Value << YAML::Flow << a.shear_weights;
     } else {
       y << YAML::Key << "inactive_reason" << YAML::Value << a.inactive_reason;
+    }
+    const nlsq::RegularizationReport& g = r->report.regularization;
+    y << YAML::Key << "regularization_active" << YAML::Value << g.active;
+    if (g.active) {
+      y << YAML::Key << "regularization_mode" << YAML::Value << g.mode;
+      y << YAML::Key << "regularization_lambda_applied" << YAML::Value << g.lambda;
+      y << YAML::Key << "regularization_penalty_count" << YAML::Value << g.penalty_rows;
+      y << YAML::Key << "regularization_data_residual_ssr" << YAML::Value << g.data_chi_squared;
+      y << YAML::Key << "regularization_total_ssr_with_penalty" << YAML::Value
+        << g.total_chi_squared;
     }
     y << YAML::EndMap;
   }
