@@ -53,12 +53,25 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   for (const std::string& a : f.recovery_actions) {
     out += fmt::format("  recovery          {}\n", a);
   }
-  if (f.anti_degeneracy.hierarchical_active) {
+  if (f.anti_degeneracy.hierarchical_active && f.anti_degeneracy.two_stage_stages > 0) {
+    out += fmt::format(
+        "  anti-degeneracy   two stages: chi2 {:.6g} with the quantile scaling, {:.6g} joint; {}\n",
+        f.anti_degeneracy.stage1_chi_squared, f.anti_degeneracy.stage2_chi_squared,
+        f.anti_degeneracy.selected == "hierarchical" ? "its answer was kept"
+                                                     : "the plain fit was kept");
+  } else if (f.anti_degeneracy.hierarchical_active) {
     out += fmt::format("  anti-degeneracy   hierarchical stage: {} outer iteration(s) ({}), {}{}\n",
                        f.anti_degeneracy.outer_iterations, f.anti_degeneracy.stop,
                        f.anti_degeneracy.shear_weights.empty() ? "unweighted" : "shear-weighted",
                        f.anti_degeneracy.selected == "hierarchical" ? "; its answer was kept"
                                                                     : "; the plain fit was kept");
+  }
+  if (f.regularization.active) {
+    out += fmt::format(
+        "  regularization    CV rows of the per-angle scaling (lambda {:.6g}): chi2 {:.10g} with "
+        "them, {:.10g} the data's\n",
+        f.regularization.lambda, f.regularization.total_chi_squared,
+        f.regularization.data_chi_squared);
   }
   for (const nlsq::CorrelatedPair& p : f.degeneracy.correlated) {
     out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,

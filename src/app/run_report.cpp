@@ -228,7 +228,14 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "anti_degeneracy" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "per_angle_mode" << YAML::Value << r->report.per_angle_mode;
     y << YAML::Key << "hierarchical_active" << YAML::Value << a.hierarchical_active;
-    if (a.hierarchical_active) {
+    if (a.hierarchical_active && a.two_stage_stages > 0) {
+      y << YAML::Key << "hierarchical_stages" << YAML::Value << a.two_stage_stages;
+      y << YAML::Key << "hierarchical_stage1_chi2" << YAML::Value << a.stage1_chi_squared;
+      y << YAML::Key << "hierarchical_stage2_chi2" << YAML::Value << a.stage2_chi_squared;
+      y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
+      y << YAML::Key << "plain_chi_squared" << YAML::Value << a.plain_chi_squared;
+      y << YAML::Key << "selected" << YAML::Value << a.selected;
+    } else if (a.hierarchical_active) {
       y << YAML::Key << "outer_iterations" << YAML::Value << a.outer_iterations;
       y << YAML::Key << "stop" << YAML::Value << a.stop;
       y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
@@ -253,6 +260,16 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       y << YAML::Key << "inactive_reason" << YAML::Value << g.inactive_reason;
     }
     y << YAML::EndMap;
+    const nlsq::RegularizationReport& reg = r->report.regularization;
+    y << YAML::Key << "regularization_active" << YAML::Value << reg.active;
+    if (reg.active) {
+      y << YAML::Key << "regularization_mode" << YAML::Value << reg.mode;
+      y << YAML::Key << "regularization_lambda_applied" << YAML::Value << reg.lambda;
+      y << YAML::Key << "regularization_penalty_count" << YAML::Value << reg.penalty_rows;
+      y << YAML::Key << "regularization_data_residual_ssr" << YAML::Value << reg.data_chi_squared;
+      y << YAML::Key << "regularization_total_ssr_with_penalty" << YAML::Value
+        << reg.total_chi_squared;
+    }
     y << YAML::EndMap;
   }
 

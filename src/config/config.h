@@ -128,6 +128,9 @@ struct AntiDegeneracy {
   int constant_scaling_threshold{};
   int fourier_order{};
   bool hierarchical_enable{};
+  // hierarchical.enable (or enable_hierarchical) is written in the config: two_component's
+  // two stages run only then (xpcsjax's default is false, ours true for laminar_flow).
+  bool hierarchical_enable_written = false;
   std::string hierarchical_trigger;  // "suspect" or "always"
   int hierarchical_max_outer{};
   double hierarchical_outer_tolerance{};
@@ -143,6 +146,9 @@ struct AntiDegeneracy {
   double gradient_ratio_threshold{};
   int gradient_consecutive_triggers{};
   std::string gradient_response;
+  // two_component only (xpcsjax's L3): anything but "none" adds the CV penalty rows.
+  std::string regularization_mode;
+  std::optional<double> regularization_lambda;  // null: xpcsjax's heterodyne default 0.01
 };
 
 struct MultiStart {

@@ -115,6 +115,9 @@ void BuildOptimization(const ValueReader& r, Config& config, ProblemList& proble
   ReadXScaleMap(r, nlsq, problems);
   // homodyne applies the anti-degeneracy system only when the section is written.
   nlsq.anti_degeneracy.section_present = r.Find("optimization.nlsq.anti_degeneracy").IsDefined();
+  nlsq.anti_degeneracy.hierarchical_enable_written =
+      r.Has("optimization.nlsq.anti_degeneracy.hierarchical.enable") ||
+      r.Has("optimization.nlsq.enable_hierarchical");
   ApplyFlatNlsqKeys(r, config);
   CheckXpcsjaxOnlyValues(r, config, problems);
   ApplyMcmcOverrides(r, config);

@@ -109,7 +109,7 @@ optimization:
       constant_scaling_threshold: 3
       fourier_order: 2
       hierarchical:
-        enable: true
+        enable: @HIERARCHICAL@
         max_outer_iterations: 5
       shear_weighting:
         enable: true
@@ -295,6 +295,8 @@ std::string ConfigTemplate(AnalysisMode mode) {
                               "      max_val: 1.2"},
       {"ANTI_DEGENERACY", flow ? "true" : "false"},
       {"GRADIENT_RESPONSE", flow && !two ? "hierarchical" : "warn"},
+      {"HIERARCHICAL",
+       two ? "false   # two_component: xpcsjax's two stages (docs/global.md)" : "true"},
       {"WARMUP", flow ? "500" : "1000"},
       {"SAMPLES", flow ? "1500" : "3000"},
       {"CHAINS", flow ? "2" : "4"},

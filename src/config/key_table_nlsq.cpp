@@ -97,7 +97,7 @@ void AddHybridStreaming(const KeyAdder& h) {
 
 void AddAntiDegeneracy(const KeyAdder& a) {
   const FieldsOf f([](auto& c) -> auto& { return c.optimization.nlsq.anti_degeneracy; });
-  a.Section("", kUse, "Per-angle scaling treatment (laminar_flow NLSQ only)", kNullable);
+  a.Section("", kUse, "Per-angle scaling treatment of the NLSQ fit", kNullable);
   a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system",
          f(&AntiDegeneracy::enable));
   a.Used("per_angle_mode", T::kString, "auto",
@@ -116,11 +116,14 @@ void AddAntiDegeneracy(const KeyAdder& a) {
         "not implemented: true is rejected (laminar_flow's own stage is hierarchical below)");
   a.Section("hierarchical", kUse,
             "laminar_flow with per-angle parameters (individual, fourier): alternating "
-            "physical and per-angle solves, then the joint fit; the lower chi2 of it and the "
-            "plain fit is kept (docs/global.md)",
+            "physical and per-angle solves, then the joint fit; two_component (averaged, "
+            "individual, fourier): xpcsjax's two stages, the physics with the scaling held at "
+            "the quantile estimates, then the joint fit. The lower chi2 of it and the plain "
+            "fit is kept (docs/global.md)",
             kNullable);
   a.Used("hierarchical.enable", T::kBool, "true", NoRule(),
-         "Run the stage (only where per-angle parameters can absorb the shear signal)",
+         "Run the stage (laminar_flow: only where per-angle parameters can absorb the shear "
+         "signal; two_component: only when written true, xpcsjax's default being false)",
          f(&AntiDegeneracy::hierarchical_enable));
   a.Used("hierarchical.trigger", T::kString, "suspect", OneOf({"suspect", "always"}),
          "When the stage runs: suspect (after a plain fit that stalled or ended with a physical "
@@ -138,15 +141,33 @@ void AddAntiDegeneracy(const KeyAdder& a) {
          "Iterations of each per-angle solve", f(&AntiDegeneracy::hierarchical_per_angle_max_it));
   a.Acc("hierarchical.inner_tolerance", T::kFloat, "1e-6", Positive(),
         "xpcsjax (>= 1M-point and streaming paths); not used");
-  a.Section("regularization", kAcc, "Regularization of per-angle spread", kNullable);
-  a.Acc("regularization.enable", T::kBool, "false", NoRule(), "Enable");
-  a.Acc("regularization.mode", T::kString, "relative", NoRule(), "Regularization mode");
-  a.Acc("regularization.lambda", T::kFloat, "1.0", NonNegative(), "Strength");
-  a.Acc("regularization.target_cv", T::kFloat, "0.10", NonNegative(), "Target variation");
+  a.Section("regularization", kUse,
+            "two_component with a contrast and offset per angle (individual, fourier): "
+            "xpcsjax's CV penalty on their spread (layer L3, docs/global.md); not used in "
+            "the homodyne modes",
+            kNullable);
+  a.Acc("regularization.enable", T::kBool, "false", NoRule(),
+        "Not read (xpcsjax reads only mode on this path: its template's enable: false with "
+        "mode: relative regularises)");
+  a.Used("regularization.mode", T::kString, "none",
+         OneOf({"none", "relative", "absolute", "auto", "tikhonov", "adaptive"}),
+         "two_component: anything but none adds two residual rows sqrt(lambda)*CV(contrast_k) "
+         "and sqrt(lambda)*CV(offset_k) over the angles (CV = std/|mean|; the same rows for "
+         "every mode, as in xpcsjax); averaged and constant layouts: no rows. Homodyne modes: "
+         "not used (homodyne's default relative)",
+         f(&AntiDegeneracy::regularization_mode));
+  a.Used("regularization.lambda", T::kFloat, "null", NonNegative(),
+         "two_component: lambda of the penalty rows (null: xpcsjax's heterodyne default 0.01; "
+         "its template writes 1.0). Homodyne modes: not used (homodyne's default 1.0)",
+         f(&AntiDegeneracy::regularization_lambda), kNullable);
+  a.Acc("regularization.target_cv", T::kFloat, "0.10", NonNegative(),
+        "Not used (xpcsjax's heterodyne path only logs it)");
   a.Acc("regularization.target_contribution", T::kFloat, "0.10", NonNegative(),
-        "Target share of the cost");
-  a.Acc("regularization.max_cv", T::kFloat, "0.20", NonNegative(), "Maximum variation");
-  a.Acc("regularization.auto_tune_lambda", T::kBool, "true", NoRule(), "Tune lambda");
+        "Not used (homodyne's lambda auto-tuning)");
+  a.Acc("regularization.max_cv", T::kFloat, "0.20", NonNegative(), "Not used");
+  a.Acc("regularization.auto_tune_lambda", T::kBool, "true", NoRule(),
+        "Not applied: lambda is used as given (xpcsjax's heterodyne path switches its "
+        "auto-tuning off whatever this says)");
   a.Section("gradient_monitoring", kUse,
             "Gradient-collapse monitor (observational: the fit is the same with it on or off; "
             "nlsq_diagnostics.gradient_monitor reports it, docs/outputs.md)",

@@ -80,7 +80,17 @@ std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitS
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   if (session.layout().mode() == model::AnalysisMode::kStatic) return "static mode";
   if (session.layout().mode() == model::AnalysisMode::kTwoComponent) {
-    return "two_component mode (the alternating stage is built for laminar_flow's shear)";
+    // xpcsjax's two-stage path; it reads hierarchical.enable only (not anti_degeneracy.enable),
+    // default false: on the recovery study it never lowered a final answer (docs/global.md).
+    if (!ad.hierarchical_enable_written) {
+      return "hierarchical.enable is not written (two_component's default false, as xpcsjax's)";
+    }
+    if (!ad.hierarchical_enable) return "hierarchical.enable is false";
+    if (session.num_physical() == 0) return "no physical parameter is fitted";
+    if (session.layout().layout() == model::ScalingLayout::kFixedConstant) {
+      return "constant per-angle layout (its fit is the first stage itself)";
+    }
+    return {};
   }
   if (!ad.enable) return "anti_degeneracy.enable is false";
   if (!ad.hierarchical_enable) return "hierarchical.enable is false";

@@ -49,6 +49,9 @@ std::vector<double> ShearWeights(std::span<const double> phi_deg, double phi0_de
 // anti_degeneracy.enable and hierarchical.enable and a per-angle layout with parameters per
 // angle (individual or fourier); averaged and constant layouts have no per-angle block
 // that could absorb the shear signal (homodyne leaves the stage inactive there too).
+// two_component has xpcsjax's two-stage path instead (fit_pipeline.h, TwoStagePath): with
+// hierarchical.enable written true, fitted physics and a layout that fits scaling (not
+// constant).
 std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitSession& session);
 
 // Collective. The alternation from x0 (no checkpoints: it is deterministic, so a resumed

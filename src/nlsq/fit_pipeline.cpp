@@ -221,6 +221,10 @@ std::vector<double> OffTheMirrorSet(const XpcsFitSession& session, std::vector<d
   return x;
 }
 
+std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger) {
+  return ScalingFittedStart(session, session.x0(), logger);
+}
+
 std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& x0,
                                        const Logger& logger) {
   if (session.layout().mode() != model::AnalysisMode::kTwoComponent) return x0;
@@ -238,6 +242,53 @@ std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vecto
       "{:.12g}",
       s.initial_chi2, s.final_chi2);
   return s.x;
+}
+
+SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
+                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                           const Logger& logger, bool progress, std::vector<std::string>& actions,
+                           AntiDegeneracyReport& report) {
+  report.hierarchical_active = true;
+  report.inactive_reason.clear();
+  report.two_stage_stages = 2;
+  report.plain_chi_squared = plain.final_chi2;
+  const std::vector<double>& x0 = session.x0();
+  const auto n_phys = static_cast<std::size_t>(session.num_physical());
+  const auto first_physical = static_cast<std::ptrdiff_t>(x0.size() - n_phys);
+  logger.Info(
+      "NLSQ two-stage path: stage 1, the physics from the configured start with every angle's "
+      "scaling held at the quantile estimates");
+  const SolverSummary s1 =
+      session.SolveQuantileScaling(std::vector<double>(x0.begin() + first_physical, x0.end()),
+                                   progress, checkpoint::InSubfolder(checkpoints, "two_stage_1"));
+  report.stage1_chi_squared = s1.final_chi2;
+  if (!s1.IsUsable() || s1.x.size() != n_phys) {
+    report.selected = "plain";
+    actions.push_back(fmt::format("two-stage path: stage 1 ended {} ({}); the plain fit is kept",
+                                  ToString(s1.termination), s1.message));
+    logger.Warn("NLSQ {}", actions.back());
+    return plain;
+  }
+  std::vector<double> base = x0;
+  std::copy(s1.x.begin(), s1.x.end(), base.begin() + first_physical);
+  logger.Info("NLSQ two-stage path: stage 1 ended {} at chi2 {:.12g}; stage 2, the joint fit",
+              ToString(s1.termination), s1.final_chi2);
+  SolverSummary s2 = session.Solve(ScalingFittedStart(session, base, logger), progress,
+                                   checkpoint::InSubfolder(checkpoints, "two_stage_2"));
+  report.stage_chi_squared = s2.final_chi2;
+  report.stage2_chi_squared = session.scaling_penalty().active() && s2.IsUsable()
+                                  ? session.DataChi2At(s2.x)
+                                  : s2.final_chi2;
+  const bool better = Better(s2, plain);
+  report.selected = better ? "hierarchical" : "plain";
+  actions.push_back(fmt::format(
+      "two-stage path: stage 1 (scaling held at the quantile estimates) ended {} at chi2 "
+      "{:.12g}, stage 2 (the joint fit) {} at {:.12g} against the plain fit's {} at {:.12g}: {}",
+      ToString(s1.termination), s1.final_chi2, ToString(s2.termination), s2.final_chi2,
+      ToString(plain.termination), plain.final_chi2,
+      better ? "stage 2 kept" : "the plain fit kept"));
+  logger.Info("NLSQ {}", actions.back());
+  return better ? s2 : plain;
 }
 
 std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
@@ -518,7 +569,9 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   // Phase 1b: the anti-degeneracy stage, a second path from the same start. By default only
   // after a plain fit that is suspect by the restarts' rule (below): after a converged answer
   // inside the box it cost tens of local fits where it was measured (23 angles x 1000
-  // frames: 22 s beside a 0.8 s fit) and kept the plain answer (docs/global.md).
+  // frames: 22 s beside a 0.8 s fit) and kept the plain answer. two_component's two stages
+  // run only when hierarchical.enable is written (HierarchicalInactiveReason): on its
+  // recovery study they never improved a final answer (docs/global.md).
   AntiDegeneracyReport adr;
   adr.inactive_reason = HierarchicalInactiveReason(cfg, session);
   if (adr.inactive_reason.empty() && !local) adr.inactive_reason = "no local fit to compare with";
@@ -527,7 +580,11 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         "the plain fit converged with no physical parameter at a bound (hierarchical.trigger: "
         "suspect)";
   }
-  if (adr.inactive_reason.empty()) {
+  const bool two_component = session.layout().mode() == model::AnalysisMode::kTwoComponent;
+  if (adr.inactive_reason.empty() && two_component) {
+    const ScopedFaultStage stage("hierarchical");
+    local = TwoStagePath(session, *local, options.checkpoints, logger, progress, actions, adr);
+  } else if (adr.inactive_reason.empty()) {
     const ScopedFaultStage stage("hierarchical");
     const std::vector<double> xh =
         RunHierarchicalStage(session, session.x0(), anti_degeneracy, logger, adr);
@@ -563,7 +620,6 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   // two_component: no box restarts. Over the 20 datasets of its recovery study they found a
   // lower minimum in 0 of 19 rounds, and on 23 angles x 1000 frames each round costs 5 full
   // local fits; the velocity scan and the mirror check are this mode's global steps.
-  const bool two_component = session.layout().mode() == model::AnalysisMode::kTwoComponent;
   if (!selection.run && local && Suspect(session, *local) &&
       recovery.on_stall == StallRecovery::kRestarts && two_component) {
     actions.push_back(fmt::format(

@@ -3,6 +3,9 @@
 //   local fit      from the configured start (the CMA-ES stage's warm start); two_component:
 //                  its scaling fitted first, and with no configured v0 also from the best
 //                  points of the velocity scan;
+//   anti-degen.    after a suspect local fit (hierarchical.trigger): laminar_flow's
+//                  alternating stage (anti_degeneracy.h) or, with hierarchical.enable
+//                  written, two_component's two stages (TwoStagePath); the lower χ² goes on;
 //   global stage   optimization.nlsq.cmaes when enabled and selected (auto-skip after a
 //                  good warm start);
 //   stall          otherwise, when the local fit ended stalled or at max_iterations (or,
@@ -75,6 +78,21 @@ SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& bes
 // cross term oscillates they are far off, and a local fit from the true physics with them
 // was measured to leave the true basin). Other modes, or no free scaling: the start.
 std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger);
+// The same from `base` (an optimiser-space point) instead of the configured start.
+std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& base,
+                                       const Logger& logger);
+
+// Collective. two_component's anti-degeneracy path (xpcsjax's L2, two stages): stage 1
+// fits the physics from the configured start with every angle's contrast and offset held
+// at the quantile estimates (XpcsFitSession::SolveQuantileScaling); stage 2 is the joint
+// fit of the session's layout from stage 1's physics, its scaling fitted first as for the
+// plain fit (ScalingFittedStart). Returns the better (Better) of `plain` and stage 2; fills
+// the report's two-stage fields and adds one line to `actions`. The stages checkpoint
+// under "<dir>/two_stage_1" and "<dir>/two_stage_2".
+SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
+                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                           const Logger& logger, bool progress, std::vector<std::string>& actions,
+                           AntiDegeneracyReport& report);
 
 // two_component: the points of the velocity scan, `base` with (v0, v_beta)
 // on a grid: v_beta at 4 evenly spaced points of its bounds, and for each, v0 such that the

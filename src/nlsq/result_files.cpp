@@ -179,7 +179,14 @@ json GradientMonitorJson(const GradientMonitorReport& g) {
 json AntiDegeneracyJson(const FitReport& r) {
   const AntiDegeneracyReport& a = r.anti_degeneracy;
   json hierarchical = nullptr;
-  if (a.hierarchical_active) {
+  if (a.hierarchical_active && a.two_stage_stages > 0) {
+    hierarchical = {{"hierarchical_stages", a.two_stage_stages},
+                    {"hierarchical_stage1_chi2", Number(a.stage1_chi_squared)},
+                    {"hierarchical_stage2_chi2", Number(a.stage2_chi_squared)},
+                    {"stage_chi_squared", Number(a.stage_chi_squared)},
+                    {"plain_chi_squared", Number(a.plain_chi_squared)},
+                    {"selected", a.selected}};
+  } else if (a.hierarchical_active) {
     hierarchical = {{"outer_iterations", a.outer_iterations},
                     {"stop", a.stop},
                     {"chi_squared_per_outer_iteration", a.chi2},
@@ -197,7 +204,7 @@ json AntiDegeneracyJson(const FitReport& r) {
             {"hierarchical_active", a.hierarchical_active},
             {"hierarchical_inactive_reason", a.inactive_reason},
             {"hierarchical", hierarchical},
-            {"regularization_active", false},
+            {"regularization_active", r.regularization.active},
             {"shear_weighting", shear},
             {"chi2_per_angle", Numbers(d.chi2_per_angle)},
             {"scaling_source", d.scaling_source},
@@ -209,6 +216,14 @@ json AntiDegeneracyJson(const FitReport& r) {
             {"wall_time_seconds", Number(d.wall_time_seconds)},
             {"message", d.message},
             {"gradient_monitor", GradientMonitorJson(d.gradient_monitor)}};
+  if (r.regularization.active) {
+    const RegularizationReport& g = r.regularization;
+    j["regularization_mode"] = g.mode;
+    j["regularization_lambda_applied"] = Number(g.lambda);
+    j["regularization_penalty_count"] = g.penalty_rows;
+    j["regularization_data_residual_ssr"] = Number(g.data_chi_squared);
+    j["regularization_total_ssr_with_penalty"] = Number(g.total_chi_squared);
+  }
   if (!d.gradient_monitor.enabled) {
     j["gradient_monitor_inactive_reason"] = d.gradient_monitor.inactive_reason;
   }

@@ -27,6 +27,22 @@ struct AntiDegeneracyReport {
   double stage_chi_squared = std::numeric_limits<double>::quiet_NaN();  // joint fit after it
   double plain_chi_squared = std::numeric_limits<double>::quiet_NaN();  // plain local fit
   std::string selected;                                                 // hierarchical | plain
+  // two_component's two-stage path (xpcsjax's L2) instead of the alternation: 2 when it
+  // ran (0: the alternation or nothing), the χ² of the data after its stage 1 (physics
+  // with the scaling held at the quantile estimates) and after its stage 2 (the joint fit).
+  int two_stage_stages = 0;
+  double stage1_chi_squared = std::numeric_limits<double>::quiet_NaN();
+  double stage2_chi_squared = std::numeric_limits<double>::quiet_NaN();
+};
+
+// xpcsjax's layer L3 (scaling_penalty.h) as it entered the fit. χ² in the report's units.
+struct RegularizationReport {
+  bool active = false;
+  std::string mode;  // regularization.mode as configured
+  double lambda = 0.0;
+  int penalty_rows = 0;
+  double data_chi_squared = 0.0;   // the data alone (= the report's chi_squared)
+  double total_chi_squared = 0.0;  // with the penalty rows: what the fit minimised
 };
 
 // The CMA-ES global stage of a fit (global_stage.h): what ran and which answer was kept.
@@ -116,6 +132,7 @@ struct FitReport {
   std::optional<GlobalSearchReport> global_search;  // optimization.nlsq.cmaes ran
   AntiDegeneracyReport anti_degeneracy;
   NlsqDiagnosticsReport diagnostics;
+  RegularizationReport regularization;
   std::vector<std::string> recovery_actions;
   // Where it ran.
   int mpi_ranks = 1;

@@ -118,6 +118,40 @@ std::string XpcsjaxName(const std::string& name, model::ScalingLayout layout) {
   }
   return name;
 }
+// The session's data problem seen through another scaling layout (the constant layout of
+// the two-stage path): the same data passes, its own optimiser space, no penalty rows.
+class LayoutView : public LeastSquaresProblem {
+ public:
+  LayoutView(XpcsProblem& data, model::ParameterLayout layout)
+      : data_(data), layout_(std::move(layout)) {}
+  int num_parameters() const override { return layout_.num_optimised(); }
+  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+    const model::NormalEquations e = data_.EvaluateExpanded(layout_.Expand(x), with_derivatives);
+    out.chi2 = e.chi2;
+    out.n_points = data_.total_points();
+    if (!with_derivatives) return;
+    const model::NormalEquations o = layout_.ToOptimiser(e);
+    out.gradient = o.jtr;
+    out.hessian = o.jtj;
+  }
+  double ZeroModelChi2(std::span<const double> x) override {
+    std::vector<double> expanded = layout_.Expand(x);
+    const model::ExpandedIndex& index = layout_.expanded_index();
+    for (int k = 0; k < index.n_angles; ++k) {
+      expanded[static_cast<std::size_t>(index.contrast(k))] = 0.0;
+      expanded[static_cast<std::size_t>(index.offset(k))] = 0.0;
+    }
+    return data_.EvaluateExpanded(expanded, false).chi2;
+  }
+  // The stop check is the data problem's (XpcsFitSession::SetStopCheck sets it there).
+
+ private:
+  XpcsProblem& data_;
+  model::ParameterLayout layout_;
+};
+
+// xpcsjax's heterodyne default of regularization.lambda (its template writes 1.0).
+constexpr double kTwoComponentDefaultLambda = 0.01;
 
 }  // namespace
 
@@ -150,6 +184,9 @@ struct XpcsFitSession::Impl {
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
+  std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
+  std::vector<bool> vary;                         // per physical parameter
+  std::vector<double> held_values;                // the start's physics (held ones stay here)
   model::ExpandedIndex index;
   model::Bounds bounds;
   std::vector<double> x0;
@@ -160,8 +197,7 @@ struct XpcsFitSession::Impl {
   std::int64_t n_data = 0;
   int p_eff = 0;
   PhaseTimes phases;
-  std::vector<model::ScalingEstimate> estimates;  // the per-angle quantile estimates
-  GradientMonitorOptions monitor;                 // anti_degeneracy.gradient_monitoring
+  GradientMonitorOptions monitor;  // anti_degeneracy.gradient_monitoring
 
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
@@ -230,8 +266,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   const std::vector<double>& expanded = start.values;
   // Held physics (EffectiveParameter::vary false) stay at their starting value: no optimiser
   // column, so the solvers, the global search and the DOF never see them.
-  std::vector<bool> vary;
-  std::vector<double> held_values;
+  std::vector<bool>& vary = s.vary;
+  std::vector<double>& held_values = s.held_values;
   for (int p = 0; p < s.index.n_phys; ++p) {
     vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
     held_values.push_back(expanded[static_cast<std::size_t>(s.index.phys(p))]);
@@ -286,6 +322,19 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     PhaseTimes::Scope t(s.phases, "setup");
     s.problem = std::make_unique<XpcsProblem>(comm, std::move(setup), *s.layout);
   }
+  // L3 (xpcsjax's rule, two_component only): regularization.mode other than none adds the
+  // CV rows wherever there is a contrast and an offset per angle to spread.
+  const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
+  if (s.mode == model::AnalysisMode::kTwoComponent && ad.regularization_mode != "none" &&
+      (s.resolved == model::ScalingLayout::kIndividual ||
+       s.resolved == model::ScalingLayout::kFourier)) {
+    const double lambda = ad.regularization_lambda.value_or(kTwoComponentDefaultLambda);
+    s.problem->SetScalingPenalty(ScalingSpreadPenalty(s.index, lambda, options.sigma));
+    logger.Info(
+        "NLSQ: per-angle scaling regularised (regularization.mode {}): rows sqrt({:.6g})·CV of "
+        "the contrasts and of the offsets",
+        ad.regularization_mode, lambda);
+  }
 
   s.n_t = static_cast<std::int64_t>(t_fit.size());
   s.n_data = static_cast<std::int64_t>(n_phi) * s.n_t * s.n_t;  // homodyne's DOF convention
@@ -329,6 +378,14 @@ double XpcsFitSession::Chi2At(const std::vector<double>& x) {
   NormalEquations eq;
   impl_->problem->Evaluate(x, false, eq);
   return eq.chi2;
+}
+
+double XpcsFitSession::DataChi2At(const std::vector<double>& x) {
+  return impl_->problem->DataChi2(x);
+}
+
+const ScalingSpreadPenalty& XpcsFitSession::scaling_penalty() const {
+  return impl_->problem->scaling_penalty();
 }
 
 void XpcsFitSession::Chi2Batch(std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
@@ -485,6 +542,34 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
   return SolveAgreed(s.comm, [&] { return SolveBounded(*s.problem, x0, lower, upper, so, {}); });
 }
 
+SolverSummary XpcsFitSession::SolveQuantileScaling(
+    const std::vector<double>& physics, bool print_progress,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
+  Impl& s = *impl_;
+  LayoutView fixed(*s.problem, model::ParameterLayout::FixedConstant(s.mode, s.estimates)
+                                   .WithHeldPhysics(s.vary, s.held_values));
+  HOMODYNE_CHECK(static_cast<int>(physics.size()) == fixed.num_parameters(),
+                 "one value per varying physical parameter");
+  const std::size_t n_scaling = s.x0.size() - physics.size();
+  const std::vector<double> lower(s.bounds.lower.begin() + static_cast<std::ptrdiff_t>(n_scaling),
+                                  s.bounds.lower.end());
+  const std::vector<double> upper(s.bounds.upper.begin() + static_cast<std::ptrdiff_t>(n_scaling),
+                                  s.bounds.upper.end());
+  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  so.parameter_names.assign(s.layout->names().begin() + static_cast<std::ptrdiff_t>(n_scaling),
+                            s.layout->names().end());
+  so.print_petsc_monitors = s.comm.is_root() && print_progress;
+  PhaseTimes::Scope t(s.phases, "fit");
+  return SolveAgreed(s.comm, [&] {
+    if (!checkpoints) return SolveBounded(fixed, physics, lower, upper, so, {});
+    const io::DatasetMetadata& meta = s.local.meta;
+    const std::string data = checkpoint::DescribeData(
+        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
+    return checkpoint::SolveWithCheckpoints(s.comm, fixed, physics, lower, upper, so, {},
+                                            *checkpoints, data, s.logger);
+  });
+}
+
 const std::vector<double>& XpcsFitSession::phi_deg() const { return impl_->phi; }
 const model::ParameterLayout& XpcsFitSession::layout() const { return *impl_->layout; }
 
@@ -498,9 +583,12 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
 
   // Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
   // understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
-  const CovarianceResult cov = CovarianceFromNormalEquations(
-      summary.final_equations.hessian, layout.num_optimised(), summary.final_chi2,
-      s.problem->total_points(), layout.num_optimised());
+  // With the L3 rows the solver's χ² is the objective; the report's is the data's.
+  const ScalingSpreadPenalty& penalty = s.problem->scaling_penalty();
+  const double data_chi2 = penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
+  const CovarianceResult cov =
+      CovarianceFromNormalEquations(summary.final_equations.hessian, layout.num_optimised(),
+                                    data_chi2, s.problem->total_points(), layout.num_optimised());
   const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
 
   NlsqRunResult r;
@@ -544,10 +632,20 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
     rep.offset_uncertainty.push_back(
         r.expanded_uncertainty[static_cast<std::size_t>(index.offset(k))]);
   }
-  rep.chi_squared = summary.final_chi2;
+  rep.chi_squared = data_chi2;
   rep.n_data = s.n_data;
   rep.n_params = s.p_eff;
-  rep.reduced_chi_squared = summary.final_chi2 / static_cast<double>(s.n_data - s.p_eff);
+  rep.reduced_chi_squared = data_chi2 / static_cast<double>(s.n_data - s.p_eff);
+  if (penalty.active()) {
+    RegularizationReport& reg = rep.regularization;
+    reg.active = true;
+    reg.mode = s.cfg.optimization.nlsq.anti_degeneracy.regularization_mode;
+    reg.lambda = penalty.lambda();
+    reg.penalty_rows = penalty.rows();
+    reg.data_chi_squared = data_chi2;
+    reg.total_chi_squared = data_chi2;
+    penalty.AddChi2(r.expanded, reg.total_chi_squared);
+  }
   rep.n_time_points = static_cast<int>(s.n_t);
   rep.q = meta.q_physics;
   rep.convergence_status = std::string(ConvergenceStatus(summary.termination));

@@ -20,6 +20,7 @@
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/result_files.h"
+#include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 
 namespace homodyne::nlsq {
@@ -94,7 +95,11 @@ class XpcsFitSession {
   // The input data selection for checkpoint identities (checkpoint::DescribeData).
   std::string DataDescription() const;
 
-  double Chi2At(const std::vector<double>& x);  // collective
+  double Chi2At(const std::vector<double>& x);  // collective: the objective (penalty included)
+  // Collective: χ² of the data alone (without the L3 penalty rows; = Chi2At without them).
+  double DataChi2At(const std::vector<double>& x);
+  // The L3 penalty rows of the objective (inactive: none; xpcs_fit.cpp says when).
+  const ScalingSpreadPenalty& scaling_penalty() const;
   // Collective: χ² of every point, in one data pass and one reduction (each value has the
   // bits Chi2At gives it).
   void Chi2Batch(std::span<const std::vector<double>> xs, std::vector<double>& chi2);
@@ -123,6 +128,14 @@ class XpcsFitSession {
   SolverSummary SolvePart(const std::vector<double>& x0, const std::vector<bool>& free,
                           const std::vector<double>& angle_weights, int max_iterations,
                           double ftol);
+  // Collective: a solve of the physical parameters alone with every angle's contrast and
+  // offset held at the quantile estimates of the data (the constant layout's values; held
+  // physics stay held). `physics` and the summary's x are the varying physical parameters
+  // (the last num_physical() entries of the session's x); χ² is the data's. Checkpoints as
+  // Solve's.
+  SolverSummary SolveQuantileScaling(
+      const std::vector<double>& physics, bool print_progress,
+      const std::optional<checkpoint::CheckpointSettings>& checkpoints);
   const std::vector<double>& phi_deg() const;  // the kept angles [degrees]
   const model::ParameterLayout& layout() const;
   // Collective: a summary of the point x without solving (termination as given): its

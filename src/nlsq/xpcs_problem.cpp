@@ -230,7 +230,10 @@ std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
       if (im.tiles[i].row % stride == 0) block.push_back(im.tiles[i]);
     }
   }
-  return std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);
+  // The search on rows minimises the same objective: the same penalty rows.
+  auto rows = std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);
+  rows->SetScalingPenalty(penalty_);
+  return rows;
 }
 
 int XpcsProblem::num_parameters() const { return layout_.num_optimised(); }
@@ -286,11 +289,17 @@ void XpcsProblem::EvaluateChi2Batch(std::span<const std::vector<double>> xs,
         const auto offset = static_cast<std::size_t>(block - b0) * m;
         std::copy_n(impl_->partials.begin() + static_cast<std::ptrdiff_t>(offset), m, out.begin());
       });
+  for (std::size_t i = 0; i < m; ++i) penalty_.AddChi2(expanded[i], chi2[i]);
 }
 
 void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) {
   const std::vector<double> expanded = layout_.Expand(x);
-  const model::NormalEquations e = EvaluateExpanded(expanded, with_derivatives);
+  model::NormalEquations e = EvaluateExpanded(expanded, with_derivatives);
+  if (with_derivatives) {
+    penalty_.AddTo(expanded, e);
+  } else {
+    penalty_.AddChi2(expanded, e.chi2);
+  }
   out.chi2 = e.chi2;
   out.n_points = total_points_;
   if (!with_derivatives) return;
@@ -388,6 +397,10 @@ std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
                                std::copy_n(sums.begin() + static_cast<std::ptrdiff_t>(offset),
                                            n_angles, out.begin());
                              });
+}
+
+double XpcsProblem::DataChi2(std::span<const double> x) {
+  return EvaluateExpanded(layout_.Expand(x), false).chi2;
 }
 
 double XpcsProblem::ZeroModelChi2(std::span<const double> x) {

@@ -25,6 +25,7 @@
 #include "model/parameter_layout.h"
 #include "model/row_tile.h"
 #include "nlsq/least_squares_problem.h"
+#include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 
 namespace homodyne::nlsq {
@@ -75,8 +76,17 @@ class XpcsProblem : public LeastSquaresProblem {
   std::vector<double> Chi2PerAngle(std::span<const double> x);
   static constexpr std::int64_t kChi2PerAnglePiecePoints = std::int64_t{1} << 21;
 
-  // Reduced normal equations in the expanded (individual per-angle) space.
+  // Reduced normal equations of the data in the expanded (individual per-angle) space (no
+  // penalty rows).
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
+
+  // From now on Evaluate and EvaluateChi2Batch add these rows to every χ², Jᵀr and JᵀJ
+  // (after the reduction: every rank adds the same values). Local, not collective: every
+  // rank must set the same penalty. Inactive (the default): the data alone.
+  void SetScalingPenalty(const ScalingSpreadPenalty& penalty) { penalty_ = penalty; }
+  const ScalingSpreadPenalty& scaling_penalty() const { return penalty_; }
+  // Collective: χ² of the data alone at optimiser point x (the penalty rows left out).
+  double DataChi2(std::span<const double> x);
 
   // Every point of angle k counts with weight weights[k] in χ², Jᵀr and JᵀJ from now on
   // (one weight per angle; empty: unweighted again). Local, not collective: every rank
@@ -102,6 +112,7 @@ class XpcsProblem : public LeastSquaresProblem {
   model::ParameterLayout layout_;
   std::int64_t total_points_ = 0;
   int passes_ = 0;
+  ScalingSpreadPenalty penalty_;
 };
 
 }  // namespace homodyne::nlsq

@@ -81,6 +81,33 @@ TEST(ConfigXpcsjax, TheFourShippedTemplatesValidate) {
   }
 }
 
+// L3's settings and L2's switch as two_component reads them: the xpcsjax template's enable: false
+// with mode: relative regularises (only mode is read), with its lambda; without the section the
+// mode is none and lambda unset (xpcsjax's heterodyne default 0.01 applies); an unknown mode
+// is bad input.
+TEST(ConfigXpcsjax, LayerSettingsAsTwoComponentReadsThem) {
+  const Config t =
+      ReadConfigFile(testing::TestDataPath("configs/xpcsjax/xpcsjax_two_component.yaml"));
+  EXPECT_EQ(t.optimization.nlsq.anti_degeneracy.regularization_mode, "relative");
+  ASSERT_TRUE(t.optimization.nlsq.anti_degeneracy.regularization_lambda.has_value());
+  EXPECT_EQ(*t.optimization.nlsq.anti_degeneracy.regularization_lambda, 1.0);
+  const Config none = Read(kHeader);
+  EXPECT_EQ(none.optimization.nlsq.anti_degeneracy.regularization_mode, "none");
+  EXPECT_FALSE(none.optimization.nlsq.anti_degeneracy.regularization_lambda.has_value());
+  const Config flat = Read(kHeader + "optimization:\n  nlsq:\n    group_variance_lambda: 3.5\n");
+  EXPECT_EQ(flat.optimization.nlsq.anti_degeneracy.regularization_lambda.value_or(0.0), 3.5);
+  EXPECT_THAT(
+      ErrorOf(kHeader + "optimization:\n  nlsq:\n    anti_degeneracy:\n      regularization:\n"
+                        "        mode: nnoe\n"),
+      HasSubstr("optimization.nlsq.anti_degeneracy.regularization.mode"));
+  // L2 (two stages) runs only where hierarchical.enable is written (xpcsjax's default false).
+  EXPECT_TRUE(t.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  EXPECT_FALSE(none.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  const Config flat_l2 = Read(kHeader + "optimization:\n  nlsq:\n    enable_hierarchical: true\n");
+  EXPECT_TRUE(flat_l2.optimization.nlsq.anti_degeneracy.hierarchical_enable_written);
+  EXPECT_TRUE(flat_l2.optimization.nlsq.anti_degeneracy.hierarchical_enable);
+}
+
 TEST(ConfigXpcsjax, KeysWithoutEffectGiveNotesOrErrorsWhereTheyWouldMatter) {
   Config c = Read(kHeader + "analyzer_parameters:\n  frame_step: 5\n  time_unit: ms\n");
   EXPECT_TRUE(HasNote(c, "frame_step = 5 is not used"));
@@ -312,8 +339,10 @@ TEST(ConfigXpcsjax, FlatNlsqKeysWinOverTheirNestedForms) {
   EXPECT_TRUE(HasNote(c,
                       "optimization.nlsq.enable_cmaes = true overrides "
                       "optimization.nlsq.cmaes.enable (false)"));
+  // two_component's L3 reads the flat mode (no nested mode here: the default would be none).
+  EXPECT_EQ(n.anti_degeneracy.regularization_mode, "relative");
   // Flat keys without an equivalent are accepted and listed; typos are still rejected.
-  for (const char* key : {"optimization.nlsq.max_nfev", "optimization.nlsq.regularization_mode"}) {
+  for (const char* key : {"optimization.nlsq.max_nfev"}) {
     EXPECT_NE(std::find(c.accepted_keys_present.begin(), c.accepted_keys_present.end(), key),
               c.accepted_keys_present.end())
         << key;
