@@ -462,10 +462,11 @@ TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
   const NlsqRunResult reference =
       RunNlsqFit(world, LaminarConfig(kTruth, path, ""), Quiet(), Logger::Silent());
   ASSERT_TRUE(reference.summary.IsUsable());
-  // The plain local fit from the stuck start does not get there.
+  // The plain local fit from the stuck start does not get there (it ends at over 3 times the
+  // minimum's reduced chi2).
   const NlsqRunResult stuck =
       RunNlsqFit(world, LaminarConfig(kStuckStart, path, ""), Quiet(), Logger::Silent());
-  EXPECT_GT(stuck.report.reduced_chi_squared, 5.0);
+  EXPECT_GT(stuck.report.reduced_chi_squared, 3.0 * reference.report.reduced_chi_squared);
 
   // The default pipeline: the warm start stalls (not converged), so CMA-ES searches the box
   // from the configured start with sigma and bipop restarts, and the refinement reaches the
