@@ -96,37 +96,39 @@ echo "mirror check: truth start chi2 $chi_bt; mirror-basin start with the check 
   "$chi_bt" "$chi_on" "$chi_off" || fail "mirror check: $chi_on vs $chi_off (truth $chi_bt)"
 grep -q "mirror check: .*a lower minimum" <<<"$act_on" || fail "no mirror-check action: $act_on"
 
-# 3. The plateau's edge (dataset tc017 of bench/recovery/two_component_study.py).
-truth="[709.473531024265, -0.12688234694458578, 9.797179403769698, 16489.268411325087, 0.24127978734950928, 120.82662916219921, 442.00589611944844, 0.4920926618558905, 1.4192670715026736, 0.2985655739330765, -0.23462534696941517, 0.0, 0.007185938718428786, 0.2069866980861459]"
-write_cfg "$tmp/c_truth.yaml" c.h5 "$truth" "$held"
-"$bindir/homodyne-synth" --config "$tmp/c_truth.yaml" -o "$tmp/c.h5" --frames 60 \
-  --angles "27.8,57.8,87.8,117.8,147.8,177.8" --contrast 0.19294362136707396 --offset 0.9982894366599596 \
-  --noise 0.0011508247868556414 --seed 747640221 -q || fail "synth c"
-write_cfg "$tmp/c_template.yaml" c.h5 null "$held"
-fit 1 "$tmp/c_truth.yaml" "$tmp/c_truth"
-fit 1 "$tmp/c_template.yaml" "$tmp/c_template"
-read -r chi_ct _ _ < <(result "$tmp/c_truth")
-read -r chi_cm st_cm _ < <(result "$tmp/c_template")
-echo "plateau edge: truth start chi2 $chi_ct; template start $chi_cm ($st_cm)"
-"$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-  "$chi_ct" "$chi_cm" || fail "plateau edge: template start $chi_cm vs truth $chi_ct"
+# Cases 3 and 4: a study dataset (bench/recovery/two_component_study.py) fitted from its truth
+# and from the template's start; the template start must reach the truth start's chi2.
+# study_case <label> <tag> <truth> <frames> <angles> <contrast> <offset> <noise> <seed>;
+# sets `actions` to the template fit's recovery actions.
+study_case() {
+  local label=$1 tag=$2
+  write_cfg "$tmp/${tag}_truth.yaml" "$tag.h5" "$3" "$held"
+  "$bindir/homodyne-synth" --config "$tmp/${tag}_truth.yaml" -o "$tmp/$tag.h5" --frames "$4" \
+    --angles "$5" --contrast "$6" --offset "$7" --noise "$8" --seed "$9" -q || fail "synth $tag"
+  write_cfg "$tmp/${tag}_template.yaml" "$tag.h5" null "$held"
+  fit 1 "$tmp/${tag}_truth.yaml" "$tmp/${tag}_truth"
+  fit 1 "$tmp/${tag}_template.yaml" "$tmp/${tag}_template"
+  local chi_t chi_m st_m
+  read -r chi_t _ _ < <(result "$tmp/${tag}_truth")
+  read -r chi_m st_m actions < <(result "$tmp/${tag}_template")
+  echo "$label: truth start chi2 $chi_t; template start $chi_m ($st_m)"
+  "$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
+    "$chi_t" "$chi_m" || fail "$label: template start $chi_m vs truth $chi_t"
+}
 
-# 4. The mirror-symmetric start (dataset tc012 of the study, a constant fraction): the
-# registry start is its own mirror, and the fit from it alone stays on the symmetric set
-# (both populations with one transport) at 1.07x; the second path, from the sample fraction
-# 0.55, reaches the truth start's chi2.
-truth="[3332.099686475995, 0.16121326264934654, 55.88501475730844, 5761.016463555036, 0.2603066317342293, 70.27811323231246, 228.67705282251205, 0.2563675152785441, -1.3607384169971626, 0.44175853336623994, 0.0, 0.0, 0.05788537973266719, 1.8259603281833305]"
-write_cfg "$tmp/d_truth.yaml" d.h5 "$truth" "$held"
-"$bindir/homodyne-synth" --config "$tmp/d_truth.yaml" -o "$tmp/d.h5" --frames 55 \
-  --angles "33.7,69.7,105.7,141.7,177.7" --contrast 0.27388212963522224 --offset 0.9808774509609433 \
-  --noise 0.0009973221599624922 --seed 1473903183 -q || fail "synth d"
-write_cfg "$tmp/d_template.yaml" d.h5 null "$held"
-fit 1 "$tmp/d_truth.yaml" "$tmp/d_truth"
-fit 1 "$tmp/d_template.yaml" "$tmp/d_template"
-read -r chi_dt _ _ < <(result "$tmp/d_truth")
-read -r chi_dm st_dm act_dm < <(result "$tmp/d_template")
-echo "mirror-symmetric start: truth start chi2 $chi_dt; template start $chi_dm ($st_dm)"
-"$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-  "$chi_dt" "$chi_dm" || fail "mirror-symmetric start: template start $chi_dm vs truth $chi_dt"
-grep -q "mirror-symmetric start: the second path" <<<"$act_dm" || fail "no second-path action: $act_dm"
+# 3. The plateau's edge (tc017).
+study_case "plateau edge" c \
+  "[709.473531024265, -0.12688234694458578, 9.797179403769698, 16489.268411325087, 0.24127978734950928, 120.82662916219921, 442.00589611944844, 0.4920926618558905, 1.4192670715026736, 0.2985655739330765, -0.23462534696941517, 0.0, 0.007185938718428786, 0.2069866980861459]" \
+  60 "27.8,57.8,87.8,117.8,147.8,177.8" 0.19294362136707396 0.9982894366599596 \
+  0.0011508247868556414 747640221
+
+# 4. The mirror-symmetric start (tc012, a constant fraction): the registry start is its own
+# mirror, and the fit from it alone stays on the symmetric set (both populations with one
+# transport) at 1.07x; the second path, from the sample fraction 0.55, reaches the truth
+# start's chi2.
+study_case "mirror-symmetric start" d \
+  "[3332.099686475995, 0.16121326264934654, 55.88501475730844, 5761.016463555036, 0.2603066317342293, 70.27811323231246, 228.67705282251205, 0.2563675152785441, -1.3607384169971626, 0.44175853336623994, 0.0, 0.0, 0.05788537973266719, 1.8259603281833305]" \
+  55 "33.7,69.7,105.7,141.7,177.7" 0.27388212963522224 0.9808774509609433 \
+  0.0009973221599624922 1473903183
+grep -q "mirror-symmetric start: the second path" <<<"$actions" || fail "no second-path action: $actions"
 echo PASS
