@@ -101,8 +101,8 @@ optimization:
     xtol: 1.0e-8
     gtol: 1.0e-8
     memory_fraction: 0.75
-    # Per-angle scaling treatment; used for laminar_flow only (static NLSQ always
-    # fits one contrast and one offset per angle).
+    # Per-angle scaling treatment and the anti-degeneracy layers; used for laminar_flow
+    # and two_component (static NLSQ always fits one contrast and one offset per angle).
     anti_degeneracy:
       enable: @ANTI_DEGENERACY@
       per_angle_mode: "auto"   # auto | constant | individual | fourier
