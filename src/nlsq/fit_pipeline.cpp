@@ -524,6 +524,20 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   std::optional<GlobalSearchReport> global_report;
   double cmaes_seconds = 0.0;
 
+  // The mirror check (phase 4; two_component). auto: a configured transport is the user's
+  // labelling of the populations; the check costs a full local fit (on 23 angles x 1000
+  // frames 5x the main one).
+  bool transport_configured = false;
+  if (cfg.analysis_mode == model::AnalysisMode::kTwoComponent) {
+    for (int p = 0; p <= model::heterodyne::het::kDOffsetSample; ++p) {
+      transport_configured = transport_configured ||
+                             cfg.parameters.at(static_cast<std::size_t>(p)).initial_from_config;
+    }
+  }
+  const bool mirror_check =
+      recovery.mirror_check == RecoveryOptions::Mirror::kAlways ||
+      (recovery.mirror_check == RecoveryOptions::Mirror::kAuto && !transport_configured);
+
   // Phase 1: the local fit from the configured start.
   std::optional<SolverSummary> local;
   if (!selection.run || global.nlsq_warmstart) {
@@ -554,7 +568,8 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
       logger.Info(
           "NLSQ: the start (equal reference and sample transport, sample fraction 0.5) is its "
           "own reference<->sample mirror; a second path starts with the sample fraction 0.55");
-      SolverSummary second = path(off, checkpoint::InSubfolder(options.checkpoints, "off_mirror"));
+      const auto where = checkpoint::InSubfolder(options.checkpoints, "off_mirror");
+      SolverSummary second = path(off, where);
       const bool kept = Better(second, *local);
       actions.push_back(fmt::format(
           "mirror-symmetric start: the second path, from the sample fraction 0.55, ended {} at "
@@ -562,7 +577,15 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
           ToString(second.termination), second.final_chi2, ToString(local->termination),
           local->final_chi2, kept ? "kept" : "the first path's answer stands"));
       logger.Info("NLSQ {}", actions.back());
-      if (kept) local = std::move(second);
+      if (kept) std::swap(second, *local);
+      // The answer goes on to the mirror check of phase 4; the other path's answer gets its
+      // own here, since each path can end in the other's mirror basin (tc001 of the study).
+      if (mirror_check) {
+        const ScopedFaultStage mirror_stage("mirror");
+        SolverSummary other =
+            CheckMirrorBasin(session, second, cfg.analyzer.dt, where, logger, progress, actions);
+        if (Better(other, *local)) local = std::move(other);
+      }
     }
   }
 
@@ -666,17 +689,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
                              progress, actions);
   }
   // Phase 4: the mirror check (two_component).
-  // auto: a configured transport is the user's labelling of the populations; the check
-  // costs a full local fit (on 23 angles x 1000 frames 5x the main one).
-  bool transport_configured = false;
-  if (cfg.analysis_mode == model::AnalysisMode::kTwoComponent) {
-    for (int p = 0; p <= model::heterodyne::het::kDOffsetSample; ++p) {
-      transport_configured = transport_configured ||
-                             cfg.parameters.at(static_cast<std::size_t>(p)).initial_from_config;
-    }
-  }
-  if (recovery.mirror_check == RecoveryOptions::Mirror::kAlways ||
-      (recovery.mirror_check == RecoveryOptions::Mirror::kAuto && !transport_configured)) {
+  if (mirror_check) {
     const ScopedFaultStage stage("mirror");
     answer = CheckMirrorBasin(session, answer, cfg.analyzer.dt, options.checkpoints, logger,
                               progress, actions);

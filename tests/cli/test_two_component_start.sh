@@ -10,6 +10,7 @@
 # template's start reaches the truth start's chi2 (before the LM let a barely-felt parameter
 # veto every step, it stalled there at 22x). (4) From the registry's start, which is its own
 # reference<->sample mirror, the second path off the symmetric set reaches the truth's chi2.
+# (5) The mirror check of the path that lost reaches it where the winner's does not.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -131,4 +132,12 @@ study_case "mirror-symmetric start" d \
   55 "33.7,69.7,105.7,141.7,177.7" 0.27388212963522224 0.9808774509609433 \
   0.0009973221599624922 1473903183
 grep -q "mirror-symmetric start: the second path" <<<"$actions" || fail "no second-path action: $actions"
+
+# 5. Each path's answer gets a mirror check (tc001, a rising fraction): the first path ends
+# stalled at 1.28x and its mirror converges higher; the second path's answer lies in the
+# mirror basin of the minimum, which only its own mirror check reaches.
+study_case "both paths' mirrors" e \
+  "[544.223480110115, 0.12983125655121264, 4.362457723836979, 16023.277128819083, 0.1459952475705748, 198.72118646123562, 250.6878085640801, 0.16721286082577186, -0.18792836242414257, 0.1451264682830384, 0.25994570472785816, 0.0, 0.011445970653731596, -4.110910183010085]" \
+  68 "0.3,36.3,72.3,108.3,144.3" 0.21312967733641824 0.991207974960677 \
+  0.0018810839838651775 370939063
 echo PASS
