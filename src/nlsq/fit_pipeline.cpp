@@ -201,9 +201,8 @@ std::vector<double> OffTheMirrorSet(const XpcsFitSession& session, std::vector<d
   namespace het = model::heterodyne::het;
   if (session.layout().mode() != model::AnalysisMode::kTwoComponent) return x;
   const std::vector<double> e = session.layout().Expand(x);
-  const std::size_t first =
-      e.size() - static_cast<std::size_t>(model::NumPhysicalParameters(session.layout().mode()));
-  const auto p = [&](int k) { return e[first + static_cast<std::size_t>(k)]; };
+  const model::ExpandedIndex& ex = session.layout().expanded_index();
+  const auto p = [&](int k) { return e[static_cast<std::size_t>(ex.phys(k))]; };
   const bool same_transport = p(het::kD0Ref) == p(het::kD0Sample) &&
                               p(het::kAlphaRef) == p(het::kAlphaSample) &&
                               p(het::kDOffsetRef) == p(het::kDOffsetSample);
@@ -219,10 +218,6 @@ std::vector<double> OffTheMirrorSet(const XpcsFitSession& session, std::vector<d
     if (x[k] != before) return x;
   }
   return x;
-}
-
-std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger) {
-  return ScalingFittedStart(session, session.x0(), logger);
 }
 
 std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& x0,

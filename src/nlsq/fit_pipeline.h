@@ -73,12 +73,10 @@ SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& bes
                                const Logger& logger, bool progress,
                                std::vector<std::string>& actions);
 
-// two_component: the configured start with its per-angle scaling fitted to the data, the
-// physics held (the quantile estimates of the scaling assume homodyne's decay; where the
-// cross term oscillates they are far off, and a local fit from the true physics with them
-// was measured to leave the true basin). Other modes, or no free scaling: the start.
-std::vector<double> ScalingFittedStart(XpcsFitSession& session, const Logger& logger);
-// The same from `base` (an optimiser-space point) instead of the configured start.
+// two_component: `base` (an optimiser-space start) with its per-angle scaling fitted to the
+// data, the physics held (the quantile estimates of the scaling assume homodyne's decay;
+// where the cross term oscillates they are far off, and a local fit from the true physics
+// with them was measured to leave the true basin). Other modes, or no free scaling: `base`.
 std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& base,
                                        const Logger& logger);
 

@@ -135,13 +135,7 @@ class LayoutView : public LeastSquaresProblem {
     out.hessian = o.jtj;
   }
   double ZeroModelChi2(std::span<const double> x) override {
-    std::vector<double> expanded = layout_.Expand(x);
-    const model::ExpandedIndex& index = layout_.expanded_index();
-    for (int k = 0; k < index.n_angles; ++k) {
-      expanded[static_cast<std::size_t>(index.contrast(k))] = 0.0;
-      expanded[static_cast<std::size_t>(index.offset(k))] = 0.0;
-    }
-    return data_.EvaluateExpanded(expanded, false).chi2;
+    return data_.ZeroScalingChi2(layout_.Expand(x));
   }
   // The stop check is the data problem's (XpcsFitSession::SetStopCheck sets it there).
 

@@ -14,6 +14,21 @@
 #include "parallel/tile_sum.h"
 
 namespace homodyne::nlsq {
+namespace {
+
+// `blocks` as one kernel's tiles, each block one chunk: the index of its first tile is
+// appended to `chunk_starts` (KernelOptions::chunk_tile_starts).
+std::vector<model::RowTile> ChunkedTiles(std::span<const std::vector<model::RowTile>> blocks,
+                                         std::vector<int>& chunk_starts) {
+  std::vector<model::RowTile> tiles;
+  for (const auto& block : blocks) {
+    chunk_starts.push_back(static_cast<int>(tiles.size()));
+    tiles.insert(tiles.end(), block.begin(), block.end());
+  }
+  return tiles;
+}
+
+}  // namespace
 
 struct XpcsProblem::Impl {
   // In-core: all local blocks, one chunk per block. Streaming: no tiles (layout only).
@@ -53,6 +68,9 @@ struct XpcsProblem::Impl {
   // per-point weight arrays copied scaled into `storage` (which must outlive the tiles).
   std::vector<model::RowTile> Weighted(std::vector<model::RowTile> in,
                                        std::vector<std::vector<double>>& storage) const;
+  // In core: the local blocks' tiles, by block, keeping the rows 0, stride, 2·stride, …
+  // (a block may be left empty).
+  std::vector<std::vector<model::RowTile>> BlocksOnRows(int stride) const;
   std::vector<std::vector<double>> window_weights;  // storage for a window's weighted tiles
   std::vector<std::vector<double>> incore_weights;  // storage for the in-core kernel's
 };
@@ -71,6 +89,19 @@ std::vector<model::RowTile> XpcsProblem::Impl::Weighted(
     }
   }
   return in;
+}
+
+std::vector<std::vector<model::RowTile>> XpcsProblem::Impl::BlocksOnRows(int stride) const {
+  const std::vector<int>& starts = window_options.chunk_tile_starts;
+  std::vector<std::vector<model::RowTile>> blocks;
+  for (std::size_t b = 0; b < starts.size(); ++b) {
+    const auto end = b + 1 < starts.size() ? static_cast<std::size_t>(starts[b + 1]) : tiles.size();
+    std::vector<model::RowTile>& block = blocks.emplace_back();
+    for (std::size_t i = static_cast<std::size_t>(starts[b]); i < end; ++i) {
+      if (tiles[i].row % stride == 0) block.push_back(tiles[i]);
+    }
+  }
+  return blocks;
 }
 
 bool XpcsProblem::Impl::KernelPartials(const model::PassKernel& k, std::size_t block_offset,
@@ -104,11 +135,7 @@ bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
     MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
     const StreamWindow& win = stream->Load(w);
     model::KernelOptions ko = window_options;
-    std::vector<model::RowTile> window_tiles;
-    for (const auto& block : win.blocks) {
-      ko.chunk_tile_starts.push_back(static_cast<int>(window_tiles.size()));
-      window_tiles.insert(window_tiles.end(), block.begin(), block.end());
-    }
+    std::vector<model::RowTile> window_tiles = ChunkedTiles(win.blocks, ko.chunk_tile_starts);
     const auto kp = model::MakePassKernel(mode, geometry, t, phi,
                                           Weighted(std::move(window_tiles), window_weights), ko);
     const model::PassKernel& k = *kp;
@@ -176,11 +203,7 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
                                       std::vector<model::RowTile>{}, layout_only);
   } else {
     impl_->local_blocks = static_cast<int>(setup.blocks.size());
-    std::vector<model::RowTile> tiles;
-    for (auto& block : setup.blocks) {
-      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
-      tiles.insert(tiles.end(), block.begin(), block.end());
-    }
+    std::vector<model::RowTile> tiles = ChunkedTiles(setup.blocks, ko.chunk_tile_starts);
     impl_->tiles = tiles;
     impl_->window_options = ko;
     impl_->kernel = model::MakePassKernel(setup.mode, setup.geometry, setup.t, setup.phi_deg,
@@ -221,15 +244,7 @@ std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
   setup.sigma = im.window_options.sigma;
   setup.threads = im.window_options.threads;
   setup.worker_start = im.window_options.worker_start;
-  const std::vector<int>& starts = im.window_options.chunk_tile_starts;
-  for (std::size_t b = 0; b < starts.size(); ++b) {
-    const auto end =
-        b + 1 < starts.size() ? static_cast<std::size_t>(starts[b + 1]) : im.tiles.size();
-    std::vector<model::RowTile>& block = setup.blocks.emplace_back();
-    for (std::size_t i = static_cast<std::size_t>(starts[b]); i < end; ++i) {
-      if (im.tiles[i].row % stride == 0) block.push_back(im.tiles[i]);
-    }
-  }
+  setup.blocks = im.BlocksOnRows(stride);
   // The search on rows minimises the same objective: the same penalty rows.
   auto rows = std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);
   rows->SetScalingPenalty(penalty_);
@@ -344,15 +359,14 @@ std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
                          std::size_t last, int block0) {
     model::KernelOptions ko = im.window_options;
     ko.chunk_tile_starts.clear();
-    std::vector<model::RowTile> tiles;
     std::vector<int> block_of;
     for (std::size_t b = first; b < last; ++b) {
-      ko.chunk_tile_starts.push_back(static_cast<int>(tiles.size()));
-      tiles.insert(tiles.end(), blocks[b].begin(), blocks[b].end());
       block_of.insert(block_of.end(), blocks[b].size(), block0 + static_cast<int>(b));
     }
     std::vector<std::vector<double>> storage;
-    tiles = im.Weighted(std::move(tiles), storage);
+    const std::vector<model::RowTile> tiles = im.Weighted(
+        ChunkedTiles(std::span(blocks).subspan(first, last - first), ko.chunk_tile_starts),
+        storage);
     const auto kernel = model::MakePassKernel(im.mode, im.geometry, im.t, im.phi, tiles, ko);
     std::vector<double> values(static_cast<std::size_t>(kernel->num_points()));
     kernel->EvaluateModel(expanded, values);
@@ -379,16 +393,7 @@ std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
       }
       return;
     }
-    // The in-core tiles by block (chunk_tile_starts: each block's first tile).
-    const std::vector<int>& starts = im.window_options.chunk_tile_starts;
-    std::vector<std::vector<model::RowTile>> blocks;
-    for (std::size_t b = 0; b < starts.size(); ++b) {
-      const auto end =
-          b + 1 < starts.size() ? static_cast<std::size_t>(starts[b + 1]) : im.tiles.size();
-      blocks.emplace_back(im.tiles.begin() + starts[b],
-                          im.tiles.begin() + static_cast<std::ptrdiff_t>(end));
-    }
-    pieces(blocks, 0);
+    pieces(im.BlocksOnRows(1), 0);
   });
   const std::int64_t b0 = im.first_block;
   return ReproducibleTileSum(comm_, im.total_blocks, b0, b0 + im.local_blocks, n_angles,
@@ -404,8 +409,11 @@ double XpcsProblem::DataChi2(std::span<const double> x) {
 }
 
 double XpcsProblem::ZeroModelChi2(std::span<const double> x) {
+  return ZeroScalingChi2(layout_.Expand(x));
+}
+
+double XpcsProblem::ZeroScalingChi2(std::vector<double> expanded) {
   // c2 = offset + contrast·g1²: with every contrast and offset zero the model vanishes.
-  std::vector<double> expanded = layout_.Expand(x);
   const model::ExpandedIndex index(impl_->mode, static_cast<int>(impl_->phi.size()));
   for (int k = 0; k < index.n_angles; ++k) {
     expanded[static_cast<std::size_t>(index.contrast(k))] = 0.0;

@@ -79,6 +79,9 @@ class XpcsProblem : public LeastSquaresProblem {
   // Reduced normal equations of the data in the expanded (individual per-angle) space (no
   // penalty rows).
   model::NormalEquations EvaluateExpanded(std::span<const double> expanded, bool with_derivatives);
+  // Collective: χ² of the data at `expanded` with every contrast and offset set to zero
+  // (the model vanishes; ZeroModelChi2 of any layout).
+  double ZeroScalingChi2(std::vector<double> expanded);
 
   // From now on Evaluate and EvaluateChi2Batch add these rows to every χ², Jᵀr and JᵀJ
   // (after the reduction: every rank adds the same values). Local, not collective: every
