@@ -154,15 +154,10 @@ SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcD
   const model::ExpandedIndex index(mode, d.n_phi);
   const ExpandedStart start =
       ExpandedStartFromConfig(cfg, mode, estimates, {}, UnsetStart::kNlsqDefault);
-  std::vector<bool> vary;
-  std::vector<double> held_values;
-  for (int p = 0; p < index.n_phys; ++p) {
-    vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
-    held_values.push_back(start.values[static_cast<std::size_t>(index.phys(p))]);
-  }
+  const HeldPhysics held = HeldPhysicsFromConfig(cfg, index, start.values);
   return {resolved,
           model::ParameterLayout::Create(resolved, mode, d.phi, estimates)
-              .WithHeldPhysics(vary, held_values),
+              .WithHeldPhysics(held.vary, held.values),
           index, std::move(estimates)};
 }
 

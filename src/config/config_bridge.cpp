@@ -24,6 +24,16 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
   return o;
 }
 
+HeldPhysics HeldPhysicsFromConfig(const config::Config& cfg, const model::ExpandedIndex& index,
+                                  const std::vector<double>& start) {
+  HeldPhysics h;
+  for (int p = 0; p < index.n_phys; ++p) {
+    h.vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
+    h.values.push_back(start.at(static_cast<std::size_t>(index.phys(p))));
+  }
+  return h;
+}
+
 ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::AnalysisMode mode,
                                       const std::vector<model::ScalingEstimate>& estimates,
                                       const std::map<std::string, double>& overrides,

@@ -39,6 +39,16 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
                                       const std::map<std::string, double>& overrides = {},
                                       UnsetStart unset = UnsetStart::kMidpoint);
 
+// The config's held physics (EffectiveParameter::vary false) at their values in `start`
+// (ExpandedStart::values): one flag and one value per physical parameter, as
+// model::ParameterLayout::WithHeldPhysics takes them.
+struct HeldPhysics {
+  std::vector<bool> vary;
+  std::vector<double> values;
+};
+HeldPhysics HeldPhysicsFromConfig(const config::Config& cfg, const model::ExpandedIndex& index,
+                                  const std::vector<double>& start);
+
 // q (from the data, the first kept bin), L and dt of the model prefactors.
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q);
 

@@ -179,8 +179,7 @@ struct XpcsFitSession::Impl {
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
-  std::vector<bool> vary;                         // per physical parameter
-  std::vector<double> held_values;                // the start's physics (held ones stay here)
+  HeldPhysics held;  // per physical parameter: varies, and its start (held ones stay there)
   model::ExpandedIndex index;
   model::Bounds bounds;
   std::vector<double> x0;
@@ -260,17 +259,12 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   const std::vector<double>& expanded = start.values;
   // Held physics (EffectiveParameter::vary false) stay at their starting value: no optimiser
   // column, so the solvers, the global search and the DOF never see them.
-  std::vector<bool>& vary = s.vary;
-  std::vector<double>& held_values = s.held_values;
-  for (int p = 0; p < s.index.n_phys; ++p) {
-    vary.push_back(cfg.parameters.at(static_cast<std::size_t>(p)).vary);
-    held_values.push_back(expanded[static_cast<std::size_t>(s.index.phys(p))]);
-  }
+  s.held = HeldPhysicsFromConfig(cfg, s.index, expanded);
   s.estimates = estimates;
   s.layout = std::make_unique<model::ParameterLayout>(
       model::ParameterLayout::Create(s.resolved, s.mode, s.phi, estimates,
                                      layout_options.fourier_order)
-          .WithHeldPhysics(vary, held_values));
+          .WithHeldPhysics(s.held.vary, s.held.values));
   logger.Info("per-angle scaling: {} ({} optimised parameters)", model::ToString(s.resolved),
               s.layout->num_optimised());
   if (s.layout->num_optimised() == 0) {
@@ -287,7 +281,7 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
       if (!s.layout->PhysicalVaries(p)) {
         held.push_back(fmt::format(
             "{} = {:.6g}", model::PhysicalParameterNames(s.mode)[static_cast<std::size_t>(p)],
-            held_values[static_cast<std::size_t>(p)]));
+            s.held.values[static_cast<std::size_t>(p)]));
       }
     }
     logger.Info("held parameters (not fitted): {}", fmt::join(held, ", "));
@@ -541,7 +535,7 @@ SolverSummary XpcsFitSession::SolveQuantileScaling(
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
   LayoutView fixed(*s.problem, model::ParameterLayout::FixedConstant(s.mode, s.estimates)
-                                   .WithHeldPhysics(s.vary, s.held_values));
+                                   .WithHeldPhysics(s.held.vary, s.held.values));
   HOMODYNE_CHECK(static_cast<int>(physics.size()) == fixed.num_parameters(),
                  "one value per varying physical parameter");
   const std::size_t n_scaling = s.x0.size() - physics.size();
