@@ -44,10 +44,11 @@ struct CmcOptions {
   int threads = 1;              // compute threads per rank (≥ 1): chains of a shard in parallel
   bool print_progress = false;  // rank 0 prints the sampling's progress
   // Chains start at this NLSQ answer (of the same data and mode) and, when
-  // nlsq_informed_priors is set, the physical parameters' priors are centred on it, with
-  // twice its uncertainty as width.
+  // nlsq_informed_priors is true, the physical parameters' priors are centred on it, with
+  // twice its uncertainty as width. Unset: true for the homodyne modes, false for
+  // two_component (its intervals under-cover with them: docs/cmc.md).
   std::optional<NlsqSummary> warm_start;
-  bool nlsq_informed_priors = true;
+  std::optional<bool> nlsq_informed_priors;
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
   void Validate() const;
 };

@@ -339,6 +339,7 @@ ShardMode ShardPosterior::FindMode(std::span<const double> theta, double sigma,
   m.start_log_density = f;
   if (!std::isfinite(f)) return m;
   // Levenberg–Marquardt on −log π with the Gauss–Newton Hessian.
+  constexpr double kTrustRadius = 4.0;
   double lambda = 1e-3;
   const auto dim = static_cast<Eigen::Index>(m.u.size());
   for (int it = 0; it < max_iterations; ++it) {
@@ -355,6 +356,15 @@ ShardMode ShardPosterior::FindMode(std::span<const double> theta, double sigma,
         continue;
       }
       const Eigen::VectorXd step = llt.solve(grad);
+      // A step longer than kTrustRadius posterior sds (in the metric of the Hessian at
+      // this point) is shortened: the search must climb to the mode of the basin it
+      // starts in. A long Gauss–Newton step can land in another basin of higher density
+      // than the start but far lower than the start's own mode (the two-component model's
+      // velocity aliases and label mirror; docs/cmc.md).
+      if (step.dot(h * step) > kTrustRadius * kTrustRadius) {
+        lambda *= 10.0;
+        continue;
+      }
       std::vector<double> u_try(m.u);
       for (Eigen::Index i = 0; i < dim; ++i) u_try[static_cast<std::size_t>(i)] += step(i);
       const double f_try = im.DensityInU(u_try, g_try);

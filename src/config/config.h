@@ -258,7 +258,7 @@ struct CmcValidation {
   double min_success_rate{};
   double max_divergence_rate{};
   bool require_nlsq_warmstart{};
-  bool use_nlsq_informed_priors{};
+  std::string use_nlsq_informed_priors;  // "auto" | "true" | "false"
   double nlsq_prior_width_factor{};
   double max_parameter_cv{};
   bool heterogeneity_abort{};

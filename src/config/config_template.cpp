@@ -165,7 +165,7 @@ optimization:
       max_per_shard_rhat: @RHAT@
       min_per_shard_ess: 100
       max_divergence_rate: 0.10
-      use_nlsq_informed_priors: true
+      use_nlsq_informed_priors: auto  # two_component: false (docs/cmc.md)
       nlsq_prior_width_factor: 2.0
       max_parameter_cv: @MAX_CV@
     reparameterization:

@@ -122,7 +122,9 @@ void AddSamplerAndChecks(const KeyAdder& c) {
          fv(&CmcValidation::max_divergence_rate));
   v.Used("require_nlsq_warmstart", T::kBool, "false", NoRule(), "Require an NLSQ warm start",
          fv(&CmcValidation::require_nlsq_warmstart));
-  v.Used("use_nlsq_informed_priors", T::kBool, "true", NoRule(), "Centre priors on NLSQ result",
+  v.Used("use_nlsq_informed_priors", T::kBoolOrAuto, "auto", NoRule(),
+         "Centre the physical priors on the NLSQ result (auto: yes for static and "
+         "laminar_flow, no for two_component, whose intervals under-cover with them)",
          fv(&CmcValidation::use_nlsq_informed_priors));
   v.Used("nlsq_prior_width_factor", T::kFloat, "2.0", Positive(),
          "Prior width = factor x NLSQ uncertainty", fv(&CmcValidation::nlsq_prior_width_factor));

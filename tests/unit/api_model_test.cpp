@@ -127,7 +127,8 @@ TEST(ApiOptions, CmcDefaultsAreTheConfigDefaults) {
   EXPECT_EQ(o.seed, cmc.seed);
   EXPECT_EQ(o.target_accept, cmc.per_shard_mcmc.target_accept_prob);
   EXPECT_EQ(o.max_tree_depth, cmc.per_shard_mcmc.max_tree_depth);
-  EXPECT_EQ(o.nlsq_informed_priors, cmc.validation.use_nlsq_informed_priors);
+  EXPECT_FALSE(o.nlsq_informed_priors.has_value());
+  EXPECT_EQ(cmc.validation.use_nlsq_informed_priors, "auto");
   EXPECT_NO_THROW(o.Validate());
 }
 
