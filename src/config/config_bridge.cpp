@@ -1,9 +1,11 @@
 #include "config/config_bridge.h"
 
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
+#include "config/parameters.h"
 #include "core/error.h"
 
 namespace homodyne {
@@ -89,6 +91,27 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
     out.bounds.upper[e] = ep.max;
   }
   return out;
+}
+
+bool ApplyTwoComponentIndividualBounds(const config::Config& cfg, const model::ExpandedIndex& index,
+                                       model::Bounds& expanded) {
+  bool changed = false;
+  auto apply = [&](const config::EffectiveParameter& configured, std::string_view name,
+                   model::ScalingRange xpcsjax, auto row_of) {
+    const auto registry = config::DefaultParameterBounds(name);
+    HOMODYNE_CHECK(registry.has_value(), "contrast and offset have registry bounds");
+    if (configured.min != registry->min || configured.max != registry->max) return;
+    for (int k = 0; k < index.n_angles; ++k) {
+      const auto r = static_cast<std::size_t>(row_of(k));
+      changed = changed || expanded.lower[r] != xpcsjax.lower || expanded.upper[r] != xpcsjax.upper;
+      expanded.lower[r] = xpcsjax.lower;
+      expanded.upper[r] = xpcsjax.upper;
+    }
+  };
+  apply(cfg.contrast, "contrast", model::kFourierContrastRange,
+        [&](int k) { return index.contrast(k); });
+  apply(cfg.offset, "offset", model::kFourierOffsetRange, [&](int k) { return index.offset(k); });
+  return changed;
 }
 
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q) {

@@ -39,6 +39,16 @@ ExpandedStart ExpandedStartFromConfig(const config::Config& cfg, model::Analysis
                                       const std::map<std::string, double>& overrides = {},
                                       UnsetStart unset = UnsetStart::kMidpoint);
 
+// two_component's individual layout (heterodyne spec §3 and §9 item 8): xpcsjax bounds every
+// contrast_k by [0.1, 0.8] and every offset_k by [0.5, 1.5] (model::kFourierContrastRange,
+// kFourierOffsetRange: its Fourier helper's bounds), whatever the config says. Here the
+// config's contrast (offset) bounds win when they differ from the registry defaults [0, 1]
+// ([0.5, 1.5]); bounds that restate the defaults (as xpcsjax's and homodyne-hpc's templates
+// do) and absent ones give xpcsjax's. Writes the per-angle rows of `expanded` (an
+// ExpandedStart's bounds for `index`); returns whether a bound changed.
+bool ApplyTwoComponentIndividualBounds(const config::Config& cfg, const model::ExpandedIndex& index,
+                                       model::Bounds& expanded);
+
 // The config's held physics (EffectiveParameter::vary false) at their values in `start`
 // (ExpandedStart::values): one flag and one value per physical parameter, as
 // model::ParameterLayout::WithHeldPhysics takes them.

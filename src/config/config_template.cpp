@@ -78,7 +78,7 @@ initial_parameters:
   fixed_parameters: null    # e.g. {D_offset: 0.0}
 
 # Bounds of the fit and CMC priors (type = prior distribution, prior_mu/prior_sigma).
-# contrast/offset bounds apply to every angle.
+# contrast/offset bounds apply to every angle.@SCALING_BOUNDS@
 parameter_space:
   model: "@MODE@"
   bounds:
@@ -276,6 +276,11 @@ std::string ConfigTemplate(AnalysisMode mode) {
                 : flow ? flow_names
                        : "D0, alpha, D_offset"},
       {"BOUNDS", bounds},
+      {"SCALING_BOUNDS",
+       two ? "\n# two_component, per_angle_mode individual: every contrast in xpcsjax's [0.1, "
+             "0.8]\n"
+             "# while contrast's bounds below are [0, 1]; other contrast bounds win."
+           : ""},
       {"NLSQ_START",
        two    ? "xpcsjax's\n"
                 "  # registry defaults (D0_ref, D0_sample 1e4, v0 1e3, v_beta 1, f0 0.5, the\n"

@@ -103,7 +103,10 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Used("per_angle_mode", T::kString, "auto",
          OneOf({"auto", "constant", "individual", "fourier", "independent"}),
          "Scaling layout: auto, constant, individual or fourier (independent: xpcsjax's "
-         "deprecated name of individual)",
+         "deprecated name of individual). two_component: constant holds xpcsjax's Q95 "
+         "quantile estimates (fewer than 100 points per angle is an error), individual "
+         "bounds every contrast by [0.1, 0.8] unless the contrast bounds are other than "
+         "[0, 1] (docs/model.md)",
          f(&AntiDegeneracy::per_angle_mode));
   a.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
          "auto uses averaged scaling when n_phi >= this",

@@ -410,9 +410,9 @@ Bounds ParameterLayout::OptimiserBounds(const Bounds& expanded) const {
     case ScalingLayout::kConstantAveraged:
       break;
     case ScalingLayout::kFourier:
-      add(0.1, 0.8);
+      add(kFourierContrastRange.lower, kFourierContrastRange.upper);
       for (int m = 0; m < 2 * fourier_order_; ++m) add(-0.2, 0.2);
-      add(0.5, 1.5);
+      add(kFourierOffsetRange.lower, kFourierOffsetRange.upper);
       for (int m = 0; m < 2 * fourier_order_; ++m) add(-0.3, 0.3);
       break;
   }

@@ -57,6 +57,16 @@ struct Bounds {
   std::vector<double> lower, upper;
 };
 
+// xpcsjax's contrast and offset bounds of its Fourier helper: the fourier layout's c0 and o0
+// (OptimiserBounds), and two_component's individual contrast_k/offset_k (heterodyne spec §3;
+// the caller applies them, see TwoComponentIndividualBounds in config_bridge.h).
+struct ScalingRange {
+  double lower = 0.0;
+  double upper = 0.0;
+};
+inline constexpr ScalingRange kFourierContrastRange{0.1, 0.8};
+inline constexpr ScalingRange kFourierOffsetRange{0.5, 1.5};
+
 class ParameterLayout {
  public:
   static ParameterLayout Individual(AnalysisMode mode, int n_angles);

@@ -9,6 +9,43 @@
 
 namespace homodyne::model {
 
+std::string_view ToString(ScalingQuantiles rule) {
+  return rule == ScalingQuantiles::kQ95 ? "Q95" : "Q90";
+}
+
+ValuePercentiles ValuePercentilesOf(ScalingQuantiles rule) {
+  if (rule == ScalingQuantiles::kQ90) return {10.0, 90.0};
+  // xpcsjax passes value_quantile_low = 1 − quantile and multiplies by 100: the same
+  // doubles here (5.000000000000004, 95), so the interpolation weights are numpy's.
+  constexpr double kQuantile = 0.95;
+  return {(1.0 - kQuantile) * 100.0, kQuantile * 100.0};
+}
+
+ScalingEstimate CombineScaling(ScalingQuantiles rule, double floor, double ceiling,
+                               const ScalingBounds& bounds) {
+  ScalingEstimate est;
+  est.offset = std::clamp(floor, bounds.offset_lower, bounds.offset_upper);
+  // Q90 takes the contrast above the clipped offset; Q95 estimates both without bounds and
+  // clips afterwards, so its contrast is above the unclipped floor.
+  const double base = rule == ScalingQuantiles::kQ90 ? est.offset : floor;
+  est.contrast = std::clamp(ceiling - base, bounds.contrast_lower, bounds.contrast_upper);
+  return est;
+}
+
+std::string FewScalingPointsMessage(std::int64_t count, std::string_view angle) {
+  return fmt::format(
+      "{}: {} finite point(s) for the Q95 quantile estimate of its contrast and offset; at "
+      "least {} are needed",
+      angle, count, kMinScalingPoints);
+}
+
+ScalingEstimate ScalingFromFewPoints(ScalingQuantiles rule, std::int64_t count,
+                                     std::string_view angle, const ScalingBounds& bounds) {
+  if (rule == ScalingQuantiles::kQ95) ThrowBadInput(FewScalingPointsMessage(count, angle));
+  return {0.5 * (bounds.contrast_lower + bounds.contrast_upper),
+          0.5 * (bounds.offset_lower + bounds.offset_upper)};
+}
+
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) ThrowBadInput("percentile of an empty sample");
   // Two order statistics by selection (O(n)) instead of a full sort: the same values.
@@ -28,7 +65,8 @@ double Percentile(std::vector<double> values, double p) {
 }
 
 ScalingEstimate EstimateScaling(std::span<const double> abs_dt, std::span<const double> c2,
-                                const ScalingBounds& bounds) {
+                                const ScalingBounds& bounds, ScalingQuantiles rule,
+                                std::string_view angle) {
   if (abs_dt.size() != c2.size()) {
     ThrowBadInput(
         fmt::format("scaling estimator: {} time lags but {} c2 values", abs_dt.size(), c2.size()));
@@ -39,12 +77,8 @@ ScalingEstimate EstimateScaling(std::span<const double> abs_dt, std::span<const 
     dt.push_back(abs_dt[e]);
     values.push_back(c2[e]);
   }
-  ScalingEstimate est;
-  if (values.size() < 100) {
-    est.contrast = 0.5 * (bounds.contrast_lower + bounds.contrast_upper);
-    est.offset = 0.5 * (bounds.offset_lower + bounds.offset_upper);
-    return est;
-  }
+  const auto n = static_cast<std::int64_t>(values.size());
+  if (n < kMinScalingPoints) return ScalingFromFewPoints(rule, n, angle, bounds);
   const double hi = Percentile(dt, 80.0);
   const double lo = Percentile(dt, 20.0);
   std::vector<double> far, near;
@@ -52,11 +86,10 @@ ScalingEstimate EstimateScaling(std::span<const double> abs_dt, std::span<const 
     if (dt[e] >= hi) far.push_back(values[e]);
     if (dt[e] <= lo) near.push_back(values[e]);
   }
-  const double offset = Percentile(far.size() >= 10 ? far : values, 10.0);
-  est.offset = std::clamp(offset, bounds.offset_lower, bounds.offset_upper);
-  const double ceiling = Percentile(near.size() >= 10 ? near : values, 90.0);
-  est.contrast = std::clamp(ceiling - est.offset, bounds.contrast_lower, bounds.contrast_upper);
-  return est;
+  const ValuePercentiles p = ValuePercentilesOf(rule);
+  const double floor = Percentile(far.size() >= 10 ? far : values, p.low);
+  const double ceiling = Percentile(near.size() >= 10 ? near : values, p.high);
+  return CombineScaling(rule, floor, ceiling, bounds);
 }
 
 }  // namespace homodyne::model

@@ -6,13 +6,14 @@ namespace homodyne::nlsq {
 
 std::vector<model::ScalingEstimate> EstimateInitialScaling(const Comm& comm,
                                                            const io::LocalData& local,
-                                                           const model::ScalingBounds& bounds) {
+                                                           const model::ScalingBounds& bounds,
+                                                           model::ScalingQuantiles rule) {
   // The streaming estimator over one window holding all of the rank's data: exact
   // percentiles by radix selection, O(points) per pass instead of sorting every angle's
   // samples (which took a quarter of a 23 × 1000 fit).
   return EstimateInitialScalingOverWindows(
       comm, local, [&](const ScalingWindowVisit& visit) { visit(local.tiles, local.values); },
-      bounds);
+      bounds, rule);
 }
 
 }  // namespace homodyne::nlsq

@@ -1,6 +1,6 @@
-// Initial per-angle contrast/offset from the data: homodyne's quantile estimator
-// (physics spec §1.9) over each angle's points of the fit grid (t = 0 excluded,
-// diagonal included, every off-diagonal pair counted twice as in the full matrix).
+// Initial per-angle contrast/offset from the data: the quantile estimator
+// (model::EstimateScaling; homodyne's Q90 by default) over each angle's points of the fit grid (t =
+// 0 excluded, diagonal included, every off-diagonal pair counted twice as in the full matrix).
 #pragma once
 
 #include <vector>
@@ -14,8 +14,9 @@ namespace homodyne::nlsq {
 // Collective. Exact, without gathering the data: every percentile is found by distributed
 // radix selection (parallel/radix_select.h, as the streaming estimator), so the result
 // equals the serial estimator's bit for bit and rank 0 holds no more than its own share.
-std::vector<model::ScalingEstimate> EstimateInitialScaling(const Comm& comm,
-                                                           const io::LocalData& local,
-                                                           const model::ScalingBounds& bounds);
+// kQ95's too-few-points error as EstimateInitialScalingOverWindows.
+std::vector<model::ScalingEstimate> EstimateInitialScaling(
+    const Comm& comm, const io::LocalData& local, const model::ScalingBounds& bounds,
+    model::ScalingQuantiles rule = model::ScalingQuantiles::kQ90);
 
 }  // namespace homodyne::nlsq

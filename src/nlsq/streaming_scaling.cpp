@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "core/error.h"
 #include "core/fault_injection.h"
 #include "parallel/collective.h"
 #include "parallel/radix_select.h"
@@ -75,7 +78,7 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
 
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
     const Comm& comm, const io::LocalData& local, BlockStream& stream,
-    const model::ScalingBounds& bounds) {
+    const model::ScalingBounds& bounds, model::ScalingQuantiles rule) {
   return EstimateInitialScalingOverWindows(
       comm, local,
       [&](const ScalingWindowVisit& visit) {
@@ -84,13 +87,13 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
           visit(win.tiles, win.values);
         }
       },
-      bounds);
+      bounds, rule);
 }
 
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& local,
     const std::function<void(const ScalingWindowVisit&)>& windows,
-    const model::ScalingBounds& bounds) {
+    const model::ScalingBounds& bounds, model::ScalingQuantiles rule) {
   const int n_angles = static_cast<int>(local.meta.n_angles());
   std::vector<model::ScalingEstimate> out;
   if (n_angles == 0) return out;
@@ -140,30 +143,43 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     bool fallback = false;
     PercentileQuery offset, ceiling;
   };
+  // The counts are summed over the ranks: every rank takes the same branch below, and under
+  // Q95 every rank throws the same (agreed) error.
+  const std::vector<double> phi = local.meta.phi_values();
+  auto angle_name = [&](int k) {
+    return fmt::format("angle {} (phi = {:g} deg)", k, phi[static_cast<std::size_t>(k)]);
+  };
+  const model::ValuePercentiles levels = model::ValuePercentilesOf(rule);
   std::vector<AngleQueries> queries(static_cast<std::size_t>(n_angles));
   for (int k = 0; k < n_angles; ++k) {
     AngleQueries& a = queries[static_cast<std::size_t>(k)];
-    if (select.count(3 * k) < 100) {
+    const std::int64_t count = select.count(3 * k);
+    if (count < model::kMinScalingPoints) {
+      if (rule == model::ScalingQuantiles::kQ95) {
+        throw Error(ErrorKind::kBadInput,
+                    fmt::format("{} (the fit grid holds n_t^2 points per angle, n_t = the "
+                                "selected frames - 1: select at least 11 frames; this "
+                                "estimate holds the scaling of two_component's constant "
+                                "per-angle mode and of its two-stage path's stage 1)",
+                                model::FewScalingPointsMessage(count, angle_name(k))),
+                    {local.meta.file, "analyzer_parameters.start_frame/end_frame", -1})
+            .MarkAgreed();
+      }
       a.fallback = true;
       continue;
     }
     const int far = select.count(3 * k + 1) >= 10 ? 3 * k + 1 : 3 * k;
     const int near = select.count(3 * k + 2) >= 10 ? 3 * k + 2 : 3 * k;
-    a.offset = AskPercentile(select, far, 10.0);
-    a.ceiling = AskPercentile(select, near, 90.0);
+    a.offset = AskPercentile(select, far, levels.low);
+    a.ceiling = AskPercentile(select, near, levels.high);
   }
   RunPasses(comm, select, pass);
-  for (const AngleQueries& a : queries) {
-    model::ScalingEstimate e;
-    if (a.fallback) {
-      e.contrast = 0.5 * (bounds.contrast_lower + bounds.contrast_upper);
-      e.offset = 0.5 * (bounds.offset_lower + bounds.offset_upper);
-    } else {
-      e.offset = std::clamp(Answer(select, a.offset), bounds.offset_lower, bounds.offset_upper);
-      e.contrast = std::clamp(Answer(select, a.ceiling) - e.offset, bounds.contrast_lower,
-                              bounds.contrast_upper);
-    }
-    out.push_back(e);
+  for (int k = 0; k < n_angles; ++k) {
+    const AngleQueries& a = queries[static_cast<std::size_t>(k)];
+    out.push_back(
+        a.fallback ? model::ScalingFromFewPoints(rule, select.count(3 * k), angle_name(k), bounds)
+                   : model::CombineScaling(rule, Answer(select, a.offset),
+                                           Answer(select, a.ceiling), bounds));
   }
   return out;
 }

@@ -24,14 +24,19 @@ using ScalingWindowVisit =
 // Collective. The estimator over data read window by window: `windows(visit)` calls `visit`
 // for every window of the rank's data, in the same order each time (it is called once per
 // RadixSelect pass). `layout` gives the time grid, the angles and rank 0's diagonal.
+// `rule` is the estimator's variant (model::ScalingQuantiles); under kQ95 an angle with
+// fewer than model::kMinScalingPoints points is a bad-input Error, thrown on every rank
+// (the counts are global) and naming the angle and the data file.
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& layout,
     const std::function<void(const ScalingWindowVisit&)>& windows,
-    const model::ScalingBounds& bounds);
+    const model::ScalingBounds& bounds,
+    model::ScalingQuantiles rule = model::ScalingQuantiles::kQ90);
 
 // Collective. `layout` is the rank's LoadDistributedLayout, `stream` its blocks.
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
     const Comm& comm, const io::LocalData& layout, BlockStream& stream,
-    const model::ScalingBounds& bounds);
+    const model::ScalingBounds& bounds,
+    model::ScalingQuantiles rule = model::ScalingQuantiles::kQ90);
 
 }  // namespace homodyne::nlsq

@@ -178,7 +178,11 @@ struct XpcsFitSession::Impl {
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
+  model::ScalingBounds scaling_bounds;            // the configured contrast/offset bounds
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
+  // two_component: the Q95 estimates that its constant layout and the two-stage path's
+  // stage 1 hold (heterodyne spec §3, §6); empty until needed (SolveQuantileScaling).
+  std::vector<model::ScalingEstimate> quantile_fixed;
   HeldPhysics held;  // per physical parameter: varies, and its start (held ones stay there)
   model::ExpandedIndex index;
   model::Bounds bounds;
@@ -195,6 +199,15 @@ struct XpcsFitSession::Impl {
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
 };
+
+std::vector<model::ScalingEstimate> XpcsFitSession::EstimateScalingOf(
+    model::ScalingQuantiles rule) {
+  Impl& s = *impl_;
+  PhaseTimes::Scope t(s.phases, "initial_scaling");
+  return s.stream
+             ? EstimateInitialScalingStreaming(s.comm, s.local, *s.stream, s.scaling_bounds, rule)
+             : EstimateInitialScaling(s.comm, s.local, s.scaling_bounds, rule);
+}
 
 XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
                                const NlsqRunOptions& options, const Logger& logger)
@@ -243,14 +256,14 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     return GradientMonitorOptions::FromConfig(cfg.optimization.nlsq.anti_degeneracy);
   });
   s.resolved = model::ResolveScalingLayout(layout_options, n_phi);
-  const model::ScalingBounds scaling_bounds{cfg.contrast.min, cfg.contrast.max, cfg.offset.min,
-                                            cfg.offset.max};
-  std::vector<model::ScalingEstimate> estimates;
-  {
-    PhaseTimes::Scope t(s.phases, "initial_scaling");
-    estimates = s.stream ? EstimateInitialScalingStreaming(comm, s.local, *s.stream, scaling_bounds)
-                         : EstimateInitialScaling(comm, s.local, scaling_bounds);
-  }
+  s.scaling_bounds = {cfg.contrast.min, cfg.contrast.max, cfg.offset.min, cfg.offset.max};
+  // xpcsjax holds its two_component constant layout at Q95 estimates; every other layout and
+  // start, and the homodyne modes, use Q90 (heterodyne spec §3; physics spec §1.9).
+  const bool quantile_fixed = s.mode == model::AnalysisMode::kTwoComponent &&
+                              s.resolved == model::ScalingLayout::kFixedConstant;
+  const std::vector<model::ScalingEstimate> estimates = EstimateScalingOf(
+      quantile_fixed ? model::ScalingQuantiles::kQ95 : model::ScalingQuantiles::kQ90);
+  if (quantile_fixed) s.quantile_fixed = estimates;
   s.index = model::ExpandedIndex(s.mode, n_phi);
   const ExpandedStart start = RunCollectively(comm, [&] {
     return ExpandedStartFromConfig(cfg, s.mode, estimates, options.initial,
@@ -286,9 +299,25 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
     }
     logger.Info("held parameters (not fitted): {}", fmt::join(held, ", "));
   }
-  const model::Bounds& expanded_bounds = start.bounds;
+  model::Bounds expanded_bounds = start.bounds;
+  const bool xpcsjax_bounds = s.mode == model::AnalysisMode::kTwoComponent &&
+                              s.resolved == model::ScalingLayout::kIndividual &&
+                              ApplyTwoComponentIndividualBounds(cfg, s.index, expanded_bounds);
   s.bounds = s.layout->OptimiserBounds(expanded_bounds);
   s.x0 = options.start.empty() ? s.layout->FromExpanded(expanded) : options.start;
+  if (xpcsjax_bounds) {
+    logger.Info(
+        "per-angle scaling: every contrast in [{:g}, {:g}], xpcsjax's individual bounds "
+        "(configured contrast bounds other than [0, 1] would replace them)",
+        model::kFourierContrastRange.lower, model::kFourierContrastRange.upper);
+    // The start from the config or the data (the Q90 estimates, a configured contrast) may
+    // lie outside them; an explicit start (options.start) is the caller's.
+    if (options.start.empty()) {
+      for (std::size_t i = 0; i < static_cast<std::size_t>(2 * n_phi); ++i) {
+        s.x0[i] = std::clamp(s.x0[i], s.bounds.lower[i], s.bounds.upper[i]);
+      }
+    }
+  }
 
   // 3. The problem on this communicator.
   XpcsProblemSetup setup;
@@ -534,7 +563,8 @@ SolverSummary XpcsFitSession::SolveQuantileScaling(
     const std::vector<double>& physics, bool print_progress,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
-  LayoutView fixed(*s.problem, model::ParameterLayout::FixedConstant(s.mode, s.estimates)
+  if (s.quantile_fixed.empty()) s.quantile_fixed = EstimateScalingOf(model::ScalingQuantiles::kQ95);
+  LayoutView fixed(*s.problem, model::ParameterLayout::FixedConstant(s.mode, s.quantile_fixed)
                                    .WithHeldPhysics(s.held.vary, s.held.values));
   HOMODYNE_CHECK(static_cast<int>(physics.size()) == fixed.num_parameters(),
                  "one value per varying physical parameter");

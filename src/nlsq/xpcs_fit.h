@@ -129,10 +129,10 @@ class XpcsFitSession {
                           const std::vector<double>& angle_weights, int max_iterations,
                           double ftol);
   // Collective: a solve of the physical parameters alone with every angle's contrast and
-  // offset held at the quantile estimates of the data (the constant layout's values; held
-  // physics stay held). `physics` and the summary's x are the varying physical parameters
-  // (the last num_physical() entries of the session's x); χ² is the data's. Checkpoints as
-  // Solve's.
+  // offset held at the Q95 quantile estimates of the data (two_component's constant layout's
+  // values, heterodyne spec §6 L2 stage 1; held physics stay held). `physics` and the summary's x
+  // are the varying physical parameters (the last num_physical() entries of the session's x); χ² is
+  // the data's. Checkpoints as Solve's.
   SolverSummary SolveQuantileScaling(
       const std::vector<double>& physics, bool print_progress,
       const std::optional<checkpoint::CheckpointSettings>& checkpoints);
@@ -151,6 +151,8 @@ class XpcsFitSession {
   // Collective: the report's nlsq_diagnostics fields for the answer `summary` (one model pass
   // for the χ² split by angle).
   void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
+  // Collective: the per-angle quantile estimates of the data by `rule`, in core or streamed.
+  std::vector<model::ScalingEstimate> EstimateScalingOf(model::ScalingQuantiles rule);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

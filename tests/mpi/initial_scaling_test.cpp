@@ -1,10 +1,12 @@
 // The distributed quantile estimator equals the serial one (model::EstimateScaling) bit
-// for bit, and distributed percentiles equal numpy's on the pooled values.
+// for bit, in both variants (Q90, Q95) and against an independent oracle, and distributed
+// percentiles equal numpy's on the pooled values; Q95's too-few-points error is agreed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 
+#include "core/error.h"
 #include "core/random.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
@@ -14,6 +16,7 @@
 #include "nlsq/initial_scaling.h"
 #include "parallel/collective.h"
 #include "parallel/order_statistics.h"
+#include "scaling_oracle.h"
 #include "synth/synthetic_dataset.h"
 #include "synth_fixture.h"
 
@@ -66,6 +69,8 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
   const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
   const model::ScalingBounds bounds;
   const auto distributed = nlsq::EstimateInitialScaling(world, local, bounds);
+  const auto distributed95 =
+      nlsq::EstimateInitialScaling(world, local, bounds, model::ScalingQuantiles::kQ95);
 
   // Oracle: the serial estimator on the full fit grid (t = 0 excluded, full matrix).
   const io::Dataset data = io::LoadDataset(lo, Logger::Silent());
@@ -82,7 +87,55 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
     const auto serial = model::EstimateScaling(dt, c2, bounds);
     EXPECT_EQ(distributed[k].contrast, serial.contrast) << "angle " << k;
     EXPECT_EQ(distributed[k].offset, serial.offset) << "angle " << k;
+    const auto serial95 = model::EstimateScaling(dt, c2, bounds, model::ScalingQuantiles::kQ95);
+    EXPECT_EQ(distributed95[k].contrast, serial95.contrast) << "angle " << k;
+    EXPECT_EQ(distributed95[k].offset, serial95.offset) << "angle " << k;
+    const auto oracle = testing::OracleEstimate(dt, c2, true);
+    EXPECT_NEAR(distributed95[k].contrast, oracle.contrast, 1e-14) << "angle " << k;
+    EXPECT_NEAR(distributed95[k].offset, oracle.offset, 1e-14) << "angle " << k;
+    EXPECT_NE(distributed95[k].contrast, distributed[k].contrast) << "angle " << k;
   }
+}
+
+TEST(InitialScaling, Q95WithFewerThan100PointsIsAnAgreedBadInputError) {
+  const Comm& world = testing::TestEnvironment().world();
+  const config::Config cfg = testing::SynthConfig("static", "3000, -0.6, 20");
+  const testing::MpiTempDir dir(world, "initial_scaling_few");
+  const std::string path = dir.file("few.h5");
+  RunCollectively(world, [&] {
+    if (world.rank() != 0) return;
+    synth::SynthOptions o;
+    o.output = path;
+    o.force = true;
+    o.frames = 10;  // the fit grid: 9 x 9 = 81 points per angle
+    o.phi_deg = {0, 40};
+    o.seed = 5;
+    synth::WriteSyntheticDataset(cfg, o);
+  });
+  world.Barrier();
+  io::LoadOptions lo;
+  lo.path = path;
+  lo.dt = 0.1;
+  const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
+  // Q90: the bounds' midpoints.
+  const auto q90 = nlsq::EstimateInitialScaling(world, local, {});
+  ASSERT_EQ(q90.size(), 2u);
+  EXPECT_EQ(q90[0].contrast, 0.5);
+  EXPECT_EQ(q90[1].offset, 1.0);
+  // Q95: the same error on every rank (no hang), naming the first angle and the count.
+  try {
+    nlsq::EstimateInitialScaling(world, local, {}, model::ScalingQuantiles::kQ95);
+    ADD_FAILURE() << "no error on rank " << world.rank();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_TRUE(e.agreed());
+    EXPECT_NE(e.message().find("angle 0 (phi = 0 deg): 81 finite point(s)"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("at least 100"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("at least 11 frames"), std::string::npos) << e.message();
+    EXPECT_EQ(e.context().file, path);
+  }
+  world.Barrier();  // every rank got here
 }
 
 }  // namespace

@@ -134,6 +134,26 @@ TEST(NlsqFit, LaminarIndividualRecoversTruth) {
                   kLaminar);
 }
 
+// The homodyne modes' individual layout keeps the configured scaling bounds (two_component
+// alone takes xpcsjax's [0.1, 0.8], nlsq_two_component_layers_test.cpp).
+TEST(NlsqFit, HomodyneIndividualScalingBoundsAreTheConfiguredOnes) {
+  const Comm& world = testing::TestEnvironment().world();
+  const testing::MpiTempDir dir(world, "nlsq_fit");
+  for (Dataset d : {kLaminar, kStatic}) {
+    d.frames = 20;
+    const auto path = WriteData(dir, d, d.mode + "_bounds");
+    NlsqRunOptions o;
+    o.print_progress = false;
+    const XpcsFitSession s(world, MakeConfig(d, d.start, path), o, Logger::Silent());
+    ASSERT_EQ(s.layout().layout(), model::ScalingLayout::kIndividual);
+    const auto n = static_cast<std::size_t>(d.phi.size());
+    for (std::size_t i = 0; i < 2 * n; ++i) {
+      EXPECT_EQ(s.lower()[i], i < n ? 0.0 : 0.5) << d.mode << " " << i;
+      EXPECT_EQ(s.upper()[i], i < n ? 1.0 : 1.5) << d.mode << " " << i;
+    }
+  }
+}
+
 TEST(NlsqFit, LaminarAutoAveragedRecoversTruth) {
   const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_fit");
   Dataset d = kLaminar;

@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "core/log.h"
+#include "io/dataset.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/fit_pipeline.h"
@@ -19,6 +22,7 @@
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
 #include "parallel/collective.h"
+#include "scaling_oracle.h"
 #include "synth/synthetic_dataset.h"
 
 namespace homodyne::nlsq {
@@ -304,6 +308,107 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
       quiet, Logger::Silent());
   EXPECT_FALSE(constant.report.anti_degeneracy.hierarchical_active);
   EXPECT_NE(constant.report.anti_degeneracy.inactive_reason.find("constant"), std::string::npos);
+}
+
+// Angle k's points as the estimators pool them: the fit grid (t = 0 excluded), the full
+// matrix (every pair twice, the diagonal once), lags from the loader's time grid.
+void FitGrid(const io::Dataset& data, std::size_t k, std::vector<double>& dt,
+             std::vector<double>& c2) {
+  const std::vector<double>& t = data.meta.t;
+  for (std::int64_t i = 1; i < data.meta.n_frames; ++i) {
+    for (std::int64_t j = 1; j < data.meta.n_frames; ++j) {
+      dt.push_back(std::abs(t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(j)]));
+      c2.push_back(data.at(k, i, j));
+    }
+  }
+}
+
+// xpcsjax's estimators per layout (heterodyne spec §3): constant holds Q95 estimates
+// (nlsq_diagnostics.contrast/offset_per_angle_fixed), averaged starts from Q90 ones
+// (contrast/offset_per_angle_quantile), and the two-stage path's stage 1 holds the Q95 ones.
+TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFromQ90) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "two_component_q95");
+  const std::string path = WriteData(dir);
+  const auto quiet = testing::QuietRun();
+  const config::Config constant_cfg = Config(path, Start(), kNoL2, "constant");
+  const NlsqRunResult constant = RunNlsqPipeline(world, constant_cfg, quiet, Logger::Silent());
+  ASSERT_EQ(constant.layout, "fixed_constant");
+  const NlsqRunResult averaged = RunNlsqPipeline(
+      world, Config(path, Start(), "      constant_scaling_threshold: 2\n" + kNoL2, "auto"), quiet,
+      Logger::Silent());
+  ASSERT_EQ(averaged.layout, "auto_averaged");
+  const auto jc = nlohmann::json::parse(AnalysisResultsJson(constant.report))["nlsq_diagnostics"];
+  const auto ja = nlohmann::json::parse(AnalysisResultsJson(averaged.report))["nlsq_diagnostics"];
+  ASSERT_EQ(jc["contrast_per_angle_fixed"].size(), 2u);
+  ASSERT_EQ(ja["contrast_per_angle_quantile"].size(), 2u);
+  const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(constant_cfg), Logger::Silent());
+  for (std::size_t k = 0; k < 2; ++k) {
+    std::vector<double> dt, c2;
+    FitGrid(data, k, dt, c2);
+    const testing::OracleScaling q95 = testing::OracleEstimate(dt, c2, true);
+    const testing::OracleScaling q90 = testing::OracleEstimate(dt, c2, false);
+    ASSERT_GT(std::abs(q95.contrast - q90.contrast), 1e-4);  // the check tells them apart
+    EXPECT_NEAR(jc["contrast_per_angle_fixed"][k].get<double>(), q95.contrast, 1e-14) << k;
+    EXPECT_NEAR(jc["offset_per_angle_fixed"][k].get<double>(), q95.offset, 1e-14) << k;
+    EXPECT_EQ(constant.report.contrast[k], jc["contrast_per_angle_fixed"][k].get<double>());
+    EXPECT_NEAR(ja["contrast_per_angle_quantile"][k].get<double>(), q90.contrast, 1e-14) << k;
+    EXPECT_NEAR(ja["offset_per_angle_quantile"][k].get<double>(), q90.offset, 1e-14) << k;
+  }
+  // Stage 1 from the configured physics: its starting chi2 is the constant layout's there.
+  XpcsFitSession fixed(world, constant_cfg, quiet, Logger::Silent());
+  XpcsFitSession two_stage(
+      world, Config(path, Start(), "      hierarchical: {enable: true, trigger: always}\n"), quiet,
+      Logger::Silent());
+  const SolverSummary s1 = two_stage.SolveQuantileScaling(fixed.x0(), false, std::nullopt);
+  const double at_start = fixed.Chi2At(fixed.x0());
+  EXPECT_NEAR(s1.initial_chi2, at_start, 1e-12 * at_start);
+}
+
+// The individual layout's scaling bounds are xpcsjax's [0.1, 0.8] / [0.5, 1.5] unless other
+// contrast bounds are configured; a start outside them is clipped in.
+TEST(NlsqTwoComponentLayers, IndividualScalingBoundsAreXpcsjaxsUnlessOthersAreConfigured) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "two_component_individual_bounds");
+  const std::string path = WriteData(dir);
+  const auto quiet = testing::QuietRun();
+  const auto expect_bounds = [](const XpcsFitSession& s, double c_lo, double c_hi) {
+    ASSERT_EQ(s.layout().layout(), model::ScalingLayout::kIndividual);
+    for (int i = 0; i < 4; ++i) {  // contrast_0, contrast_1, offset_0, offset_1
+      const auto u = static_cast<std::size_t>(i);
+      EXPECT_EQ(s.lower()[u], i < 2 ? c_lo : 0.5) << i;
+      EXPECT_EQ(s.upper()[u], i < 2 ? c_hi : 1.5) << i;
+      EXPECT_GE(s.x0()[u], s.lower()[u]) << i;
+      EXPECT_LE(s.x0()[u], s.upper()[u]) << i;
+    }
+  };
+  const XpcsFitSession plain(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
+  expect_bounds(plain, 0.1, 0.8);
+  // A configured start of 0.95 (inside the configured [0, 1]) starts at xpcsjax's 0.8.
+  const XpcsFitSession high(world,
+                            Config(path, Start(), kNoL2 + "scaling: {initial_contrast: 0.95}\n"),
+                            quiet, Logger::Silent());
+  expect_bounds(high, 0.1, 0.8);
+  EXPECT_EQ(high.x0()[0], 0.8);
+  EXPECT_EQ(high.x0()[1], 0.8);
+  const XpcsFitSession low(world,
+                           Config(path, Start(), kNoL2 + "scaling: {initial_contrast: 0.02}\n"),
+                           quiet, Logger::Silent());
+  EXPECT_EQ(low.x0()[0], 0.1);
+  // Configured contrast bounds other than [0, 1] win.
+  const XpcsFitSession own(
+      world,
+      Config(path, Start(),
+             kNoL2 + "parameter_space:\n  bounds:\n    - {name: contrast, min: 0.05, max: 0.95}\n"),
+      quiet, Logger::Silent());
+  expect_bounds(own, 0.05, 0.95);
+  // The full fit stays inside them.
+  const NlsqRunResult r =
+      RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
+  for (double c : r.report.contrast) {
+    EXPECT_GE(c, 0.1);
+    EXPECT_LE(c, 0.8);
+  }
 }
 
 }  // namespace

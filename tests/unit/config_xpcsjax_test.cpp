@@ -243,6 +243,48 @@ TEST(ConfigXpcsjax, GroupedScalingSetsTheContrastAndOffsetBoundsAndStart) {
   EXPECT_DOUBLE_EQ(est.values[static_cast<std::size_t>(index.offset(1))], 0.9);
 }
 
+// two_component's individual layout: xpcsjax's [0.1, 0.8] / [0.5, 1.5] unless the config's
+// contrast (offset) bounds differ from the registry's [0, 1] ([0.5, 1.5]).
+TEST(ConfigXpcsjax, IndividualScalingBoundsAreXpcsjaxsUnlessOtherBoundsAreConfigured) {
+  const model::ExpandedIndex index(model::AnalysisMode::kTwoComponent, 3);
+  const std::vector<model::ScalingEstimate> estimates(3, model::ScalingEstimate{0.4, 0.9});
+  struct Case {
+    std::string yaml;
+    double c_lo, c_hi, o_lo, o_hi;
+    bool changed;
+  };
+  const Case cases[] = {
+      {"", 0.1, 0.8, 0.5, 1.5, true},
+      // Bounds entries that restate the registry's (both templates write them).
+      {"parameter_space:\n  bounds:\n    - {name: contrast, min: 0.0, max: 1.0}\n"
+       "    - {name: offset, min: 0.5, max: 1.5}\n",
+       0.1, 0.8, 0.5, 1.5, true},
+      // Other bounds win, each group on its own.
+      {"parameter_space:\n  bounds:\n    - {name: contrast, min: 0.05, max: 0.6}\n", 0.05, 0.6, 0.5,
+       1.5, false},
+      {"parameters:\n  scaling:\n    offset: {min: 0.9, max: 1.2}\n", 0.1, 0.8, 0.9, 1.2, true},
+  };
+  for (const Case& c : cases) {
+    const Config cfg = Read(kTwo + c.yaml);
+    ExpandedStart start = ExpandedStartFromConfig(cfg, cfg.analysis_mode, estimates);
+    const model::Bounds before = start.bounds;
+    EXPECT_EQ(ApplyTwoComponentIndividualBounds(cfg, index, start.bounds), c.changed) << c.yaml;
+    for (int k = 0; k < 3; ++k) {
+      const auto ck = static_cast<std::size_t>(index.contrast(k));
+      const auto ok = static_cast<std::size_t>(index.offset(k));
+      EXPECT_EQ(start.bounds.lower[ck], c.c_lo) << c.yaml;
+      EXPECT_EQ(start.bounds.upper[ck], c.c_hi) << c.yaml;
+      EXPECT_EQ(start.bounds.lower[ok], c.o_lo) << c.yaml;
+      EXPECT_EQ(start.bounds.upper[ok], c.o_hi) << c.yaml;
+    }
+    for (int p = 0; p < index.n_phys; ++p) {  // physics untouched
+      const auto e = static_cast<std::size_t>(index.phys(p));
+      EXPECT_EQ(start.bounds.lower[e], before.lower[e]);
+      EXPECT_EQ(start.bounds.upper[e], before.upper[e]);
+    }
+  }
+}
+
 // --- 3. parameter_space.bounds value/vary ----------------------------------------------------
 
 TEST(ConfigXpcsjax, BoundsEntriesCarryValueAndVary) {

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "model/scaling_estimator.h"
+#include "scaling_oracle.h"
 
 namespace homodyne::model {
 namespace {
@@ -62,6 +64,85 @@ TEST(ScalingEstimatorTest, ResultsAreClippedToBounds) {
   EXPECT_DOUBLE_EQ(est.offset, 0.5);
   EXPECT_DOUBLE_EQ(est.contrast, 1.0);
   EXPECT_THROW(EstimateScaling(std::vector<double>{1.0}, std::vector<double>{}), Error);
+}
+
+// A deterministic pool of 400 points: lags 0…19.9 s in a scrambled order, c2 a decay with a
+// ripple, so the percentiles fall between samples.
+void RipplePool(std::vector<double>& dt, std::vector<double>& c2) {
+  for (int i = 0; i < 400; ++i) {
+    dt.push_back(((i * 37) % 200) * 0.1);
+    c2.push_back(1.1 + 0.3 * std::exp(-dt.back() / 3.0) + 0.05 * std::sin(1.3 * i));
+  }
+}
+
+TEST(ScalingEstimatorTest, Q95MatchesTheOracleAndDiffersFromQ90) {
+  std::vector<double> dt, c2;
+  RipplePool(dt, c2);
+  const ScalingBounds wide{-10.0, 10.0, -10.0, 10.0};
+  const auto q95 = EstimateScaling(dt, c2, wide, ScalingQuantiles::kQ95);
+  const auto q90 = EstimateScaling(dt, c2, wide, ScalingQuantiles::kQ90);
+  const auto o95 = testing::OracleEstimate(dt, c2, true, -10.0, 10.0, -10.0, 10.0);
+  const auto o90 = testing::OracleEstimate(dt, c2, false, -10.0, 10.0, -10.0, 10.0);
+  EXPECT_NEAR(q95.offset, o95.offset, 1e-14);
+  EXPECT_NEAR(q95.contrast, o95.contrast, 1e-14);
+  EXPECT_NEAR(q90.offset, o90.offset, 1e-14);
+  EXPECT_NEAR(q90.contrast, o90.contrast, 1e-14);
+  // xpcsjax's estimate_contrast_offset_from_quantiles on the same pool (numpy 2, unbounded,
+  // value quantiles 1 − 0.95 and 0.95; and its defaults 0.1 / 0.9 with bounds [0, 1] and
+  // [0.5, 1.5]): an oracle from outside this code base.
+  EXPECT_NEAR(q95.contrast, 0.34433891795583027, 1e-12);
+  EXPECT_NEAR(q95.offset, 1.0514471680990225, 1e-12);
+  const auto q90_registry = EstimateScaling(dt, c2);
+  EXPECT_NEAR(q90_registry.contrast, 0.3177210014033267, 1e-12);
+  EXPECT_NEAR(q90_registry.offset, 1.0543685382734993, 1e-12);
+  EXPECT_GT(std::abs(q95.contrast - q90.contrast), 1e-3);
+  EXPECT_GT(std::abs(q95.offset - q90.offset), 1e-4);
+}
+
+TEST(ScalingEstimatorTest, Q95ContrastIsAboveTheUnclippedFloor) {
+  // Floor 0.3 (below the offset bound 0.5), ceiling 1.0: Q95 clips the offset to 0.5 but
+  // takes the contrast above the floor, 0.7; Q90 takes it above the clipped offset, 0.5.
+  std::vector<double> dt, c2;
+  for (int m = 0; m < 200; ++m) {
+    dt.push_back(m);
+    c2.push_back(m < 100 ? 1.0 : 0.3);
+  }
+  const ScalingBounds registry;
+  const auto q95 = EstimateScaling(dt, c2, registry, ScalingQuantiles::kQ95);
+  const auto q90 = EstimateScaling(dt, c2, registry, ScalingQuantiles::kQ90);
+  EXPECT_DOUBLE_EQ(q95.offset, 0.5);
+  EXPECT_NEAR(q95.contrast, 0.7, 1e-15);
+  EXPECT_DOUBLE_EQ(q90.offset, 0.5);
+  EXPECT_NEAR(q90.contrast, 0.5, 1e-15);
+  const auto oracle = testing::OracleEstimate(dt, c2, true);
+  EXPECT_DOUBLE_EQ(q95.offset, oracle.offset);
+  EXPECT_DOUBLE_EQ(q95.contrast, oracle.contrast);
+  // Both are clipped afterwards: a contrast above the upper bound becomes the bound.
+  for (int m = 0; m < 100; ++m) c2[static_cast<std::size_t>(m)] = 2.0;
+  const auto high = EstimateScaling(dt, c2, registry, ScalingQuantiles::kQ95);
+  EXPECT_DOUBLE_EQ(high.contrast, 1.0);
+  EXPECT_DOUBLE_EQ(high.offset, 0.5);
+}
+
+TEST(ScalingEstimatorTest, Q95NeedsAHundredFinitePoints) {
+  std::vector<double> dt(99, 1.0), c2(99, 1.2);
+  try {
+    EstimateScaling(dt, c2, {}, ScalingQuantiles::kQ95, "angle 3 (phi = 40 deg)");
+    ADD_FAILURE() << "no error for 99 points";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_NE(e.message().find("angle 3 (phi = 40 deg): 99 finite point(s)"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("at least 100"), std::string::npos) << e.message();
+  }
+  // Non-finite values do not count; exactly 100 finite points are enough.
+  std::vector<double> dt2(100, 1.0), c22(100, 1.2);
+  c22[7] = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(EstimateScaling(dt2, c22, {}, ScalingQuantiles::kQ95), Error);
+  c22[7] = 1.2;
+  EXPECT_NO_THROW(EstimateScaling(dt2, c22, {}, ScalingQuantiles::kQ95));
+  // Q90 keeps the midpoints.
+  EXPECT_DOUBLE_EQ(EstimateScaling(dt, c2, {}, ScalingQuantiles::kQ90).contrast, 0.5);
 }
 
 }  // namespace
