@@ -185,8 +185,8 @@ TEST(CmcTwoComponentCoverage, IntervalsCoverTheTruthAtTheNominalRate) {
       const double lo = testing::DrawQuantile(r, col, 0.05);
       const double hi = testing::DrawQuantile(r, col, 0.95);
       if (!(lo <= truth[i] && truth[i] <= hi)) {
-        std::printf("  %-16s truth %11.5g outside the 90 %% interval [%11.5g, %11.5g]\n",
-                    kNames[i].c_str(), truth[i], lo, hi);
+        std::printf("dataset %2d: %-16s truth %11.5g outside the 90 %% interval [%11.5g, %11.5g]\n",
+                    d, kNames[i].c_str(), truth[i], lo, hi);
       }
       for (int l = 0; l < 3; ++l) {
         const double a = 0.5 * (1.0 - kLevels[l]);
