@@ -81,8 +81,7 @@ HOMODYNE_HET_INLINE double Sum3(const double* x, const double* y, const double* 
 }  // namespace
 
 HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const HetTileInput& in,
-                                             HetTileScratch& sc, HetBlockSums& sums,
-                                             double* tile_sums, bool normal) {
+                                             HetTileScratch& sc, double* tile_sums, bool normal) {
   const int n = col.n;
   const int n4 = (n + 3) / 4 * 4;
   const double inv_sigma = in.inv_sigma;
@@ -146,9 +145,6 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
     V4 s_ruc{}, s_r{};
     for (int e = 0; e < n4; e += 4) {
       const V4 wr = Ld(sc.wr + e);
-#pragma GCC unroll 6
-      for (int a = 0; a < kHetCoefs; ++a)
-        St(sums.t[a] + e, Ld(sums.t[a] + e) + wr * Ld(sc.c[a] + e));
       s_ruc += wr * Ld(sc.uc + e);
       s_r += wr;
     }
@@ -159,21 +155,9 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
   V4 acc[kHetTileSums] = {};
   for (int e = 0; e < n4; e += 4) {
     const V4 w = Ld(sc.w + e), wr = Ld(sc.wr + e), uc = Ld(sc.uc + e);
-    V4 c[kHetCoefs], wc[kHetCoefs];
+    V4 wc[kHetCoefs];
 #pragma GCC unroll 6
-    for (int a = 0; a < kHetCoefs; ++a) {
-      c[a] = Ld(sc.c[a] + e);
-      wc[a] = w * c[a];
-    }
-#pragma GCC unroll 6
-    for (int a = 0; a < kHetCoefs; ++a) {
-#pragma GCC unroll 6
-      for (int b = a; b < kHetCoefs; ++b) {
-        double* s = sums.s[Pair(a, b)] + e;
-        St(s, Ld(s) + wc[a] * c[b]);
-      }
-      St(sums.t[a] + e, Ld(sums.t[a] + e) + wr * c[a]);
-    }
+    for (int a = 0; a < kHetCoefs; ++a) wc[a] = w * Ld(sc.c[a] + e);
     const V4 wuc = w * uc;
     acc[0] += wuc * uc;
     acc[1] += wuc;
@@ -197,6 +181,62 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
     }
   }
   for (int m = 0; m < kHetTileSums; ++m) tile_sums[m] = Fold(acc[m]);
+}
+
+namespace {
+
+// K tiles' products added to the per-column sums, for each column tile after tile: the bits
+// of adding one tile at a time, with one load and store of each sum per K tiles.
+template <int K>
+HOMODYNE_HET_INLINE void AddTiles(int n4, const HetTileScratch* const* tiles, HetBlockSums& sums,
+                                  bool normal) {
+  for (int e = 0; e < n4; e += 4) {
+    V4 c[K][kHetCoefs], wc[K][kHetCoefs], wr[K];
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      const V4 w = Ld(tiles[k]->w + e);
+      wr[k] = Ld(tiles[k]->wr + e);
+#pragma GCC unroll 6
+      for (int a = 0; a < kHetCoefs; ++a) {
+        c[k][a] = Ld(tiles[k]->c[a] + e);
+        wc[k][a] = w * c[k][a];
+      }
+    }
+#pragma GCC unroll 6
+    for (int a = 0; a < kHetCoefs; ++a) {
+      V4 t = Ld(sums.t[a] + e);
+#pragma GCC unroll 4
+      for (int k = 0; k < K; ++k) t += wr[k] * c[k][a];
+      St(sums.t[a] + e, t);
+    }
+    if (!normal) continue;
+#pragma GCC unroll 6
+    for (int a = 0; a < kHetCoefs; ++a) {
+#pragma GCC unroll 6
+      for (int b = a; b < kHetCoefs; ++b) {
+        double* s = sums.s[Pair(a, b)] + e;
+        V4 v = Ld(s);
+#pragma GCC unroll 4
+        for (int k = 0; k < K; ++k) v += wc[k][a] * c[k][b];
+        St(s, v);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+HOMODYNE_SIMD_CLONES void HetAddTiles(int n, const HetTileScratch* const* tiles, int count,
+                                      HetBlockSums& sums, bool normal) {
+  const int n4 = (n + 3) / 4 * 4;
+  switch (count) {
+    case 1:
+      AddTiles<1>(n4, tiles, sums, normal);
+      break;
+    default:
+      AddTiles<kHetTileBatch>(n4, tiles, sums, normal);
+      break;
+  }
 }
 
 HOMODYNE_SIMD_CLONES void HetFoldBlock(const HetBlockColumns& col, const HetBlockSums& sums,

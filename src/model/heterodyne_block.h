@@ -65,13 +65,20 @@ struct HetTileScratch {
       c[kHetCoefs][kHetBlock], term[kHetBlock];
 };
 
-// Adds the tile's points to `sums` (t always, s with `normal`) and to its χ² lanes, and
-// writes the tile sums: with `normal`, sums[35] = Σ w·u_c², Σ w·u_c, Σ w, Σ w·r·u_c, Σ w·r,
-// then Σ w·u_c·u_p·… per physical parameter p (the 10 non-fraction ones in order 0–8, 13:
-// Σ w·u_c·c·b, then Σ w·c·b), Σ w·u_c·g_i, Σ w·g_i, Σ w·u_c·g_j·f_s,j'(4), Σ w·g_j·f_s,j'(4);
-// without, sums[3] = Σ w·r·u_c and sums[4] = Σ w·r only (the same bits as with `normal`).
+// Fills the tile's coefficients in `sc`, adds its χ² terms to its χ² lanes, and writes the
+// tile sums: with `normal`, sums[35] = Σ w·u_c², Σ w·u_c, Σ w, Σ w·r·u_c, Σ w·r, then per
+// non-fraction physical parameter p (0–8, 13 in order) Σ w·u_c·c·b and Σ w·c·b, then
+// Σ w·u_c·g_i, Σ w·g_i, Σ w·u_c·g_j·f_s,j'(4), Σ w·g_j·f_s,j'(4); without, sums[3] = Σ w·r·u_c
+// and sums[4] = Σ w·r only (the same bits as with `normal`).
 void HetTileDerivatives(const HetBlockColumns& col, const HetTileInput& in, HetTileScratch& sc,
-                        HetBlockSums& sums, double* tile_sums, bool normal);
+                        double* tile_sums, bool normal);
+
+inline constexpr int kHetTileBatch = 2;  // tiles per HetAddTiles call (at most)
+// Adds `count` (1 … kHetTileBatch) tiles' products to the per-column sums over n columns (t
+// always, s with `normal`), tile after tile for each column: the bits do not depend on how
+// the tiles are batched.
+void HetAddTiles(int n, const HetTileScratch* const* tiles, int count, HetBlockSums& sums,
+                 bool normal);
 
 // Adds the block's folded sums into jtj (14 × 14 row-major, upper triangle; nullptr: not
 // wanted) and jtr (14). Jᵀr has the same bits with and without jtj.

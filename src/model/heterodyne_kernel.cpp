@@ -225,7 +225,7 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
 struct DerivScratch {
   detail::HetBlockColumns col;
   detail::HetBlockSums sums;
-  detail::HetTileScratch tile;
+  detail::HetTileScratch tile[detail::kHetTileBatch];
   alignas(64) double theta[detail::kHetBlock], sin_theta[detail::kHetBlock],
       cos_theta[detail::kHetBlock];
   std::vector<double> chi2_lanes;  // 4 per tile of the group
@@ -294,6 +294,8 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
       if constexpr (kNormal) {
         for (auto& x : sc.sums.s) std::fill(x, x + padded, 0.0);
       }
+      const detail::HetTileScratch* batch[detail::kHetTileBatch];
+      int in_batch = 0;
       for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
         const int ti = grp.tiles[t];
         const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
@@ -313,7 +315,20 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
         in.cos_theta = sc.cos_theta;
         in.sin_theta = sc.sin_theta;
         in.chi2_lanes = sc.chi2_lanes.data() + 4 * t;
-        detail::HetTileDerivatives(col, in, sc.tile, sc.sums, tile_sums, kNormal);
+        // This tile's next block of data (and weights): the angles' rows are far apart in
+        // memory, more streams than the hardware prefetcher follows.
+        const int next = b0 + kHetBlock;
+        for (int e = next; e < std::min(next + kHetBlock, grp.count); e += 8) {
+          __builtin_prefetch(tile.data + e);
+          if (tile.weight != nullptr) __builtin_prefetch(tile.weight + e);
+        }
+        detail::HetTileScratch& ts = sc.tile[in_batch];
+        detail::HetTileDerivatives(col, in, ts, tile_sums, kNormal);
+        batch[in_batch++] = &ts;
+        if (in_batch == detail::kHetTileBatch || t + 1 == grp.tiles.size()) {
+          detail::HetAddTiles(nb, batch, in_batch, sc.sums, kNormal);
+          in_batch = 0;
+        }
         const double uo = inv_sigma;
         if constexpr (kNormal) {
           double* ang = part + 1 + kNp * kNp + kNp + static_cast<std::ptrdiff_t>(k) * (5 + 2 * kNp);
