@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "model/simd_clones.h"
+#include "point_terms.h"
 
 // The 4-lane vector type is passed between always-inline helpers only; the baseline clone
 // (no AVX) would pass it in memory, which GCC notes as an ABI change.
@@ -16,13 +17,26 @@ namespace {
 typedef double V4 __attribute__((vector_size(32)));
 typedef std::int64_t M4 __attribute__((vector_size(32)));
 
-HOMODYNE_HET_INLINE V4 Ld(const double* p) {
-  V4 v;
+// An 8-lane vector for the element-wise loops of the AVX-512 copy (their width does not
+// change their bits); every sum keeps the 4-lane order of V4.
+typedef double V8 __attribute__((vector_size(64)));
+
+template <class V = V4>
+HOMODYNE_HET_INLINE V Ld(const double* p) {
+  V v;
   std::memcpy(&v, p, sizeof(v));
   return v;
 }
-HOMODYNE_HET_INLINE void St(double* p, V4 v) { std::memcpy(p, &v, sizeof(v)); }
-HOMODYNE_HET_INLINE V4 Splat(double x) { return V4{x, x, x, x}; }
+template <class V>
+HOMODYNE_HET_INLINE void St(double* p, V v) {
+  std::memcpy(p, &v, sizeof(v));
+}
+template <class V = V4>
+HOMODYNE_HET_INLINE V Splat(double x) {
+  return V{} + x;
+}
+template <class V>
+constexpr int kWidth = static_cast<int>(sizeof(V) / sizeof(double));
 // Lanes combined as (l0 + l1) + (l2 + l3).
 HOMODYNE_HET_INLINE double Fold(V4 v) { return (v[0] + v[1]) + (v[2] + v[3]); }
 
@@ -78,14 +92,83 @@ HOMODYNE_HET_INLINE double Sum3(const double* x, const double* y, const double* 
   return Fold((a0 + a1) + (a2 + a3));
 }
 
+// The model, the residual and χ² term (the χ² pass's expressions), and the chain-rule
+// coefficients of a tile's first n_pad columns (a multiple of V's width; data and weights
+// zero-padded), all 0 at masked points (whatever their data).
+template <class V>
+HOMODYNE_HET_INLINE void CoefficientsOf(const HetBlockColumns& col, const HetTileInput& in,
+                                        HetTileScratch& sc, int n_pad) {
+  const double inv_sigma = in.inv_sigma;
+  const double scale = in.contrast * in.inv_sigma;
+  const V offset = Splat<V>(in.offset), contrast = Splat<V>(in.contrast), vscale = Splat<V>(scale);
+  const V vinv_sigma = Splat<V>(inv_sigma), va = Splat<V>(in.a), vda = Splat<V>(in.da), zero{};
+  for (int e = 0; e < n_pad; e += kWidth<V>) {
+    const V cth = Ld<V>(in.cos_theta + e), sth = Ld<V>(in.sin_theta + e);
+    const V hr = Ld<V>(col.hr + e), hs = Ld<V>(col.hs + e), m2 = Ld<V>(col.m2 + e);
+    const V inv_n = Ld<V>(col.inv_norm + e);
+    const V sum = Ld<V>(col.rr + e) + Ld<V>(col.ss + e) + m2 * hr * hs * cth;
+    const V c2 = offset + (contrast * sum) / Ld<V>(col.norm + e);
+    const V r = (Ld<V>(sc.data + e) - c2) * vinv_sigma;
+    const V w = Ld<V>(sc.w + e);
+    const auto on = w != zero;
+    // g as the reference computes it: ∂c2/∂f_s subtracts g·∂norm/∂f_s from a term of the same
+    // size (it nearly cancels where the fraction saturates), so g's rounding must be the
+    // reference's.
+    const V g = sum / Ld<V>(col.norm + e);
+    const V dg = -(m2 * hr * hs) * sth * inv_n * vscale;
+    const V hh = hr * hs * cth;
+    St(sc.term + e, on ? w * r * r : zero);
+    St(sc.wr + e, on ? w * r : zero);
+    St(sc.uc + e, on ? g * vinv_sigma : zero);
+    St(sc.c[0] + e,
+       on ? vscale * (Ld<V>(col.kr + e) + m2 * hs * cth) * inv_n * Ld<V>(col.dhr + e) : zero);
+    St(sc.c[1] + e,
+       on ? vscale * (Ld<V>(col.ks + e) + m2 * hr * cth) * inv_n * Ld<V>(col.dhs + e) : zero);
+    St(sc.c[2] + e, on ? dg * va : zero);
+    St(sc.c[3] + e, on ? dg * vda : zero);
+    St(sc.c[4] + e, on ? vscale *
+                             (Ld<V>(col.dsi0 + e) + Ld<V>(col.dsi1 + e) * hh * Ld<V>(col.dsi2 + e) -
+                              g * Ld<V>(col.dni + e)) *
+                             inv_n
+                       : zero);
+    St(sc.c[5] + e, on ? vscale *
+                             (Ld<V>(col.dsj0 + e) + Ld<V>(col.dsj1 + e) * hh * Ld<V>(col.dsj2 + e) -
+                              g * Ld<V>(col.dnj + e)) *
+                             inv_n
+                       : zero);
+  }
+}
+
+}  // namespace
+
+__attribute__((target("arch=x86-64-v4"))) void HetCoefficientsAvx512(const HetBlockColumns& col,
+                                                                     const HetTileInput& in,
+                                                                     HetTileScratch& sc, int n) {
+  CoefficientsOf<V8>(col, in, sc, (n + 7) / 8 * 8);
+}
+
+HOMODYNE_SIMD_CLONES void HetCoefficientsV4(const HetBlockColumns& col, const HetTileInput& in,
+                                            HetTileScratch& sc, int n) {
+  CoefficientsOf<V4>(col, in, sc, (n + 3) / 4 * 4);
+}
+
+namespace {
+
+// The AVX-512 copy when the CPU runs it (HasAvx512, point_terms.h), else the clones'.
+void Coefficients(const HetBlockColumns& col, const HetTileInput& in, HetTileScratch& sc, int n) {
+  if (HasAvx512()) {
+    HetCoefficientsAvx512(col, in, sc, n);
+  } else {
+    HetCoefficientsV4(col, in, sc, n);
+  }
+}
+
 }  // namespace
 
 HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const HetTileInput& in,
                                              HetTileScratch& sc, double* tile_sums, bool normal) {
   const int n = col.n;
   const int n4 = (n + 3) / 4 * 4;
-  const double inv_sigma = in.inv_sigma;
-  const double scale = in.contrast * in.inv_sigma;
   // The tile's data and weights, zero-padded to whole vectors.
   if (in.weight != nullptr) {
     for (int e = 0; e < n; ++e) sc.w[e] = in.weight[e];
@@ -93,46 +176,9 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
     for (int e = 0; e < n; ++e) sc.w[e] = in.uniform_weight;
   }
   for (int e = 0; e < n; ++e) sc.data[e] = in.data[e];
-  for (int e = n; e < n4; ++e) sc.w[e] = sc.data[e] = 0.0;
-  // The model, the residual and χ² term (the χ² pass's expressions), and the chain-rule
-  // coefficients, all 0 at masked points (whatever their data).
-  const V4 offset = Splat(in.offset), contrast = Splat(in.contrast), vscale = Splat(scale);
-  const V4 vinv_sigma = Splat(inv_sigma), va = Splat(in.a), vda = Splat(in.da), zero{};
-  for (int e = 0; e < n4; e += 4) {
-    const V4 cth = Ld(in.cos_theta + e), sth = Ld(in.sin_theta + e);
-    const V4 hr = Ld(col.hr + e), hs = Ld(col.hs + e), m2 = Ld(col.m2 + e);
-    const V4 inv_n = Ld(col.inv_norm + e);
-    const V4 sum = Ld(col.rr + e) + Ld(col.ss + e) + m2 * hr * hs * cth;
-    const V4 c2 = offset + (contrast * sum) / Ld(col.norm + e);
-    const V4 r = (Ld(sc.data + e) - c2) * vinv_sigma;
-    const V4 w = Ld(sc.w + e);
-    const M4 on = w != zero;
-    // g as the reference computes it: ∂c2/∂f_s subtracts g·∂norm/∂f_s from a term of the same
-    // size (it nearly cancels where the fraction saturates), so g's rounding must be the
-    // reference's.
-    const V4 g = sum / Ld(col.norm + e);
-    const V4 dg = -(m2 * hr * hs) * sth * inv_n * vscale;
-    const V4 hh = hr * hs * cth;
-    St(sc.term + e, on ? w * r * r : zero);
-    St(sc.wr + e, on ? w * r : zero);
-    St(sc.uc + e, on ? g * vinv_sigma : zero);
-    St(sc.c[0] + e,
-       on ? vscale * (Ld(col.kr + e) + m2 * hs * cth) * inv_n * Ld(col.dhr + e) : zero);
-    St(sc.c[1] + e,
-       on ? vscale * (Ld(col.ks + e) + m2 * hr * cth) * inv_n * Ld(col.dhs + e) : zero);
-    St(sc.c[2] + e, on ? dg * va : zero);
-    St(sc.c[3] + e, on ? dg * vda : zero);
-    St(sc.c[4] + e, on ? vscale *
-                             (Ld(col.dsi0 + e) + Ld(col.dsi1 + e) * hh * Ld(col.dsi2 + e) -
-                              g * Ld(col.dni + e)) *
-                             inv_n
-                       : zero);
-    St(sc.c[5] + e, on ? vscale *
-                             (Ld(col.dsj0 + e) + Ld(col.dsj1 + e) * hh * Ld(col.dsj2 + e) -
-                              g * Ld(col.dnj + e)) *
-                             inv_n
-                       : zero);
-  }
+  const int n8 = (n + 7) / 8 * 8;  // the widest copy's vectors
+  for (int e = n; e < n8; ++e) sc.w[e] = sc.data[e] = 0.0;
+  Coefficients(col, in, sc, n);
   // χ² in the χ² pass's lanes (column mod 4, carried over the row's blocks).
   double* lane = in.chi2_lanes;
   int c4 = 0;
@@ -185,26 +231,27 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
 
 namespace {
 
-// K tiles' products added to the per-column sums, for each column tile after tile: the bits
-// of adding one tile at a time, with one load and store of each sum per K tiles.
-template <int K>
-HOMODYNE_HET_INLINE void AddTiles(int n4, const HetTileScratch* const* tiles, HetBlockSums& sums,
+// K tiles' products added to the per-column sums over n_pad columns (a multiple of V's
+// width), for each column tile after tile: the bits of adding one tile at a time, with one
+// load and store of each sum per K tiles.
+template <class V, int K>
+HOMODYNE_HET_INLINE void AddTiles(int n_pad, const HetTileScratch* const* tiles, HetBlockSums& sums,
                                   bool normal) {
-  for (int e = 0; e < n4; e += 4) {
-    V4 c[K][kHetCoefs], wc[K][kHetCoefs], wr[K];
+  for (int e = 0; e < n_pad; e += kWidth<V>) {
+    V c[K][kHetCoefs], wc[K][kHetCoefs], wr[K];
 #pragma GCC unroll 4
     for (int k = 0; k < K; ++k) {
-      const V4 w = Ld(tiles[k]->w + e);
-      wr[k] = Ld(tiles[k]->wr + e);
+      const V w = Ld<V>(tiles[k]->w + e);
+      wr[k] = Ld<V>(tiles[k]->wr + e);
 #pragma GCC unroll 6
       for (int a = 0; a < kHetCoefs; ++a) {
-        c[k][a] = Ld(tiles[k]->c[a] + e);
+        c[k][a] = Ld<V>(tiles[k]->c[a] + e);
         wc[k][a] = w * c[k][a];
       }
     }
 #pragma GCC unroll 6
     for (int a = 0; a < kHetCoefs; ++a) {
-      V4 t = Ld(sums.t[a] + e);
+      V t = Ld<V>(sums.t[a] + e);
 #pragma GCC unroll 4
       for (int k = 0; k < K; ++k) t += wr[k] * c[k][a];
       St(sums.t[a] + e, t);
@@ -215,7 +262,7 @@ HOMODYNE_HET_INLINE void AddTiles(int n4, const HetTileScratch* const* tiles, He
 #pragma GCC unroll 6
       for (int b = a; b < kHetCoefs; ++b) {
         double* s = sums.s[Pair(a, b)] + e;
-        V4 v = Ld(s);
+        V v = Ld<V>(s);
 #pragma GCC unroll 4
         for (int k = 0; k < K; ++k) v += wc[k][a] * c[k][b];
         St(s, v);
@@ -224,18 +271,38 @@ HOMODYNE_HET_INLINE void AddTiles(int n4, const HetTileScratch* const* tiles, He
   }
 }
 
+template <class V>
+HOMODYNE_HET_INLINE void AddTilesOf(int n, const HetTileScratch* const* tiles, int count,
+                                    HetBlockSums& sums, bool normal) {
+  const int n_pad = (n + kWidth<V> - 1) / kWidth<V> * kWidth<V>;
+  if (count == 1) {
+    AddTiles<V, 1>(n_pad, tiles, sums, normal);
+  } else {
+    AddTiles<V, kHetTileBatch>(n_pad, tiles, sums, normal);
+  }
+}
+
 }  // namespace
 
-HOMODYNE_SIMD_CLONES void HetAddTiles(int n, const HetTileScratch* const* tiles, int count,
-                                      HetBlockSums& sums, bool normal) {
-  const int n4 = (n + 3) / 4 * 4;
-  switch (count) {
-    case 1:
-      AddTiles<1>(n4, tiles, sums, normal);
-      break;
-    default:
-      AddTiles<kHetTileBatch>(n4, tiles, sums, normal);
-      break;
+__attribute__((target("arch=x86-64-v4"))) void HetAddTilesAvx512(int n,
+                                                                 const HetTileScratch* const* tiles,
+                                                                 int count, HetBlockSums& sums,
+                                                                 bool normal) {
+  AddTilesOf<V8>(n, tiles, count, sums, normal);
+}
+
+HOMODYNE_SIMD_CLONES void HetAddTilesV4(int n, const HetTileScratch* const* tiles, int count,
+                                        HetBlockSums& sums, bool normal) {
+  AddTilesOf<V4>(n, tiles, count, sums, normal);
+}
+
+// The AVX-512 copy when the CPU runs it (HasAvx512, point_terms.h), else the clones'.
+void HetAddTiles(int n, const HetTileScratch* const* tiles, int count, HetBlockSums& sums,
+                 bool normal) {
+  if (HasAvx512()) {
+    HetAddTilesAvx512(n, tiles, count, sums, normal);
+  } else {
+    HetAddTilesV4(n, tiles, count, sums, normal);
   }
 }
 

@@ -13,7 +13,8 @@
 //
 // Every sum runs over columns in fixed lanes (lane = column mod 4, or mod 16 in the fold)
 // combined in a fixed order, and the element-wise work has no contraction: the same bits on
-// every ISA copy (HOMODYNE_SIMD_CLONES) and for every thread count.
+// every ISA copy (HOMODYNE_SIMD_CLONES, and an 8-lane AVX-512 copy of the element-wise loops
+// taken when HasAvx512(), point_terms.h) and for every thread count.
 #pragma once
 
 namespace homodyne::model::detail {
@@ -83,5 +84,19 @@ void HetAddTiles(int n, const HetTileScratch* const* tiles, int count, HetBlockS
 // Adds the block's folded sums into jtj (14 × 14 row-major, upper triangle; nullptr: not
 // wanted) and jtr (14). Jᵀr has the same bits with and without jtj.
 void HetFoldBlock(const HetBlockColumns& col, const HetBlockSums& sums, double* jtj, double* jtr);
+
+// The copies of the element-wise loops behind HetTileDerivatives (the coefficients of a
+// tile's n columns from sc.data and sc.w, zero-padded to a multiple of 8) and HetAddTiles,
+// which take the
+// AVX-512 one when HasAvx512() (point_terms.h): 8 lanes for x86-64-v4 (call only when
+// HasAvx512()), and 4-lane clones. They give the same bits (model_heterodyne_block_test).
+void HetCoefficientsAvx512(const HetBlockColumns& col, const HetTileInput& in, HetTileScratch& sc,
+                           int n);
+void HetCoefficientsV4(const HetBlockColumns& col, const HetTileInput& in, HetTileScratch& sc,
+                       int n);
+void HetAddTilesAvx512(int n, const HetTileScratch* const* tiles, int count, HetBlockSums& sums,
+                       bool normal);
+void HetAddTilesV4(int n, const HetTileScratch* const* tiles, int count, HetBlockSums& sums,
+                   bool normal);
 
 }  // namespace homodyne::model::detail
