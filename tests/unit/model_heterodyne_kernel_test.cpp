@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "core/error.h"
@@ -113,16 +114,18 @@ bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 // Rows of one column block (40 frames) and of several (300 frames: the derivative passes
-// carry each tile's χ² lanes over the blocks).
-class HeterodyneKernelBits : public ::testing::TestWithParam<int> {};
+// carry each tile's χ² lanes over the blocks); the array sine/cosine and libm's.
+class HeterodyneKernelBits : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(HeterodyneKernelBits, SameBitsForEveryThreadCountAndBetweenPasses) {
-  const HeterodyneProblem pb = MakeHeterodyneProblem(21, GetParam(), 3);
+  const auto [frames, exact] = GetParam();
+  const HeterodyneProblem pb = MakeHeterodyneProblem(21, frames, 3);
   std::vector<double> chi2s;
   std::vector<std::vector<double>> jtjs, jtrs;
   for (int threads : {1, 2, 3}) {
     KernelOptions opt;
     opt.threads = threads;
+    opt.exact_transcendentals = exact;
     opt.chunk_points = 97;  // many chunks
     const HeterodyneKernel kernel(pb.grid, pb.tiles, opt);
     ASSERT_GT(kernel.num_chunks(), 3);
@@ -145,7 +148,8 @@ TEST_P(HeterodyneKernelBits, SameBitsForEveryThreadCountAndBetweenPasses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Frames, HeterodyneKernelBits, ::testing::Values(40, 300));
+INSTANTIATE_TEST_SUITE_P(FramesAndSines, HeterodyneKernelBits,
+                         ::testing::Combine(::testing::Values(40, 300), ::testing::Bool()));
 
 // Masked points (weight 0) are skipped whatever their data: NaN there changes no bit.
 TEST(HeterodyneKernel, MaskedPointsAreIgnoredEvenWithNonFiniteData) {
