@@ -110,7 +110,7 @@ struct ColumnTerms {
 // The column quantities of a point that the χ² and derivative passes share, with the
 // reference's expressions (so that every pass has the same c2 bits).
 struct PointColumn {
-  double dr, ds, ir, is, er, es, hr, hs, bj, aj, norm;
+  double dr, ds, ir, is, er, es, hr, hs, bj, aj, rr, ss, m2, norm;
   bool floored;
 };
 
@@ -127,6 +127,9 @@ inline PointColumn ColumnAt(const Tables& tab, std::size_t i, std::size_t j, dou
   pc.bj = tab.fs[j];
   pc.aj = 1.0 - pc.bj;
   const double bi = tab.fs[i], ai = 1.0 - bi;
+  pc.rr = (ai * pc.aj) * (ai * pc.aj) * (pc.hr * pc.hr);
+  pc.ss = (bi * pc.bj) * (bi * pc.bj) * (pc.hs * pc.hs);
+  pc.m2 = 2.0 * ((ai * bi) * (pc.aj * pc.bj));
   const double norm = (bi * bi + ai * ai) * (pc.bj * pc.bj + pc.aj * pc.aj);
   pc.floored = !(norm > kNormFloor);
   pc.norm = pc.floored ? kNormFloor : norm;
@@ -155,7 +158,6 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
        gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
     const Group& grp = groups[static_cast<std::size_t>(gidx)];
     const auto i = static_cast<std::size_t>(grp.row);
-    const double bi = tab.fs[i], ai = 1.0 - bi;
     const int n = grp.count;
     ct.Resize(n);
     for (int col = 0; col < n; ++col) {
@@ -164,9 +166,9 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       const PointColumn pc = ColumnAt(tab, i, j, half_q2);
       ct.hr[e] = pc.hr;
       ct.hs[e] = pc.hs;
-      ct.rr[e] = (ai * pc.aj) * (ai * pc.aj) * (pc.hr * pc.hr);
-      ct.ss[e] = (bi * pc.bj) * (bi * pc.bj) * (pc.hs * pc.hs);
-      ct.m2[e] = 2.0 * ((ai * bi) * (pc.aj * pc.bj));
+      ct.rr[e] = pc.rr;
+      ct.ss[e] = pc.ss;
+      ct.m2[e] = pc.m2;
       ct.norm[e] = pc.norm;
       ct.v[e] = tab.p[2][j] - tab.p[2][i];
     }
@@ -260,9 +262,9 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
         const double hr = pc.hr, hs = pc.hs, aj = pc.aj, bj = pc.bj;
         col.hr[e] = hr;
         col.hs[e] = hs;
-        col.rr[e] = (ai * aj) * (ai * aj) * (hr * hr);
-        col.ss[e] = (bi * bj) * (bi * bj) * (hs * hs);
-        col.m2[e] = 2.0 * ((ai * bi) * (aj * bj));
+        col.rr[e] = pc.rr;
+        col.ss[e] = pc.ss;
+        col.m2[e] = pc.m2;
         col.norm[e] = pc.norm;
         col.v[e] = tab.p[2][j] - tab.p[2][i];
         col.inv_norm[e] = 1.0 / pc.norm;
