@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "model/compact_partial.h"
 #include "model/fast_sincos.h"
+#include "model/heterodyne_block.h"
 #include "model/heterodyne_reference.h"
 #include "model/thread_pool.h"
 
@@ -60,9 +61,11 @@ struct HeterodyneKernel::Impl {
   }
 
   Tables MakeTables(std::span<const double> params, bool derivatives) const;
-  // Adds chunk `c`'s points into `part` (zeroed); with `model`, writes c2 instead.
-  template <Pass P>
+  // Adds chunk `c`'s χ² into `part` (zeroed); with `model`, writes c2 instead.
   void RunChunk(const Tables& tab, int c, double* part, double* model) const;
+  // Adds chunk `c`'s points into `part` (zeroed) in the gradient or normal-pass layout.
+  template <Pass P>
+  void RunDerivChunk(const Tables& tab, int c, double* part) const;
   bool Partials(std::span<const double> params, Pass pass, double* out,
                 const std::function<bool()>& stop) const;
   std::vector<double> Reduce(std::span<const double> params, Pass pass) const;
@@ -95,59 +98,79 @@ Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool d
 // The angle-independent quantities of one row's columns (a group), shared by its angles.
 struct ColumnTerms {
   std::vector<double> hr, hs, rr, ss, m2, norm, v;
-  std::vector<double> dhr, dhs;                     // dh/dδ (0 where the clip is active)
-  std::vector<double> floored;                      // 1 where the normalisation floor holds
   std::vector<double> theta, sin_theta, cos_theta;  // per angle, refilled
   std::vector<double> c2, r;                        // per angle: model and residual
   void Resize(int n) {
-    for (auto* a : {&hr, &hs, &rr, &ss, &m2, &norm, &v, &dhr, &dhs, &floored, &theta, &sin_theta,
-                    &cos_theta, &c2, &r}) {
+    for (auto* a : {&hr, &hs, &rr, &ss, &m2, &norm, &v, &theta, &sin_theta, &cos_theta, &c2, &r}) {
       a->resize(static_cast<std::size_t>(n));
     }
   }
 };
 
-template <Pass P>
+// The column quantities of a point that the χ² and derivative passes share, with the
+// reference's expressions (so that every pass has the same c2 bits).
+struct PointColumn {
+  double dr, ds, ir, is, er, es, hr, hs, bj, aj, rr, ss, m2, norm;
+  bool floored;
+};
+
+inline PointColumn ColumnAt(const Tables& tab, std::size_t i, std::size_t j, double half_q2) {
+  PointColumn pc;
+  pc.dr = tab.p[0][j] - tab.p[0][i];
+  pc.ds = tab.p[1][j] - tab.p[1][i];
+  pc.ir = std::sqrt(pc.dr * pc.dr + kSmoothAbs);
+  pc.is = std::sqrt(pc.ds * pc.ds + kSmoothAbs);
+  pc.er = half_q2 * pc.ir;
+  pc.es = half_q2 * pc.is;
+  pc.hr = std::exp(std::clamp(pc.er, -kExpClip, 0.0));
+  pc.hs = std::exp(std::clamp(pc.es, -kExpClip, 0.0));
+  pc.bj = tab.fs[j];
+  pc.aj = 1.0 - pc.bj;
+  const double bi = tab.fs[i], ai = 1.0 - bi;
+  pc.rr = (ai * pc.aj) * (ai * pc.aj) * (pc.hr * pc.hr);
+  pc.ss = (bi * pc.bj) * (bi * pc.bj) * (pc.hs * pc.hs);
+  pc.m2 = 2.0 * ((ai * bi) * (pc.aj * pc.bj));
+  const double norm = (bi * bi + ai * ai) * (pc.bj * pc.bj + pc.aj * pc.aj);
+  pc.floored = !(norm > kNormFloor);
+  pc.norm = pc.floored ? kNormFloor : norm;
+  return pc;
+}
+
+// The phase's cosine (and sine) of n columns: the array sine/cosine within ~2 ulp, or libm's,
+// whose bits are the reference model's (KernelOptions::exact_transcendentals).
+inline void PhaseSinCos(bool exact, const double* theta, double* sn, double* cs, int n,
+                        bool with_sine) {
+  if (exact) {
+    for (int col = 0; col < n; ++col) {
+      cs[col] = std::cos(theta[col]);
+      if (with_sine) sn[col] = std::sin(theta[col]);
+    }
+  } else {
+    FastSinCos(theta, sn, cs, n);
+  }
+}
+
 void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, double* model) const {
-  constexpr bool kDerivs = P != Pass::kChi2;
   const double inv_sigma = 1.0 / options.sigma;
   const double half_q2 = -0.5 * tab.q2;
-  const bool exact = options.exact_transcendentals;
   thread_local ColumnTerms ct;
-  double u[kNp];
   for (int gidx = chunk_begin[static_cast<std::size_t>(c)];
        gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
     const Group& grp = groups[static_cast<std::size_t>(gidx)];
     const auto i = static_cast<std::size_t>(grp.row);
-    const double bi = tab.fs[i], ai = 1.0 - bi;
     const int n = grp.count;
     ct.Resize(n);
-    // Angle-independent part of each column, with the reference's expressions.
     for (int col = 0; col < n; ++col) {
       const auto j = static_cast<std::size_t>(grp.col_begin + col);
       const auto e = static_cast<std::size_t>(col);
-      const double dr = tab.p[0][j] - tab.p[0][i];
-      const double ds = tab.p[1][j] - tab.p[1][i];
-      const double ir = std::sqrt(dr * dr + kSmoothAbs);
-      const double is = std::sqrt(ds * ds + kSmoothAbs);
-      const double er = half_q2 * ir, es = half_q2 * is;
-      const double hr = std::exp(std::clamp(er, -kExpClip, 0.0));
-      const double hs = std::exp(std::clamp(es, -kExpClip, 0.0));
-      const double bj = tab.fs[j], aj = 1.0 - bj;
-      double norm = (bi * bi + ai * ai) * (bj * bj + aj * aj);
-      const bool floored = !(norm > kNormFloor);
-      ct.hr[e] = hr;
-      ct.hs[e] = hs;
-      ct.rr[e] = (ai * aj) * (ai * aj) * (hr * hr);
-      ct.ss[e] = (bi * bj) * (bi * bj) * (hs * hs);
-      ct.m2[e] = 2.0 * ((ai * bi) * (aj * bj));
-      ct.norm[e] = floored ? kNormFloor : norm;
+      const PointColumn pc = ColumnAt(tab, i, j, half_q2);
+      ct.hr[e] = pc.hr;
+      ct.hs[e] = pc.hs;
+      ct.rr[e] = pc.rr;
+      ct.ss[e] = pc.ss;
+      ct.m2[e] = pc.m2;
+      ct.norm[e] = pc.norm;
       ct.v[e] = tab.p[2][j] - tab.p[2][i];
-      if constexpr (kDerivs) {
-        ct.dhr[e] = (er > -kExpClip && er < 0.0) ? hr * half_q2 * dr / ir : 0.0;
-        ct.dhs[e] = (es > -kExpClip && es < 0.0) ? hs * half_q2 * ds / is : 0.0;
-        ct.floored[e] = floored ? 1.0 : 0.0;
-      }
     }
     for (int ti : grp.tiles) {
       const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
@@ -156,17 +179,8 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       for (int col = 0; col < n; ++col) {
         ct.theta[static_cast<std::size_t>(col)] = a * ct.v[static_cast<std::size_t>(col)];
       }
-      // The phase's cosine (and sine): array sine/cosine within ~2 ulp, or libm's, whose
-      // bits are the reference model's (KernelOptions::exact_transcendentals).
-      if (exact) {
-        for (int col = 0; col < n; ++col) {
-          const auto e = static_cast<std::size_t>(col);
-          ct.cos_theta[e] = std::cos(ct.theta[e]);
-          if constexpr (kDerivs) ct.sin_theta[e] = std::sin(ct.theta[e]);
-        }
-      } else {
-        FastSinCos(ct.theta.data(), ct.sin_theta.data(), ct.cos_theta.data(), n);
-      }
+      PhaseSinCos(options.exact_transcendentals, ct.theta.data(), ct.sin_theta.data(),
+                  ct.cos_theta.data(), n, false);
       const double contrast = tab.contrast[k];
       const double offset = tab.offset[k];
       double* c2 = ct.c2.data();
@@ -180,7 +194,8 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
         continue;
       }
       // Residuals and χ² terms (0 at masked points, whatever their data), summed in four
-      // fixed lanes: vectorisable, and the same order for every pass and thread count.
+      // fixed lanes: vectorisable, and the same order for every pass and thread count (the
+      // derivative passes sum the same terms in the same lanes, detail::HetTileDerivatives).
       double* r = ct.r.data();
       double* term = ct.theta.data();  // the phases are no longer needed
       const double* data = tile.data;
@@ -204,70 +219,146 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       }
       for (int l = 0; col4 + l < n; ++l) lane[l] += term[col4 + l];
       part[0] += (lane[0] + lane[1]) + (lane[2] + lane[3]);
-      if constexpr (!kDerivs) continue;
-      for (int col = 0; col < n; ++col) {
-        const auto e = static_cast<std::size_t>(col);
-        const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
-        if (w == 0.0) continue;
-        const double hr = ct.hr[e], hs = ct.hs[e], m2 = ct.m2[e], norm = ct.norm[e];
-        const double cth = ct.cos_theta[e];
-        const double sum = ct.rr[e] + ct.ss[e] + m2 * hr * hs * cth;
-        const auto j = static_cast<std::size_t>(grp.col_begin + col);
-        const double bj = tab.fs[j], aj = 1.0 - bj;
-        // du = (dc2/dθ)/σ for the 14 physical parameters.
-        const double g = sum / norm;
-        const double sth = ct.sin_theta[e];
-        const double v = ct.v[e];
-        const double dsum_dhr = 2.0 * (ai * aj) * (ai * aj) * hr + m2 * hs * cth;
-        const double dsum_dhs = 2.0 * (bi * bj) * (bi * bj) * hs + m2 * hr * cth;
-        const double dg_dtheta = -(m2 * hr * hs) * sth / norm;
-        const double scale = contrast * inv_sigma;
-        const double cr = scale * dsum_dhr / norm * ct.dhr[e];
-        const double cs = scale * dsum_dhs / norm * ct.dhs[e];
-        const double cv = scale * dg_dtheta * a;
-        for (int d = 0; d < 3; ++d) {
-          u[het::kD0Ref + d] = cr * (tab.dp[0][d][j] - tab.dp[0][d][i]);
-          u[het::kD0Sample + d] = cs * (tab.dp[1][d][j] - tab.dp[1][d][i]);
-          u[het::kV0 + d] = cv * (tab.dp[2][d][j] - tab.dp[2][d][i]);
+    }
+  }
+}
+
+// Per-thread buffers of the derivative passes.
+struct DerivScratch {
+  detail::HetBlockColumns col;
+  detail::HetBlockSums sums;
+  detail::HetTileScratch tile[detail::kHetTileBatch];
+  alignas(64) double theta[detail::kHetBlock], sin_theta[detail::kHetBlock],
+      cos_theta[detail::kHetBlock];
+  std::vector<double> chi2_lanes;  // 4 per tile of the group
+};
+
+template <Pass P>
+void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* part) const {
+  using detail::kHetBlock;
+  constexpr bool kNormal = P == Pass::kNormal;
+  const double inv_sigma = 1.0 / options.sigma;
+  const double half_q2 = -0.5 * tab.q2;
+  thread_local std::unique_ptr<DerivScratch> scratch;
+  if (!scratch) scratch = std::make_unique<DerivScratch>();
+  DerivScratch& sc = *scratch;
+  detail::HetBlockColumns& col = sc.col;
+  double* jtj = kNormal ? part + 1 : nullptr;
+  double* jtr = part + 1 + (kNormal ? kNp * kNp : 0);
+  double tile_sums[detail::kHetTileSums];
+  for (int gidx = chunk_begin[static_cast<std::size_t>(c)];
+       gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
+    const Group& grp = groups[static_cast<std::size_t>(gidx)];
+    const auto i = static_cast<std::size_t>(grp.row);
+    const double bi = tab.fs[i], ai = 1.0 - bi;
+    sc.chi2_lanes.assign(4 * grp.tiles.size(), 0.0);
+    for (int d = 0; d < 4; ++d) col.fi[d] = tab.dfs[d][i];
+    for (int b0 = 0; b0 < grp.count; b0 += kHetBlock) {
+      const int nb = std::min(kHetBlock, grp.count - b0);
+      col.n = nb;
+      for (int e = 0; e < nb; ++e) {
+        const auto j = static_cast<std::size_t>(grp.col_begin + b0 + e);
+        const PointColumn pc = ColumnAt(tab, i, j, half_q2);
+        const double hr = pc.hr, hs = pc.hs, aj = pc.aj, bj = pc.bj;
+        col.hr[e] = hr;
+        col.hs[e] = hs;
+        col.rr[e] = pc.rr;
+        col.ss[e] = pc.ss;
+        col.m2[e] = pc.m2;
+        col.norm[e] = pc.norm;
+        col.v[e] = tab.p[2][j] - tab.p[2][i];
+        col.inv_norm[e] = 1.0 / pc.norm;
+        col.dhr[e] = (pc.er > -kExpClip && pc.er < 0.0) ? hr * half_q2 * pc.dr / pc.ir : 0.0;
+        col.dhs[e] = (pc.es > -kExpClip && pc.es < 0.0) ? hs * half_q2 * pc.ds / pc.is : 0.0;
+        col.kr[e] = 2.0 * (ai * aj) * (ai * aj) * hr;
+        col.ks[e] = 2.0 * (bi * bj) * (bi * bj) * hs;
+        col.dni[e] = pc.floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
+        col.dnj[e] = pc.floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
+        col.dsi0[e] = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs);
+        col.dsi1[e] = 2.0 * (aj * bj);
+        col.dsi2[e] = ai - bi;
+        col.dsj0[e] = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs);
+        col.dsj1[e] = 2.0 * (ai * bi);
+        col.dsj2[e] = aj - bj;
+        for (int r = 0; r < 3; ++r) {
+          for (int d = 0; d < 3; ++d) col.dp[3 * r + d][e] = tab.dp[r][d][j] - tab.dp[r][d][i];
         }
-        u[het::kPhi0Het] = scale * dg_dtheta * tab.da[k] * v;
-        const double hh = hr * hs * cth;
-        const bool floored = ct.floored[e] != 0.0;
-        const double dni = floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
-        const double dnj = floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
-        const double dsi = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs) +
-                           2.0 * (aj * bj) * hh * (ai - bi);
-        const double dsj = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs) +
-                           2.0 * (ai * bi) * hh * (aj - bj);
-        const double gi = scale * (dsi - g * dni) / norm;
-        const double gj = scale * (dsj - g * dnj) / norm;
-        for (int d = 0; d < 4; ++d) u[het::kF0 + d] = gi * tab.dfs[d][i] + gj * tab.dfs[d][j];
-        const double uc = g * inv_sigma, uo = inv_sigma;
-        const double wr = w * r[col];
-        double* phys_jtr = part + 1 + (P == Pass::kNormal ? kNp * kNp : 0);
-        for (int p = 0; p < kNp; ++p) phys_jtr[p] += wr * u[p];
-        if constexpr (P == Pass::kGradient) {
-          double* ang = part + 1 + kNp + 2 * static_cast<std::ptrdiff_t>(k);
-          ang[0] += wr * uc;
-          ang[1] += wr * uo;
-        } else {
-          double* jtj = part + 1;
-          for (int p = 0; p < kNp; ++p) {
-            const double wu = w * u[p];
-            for (int q = p; q < kNp; ++q) jtj[p * kNp + q] += wu * u[q];
-          }
+        for (int d = 0; d < 4; ++d) col.fj[d][e] = tab.dfs[d][j];
+      }
+      // The fold reads whole lanes: zero the column vectors beyond the block, and the sums.
+      const int padded = (nb + detail::kHetLanes - 1) / detail::kHetLanes * detail::kHetLanes;
+      for (int e = nb; e < padded; ++e) {
+        col.v[e] = 0.0;
+        for (auto& x : col.dp) x[e] = 0.0;
+        for (auto& x : col.fj) x[e] = 0.0;
+      }
+      for (auto& x : sc.sums.t) std::fill(x, x + padded, 0.0);
+      if constexpr (kNormal) {
+        for (auto& x : sc.sums.s) std::fill(x, x + padded, 0.0);
+      }
+      const detail::HetTileScratch* batch[detail::kHetTileBatch];
+      int in_batch = 0;
+      for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
+        const int ti = grp.tiles[t];
+        const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
+        const auto k = static_cast<std::size_t>(tile.angle);
+        const double a = tab.a[k];
+        for (int e = 0; e < nb; ++e) sc.theta[e] = a * col.v[e];
+        PhaseSinCos(options.exact_transcendentals, sc.theta, sc.sin_theta, sc.cos_theta, nb, true);
+        detail::HetTileInput in;
+        in.data = tile.data + b0;
+        in.weight = tile.weight != nullptr ? tile.weight + b0 : nullptr;
+        in.uniform_weight = tile.uniform_weight;
+        in.contrast = tab.contrast[k];
+        in.offset = tab.offset[k];
+        in.inv_sigma = inv_sigma;
+        in.a = a;
+        in.da = tab.da[k];
+        in.cos_theta = sc.cos_theta;
+        in.sin_theta = sc.sin_theta;
+        in.chi2_lanes = sc.chi2_lanes.data() + 4 * t;
+        // This tile's next block of data (and weights): the angles' rows are far apart in
+        // memory, more streams than the hardware prefetcher follows.
+        const int next = b0 + kHetBlock;
+        for (int e = next; e < std::min(next + kHetBlock, grp.count); e += 8) {
+          __builtin_prefetch(tile.data + e);
+          if (tile.weight != nullptr) __builtin_prefetch(tile.weight + e);
+        }
+        detail::HetTileScratch& ts = sc.tile[in_batch];
+        detail::HetTileDerivatives(col, in, ts, tile_sums, kNormal);
+        batch[in_batch++] = &ts;
+        if (in_batch == detail::kHetTileBatch || t + 1 == grp.tiles.size()) {
+          detail::HetAddTiles(nb, batch, in_batch, sc.sums, kNormal);
+          in_batch = 0;
+        }
+        const double uo = inv_sigma;
+        if constexpr (kNormal) {
           double* ang = part + 1 + kNp * kNp + kNp + static_cast<std::ptrdiff_t>(k) * (5 + 2 * kNp);
-          ang[0] += w * uc * uc;
-          ang[1] += w * uc * uo;
-          ang[2] += w * uo * uo;
-          ang[3] += wr * uc;
-          ang[4] += wr * uo;
-          for (int p = 0; p < kNp; ++p) {
-            ang[5 + p] += w * uc * u[p];
-            ang[5 + kNp + p] += w * uo * u[p];
+          ang[0] += tile_sums[0];
+          ang[1] += tile_sums[1] * uo;
+          ang[2] += tile_sums[2] * (uo * uo);
+          ang[3] += tile_sums[3];
+          ang[4] += tile_sums[4] * uo;
+          for (int p = 0; p < 10; ++p) {
+            const int param = p < 9 ? p : het::kPhi0Het;
+            ang[5 + param] += tile_sums[5 + 2 * p];
+            ang[5 + kNp + param] += tile_sums[6 + 2 * p] * uo;
           }
+          for (int d = 0; d < 4; ++d) {
+            ang[5 + het::kF0 + d] += col.fi[d] * tile_sums[25] + tile_sums[27 + d];
+            ang[5 + kNp + het::kF0 + d] += (col.fi[d] * tile_sums[26] + tile_sums[31 + d]) * uo;
+          }
+        } else {
+          double* ang = part + 1 + kNp + 2 * static_cast<std::ptrdiff_t>(k);
+          ang[0] += tile_sums[3];
+          ang[1] += tile_sums[4] * uo;
         }
       }
+      detail::HetFoldBlock(col, sc.sums, jtj, jtr);
+    }
+    for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
+      const double* lane = sc.chi2_lanes.data() + 4 * t;
+      part[0] += (lane[0] + lane[1]) + (lane[2] + lane[3]);
     }
   }
 }
@@ -290,13 +381,13 @@ bool HeterodyneKernel::Impl::Partials(std::span<const double> params, Pass pass,
     local.assign(psize, 0.0);
     switch (pass) {
       case Pass::kChi2:
-        RunChunk<Pass::kChi2>(tab, c, local.data(), nullptr);
+        RunChunk(tab, c, local.data(), nullptr);
         break;
       case Pass::kGradient:
-        RunChunk<Pass::kGradient>(tab, c, local.data(), nullptr);
+        RunDerivChunk<Pass::kGradient>(tab, c, local.data());
         break;
       case Pass::kNormal:
-        RunChunk<Pass::kNormal>(tab, c, local.data(), nullptr);
+        RunDerivChunk<Pass::kNormal>(tab, c, local.data());
         break;
     }
     std::copy(local.begin(), local.end(), out + static_cast<std::size_t>(c) * psize);
@@ -439,8 +530,7 @@ void HeterodyneKernel::EvaluateModel(std::span<const double> params, std::span<d
   if (im.tiles.empty()) return;
   const Tables tab = im.MakeTables(params, false);
   const int n_chunks = num_chunks();
-  im.pool->ParallelFor(n_chunks,
-                       [&](int c) { im.RunChunk<Pass::kChi2>(tab, c, nullptr, out.data()); });
+  im.pool->ParallelFor(n_chunks, [&](int c) { im.RunChunk(tab, c, nullptr, out.data()); });
 }
 
 }  // namespace homodyne::model
