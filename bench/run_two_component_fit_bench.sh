@@ -59,9 +59,11 @@ rec = {"layout": layout, "pair": int(pair), "wall_seconds": float(end) - float(s
        "exit_code": int(rc), "peak_rss_mib": max(rss) / 1024 if rss else None}
 try:
     r = json.load(open(os.path.join(d, "out", "nlsq", "parameters.json")))
-    rec.update(chi_squared=r.get("chi_squared"), status=r.get("convergence_status"),
-               iterations=r.get("iterations"))
-except (OSError, ValueError):
+    a = json.load(open(os.path.join(d, "out", "nlsq", "analysis_results_nlsq.json")))
+    rec.update(chi_squared=r.get("chi_squared"),
+               status=a["optimization_summary"]["convergence_status"],
+               iterations=a["optimization_summary"]["iterations"])
+except (OSError, ValueError, KeyError):
     pass
 print(json.dumps(rec))
 PY
