@@ -131,7 +131,7 @@ study_case "mirror-symmetric start" d \
   "[3332.099686475995, 0.16121326264934654, 55.88501475730844, 5761.016463555036, 0.2603066317342293, 70.27811323231246, 228.67705282251205, 0.2563675152785441, -1.3607384169971626, 0.44175853336623994, 0.0, 0.0, 0.05788537973266719, 1.8259603281833305]" \
   55 "33.7,69.7,105.7,141.7,177.7" 0.27388212963522224 0.9808774509609433 \
   0.0009973221599624922 1473903183
-grep -q "mirror-symmetric start: the second path" <<<"$actions" || fail "no second-path action: $actions"
+grep -q "mirror-symmetric start: the path from the sample fraction 0.55" <<<"$actions" || fail "no second-path action: $actions"
 
 # 5. Each path's answer gets a mirror check (tc001, a rising fraction): the first path ends
 # stalled at 1.28x and its mirror converges higher; the second path's answer lies in the
