@@ -14,6 +14,7 @@
 #include "model/fast_sincos.h"
 #include "model/heterodyne_block.h"
 #include "model/heterodyne_reference.h"
+#include "model/simd_clones.h"
 #include "model/thread_pool.h"
 
 namespace homodyne::model {
@@ -34,7 +35,67 @@ struct Tables : heterodyne::TimeTables {
   std::vector<double> da;  // per angle: d a / d phi0_het = −q·sin(·)·π/180
   std::vector<double> contrast, offset;
   double q2 = 0.0;
+  // The separable phase (empty without it): cos and sin of x = a_k·P_v[m] per angle and time
+  // (angle-major, n_t per angle), and the running maximum of |P_v| over times 0…m.
+  std::vector<double> cos_x, sin_x, v_max;
+  std::size_t n_t = 0;
 };
+
+// Separable phase. θ = a·(P_v[j] − P_v[i]) and, with x_m = a·P_v[m] from the tables,
+//   cos θ = cos x_j·cos x_i + sin x_j·sin x_i,  sin θ = sin x_j·cos x_i − cos x_j·sin x_i.
+// Error against the reference's cos/sin of its θ_ref = a·(P_v[j] − P_v[i]) (ε = 2⁻⁵³):
+//  * x_m = fl(a·P_v[m]) is within ε|x_m| of a·P_v[m], so the exact angle addition of the
+//    rounded x's is the cosine of an angle within ε(|x_i| + |x_j|) of a·(P_v[j] − P_v[i]);
+//  * θ_ref (a subtraction and a product) is within 2ε|θ_ref| ≤ 2ε(|x_i| + |x_j|) of it;
+//  * table entries (FastSinCos, ≤ 2 ulp ≤ 4ε absolute), the two products and the sum add
+//    ≤ 4·(2·4ε) + 3ε = 19ε, and the reference's libm cosine ≤ ε;
+// so |Δcos θ|, |Δsin θ| ≤ ε·(3(|x_i| + |x_j|) + 20) up to O(ε²), and the test below
+// uses ε·(4X + 24) with X = |a|·(|P_v[i]| + max_{m≤j} |P_v[m]|) ≥ |x_i| + |x_j| (the 4 and 24
+// absorb the O(ε²) terms and the rounding of X). c2 takes the phase as
+// contrast·(m2·h_r·h_s/norm)·cos θ with m2/norm ≤ ½ and h ≤ 1, so |Δc2| ≤ ½|contrast|·bound:
+// within kHetPhaseTolerance the separable c2 is within 1e-14·|contrast| of the reference's
+// (the direct phase's is within ~5ε·|contrast|), for |x_i| + |x_j| up to about 39. The reference's
+// own rounding of θ_ref, 2ε|θ_ref|, sets that limit: no other evaluation order can follow
+// it at large phases, which keep the direct form (a fit over 100 s of fast flow has
+// |x| in the thousands: there the separable columns are those near the start). X grows
+// along a row (a running maximum), so the separable columns of a row are a prefix of it;
+// beyond, and where X is not finite, the phase is evaluated directly. The choice depends
+// on the point only (row, column, angle), never on a block or chunk, so every pass makes it
+// alike and c2 has the same bits in all of them.
+constexpr double kHetPhaseTolerance = 2e-14;
+
+inline bool SeparablePhaseHolds(double abs_a, double abs_v_row, double v_max_col) {
+  constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
+  // Written so that NaN gives false.
+  return kEps * (4.0 * (abs_a * (abs_v_row + v_max_col)) + 24.0) <= kHetPhaseTolerance;
+}
+
+// The number of leading columns of a group's row that take the separable phase for angle k.
+inline int SeparablePhaseEnd(const Tables& tab, std::size_t k, int row, int col_begin, int count) {
+  if (tab.cos_x.empty() || count == 0) return 0;
+  const double abs_a = std::abs(tab.a[k]);
+  const double abs_v_row = std::abs(tab.p[2][static_cast<std::size_t>(row)]);
+  const double* first = tab.v_max.data() + col_begin;
+  // v_max does not decrease, so the predicate holds on a prefix.
+  return static_cast<int>(
+      std::partition_point(first, first + count,
+                           [&](double vm) { return SeparablePhaseHolds(abs_a, abs_v_row, vm); }) -
+      first);
+}
+
+// cos θ (and sin θ) of n columns by angle addition from the tables' entries of the columns
+// (tab_cos, tab_sin) and of the row (ci, si).
+HOMODYNE_SIMD_CLONES void SeparableCos(const double* tab_cos, const double* tab_sin, double ci,
+                                       double si, double* cs, int n) {
+  for (int c = 0; c < n; ++c) cs[c] = tab_cos[c] * ci + tab_sin[c] * si;
+}
+HOMODYNE_SIMD_CLONES void SeparableSinCos(const double* tab_cos, const double* tab_sin, double ci,
+                                          double si, double* sn, double* cs, int n) {
+  for (int c = 0; c < n; ++c) {
+    cs[c] = tab_cos[c] * ci + tab_sin[c] * si;
+    sn[c] = tab_sin[c] * ci - tab_cos[c] * si;
+  }
+}
 
 struct Group {
   int row = 0, col_begin = 0, count = 0;
@@ -54,6 +115,8 @@ struct HeterodyneKernel::Impl {
   std::vector<int> chunk_begin;  // group index where each chunk starts (+ the end)
   std::unique_ptr<ThreadPool> pool;
 
+  // The phase by angle addition where its bound holds (SeparablePhaseEnd).
+  bool Separable() const { return options.separable && !options.exact_transcendentals; }
   std::size_t PartialSize(Pass pass) const {
     return pass == Pass::kNormal     ? CompactNormalSize(index)
            : pass == Pass::kGradient ? CompactGradientSize(index)
@@ -92,6 +155,28 @@ Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool d
   }
   static_cast<heterodyne::TimeTables&>(tab) =
       heterodyne::BuildTimeTables(grid.t, grid.dt, p, derivatives);
+  if (Separable()) {
+    const std::vector<double>& v = tab.p[2];
+    const std::size_t n_t = v.size();
+    tab.n_t = n_t;
+    tab.v_max.resize(n_t);
+    double m = 0.0;
+    for (std::size_t t = 0; t < n_t; ++t) {
+      // NaN propagates: no column after it is separable.
+      const double av = std::abs(v[t]);
+      m = (av > m || std::isnan(av)) ? av : m;
+      tab.v_max[t] = m;
+    }
+    tab.cos_x.resize(n_t * static_cast<std::size_t>(na));
+    tab.sin_x.resize(tab.cos_x.size());
+    std::vector<double> x(n_t);
+    for (int k = 0; k < na; ++k) {
+      const double a = tab.a[static_cast<std::size_t>(k)];
+      for (std::size_t t = 0; t < n_t; ++t) x[t] = a * v[t];
+      const std::size_t at = static_cast<std::size_t>(k) * n_t;
+      FastSinCos(x.data(), tab.sin_x.data() + at, tab.cos_x.data() + at, static_cast<int>(n_t));
+    }
+  }
   return tab;
 }
 
@@ -176,11 +261,18 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
       const auto k = static_cast<std::size_t>(tile.angle);
       const double a = tab.a[k];
-      for (int col = 0; col < n; ++col) {
+      const int ns = SeparablePhaseEnd(tab, k, grp.row, grp.col_begin, n);
+      if (ns > 0) {
+        const std::size_t at = k * tab.n_t;
+        const double* tc = tab.cos_x.data() + at;
+        const double* ts = tab.sin_x.data() + at;
+        SeparableCos(tc + grp.col_begin, ts + grp.col_begin, tc[i], ts[i], ct.cos_theta.data(), ns);
+      }
+      for (int col = ns; col < n; ++col) {
         ct.theta[static_cast<std::size_t>(col)] = a * ct.v[static_cast<std::size_t>(col)];
       }
-      PhaseSinCos(options.exact_transcendentals, ct.theta.data(), ct.sin_theta.data(),
-                  ct.cos_theta.data(), n, false);
+      PhaseSinCos(options.exact_transcendentals, ct.theta.data() + ns, ct.sin_theta.data() + ns,
+                  ct.cos_theta.data() + ns, n - ns, false);
       const double contrast = tab.contrast[k];
       const double offset = tab.offset[k];
       double* c2 = ct.c2.data();
@@ -231,6 +323,7 @@ struct DerivScratch {
   alignas(64) double theta[detail::kHetBlock], sin_theta[detail::kHetBlock],
       cos_theta[detail::kHetBlock];
   std::vector<double> chi2_lanes;  // 4 per tile of the group
+  std::vector<int> separable_end;  // per tile of the group: SeparablePhaseEnd
 };
 
 template <Pass P>
@@ -252,6 +345,11 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
     const auto i = static_cast<std::size_t>(grp.row);
     const double bi = tab.fs[i], ai = 1.0 - bi;
     sc.chi2_lanes.assign(4 * grp.tiles.size(), 0.0);
+    sc.separable_end.resize(grp.tiles.size());
+    for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
+      const auto k = static_cast<std::size_t>(tiles[static_cast<std::size_t>(grp.tiles[t])].angle);
+      sc.separable_end[t] = SeparablePhaseEnd(tab, k, grp.row, grp.col_begin, grp.count);
+    }
     for (int d = 0; d < 4; ++d) col.fi[d] = tab.dfs[d][i];
     for (int b0 = 0; b0 < grp.count; b0 += kHetBlock) {
       const int nb = std::min(kHetBlock, grp.count - b0);
@@ -303,8 +401,17 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
         const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
         const auto k = static_cast<std::size_t>(tile.angle);
         const double a = tab.a[k];
-        for (int e = 0; e < nb; ++e) sc.theta[e] = a * col.v[e];
-        PhaseSinCos(options.exact_transcendentals, sc.theta, sc.sin_theta, sc.cos_theta, nb, true);
+        const int ns = std::clamp(sc.separable_end[t] - b0, 0, nb);
+        if (ns > 0) {
+          const std::size_t at = k * tab.n_t;
+          const double* tc = tab.cos_x.data() + at;
+          const double* ts = tab.sin_x.data() + at;
+          const std::size_t j0 = static_cast<std::size_t>(grp.col_begin + b0);
+          SeparableSinCos(tc + j0, ts + j0, tc[i], ts[i], sc.sin_theta, sc.cos_theta, ns);
+        }
+        for (int e = ns; e < nb; ++e) sc.theta[e] = a * col.v[e];
+        PhaseSinCos(options.exact_transcendentals, sc.theta + ns, sc.sin_theta + ns,
+                    sc.cos_theta + ns, nb - ns, true);
         detail::HetTileInput in;
         in.data = tile.data + b0;
         in.weight = tile.weight != nullptr ? tile.weight + b0 : nullptr;
@@ -531,6 +638,19 @@ void HeterodyneKernel::EvaluateModel(std::span<const double> params, std::span<d
   const Tables tab = im.MakeTables(params, false);
   const int n_chunks = num_chunks();
   im.pool->ParallelFor(n_chunks, [&](int c) { im.RunChunk(tab, c, nullptr, out.data()); });
+}
+
+std::int64_t HeterodyneKernel::CountSeparable(std::span<const double> params) const {
+  const Impl& im = *impl_;
+  const Tables tab = im.MakeTables(params, false);
+  std::int64_t count = 0;
+  for (const Group& grp : im.groups) {
+    for (int ti : grp.tiles) {
+      const auto k = static_cast<std::size_t>(im.tiles[static_cast<std::size_t>(ti)].angle);
+      count += SeparablePhaseEnd(tab, k, grp.row, grp.col_begin, grp.count);
+    }
+  }
+  return count;
 }
 
 }  // namespace homodyne::model

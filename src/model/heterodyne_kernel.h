@@ -3,12 +3,15 @@
 //
 // Per pass, O(N) work builds the per-time tables (the prefix integrals P_r, P_s, P_v, the
 // sample fraction and their derivatives); each point then costs two square roots, two
-// exponentials and, per angle, one cosine (and one sine for derivatives): the
+// exponentials and, per angle, the phase's cosine (and sine for derivatives): the
 // angle-independent part of a point (transport decays, fractions, normalisation) is shared
-// by the tiles of all angles on the same row and columns, and the phases of a row's columns
-// go through the array sine/cosine. Every value is computed with the reference model's
-// expressions in the same order (heterodyne_reference.h): with exact transcendentals c2 has
-// the reference's bits.
+// by the tiles of all angles on the same row and columns. The phase θ = a_k·(P_v[j] − P_v[i])
+// is separable: by angle addition from per-pass tables of cos/sin(a_k·P_v[m]) (O(n_t) per
+// angle) where an error bound keeps c2 within 1e-14·|contrast| of the direct value (the
+// columns of a row up to |a_k·P_v[i]| + |a_k·P_v[j]| ≈ 39, heterodyne_kernel.cpp derives it),
+// else the array sine/cosine of θ. Every other value is computed with the reference model's
+// expressions in the same order (heterodyne_reference.h): with exact transcendentals (no
+// separable phase, libm's cosine) c2 has the reference's bits.
 //
 // Determinism as for the homodyne kernel (kernel.h): points are cut into fixed chunks (or the
 // caller's explicit chunks), each chunk sums its points in a fixed order, and chunk partials
@@ -40,10 +43,11 @@ struct HeterodyneGrid {
 
 class HeterodyneKernel final : public PassKernel {
  public:
-  // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts, worker_start and
-  // exact_transcendentals are used (false: the phase's cosine and sine from the array
-  // FastSinCos, ~2 ulp, c2 within ~1e-15 of the reference; true: libm's, c2 with the
-  // reference's bits); `separable` is ignored. Tiles are validated as by ModelKernel.
+  // KernelOptions: threads, sigma, chunk_points, chunk_tile_starts, worker_start,
+  // exact_transcendentals (false: the phase's cosine and sine by angle addition or from the
+  // array FastSinCos, c2 within 1e-14·max(1, |contrast|) of the reference; true: libm's, c2
+  // with the reference's bits) and separable (false: never by angle addition) are used.
+  // Tiles are validated as by ModelKernel.
   HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> tiles, KernelOptions options = {});
   ~HeterodyneKernel() override;
   HeterodyneKernel(const HeterodyneKernel&) = delete;
@@ -64,6 +68,9 @@ class HeterodyneKernel final : public PassKernel {
   NormalEquations FromPartial(std::span<const double> partial) const override;
 
   void EvaluateModel(std::span<const double> params, std::span<double> out) const override;
+
+  // The points whose phase takes the separable form at these parameters.
+  std::int64_t CountSeparable(std::span<const double> params) const;
 
  private:
   struct Impl;

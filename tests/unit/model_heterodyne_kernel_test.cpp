@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -47,6 +48,117 @@ TEST(HeterodyneKernel, ModelIsTheReferenceWithinOneEMinus13AndItsBitsWhenExact) 
       }
       EXPECT_LE(worst, 1e-13) << (exact ? "exact" : "fast");
     }
+  }
+}
+
+// The phase by angle addition (separable) where its error bound holds, directly beyond. A
+// problem with slow flow (|a_k·P_v| ≤ 0.01·10.5·30 ≈ 3.2, well inside the bound) takes the
+// separable phase at every point; one with fast, accelerating flow (P_v growing like t³,
+// |a_k·P_v| up to ~4e4) takes it only near the start of the time grid, and its points with
+// large phases must have the direct kernel's bits (the angle addition everywhere would put
+// c2 ~6e-13 from the reference there). Both stay within 1e-13 of the reference, and the
+// three passes keep one χ².
+struct PhaseCase {
+  HeterodyneProblem pb;
+  heterodyne::HeterodyneEvaluation ev;
+  std::vector<double> fast, direct;  // c2 per point: default options, separable = false
+  std::int64_t separable = 0;
+};
+
+PhaseCase MakePhaseCase(std::uint64_t seed, int frames, double v0, double beta, double v_off) {
+  PhaseCase pc{MakeHeterodyneProblem(seed, frames, 3), {}, {}, {}, 0};
+  // A grid of 30 s at q = 0.01 (the data stay the problem's: only the model is compared).
+  pc.pb.grid.dt = 0.2;
+  pc.pb.grid.q = 0.01;
+  for (int m = 0; m < frames; ++m) pc.pb.grid.t[static_cast<std::size_t>(m)] = (m + 1) * 0.2;
+  // Slow transport (h_r, h_s ≥ e^-1.5) and a constant fraction 0.4, so that the phase's cross
+  // term shows in c2's bits everywhere.
+  const std::size_t phys = 2 * pc.pb.grid.phi_deg.size();
+  for (std::size_t r : {phys, phys + 3}) {
+    pc.pb.x[r] = 1e3;
+    pc.pb.x[r + 1] = 0.0;
+    pc.pb.x[r + 2] = 0.0;
+  }
+  pc.pb.x[phys + 9] = 0.4;
+  pc.pb.x[phys + 10] = 0.0;
+  pc.pb.x[phys + 11] = 0.0;
+  pc.pb.x[phys + 12] = 0.0;
+  const std::size_t vel = phys + 6;
+  pc.pb.x[vel] = v0;
+  pc.pb.x[vel + 1] = beta;
+  pc.pb.x[vel + 2] = v_off;
+  pc.ev = heterodyne::Evaluate(InputAt(pc.pb, pc.pb.x));
+  const HeterodyneKernel fast(pc.pb.grid, pc.pb.tiles);
+  KernelOptions opt;
+  opt.separable = false;
+  const HeterodyneKernel direct(pc.pb.grid, pc.pb.tiles, opt);
+  pc.fast.resize(static_cast<std::size_t>(fast.num_points()));
+  pc.direct.resize(pc.fast.size());
+  fast.EvaluateModel(pc.pb.x, pc.fast);
+  direct.EvaluateModel(pc.pb.x, pc.direct);
+  pc.separable = fast.CountSeparable(pc.pb.x);
+  EXPECT_EQ(direct.CountSeparable(pc.pb.x), 0);
+  KernelOptions exact;
+  exact.exact_transcendentals = true;
+  EXPECT_EQ(HeterodyneKernel(pc.pb.grid, pc.pb.tiles, exact).CountSeparable(pc.pb.x), 0);
+  // One χ² in the three passes, with rows of several derivative blocks.
+  const NormalEquations ne = fast.Accumulate(pc.pb.x);
+  std::vector<double> jtr(static_cast<std::size_t>(fast.index().size()));
+  const double chi2_grad = fast.Gradient(pc.pb.x, jtr);
+  const double chi2 = fast.Chi2(pc.pb.x);
+  EXPECT_EQ(std::memcmp(&chi2, &ne.chi2, sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(&chi2_grad, &ne.chi2, sizeof(double)), 0);
+  return pc;
+}
+
+// |a_k|·(|P_v[i]| + |P_v[j]|) of a point, from the reference's tables.
+double PhaseScale(const PhaseCase& pc, const RowTile& tile, int j) {
+  const double angle = (pc.pb.grid.phi_deg[static_cast<std::size_t>(tile.angle)] + pc.pb.x.back()) *
+                       std::numbers::pi / 180.0;
+  const double a = std::abs(pc.pb.grid.q * std::cos(angle));
+  const auto& v = pc.ev.p_velocity;
+  return a * (std::abs(v[static_cast<std::size_t>(tile.row)]) +
+              std::abs(v[static_cast<std::size_t>(j)]));
+}
+
+TEST(HeterodyneKernel, PhaseIsSeparableWithinItsBoundAndDirectBeyond) {
+  {
+    SCOPED_TRACE("slow flow: every point separable");
+    const PhaseCase pc = MakePhaseCase(61, 150, 10.0, 0.0, 0.5);
+    EXPECT_EQ(pc.separable, static_cast<std::int64_t>(pc.fast.size()));
+    std::size_t e = 0, differ = 0;
+    double worst = 0.0;
+    for (const RowTile& tile : pc.pb.tiles) {
+      for (int c = 0; c < tile.count; ++c, ++e) {
+        const double ref = pc.ev.C2(tile.angle, tile.row, tile.col_begin + c);
+        worst = std::max(worst, std::abs(pc.fast[e] - ref) / std::abs(ref));
+        differ += pc.fast[e] != pc.direct[e] ? 1 : 0;
+      }
+    }
+    EXPECT_LE(worst, 1e-13);
+    EXPECT_GT(differ, 0u);  // the angle addition was taken
+  }
+  {
+    SCOPED_TRACE("fast accelerating flow: direct beyond the bound");
+    const PhaseCase pc = MakePhaseCase(62, 150, 500.0, 2.0, 20.0);
+    EXPECT_GT(pc.separable, 0);
+    EXPECT_LT(pc.separable, static_cast<std::int64_t>(pc.fast.size()));
+    std::size_t e = 0, large = 0;
+    double worst = 0.0;
+    for (const RowTile& tile : pc.pb.tiles) {
+      for (int c = 0; c < tile.count; ++c, ++e) {
+        const double ref = pc.ev.C2(tile.angle, tile.row, tile.col_begin + c);
+        worst = std::max(worst, std::abs(pc.fast[e] - ref) / std::abs(ref));
+        // Beyond the bound's reach (|x_i| + |x_j| ≈ 39): the direct kernel's bits.
+        if (PhaseScale(pc, tile, tile.col_begin + c) > 100.0) {
+          ++large;
+          ASSERT_EQ(pc.fast[e], pc.direct[e])
+              << "angle " << tile.angle << " row " << tile.row << " column " << tile.col_begin + c;
+        }
+      }
+    }
+    EXPECT_GT(large, pc.fast.size() / 2);
+    EXPECT_LE(worst, 1e-13);
   }
 }
 
