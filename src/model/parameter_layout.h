@@ -59,7 +59,7 @@ struct Bounds {
 
 // xpcsjax's contrast and offset bounds of its Fourier helper: the fourier layout's c0 and o0
 // (OptimiserBounds), and two_component's individual contrast_k/offset_k (heterodyne spec §3;
-// the caller applies them, see TwoComponentIndividualBounds in config_bridge.h).
+// the caller applies them, see ApplyTwoComponentIndividualBounds in config_bridge.h).
 struct ScalingRange {
   double lower = 0.0;
   double upper = 0.0;

@@ -516,15 +516,8 @@ SolverSummary XpcsFitSession::Solve(
                 s.options.threads);
   }
   PhaseTimes::Scope t(s.phases, "fit");
-  SolverSummary summary = SolveAgreed(s.comm, [&] {
-    if (!checkpoints)
-      return SolveBounded(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback);
-    const io::DatasetMetadata& meta = s.local.meta;
-    const std::string data = checkpoint::DescribeData(
-        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
-    return checkpoint::SolveWithCheckpoints(s.comm, *s.problem, x0, s.bounds.lower, s.bounds.upper,
-                                            so, callback, *checkpoints, data, logger);
-  });
+  SolverSummary summary =
+      SolveOn(*s.problem, x0, s.bounds.lower, s.bounds.upper, so, callback, checkpoints);
   summary.gradient_monitor =
       monitor ? monitor->Report() : InactiveGradientMonitor(s.monitor, monitor_inactive);
   summary.gradient_monitor.unobserved_iterations =
@@ -578,13 +571,18 @@ SolverSummary XpcsFitSession::SolveQuantileScaling(
                             s.layout->names().end());
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   PhaseTimes::Scope t(s.phases, "fit");
+  return SolveOn(fixed, physics, lower, upper, so, {}, checkpoints);
+}
+
+SolverSummary XpcsFitSession::SolveOn(
+    LeastSquaresProblem& problem, const std::vector<double>& x0, const std::vector<double>& lower,
+    const std::vector<double>& upper, const SolverOptions& so, const IterationCallback& callback,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
+  Impl& s = *impl_;
   return SolveAgreed(s.comm, [&] {
-    if (!checkpoints) return SolveBounded(fixed, physics, lower, upper, so, {});
-    const io::DatasetMetadata& meta = s.local.meta;
-    const std::string data = checkpoint::DescribeData(
-        meta.file, meta.q_physics, s.phi, meta.n_frames, meta.dt, s.problem->total_points());
-    return checkpoint::SolveWithCheckpoints(s.comm, fixed, physics, lower, upper, so, {},
-                                            *checkpoints, data, s.logger);
+    if (!checkpoints) return SolveBounded(problem, x0, lower, upper, so, callback);
+    return checkpoint::SolveWithCheckpoints(s.comm, problem, x0, lower, upper, so, callback,
+                                            *checkpoints, DataDescription(), s.logger);
   });
 }
 

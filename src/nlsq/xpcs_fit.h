@@ -153,6 +153,12 @@ class XpcsFitSession {
   void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
   // Collective: the per-angle quantile estimates of the data by `rule`, in core or streamed.
   std::vector<model::ScalingEstimate> EstimateScalingOf(model::ScalingQuantiles rule);
+  // Collective and agreed: SolveBounded on `problem`, or with `checkpoints` its checkpointed
+  // solve under this session's data description.
+  SolverSummary SolveOn(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                        const std::vector<double>& lower, const std::vector<double>& upper,
+                        const SolverOptions& so, const IterationCallback& callback,
+                        const std::optional<checkpoint::CheckpointSettings>& checkpoints);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

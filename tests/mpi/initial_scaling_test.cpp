@@ -23,6 +23,21 @@
 namespace homodyne {
 namespace {
 
+// Rank 0 writes the synthetic dataset `o` (overwriting); every rank then gets the load
+// options of that file (dt 0.1).
+io::LoadOptions WriteOnRootAndLoadOptions(const Comm& world, const config::Config& cfg,
+                                          synth::SynthOptions o) {
+  o.force = true;
+  RunCollectively(world, [&] {
+    if (world.rank() == 0) synth::WriteSyntheticDataset(cfg, o);
+  });
+  world.Barrier();
+  io::LoadOptions lo;
+  lo.path = o.output;
+  lo.dt = 0.1;
+  return lo;
+}
+
 TEST(DistributedPercentile, EqualsTheSerialPercentileOfThePooledValues) {
   const Comm& world = testing::TestEnvironment().world();
   // Every rank draws the same pool and keeps its share (with ties and negatives).
@@ -50,22 +65,13 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
   const config::Config cfg =
       testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
   const testing::MpiTempDir dir(world, "initial_scaling");
-  const std::string path = dir.file("scaling.h5");
-  RunCollectively(world, [&] {
-    if (world.rank() != 0) return;
-    synth::SynthOptions o;
-    o.output = path;
-    o.force = true;
-    o.frames = 50;
-    o.phi_deg = {0, 40, 80};
-    o.noise = 0.01;
-    o.seed = 4;
-    synth::WriteSyntheticDataset(cfg, o);
-  });
-  world.Barrier();
-  io::LoadOptions lo;
-  lo.path = path;
-  lo.dt = 0.1;
+  synth::SynthOptions o;
+  o.output = dir.file("scaling.h5");
+  o.frames = 50;
+  o.phi_deg = {0, 40, 80};
+  o.noise = 0.01;
+  o.seed = 4;
+  const io::LoadOptions lo = WriteOnRootAndLoadOptions(world, cfg, o);
   const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
   const model::ScalingBounds bounds;
   const auto distributed = nlsq::EstimateInitialScaling(world, local, bounds);
@@ -101,21 +107,12 @@ TEST(InitialScaling, Q95WithFewerThan100PointsIsAnAgreedBadInputError) {
   const Comm& world = testing::TestEnvironment().world();
   const config::Config cfg = testing::SynthConfig("static", "3000, -0.6, 20");
   const testing::MpiTempDir dir(world, "initial_scaling_few");
-  const std::string path = dir.file("few.h5");
-  RunCollectively(world, [&] {
-    if (world.rank() != 0) return;
-    synth::SynthOptions o;
-    o.output = path;
-    o.force = true;
-    o.frames = 10;  // the fit grid: 9 x 9 = 81 points per angle
-    o.phi_deg = {0, 40};
-    o.seed = 5;
-    synth::WriteSyntheticDataset(cfg, o);
-  });
-  world.Barrier();
-  io::LoadOptions lo;
-  lo.path = path;
-  lo.dt = 0.1;
+  synth::SynthOptions o;
+  o.output = dir.file("few.h5");
+  o.frames = 10;  // the fit grid: 9 x 9 = 81 points per angle
+  o.phi_deg = {0, 40};
+  o.seed = 5;
+  const io::LoadOptions lo = WriteOnRootAndLoadOptions(world, cfg, o);
   const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
   // Q90: the bounds' midpoints.
   const auto q90 = nlsq::EstimateInitialScaling(world, local, {});
@@ -133,7 +130,7 @@ TEST(InitialScaling, Q95WithFewerThan100PointsIsAnAgreedBadInputError) {
         << e.message();
     EXPECT_NE(e.message().find("at least 100"), std::string::npos) << e.message();
     EXPECT_NE(e.message().find("at least 11 frames"), std::string::npos) << e.message();
-    EXPECT_EQ(e.context().file, path);
+    EXPECT_EQ(e.context().file, lo.path);
   }
   world.Barrier();  // every rank got here
 }
