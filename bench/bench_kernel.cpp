@@ -223,18 +223,19 @@ BENCHMARK(BM_KernelNormalEquations)
 
 // The two-component (heterodyne) kernel on the same 23 angles × 1000 frames: its time grid
 // t_m = (m + 1)·dt, xpcsjax's template-like parameters (decelerating flow, a fraction
-// that changes with time). Flops per point of the cheapest formulation we know, counted as
-// for the homodyne passes (FMA = 2): χ² — the transport decays and the velocity phase by
-// factorisation from per-time tables (exp(−½q²P) ratios, angle addition of cos a_kP_v),
-// the fraction products shared by the angles, then per angle the cross term, the sum, the
-// scaling, the residual and its square: 14; normal pass — the 16 derivatives of a point
-// (~50), the 14×14 physical JᵀWJ upper triangle (105 FMA) and the per-angle rows (2·14 FMA
-// + 5): 316. The kernel today evaluates two square roots and two exponentials per point
-// directly, and the phase by angle addition where its error bound allows
-// (separable_phase_fraction of the points; all of them here, |a_k·P_v| ≤ 3.8): the counters
-// show how far that is from the bound.
-constexpr double kHetChi2FlopsPerPoint = 14.0;
-constexpr double kHetNormalFlopsPerPoint = 316.0;
+// that changes with time). Flops per angle-point of the cheapest formulation we know, counted
+// as for the homodyne passes (FMA = 2; the uniform weight and 1/σ applied once per sum; the
+// angle-independent work of a column, its decays, fraction products and chain-rule factors,
+// shared by the 23 angles; docs/performance.md, "Counting, two-component"):
+// χ² — cos θ by angle addition from per-(angle, time) tables (3), the sum from the column's
+// rr + ss and m2·h_r·h_s (2), c2 = o + (β/norm)·sum (3), r (1), Σ r² (2), + 1 amortised = 12;
+// normal pass, in the factorised form of heterodyne_block.h — cos θ and sin θ (6), the χ²
+// terms (8), the six chain-rule coefficients and u_c from per-column parts (21), the tile's
+// per-angle sums (65), the per-column sums S (21 FMA) and T (6 FMA) (54), + amortised the
+// fold of S and T into JᵀWJ and JᵀWr (373 per column ÷ 23 = 16) and the per-column
+// precomputation (2) = 172.
+constexpr double kHetChi2FlopsPerPoint = 12.0;
+constexpr double kHetNormalFlopsPerPoint = 172.0;
 
 struct HeterodyneSetup {
   homodyne::model::HeterodyneGrid grid;
