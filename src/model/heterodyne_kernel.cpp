@@ -386,28 +386,8 @@ struct ColumnTerms {
   }
 };
 
-// The fraction terms of a point that the χ² and derivative passes share, from its half
-// decays, with the reference's expressions (so that every pass has the same c2 bits).
-struct PointColumn {
-  double bj, aj, rr, ss, m2, norm;
-  bool floored;
-};
-
-inline PointColumn ColumnAt(const Tables& tab, std::size_t i, std::size_t j, double hr, double hs) {
-  PointColumn pc;
-  pc.bj = tab.fs[j];
-  pc.aj = 1.0 - pc.bj;
-  const double bi = tab.fs[i], ai = 1.0 - bi;
-  pc.rr = (ai * pc.aj) * (ai * pc.aj) * (hr * hr);
-  pc.ss = (bi * pc.bj) * (bi * pc.bj) * (hs * hs);
-  pc.m2 = 2.0 * ((ai * bi) * (pc.aj * pc.bj));
-  const double norm = (bi * bi + ai * ai) * (pc.bj * pc.bj + pc.aj * pc.aj);
-  pc.floored = !(norm > kNormFloor);
-  pc.norm = pc.floored ? kNormFloor : norm;
-  return pc;
-}
-
-// ColumnAt's terms of n columns of row i (and the velocity differences), vectorised.
+// The fraction terms of n columns of row i that every pass shares (and the velocity
+// differences), with the reference's expressions: every pass has the same c2 bits.
 HOMODYNE_SIMD_CLONES void ColumnsAt(const double* __restrict fs_j, double bi,
                                     const double* __restrict pv_j, double pv_i,
                                     const double* __restrict hr, const double* __restrict hs,
@@ -425,6 +405,43 @@ HOMODYNE_SIMD_CLONES void ColumnsAt(const double* __restrict fs_j, double bi,
     norm[c] = nm > kNormFloor ? nm : kNormFloor;
     v[c] = pv_j[c] - pv_i;
   }
+}
+
+// The derivative passes' column terms of a block's nb columns: ColumnsAt's (the same
+// expressions) and the chain-rule factors of heterodyne_block.h; col.hr and col.hs are set.
+HOMODYNE_SIMD_CLONES void DerivColumnsAt(const double* __restrict fs_j, double bi,
+                                         const double* __restrict pv_j, double pv_i,
+                                         detail::HetBlockColumns& col, int nb) {
+  const double ai = 1.0 - bi;
+  const double ni = bi * bi + ai * ai;
+  for (int e = 0; e < nb; ++e) {
+    const double bj = fs_j[e], aj = 1.0 - bj;
+    const double hr = col.hr[e], hs = col.hs[e];
+    col.rr[e] = (ai * aj) * (ai * aj) * (hr * hr);
+    col.ss[e] = (bi * bj) * (bi * bj) * (hs * hs);
+    col.m2[e] = 2.0 * ((ai * bi) * (aj * bj));
+    const double nm = ni * (bj * bj + aj * aj);
+    const bool floored = !(nm > kNormFloor);
+    const double norm = floored ? kNormFloor : nm;
+    col.norm[e] = norm;
+    col.v[e] = pv_j[e] - pv_i;
+    col.inv_norm[e] = 1.0 / norm;
+    col.kr[e] = 2.0 * (ai * aj) * (ai * aj) * hr;
+    col.ks[e] = 2.0 * (bi * bj) * (bi * bj) * hs;
+    col.dni[e] = floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
+    col.dnj[e] = floored ? 0.0 : 2.0 * (bj - aj) * ni;
+    col.dsi0[e] = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs);
+    col.dsi1[e] = 2.0 * (aj * bj);
+    col.dsi2[e] = ai - bi;
+    col.dsj0[e] = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs);
+    col.dsj1[e] = 2.0 * (ai * bi);
+    col.dsj2[e] = aj - bj;
+  }
+}
+
+HOMODYNE_SIMD_CLONES void Differences(const double* __restrict x, double xi, double* __restrict out,
+                                      int n) {
+  for (int e = 0; e < n; ++e) out[e] = x[e] - xi;
 }
 
 // The phase's cosine (and sine) of n columns: the array sine/cosine within ~2 ulp, or libm's,
@@ -543,7 +560,7 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
        gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
     const Group& grp = groups[static_cast<std::size_t>(gidx)];
     const auto i = static_cast<std::size_t>(grp.row);
-    const double bi = tab.fs[i], ai = 1.0 - bi;
+    const double bi = tab.fs[i];
     sc.chi2_lanes.assign(4 * grp.tiles.size(), 0.0);
     sc.separable_end.resize(grp.tiles.size());
     for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
@@ -556,32 +573,15 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
       col.n = nb;
       HalfDecays(tab, 0, i, grp.col_begin + b0, nb, half_q2, col.hr, col.dhr);
       HalfDecays(tab, 1, i, grp.col_begin + b0, nb, half_q2, col.hs, col.dhs);
-      for (int e = 0; e < nb; ++e) {
-        const auto j = static_cast<std::size_t>(grp.col_begin + b0 + e);
-        const double hr = col.hr[e], hs = col.hs[e];
-        const PointColumn pc = ColumnAt(tab, i, j, hr, hs);
-        const double aj = pc.aj, bj = pc.bj;
-        col.rr[e] = pc.rr;
-        col.ss[e] = pc.ss;
-        col.m2[e] = pc.m2;
-        col.norm[e] = pc.norm;
-        col.v[e] = tab.p[2][j] - tab.p[2][i];
-        col.inv_norm[e] = 1.0 / pc.norm;
-        col.kr[e] = 2.0 * (ai * aj) * (ai * aj) * hr;
-        col.ks[e] = 2.0 * (bi * bj) * (bi * bj) * hs;
-        col.dni[e] = pc.floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
-        col.dnj[e] = pc.floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
-        col.dsi0[e] = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs);
-        col.dsi1[e] = 2.0 * (aj * bj);
-        col.dsi2[e] = ai - bi;
-        col.dsj0[e] = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs);
-        col.dsj1[e] = 2.0 * (ai * bi);
-        col.dsj2[e] = aj - bj;
-        for (int r = 0; r < 3; ++r) {
-          for (int d = 0; d < 3; ++d) col.dp[3 * r + d][e] = tab.dp[r][d][j] - tab.dp[r][d][i];
+      const auto j0 = static_cast<std::size_t>(grp.col_begin + b0);
+      DerivColumnsAt(tab.fs.data() + j0, bi, tab.p[2].data() + j0, tab.p[2][i], col, nb);
+      for (int r = 0; r < 3; ++r) {
+        for (int d = 0; d < 3; ++d) {
+          const std::vector<double>& x = tab.dp[r][d];
+          Differences(x.data() + j0, x[i], col.dp[3 * r + d], nb);
         }
-        for (int d = 0; d < 4; ++d) col.fj[d][e] = tab.dfs[d][j];
       }
+      for (int d = 0; d < 4; ++d) std::copy_n(tab.dfs[d].data() + j0, nb, col.fj[d]);
       // The fold reads whole lanes: zero the column vectors beyond the block, and the sums.
       const int padded = (nb + detail::kHetLanes - 1) / detail::kHetLanes * detail::kHetLanes;
       for (int e = nb; e < padded; ++e) {
@@ -605,7 +605,6 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
           const std::size_t at = k * tab.n_t;
           const double* tc = tab.cos_x.data() + at;
           const double* ts = tab.sin_x.data() + at;
-          const std::size_t j0 = static_cast<std::size_t>(grp.col_begin + b0);
           SeparableSinCos(tc + j0, ts + j0, tc[i], ts[i], sc.sin_theta, sc.cos_theta, ns);
         }
         for (int e = ns; e < nb; ++e) sc.theta[e] = a * col.v[e];
