@@ -138,11 +138,12 @@ HOMODYNE_SIMD_CLONES void SeparableSinCos(const double* tab_cos, const double* t
 // the separable phase's 1e-14·|contrast|, c2 stays within 2e-14·max(1, |contrast|).
 // Rules, per component and point (i, j), from quantities of (i, j) alone:
 //  * factorised where j ≥ b(i) (an anchor lies between the row and the column; within the
-//    row's own span it would not, and the factors' exponents would no longer add up to e),
-//    σ ≤ ε (1e-12·c ≤ 2ε·Δ; rates at the 0 floor give Δ = 0 over whole stretches, where
+//    row's own span the anchor lies left of the row, a factor exp(+c(P[i] − P[A])) would
+//    enter, and the error would grow with P's growth over the span), σ ≤ ε
+//    (1e-12·c ≤ 2ε·Δ; rates at the 0 floor give Δ = 0 over whole stretches, where
 //    h_ref = exp(−c·1e-6) ≠ 1, and slow rates give tiny Δ near the diagonal) and
-//    c·Δ ≤ 700(1 − 1e-12) (the reference's exponent, within 5ε of −c·Δ there, is then not
-//    clipped either, so ∂h ≠ 0 on both sides);
+//    c·Δ ≤ 700(1 − 1e-12) (the reference's exponent, within 6ε·c·Δ of −c·Δ there, is then
+//    not clipped either, so ∂h ≠ 0 on both sides);
 //  * h = e^−700 and ∂h = 0 where c·Δ ≥ 700(1 + 1e-12): the reference's exponent is then
 //    below −700 whatever its rounding (I ≥ Δ), and its clip gives exactly that value;
 //  * elsewhere (the row's span, tiny Δ, the clip's edge, columns j ≤ i) directly, with the
