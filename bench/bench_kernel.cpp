@@ -261,6 +261,47 @@ const HeterodyneSetup& TheHeterodyneSetup() {
   return setup;
 }
 
+// The same model on the first angle alone (999 tiles, 499 500 points): with few angles the
+// per-point transport decays are not shared, and dominate.
+struct HeterodyneOneAngle {
+  homodyne::model::HeterodyneGrid grid;
+  std::vector<double> params;
+  std::vector<RowTile> tiles;
+
+  HeterodyneOneAngle() {
+    const HeterodyneSetup& h = TheHeterodyneSetup();
+    grid = h.grid;
+    grid.phi_deg.resize(1);
+    params = {h.params[0], h.params[kAngles]};
+    params.insert(params.end(), h.params.begin() + 2 * kAngles, h.params.end());
+    for (const RowTile& tile : TheSetup().tiles) {
+      if (tile.angle == 0) tiles.push_back(tile);
+    }
+  }
+  double points() const {
+    double n = 0.0;
+    for (const RowTile& tile : tiles) n += tile.count;
+    return n;
+  }
+};
+
+const HeterodyneOneAngle& TheHeterodyneOneAngle() {
+  static const HeterodyneOneAngle setup;
+  return setup;
+}
+
+// Shares of the points on the separable paths: the phase, and the half decays (over the
+// points × {h_r, h_s}: factorised, or the clip's constant).
+void HeterodyneSeparableCounters(benchmark::State& state,
+                                 const homodyne::model::HeterodyneKernel& kernel,
+                                 const std::vector<double>& params, double points) {
+  state.counters["separable_phase_fraction"] =
+      static_cast<double>(kernel.CountSeparable(params)) / points;
+  const auto decay = kernel.CountSeparableDecay(params);
+  state.counters["separable_decay_fraction"] =
+      static_cast<double>(decay.factorised + decay.clipped) / (2.0 * points);
+}
+
 template <typename Pass>
 void TimeHeterodynePass(benchmark::State& state, double flops_per_point, Pass pass) {
   const Setup& s = TheSetup();  // the same tiles (row i < column j) and data
@@ -274,9 +315,24 @@ void TimeHeterodynePass(benchmark::State& state, double flops_per_point, Pass pa
   state.counters["points_per_s"] = benchmark::Counter(
       s.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
   state.counters["threads"] = static_cast<double>(state.range(0));
-  state.counters["separable_phase_fraction"] =
-      static_cast<double>(kernel.CountSeparable(h.params)) / s.points();
+  HeterodyneSeparableCounters(state, kernel, h.params, s.points());
   RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
+}
+
+// One angle: points per second and the separable shares only (the flop counts above are per
+// point of 23 angles).
+template <typename Pass>
+void TimeHeterodyneOneAnglePass(benchmark::State& state, Pass pass) {
+  const HeterodyneOneAngle& h = TheHeterodyneOneAngle();
+  homodyne::model::KernelOptions options{.threads = static_cast<int>(state.range(0))};
+  const PinnedThreads pin(options);
+  const homodyne::model::HeterodyneKernel kernel(h.grid, h.tiles, options);
+  for (auto _ : state) benchmark::DoNotOptimize(pass(kernel, h.params));
+  state.counters["pinned"] = pin.pinned() ? 1.0 : 0.0;
+  state.counters["points_per_s"] = benchmark::Counter(
+      h.points() * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["threads"] = static_cast<double>(state.range(0));
+  HeterodyneSeparableCounters(state, kernel, h.params, h.points());
 }
 
 void BM_HeterodyneKernelChi2(benchmark::State& state) {
@@ -299,6 +355,28 @@ void BM_HeterodyneKernelNormalEquations(benchmark::State& state) {
                      });
 }
 BENCHMARK(BM_HeterodyneKernelNormalEquations)
+    ->ArgNames({"threads"})
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_HeterodyneKernelOneAngleChi2(benchmark::State& state) {
+  TimeHeterodyneOneAnglePass(state, [](const homodyne::model::HeterodyneKernel& k,
+                                       const auto& params) { return k.Chi2(params); });
+}
+BENCHMARK(BM_HeterodyneKernelOneAngleChi2)
+    ->ArgNames({"threads"})
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_HeterodyneKernelOneAngleNormalEquations(benchmark::State& state) {
+  TimeHeterodyneOneAnglePass(state, [](const homodyne::model::HeterodyneKernel& k,
+                                       const auto& params) { return k.Accumulate(params).chi2; });
+}
+BENCHMARK(BM_HeterodyneKernelOneAngleNormalEquations)
     ->ArgNames({"threads"})
     ->Arg(1)
     ->Arg(2)

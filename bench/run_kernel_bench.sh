@@ -33,11 +33,13 @@ for b in d["benchmarks"]:
                 "roofline_bound_points_per_s", "bandwidth_only_points_per_s",
                 "compute_only_points_per_s", "attained_fraction_of_bound",
                 "ratio_to_bandwidth_rate", "separable_shear_fraction",
-                "separable_diffusion_fraction", "separable_phase_fraction", "label"]
+                "separable_diffusion_fraction", "separable_phase_fraction",
+                "separable_decay_fraction", "label"]
         summary["passes"].append(dict({"name": name}, **{k: b[k] for k in keys if k in b}))
         rate[name] = b["points_per_s"]
 for kind in ["BM_KernelChi2", "BM_KernelNormalEquations", "BM_HeterodyneKernelChi2",
-             "BM_HeterodyneKernelNormalEquations"]:
+             "BM_HeterodyneKernelNormalEquations", "BM_HeterodyneKernelOneAngleChi2",
+             "BM_HeterodyneKernelOneAngleNormalEquations"]:
     one = rate.get(kind + "/threads:1/exact:0/real_time", rate.get(kind + "/threads:1/real_time"))
     two = rate.get(kind + "/threads:2/exact:0/real_time", rate.get(kind + "/threads:2/real_time"))
     if one and two:

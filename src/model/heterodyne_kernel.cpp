@@ -39,7 +39,22 @@ struct Tables : heterodyne::TimeTables {
   // (angle-major, n_t per angle), and the running maximum of |P_v| over times 0…m.
   std::vector<double> cos_x, sin_x, v_max;
   std::size_t n_t = 0;
+  // The separable half decays of the reference (0) and sample (1) transport (DecayFactors,
+  // off without it), their anchor spans, and the clip's value e^−700.
+  struct DecayFactors {
+    bool on = false;
+    std::vector<double> f, g;  // per time: F, G
+    std::vector<double> t;     // T, n_spans × n_spans (entries s1 ≤ s2 filled)
+    // Per row i: the first column with j ≥ b(i) and σ ≤ ε, the first with c·Δ beyond
+    // kDecayFactorLimit, the first with c·Δ at or beyond kDecayClipFrom.
+    std::vector<int> lo, hi, clip;
+  } decay[2];
+  int decay_span = 1;
+  std::size_t n_spans = 0;
+  double h_clip = 0.0;
 };
+
+constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
 
 // Separable phase. θ = a·(P_v[j] − P_v[i]) and, with x_m = a·P_v[m] from the tables,
 //   cos θ = cos x_j·cos x_i + sin x_j·sin x_i,  sin θ = sin x_j·cos x_i − cos x_j·sin x_i.
@@ -65,7 +80,6 @@ struct Tables : heterodyne::TimeTables {
 constexpr double kHetPhaseTolerance = 2e-14;
 
 inline bool SeparablePhaseHolds(double abs_a, double abs_v_row, double v_max_col) {
-  constexpr double kEps = 1.1102230246251565e-16;  // 2^-53
   // Written so that NaN gives false.
   return kEps * (4.0 * (abs_a * (abs_v_row + v_max_col)) + 24.0) <= kHetPhaseTolerance;
 }
@@ -94,6 +108,175 @@ HOMODYNE_SIMD_CLONES void SeparableSinCos(const double* tab_cos, const double* t
   for (int c = 0; c < n; ++c) {
     cs[c] = tab_cos[c] * ci + tab_sin[c] * si;
     sn[c] = tab_sin[c] * ci - tab_cos[c] * si;
+  }
+}
+
+// Separable half decays. The reference's h = exp(clip(−c·I, −700, 0)), c = ½q²,
+// I = sqrt(Δ² + 1e-12), Δ = P[j] − P[i] (P = P_r or P_s) is exp(−c·Δ) up to the smooth-abs
+// shift, and that factorises: Δ ≥ 0 for j > i (the rates are floored at 0, so P and its
+// rounded running sums do not decrease). Anchors: the time grid is cut into spans of
+// L = max(16, ⌈n_t/128⌉) times (fixed by the grid alone), A(s) = s·L; b(i) = A(s(i) + 1) is
+// the first anchor after row i. For a column j of span s ≥ s(i) + 1
+//   h = F[j]·(T[s(i) + 1, s]·G[i]),   F[j] = exp(−c(P[j] − P[A(s)])),
+//   T[s1, s2] = exp(−c(P[A(s2)] − P[A(s1)])),   G[i] = exp(−c(P[b(i)] − P[i])):
+// per pass 2·n_t + n_spans²/2 exponentials per component (n_spans ≤ 128), per (row, span) a
+// product and per point one. The three exponents are ≥ 0 and add up to c·Δ, so no factor
+// exceeds 1 or falls below h itself (no overflow; no underflow where h ≥ e^−700).
+// Error against the reference's h (ε = 2⁻⁵³, e = c·Δ, libm's exp within 1 ulp ≤ 2ε relative):
+//  * the reference rounds Δ, Δ², the sum, the square root and the product with c: its
+//    exponent is −c·sqrt(Δ² + 1e-12)·(1 + η), |η| ≤ 4ε, and c·(sqrt(Δ² + 1e-12) − Δ) ≤
+//    σ = c·1e-12/(2Δ); its exp adds 2ε: log h_ref is within 4εe + σ(1 + 4ε) + 2ε of −e;
+//  * each factor's exponent (a difference and a product) is within 2ε of its own value, and
+//    the three add up to e: 2εe; the three exps and the two products add 3·2ε + 2ε;
+// so where σ ≤ ε, |h_sep/h_ref − 1| ≤ δ = ε(6e + 11) + O(ε²), and h·δ ≤ 12ε for every e
+// (ε(6e + 12)·e^−e is largest at e = 0: the relative error grows with the exponent no faster
+// than h falls). c2 takes the decays as (f_r,i f_r,j)²h_r², (f_s,i f_s,j)²h_s² and
+// m2·h_r·h_s·cos θ over norm; the three weights (f_r,i f_r,j)², (f_s,i f_s,j)², m2 over norm
+// add up to at most 1 (Cauchy–Schwarz: (f_r,i f_r,j + f_s,i f_s,j)² ≤ norm), so
+// |Δc2| ≤ 2|contrast|·max(h_r δ_r, h_s δ_s) ≤ 24ε|contrast| ≈ 2.7e-15·|contrast|, plus the
+// rounding of the operations after (each evaluation rounds its own values, a few ε): with
+// the separable phase's 1e-14·|contrast|, c2 stays within 2e-14·max(1, |contrast|).
+// Rules, per component and point (i, j), from quantities of (i, j) alone:
+//  * factorised where j ≥ b(i) (an anchor lies between the row and the column; within the
+//    row's own span the anchor lies left of the row, a factor exp(+c(P[i] − P[A])) would
+//    enter, and the error would grow with P's growth over the span), σ ≤ ε
+//    (1e-12·c ≤ 2ε·Δ; rates at the 0 floor give Δ = 0 over whole stretches, where
+//    h_ref = exp(−c·1e-6) ≠ 1, and slow rates give tiny Δ near the diagonal) and
+//    c·Δ ≤ 700(1 − 1e-12) (the reference's exponent, within 6ε·c·Δ of −c·Δ there, is then
+//    not clipped either, so ∂h ≠ 0 on both sides);
+//  * h = e^−700 and ∂h = 0 where c·Δ ≥ 700(1 + 1e-12): the reference's exponent is then
+//    below −700 whatever its rounding (I ≥ Δ), and its clip gives exactly that value;
+//  * elsewhere (the row's span, tiny Δ, the clip's edge, columns j ≤ i) directly, with the
+//    reference's expressions and bits.
+// Δ and c·Δ do not decrease along a row, so each condition holds on a prefix or a suffix
+// of the row's columns: three boundaries per row from binary searches over the whole row
+// (never over a block, chunk or tile), so every pass, rank and thread count makes the same
+// choice and c2 has the same bits. The derivative ∂h/∂Δ = h·(−c)·Δ/I takes Δ/I = 1 with the
+// factorised h where 1e-12/(2Δ²) ≤ ε (Δ ≥ 68: 1 − Δ/I is below the rounding of the direct
+// quotient), else the quotient. q = 0 (h ≡ 1) or non-finite prefixes: every point direct.
+constexpr int kDecayMinSpan = 16;
+constexpr std::size_t kDecayMaxSpans = 128;
+constexpr double kDecayFactorLimit = kExpClip * (1.0 - 1e-12);
+constexpr double kDecayClipFrom = kExpClip * (1.0 + 1e-12);
+constexpr double kDecayUnitRatioFrom = 68.0;  // sqrt(1e-12/(2ε)) = 67.1
+
+// F, G, T and the rows' boundaries of one prefix P (decay.on stays false where the
+// factorisation does not apply).
+void BuildDecayFactors(const std::vector<double>& p, double half_q2, int span, std::size_t n_spans,
+                       Tables::DecayFactors& d) {
+  if (!(half_q2 < 0.0) || !std::isfinite(half_q2)) return;
+  for (double v : p) {
+    if (!std::isfinite(v)) return;
+  }
+  d.on = true;
+  const std::size_t n = p.size();
+  const auto L = static_cast<std::size_t>(span);
+  d.f.resize(n);
+  d.g.resize(n);
+  for (std::size_t m = 0; m < n; ++m) {
+    const std::size_t a = m - m % L, b = a + L;
+    d.f[m] = std::exp(half_q2 * (p[m] - p[a]));
+    d.g[m] = b < n ? std::exp(half_q2 * (p[b] - p[m])) : 0.0;
+  }
+  d.t.assign(n_spans * n_spans, 0.0);
+  for (std::size_t s1 = 0; s1 < n_spans; ++s1) {
+    for (std::size_t s2 = s1; s2 < n_spans; ++s2) {
+      d.t[s1 * n_spans + s2] = std::exp(half_q2 * (p[s2 * L] - p[s1 * L]));
+    }
+  }
+  const double shift = -half_q2 * kSmoothAbs;  // c·1e-12
+  d.lo.resize(n);
+  d.hi.resize(n);
+  d.clip.resize(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double pi = p[i];
+    // The first column j in (i, n) where `holds` fails (it holds on a prefix).
+    auto first_failing = [&](auto holds) {
+      std::size_t lo = i + 1, hi = n;
+      while (lo < hi) {
+        const std::size_t mid = lo + (hi - lo) / 2;
+        if (holds(p[mid] - pi)) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      return static_cast<int>(lo);
+    };
+    const int shift_small =
+        first_failing([&](double dr) { return !(dr > 0.0 && shift <= (2.0 * kEps) * dr); });
+    const int next_anchor = static_cast<int>(std::min(n, (i / L + 1) * L));
+    d.lo[i] = std::max(shift_small, next_anchor);
+    d.hi[i] = first_failing([&](double dr) { return half_q2 * dr >= -kDecayFactorLimit; });
+    d.clip[i] = first_failing([&](double dr) { return !(half_q2 * dr <= -kDecayClipFrom); });
+  }
+}
+
+// Columns [j0, fa) and [fb, clip) of a row's run j0 … j0 + n − 1 are direct, [fa, fb)
+// factorised, [clip, j0 + n) clipped.
+struct DecaySegments {
+  int fa, fb, clip;
+};
+
+inline DecaySegments SegmentsOf(const Tables::DecayFactors& d, std::size_t i, int j0, int n) {
+  const int end = j0 + n;
+  if (!d.on) return {j0, j0, end};
+  auto in = [&](int x) { return std::clamp(x, j0, end); };
+  const int clip = in(d.clip[i]);
+  const int fa = std::min(in(d.lo[i]), clip);
+  const int fb = std::max(fa, std::min(in(d.hi[i]), clip));
+  return {fa, fb, clip};
+}
+
+// h[j − fa] = F[j]·(T[s(i) + 1, s]·G[i]) for the columns j in [fa, fb), s = j / span (t_row:
+// T's row s(i) + 1, g = G[i]).
+HOMODYNE_SIMD_CLONES void FactorisedDecays(const double* __restrict f,
+                                           const double* __restrict t_row, double g, int span,
+                                           int fa, int fb, double* __restrict h) {
+  int j = fa;
+  for (int s = fa / span; j < fb; ++s) {
+    const int stop = std::min(fb, (s + 1) * span);
+    const double rg = t_row[s] * g;
+    for (; j < stop; ++j) h[j - fa] = f[j] * rg;
+  }
+}
+
+// h of component r (0: reference, 1: sample) at the columns j0 … j0 + n − 1 of row i, and
+// with dh its derivative with respect to Δ (0 where the clip is active).
+void HalfDecays(const Tables& tab, int r, std::size_t i, int j0, int n, double half_q2, double* h,
+                double* dh) {
+  const Tables::DecayFactors& d = tab.decay[r];
+  const std::vector<double>& p = tab.p[r];
+  const DecaySegments sg = SegmentsOf(d, i, j0, n);
+  auto direct = [&](int from, int to) {
+    for (int j = from; j < to; ++j) {
+      const auto e = static_cast<std::size_t>(j - j0);
+      const double dr = p[static_cast<std::size_t>(j)] - p[i];
+      const double ir = std::sqrt(dr * dr + kSmoothAbs);
+      const double er = half_q2 * ir;
+      const double hv = std::exp(std::clamp(er, -kExpClip, 0.0));
+      h[e] = hv;
+      if (dh != nullptr) dh[e] = (er > -kExpClip && er < 0.0) ? hv * half_q2 * dr / ir : 0.0;
+    }
+  };
+  direct(j0, sg.fa);
+  if (sg.fa < sg.fb) {
+    const int span = tab.decay_span;
+    const double* t_row = d.t.data() + (i / static_cast<std::size_t>(span) + 1) * tab.n_spans;
+    FactorisedDecays(d.f.data(), t_row, d.g[i], span, sg.fa, sg.fb, h + (sg.fa - j0));
+    if (dh != nullptr) {
+      for (int j = sg.fa; j < sg.fb; ++j) {
+        const auto e = static_cast<std::size_t>(j - j0);
+        const double dr = p[static_cast<std::size_t>(j)] - p[i];
+        const double ratio = dr >= kDecayUnitRatioFrom ? 1.0 : dr / std::sqrt(dr * dr + kSmoothAbs);
+        dh[e] = h[e] * half_q2 * ratio;
+      }
+    }
+  }
+  direct(sg.fb, sg.clip);
+  for (int j = sg.clip; j < j0 + n; ++j) {
+    h[j - j0] = tab.h_clip;
+    if (dh != nullptr) dh[j - j0] = 0.0;
   }
 }
 
@@ -155,6 +338,18 @@ Tables HeterodyneKernel::Impl::MakeTables(std::span<const double> params, bool d
   }
   static_cast<heterodyne::TimeTables&>(tab) =
       heterodyne::BuildTimeTables(grid.t, grid.dt, p, derivatives);
+  tab.h_clip = std::exp(-kExpClip);
+  if (Separable()) {
+    const std::size_t n_t = grid.t.size();
+    tab.decay_span =
+        std::max(kDecayMinSpan, static_cast<int>((n_t + kDecayMaxSpans - 1) / kDecayMaxSpans));
+    const auto span = static_cast<std::size_t>(tab.decay_span);
+    tab.n_spans = (n_t + span - 1) / span;
+    const double half_q2 = -0.5 * tab.q2;
+    for (int r = 0; r < 2; ++r) {
+      BuildDecayFactors(tab.p[r], half_q2, tab.decay_span, tab.n_spans, tab.decay[r]);
+    }
+  }
   if (Separable()) {
     const std::vector<double>& v = tab.p[2];
     const std::size_t n_t = v.size();
@@ -192,33 +387,62 @@ struct ColumnTerms {
   }
 };
 
-// The column quantities of a point that the χ² and derivative passes share, with the
-// reference's expressions (so that every pass has the same c2 bits).
-struct PointColumn {
-  double dr, ds, ir, is, er, es, hr, hs, bj, aj, rr, ss, m2, norm;
-  bool floored;
-};
+// The fraction terms of n columns of row i that every pass shares (and the velocity
+// differences), with the reference's expressions: every pass has the same c2 bits.
+HOMODYNE_SIMD_CLONES void ColumnsAt(const double* __restrict fs_j, double bi,
+                                    const double* __restrict pv_j, double pv_i,
+                                    const double* __restrict hr, const double* __restrict hs,
+                                    double* __restrict rr, double* __restrict ss,
+                                    double* __restrict m2, double* __restrict norm,
+                                    double* __restrict v, int n) {
+  const double ai = 1.0 - bi;
+  const double ni = bi * bi + ai * ai;
+  for (int c = 0; c < n; ++c) {
+    const double bj = fs_j[c], aj = 1.0 - bj;
+    rr[c] = (ai * aj) * (ai * aj) * (hr[c] * hr[c]);
+    ss[c] = (bi * bj) * (bi * bj) * (hs[c] * hs[c]);
+    m2[c] = 2.0 * ((ai * bi) * (aj * bj));
+    const double nm = ni * (bj * bj + aj * aj);
+    norm[c] = nm > kNormFloor ? nm : kNormFloor;
+    v[c] = pv_j[c] - pv_i;
+  }
+}
 
-inline PointColumn ColumnAt(const Tables& tab, std::size_t i, std::size_t j, double half_q2) {
-  PointColumn pc;
-  pc.dr = tab.p[0][j] - tab.p[0][i];
-  pc.ds = tab.p[1][j] - tab.p[1][i];
-  pc.ir = std::sqrt(pc.dr * pc.dr + kSmoothAbs);
-  pc.is = std::sqrt(pc.ds * pc.ds + kSmoothAbs);
-  pc.er = half_q2 * pc.ir;
-  pc.es = half_q2 * pc.is;
-  pc.hr = std::exp(std::clamp(pc.er, -kExpClip, 0.0));
-  pc.hs = std::exp(std::clamp(pc.es, -kExpClip, 0.0));
-  pc.bj = tab.fs[j];
-  pc.aj = 1.0 - pc.bj;
-  const double bi = tab.fs[i], ai = 1.0 - bi;
-  pc.rr = (ai * pc.aj) * (ai * pc.aj) * (pc.hr * pc.hr);
-  pc.ss = (bi * pc.bj) * (bi * pc.bj) * (pc.hs * pc.hs);
-  pc.m2 = 2.0 * ((ai * bi) * (pc.aj * pc.bj));
-  const double norm = (bi * bi + ai * ai) * (pc.bj * pc.bj + pc.aj * pc.aj);
-  pc.floored = !(norm > kNormFloor);
-  pc.norm = pc.floored ? kNormFloor : norm;
-  return pc;
+// The derivative passes' column terms of a block's nb columns: ColumnsAt's (the same
+// expressions) and the chain-rule factors of heterodyne_block.h; col.hr and col.hs are set.
+HOMODYNE_SIMD_CLONES void DerivColumnsAt(const double* __restrict fs_j, double bi,
+                                         const double* __restrict pv_j, double pv_i,
+                                         detail::HetBlockColumns& col, int nb) {
+  const double ai = 1.0 - bi;
+  const double ni = bi * bi + ai * ai;
+  for (int e = 0; e < nb; ++e) {
+    const double bj = fs_j[e], aj = 1.0 - bj;
+    const double hr = col.hr[e], hs = col.hs[e];
+    col.rr[e] = (ai * aj) * (ai * aj) * (hr * hr);
+    col.ss[e] = (bi * bj) * (bi * bj) * (hs * hs);
+    col.m2[e] = 2.0 * ((ai * bi) * (aj * bj));
+    const double nm = ni * (bj * bj + aj * aj);
+    const bool floored = !(nm > kNormFloor);
+    const double norm = floored ? kNormFloor : nm;
+    col.norm[e] = norm;
+    col.v[e] = pv_j[e] - pv_i;
+    col.inv_norm[e] = 1.0 / norm;
+    col.kr[e] = 2.0 * (ai * aj) * (ai * aj) * hr;
+    col.ks[e] = 2.0 * (bi * bj) * (bi * bj) * hs;
+    col.dni[e] = floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
+    col.dnj[e] = floored ? 0.0 : 2.0 * (bj - aj) * ni;
+    col.dsi0[e] = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs);
+    col.dsi1[e] = 2.0 * (aj * bj);
+    col.dsi2[e] = ai - bi;
+    col.dsj0[e] = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs);
+    col.dsj1[e] = 2.0 * (ai * bi);
+    col.dsj2[e] = aj - bj;
+  }
+}
+
+HOMODYNE_SIMD_CLONES void Differences(const double* __restrict x, double xi, double* __restrict out,
+                                      int n) {
+  for (int e = 0; e < n; ++e) out[e] = x[e] - xi;
 }
 
 // The phase's cosine (and sine) of n columns: the array sine/cosine within ~2 ulp, or libm's,
@@ -245,18 +469,12 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
     const auto i = static_cast<std::size_t>(grp.row);
     const int n = grp.count;
     ct.Resize(n);
-    for (int col = 0; col < n; ++col) {
-      const auto j = static_cast<std::size_t>(grp.col_begin + col);
-      const auto e = static_cast<std::size_t>(col);
-      const PointColumn pc = ColumnAt(tab, i, j, half_q2);
-      ct.hr[e] = pc.hr;
-      ct.hs[e] = pc.hs;
-      ct.rr[e] = pc.rr;
-      ct.ss[e] = pc.ss;
-      ct.m2[e] = pc.m2;
-      ct.norm[e] = pc.norm;
-      ct.v[e] = tab.p[2][j] - tab.p[2][i];
-    }
+    HalfDecays(tab, 0, i, grp.col_begin, n, half_q2, ct.hr.data(), nullptr);
+    HalfDecays(tab, 1, i, grp.col_begin, n, half_q2, ct.hs.data(), nullptr);
+    const auto j0 = static_cast<std::size_t>(grp.col_begin);
+    ColumnsAt(tab.fs.data() + j0, tab.fs[i], tab.p[2].data() + j0, tab.p[2][i], ct.hr.data(),
+              ct.hs.data(), ct.rr.data(), ct.ss.data(), ct.m2.data(), ct.norm.data(), ct.v.data(),
+              n);
     for (int ti : grp.tiles) {
       const RowTile& tile = tiles[static_cast<std::size_t>(ti)];
       const auto k = static_cast<std::size_t>(tile.angle);
@@ -343,7 +561,7 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
        gidx < chunk_begin[static_cast<std::size_t>(c) + 1]; ++gidx) {
     const Group& grp = groups[static_cast<std::size_t>(gidx)];
     const auto i = static_cast<std::size_t>(grp.row);
-    const double bi = tab.fs[i], ai = 1.0 - bi;
+    const double bi = tab.fs[i];
     sc.chi2_lanes.assign(4 * grp.tiles.size(), 0.0);
     sc.separable_end.resize(grp.tiles.size());
     for (std::size_t t = 0; t < grp.tiles.size(); ++t) {
@@ -354,35 +572,17 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
     for (int b0 = 0; b0 < grp.count; b0 += kHetBlock) {
       const int nb = std::min(kHetBlock, grp.count - b0);
       col.n = nb;
-      for (int e = 0; e < nb; ++e) {
-        const auto j = static_cast<std::size_t>(grp.col_begin + b0 + e);
-        const PointColumn pc = ColumnAt(tab, i, j, half_q2);
-        const double hr = pc.hr, hs = pc.hs, aj = pc.aj, bj = pc.bj;
-        col.hr[e] = hr;
-        col.hs[e] = hs;
-        col.rr[e] = pc.rr;
-        col.ss[e] = pc.ss;
-        col.m2[e] = pc.m2;
-        col.norm[e] = pc.norm;
-        col.v[e] = tab.p[2][j] - tab.p[2][i];
-        col.inv_norm[e] = 1.0 / pc.norm;
-        col.dhr[e] = (pc.er > -kExpClip && pc.er < 0.0) ? hr * half_q2 * pc.dr / pc.ir : 0.0;
-        col.dhs[e] = (pc.es > -kExpClip && pc.es < 0.0) ? hs * half_q2 * pc.ds / pc.is : 0.0;
-        col.kr[e] = 2.0 * (ai * aj) * (ai * aj) * hr;
-        col.ks[e] = 2.0 * (bi * bj) * (bi * bj) * hs;
-        col.dni[e] = pc.floored ? 0.0 : 2.0 * (bi - ai) * (bj * bj + aj * aj);
-        col.dnj[e] = pc.floored ? 0.0 : 2.0 * (bj - aj) * (bi * bi + ai * ai);
-        col.dsi0[e] = -2.0 * ai * (aj * aj) * (hr * hr) + 2.0 * bi * (bj * bj) * (hs * hs);
-        col.dsi1[e] = 2.0 * (aj * bj);
-        col.dsi2[e] = ai - bi;
-        col.dsj0[e] = -2.0 * aj * (ai * ai) * (hr * hr) + 2.0 * bj * (bi * bi) * (hs * hs);
-        col.dsj1[e] = 2.0 * (ai * bi);
-        col.dsj2[e] = aj - bj;
-        for (int r = 0; r < 3; ++r) {
-          for (int d = 0; d < 3; ++d) col.dp[3 * r + d][e] = tab.dp[r][d][j] - tab.dp[r][d][i];
+      HalfDecays(tab, 0, i, grp.col_begin + b0, nb, half_q2, col.hr, col.dhr);
+      HalfDecays(tab, 1, i, grp.col_begin + b0, nb, half_q2, col.hs, col.dhs);
+      const auto j0 = static_cast<std::size_t>(grp.col_begin + b0);
+      DerivColumnsAt(tab.fs.data() + j0, bi, tab.p[2].data() + j0, tab.p[2][i], col, nb);
+      for (int r = 0; r < 3; ++r) {
+        for (int d = 0; d < 3; ++d) {
+          const std::vector<double>& x = tab.dp[r][d];
+          Differences(x.data() + j0, x[i], col.dp[3 * r + d], nb);
         }
-        for (int d = 0; d < 4; ++d) col.fj[d][e] = tab.dfs[d][j];
       }
+      for (int d = 0; d < 4; ++d) std::copy_n(tab.dfs[d].data() + j0, nb, col.fj[d]);
       // The fold reads whole lanes: zero the column vectors beyond the block, and the sums.
       const int padded = (nb + detail::kHetLanes - 1) / detail::kHetLanes * detail::kHetLanes;
       for (int e = nb; e < padded; ++e) {
@@ -406,7 +606,6 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
           const std::size_t at = k * tab.n_t;
           const double* tc = tab.cos_x.data() + at;
           const double* ts = tab.sin_x.data() + at;
-          const std::size_t j0 = static_cast<std::size_t>(grp.col_begin + b0);
           SeparableSinCos(tc + j0, ts + j0, tc[i], ts[i], sc.sin_theta, sc.cos_theta, ns);
         }
         for (int e = ns; e < nb; ++e) sc.theta[e] = a * col.v[e];
@@ -651,6 +850,23 @@ std::int64_t HeterodyneKernel::CountSeparable(std::span<const double> params) co
     }
   }
   return count;
+}
+
+HeterodyneKernel::DecayCounts HeterodyneKernel::CountSeparableDecay(
+    std::span<const double> params) const {
+  const Impl& im = *impl_;
+  const Tables tab = im.MakeTables(params, false);
+  DecayCounts counts;
+  for (const Group& grp : im.groups) {
+    const auto tiles = static_cast<std::int64_t>(grp.tiles.size());
+    for (const Tables::DecayFactors& d : tab.decay) {
+      const DecaySegments sg =
+          SegmentsOf(d, static_cast<std::size_t>(grp.row), grp.col_begin, grp.count);
+      counts.factorised += tiles * (sg.fb - sg.fa);
+      counts.clipped += tiles * (grp.col_begin + grp.count - sg.clip);
+    }
+  }
+  return counts;
 }
 
 }  // namespace homodyne::model

@@ -51,6 +51,8 @@ std::vector<double> Reduced(const Comm& comm, const testing::HeterodyneProblem& 
 TEST(HeterodyneKernelMpi, SameBitsOnEveryRankCountAndThreadCount) {
   const Comm& world = homodyne::testing::TestEnvironment().world();
   const testing::HeterodyneProblem pb = testing::MakeHeterodyneProblem(77, 36, 3);
+  // The factorised decays are on: their choice must not depend on the split either.
+  ASSERT_GT(HeterodyneKernel(pb.grid, pb.tiles).CountSeparableDecay(pb.x).factorised, 0);
   const int rows_per_block = 3;
   const int n_blocks = (36 + rows_per_block - 1) / rows_per_block;
   // One process, every block.

@@ -4,6 +4,7 @@
 // masked points ignored.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -71,11 +72,12 @@ PhaseCase MakePhaseCase(std::uint64_t seed, int frames, double v0, double beta, 
   pc.pb.grid.dt = 0.2;
   pc.pb.grid.q = 0.01;
   for (int m = 0; m < frames; ++m) pc.pb.grid.t[static_cast<std::size_t>(m)] = (m + 1) * 0.2;
-  // Slow transport (h_r, h_s ≥ e^-1.5) and a constant fraction 0.4, so that the phase's cross
-  // term shows in c2's bits everywhere.
+  // No transport (P_r = P_s = 0, h_r = h_s = exp(−½q²·1e-6), evaluated directly: the
+  // decays are the direct kernel's, so that the phase alone can change c2's bits) and a
+  // constant fraction 0.4, so that the phase's cross term shows in c2's bits everywhere.
   const std::size_t phys = 2 * pc.pb.grid.phi_deg.size();
   for (std::size_t r : {phys, phys + 3}) {
-    pc.pb.x[r] = 1e3;
+    pc.pb.x[r] = 0.0;
     pc.pb.x[r + 1] = 0.0;
     pc.pb.x[r + 2] = 0.0;
   }
@@ -98,9 +100,15 @@ PhaseCase MakePhaseCase(std::uint64_t seed, int frames, double v0, double beta, 
   direct.EvaluateModel(pc.pb.x, pc.direct);
   pc.separable = fast.CountSeparable(pc.pb.x);
   EXPECT_EQ(direct.CountSeparable(pc.pb.x), 0);
+  EXPECT_EQ(direct.CountSeparableDecay(pc.pb.x).factorised, 0);
+  EXPECT_EQ(direct.CountSeparableDecay(pc.pb.x).clipped, 0);
   KernelOptions exact;
   exact.exact_transcendentals = true;
-  EXPECT_EQ(HeterodyneKernel(pc.pb.grid, pc.pb.tiles, exact).CountSeparable(pc.pb.x), 0);
+  const HeterodyneKernel exact_kernel(pc.pb.grid, pc.pb.tiles, exact);
+  EXPECT_EQ(exact_kernel.CountSeparable(pc.pb.x), 0);
+  EXPECT_EQ(exact_kernel.CountSeparableDecay(pc.pb.x).factorised, 0);
+  EXPECT_EQ(exact_kernel.CountSeparableDecay(pc.pb.x).clipped, 0);
+  EXPECT_EQ(fast.CountSeparableDecay(pc.pb.x).factorised, 0);
   // One χ² in the three passes, with rows of several derivative blocks.
   const NormalEquations ne = fast.Accumulate(pc.pb.x);
   std::vector<double> jtr(static_cast<std::size_t>(fast.index().size()));
@@ -204,6 +212,161 @@ void ExpectPointSums(const HeterodyneProblem& pb) {
   }
 }
 
+// The separable half decays (heterodyne_kernel.cpp): exp(−½q²ΔP) from per-time,
+// per-(anchor span pair) and per-row factors, direct next to the diagonal and at the clip's
+// edge, the clip's constant beyond it.
+struct DecayCase {
+  HeterodyneProblem pb;
+  heterodyne::HeterodyneEvaluation ev;
+  HeterodyneKernel::DecayCounts counts;
+  std::int64_t points = 0;
+  double worst = 0.0;  // max |c2 − c2_ref|/|c2_ref| over the tiles' points
+};
+
+// Sets the grid (n frames of dt, q) and the physical parameters of pb (the data stay: only
+// the model is compared), and compares the kernel's c2 with the reference's.
+DecayCase MakeDecayCase(HeterodyneProblem problem, double dt, double q,
+                        const std::vector<double>& physical) {
+  DecayCase dc{std::move(problem), {}, {}, 0, 0.0};
+  HeterodyneProblem& pb = dc.pb;
+  pb.grid.dt = dt;
+  pb.grid.q = q;
+  for (std::size_t m = 0; m < pb.grid.t.size(); ++m) {
+    pb.grid.t[m] = static_cast<double>(m + 1) * dt;
+  }
+  const std::size_t phys = 2 * pb.grid.phi_deg.size();
+  std::copy(physical.begin(), physical.end(), pb.x.begin() + static_cast<std::ptrdiff_t>(phys));
+  dc.ev = heterodyne::Evaluate(InputAt(pb, pb.x));
+  const HeterodyneKernel kernel(pb.grid, pb.tiles);
+  std::vector<double> model(static_cast<std::size_t>(kernel.num_points()));
+  kernel.EvaluateModel(pb.x, model);
+  dc.points = kernel.num_points();
+  dc.counts = kernel.CountSeparableDecay(pb.x);
+  std::size_t e = 0;
+  for (const RowTile& tile : pb.tiles) {
+    for (int c = 0; c < tile.count; ++c, ++e) {
+      const double ref = dc.ev.C2(tile.angle, tile.row, tile.col_begin + c);
+      dc.worst = std::max(dc.worst, std::abs(model[e] - ref) / std::abs(ref));
+    }
+  }
+  // One χ² in the three passes.
+  const NormalEquations ne = kernel.Accumulate(pb.x);
+  std::vector<double> jtr(static_cast<std::size_t>(kernel.index().size()));
+  const double chi2_grad = kernel.Gradient(pb.x, jtr);
+  const double chi2 = kernel.Chi2(pb.x);
+  EXPECT_EQ(std::memcmp(&chi2, &ne.chi2, sizeof(double)), 0);
+  EXPECT_EQ(std::memcmp(&chi2_grad, &ne.chi2, sizeof(double)), 0);
+  return dc;
+}
+
+// Random parameters in the registry bounds (D0 0…1e6, alpha ±2, D_offset ±1e4, q 1e-3…0.1,
+// dt 1e-3…1 s): slow and fast decays, rates at the 0 floor (a negative offset), decays that
+// reach the −700 clip. c2 within 1e-13 of the reference everywhere, with the factorised
+// decay on most of the points × {h_r, h_s}.
+TEST(HeterodyneKernel, DecayIsSeparableWithinOneEMinus13OverRandomParameters) {
+  std::int64_t factorised = 0, clipped = 0, total = 0;
+  int with_floor = 0, with_clip = 0, slow = 0, fast = 0;
+  for (std::uint64_t seed = 201; seed <= 260; ++seed) {
+    SCOPED_TRACE(seed);
+    std::mt19937_64 rng(seed);
+    auto u = [&](double lo, double hi) {
+      return std::uniform_real_distribution<double>(lo, hi)(rng);
+    };
+    const int frames = 40 + 40 * static_cast<int>(seed % 4);
+    const double dt = std::pow(10.0, u(-3, 0));
+    const double q = std::pow(10.0, u(-3, -1));
+    std::vector<double> phys;
+    for (int r = 0; r < 2; ++r) {
+      phys.push_back(u(0, 1) < 0.1 ? 0.0 : std::pow(10.0, u(-2, 6)));  // D0
+      phys.push_back(u(-2, 2));                                        // alpha
+      const double kind = u(0, 1), scale = std::pow(10.0, u(-3, 4));
+      phys.push_back(kind < 0.3 ? 0.0 : kind < 0.6 ? scale : -scale);  // D_offset
+    }
+    const std::vector<double> rest = {std::pow(10.0, u(0, 3)),
+                                      u(0, 2),
+                                      u(-100, 100),
+                                      u(0, 1),
+                                      u(-1, 1),
+                                      u(-1, 1),
+                                      u(-1, 1),
+                                      u(-10, 10)};
+    phys.insert(phys.end(), rest.begin(), rest.end());
+    const DecayCase dc = MakeDecayCase(MakeHeterodyneProblem(seed, frames, 2), dt, q, phys);
+    EXPECT_LE(dc.worst, 1e-13);
+    factorised += dc.counts.factorised;
+    clipped += dc.counts.clipped;
+    total += 2 * dc.points;
+    const auto& ev = dc.ev;
+    auto has_zero = [](const std::vector<double>& v) {
+      return std::find(v.begin(), v.end(), 0.0) != v.end();
+    };
+    with_floor += has_zero(ev.rate_ref) || has_zero(ev.rate_sample) ? 1 : 0;
+    with_clip += dc.counts.clipped > 0 ? 1 : 0;
+    const double c = 0.5 * q * q;
+    const double reach = c * std::max(ev.p_ref.back(), ev.p_sample.back());
+    slow += reach < 1.0 ? 1 : 0;
+    fast += reach > 50.0 ? 1 : 0;
+  }
+  EXPECT_GT(static_cast<double>(factorised), 0.5 * static_cast<double>(total));
+  EXPECT_GT(clipped, 0);
+  EXPECT_GE(with_floor, 5);
+  EXPECT_GE(with_clip, 5);
+  EXPECT_GE(slow, 5);
+  EXPECT_GE(fast, 5);
+}
+
+// The fallback where the smooth-abs shift shows: the reference rate at the 0 floor over a
+// stretch longer than an anchor span (ΔP_r = 0 there, h_r = exp(−½q²·1e-6) ≠ 1) and a very
+// slow sample rate (ΔP_s ~ 1e-4). exp(−½q²ΔP), the factorised form's value, puts c2 far
+// outside 1e-13 of the reference at points beyond the row's span; the kernel stays within
+// it. The reference rate's later growth reaches the clip. The normal equations are the point
+// sums of the analytic derivatives.
+TEST(HeterodyneKernel, DecayFallsBackWhereTheFactorisedFormMissesTheBudget) {
+  const int frames = 160;
+  const double dt = 0.1, q = 0.05;
+  // J_r = max(1e4·t − 5e4, 0): 0 up to t = 5 s, then fast enough that ½q²ΔP_r reaches 756
+  // (the clip) over the grid; J_s = 3e-5 Å²/s (ΔP_s = 1e-4 over 32 frames: a shift of
+  // 6e-12 relative). No flow, a constant fraction 0.5.
+  const std::vector<double> phys = {1e4, 1.0, -5e4, 0.0, 0.0, 3e-5, 0.0,
+                                    0.0, 0.0, 0.5,  0.0, 0.0, 0.0,  0.0};
+  const DecayCase dc = MakeDecayCase(MakeHeterodyneProblem(91, frames, 2), dt, q, phys);
+  EXPECT_LE(dc.worst, 1e-13);
+  EXPECT_GT(dc.counts.factorised, dc.points / 4);
+  EXPECT_GT(dc.counts.clipped, 0);
+  EXPECT_LT(dc.counts.factorised + dc.counts.clipped, 2 * dc.points);
+  // exp(−½q²ΔP) for both decays, from the reference's own tables, at the points j ≥ i + 32
+  // (beyond any row's anchor span): far from the reference where ΔP is tiny.
+  const auto& ev = dc.ev;
+  const double half_q2 = -0.5 * q * q;
+  double worst_plain = 0.0;
+  int tiny = 0;
+  for (const RowTile& tile : dc.pb.tiles) {
+    const auto i = static_cast<std::size_t>(tile.row);
+    for (int c = 0; c < tile.count; ++c) {
+      const auto j = static_cast<std::size_t>(tile.col_begin + c);
+      if (j < i + 32) continue;
+      const double dr = ev.p_ref[j] - ev.p_ref[i], ds = ev.p_sample[j] - ev.p_sample[i];
+      tiny += dr == 0.0 ? 1 : 0;
+      const double hr = std::exp(std::max(half_q2 * dr, -heterodyne::kExpClip));
+      const double hs = std::exp(std::max(half_q2 * ds, -heterodyne::kExpClip));
+      const double bi = ev.fraction_sample[i], ai = 1.0 - bi;
+      const double bj = ev.fraction_sample[j], aj = 1.0 - bj;
+      const double sum = (ai * aj) * (ai * aj) * (hr * hr) + (bi * bj) * (bi * bj) * (hs * hs) +
+                         2.0 * ((ai * bi) * (aj * bj)) * hr * hs;  // θ = 0: no flow
+      const double norm = (bi * bi + ai * ai) * (bj * bj + aj * aj);
+      const double k = static_cast<double>(tile.angle);
+      const double contrast = dc.pb.x[static_cast<std::size_t>(k)];
+      const double offset = dc.pb.x[dc.pb.grid.phi_deg.size() + static_cast<std::size_t>(k)];
+      const double plain = offset + (contrast * sum) / norm;
+      const double ref = ev.C2(tile.angle, tile.row, tile.col_begin + c);
+      worst_plain = std::max(worst_plain, std::abs(plain - ref) / std::abs(ref));
+    }
+  }
+  EXPECT_GT(tiny, 100);
+  EXPECT_GT(worst_plain, 1e-11);
+  ExpectPointSums(dc.pb);
+}
+
 // Many random parameter sets: some saturate the fraction (seed 71), where ∂c2/∂f_s nearly
 // cancels and its rounding must follow the reference's.
 TEST(HeterodyneKernel, NormalEquationsAreThePointSumsOfTheAnalyticDerivatives) {
@@ -241,6 +404,13 @@ TEST_P(HeterodyneKernelBits, SameBitsForEveryThreadCountAndBetweenPasses) {
     opt.chunk_points = 97;  // many chunks
     const HeterodyneKernel kernel(pb.grid, pb.tiles, opt);
     ASSERT_GT(kernel.num_chunks(), 3);
+    // Factorised decays on the fast path, none with libm's.
+    const HeterodyneKernel::DecayCounts dc = kernel.CountSeparableDecay(pb.x);
+    if (exact) {
+      EXPECT_EQ(dc.factorised, 0);
+    } else {
+      EXPECT_GT(dc.factorised, 0);
+    }
     const NormalEquations ne = kernel.Accumulate(pb.x);
     std::vector<double> jtr(static_cast<std::size_t>(kernel.index().size()));
     const double chi2_grad = kernel.Gradient(pb.x, jtr);
