@@ -19,6 +19,8 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
   o.start_frame = cfg.analyzer.start_frame;
   o.end_frame = cfg.analyzer.end_frame;
   o.dt = cfg.analyzer.dt;
+  // two_component's quantile estimates pool the full matrix, row 0 included (as xpcsjax's).
+  o.first_row = cfg.analysis_mode == config::AnalysisMode::kTwoComponent;
   o.phi_filter.enabled = cfg.phi_filtering.enabled;
   for (const auto& r : cfg.phi_filtering.target_ranges) {
     o.phi_filter.ranges.push_back({r.min_angle, r.max_angle});

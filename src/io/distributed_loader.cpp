@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -21,37 +23,59 @@ namespace {
 // Largest row or column block read at once (doubles): 16 Mi values = 128 MiB.
 constexpr std::int64_t kMaxBlockValues = std::int64_t{1} << 24;
 
-// H[m, m+1] + H[m+1, m] for m = 0..N-2 of the frame slice (point selection).
-std::vector<double> ReadSuperDiagonal(hid_t file, const DatasetMetadata& meta,
-                                      const SelectedBin& bin) {
-  const std::int64_t n = meta.n_frames;
-  const std::int64_t s0 = meta.frame_begin;
-  if (n < 2) return {};
-  const auto np = static_cast<std::size_t>(2 * (n - 1));
+// C[a, b] = H[a, b] + H[b, a] for every (a, b) of `pairs` (frame-slice indices, a != b), in
+// one point selection.
+std::vector<double> ReadSymmetricPairs(
+    hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+    const std::vector<std::pair<std::int64_t, std::int64_t>>& pairs) {
+  if (pairs.empty()) return {};
+  const auto s0 = static_cast<hsize_t>(meta.frame_begin);
+  const std::size_t np = 2 * pairs.size();
   std::vector<hsize_t> coords(2 * np);
-  for (std::int64_t m = 0; m + 1 < n; ++m) {
-    const auto k = static_cast<std::size_t>(m);
-    const auto a = static_cast<hsize_t>(s0 + m);
-    coords[4 * k + 0] = a;  // H[m, m+1]
-    coords[4 * k + 1] = a + 1;
-    coords[4 * k + 2] = a + 1;  // H[m+1, m]
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const auto a = s0 + static_cast<hsize_t>(pairs[k].first);
+    const auto b = s0 + static_cast<hsize_t>(pairs[k].second);
+    coords[4 * k + 0] = a;  // H[a, b]
+    coords[4 * k + 1] = b;
+    coords[4 * k + 2] = b;  // H[b, a]
     coords[4 * k + 3] = a;
   }
   auto ds = h5::OpenDataset(file, meta.file, bin.dataset);
   const h5::Where where{meta.file, bin.dataset};
   auto fspace = h5::Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
   h5::Check(H5Sselect_elements(fspace.get(), H5S_SELECT_SET, np, coords.data()),
-            "selecting the first off-diagonals", where);
+            "selecting the first off-diagonal (and first row)", where);
   const hsize_t mdim = np;
   auto mspace =
       h5::Own<h5::Dataspace>(H5Screate_simple(1, &mdim, nullptr), "creating a memory space", where);
-  std::vector<double> pairs(np);
+  std::vector<double> values(np);
   h5::Check(
-      H5Dread(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, pairs.data()),
-      "reading the first off-diagonals", where);
-  std::vector<double> super(np / 2);
-  for (std::size_t k = 0; k < super.size(); ++k) super[k] = pairs[2 * k] + pairs[2 * k + 1];
-  return super;
+      H5Dread(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, values.data()),
+      "reading the first off-diagonal (and first row)", where);
+  std::vector<double> sums(pairs.size());
+  for (std::size_t k = 0; k < sums.size(); ++k) sums[k] = values[2 * k] + values[2 * k + 1];
+  return sums;
+}
+
+// Collective: `bad[k]` non-finite values on angle k's first row (counted on one rank); if
+// any, every rank throws the same agreed bad-input Error naming the bin.
+void AgreeOnFiniteFirstRow(const Comm& comm, const DatasetMetadata& meta,
+                           const std::vector<std::int64_t>& bad) {
+  std::vector<std::int64_t> total(bad.size(), 0);
+  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
+                comm.get());
+  for (std::size_t k = 0; k < total.size(); ++k) {
+    if (total[k] > 0) {
+      throw Error(ErrorKind::kBadInput,
+                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values on the row of frame "
+                              "{} (frames {}..{}), which two_component's quantile estimates of "
+                              "the per-angle scaling pool",
+                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
+                              meta.start_frame, meta.end_frame),
+                  {meta.file, meta.bins[k].dataset, -1})
+          .MarkAgreed();
+    }
+  }
 }
 
 }  // namespace
@@ -176,6 +200,7 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
   const ReadCrashGuard guard(meta.file, "this rank's share of the correlation matrices");
   h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
+  std::vector<std::int64_t> bad_row(meta.n_angles(), 0);
   RunCollectively(comm, [&] {
     const FaultScope load("load");  // job rank: comm may be a multistart group
     // One batch of large row/column blocks per angle: the rank's rows of an angle are a
@@ -216,9 +241,18 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
         ReadBlock(file.get(), meta.file, meta.bins[k].dataset, meta.frame_begin, 1,
                   meta.frame_begin, 1, d.data());
         local.diagonal.push_back(d);
+        if (options.first_row) local.first_row.push_back(d);
         continue;
       }
-      const std::vector<double> super = ReadSuperDiagonal(file.get(), meta, meta.bins[k]);
+      // C[m, m+1] for m = 0..N-2, then (first rows) C[0, j] for j = 2..N-1, in one read.
+      std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+      for (std::int64_t m = 0; m + 1 < meta.n_frames; ++m) pairs.emplace_back(m, m + 1);
+      for (std::int64_t j = 2; options.first_row && j < meta.n_frames; ++j) {
+        pairs.emplace_back(0, j);
+      }
+      std::vector<double> read = ReadSymmetricPairs(file.get(), meta, meta.bins[k], pairs);
+      const auto n_super = static_cast<std::size_t>(meta.n_frames - 1);
+      const std::span<const double> super(read.data(), n_super);
       // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
       // enters the diagonal correction: rank 0 counts it.
       // Before the values are read (layout only), rank 0 counts the whole off-diagonal.
@@ -228,11 +262,25 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
         }
       }
       local.diagonal.push_back(CorrectedDiagonal(super, super));
+      if (options.first_row) {
+        std::vector<double> row(static_cast<std::size_t>(meta.n_frames));
+        row[0] = local.diagonal.back()[0];
+        row[1] = super[0];
+        std::copy(read.begin() + static_cast<std::ptrdiff_t>(n_super), read.end(), row.begin() + 2);
+        // Rank 0 counts the row (every rank holds it); C[0, 0] = C[0, 1] is counted above.
+        if (comm.is_root()) {
+          for (std::size_t j = 1; j < row.size(); ++j) {
+            if (!std::isfinite(row[j])) ++bad_row[k];
+          }
+        }
+        local.first_row.push_back(std::move(row));
+      }
     }
   });
   file.Close({meta.file, ""});
 
   AgreeOnNonFinite(comm, meta, bad, /*off_diagonal_only=*/!read_values);
+  AgreeOnFiniteFirstRow(comm, meta, bad_row);
   return local;
 }
 
@@ -247,7 +295,7 @@ LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options,
   return Load(comm, options, logger, false);
 }
 
-LocalData DistributeInMemory(const Comm& comm, const DatasetView& data) {
+LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool first_row) {
   LocalData local;
   local.rank = comm.rank();
   local.meta = data.meta;
@@ -277,7 +325,17 @@ LocalData DistributeInMemory(const Comm& comm, const DatasetView& data) {
     for (std::size_t m = 0; m < n; ++m) diagonal[m] = c2[m * n + m];
     local.diagonal.push_back(std::move(diagonal));
   }
+  std::vector<std::int64_t> bad_row(meta.n_angles(), 0);
+  for (std::size_t k = 0; first_row && k < data.c2->size(); ++k) {
+    const std::vector<double>& c2 = (*data.c2)[k];
+    local.first_row.emplace_back(c2.begin(), c2.begin() + static_cast<std::ptrdiff_t>(n));
+    // Every rank holds the data: rank 0 counts.
+    for (std::size_t j = 0; comm.is_root() && j < n; ++j) {
+      if (!std::isfinite(c2[j])) ++bad_row[k];
+    }
+  }
   AgreeOnNonFinite(comm, meta, bad);
+  AgreeOnFiniteFirstRow(comm, meta, bad_row);
   return local;
 }
 

@@ -7,7 +7,8 @@
 // column block H[j0:N, i0:i1] of the stored half matrix (after the frame offset), so
 // C[i,j] = H[i,j] + H[j,i] exactly as the serial loader computes it. The first
 // super-/sub-diagonal of every angle is read on every rank to give the corrected
-// diagonal (spec §1.6) identical to the serial loader's.
+// diagonal (spec §1.6) identical to the serial loader's; so is the first frame's row
+// C[0, j] when LoadOptions::first_row asks for it.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +35,9 @@ struct LocalData {
   std::vector<double> values;    // C[i, j] for every tile point, concatenated
   // Corrected diagonal of every kept angle (loader indices 0..N-1), on every rank.
   std::vector<std::vector<double>> diagonal;
+  // If asked for (LoadOptions::first_row): C[0, j] of every kept angle, j = 0..N-1 (j = 0
+  // the corrected diagonal's first value), on every rank, checked finite; else empty.
+  std::vector<std::vector<double>> first_row;
 
   std::int64_t local_points() const { return static_cast<std::int64_t>(values.size()); }
 };
@@ -49,14 +53,14 @@ LocalData LoadDistributed(const Comm& comm, const LoadOptions& options, const Lo
 
 // Everything LoadDistributed does except reading the fitted values (streaming fits):
 // metadata, plan, this rank's tiles with their offsets, the corrected diagonals (checked
-// finite). `values` stays empty. Collective.
+// finite) and the first rows if asked for. `values` stays empty. Collective.
 LocalData LoadDistributedLayout(const Comm& comm, const LoadOptions& options, const Logger& logger);
 
 // The same LocalData as LoadDistributed, from a dataset every rank holds in memory (the
 // public API's in-memory fits): the plan, this rank's tiles and their values copied from
-// *data.c2, the diagonals. Collective; a non-finite fitted value is the agreed bad-input
-// Error naming the angle.
-LocalData DistributeInMemory(const Comm& comm, const DatasetView& data);
+// *data.c2, the diagonals and, if `first_row`, the first rows. Collective; a non-finite
+// fitted value (or first-row value) is the agreed bad-input Error naming the angle.
+LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool first_row = false);
 
 // Collective: `bad[k]` non-finite values of angle k found on this rank; if any rank found
 // some, every rank throws the same agreed bad-input Error naming the bin (and saying that

@@ -30,6 +30,9 @@ struct LoadOptions {
   std::int64_t end_frame = -1;        // 1-based inclusive; negative = last frame
   double dt = 0.0;                    // frame spacing [s]; must be > 0
   PhiFilterOptions phi_filter;
+  // The distributed loaders also read the first frame's row C[0, j] of every angle
+  // (LocalData::first_row): two_component's quantile estimates pool the full matrix.
+  bool first_row = false;
 
   // Safety limits checked before anything is allocated.
   std::int64_t max_frames = 100000;  // largest accepted matrix side in the file

@@ -46,6 +46,13 @@ ScalingEstimate ScalingFromFewPoints(ScalingQuantiles rule, std::int64_t count,
           0.5 * (bounds.offset_lower + bounds.offset_upper)};
 }
 
+std::vector<double> TwoComponentLagTimes(std::int64_t n, double dt) {
+  std::vector<double> t(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)));
+  // Compiled without FMA contraction (homodyne_model): two roundings, as numpy's.
+  for (std::size_t m = 0; m < t.size(); ++m) t[m] = static_cast<double>(m) * dt + dt;
+  return t;
+}
+
 double Percentile(std::vector<double> values, double p) {
   if (values.empty()) ThrowBadInput("percentile of an empty sample");
   // Two order statistics by selection (O(n)) instead of a full sort: the same values.

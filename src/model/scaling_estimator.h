@@ -62,6 +62,13 @@ std::string FewScalingPointsMessage(std::int64_t count, std::string_view angle);
 // x[⌊h⌋] + (h − ⌊h⌋)·(x[⌊h⌋+1] − x[⌊h⌋]) (numpy's two-sided lerp). Throws on empty input.
 double Percentile(std::vector<double> values, double p);
 
+// The frame times from which two_component's estimates take their lags, as xpcsjax's
+// model holds them: t_m = m·dt + dt, m = 0..n−1 (the product rounded, then the sum). The
+// lags of equal nominal size decide by their last bit whether they reach the P80/P20
+// thresholds, so the grid is xpcsjax's arange, not the loader's linspace plus dt
+// (TwoComponentTimes), whose step dt·(n−1)/(n−1) can differ from dt in the last bit.
+std::vector<double> TwoComponentLagTimes(std::int64_t n, double dt);
+
 // The estimator (the rule above) over the points of one angle; `angle` names it in
 // kQ95's error.
 ScalingEstimate EstimateScaling(std::span<const double> abs_dt, std::span<const double> c2,

@@ -1,12 +1,13 @@
 // Initial per-angle contrast/offset from the data: the quantile estimator
-// (model::EstimateScaling; homodyne's Q90 by default) over each angle's points of the fit grid (t =
-// 0 excluded, diagonal included, every off-diagonal pair counted twice as in the full matrix).
+// (model::EstimateScaling; homodyne's Q90 by default) over each angle's pooled points
+// (ScalingPool: homodyne's fit grid, or two_component's full matrix).
 #pragma once
 
 #include <vector>
 
 #include "io/distributed_loader.h"
 #include "model/scaling_estimator.h"
+#include "nlsq/streaming_scaling.h"
 #include "parallel/comm.h"
 
 namespace homodyne::nlsq {
@@ -17,6 +18,7 @@ namespace homodyne::nlsq {
 // kQ95's too-few-points error as EstimateInitialScalingOverWindows.
 std::vector<model::ScalingEstimate> EstimateInitialScaling(
     const Comm& comm, const io::LocalData& local, const model::ScalingBounds& bounds,
-    model::ScalingQuantiles rule = model::ScalingQuantiles::kQ90);
+    model::ScalingQuantiles rule = model::ScalingQuantiles::kQ90,
+    ScalingPool pool = ScalingPool::kFitGrid);
 
 }  // namespace homodyne::nlsq

@@ -43,10 +43,27 @@ double Answer(const RadixSelect& select, const PercentileQuery& q) {
   return CombinePercentile(q.ranks, select.result(q.a), q.ranks.single ? 0.0 : select.result(q.b));
 }
 
-// Lag percentiles of the fit grid (p80, p20), as initial_scaling.cpp's LagPercentile: the
-// rank's tiles of angle 0 (weight 2) and, on rank 0, the n_t zero lags of the diagonal.
-std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& local) {
-  const std::vector<double>& t = local.meta.t;
+// The lag grid and the points rank 0 adds to the tiles (whose pairs are counted twice):
+// the corrected diagonal once from `first_diagonal`, and under kFullMatrix frame 0's row
+// (its pairs (0, j) and (j, 0), j ≥ 1, twice).
+struct PoolShape {
+  std::vector<double> t;
+  bool first_row = false;
+  std::size_t first_diagonal = 1;
+};
+
+PoolShape PoolShapeOf(const io::LocalData& local, ScalingPool pool) {
+  if (pool == ScalingPool::kFitGrid) return {local.meta.t, false, 1};
+  HOMODYNE_CHECK(local.first_row.size() == local.meta.n_angles(),
+                 "the full-matrix scaling estimate needs the first rows (LoadOptions::first_row)");
+  return {model::TwoComponentLagTimes(local.meta.n_frames, local.meta.dt), true, 0};
+}
+
+// Lag percentiles (p80, p20) of the pooled points: the rank's tiles of angle 0 (weight 2)
+// and, on rank 0, frame 0's row (weight 2) and the zero lags of the diagonal.
+std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& local,
+                                         const PoolShape& shape) {
+  const std::vector<double>& t = shape.t;
   RadixSelect select(1);
   bool first = true;
   PercentileQuery q80, q20;
@@ -59,7 +76,10 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
       }
     }
     if (comm.is_root()) {
-      for (std::size_t m = 1; m < t.size(); ++m) select.Add(0, 0.0, 1);
+      for (std::size_t j = 1; shape.first_row && j < t.size(); ++j) {
+        select.Add(0, std::abs(t[0] - t[j]), 2);
+      }
+      for (std::size_t m = shape.first_diagonal; m < t.size(); ++m) select.Add(0, 0.0, 1);
     }
   };
   while (first || !select.done()) {
@@ -78,7 +98,7 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
 
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
     const Comm& comm, const io::LocalData& local, BlockStream& stream,
-    const model::ScalingBounds& bounds, model::ScalingQuantiles rule) {
+    const model::ScalingBounds& bounds, model::ScalingQuantiles rule, ScalingPool pool) {
   return EstimateInitialScalingOverWindows(
       comm, local,
       [&](const ScalingWindowVisit& visit) {
@@ -87,20 +107,21 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
           visit(win.tiles, win.values);
         }
       },
-      bounds, rule);
+      bounds, rule, pool);
 }
 
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& local,
     const std::function<void(const ScalingWindowVisit&)>& windows,
-    const model::ScalingBounds& bounds, model::ScalingQuantiles rule) {
+    const model::ScalingBounds& bounds, model::ScalingQuantiles rule, ScalingPool pool) {
   const int n_angles = static_cast<int>(local.meta.n_angles());
   std::vector<model::ScalingEstimate> out;
   if (n_angles == 0) return out;
+  const PoolShape shape = PoolShapeOf(local, pool);
   // Plain variables: clang 14 does not let the lambdas below capture structured bindings.
-  const auto percentiles = LagPercentiles(comm, local);
+  const auto percentiles = LagPercentiles(comm, local, shape);
   const double hi = percentiles.first, lo = percentiles.second;
-  const std::vector<double>& t = local.meta.t;
+  const std::vector<double>& t = shape.t;
   // Sets per angle k: 3k all points, 3k+1 far (lag ≥ hi), 3k+2 near (lag ≤ lo).
   RadixSelect select(3 * n_angles);
   std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
@@ -127,8 +148,13 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     });
     if (comm.is_root()) {
       for (int k = 0; k < n_angles; ++k) {
-        const auto& diag = local.diagonal[static_cast<std::size_t>(k)];
-        for (std::size_t m = 1; m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
+        const auto uk = static_cast<std::size_t>(k);
+        // Checked finite by the loader.
+        for (std::size_t j = 1; shape.first_row && j < t.size(); ++j) {
+          add(k, local.first_row[uk][j], std::abs(t[0] - t[j]), 2);
+        }
+        const auto& diag = local.diagonal[uk];
+        for (std::size_t m = shape.first_diagonal; m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
       }
     }
   };
@@ -157,11 +183,14 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     if (count < model::kMinScalingPoints) {
       if (rule == model::ScalingQuantiles::kQ95) {
         throw Error(ErrorKind::kBadInput,
-                    fmt::format("{} (the fit grid holds n_t^2 points per angle, n_t = the "
-                                "selected frames - 1: select at least 11 frames; this "
-                                "estimate holds the scaling of two_component's constant "
-                                "per-angle mode and of its two-stage path's stage 1)",
-                                model::FewScalingPointsMessage(count, angle_name(k))),
+                    fmt::format("{} ({}; this estimate holds the scaling of two_component's "
+                                "constant per-angle mode and of its two-stage path's stage 1)",
+                                model::FewScalingPointsMessage(count, angle_name(k)),
+                                shape.first_row
+                                    ? "it pools the full matrix, N^2 points per angle for N "
+                                      "selected frames: select at least 10 frames"
+                                    : "it pools the fit grid, n_t^2 points per angle, n_t = the "
+                                      "selected frames - 1: select at least 11 frames"),
                     {local.meta.file, "analyzer_parameters.start_frame/end_frame", -1})
             .MarkAgreed();
       }

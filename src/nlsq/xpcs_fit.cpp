@@ -204,9 +204,12 @@ std::vector<model::ScalingEstimate> XpcsFitSession::EstimateScalingOf(
     model::ScalingQuantiles rule) {
   Impl& s = *impl_;
   PhaseTimes::Scope t(s.phases, "initial_scaling");
-  return s.stream
-             ? EstimateInitialScalingStreaming(s.comm, s.local, *s.stream, s.scaling_bounds, rule)
-             : EstimateInitialScaling(s.comm, s.local, s.scaling_bounds, rule);
+  // xpcsjax pools two_component's full matrix; homodyne pools its fit grid.
+  const ScalingPool pool = s.mode == model::AnalysisMode::kTwoComponent ? ScalingPool::kFullMatrix
+                                                                        : ScalingPool::kFitGrid;
+  return s.stream ? EstimateInitialScalingStreaming(s.comm, s.local, *s.stream, s.scaling_bounds,
+                                                    rule, pool)
+                  : EstimateInitialScaling(s.comm, s.local, s.scaling_bounds, rule, pool);
 }
 
 XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
@@ -219,7 +222,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   {
     PhaseTimes::Scope t(s.phases, "load");
     if (options.in_memory != nullptr) {
-      s.local = io::DistributeInMemory(comm, *options.in_memory);
+      s.local = io::DistributeInMemory(comm, *options.in_memory,
+                                       /*first_row=*/s.mode == model::AnalysisMode::kTwoComponent);
       s.memory.reason = "data in memory";
     } else {
       FitData data = LoadFitData(comm, cfg, LoadOptionsFromConfig(cfg, options.data_file),

@@ -5,7 +5,7 @@
 # streaming, a killed-then-resumed fit and the same data in the APS-U layout give the same
 # answer bit for bit; the result files
 # name the 14 parameters; per_angle_mode constant holds xpcsjax's Q95 estimates (numpy
-# oracle) and with 10 frames is an error (exit code 2); CMC (2 shards) writes its result files with the 14 names and the
+# oracle over the full matrix), runs with 10 frames and with 9 is an error (exit code 2); CMC (2 shards) writes its result files with the 14 names and the
 # same draws at 1 and 2 ranks and after a kill and a resume.
 set -uo pipefail
 bindir=$1; mpiexec=$2
@@ -141,9 +141,11 @@ values "$tmp/ru" | diff -q - "$tmp/r2.txt" > /dev/null || fail "aps_u and aps_ol
 echo "1 rank, streamed, killed + resumed on 1 rank, APS-U file: identical to the 2-rank fit"
 
 # 4b. per_angle_mode constant holds xpcsjax's Q95 estimates: nlsq_diagnostics'
-# contrast/offset_per_angle_fixed against numpy on the fitted data (fitted_data.h5's c2_exp,
-# frames 1..N-1, the full matrix), with xpcsjax's percentiles and clipping. With 10 frames
-# (81 points per angle) the estimate is an error, exit code 2, printed once at 2 ranks.
+# contrast/offset_per_angle_fixed against numpy on the fitted data (fitted_data.h5's c2_exp),
+# pooled as xpcsjax pools them: the full N x N matrix (row and column 0 and the corrected
+# diagonal included), lags on its grid arange(N)*dt + dt, its percentiles and clipping.
+# 10 frames (100 points per angle) are enough; with 9 (81 points) the estimate is an error,
+# exit code 2, printed once at 2 ranks.
 cp "$tmp/fit.yaml" "$tmp/constant.yaml"
 printf '  nlsq:\n    anti_degeneracy:\n      per_angle_mode: constant\n' >> "$tmp/constant.yaml"
 # The frozen scaling need not fit the data: a stalled fit (exit code 4) writes its results too.
@@ -158,28 +160,37 @@ assert d["per_angle_mode"] == "fixed_constant" and d["scaling_source"] == "quant
 with h5py.File(f"{sys.argv[1]}/fitted_data.h5", "r") as f:
     c2 = f["c2_exp"][()]
 n = c2.shape[-1]
-t = np.linspace(0.0, 0.1 * (n - 1), n)[1:]
-lag = np.abs(t[:, None] - t[None, :]).ravel()
-def q95(values):  # xpcsjax: estimate_per_angle_scaling_from_quantile(quantile=0.95)
+def q95(values, t):  # xpcsjax: estimate_per_angle_scaling_from_quantile(quantile=0.95)
+    lag = np.abs(t[:, None] - t[None, :]).ravel()
     hi, lo = np.percentile(lag, 80), np.percentile(lag, 20)
     far, near = values[lag >= hi], values[lag <= lo]
     floor = np.percentile(far if far.size >= 10 else values, (1.0 - 0.95) * 100)
     ceiling = np.percentile(near if near.size >= 10 else values, 0.95 * 100)
     return np.clip(ceiling - floor, 0.0, 1.0), np.clip(floor, 0.5, 1.5)
+t = np.arange(n) * 0.1 + 0.1  # xpcsjax's model.t
+apart = False
 for k in range(c2.shape[0]):
-    contrast, offset = q95(c2[k, 1:, 1:].ravel())
+    contrast, offset = q95(c2[k].ravel(), t)
     got = d["contrast_per_angle_fixed"][k], d["offset_per_angle_fixed"][k]
     assert abs(got[0] - contrast) <= 1e-14 and abs(got[1] - offset) <= 1e-14, (k, got, contrast, offset)
+    # The fit grid alone (frames 1..N-1) gives other estimates: the check tells them apart.
+    apart |= abs(np.subtract(q95(c2[k, 1:, 1:].ravel(), t[1:]), (contrast, offset))).max() > 1e-12
+assert apart, "the full matrix and the fit grid give the same estimates"
 print("constant: Q95 contrasts", np.round(d["contrast_per_angle_fixed"], 5), "as numpy's")
 PY
 sed 's/^  dt: 0.1$/  dt: 0.1\n  start_frame: 1\n  end_frame: 10/' "$tmp/constant.yaml" > "$tmp/constant10.yaml"
 grep -q "end_frame: 10" "$tmp/constant10.yaml" || fail "constant10.yaml"
-out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/constant10.yaml" -o "$tmp/rc10" 2>&1); rc=$?
-[ "$rc" -eq 2 ] || { echo "$out"; fail "10 frames, constant: exit code $rc, expected 2"; }
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/constant10.yaml" -o "$tmp/rc10" -q 2>&1); rc=$?
+[ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || { echo "$out"; fail "10 frames, constant: exit code $rc"; }
+sed 's/^  end_frame: 10$/  end_frame: 9/' "$tmp/constant10.yaml" > "$tmp/constant9.yaml"
+grep -q "end_frame: 9" "$tmp/constant9.yaml" || fail "constant9.yaml"
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/constant9.yaml" -o "$tmp/rc9" 2>&1); rc=$?
+[ "$rc" -eq 2 ] || { echo "$out"; fail "9 frames, constant: exit code $rc, expected 2"; }
 n=$(grep -c "angle 0 (phi = 0 deg): 81 finite point(s) for the Q95 quantile estimate" <<<"$out")
-[ "$n" -eq 1 ] || { echo "$out"; fail "10 frames, constant: the error printed $n times"; }
-grep -q "at least 100 are needed" <<<"$out" || { echo "$out"; fail "10 frames: no minimum"; }
-echo "constant, 10 frames: exit code 2 with the angle, its count and the minimum"
+[ "$n" -eq 1 ] || { echo "$out"; fail "9 frames, constant: the error printed $n times"; }
+grep -q "at least 100 are needed" <<<"$out" || { echo "$out"; fail "9 frames: no minimum"; }
+grep -q "select at least 10 frames" <<<"$out" || { echo "$out"; fail "9 frames: no frame minimum"; }
+echo "constant: runs with 10 frames; 9 frames: exit code 2 with the angle, its count and the minimum"
 
 # 5. CMC on a small dataset (20 frames, 3 angles, 2 shards): it runs, its result files name
 # the 14 parameters, and 1 rank and 2 ranks give the same draws bit for bit.

@@ -1,6 +1,8 @@
 // The distributed quantile estimator equals the serial one (model::EstimateScaling) bit
-// for bit, in both variants (Q90, Q95) and against an independent oracle, and distributed
-// percentiles equal numpy's on the pooled values; Q95's too-few-points error is agreed.
+// for bit, in both variants (Q90, Q95), over both pools (homodyne's fit grid,
+// two_component's full matrix; in core and streamed) and against an independent oracle,
+// and distributed percentiles equal numpy's on the pooled values; Q95's too-few-points
+// error is agreed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,9 +12,11 @@
 #include "core/random.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
+#include "model/kernel_factory.h"
 #include "model/scaling_estimator.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "nlsq/block_stream.h"
 #include "nlsq/initial_scaling.h"
 #include "parallel/collective.h"
 #include "parallel/order_statistics.h"
@@ -103,6 +107,97 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
   }
 }
 
+// Angle k's points of the full N×N matrix as xpcsjax pools them (heterodyne spec §3):
+// every (i, j) with i, j = 0..N−1, row and column 0 and the corrected diagonal included,
+// lags |t_i − t_j| on `t`.
+void FullMatrix(const io::Dataset& data, std::size_t k, const std::vector<double>& t,
+                std::vector<double>& dt, std::vector<double>& c2) {
+  dt.clear();
+  c2.clear();
+  for (std::int64_t i = 0; i < data.meta.n_frames; ++i) {
+    for (std::int64_t j = 0; j < data.meta.n_frames; ++j) {
+      dt.push_back(std::abs(t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(j)]));
+      c2.push_back(data.at(k, i, j));
+    }
+  }
+}
+
+// two_component's pool (the full matrix, lags on xpcsjax's grid t_m = m·dt + dt) against
+// the serial estimator and the oracle over all N² points, in core and streamed. 49 frames
+// at dt = 0.1: the loader's linspace step differs from dt in its last bit there, and the
+// check tells the pool apart from the fit grid and from lags on either other time grid.
+TEST(InitialScaling, FullMatrixPoolEqualsTheOracleOverAllNSquaredPoints) {
+  const Comm& world = testing::TestEnvironment().world();
+  const config::Config cfg =
+      testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
+  const testing::MpiTempDir dir(world, "initial_scaling_full");
+  synth::SynthOptions o;
+  o.output = dir.file("scaling_full.h5");
+  o.frames = 49;
+  o.phi_deg = {0, 40, 80};
+  o.noise = 0.01;
+  o.seed = 4;
+  io::LoadOptions lo = WriteOnRootAndLoadOptions(world, cfg, o);
+  lo.first_row = true;
+  const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
+  const io::LocalData layout = io::LoadDistributedLayout(world, lo, Logger::Silent());
+  const model::ScalingBounds bounds;
+  const auto kFull = nlsq::ScalingPool::kFullMatrix;
+  const io::Dataset data = io::LoadDataset(lo, Logger::Silent());
+  const auto n = static_cast<std::size_t>(data.meta.n_frames);
+  ASSERT_EQ(n, 49u);
+  ASSERT_NE(data.meta.t[1], 0.1);  // the loader's step is not dt here
+  // xpcsjax's model.t, arange(N)·dt + dt: the product rounded (volatile: no FMA), then the sum.
+  std::vector<double> xpcsjax_t(n);
+  for (std::size_t m = 0; m < n; ++m) {
+    const volatile double product = static_cast<double>(m) * 0.1;
+    xpcsjax_t[m] = product + 0.1;
+  }
+  EXPECT_EQ(model::TwoComponentLagTimes(49, 0.1), xpcsjax_t);
+  const std::vector<double> linspace_t = model::TwoComponentTimes(data.meta.t, 0.1);
+  ASSERT_NE(linspace_t, xpcsjax_t);
+
+  bool without_row0_differs = false, loader_lags_differ = false, linspace_lags_differ = false;
+  for (const bool q95 : {false, true}) {
+    const auto rule = q95 ? model::ScalingQuantiles::kQ95 : model::ScalingQuantiles::kQ90;
+    const auto in_core = nlsq::EstimateInitialScaling(world, local, bounds, rule, kFull);
+    nlsq::BlockStream stream(world, layout, std::max<std::int64_t>(local.local_points() / 5, 1),
+                             100);
+    const auto streamed =
+        nlsq::EstimateInitialScalingStreaming(world, layout, stream, bounds, rule, kFull);
+    const auto fit_grid = nlsq::EstimateInitialScaling(world, local, bounds, rule);
+    ASSERT_EQ(in_core.size(), data.c2.size());
+    ASSERT_EQ(streamed.size(), data.c2.size());
+    for (std::size_t k = 0; k < data.c2.size(); ++k) {
+      std::vector<double> dt, c2;
+      FullMatrix(data, k, xpcsjax_t, dt, c2);
+      ASSERT_EQ(c2.size(), n * n);
+      const auto serial = model::EstimateScaling(dt, c2, bounds, rule);
+      EXPECT_EQ(in_core[k].contrast, serial.contrast) << "angle " << k << " Q95 " << q95;
+      EXPECT_EQ(in_core[k].offset, serial.offset) << "angle " << k << " Q95 " << q95;
+      EXPECT_EQ(streamed[k].contrast, in_core[k].contrast) << "angle " << k << " Q95 " << q95;
+      EXPECT_EQ(streamed[k].offset, in_core[k].offset) << "angle " << k << " Q95 " << q95;
+      const auto oracle = testing::OracleEstimate(dt, c2, q95);
+      EXPECT_NEAR(in_core[k].contrast, oracle.contrast, 1e-14) << "angle " << k << " Q95 " << q95;
+      EXPECT_NEAR(in_core[k].offset, oracle.offset, 1e-14) << "angle " << k << " Q95 " << q95;
+      // The alternatives the check must reject.
+      auto differs = [&](const testing::OracleScaling& other) {
+        return std::abs(other.contrast - oracle.contrast) > 1e-12 ||
+               std::abs(other.offset - oracle.offset) > 1e-12;
+      };
+      without_row0_differs |=
+          fit_grid[k].contrast != in_core[k].contrast || fit_grid[k].offset != in_core[k].offset;
+      FullMatrix(data, k, data.meta.t, dt, c2);
+      loader_lags_differ |= differs(testing::OracleEstimate(dt, c2, q95));
+      FullMatrix(data, k, linspace_t, dt, c2);
+      linspace_lags_differ |= differs(testing::OracleEstimate(dt, c2, q95));
+    }
+  }
+  EXPECT_TRUE(without_row0_differs);
+  EXPECT_TRUE(loader_lags_differ);
+  EXPECT_TRUE(linspace_lags_differ);
+}
+
 TEST(InitialScaling, Q95WithFewerThan100PointsIsAnAgreedBadInputError) {
   const Comm& world = testing::TestEnvironment().world();
   const config::Config cfg = testing::SynthConfig("static", "3000, -0.6, 20");
@@ -133,6 +228,31 @@ TEST(InitialScaling, Q95WithFewerThan100PointsIsAnAgreedBadInputError) {
     EXPECT_EQ(e.context().file, lo.path);
   }
   world.Barrier();  // every rank got here
+
+  // The full matrix (two_component's pool): 10 frames are 100 points, enough, as for
+  // xpcsjax; 9 frames are 81, the same error with the full matrix's minimum.
+  io::LoadOptions full = lo;
+  full.first_row = true;
+  const io::LocalData ten = io::LoadDistributed(world, full, Logger::Silent());
+  const auto kFull = nlsq::ScalingPool::kFullMatrix;
+  const auto q95 =
+      nlsq::EstimateInitialScaling(world, ten, {}, model::ScalingQuantiles::kQ95, kFull);
+  ASSERT_EQ(q95.size(), 2u);
+  EXPECT_NE(q95[0].contrast, 0.5);  // from the data, not the midpoint
+  full.end_frame = 9;
+  const io::LocalData nine = io::LoadDistributed(world, full, Logger::Silent());
+  try {
+    nlsq::EstimateInitialScaling(world, nine, {}, model::ScalingQuantiles::kQ95, kFull);
+    ADD_FAILURE() << "no error on rank " << world.rank();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+    EXPECT_TRUE(e.agreed());
+    EXPECT_NE(e.message().find("angle 0 (phi = 0 deg): 81 finite point(s)"), std::string::npos)
+        << e.message();
+    EXPECT_NE(e.message().find("full matrix"), std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("at least 10 frames"), std::string::npos) << e.message();
+  }
+  world.Barrier();
 }
 
 }  // namespace

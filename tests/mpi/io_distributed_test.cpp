@@ -110,6 +110,28 @@ void ExpectMatchesSerial(const Comm& comm, const LoadOptions& options) {
     largest_block = std::max(largest_block, local.plan.block_points(b));
   }
   EXPECT_LE(hi - lo, largest_block);
+
+  // The first rows, if asked for: C[0, j] as the serial matrix holds it (j = 0: the
+  // corrected diagonal), the same with or without the values and from the data in memory;
+  // nothing else changes.
+  EXPECT_TRUE(local.first_row.empty());
+  LoadOptions with_row = options;
+  with_row.first_row = true;
+  const LocalData rows = LoadDistributed(comm, with_row, Logger::Silent());
+  ASSERT_EQ(rows.first_row.size(), serial.meta.n_angles());
+  for (std::size_t k = 0; k < rows.first_row.size(); ++k) {
+    ASSERT_EQ(rows.first_row[k].size(), static_cast<std::size_t>(n));
+    for (std::int64_t j = 0; j < n; ++j) {
+      ASSERT_EQ(rows.first_row[k][static_cast<std::size_t>(j)], serial.at(k, 0, j))
+          << "angle " << k << " j " << j;
+    }
+  }
+  EXPECT_EQ(rows.values, local.values);
+  EXPECT_EQ(rows.diagonal, local.diagonal);
+  EXPECT_EQ(LoadDistributedLayout(comm, with_row, Logger::Silent()).first_row, rows.first_row);
+  const DatasetView view{serial.meta, &serial.c2};
+  EXPECT_EQ(DistributeInMemory(comm, view, /*first_row=*/true).first_row, rows.first_row);
+  EXPECT_TRUE(DistributeInMemory(comm, view).first_row.empty());
 }
 
 TEST(DistributedLoad, RealLegacyFileMatchesSerialBitwise) {
@@ -240,6 +262,43 @@ TEST(DistributedLoad, NonFiniteValueFailsOnEveryRankWithTheSameMessage) {
     EXPECT_EQ(e.context().key, "/exchange/C2T_all/c2_00002");
     EXPECT_THAT(e.what(), ::testing::HasSubstr("NaN/Inf in bin 1"));
     EXPECT_THAT(e.what(), ::testing::HasSubstr(": 2 non-finite values"));
+  }
+}
+
+// A non-finite value on the first row (outside the fitted points and the first
+// off-diagonal) fails only if the first rows are asked for, on every rank alike, with or
+// without the values.
+TEST(DistributedLoad, NonFiniteFirstRowValueFailsOnlyIfTheRowIsRead) {
+  const Comm& world = TestEnvironment().world();
+  SharedPath path(world, "nan_row");
+  const int f = 30;
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    std::vector<double> bad = NoisyMatrix(f, 5);
+    bad[0 * f + 17] = bad[17 * f + 0] = std::numeric_limits<double>::quiet_NaN();
+    WriteApsOld(path.str(), {0.0054, 0.0054}, {0.0, 90.0}, {NoisyMatrix(f, 4), bad});
+  });
+  world.Barrier();
+  LoadOptions o;
+  o.path = path.str();
+  o.dt = 1.0;
+  EXPECT_NO_THROW(LoadDistributed(world, o, Logger::Silent()));
+  o.first_row = true;
+  for (const bool values : {true, false}) {
+    try {
+      if (values) {
+        LoadDistributed(world, o, Logger::Silent());
+      } else {
+        LoadDistributedLayout(world, o, Logger::Silent());
+      }
+      ADD_FAILURE() << "expected an error on rank " << world.rank() << ", values " << values;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.agreed());
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_EQ(e.context().key, "/exchange/C2T_all/c2_00002");
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("NaN/Inf in bin 1"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(": 1 non-finite values on the row of frame 1"));
+    }
   }
 }
 

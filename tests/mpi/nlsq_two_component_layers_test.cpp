@@ -310,13 +310,18 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   EXPECT_NE(constant.report.anti_degeneracy.inactive_reason.find("constant"), std::string::npos);
 }
 
-// Angle k's points as the estimators pool them: the fit grid (t = 0 excluded), the full
-// matrix (every pair twice, the diagonal once), lags from the loader's time grid.
-void FitGrid(const io::Dataset& data, std::size_t k, std::vector<double>& dt,
-             std::vector<double>& c2) {
-  const std::vector<double>& t = data.meta.t;
-  for (std::int64_t i = 1; i < data.meta.n_frames; ++i) {
-    for (std::int64_t j = 1; j < data.meta.n_frames; ++j) {
+// Angle k's points as xpcsjax's estimators pool them (heterodyne spec §3): the full N×N
+// matrix, row and column 0 and the corrected diagonal included, lags |t_i − t_j| on
+// xpcsjax's grid t_m = m·dt + dt (dt = 0.1; volatile: the product rounded, no FMA).
+void FullMatrix(const io::Dataset& data, std::size_t k, std::vector<double>& dt,
+                std::vector<double>& c2) {
+  std::vector<double> t(static_cast<std::size_t>(data.meta.n_frames));
+  for (std::size_t m = 0; m < t.size(); ++m) {
+    const volatile double product = static_cast<double>(m) * 0.1;
+    t[m] = product + 0.1;
+  }
+  for (std::int64_t i = 0; i < data.meta.n_frames; ++i) {
+    for (std::int64_t j = 0; j < data.meta.n_frames; ++j) {
       dt.push_back(std::abs(t[static_cast<std::size_t>(i)] - t[static_cast<std::size_t>(j)]));
       c2.push_back(data.at(k, i, j));
     }
@@ -334,6 +339,22 @@ TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFr
   const config::Config constant_cfg = Config(path, Start(), kNoL2, "constant");
   const NlsqRunResult constant = RunNlsqPipeline(world, constant_cfg, quiet, Logger::Silent());
   ASSERT_EQ(constant.layout, "fixed_constant");
+  // Streamed in small windows: the same estimates, the same fit.
+  const NlsqRunResult constant_streamed = RunNlsqPipeline(
+      world, constant_cfg, testing::QuietRun(FitStrategy::kStreaming, 200), Logger::Silent());
+  EXPECT_TRUE(SameBits(constant.report.contrast, constant_streamed.report.contrast));
+  EXPECT_TRUE(SameBits(constant.report.offset, constant_streamed.report.offset));
+  EXPECT_TRUE(SameBits(constant.expanded, constant_streamed.expanded));
+  // From the data in memory (the public API's path): the same.
+  const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(constant_cfg), Logger::Silent());
+  const io::DatasetView view{data.meta, &data.c2};
+  NlsqRunOptions from_memory = quiet;
+  from_memory.in_memory = &view;
+  const NlsqRunResult constant_in_memory =
+      RunNlsqPipeline(world, constant_cfg, from_memory, Logger::Silent());
+  EXPECT_TRUE(SameBits(constant.report.contrast, constant_in_memory.report.contrast));
+  EXPECT_TRUE(SameBits(constant.report.offset, constant_in_memory.report.offset));
+  EXPECT_TRUE(SameBits(constant.expanded, constant_in_memory.expanded));
   const NlsqRunResult averaged = RunNlsqPipeline(
       world, Config(path, Start(), "      constant_scaling_threshold: 2\n" + kNoL2, "auto"), quiet,
       Logger::Silent());
@@ -342,10 +363,10 @@ TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFr
   const auto ja = nlohmann::json::parse(AnalysisResultsJson(averaged.report))["nlsq_diagnostics"];
   ASSERT_EQ(jc["contrast_per_angle_fixed"].size(), 2u);
   ASSERT_EQ(ja["contrast_per_angle_quantile"].size(), 2u);
-  const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(constant_cfg), Logger::Silent());
   for (std::size_t k = 0; k < 2; ++k) {
     std::vector<double> dt, c2;
-    FitGrid(data, k, dt, c2);
+    FullMatrix(data, k, dt, c2);
+    ASSERT_EQ(c2.size(), static_cast<std::size_t>(data.meta.n_frames * data.meta.n_frames));
     const testing::OracleScaling q95 = testing::OracleEstimate(dt, c2, true);
     const testing::OracleScaling q90 = testing::OracleEstimate(dt, c2, false);
     ASSERT_GT(std::abs(q95.contrast - q90.contrast), 1e-4);  // the check tells them apart

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -143,6 +144,21 @@ TEST(ScalingEstimatorTest, Q95NeedsAHundredFinitePoints) {
   EXPECT_NO_THROW(EstimateScaling(dt2, c22, {}, ScalingQuantiles::kQ95));
   // Q90 keeps the midpoints.
   EXPECT_DOUBLE_EQ(EstimateScaling(dt, c2, {}, ScalingQuantiles::kQ90).contrast, 0.5);
+}
+
+// two_component's lag grid is xpcsjax's arange(n)·dt + dt, two roundings, at dt and n
+// where the loader's linspace step dt·(n−1)/(n−1) is not dt.
+TEST(ScalingEstimatorTest, TwoComponentLagTimesAreArangeTimesDtPlusDt) {
+  for (const auto& [n, dt] : {std::pair{50, 0.0033}, std::pair{49, 0.1}, std::pair{13, 0.1}}) {
+    const std::vector<double> t = TwoComponentLagTimes(n, dt);
+    ASSERT_EQ(t.size(), static_cast<std::size_t>(n));
+    for (int m = 0; m < n; ++m) {
+      const volatile double product = static_cast<double>(m) * dt;  // rounded, no FMA
+      EXPECT_EQ(t[static_cast<std::size_t>(m)], product + dt) << n << " " << dt << " " << m;
+    }
+    EXPECT_EQ(t[0], dt);
+  }
+  EXPECT_TRUE(TwoComponentLagTimes(0, 0.1).empty());
 }
 
 }  // namespace
