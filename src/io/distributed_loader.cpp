@@ -57,13 +57,19 @@ std::vector<double> ReadSymmetricPairs(
   return sums;
 }
 
+// Collective: the per-angle counts summed over the ranks, on every rank.
+std::vector<std::int64_t> SumOverRanks(const Comm& comm, const std::vector<std::int64_t>& counts) {
+  std::vector<std::int64_t> total(counts.size(), 0);
+  MPI_Allreduce(counts.data(), total.data(), static_cast<int>(counts.size()), MPI_INT64_T, MPI_SUM,
+                comm.get());
+  return total;
+}
+
 // Collective: `bad[k]` non-finite values on angle k's first row (counted on one rank); if
 // any, every rank throws the same agreed bad-input Error naming the bin.
 void AgreeOnFiniteFirstRow(const Comm& comm, const DatasetMetadata& meta,
                            const std::vector<std::int64_t>& bad) {
-  std::vector<std::int64_t> total(bad.size(), 0);
-  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
-                comm.get());
+  const std::vector<std::int64_t> total = SumOverRanks(comm, bad);
   for (std::size_t k = 0; k < total.size(); ++k) {
     if (total[k] > 0) {
       throw Error(ErrorKind::kBadInput,
@@ -133,9 +139,7 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
 
 void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
                       const std::vector<std::int64_t>& bad, bool off_diagonal_only) {
-  std::vector<std::int64_t> total(bad.size(), 0);
-  MPI_Allreduce(bad.data(), total.data(), static_cast<int>(bad.size()), MPI_INT64_T, MPI_SUM,
-                comm.get());
+  const std::vector<std::int64_t> total = SumOverRanks(comm, bad);
   for (std::size_t k = 0; k < total.size(); ++k) {
     if (total[k] > 0) {
       throw Error(ErrorKind::kBadInput,

@@ -44,4 +44,20 @@ inline std::pair<int, int> BinomialRegion(int n, double p) {
   return {lo, hi};
 }
 
+// The smallest coverage count c of Binomial(n, p) that a one-sided test at level `alpha`
+// accepts: the largest c with P(X < c) ≤ alpha.
+inline int BinomialLowerBound(int n, double p, double alpha) {
+  double below = 0.0;
+  int c = 0;
+  while (c <= n) {
+    const double pmf =
+        std::exp(std::lgamma(n + 1.0) - std::lgamma(c + 1.0) - std::lgamma(n - c + 1.0) +
+                 c * std::log(p) + (n - c) * std::log1p(-p));
+    if (below + pmf > alpha) break;
+    below += pmf;
+    ++c;
+  }
+  return c;
+}
+
 }  // namespace homodyne::testing
