@@ -830,6 +830,7 @@ ShardFilterOptions FilterOptionsFromConfig(const config::Config& cfg, Combinatio
   o.robust = combination == Combination::kRobustConsensus;
   o.max_parameter_cv = v.max_parameter_cv;
   o.heterogeneity_abort = v.heterogeneity_abort;
+  o.scatter_rule = cfg.analysis_mode == model::AnalysisMode::kTwoComponent;
   for (std::size_t i = 0; i < names.size(); ++i) {
     o.parameter_ranges.push_back(bounds.upper[i] - bounds.lower[i]);
     for (const std::string& h : WatchedParameters(cfg.analysis_mode)) {
@@ -866,9 +867,21 @@ std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledPara
   const Combination combination = ParseCombination(cfg, logger);
   std::vector<double> divergence;
   for (const auto& d : result.shards) divergence.push_back(d.divergence_rate);
+  const ShardFilterOptions filter_options =
+      FilterOptionsFromConfig(cfg, combination, sp.names(), start.bounds);
   const ShardFilterResult filter =
-      FilterShards(theta_draws, divergence, sp.names(),
-                   FilterOptionsFromConfig(cfg, combination, sp.names(), start.bounds));
+      FilterShards(theta_draws, divergence, sp.names(), filter_options);
+  // The agreement statistic of every watched parameter, so that a user sees how close the
+  // shards came to the heterogeneity rule, not only when it fires.
+  if (!filter.parameter_q.empty()) {
+    std::string q;
+    for (std::size_t k = 0; k < filter.parameter_q.size(); ++k) {
+      const auto col = static_cast<std::size_t>(filter_options.heterogeneity_parameters[k]);
+      q += fmt::format("{}{} {:.3g}", k == 0 ? "" : ", ", sp.names()[col], filter.parameter_q[k]);
+    }
+    logger.Info("CMC: shard agreement, Cochran's Q on {} degree(s) of freedom: {}",
+                std::count(filter.keep.begin(), filter.keep.end(), true) - 1, q);
+  }
   result.combination_method = std::string(ToString(combination));
   for (const auto& rej : filter.rejected) {
     logger.Warn("CMC: shard {} rejected: {}", rej.shard, rej.reason);

@@ -19,6 +19,16 @@ double Median(std::vector<double> v) {
   return 0.5 * (upper + *std::max_element(v.begin(), mid));
 }
 
+// The q-quantile of χ²(k) by the Wilson–Hilferty cube (within 3 % in the tail used here,
+// k ≥ 1), z the standard normal quantile of q.
+double ChiSquareQuantile(int k, double z) {
+  const double c = 2.0 / (9.0 * k);
+  const double u = 1.0 - c + z * std::sqrt(c);
+  return k * u * u * u;
+}
+constexpr double kZ999 = 3.090232306167813;  // standard normal 0.999 quantile
+constexpr double kZ99 = 2.326347874040841;   // 0.99
+
 struct Moments {
   std::vector<double> mean, var;
 };
@@ -43,6 +53,56 @@ Moments ColumnMoments(const ShardDraws& d) {
   }
   for (double& x : m.var) x /= std::max(n - 1, 1);
   return m;
+}
+
+// Step 4 by Cochran's Q (ShardFilterOptions::scatter_rule); the CV is still reported.
+void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t>& alive,
+                  std::size_t pp, const std::string& name, const ShardFilterOptions& o,
+                  ShardFilterResult& r) {
+  double sw = 0.0, swm = 0.0, mean = 0.0;
+  for (std::size_t s : alive) mean += mom[s].mean[pp];
+  mean /= static_cast<double>(alive.size());
+  double m2 = 0.0;
+  for (std::size_t s : alive) m2 += (mom[s].mean[pp] - mean) * (mom[s].mean[pp] - mean);
+  const double range = pp < o.parameter_ranges.size() ? o.parameter_ranges[pp] : 0.0;
+  r.parameter_cv.push_back(std::sqrt(m2 / static_cast<double>(alive.size() - 1)) /
+                           std::max(std::abs(mean), 0.01 * range));
+  for (std::size_t s : alive) {
+    const double v = mom[s].var[pp];
+    if (!(v > 0.0)) {  // a shard without spread: Q is undefined, and the robust step reports it
+      r.parameter_q.push_back(std::nan(""));
+      return;
+    }
+    sw += 1.0 / v;
+    swm += mom[s].mean[pp] / v;
+  }
+  const double centre = swm / sw;
+  double q = 0.0;
+  for (std::size_t s : alive) {
+    const double d = mom[s].mean[pp] - centre;
+    q += d * d / mom[s].var[pp];
+  }
+  r.parameter_q.push_back(q);
+  const int dof = static_cast<int>(alive.size()) - 1;
+  const double abort_at = ChiSquareQuantile(dof, kZ999);
+  if (q > abort_at) {
+    const std::string msg = fmt::format(
+        "CMC: shard means of {} disagree beyond their posterior sds (Cochran's Q {:.3g} on {} "
+        "degree(s) of freedom > {:.3g}, p < 0.001)",
+        name, q, dof, abort_at);
+    if (o.heterogeneity_abort) {
+      throw Error(ErrorKind::kNumerical,
+                  msg +
+                      "; set optimization.cmc.validation.heterogeneity_abort: false to "
+                      "combine anyway");
+    }
+    r.warnings.push_back(msg);
+  } else if (q > ChiSquareQuantile(dof, kZ99)) {
+    r.warnings.push_back(fmt::format(
+        "CMC: shard means of {} vary more than their posterior sds allow (Cochran's Q {:.3g} on "
+        "{} degree(s) of freedom, p < 0.01)",
+        name, q, dof));
+  }
 }
 
 }  // namespace
@@ -142,6 +202,11 @@ ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
     const auto pp = static_cast<std::size_t>(p);
     if (alive.size() < 2) {
       r.parameter_cv.push_back(std::nan(""));
+      if (o.scatter_rule) r.parameter_q.push_back(std::nan(""));
+      continue;
+    }
+    if (o.scatter_rule) {
+      CheckScatter(mom, alive, pp, names[pp], o, r);
       continue;
     }
     double mean = 0.0, m2 = 0.0;

@@ -11,6 +11,12 @@
 //   4. heterogeneity of the kept shards on the named parameters: CV = std(shard means) /
 //      max(|mean of the means|, 0.01·range); CV > max_parameter_cv is an error when
 //      heterogeneity_abort (else a warning), CV > max_parameter_cv/2 a warning.
+//      With `scatter_rule` (two_component, which homodyne's rule does not cover), the shard
+//      means are judged against the shards' own posterior sds instead: Cochran's
+//      Q = Σ_s (m_s − m̄)²/v_s (m̄ the 1/v_s-weighted mean) is ~χ²(K − 1) when the K shards
+//      agree; Q above its 0.999 quantile is the error (or warning), above its 0.99 quantile a
+//      warning. The CV scales with |mean|, so it flags parameters near 0 (an exponent, an
+//      offset) whose shard posteriors are wide but agree; Q does not.
 // homodyne removes outliers per parameter and combines each parameter on its own; a full
 // covariance combination needs the same shards for all parameters, so a shard is dropped
 // whole. homodyne's winsorising of shard variances has no full-covariance counterpart and
@@ -29,6 +35,7 @@ struct ShardFilterOptions {
   bool robust = true;  // combination.method robust_consensus_mc
   double max_parameter_cv = 1.0;
   bool heterogeneity_abort = true;
+  bool scatter_rule = false;                  // Cochran's Q instead of the CV (step 4)
   std::vector<int> heterogeneity_parameters;  // columns checked in step 4
   std::vector<double> parameter_ranges;       // bounds width of every column
 };
@@ -43,6 +50,8 @@ struct ShardFilterResult {
   std::vector<ShardRejection> rejected;
   std::vector<std::string> warnings;  // heterogeneity warnings
   std::vector<double> parameter_cv;   // per heterogeneity parameter (NaN if < 2 shards kept)
+  // With scatter_rule: Cochran's Q per heterogeneity parameter (NaN if < 2 shards kept).
+  std::vector<double> parameter_q;
 };
 
 // `draws[s]` are shard s's draws of the model parameters (names.size() columns);

@@ -306,7 +306,9 @@ std::string ConfigTemplate(AnalysisMode mode) {
       {"SAMPLES", flow ? "1500" : "3000"},
       {"CHAINS", flow ? "2" : "4"},
       {"RHAT", flow ? "1.2" : "1.1"},
-      {"MAX_CV", flow ? "1.0" : "1.5"},
+      {"MAX_CV", two    ? "1.0   # two_component judges shards by Cochran's Q (docs/cmc.md)"
+                 : flow ? "1.0"
+                        : "1.5"},
       {"LOG_GAMMA", flow && !two ? "true" : "false"},
       {"MIN_SUCCESS", flow ? "0.80" : "0.90"},
   };

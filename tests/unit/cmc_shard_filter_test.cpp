@@ -68,5 +68,40 @@ TEST(ShardFilter, HeterogeneityWarnsOrAborts) {
   EXPECT_EQ(FilterShards(shards, div, kNames, o).warnings.size(), 1u);
 }
 
+// two_component's rule: the shard means against the shards' posterior sds (Cochran's Q),
+// not against |mean|.
+TEST(ShardFilter, ScatterRuleJudgesTheMeansAgainstTheShardSds) {
+  const std::vector<double> div(3, 0.0);
+  ShardFilterOptions o;
+  o.robust = false;
+  o.heterogeneity_parameters = {0};
+  o.parameter_ranges = {4.0, 4.0};
+  // Wide shard posteriors that agree, near 0 (an exponent): the CV of the means is about 6,
+  // so the CV rule aborts; Q is about 0.5 on 2 degrees of freedom.
+  const auto agree = Shards({0.0, 0.3, -0.2}, {0.5, 0.5, 0.5});
+  EXPECT_THROW(FilterShards(agree, div, kNames, o), Error);
+  o.scatter_rule = true;
+  const auto a = FilterShards(agree, div, kNames, o);
+  ASSERT_EQ(a.parameter_q.size(), 1u);
+  EXPECT_LT(a.parameter_q[0], 2.0);
+  EXPECT_TRUE(a.warnings.empty());
+  // Narrow shards far apart: Q about 800, far above χ²(2)'s 0.999 quantile (13.8).
+  const auto apart = Shards({1.0, 3.0, 5.0}, {0.1, 0.1, 0.1});
+  EXPECT_THROW(FilterShards(apart, div, kNames, o), Error);
+  o.heterogeneity_abort = false;
+  const auto w = FilterShards(apart, div, kNames, o);
+  EXPECT_NEAR(w.parameter_q[0], 800.0, 150.0);
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_NE(w.warnings[0].find("Cochran"), std::string::npos);
+  // Between the 0.99 and 0.999 quantiles (9.2 and 13.8): a warning, no abort.
+  o.heterogeneity_abort = true;
+  const auto between = Shards({0.0, 0.0, 4.15}, {1.0, 1.0, 1.0});
+  const auto b = FilterShards(between, div, kNames, o);
+  EXPECT_GT(b.parameter_q[0], 9.21);
+  EXPECT_LT(b.parameter_q[0], 13.8);
+  ASSERT_EQ(b.warnings.size(), 1u);
+  EXPECT_NE(b.warnings[0].find("p < 0.01"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace homodyne::cmc
