@@ -55,18 +55,34 @@ Moments ColumnMoments(const ShardDraws& d) {
   return m;
 }
 
-// Step 4 by Cochran's Q (ShardFilterOptions::scatter_rule); the CV is still reported.
+// Step 4's CV of the kept shards' means of column pp (reported under either rule).
+double ShardMeansCv(const std::vector<Moments>& mom, const std::vector<std::size_t>& alive,
+                    std::size_t pp, const ShardFilterOptions& o) {
+  double mean = 0.0, m2 = 0.0;
+  for (std::size_t s : alive) mean += mom[s].mean[pp];
+  mean /= static_cast<double>(alive.size());
+  for (std::size_t s : alive) m2 += (mom[s].mean[pp] - mean) * (mom[s].mean[pp] - mean);
+  const double sd = std::sqrt(m2 / static_cast<double>(alive.size() - 1));
+  const double range = pp < o.parameter_ranges.size() ? o.parameter_ranges[pp] : 0.0;
+  return sd / std::max(std::abs(mean), 0.01 * range);
+}
+
+// A failed heterogeneity test: the error when heterogeneity_abort, else a warning.
+void Disagree(const std::string& msg, const ShardFilterOptions& o, ShardFilterResult& r) {
+  if (o.heterogeneity_abort) {
+    throw Error(ErrorKind::kNumerical,
+                msg +
+                    "; set optimization.cmc.validation.heterogeneity_abort: false to "
+                    "combine anyway");
+  }
+  r.warnings.push_back(msg);
+}
+
+// Step 4 by Cochran's Q (ShardFilterOptions::scatter_rule).
 void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t>& alive,
                   std::size_t pp, const std::string& name, const ShardFilterOptions& o,
                   ShardFilterResult& r) {
-  double sw = 0.0, swm = 0.0, mean = 0.0;
-  for (std::size_t s : alive) mean += mom[s].mean[pp];
-  mean /= static_cast<double>(alive.size());
-  double m2 = 0.0;
-  for (std::size_t s : alive) m2 += (mom[s].mean[pp] - mean) * (mom[s].mean[pp] - mean);
-  const double range = pp < o.parameter_ranges.size() ? o.parameter_ranges[pp] : 0.0;
-  r.parameter_cv.push_back(std::sqrt(m2 / static_cast<double>(alive.size() - 1)) /
-                           std::max(std::abs(mean), 0.01 * range));
+  double sw = 0.0, swm = 0.0;
   for (std::size_t s : alive) {
     const double v = mom[s].var[pp];
     if (!(v > 0.0)) {  // a shard without spread: Q is undefined, and the robust step reports it
@@ -86,17 +102,10 @@ void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t
   const int dof = static_cast<int>(alive.size()) - 1;
   const double abort_at = ChiSquareQuantile(dof, kZ999);
   if (q > abort_at) {
-    const std::string msg = fmt::format(
-        "CMC: shard means of {} disagree beyond their posterior sds (Cochran's Q {:.3g} on {} "
-        "degree(s) of freedom > {:.3g}, p < 0.001)",
-        name, q, dof, abort_at);
-    if (o.heterogeneity_abort) {
-      throw Error(ErrorKind::kNumerical,
-                  msg +
-                      "; set optimization.cmc.validation.heterogeneity_abort: false to "
-                      "combine anyway");
-    }
-    r.warnings.push_back(msg);
+    Disagree(fmt::format("CMC: shard means of {} disagree beyond their posterior sds (Cochran's "
+                         "Q {:.3g} on {} degree(s) of freedom > {:.3g}, p < 0.001)",
+                         name, q, dof, abort_at),
+             o, r);
   } else if (q > ChiSquareQuantile(dof, kZ99)) {
     r.warnings.push_back(fmt::format(
         "CMC: shard means of {} vary more than their posterior sds allow (Cochran's Q {:.3g} on "
@@ -205,29 +214,14 @@ ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
       if (o.scatter_rule) r.parameter_q.push_back(std::nan(""));
       continue;
     }
+    const double cv = ShardMeansCv(mom, alive, pp, o);
+    r.parameter_cv.push_back(cv);
     if (o.scatter_rule) {
       CheckScatter(mom, alive, pp, names[pp], o, r);
-      continue;
-    }
-    double mean = 0.0, m2 = 0.0;
-    for (std::size_t s : alive) mean += mom[s].mean[pp];
-    mean /= static_cast<double>(alive.size());
-    for (std::size_t s : alive) m2 += (mom[s].mean[pp] - mean) * (mom[s].mean[pp] - mean);
-    const double sd = std::sqrt(m2 / static_cast<double>(alive.size() - 1));
-    const double range = pp < o.parameter_ranges.size() ? o.parameter_ranges[pp] : 0.0;
-    const double cv = sd / std::max(std::abs(mean), 0.01 * range);
-    r.parameter_cv.push_back(cv);
-    if (cv > o.max_parameter_cv) {
-      const std::string msg =
-          fmt::format("CMC: shard means of {} disagree (CV {:.3f} > max_parameter_cv {:.3f})",
-                      names[pp], cv, o.max_parameter_cv);
-      if (o.heterogeneity_abort) {
-        throw Error(ErrorKind::kNumerical,
-                    msg +
-                        "; set optimization.cmc.validation.heterogeneity_abort: false to "
-                        "combine anyway");
-      }
-      r.warnings.push_back(msg);
+    } else if (cv > o.max_parameter_cv) {
+      Disagree(fmt::format("CMC: shard means of {} disagree (CV {:.3f} > max_parameter_cv {:.3f})",
+                           names[pp], cv, o.max_parameter_cv),
+               o, r);
     } else if (cv > 0.5 * o.max_parameter_cv) {
       r.warnings.push_back(fmt::format("CMC: shard means of {} vary (CV {:.3f} > {:.3f})",
                                        names[pp], cv, 0.5 * o.max_parameter_cv));

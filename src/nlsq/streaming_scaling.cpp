@@ -44,19 +44,19 @@ double Answer(const RadixSelect& select, const PercentileQuery& q) {
 }
 
 // The lag grid and the points rank 0 adds to the tiles (whose pairs are counted twice):
-// the corrected diagonal once from `first_diagonal`, and under kFullMatrix frame 0's row
-// (its pairs (0, j) and (j, 0), j ≥ 1, twice).
+// the corrected diagonal once (frames 1… on the fit grid, 0… on the full matrix), and under
+// kFullMatrix frame 0's row (its pairs (0, j) and (j, 0), j ≥ 1, twice).
 struct PoolShape {
   std::vector<double> t;
-  bool first_row = false;
-  std::size_t first_diagonal = 1;
+  bool first_row = false;  // kFullMatrix
+  std::size_t FirstDiagonal() const { return first_row ? 0 : 1; }
 };
 
 PoolShape PoolShapeOf(const io::LocalData& local, ScalingPool pool) {
-  if (pool == ScalingPool::kFitGrid) return {local.meta.t, false, 1};
+  if (pool == ScalingPool::kFitGrid) return {local.meta.t, false};
   HOMODYNE_CHECK(local.first_row.size() == local.meta.n_angles(),
                  "the full-matrix scaling estimate needs the first rows (LoadOptions::first_row)");
-  return {model::TwoComponentLagTimes(local.meta.n_frames, local.meta.dt), true, 0};
+  return {model::TwoComponentLagTimes(local.meta.n_frames, local.meta.dt), true};
 }
 
 // Lag percentiles (p80, p20) of the pooled points: the rank's tiles of angle 0 (weight 2)
@@ -79,7 +79,7 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
       for (std::size_t j = 1; shape.first_row && j < t.size(); ++j) {
         select.Add(0, std::abs(t[0] - t[j]), 2);
       }
-      for (std::size_t m = shape.first_diagonal; m < t.size(); ++m) select.Add(0, 0.0, 1);
+      for (std::size_t m = shape.FirstDiagonal(); m < t.size(); ++m) select.Add(0, 0.0, 1);
     }
   };
   while (first || !select.done()) {
@@ -154,7 +154,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
           add(k, local.first_row[uk][j], std::abs(t[0] - t[j]), 2);
         }
         const auto& diag = local.diagonal[uk];
-        for (std::size_t m = shape.first_diagonal; m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
+        for (std::size_t m = shape.FirstDiagonal(); m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
       }
     }
   };

@@ -42,6 +42,17 @@ io::LoadOptions WriteOnRootAndLoadOptions(const Comm& world, const config::Confi
   return lo;
 }
 
+// The three-angle dataset (0, 40, 80 deg, noise 0.01, seed 4) of `frames` frames at `path`.
+synth::SynthOptions ThreeAngles(const std::string& path, int frames) {
+  synth::SynthOptions o;
+  o.output = path;
+  o.frames = frames;
+  o.phi_deg = {0, 40, 80};
+  o.noise = 0.01;
+  o.seed = 4;
+  return o;
+}
+
 TEST(DistributedPercentile, EqualsTheSerialPercentileOfThePooledValues) {
   const Comm& world = testing::TestEnvironment().world();
   // Every rank draws the same pool and keeps its share (with ties and negatives).
@@ -69,13 +80,8 @@ TEST(InitialScaling, DistributedEstimateEqualsTheSerialEstimator) {
   const config::Config cfg =
       testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
   const testing::MpiTempDir dir(world, "initial_scaling");
-  synth::SynthOptions o;
-  o.output = dir.file("scaling.h5");
-  o.frames = 50;
-  o.phi_deg = {0, 40, 80};
-  o.noise = 0.01;
-  o.seed = 4;
-  const io::LoadOptions lo = WriteOnRootAndLoadOptions(world, cfg, o);
+  const io::LoadOptions lo =
+      WriteOnRootAndLoadOptions(world, cfg, ThreeAngles(dir.file("scaling.h5"), 50));
   const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
   const model::ScalingBounds bounds;
   const auto distributed = nlsq::EstimateInitialScaling(world, local, bounds);
@@ -131,13 +137,8 @@ TEST(InitialScaling, FullMatrixPoolEqualsTheOracleOverAllNSquaredPoints) {
   const config::Config cfg =
       testing::SynthConfig("laminar_flow", "20000, -0.4, 10, 0.003, 0.2, 0.0002, 4");
   const testing::MpiTempDir dir(world, "initial_scaling_full");
-  synth::SynthOptions o;
-  o.output = dir.file("scaling_full.h5");
-  o.frames = 49;
-  o.phi_deg = {0, 40, 80};
-  o.noise = 0.01;
-  o.seed = 4;
-  io::LoadOptions lo = WriteOnRootAndLoadOptions(world, cfg, o);
+  io::LoadOptions lo =
+      WriteOnRootAndLoadOptions(world, cfg, ThreeAngles(dir.file("scaling_full.h5"), 49));
   lo.first_row = true;
   const io::LocalData local = io::LoadDistributed(world, lo, Logger::Silent());
   const io::LocalData layout = io::LoadDistributedLayout(world, lo, Logger::Silent());
