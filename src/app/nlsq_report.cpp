@@ -23,6 +23,15 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   out += fmt::format("  chi2              {:.10g}\n", f.chi_squared);
   out += fmt::format("  reduced chi2      {:.6g}  (quality: {})\n", f.reduced_chi_squared,
                      f.quality_flag);
+  if (f.loss == "linear") {
+    out += "  loss              linear: the fit minimised chi2\n";
+  } else {
+    out += fmt::format(
+        "  loss              {}, f_scale {:g}: the fit minimised f_scale^2·sum w·rho = {:.10g} "
+        "(chi2 above is the plain sum w·r^2)\n",
+        f.loss, f.f_scale, f.loss_objective);
+  }
+  if (!f.loss_note.empty()) out += fmt::format("  loss note         {}\n", f.loss_note);
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
                      r.n_optimised);
   for (std::size_t i = 0; i < f.physical_names.size(); ++i) {

@@ -45,8 +45,19 @@ void AddNlsqBasics(const KeyAdder& n) {
          f(&NlsqOptions::local_solver));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
-  n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
-        "Robust loss (homodyne honours it only on its CurveFit path)");
+  n.Used("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+         "Loss of the fit (SciPy least_squares' semantics): the objective is C^2 sum w rho(z), "
+         "z = (r / f_scale)^2 on the sigma-scaled residual r = (c2_exp - c2_model) / sigma; "
+         "the report gives this objective and the plain chi2 beside it. homodyne's and "
+         "xpcsjax's code default and templates say soft_l1 but apply it (with f_scale 1) to "
+         "unscaled residuals or not at all, i.e. their fits are effectively linear; here "
+         "soft_l1 with f_scale 1 down-weights every residual beyond about one sigma "
+         "(docs/migrating.md). two_component: linear only",
+         f(&NlsqOptions::loss));
+  n.Used("f_scale", T::kFloat, "1.0", Positive(),
+         "C of the robust loss, in units of the sigma-scaled residual (1: residuals beyond one "
+         "sigma are outliers); not used by the linear loss",
+         f(&NlsqOptions::f_scale));
   n.Acc("x_scale", T::kAny, "jac", CustomRule("\"jac\""),
         "xpcsjax's step scaling; only \"jac\" (what the local solver always does: Moré's "
         "scaling by the Jacobian's column norms); any other value is rejected");
@@ -346,7 +357,11 @@ void AddCmaes(const KeyAdder& c) {
         "Not used: the refinement uses optimization.nlsq.gtol");
   c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1),
         "Not used: the refinement uses optimization.nlsq.max_iterations");
-  c.Acc("refinement_loss", T::kString, "linear", NoRule(), "Not used: the fit's loss is linear");
+  c.Used("refinement_loss", T::kString, "linear",
+         OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+         "Loss of the local fit that refines the CMA-ES answer (f_scale as the fit's); the "
+         "warm start, the search's fitness and the choice of the answer use the fit's loss",
+         f(&Cmaes::refinement_loss));
   c.Acc("diagonal_filtering", T::kString, "remove", NoRule(),
         "Not used: the fit never includes the diagonal (only pairs t1 < t2)");
 }
@@ -413,7 +428,7 @@ void AddFlatWithoutEquivalent(const KeyAdder& n) {
   acc("enable_anti_degeneracy", T::kBool, "xpcsjax's heterodyne path reads it neither");
   acc("cmaes_anti_degeneracy", T::kBool, "no anti-degeneracy inside CMA-ES");
   acc("loss_weights", T::kAny, "the residuals are unweighted");
-  acc("loss_scale", T::kFloat, "the loss is linear");
+  acc("loss_scale", T::kFloat, "xpcsjax never applies it either (the loss scale is f_scale)");
   acc("tr_solver", T::kString, "no trust-region sub-solver choice");
   acc("step_bound", T::kFloat, "no step bound");
   acc("sampling_strategy", T::kString, "multi-start samples a Latin hypercube");

@@ -718,6 +718,7 @@ HeterodyneKernel::HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> til
                                    KernelOptions options)
     : impl_(std::make_unique<Impl>()) {
   options.Validate();
+  HOMODYNE_CHECK(!options.loss.robust(), "the two-component kernel fits the linear loss only");
   Impl& im = *impl_;
   if (grid.t.empty()) ThrowBadInput("the two-component kernel needs a non-empty time grid");
   if (grid.phi_deg.empty()) ThrowBadInput("the two-component kernel needs at least one angle");
@@ -792,6 +793,13 @@ HeterodyneKernel::~HeterodyneKernel() = default;
 
 const ExpandedIndex& HeterodyneKernel::index() const { return impl_->index; }
 std::int64_t HeterodyneKernel::num_points() const { return impl_->n_points; }
+void HeterodyneKernel::SetLoss(const RobustLoss& loss) {
+  loss.Validate();
+  HOMODYNE_CHECK(!loss.robust(), "the two-component kernel fits the linear loss only");
+  impl_->options.loss = loss;
+}
+const RobustLoss& HeterodyneKernel::loss() const { return impl_->options.loss; }
+
 int HeterodyneKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
 
 std::size_t HeterodyneKernel::partial_size(bool with_derivatives) const {

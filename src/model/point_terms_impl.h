@@ -12,7 +12,10 @@
 #include <cstring>
 #include <utility>
 
+#include <cmath>
+
 #include "model/constants.h"
+#include "model/robust_loss.h"
 #include "point_terms.h"
 
 // The vector type is passed between always-inline helpers only; the baseline clone
@@ -56,6 +59,7 @@ struct M {
 HOMODYNE_INLINE V operator+(V a, V b) { return {a.lo + b.lo, a.hi + b.hi}; }
 HOMODYNE_INLINE V operator-(V a, V b) { return {a.lo - b.lo, a.hi - b.hi}; }
 HOMODYNE_INLINE V operator*(V a, V b) { return {a.lo * b.lo, a.hi * b.hi}; }
+HOMODYNE_INLINE V operator/(V a, V b) { return {a.lo / b.lo, a.hi / b.hi}; }
 HOMODYNE_INLINE V& operator+=(V& a, V b) { return a = a + b; }
 HOMODYNE_INLINE M operator>(V a, V b) { return {a.lo > b.lo, a.hi > b.hi}; }
 HOMODYNE_INLINE M operator!=(V a, V b) { return {a.lo != b.lo, a.hi != b.hi}; }
@@ -114,6 +118,78 @@ HOMODYNE_INLINE V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
 #else
 HOMODYNE_INLINE V Fma(V a, V b, V c) { return {Fma4(a.lo, b.lo, c.lo), Fma4(a.hi, b.hi, c.hi)}; }
 #endif
+// √x lane by lane, correctly rounded on every copy (so the same bits).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+// By halves: GCC 12's _mm512_sqrt_pd trips -Wmaybe-uninitialized inside its header (as
+// _mm512_max_pd does, see Max).
+HOMODYNE_INLINE V Sqrt(V x) {
+  const V4 lo = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 0, 1, 2, 3));
+  const V4 hi = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 4, 5, 6, 7));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+#elif HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE V Sqrt(V x) { return {_mm256_sqrt_pd(x.lo), _mm256_sqrt_pd(x.hi)}; }
+#else
+HOMODYNE_INLINE V Sqrt(V x) {
+  return {V4{__builtin_sqrt(x.lo[0]), __builtin_sqrt(x.lo[1]), __builtin_sqrt(x.lo[2]),
+             __builtin_sqrt(x.lo[3])},
+          V4{__builtin_sqrt(x.hi[0]), __builtin_sqrt(x.hi[1]), __builtin_sqrt(x.hi[2]),
+             __builtin_sqrt(x.hi[3])}};
+}
+#endif
+// f(x) lane by lane through the scalar libm function (the same calls on every copy).
+template <typename F>
+HOMODYNE_INLINE V PerLane(V x, F f) {
+  alignas(64) double l[kLanes];
+  Store(l, x);
+  for (double& v : l) v = f(v);
+  return Load(l);
+}
+
+// The loss terms of robust_loss.h's EvaluateLoss, lane by lane with its expressions in its
+// order: ρ(z) and, with kDerivs, ρ′(z) and ρ′ + 2zρ″. `kind` is a robust LossKind.
+template <bool kDerivs>
+HOMODYNE_INLINE void LossLanes(int kind, V z, V& rho, V& d1, V& curvature) {
+  const V one = Splat(1.0);
+  switch (static_cast<LossKind>(kind)) {
+    case LossKind::kHuber: {
+      const M out = z > one;
+      const V sq = Sqrt(z);
+      rho = Where(out, (sq + sq) - one, z);
+      if constexpr (kDerivs) {
+        d1 = Where(out, one / sq, one);
+        curvature = Where(out, Splat(0.0), one);
+      }
+      return;
+    }
+    case LossKind::kCauchy:
+      rho = PerLane(z, [](double v) { return std::log1p(v); });
+      if constexpr (kDerivs) {
+        d1 = one / (one + z);
+        curvature = (one - z) * (d1 * d1);
+      }
+      return;
+    case LossKind::kArctan:
+      rho = PerLane(z, [](double v) { return std::atan(v); });
+      if constexpr (kDerivs) {
+        const V z2 = z * z;
+        d1 = one / (one + z2);
+        curvature = (one - Splat(3.0) * z2) * (d1 * d1);
+      }
+      return;
+    default: {  // soft_l1
+      const V a = one + z;
+      const V sq = Sqrt(a);
+      const V m = sq - one;
+      rho = m + m;
+      if constexpr (kDerivs) {
+        d1 = one / sq;
+        curvature = d1 / a;
+      }
+      return;
+    }
+  }
+}
 
 // The tile sums accumulate each vector's two halves added first (lane l gets lanes l and
 // l + 4), in 4 lanes, folded as (l0 + l1) + (l2 + l3): the normal-equation loop keeps 20 of
@@ -149,14 +225,17 @@ HOMODYNE_INLINE double Fold(Sum4 a) {
 struct Lanes {
   // r0 = d − c2 and g1sq = g1² before the 1/σ of the scaled residual r = r0/σ and of
   // uc = ∂c2/∂contrast/σ = g1²/σ, which the sums apply once (Normal, Gradient, FoldColumns).
-  V model, w, r0, g1sq, alpha, beta, gamma;
+  // Under a robust loss (kRobust): w is w·s², r0 is r0·ρ′/s² (so w·r0 = w·ρ′·r0, and every
+  // other w·x·y = w·s²·x·y) and rho_w = w·ρ(z), the χ² lanes' term.
+  V model, w, r0, g1sq, alpha, beta, gamma, rho_w;
 };
 
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
   V floor, offset, contrast, two_contrast_sigma, inv_sigma, a, b, uniform_weight, weight_scale;
   V ci, si, ci_a, neg_si_a, inv_a;  // SeparableRow's; ci·(1/a), −si·(1/a)
-  const double* prefetch_data;      // PointBlock's, or the block's own arrays when unset
+  V loss_inv_scale;
+  const double* prefetch_data;  // PointBlock's, or the block's own arrays when unset
   const double* prefetch_weight;
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
@@ -173,6 +252,7 @@ struct Consts {
         ci_a(Splat(in.sep.ci * in.sep.inv_a)),
         neg_si_a(Splat(-(in.sep.si * in.sep.inv_a))),
         inv_a(Splat(in.sep.inv_a)),
+        loss_inv_scale(Splat(in.loss_inv_scale)),
         prefetch_data(in.prefetch_data != nullptr ? in.prefetch_data : in.data),
         prefetch_weight(in.prefetch_weight != nullptr ? in.prefetch_weight : in.weight) {}
 };
@@ -241,8 +321,9 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
 // kMask every lane has a nonzero weight), and with kDerivs g1² and the derivative scalars
 // α (diffusion), β (shear rate), γ (φ0) of c2/σ, also 0 where the weight is 0 under kMask (so
-// that the unit-weight sums, which take no weight products, skip those lanes).
-template <bool kLaminar, bool kDerivs, bool kMask>
+// that the unit-weight sums, which take no weight products, skip those lanes). kRobust: the
+// loss terms of Lanes (kMask is then set).
+template <bool kLaminar, bool kDerivs, bool kMask, bool kRobust = false>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
                                                   const Inputs& x, V g1_raw, V s, V ds) {
   const V floor = k.floor;
@@ -268,14 +349,27 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   } else {
     (void)ds;
   }
+  if constexpr (kRobust) {
+    static_assert(kMask, "a robust loss takes the weighted loops");
+    const V u = t.r0 * k.loss_inv_scale;
+    V rho, d1, curvature;
+    LossLanes<kDerivs>(in.loss, u * u, rho, d1, curvature);
+    t.rho_w = x.w * rho;
+    if constexpr (kDerivs) {
+      const V s2 = Max(curvature, Splat(kLossCurvatureFloor));
+      t.w = x.w * s2;
+      t.r0 = t.r0 * (d1 / s2);
+    }
+  }
   return t;
 }
 
 // Calls body(t, c) for the block's vectors in column order: the shear factors come from the
 // caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it. kUnit:
 // every weight of the block is 1 (UnitWeight), so only the partial last vector needs the mask.
-template <bool kLaminar, bool kDerivs, bool kUnit, typename Body>
+template <bool kLaminar, bool kDerivs, bool kUnit, bool kRobust = false, typename Body>
 __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
+  static_assert(!(kUnit && kRobust), "a robust loss takes the weighted loops");
   const int n = in.n;
   const Consts k(in);
   const auto from_arrays = [&]<bool kWhole>(int c) __attribute__((always_inline)) {
@@ -283,11 +377,13 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
     constexpr bool kMask = !kUnit || !kWhole;
     if constexpr (kLaminar) {
       const V s = Load(in.s + c);
-      body(Terms<true, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c) * s, s,
-                                       kDerivs ? Load(in.ds + c) : Splat(0.0)),
+      body(Terms<true, kDerivs, kMask, kRobust>(in, k, c, x, Load(in.g1d + c) * s, s,
+                                                kDerivs ? Load(in.ds + c) : Splat(0.0)),
            c);
     } else {
-      body(Terms<false, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c), Splat(1.0), Splat(0.0)), c);
+      body(Terms<false, kDerivs, kMask, kRobust>(in, k, c, x, Load(in.g1d + c), Splat(1.0),
+                                                 Splat(0.0)),
+           c);
     }
   };
   // [lo, hi) is empty or a range of whole vectors.
@@ -306,18 +402,24 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
       for (; c + kLanes < hi; c += kLanes) {
         V g1_next, s_next, ds_next;
         SeparableLanes<kDerivs>(row, k, c + kLanes, g1_next, s_next, ds_next);
-        body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+        body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                   ds),
+             c);
         g1_raw = g1_next;
         s = s_next;
         ds = ds_next;
       }
-      body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+      body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                 ds),
+           c);
       c += kLanes;
     }
     for (; c < hi; c += kLanes) {
       V g1_raw, s, ds;
       SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
-      body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+      body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                 ds),
+           c);
     }
   }
   for (; c + kLanes <= n; c += kLanes) from_arrays.template operator()<true>(c);
@@ -330,12 +432,17 @@ __attribute__((always_inline)) inline void AddProductTo(double* p, V x, V y) {
 }
 
 // χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under unit weights), times
-// 1/σ² once.
-template <bool kUnit>
+// 1/σ² once; under a robust loss lanes of Σ w·ρ(z), times C² once.
+template <bool kUnit, bool kRobust = false>
 __attribute__((always_inline)) inline void AddChi2(Sum4& acc, const Lanes& t) {
-  acc.AddProduct(kUnit ? t.r0 : t.w * t.r0, t.r0);
+  if constexpr (kRobust) {
+    acc += t.rho_w;
+  } else {
+    acc.AddProduct(kUnit ? t.r0 : t.w * t.r0, t.r0);
+  }
 }
 __attribute__((always_inline)) inline double Chi2Sum(Sum4 acc, const PointBlock& in) {
+  if (in.loss != 0) return Fold(acc) * in.loss_scale_sq;
   return Fold(acc) * (in.inv_sigma * in.inv_sigma);
 }
 // The block's starting χ² lanes (PointBlock::chi2_lanes) and, at its end, the write-back.
@@ -355,12 +462,12 @@ __attribute__((always_inline)) inline V Weighted(const Lanes& t, V x) {
   return kUnit ? x : t.w * x;
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, bool kRobust = false>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   Sum4 acc[kNumTileSums];
   for (auto& v : acc) v = Zero4();
   acc[kSumChi2] = Chi2Start(in);
-  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
+  ForEachVector<kLaminar, true, kUnit, kRobust>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     // Per-column sums over the angles.
     AddProductTo(in.saa + c, wa, t.alpha);
@@ -378,7 +485,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     }
     // Per-tile sums.
     const V wr = Weighted<kUnit>(t, t.r0), wuc = Weighted<kUnit>(t, t.g1sq), wuca = wuc * t.alpha;
-    AddChi2<kUnit>(acc[kSumChi2], t);
+    AddChi2<kUnit, kRobust>(acc[kSumChi2], t);
     acc[kSumUcUc].AddProduct(wuc, t.g1sq);
     acc[kSumUc] += wuc;
     if constexpr (!kUnit) acc[kSumW] += t.w;
@@ -414,10 +521,10 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   }
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, bool kRobust = false>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
   Sum4 chi2 = Chi2Start(in), ucr = Zero4(), rsum = ucr;
-  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
+  ForEachVector<kLaminar, true, kUnit, kRobust>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit>(t, t.alpha);
     AddProductTo(in.sar + c, wa, t.r0);
     if constexpr (kLaminar) {
@@ -427,7 +534,7 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
       AddProductTo(in.sgr + c, wg, t.r0);
     }
     const V wr = Weighted<kUnit>(t, t.r0);
-    AddChi2<kUnit>(chi2, t);
+    AddChi2<kUnit, kRobust>(chi2, t);
     ucr.AddProduct(t.g1sq, wr);  // as in Normal
     rsum += wr;
   });
@@ -437,10 +544,11 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
   sums[kSumR] = Fold(rsum) * in.inv_sigma;
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, bool kRobust = false>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
   Sum4 acc = Chi2Start(in);
-  ForEachVector<kLaminar, false, kUnit>(in, [&](const Lanes& t, int) { AddChi2<kUnit>(acc, t); });
+  ForEachVector<kLaminar, false, kUnit, kRobust>(
+      in, [&](const Lanes& t, int) { AddChi2<kUnit, kRobust>(acc, t); });
   Chi2Carry(acc, in);
   return Chi2Sum(acc, in);
 }
@@ -550,22 +658,26 @@ HOMODYNE_POINT_TERMS_TARGET void FoldStaticColumns(const PointBlock& block, int 
 }
 
 HOMODYNE_POINT_TERMS_TARGET void GradientLaminarBlock(const PointBlock& block, double* sums) {
-  const PointBlock in = block;  // see Chi2Block
+  const PointBlock in = block;                                     // see Chi2Block
+  if (in.loss != 0) return Gradient<true, false, true>(in, sums);  // robust: weighted loops
   UnitWeight(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void GradientStaticBlock(const PointBlock& block, double* sums) {
-  const PointBlock in = block;  // see Chi2Block
+  const PointBlock in = block;                                      // see Chi2Block
+  if (in.loss != 0) return Gradient<false, false, true>(in, sums);  // robust: weighted loops
   UnitWeight(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalLaminarBlock(const PointBlock& block, double* sums) {
-  const PointBlock in = block;  // see Chi2Block
+  const PointBlock in = block;                                   // see Chi2Block
+  if (in.loss != 0) return Normal<true, false, true>(in, sums);  // robust: weighted loops
   UnitWeight(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalStaticBlock(const PointBlock& block, double* sums) {
-  const PointBlock in = block;  // see Chi2Block
+  const PointBlock in = block;                                    // see Chi2Block
+  if (in.loss != 0) return Normal<false, false, true>(in, sums);  // robust: weighted loops
   UnitWeight(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
 }
 
@@ -581,6 +693,8 @@ HOMODYNE_POINT_TERMS_TARGET double Chi2Block(const PointBlock& block) {
   // the block's pointers and keeps them in registers (through the reference it reloaded them
   // before every store).
   const PointBlock in = block;
+  if (in.loss != 0)
+    return in.s != nullptr ? Chi2<true, false, true>(in) : Chi2<false, false, true>(in);
   if (in.s != nullptr) return UnitWeight(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
   return UnitWeight(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
 }

@@ -85,10 +85,21 @@ std::string ParametersJson(const FitReport& r) {
             {"analysis_mode", r.analysis_mode},
             {"chi_squared", Number(r.chi_squared)},
             {"reduced_chi_squared", Number(r.reduced_chi_squared)},
+            {"loss", LossJson(r)},
             {"convergence_status", r.convergence_status},
             {"parameters", params},
             {"per_angle", per_angle}};
   return j.dump(2) + "\n";
+}
+
+// The loss in force and the objective the solver minimised (every result file has it).
+json LossJson(const FitReport& r) {
+  json j = {{"loss", r.loss},
+            {"f_scale", Number(r.f_scale)},
+            {"objective_minimised", LossObjectiveText(r)},
+            {"objective_value", Number(r.loss_objective)}};
+  if (!r.loss_note.empty()) j["note"] = r.loss_note;
+  return j;
 }
 
 json DegeneracyJson(const DegeneracyDiagnostics& d) {
@@ -257,6 +268,17 @@ json AntiDegeneracyJson(const FitReport& r) {
   return j;
 }
 
+std::string LossObjectiveText(const FitReport& r) {
+  if (r.loss == "linear" || r.loss.empty()) {
+    return "chi_squared = sum w r^2, r = (c2_exp - c2_model)/sigma (linear loss)";
+  }
+  return fmt::format(
+      "f_scale^2 * sum w rho_{}((r/f_scale)^2), r = (c2_exp - c2_model)/sigma, f_scale {:g} "
+      "(SciPy least_squares' robust loss); chi_squared and reduced_chi_squared are the plain "
+      "sum w r^2 at the answer",
+      r.loss, r.f_scale);
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {{"method", "nlsq"},
             {"timestamp", r.timestamp},
@@ -268,6 +290,7 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"n_parameters", r.n_params},
               {"held_parameters", r.HeldNames()},
               {"quality_flag", r.quality_flag}}},
+            {"loss", LossJson(r)},
             {"dataset_info",
              {{"n_angles", r.phi_deg.size()},
               {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
@@ -292,6 +315,7 @@ std::string ConvergenceMetricsJson(const FitReport& r) {
               {"execution_time", r.execution_time},
               {"final_chi_squared", Number(r.chi_squared)},
               {"chi_squared_reduction", Number(reduction)}}},
+            {"loss", LossJson(r)},
             {"recovery_actions", r.recovery_actions},
             {"quality_flag", r.quality_flag},
             {"device_info",
@@ -321,7 +345,8 @@ std::string HomodyneResultsJson(const FitReport& r) {
       {"parameters", r.FullVector()},
       {"diagnostics",
        {{"chi_squared", Number(r.chi_squared)},
-        {"converged", r.convergence_status == "converged"}}}};
+        {"converged", r.convergence_status == "converged"}}},
+      {"loss", LossJson(r)}};
   return j.dump(2) + "\n";
 }
 

@@ -149,6 +149,20 @@ constexpr double kTwoComponentDefaultLambda = 0.01;
 
 }  // namespace
 
+model::RobustLoss FitLossFromConfig(const config::Config& cfg, const std::string& name,
+                                    std::string_view key) {
+  model::RobustLoss loss;
+  loss.kind = model::ParseLossKind(name.empty() ? "linear" : name, key, cfg.source);
+  const double f_scale = cfg.optimization.nlsq.f_scale;
+  const bool valid = std::isfinite(f_scale) && f_scale > 0.0;
+  if (loss.robust() && !valid) {
+    ThrowBadInput(fmt::format("f_scale must be a positive finite number (got {})", f_scale),
+                  cfg.source, "optimization.nlsq.f_scale");
+  }
+  if (valid) loss.f_scale = f_scale;  // carried by the linear loss too (the refinement's)
+  return loss;
+}
+
 model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   model::LayoutOptions o;
@@ -178,6 +192,8 @@ struct XpcsFitSession::Impl {
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
+  model::RobustLoss loss;  // the fit's (FitLossFromConfig, linear for two_component)
+  std::string loss_note;   // why the configured loss is not the one in force (empty: it is)
   model::ScalingBounds scaling_bounds;            // the configured contrast/offset bounds
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
   // two_component: the Q95 estimates that its constant layout and the two-stage path's
@@ -337,6 +353,21 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.first_block = s.local.plan.first_block(comm.rank());
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
+  s.loss = FitLossFromConfig(cfg, cfg.optimization.nlsq.loss, "optimization.nlsq.loss");
+  if (s.loss.robust() && s.mode == model::AnalysisMode::kTwoComponent) {
+    s.loss_note = fmt::format(
+        "the configured {} was not applied: two_component fits take the "
+        "linear loss only (this fit minimised the plain chi2)",
+        model::ToString(s.loss.kind));
+    s.loss = ApplicableLoss(s.loss);
+  }
+  if (s.loss.robust()) {
+    logger.Info(
+        "loss: {} on r = (c2_exp - c2_model)/sigma (sigma {:g}): the fit minimises "
+        "C^2 sum w rho((r/C)^2) with C = f_scale = {:g}",
+        model::ToString(s.loss.kind), options.sigma, s.loss.f_scale);
+  }
+  setup.loss = s.loss;
   setup.threads = options.threads;
   setup.worker_start = options.worker_start;
   {
@@ -442,6 +473,24 @@ void XpcsFitSession::SetStopCheck(const std::function<bool()>& stop) {
 void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,
                                      std::vector<double>& chi2, int stride) {
   RowsProblem(stride).EvaluateChi2Batch(xs, chi2);
+}
+
+const model::RobustLoss& XpcsFitSession::loss() const { return impl_->loss; }
+
+model::RobustLoss XpcsFitSession::ApplicableLoss(const model::RobustLoss& loss) const {
+  const Impl& s = *impl_;
+  if (!loss.robust() || s.mode != model::AnalysisMode::kTwoComponent) return loss;
+  s.logger.Warn("the {} loss is not applied: two_component fits take the linear loss only",
+                model::ToString(loss.kind));
+  return {model::LossKind::kLinear, loss.f_scale};
+}
+
+const model::RobustLoss& XpcsFitSession::problem_loss() const { return impl_->problem->loss(); }
+
+void XpcsFitSession::SetProblemLoss(const model::RobustLoss& loss) {
+  Impl& s = *impl_;
+  s.problem->SetLoss(loss);
+  for (auto& [stride, rows] : s.row_problems) rows->SetLoss(loss);
 }
 
 std::int64_t XpcsFitSession::PointsOnRows(int stride) { return RowsProblem(stride).total_points(); }
@@ -604,11 +653,17 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   // Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
   // understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
   // With the L3 rows the solver's χ² is the objective; the report's is the data's.
+  // Under a robust loss the solver's χ² is the robust objective and its JᵀJ the row-scaled
+  // J̃ᵀJ̃: the covariance is SciPy curve_fit's, (J̃ᵀJ̃)⁻¹·C²Σ w·ρ/(m − n), and the report's
+  // χ² the plain Σ w·r² of one extra pass with the linear loss.
   const ScalingSpreadPenalty& penalty = s.problem->scaling_penalty();
-  const double data_chi2 = penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
-  const CovarianceResult cov =
-      CovarianceFromNormalEquations(summary.final_equations.hessian, layout.num_optimised(),
-                                    data_chi2, s.problem->total_points(), layout.num_optimised());
+  const double data_objective =
+      penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
+  const model::RobustLoss& loss = s.problem->loss();
+  const double data_chi2 = loss.robust() ? s.problem->PlainChi2(summary.x) : data_objective;
+  const CovarianceResult cov = CovarianceFromNormalEquations(
+      summary.final_equations.hessian, layout.num_optimised(), data_objective,
+      s.problem->total_points(), layout.num_optimised());
   const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
 
   NlsqRunResult r;
@@ -653,6 +708,10 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
         r.expanded_uncertainty[static_cast<std::size_t>(index.offset(k))]);
   }
   rep.chi_squared = data_chi2;
+  rep.loss = std::string(model::ToString(loss.kind));
+  rep.f_scale = loss.f_scale;
+  rep.loss_objective = data_objective;
+  rep.loss_note = s.loss_note;
   rep.n_data = s.n_data;
   rep.n_params = s.p_eff;
   rep.reduced_chi_squared = data_chi2 / static_cast<double>(s.n_data - s.p_eff);
@@ -662,8 +721,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
     reg.mode = s.cfg.optimization.nlsq.anti_degeneracy.regularization_mode;
     reg.lambda = penalty.lambda();
     reg.penalty_rows = penalty.rows();
-    reg.data_chi_squared = data_chi2;
-    reg.total_chi_squared = data_chi2;
+    reg.data_chi_squared = data_objective;  // the robust objective under a robust loss
+    reg.total_chi_squared = data_objective;
     penalty.AddChi2(r.expanded, reg.total_chi_squared);
   }
   rep.n_time_points = static_cast<int>(s.n_t);
