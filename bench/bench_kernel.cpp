@@ -177,9 +177,9 @@ class PinnedThreads {
 
 // One kernel pass timed over the benchmark loop, with its rate and roofline counters.
 template <typename Pass>
-void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
+void TimePass(benchmark::State& state, double flops_per_point, Pass pass,
+              homodyne::model::KernelOptions options) {
   const Setup& s = TheSetup();
-  homodyne::model::KernelOptions options = Options(state);
   const PinnedThreads pin(options);
   ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, options);
   TheCeilings();  // measured once, outside the timed loop
@@ -195,6 +195,10 @@ void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
   state.counters["separable_diffusion_fraction"] =
       static_cast<double>(counts.diffusion) / static_cast<double>(counts.points);
   RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
+}
+template <typename Pass>
+void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
+  TimePass(state, flops_per_point, pass, Options(state));
 }
 
 void BM_KernelChi2(benchmark::State& state) {
@@ -218,6 +222,38 @@ BENCHMARK(BM_KernelNormalEquations)
     ->Args({1, 0})
     ->Args({2, 0})
     ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The passes under a robust loss (optimization.nlsq.loss): range(1) = the LossKind (0 linear,
+// 1 soft_l1, 2 huber, 3 cauchy, 4 arctan), f_scale 1, one thread. The robust loops take the
+// weighted form (no unit-weight loops) and per point z, ρ, ρ′ and ρ′ + 2zρ″ (a square root and
+// a division; cauchy's and arctan's ρ a libm call per point); the flop counters keep the
+// linear pass's count, so their rates compare the same work.
+homodyne::model::KernelOptions LossOptions(const benchmark::State& state) {
+  homodyne::model::KernelOptions o{.threads = static_cast<int>(state.range(0))};
+  o.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));
+  return o;
+}
+void BM_KernelChi2Loss(benchmark::State& state) {
+  TimePass(
+      state, kChi2FlopsPerPoint,
+      [](const ModelKernel& k, const auto& params) { return k.Chi2(params); }, LossOptions(state));
+}
+BENCHMARK(BM_KernelChi2Loss)
+    ->ArgNames({"threads", "loss"})
+    ->ArgsProduct({{1}, {0, 1, 2, 3, 4}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+void BM_KernelNormalEquationsLoss(benchmark::State& state) {
+  TimePass(
+      state, kNormalFlopsPerPoint,
+      [](const ModelKernel& k, const auto& params) { return k.Accumulate(params).chi2; },
+      LossOptions(state));
+}
+BENCHMARK(BM_KernelNormalEquationsLoss)
+    ->ArgNames({"threads", "loss"})
+    ->ArgsProduct({{1}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

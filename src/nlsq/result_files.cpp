@@ -41,6 +41,16 @@ double Rms(const std::vector<double>& v) {
 // JSON has no NaN/Inf: write null for them.
 json Number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+// The loss in force and the objective the solver minimised (every result file has it).
+json LossJson(const FitReport& r) {
+  json j = {{"loss", r.loss},
+            {"f_scale", Number(r.f_scale)},
+            {"objective_minimised", LossObjectiveText(r)},
+            {"objective_value", Number(r.loss_objective)}};
+  if (!r.loss_note.empty()) j["note"] = r.loss_note;
+  return j;
+}
+
 }  // namespace
 
 std::vector<double> FitReport::FullVector() const {
@@ -90,16 +100,6 @@ std::string ParametersJson(const FitReport& r) {
             {"parameters", params},
             {"per_angle", per_angle}};
   return j.dump(2) + "\n";
-}
-
-// The loss in force and the objective the solver minimised (every result file has it).
-json LossJson(const FitReport& r) {
-  json j = {{"loss", r.loss},
-            {"f_scale", Number(r.f_scale)},
-            {"objective_minimised", LossObjectiveText(r)},
-            {"objective_value", Number(r.loss_objective)}};
-  if (!r.loss_note.empty()) j["note"] = r.loss_note;
-  return j;
 }
 
 json DegeneracyJson(const DegeneracyDiagnostics& d) {

@@ -16,10 +16,10 @@ fail() { echo "FAIL: $*"; exit 1; }
 write_cfg() {  # write_cfg <file> <mode> <loss> <f_scale>
   local names values
   if [ "$2" = static ]; then
-    names="[D0, alpha, D_offset]"; values="[1500, -0.3, 5]"
+    names="[D0, alpha, D_offset]"; values="[15000, -0.3, 5]"
   else
     names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
-    values="[1500, -0.3, 5, 0.003, 0.1, 0.0001, 3]"
+    values="[15000, -0.3, 5, 0.003, 0.1, 0.0001, 3]"
   fi
   cat > "$1" <<YAML
 analysis_mode: $2
@@ -49,10 +49,10 @@ YAML
 # Data: the model plus noise 0.001 (0.1 in units of r, σ = 0.01) and 2 % of the pairs shifted
 # by +0.03 (3 in units of r): f_scale 0.3 is 3× the noise.
 "$bindir/homodyne-synth" --config <(write_cfg /dev/stdout static linear 1) \
-  -o "$tmp/data_static.h5" --frames 30 --angles "0,60,120" --param D0=2000 --param alpha=-0.4 \
+  -o "$tmp/data_static.h5" --frames 30 --angles "0,60,120" --param D0=20000 --param alpha=-0.4 \
   --param D_offset=10 --noise 0.001 --seed 3 -q || fail "synth static"
 "$bindir/homodyne-synth" --config <(write_cfg /dev/stdout laminar_flow linear 1) \
-  -o "$tmp/data_laminar_flow.h5" --frames 30 --angles "0,45,90,135" --param D0=2000 \
+  -o "$tmp/data_laminar_flow.h5" --frames 30 --angles "0,45,90,135" --param D0=20000 \
   --param alpha=-0.4 --param D_offset=10 --param gamma_dot_t0=0.004 --param beta=0.1 \
   --param gamma_dot_t_offset=0.0002 --param phi0=4 --noise 0.001 --seed 4 -q \
   || fail "synth laminar_flow"
@@ -87,7 +87,7 @@ PY
 
 fs=0.3
 for mode in static laminar_flow; do
-  for loss in soft_l1 huber cauchy arctan linear; do
+  for loss in ${LOSSES:-soft_l1 huber cauchy arctan linear}; do
     write_cfg "$tmp/$mode-$loss.yaml" "$mode" "$loss" "$fs"
     out=$("$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/$mode-$loss.yaml" \
       -o "$tmp/$mode-$loss" 2>&1) || { echo "$out"; fail "$mode $loss fit"; }
