@@ -31,7 +31,6 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
         "(chi2 above is the plain sum w·r^2)\n",
         f.loss, f.f_scale, f.loss_objective);
   }
-  if (!f.loss_note.empty()) out += fmt::format("  loss note         {}\n", f.loss_note);
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
                      r.n_optimised);
   for (std::size_t i = 0; i < f.physical_names.size(); ++i) {

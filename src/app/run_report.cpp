@@ -206,7 +206,6 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "objective_minimised" << YAML::Value << nlsq::LossObjectiveText(f);
     y << YAML::Key << "objective_value" << YAML::Value << f.loss_objective;
     y << YAML::Key << "chi_squared" << YAML::Value << f.chi_squared;
-    if (!f.loss_note.empty()) y << YAML::Key << "note" << YAML::Value << f.loss_note;
     y << YAML::EndMap;
   }
   if (r != nullptr && !r->expanded.empty()) {

@@ -52,7 +52,7 @@ void AddNlsqBasics(const KeyAdder& n) {
          "xpcsjax's code default and templates say soft_l1 but apply it (with f_scale 1) to "
          "unscaled residuals or not at all, i.e. their fits are effectively linear; here "
          "soft_l1 with f_scale 1 down-weights every residual beyond about one sigma "
-         "(docs/migrating.md). two_component: linear only",
+         "(docs/migrating.md)",
          f(&NlsqOptions::loss));
   n.Used("f_scale", T::kFloat, "1.0", Positive(),
          "C of the robust loss, in units of the sigma-scaled residual (1: residuals beyond one "

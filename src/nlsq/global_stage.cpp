@@ -415,8 +415,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
     // homodyne's refinement minimises cmaes.refinement_loss, whatever the fit's loss; every
     // candidate is then compared (and the answer reported) under the fit's loss.
     const model::RobustLoss fit_loss = session.loss();
-    const model::RobustLoss refine_loss =
-        session.ApplicableLoss({g.refinement_loss, fit_loss.f_scale});
+    const model::RobustLoss refine_loss{g.refinement_loss, fit_loss.f_scale};
     const bool other_loss = refine_loss.kind != fit_loss.kind;
     if (other_loss) {
       logger.Info(

@@ -47,7 +47,6 @@ json LossJson(const FitReport& r) {
             {"f_scale", Number(r.f_scale)},
             {"objective_minimised", LossObjectiveText(r)},
             {"objective_value", Number(r.loss_objective)}};
-  if (!r.loss_note.empty()) j["note"] = r.loss_note;
   return j;
 }
 

@@ -118,13 +118,11 @@ struct FitReport {
   std::vector<double> offset, offset_uncertainty;      // per angle
   double chi_squared = 0.0;                            // the plain Σ w·r², whatever the loss
   double reduced_chi_squared = 0.0;
-  // The loss in force (model/robust_loss.h): its name, its f_scale, the objective the solver
-  // minimised over the data (C²·Σ w·ρ(z); = chi_squared under the linear loss) and, when the
-  // configured loss was not applied, why (empty: it was).
+  // The loss in force (model/robust_loss.h): its name, its f_scale and the objective the solver
+  // minimised over the data (C²·Σ w·ρ(z); = chi_squared under the linear loss).
   std::string loss = "linear";
   double f_scale = 1.0;
   double loss_objective = 0.0;
-  std::string loss_note;
   std::int64_t n_data = 0;  // n_phi · n_t² (homodyne's convention)
   int n_params = 0;         // expanded parameter count used for the DOF (held ones excluded)
   int n_time_points = 0;    // n_t of the fit grid (t = 0 excluded)

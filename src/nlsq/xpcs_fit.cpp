@@ -192,8 +192,7 @@ struct XpcsFitSession::Impl {
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
-  model::RobustLoss loss;  // the fit's (FitLossFromConfig, linear for two_component)
-  std::string loss_note;   // why the configured loss is not the one in force (empty: it is)
+  model::RobustLoss loss;                         // the fit's (FitLossFromConfig)
   model::ScalingBounds scaling_bounds;            // the configured contrast/offset bounds
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
   // two_component: the Q95 estimates that its constant layout and the two-stage path's
@@ -354,13 +353,6 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
   s.loss = FitLossFromConfig(cfg, cfg.optimization.nlsq.loss, "optimization.nlsq.loss");
-  if (s.loss.robust() && s.mode == model::AnalysisMode::kTwoComponent) {
-    s.loss_note = fmt::format(
-        "the configured {} was not applied: two_component fits take the "
-        "linear loss only (this fit minimised the plain chi2)",
-        model::ToString(s.loss.kind));
-    s.loss = ApplicableLoss(s.loss);
-  }
   if (s.loss.robust()) {
     logger.Info(
         "loss: {} on r = (c2_exp - c2_model)/sigma (sigma {:g}): the fit minimises "
@@ -476,14 +468,6 @@ void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,
 }
 
 const model::RobustLoss& XpcsFitSession::loss() const { return impl_->loss; }
-
-model::RobustLoss XpcsFitSession::ApplicableLoss(const model::RobustLoss& loss) const {
-  const Impl& s = *impl_;
-  if (!loss.robust() || s.mode != model::AnalysisMode::kTwoComponent) return loss;
-  s.logger.Warn("the {} loss is not applied: two_component fits take the linear loss only",
-                model::ToString(loss.kind));
-  return {model::LossKind::kLinear, loss.f_scale};
-}
 
 const model::RobustLoss& XpcsFitSession::problem_loss() const { return impl_->problem->loss(); }
 
@@ -711,7 +695,6 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.loss = std::string(model::ToString(loss.kind));
   rep.f_scale = loss.f_scale;
   rep.loss_objective = data_objective;
-  rep.loss_note = s.loss_note;
   rep.n_data = s.n_data;
   rep.n_params = s.p_eff;
   rep.reduced_chi_squared = data_chi2 / static_cast<double>(s.n_data - s.p_eff);

@@ -116,13 +116,11 @@ class XpcsFitSession {
                        int stride);
   std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums
   std::int64_t total_points() const;      // the fit's points, all ranks
-  // The fit's loss (optimization.nlsq.loss and f_scale; linear for two_component).
+  // The fit's loss (optimization.nlsq.loss and f_scale).
   const model::RobustLoss& loss() const;
   // The loss every pass of the session's problems uses from now on (the CMA-ES refinement's;
   // local, every rank must set the same) and the one in force now.
   void SetProblemLoss(const model::RobustLoss& loss);
-  // `loss`, or the linear loss (with a warning) where the model has only that (two_component).
-  model::RobustLoss ApplicableLoss(const model::RobustLoss& loss) const;
   const model::RobustLoss& problem_loss() const;
   std::int64_t time_points() const;  // the fit grid's times (t = 0 excluded)
   bool streamed() const;             // the data are streamed from the file on each pass
