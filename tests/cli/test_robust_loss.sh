@@ -6,7 +6,8 @@
 # parameters (1e-6 relative or 1e-3 of the uncertainty), static and laminar_flow; the plain
 # χ² and the robust objective are both reported; the robust fit has the same bits at 1 and
 # 2 ranks, 1 and 2 threads and after a checkpoint resume; TAO (bntr) agrees with SciPy too;
-# the CMA-ES refinement takes cmaes.refinement_loss; a bad loss name is refused naming the
+# the CMA-ES refinement takes cmaes.refinement_loss; two_component fits honour the loss (same
+# bits at 1 and 2 ranks, an answer other than the linear one); a bad loss name is refused naming the
 # key.
 set -uo pipefail
 bindir=$1; mpiexec=$2
@@ -148,6 +149,62 @@ grep -q "the refinement minimises the soft_l1 (f_scale $fs) loss" <<<"$out" \
   || { echo "$out"; fail "CMA-ES: the refinement does not take refinement_loss"; }
 "$py" "$(dirname "$0")/robust_loss_check.py" "$tmp/static-cmaes" static cauchy "$fs" 0.1 2000000 \
   --no-refit || fail "CMA-ES: objective or chi2"
+
+# two_component: the same loss through its own kernel; the same bits at 1 and 2 ranks, the
+# objective below the plain chi2, and an answer other than the linear fit's.
+het_cfg() {  # het_cfg <file> <loss>
+  cat > "$1" <<YAML
+analysis_mode: two_component
+analyzer_parameters: {dt: 0.1, scattering: {wavevector_q: 0.0054}}
+experimental_data: {data_folder_path: $tmp, data_file_name: het.h5}
+initial_parameters:
+  parameter_names: [D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]
+  values: [3000, 0.3, 20, 20000, -0.3, 50, 300, 0.6, 2, 0.35, 0.3, 0.0, 0.05, 2.0]
+  active_parameters: [D0_ref, alpha_ref, D0_sample, alpha_sample, v0, v_beta, f0, f1, phi0_het]
+optimization:
+  nlsq: {loss: $2, f_scale: 0.5, max_iterations: 60}
+output: {fitted_data: none}
+YAML
+}
+het_cfg "$tmp/het-truth.yaml" linear
+"$bindir/homodyne-synth" --config "$tmp/het-truth.yaml" -o "$tmp/het.h5" --frames 30 \
+  --angles "0,60,120" --noise 0.002 --seed 7 -q || fail "two_component synth"
+"$py" - "$tmp/het.h5" <<'PY' || fail "two_component outliers"
+import sys
+import h5py
+import numpy as np
+rng = np.random.default_rng(5)
+with h5py.File(sys.argv[1], "r+") as f:
+    for key in f["exchange/C2T_all"]:
+        d = f["exchange/C2T_all"][key]
+        c = d[()]
+        i, j = np.triu_indices(c.shape[0], 1)
+        pick = rng.random(i.size) < 0.02
+        c[i[pick], j[pick]] += 0.05
+        d[...] = c
+PY
+het_cfg "$tmp/het-cauchy.yaml" cauchy
+het_cfg "$tmp/het-linear.yaml" linear
+for run in "1 cauchy" "2 cauchy" "1 linear"; do
+  set -- $run
+  "$mpiexec" -n "$1" "$bindir/homodyne" --config "$tmp/het-$2.yaml" -o "$tmp/het-$2-$1" -q \
+    > /dev/null 2>&1 || fail "two_component $2 at $1 rank(s)"
+done
+values "$tmp/het-cauchy-2" | diff - <(values "$tmp/het-cauchy-1") \
+  || fail "two_component cauchy: 1 and 2 ranks differ"
+"$py" - "$tmp/het-cauchy-1" "$tmp/het-linear-1" <<'PY' || fail "two_component robust result"
+import json, sys
+rob = json.load(open(sys.argv[1] + "/nlsq/parameters.json"))
+lin = json.load(open(sys.argv[2] + "/nlsq/parameters.json"))
+l = rob["loss"]
+assert l["loss"] == "cauchy" and l["f_scale"] == 0.5, l
+assert l["objective_value"] < 0.5 * rob["chi_squared"], (l, rob["chi_squared"])
+assert lin["loss"]["objective_value"] == lin["chi_squared"], lin["loss"]
+moved = max(abs(rob["parameters"][k]["value"] - lin["parameters"][k]["value"]) /
+            max(lin["parameters"][k]["uncertainty"], 1e-300) for k in ("D0_ref", "v0", "f0"))
+assert moved > 0.5, ("the robust answer is the linear one", moved)
+print("two_component cauchy: objective", l["objective_value"], "chi2", rob["chi_squared"])
+PY
 
 # Every result file states the loss; the run report too.
 "$py" - "$tmp/static-cauchy" <<'PY' || fail "result files"
