@@ -234,6 +234,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     // A simulation alone reads no data.
     ro.require_data_file =
         opts.data_file.empty() && !(in.plots.PlotOnly() && !in.plots.experimental);
+    ro.strict = opts.strict;
     in.plots.simulated_options.Validate();
     config::Config c = config::ReadConfigFile(opts.config, ro);
     if (c.analysis_mode == config::AnalysisMode::kTwoComponent) {
@@ -252,6 +253,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     return c;
   });
   state.config = in.cfg;
+  if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
@@ -329,7 +331,8 @@ nlsq::NlsqRunOptions PrepareNlsq(Environment& env, const HomodyneCliOptions& opt
     for (const auto& [name, v] : opts.initial)
       overrides["initial." + name] = fmt::format("{:.17g}", v);
     return checkpoint::CheckpointSettings::FromConfig(in.cfg, opts.checkpoint_dir, opts.resume,
-                                                      config::DescribeConfig(in.cfg, overrides));
+                                                      config::DescribeConfig(in.cfg, overrides),
+                                                      opts.output_dir);
   });
   const auto& slots = threads.placement.slots;
   ro.threads = static_cast<int>(slots.size());

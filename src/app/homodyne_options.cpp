@@ -18,6 +18,9 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
   auto* cfg =
       app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
+  app.add_flag("--strict", opts.strict,
+               "refuse a config with unknown keys (default: warn and ignore them, as homodyne "
+               "and xpcsjax do)");
   std::string method(config::ToString(opts.method));
   app.add_option("--method", method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))

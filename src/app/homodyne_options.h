@@ -18,6 +18,7 @@ struct HomodyneCliOptions {
   bool quiet = false;
   std::string config = "./homodyne_config.yaml";
   bool config_given = false;
+  bool strict = false;  // unknown config keys are errors, not warnings
   config::FitMethod method = config::FitMethod::kNlsq;
   std::string output_dir = "./homodyne_results";
   std::string data_file;

@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/progress.h"
+#include "io/content_digest.h"
 #include "io/dataset.h"
 #include "io/writers.h"
 #include "nlsq/result_files.h"
@@ -606,8 +607,9 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   checkpoint::CmcCheckpointSettings cs;
   cs.stop_on_signal = false;
   if (c.options.checkpoints) cs = *c.options.checkpoints;
-  std::string data_id = checkpoint::DescribeData(d.meta().file, d.meta().q_physics, d.phi, d.nf,
-                                                 d.meta().dt, d.n_points);
+  std::string data_id =
+      checkpoint::DescribeData(io::DigestMatrices(d.meta(), d.matrices()), d.meta().q_physics,
+                               d.phi, d.nf, d.meta().dt, d.n_points);
   for (double v : c.start.theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
   const std::optional<double> known_sigma = c.cfg.optimization.cmc.known_sigma;
   if (known_sigma) data_id += fmt::format("cmc.known_sigma: {:a}\n", *known_sigma);

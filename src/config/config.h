@@ -31,12 +31,12 @@ struct AnalyzerParameters {
 struct ExperimentalData {
   std::string data_folder_path;
   std::string data_file_name;
-  std::string file_path;  // informational
+  std::string file_path;  // xpcsjax's full path; used when the folder/name pair is absent
   std::string phi_angles_path;
   std::string cache_file_path;  // empty = data_folder_path
   std::string cache_filename_template;
   bool cache_compression{};
-  // data_folder_path joined with data_file_name (empty if either is missing).
+  // data_folder_path joined with data_file_name, else file_path (empty if neither).
   std::string DataFile() const;
 };
 
@@ -361,7 +361,10 @@ struct Config {
   bool legacy_flat_layout = false;                 // converted from the flat legacy layout
   std::vector<std::string> notes;                  // notes for the user (fallbacks, overrides)
   std::vector<std::string> accepted_keys_present;  // status-accepted keys found in the file
-  std::shared_ptr<const RawConfig> raw;            // validated tree, for lookups and echo
+  // Unknown keys ignored by a lenient read (ReadOptions::strict false), each as
+  // "key (unknown key, line N; did you mean …?)"; the caller warns.
+  std::vector<std::string> ignored_keys;
+  std::shared_ptr<const RawConfig> raw;  // validated tree, for lookups and echo
 
   // The effective parameter with this canonical name, or nullptr.
   const EffectiveParameter* FindParameter(const std::string& name) const;

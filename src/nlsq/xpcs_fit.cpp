@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "io/content_digest.h"
 #include "io/distributed_loader.h"
 #include "nlsq/covariance.h"
 #include "nlsq/degeneracy.h"
@@ -195,6 +196,7 @@ struct XpcsFitSession::Impl {
   int p_eff = 0;
   PhaseTimes phases;
   GradientMonitorOptions monitor;  // anti_degeneracy.gradient_monitoring
+  std::string content_digest;      // of the fitted data, once a checkpoint needs it
 
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
@@ -389,10 +391,17 @@ std::optional<double> XpcsFitSession::HeldValue(std::string_view name) const {
   return l.fixed()[static_cast<std::size_t>(impl_->index.phys(p))];
 }
 int XpcsFitSession::num_physical() const { return impl_->layout->num_physical_varying(); }
-std::string XpcsFitSession::DataDescription() const {
-  const io::DatasetMetadata& meta = impl_->local.meta;
-  return checkpoint::DescribeData(meta.file, meta.q_physics, impl_->phi, meta.n_frames, meta.dt,
-                                  impl_->problem->total_points());
+std::string XpcsFitSession::DataDescription() {
+  Impl& s = *impl_;
+  // The digest costs a look at every value: in core a pass over memory, streamed one read
+  // of the file; computed once, when the first checkpoint store needs it.
+  if (s.content_digest.empty()) {
+    s.content_digest = s.stream ? DigestStreamedData(s.comm, s.local, *s.stream)
+                                : io::DigestLocalData(s.comm, s.local);
+  }
+  const io::DatasetMetadata& meta = s.local.meta;
+  return checkpoint::DescribeData(s.content_digest, meta.q_physics, s.phi, meta.n_frames, meta.dt,
+                                  s.problem->total_points());
 }
 
 double XpcsFitSession::Chi2At(const std::vector<double>& x) {

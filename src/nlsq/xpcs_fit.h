@@ -92,8 +92,9 @@ class XpcsFitSession {
   // The value a held physical parameter is held at; nullopt when it is fitted or unknown.
   std::optional<double> HeldValue(std::string_view name) const;
   int num_physical() const;  // the varying physical parameters: the last entries of x
-  // The input data selection for checkpoint identities (checkpoint::DescribeData).
-  std::string DataDescription() const;
+  // The input data for checkpoint identities (checkpoint::DescribeData): its content's
+  // digest and selection. Collective the first time (the digest is summed over the ranks).
+  std::string DataDescription();
 
   double Chi2At(const std::vector<double>& x);  // collective: the objective (penalty included)
   // Collective: χ² of the data alone (without the L3 penalty rows; = Chi2At without them).
