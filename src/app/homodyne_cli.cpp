@@ -20,6 +20,7 @@
 #include "app/homodyne_options.h"
 #include "app/nlsq_report.h"
 #include "app/plots.h"
+#include "app/results_yaml.h"
 #include "app/run_app.h"
 #include "app/run_report.h"
 #include "app/warm_start.h"
@@ -211,6 +212,28 @@ struct RunInputs {
   std::string data_file;  // --data-file, else the config's
 };
 
+// The config keys that homodyne's and xpcsjax's flags set (docs/migrating.md), by the
+// name the checkpoint identity records them under.
+std::map<std::string, std::string> FlagOverrides(const HomodyneCliOptions& opts) {
+  std::map<std::string, std::string> out;
+  if (opts.max_iterations) out["max_iterations"] = std::to_string(*opts.max_iterations);
+  if (opts.tolerance) out["tolerance"] = fmt::format("{:.17g}", *opts.tolerance);
+  if (opts.multistart) out["multistart"] = *opts.multistart ? "true" : "false";
+  if (opts.multistart_n) out["multistart_n"] = std::to_string(*opts.multistart_n);
+  return out;
+}
+
+void ApplyFlagOverrides(const HomodyneCliOptions& opts, config::Config& c) {
+  config::NlsqOptions& n = c.optimization.nlsq;
+  if (opts.max_iterations) n.max_iterations = *opts.max_iterations;
+  if (opts.tolerance) n.tolerance = *opts.tolerance;
+  if (opts.multistart_n) {
+    n.multi_start.enable = true;
+    n.multi_start.n_starts = *opts.multistart_n;
+  }
+  if (opts.multistart) n.multi_start.enable = *opts.multistart;
+}
+
 // Every rank reads the options and the config; bad input stops all of them before any work.
 RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
@@ -245,6 +268,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
             opts.config, "analysis_mode");
       }
     }
+    ApplyFlagOverrides(opts, c);
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
       ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
@@ -254,6 +278,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
   });
   state.config = in.cfg;
   if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
+  for (const auto& note : opts.flag_notes) log.Info("{}", note);
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
@@ -330,6 +355,7 @@ nlsq::NlsqRunOptions PrepareNlsq(Environment& env, const HomodyneCliOptions& opt
     if (opts.laminar_flow) overrides["laminar_flow"] = "true";
     for (const auto& [name, v] : opts.initial)
       overrides["initial." + name] = fmt::format("{:.17g}", v);
+    for (const auto& [name, value] : FlagOverrides(opts)) overrides[name] = value;
     return checkpoint::CheckpointSettings::FromConfig(in.cfg, opts.checkpoint_dir, opts.resume,
                                                       config::DescribeConfig(in.cfg, overrides),
                                                       opts.output_dir);
@@ -445,6 +471,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   const cmc::CmcRunResult* sampled = cmc ? &*cmc : nullptr;
   PhaseTimes phases =
       WriteFitOutputs(scope, nlsq, sampled, in.plots, {ro.threads, ro.worker_start});
+  if (opts.output_format == "yaml") {
+    RunCollectively(env.world(), [&] {
+      if (env.rank() == 0) WriteHomodyneResultsYaml(opts.output_dir);
+    });
+  }
   for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
   state.phases = phases;
 

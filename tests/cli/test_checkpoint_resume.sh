@@ -189,6 +189,8 @@ sed 's/values: \[10000,/values: [11000,/' "$tmp/cfg.yaml" > "$tmp/other.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/other.yaml" --output-dir "$tmp/o" --resume 2>&1); code=$?
 [ $code -eq 0 ] || { echo "$out"; echo "FAIL: another config with --resume exit $code (expected 0)"; exit 1; }
 grep -q "resuming NLSQ from" <<<"$out" && { echo "$out"; echo "FAIL: another config's checkpoint was resumed"; exit 1; }
-[ "$(ls -d "$tmp"/ckpt/*/ | wc -l)" -eq 2 ] || { ls -R "$tmp/ckpt"; echo "FAIL: expected one run folder per config"; exit 1; }
+runs=$(find "$tmp/ckpt" -type d -regextype posix-extended -regex '.*/[0-9a-f]{8}-[0-9a-f]{8}' \
+         -printf '%f\n' | sort -u | wc -l)
+[ "$runs" -eq 2 ] || { ls -R "$tmp/ckpt"; echo "FAIL: $runs run folders, expected one per config"; exit 1; }
 for f in $before; do [ -e "$f" ] || { echo "FAIL: $f of the first run was removed"; exit 1; }; done
 echo "PASS"

@@ -42,7 +42,7 @@ out=$(cd "$tmp" && "$mpiexec" -n 2 "$bindir/homodyne" --config cfg.yaml -o out 2
 [ $code -eq 0 ] || { echo "$out"; fail "a config with unknown keys: exit $code (expected 0)"; }
 [ "$(grep -c "unknown key(s) ignored" <<<"$out")" -eq 1 ] || { echo "$out"; fail "the ignored keys are not listed once"; }
 for key in analyzer_parameters.temporal parameter_bounds optimization.nlsq.shear_transforms \
-           optimization.nlsq.fourier optimization.cmc.diagonal_correction multi_start performance.computation; do
+           optimization.nlsq.fourier optimization.cmc.diagonal_correction multi_start performance.computation.gpu_acceleration; do
   grep -q "^ *$key (unknown key" <<<"$out" || { echo "$out"; fail "$key is not listed"; }
 done
 grep -q "metadata.diagonal_correction" <<<"$out" && { echo "$out"; fail "a suggestion from another section"; }
