@@ -8,7 +8,7 @@
 # them reaches the minimum: the answer must be within 1.001x of the fit from the truth (default
 # settings), and labelled converged. A template answer labelled converged away from it fails.
 set -uo pipefail
-bindir=$1; mpiexec=$2
+bindir=$(cd "$1" && pwd); mpiexec=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
