@@ -29,7 +29,8 @@ void AddNlsqBasics(const KeyAdder& n) {
          f(&NlsqOptions::max_iterations));
   n.Used("tolerance", T::kFloat, "1e-8", Positive(),
          "ftol: converged when the Gauss-Newton decrement (the relative chi2 decrease the "
-         "local model still promises) is at most this",
+         "local model still promises) is at most this, with the gradient cosine at most 1e-4 "
+         "beside it (docs/errors.md)",
          f(&NlsqOptions::tolerance));
   n.Used("xtol", T::kFloat, "1e-8", Positive(),
          "A scaled step below xtol times the scaled parameter norm makes no progress (a stall "
