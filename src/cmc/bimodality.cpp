@@ -335,11 +335,21 @@ ModeTest TestTwoModes(std::span<const double> x, int chains, double min_weight,
     n_eff += std::isfinite(ess) ? std::clamp(ess, 1.0, static_cast<double>(finite)) : 1.0;
   }
   if (t.dip_ratio > kMaxDipRatio) return t;
-  // Step 3.
-  t.skew = FitSkewNormal(sorted);
-  const auto n = static_cast<double>(sorted.size());
+  // Step 3, on at most kMaxFitDraws evenly spaced order statistics (the likelihoods are
+  // scaled to n_eff anyway; this bounds rank 0's work on runs with many long shards).
+  constexpr std::size_t kMaxFitDraws = 2000;
+  const std::size_t stride = (sorted.size() + kMaxFitDraws - 1) / kMaxFitDraws;
+  std::vector<double> fit;
+  for (std::size_t i = stride / 2; i < sorted.size(); i += stride) fit.push_back(sorted[i]);
+  t.skew = FitSkewNormal(fit);
+  double mixture_ll = 0.0;
+  for (double v : fit) {
+    mixture_ll += std::log(m.weight[0] * std::exp(NormalLogPdf(v, m.mean[0], m.variance[0])) +
+                           m.weight[1] * std::exp(NormalLogPdf(v, m.mean[1], m.variance[1])));
+  }
+  const auto n = static_cast<double>(fit.size());
   t.effective_draws = std::max(n_eff, 1.0);
-  t.delta_bic = 2.0 * (m.log_likelihood - t.skew.log_likelihood) * (t.effective_draws / n) -
+  t.delta_bic = 2.0 * (mixture_ll - t.skew.log_likelihood) * (t.effective_draws / n) -
                 2.0 * std::log(t.effective_draws);
   t.two_modes = t.delta_bic > 0.0;
   return t;

@@ -106,12 +106,11 @@ TEST(CmcBimodalityRun, ItemFourSkewedSingleModesAreNotSplit) {
     EXPECT_TRUE(b.bimodal_shards.empty()) << b.name;
   }
   EXPECT_FALSE(r.mode_aware.applied);
-  for (const std::string& name :
+  for (const char* name :
        {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"}) {
-    std::printf("%-20s sd consensus / full data: %.3f\n", name.c_str(),
-                Std(r, name) / Std(full, name));
+    std::printf("%-20s sd consensus / full data: %.3f\n", name, Std(r, name) / Std(full, name));
   }
-  for (const std::string& name : {"D0", "alpha", "D_offset", "phi0"}) {
+  for (const char* name : {"D0", "alpha", "D_offset", "phi0"}) {
     const double ratio = Std(r, name) / Std(full, name);
     EXPECT_GE(ratio, 0.75) << name;
     EXPECT_LE(ratio, 1.33) << name;

@@ -74,23 +74,34 @@ TEST(CmcBimodality, AParameterIsFlaggedWhenEnoughShardsHoldTwoModes) {
   EXPECT_FALSE(DetectBimodality(shards, {"D0", "alpha"}, {"D0"}, 0.2, 0.5, 4)[0].flagged);
 }
 
-// n draws of a log-normal: one mode, skewed to the right (skewness ≈ 3 at s = 0.7).
-std::vector<double> LogNormal(int n, double scale, double s, std::uint64_t seed) {
+// n draws of a log-normal: one mode, skewed to the right (skewness ≈ 2.9 at s = 0.7). With
+// rho > 0 the underlying normal is an AR(1) walk: autocorrelated, MCMC-like draws.
+std::vector<double> LogNormal(int n, double scale, double s, std::uint64_t seed, double rho = 0.0) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0.0, 1.0);
   std::vector<double> x;
-  for (int i = 0; i < n; ++i) x.push_back(scale * std::exp(s * z(rng)));
+  double e = z(rng);
+  for (int i = 0; i < n; ++i) {
+    e = rho * e + std::sqrt(1.0 - rho * rho) * z(rng);
+    x.push_back(scale * std::exp(s * e));
+  }
   return x;
 }
 
-// An AR(1) walk (correlation rho) around each value: MCMC-like autocorrelated draws.
-std::vector<double> Correlate(std::vector<double> x, double rho, double sd, std::uint64_t seed) {
+// n autocorrelated draws that stay near lo or hi, switching with probability `hop` per draw
+// (an AR(1) walk of correlation 0.9 and marginal sd `sd` around the current mode).
+std::vector<double> Hopping(int n, double hop, double lo, double hi, double sd,
+                            std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> z(0.0, 1.0);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> x;
+  bool upper = u(rng) < 0.5;
   double e = 0.0;
-  for (double& v : x) {
-    e = rho * e + std::sqrt(1.0 - rho * rho) * sd * z(rng);
-    v += e;
+  for (int i = 0; i < n; ++i) {
+    if (u(rng) < hop) upper = !upper;
+    e = 0.9 * e + std::sqrt(1.0 - 0.81) * sd * z(rng);
+    x.push_back((upper ? hi : lo) + e);
   }
   return x;
 }
@@ -105,8 +116,8 @@ TEST(CmcBimodality, ASkewedSingleModeThatPassesTheScreenIsNotTwoModes) {
                               << t.delta_bic;
   }
   // The same with autocorrelated draws (the chains' ESS is what counts).
-  const ModeTest t =
-      TestTwoModes(Correlate(LogNormal(2000, 100.0, 0.7, 25), 0.9, 20.0, 26), 4, 0.2, 0.5);
+  const ModeTest t = TestTwoModes(LogNormal(2000, 100.0, 0.7, 25, 0.9), 4, 0.2, 0.5);
+  EXPECT_TRUE(t.screen);
   EXPECT_FALSE(t.two_modes) << "dip " << t.dip_ratio << ", ΔBIC " << t.delta_bic;
   // And through the detector: screened, neither two modes nor flagged.
   std::vector<ShardDraws> shards;
@@ -122,19 +133,25 @@ TEST(CmcBimodality, ASkewedSingleModeThatPassesTheScreenIsNotTwoModes) {
 }
 
 TEST(CmcBimodality, TwoSeparatedModesSeenByEveryChainAreConfirmed) {
-  const std::vector<double> x = Sample(2000, 0.4, 19000.0, 32000.0, 1500.0, 41);
+  const std::vector<double> x = Sample(2000, 0.4, 18000.0, 32000.0, 1500.0, 41);
   const ModeTest t = TestTwoModes(x, 4, 0.2, 0.5);
   EXPECT_TRUE(t.screen);
   EXPECT_LT(t.dip_ratio, kMaxDipRatio);
-  EXPECT_GT(t.trough, 19000.0);
+  EXPECT_GT(t.trough, 18000.0);
   EXPECT_LT(t.trough, 32000.0);
   EXPECT_GT(t.delta_bic, 0.0);
   EXPECT_TRUE(t.two_modes);
   EXPECT_EQ(t.chains_lower, 4);
   EXPECT_EQ(t.chains_upper, 4);
   EXPECT_TRUE(t.confirmed_by_chains());
-  // Autocorrelated: fewer effective draws, the same verdict.
-  const ModeTest c = TestTwoModes(Correlate(x, 0.8, 300.0, 42), 4, 0.2, 0.5);
+  // Autocorrelated chains that hop between the modes: fewer effective draws, the same
+  // verdict.
+  std::vector<double> y;
+  for (std::uint64_t c = 0; c < 4; ++c) {
+    const std::vector<double> chain = Hopping(500, 0.02, 18000.0, 32000.0, 1500.0, 42 + c);
+    y.insert(y.end(), chain.begin(), chain.end());
+  }
+  const ModeTest c = TestTwoModes(y, 4, 0.2, 0.5);
   EXPECT_LT(c.effective_draws, 1000.0);
   EXPECT_TRUE(c.confirmed_by_chains()) << "dip " << c.dip_ratio << ", ΔBIC " << c.delta_bic;
 }
@@ -143,7 +160,7 @@ TEST(CmcBimodality, ModesSeenByOneChainOnlyNeedAnotherShard) {
   // Chains 1–3 in the lower mode, chain 0 alone in the upper one.
   std::vector<double> x = Sample(500, 1.0, 0.0, 32000.0, 1500.0, 51);
   for (std::uint64_t c = 1; c < 4; ++c) {
-    const std::vector<double> lower = Sample(500, 0.0, 19000.0, 0.0, 1500.0, 51 + c);
+    const std::vector<double> lower = Sample(500, 0.0, 18000.0, 0.0, 1500.0, 51 + c);
     x.insert(x.end(), lower.begin(), lower.end());
   }
   const ModeTest t = TestTwoModes(x, 4, 0.2, 0.5);
@@ -152,13 +169,13 @@ TEST(CmcBimodality, ModesSeenByOneChainOnlyNeedAnotherShard) {
   EXPECT_EQ(t.chains_upper, 1);
   EXPECT_FALSE(t.confirmed_by_chains());
   // Alone (beside unimodal shards) it is reported, not flagged.
-  std::vector<ShardDraws> shards{{1, x}, {1, Sample(2000, 0.0, 19000.0, 0.0, 1500.0, 60)}};
+  std::vector<ShardDraws> shards{{1, x}, {1, Sample(2000, 0.0, 18000.0, 0.0, 1500.0, 60)}};
   auto r = DetectBimodality(shards, {"D0"}, {"D0"}, 0.2, 0.5, 4);
   EXPECT_EQ(r[0].unconfirmed_shards, std::vector<int>{0});
   EXPECT_TRUE(r[0].bimodal_shards.empty());
   EXPECT_FALSE(r[0].flagged);
   // Another shard whose chains hold the same two modes confirms it (and is confirmed).
-  shards.push_back({1, Sample(2000, 0.5, 19500.0, 31000.0, 1500.0, 61)});
+  shards.push_back({1, Sample(2000, 0.5, 18000.0, 32000.0, 1500.0, 61)});
   r = DetectBimodality(shards, {"D0"}, {"D0"}, 0.2, 0.5, 4, {10, 11, 12});
   EXPECT_EQ(r[0].bimodal_shards, (std::vector<int>{10, 12}));
   EXPECT_TRUE(r[0].unconfirmed_shards.empty());
