@@ -23,14 +23,18 @@ LO, HI = 0.75, 1.33  # the acceptance band of sd(consensus) / sd(full data)
 DRAWS = ""
 
 
-def template(mode, data_dir):
-    """homodyne's template for `mode`, pointed at data_dir/data.h5 with dt 0.1, all frames."""
+def template(mode, data_dir, tree_depth):
+    """homodyne's template for `mode`, pointed at data_dir/data.h5 with dt 0.1, all frames,
+    the shards' tree depth capped at tree_depth (the template's 10 lets one hard shard take
+    10 minutes on a loaded 2-core machine)."""
     path = os.path.join(ROOT, "examples", f"homodyne_{mode}_config.yaml")
     s = open(path).read()
     s = s.replace('data_folder_path: "./data/sample/"', f'data_folder_path: "{data_dir}/"')
     s = s.replace('data_file_name: "sample_data.hdf"', 'data_file_name: "data.h5"')
     s = s.replace("dt: 0.001 ", "dt: 0.1 ").replace("end_frame: 2000 ", "end_frame: -1 ")
+    s = s.replace("      max_tree_depth: 10", f"      max_tree_depth: {tree_depth}")
     assert f"{data_dir}/" in s and "dt: 0.1 " in s and "end_frame: -1 " in s, path
+    assert f"      max_tree_depth: {tree_depth}" in s, path
     return s
 
 
@@ -54,7 +58,11 @@ def datasets(n):
            (18000, -0.5, 200), (22000, -0.3, 0)]  # the first 8 by default
     for k, (d0, a, off) in enumerate(sta):
         out.append(("static", "0,60,120,180", 200 + k, dict(D0=d0, alpha=a, D_offset=off)))
-    return out[:n]
+    lam_rest, sta_rest = out[1:12], out[12:]
+    mixed = [out[0]]
+    for k in range(max(len(lam_rest), len(sta_rest))):
+        mixed += sta_rest[k:k + 1] + lam_rest[k:k + 1]
+    return mixed[:n]
 
 
 def run(cmd, log):
@@ -75,13 +83,15 @@ def main():
     ap.add_argument("--old", default=None)
     ap.add_argument("--datasets", type=int, default=20)
     ap.add_argument("--work", default=None)
-    ap.add_argument("--old-max", type=int, default=4, help="runs of the rule before, at most")
-    ap.add_argument("--n-warmup", type=int, default=400)
-    ap.add_argument("--n-samples", type=int, default=800)
+    ap.add_argument("--old-max", type=int, default=2, help="runs of the rule before, at most")
+    ap.add_argument("--n-warmup", type=int, default=300)
+    ap.add_argument("--n-samples", type=int, default=600)
+    ap.add_argument("--tree-depth", type=int, default=8)
     ap.add_argument("--shards", type=int, default=3, help="as in issue #38 item 4")
     a = ap.parse_args()
     global DRAWS
-    DRAWS = f"{a.shards} shards, 2 chains x ({a.n_warmup} warmup + {a.n_samples} draws) each"
+    DRAWS = (f"{a.shards} shards, 2 chains x ({a.n_warmup} warmup + {a.n_samples} draws) each,"
+             f" tree depth <= {a.tree_depth}")
     work = a.work or tempfile.mkdtemp(prefix="cmc_bimodality_")
     homodyne = os.path.join(a.build, "apps", "homodyne")
     synth = os.path.join(a.build, "apps", "homodyne-synth")
@@ -94,7 +104,7 @@ def main():
         d = os.path.join(work, f"d{i:02d}")
         os.makedirs(d, exist_ok=True)
         cfg = os.path.join(d, "config.yaml")
-        open(cfg, "w").write(template(mode, d))
+        open(cfg, "w").write(template(mode, d, a.tree_depth))
         params = sum((["--param", f"{k}={v}"] for k, v in truth.items()), [])
         rc = run([synth, "--config", cfg, "-o", os.path.join(d, "data.h5"), "--frames", "100",
                   "--angles", angles, "--noise", "0.003", "--seed", str(seed), "-q", "--force"]
