@@ -33,6 +33,8 @@ def template(mode, data_dir, tree_depth):
     s = s.replace('data_file_name: "sample_data.hdf"', 'data_file_name: "data.h5"')
     s = s.replace("dt: 0.001 ", "dt: 0.1 ").replace("end_frame: 2000 ", "end_frame: -1 ")
     s = s.replace("      max_tree_depth: 10", f"      max_tree_depth: {tree_depth}")
+    # The template's CMC checkpoints go to ./checkpoints: keep each run's beside its data.
+    s = s.replace('checkpoint_dir: "./checkpoints"', f'checkpoint_dir: "{data_dir}/checkpoints"')
     assert f"{data_dir}/" in s and "dt: 0.1 " in s and "end_frame: -1 " in s, path
     assert f"      max_tree_depth: {tree_depth}" in s, path
     return s
