@@ -155,7 +155,8 @@ std::array<double, 3> NelderMead(const std::function<double(const std::array<dou
       return fx[a] < fx[b] || (fx[a] == fx[b] && a < b);
     });
     const std::size_t lo = order[0], hi = order[3], second = order[2];
-    if (std::abs(fx[hi] - fx[lo]) <= 1e-11 * (1.0 + std::abs(fx[lo]))) break;
+    // 1e-6 nats decide no BIC comparison (its terms are several nats).
+    if (std::abs(fx[hi] - fx[lo]) <= 1e-6) break;
     std::array<double, 3> centroid{};
     for (std::size_t i : {order[0], order[1], order[2]}) {
       for (std::size_t k = 0; k < 3; ++k) centroid[k] += x[i][k] / 3.0;
