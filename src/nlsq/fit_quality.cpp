@@ -55,4 +55,37 @@ QualityAssessment AssessFitQuality(double reduced_chi2, bool converged,
   return out;
 }
 
+QualityAssessment AssessFitQuality(const FitQualityInput& in, const QualityRules& rules) {
+  const bool by_noise = std::isfinite(in.noise_reduced_chi2);
+  QualityAssessment out = AssessFitQuality(by_noise ? in.noise_reduced_chi2 : in.reduced_chi2,
+                                           in.converged, in.parameters, rules);
+  if (!by_noise) {
+    out.warnings.push_back(fmt::format(
+        "the noise level of the data could not be measured ({}): the quality flag judges "
+        "homodyne's reduced chi-squared (sigma = 0.01), which is not in units of the noise",
+        in.noise_unmeasured.empty() ? "no data" : in.noise_unmeasured));
+  } else if (in.noise_reduced_chi2 >= rules.acceptable_below) {
+    out.misfit.push_back(fmt::format(
+        "reduced chi-squared {:.4g} in units of the data's noise level (>= {:g}): the answer is "
+        "far above the noise floor, so the model does not describe these data here (a wrong "
+        "basin: try optimization.nlsq.cmaes.enable or multi_start; or the wrong analysis_mode, "
+        "q ring or frame range)",
+        in.noise_reduced_chi2, rules.acceptable_below));
+  }
+  if (std::isfinite(in.held_scaling_gain) &&
+      in.held_scaling_gain >= rules.held_scaling_gain_limit) {
+    out.misfit.push_back(fmt::format(
+        "the per-angle contrast/offset held at the data's quantile estimates are contradicted by "
+        "the data: fitting them at this answer's physics would lower the noise-based reduced "
+        "chi-squared by {:.4g} (>= {:g}); use anti_degeneracy.per_angle_mode auto, individual or "
+        "fourier",
+        in.held_scaling_gain, rules.held_scaling_gain_limit));
+  }
+  if (!out.misfit.empty()) {
+    out.flag = FitQuality::kPoor;
+    out.passed = false;
+  }
+  return out;
+}
+
 }  // namespace homodyne::nlsq
