@@ -171,8 +171,9 @@ bool NoiseLevel::all_measurable() const {
 int NoiseHistogramBins() { return kGridBins + 2; }
 
 int NoiseHistogramBin(double a) {
-  if (!(a >= std::ldexp(1.0, kMinExponent))) return 0;
-  if (!(a < std::ldexp(1.0, kMaxExponent + 1))) return kGridBins + 1;
+  static_assert(kMinExponent == -50 && kMaxExponent == 16, "the grid's edges below");
+  if (!(a >= 0x1p-50)) return 0;
+  if (!(a < 0x1p17)) return kGridBins + 1;
   std::uint64_t bits = 0;
   std::memcpy(&bits, &a, sizeof(bits));
   const int exponent = static_cast<int>((bits >> 52) & 0x7ff) - 1023;

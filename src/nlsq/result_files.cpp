@@ -285,6 +285,7 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"held_parameters", r.HeldNames()},
               {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
               {"noise_degrees_of_freedom", r.noise_degrees_of_freedom},
+              {"noise_misfit_threshold", Number(r.noise_misfit_threshold)},
               {"noise_level", NoiseLevelJson(r)},
               {"held_scaling_gain", Number(r.held_scaling_gain)},
               {"quality_flag", r.quality_flag},

@@ -129,6 +129,8 @@ struct FitReport {
   // unique pairs, / (pairs − optimised parameters). NaN / empty sigma where not measured.
   double noise_reduced_chi_squared = std::numeric_limits<double>::quiet_NaN();
   std::int64_t noise_degrees_of_freedom = 0;
+  // Below it the noise-based reduced χ² is consistent with the noise (NoiseMisfitThreshold).
+  double noise_misfit_threshold = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> noise_sigma;              // per angle (NaN: not measurable)
   std::vector<std::int64_t> noise_differences;  // per angle: third differences used
   std::string noise_unmeasured;                 // why not measured (empty: it was)

@@ -676,6 +676,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
       DiagnoseDegeneracy(opt_names, cov, summary.at_lower_bound, summary.at_upper_bound);
   FillDiagnostics(summary, rep);
   AssessQuality(summary, r.expanded, rep);
+  r.phases = s.phases;  // with the noise level's pass, timed on first use
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
   rep.placement = s.options.placement;
@@ -727,6 +728,7 @@ void XpcsFitSession::AssessQuality(const SolverSummary& summary,
     }
   }
   rep.noise_unmeasured = fmt::format("{}", fmt::join(unmeasured, "; "));
+  for (const AngleNoise& a : noise.angles) in.noise_differences += a.differences;
   const std::vector<double>& chi2_k = rep.diagnostics.chi2_per_angle;
   if (noise.all_measurable() && dof > 0 && chi2_k.size() == noise.angles.size()) {
     double sum = 0.0;
@@ -734,6 +736,7 @@ void XpcsFitSession::AssessQuality(const SolverSummary& summary,
       sum += chi2_k[k] * to_ssr / (noise.angles[k].sigma * noise.angles[k].sigma);
     }
     rep.noise_reduced_chi_squared = sum / static_cast<double>(dof);
+    rep.noise_misfit_threshold = NoiseMisfitThreshold(in.noise_differences);
     in.noise_reduced_chi2 = rep.noise_reduced_chi_squared;
     // Held scaling: c2 is linear in each angle's (contrast, offset), so one Gauss-Newton step
     // on that 2×2 block at the answer's physics is its exact least-squares fit, and

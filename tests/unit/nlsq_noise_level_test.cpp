@@ -55,12 +55,29 @@ TEST(NlsqNoiseLevel, NoiseFreeAndEmptyHistogramsGiveZero) {
 TEST(NlsqFitQuality, NoiseBasedReducedChi2DecidesTheFlagAndTheMisfit) {
   FitQualityInput in;
   in.converged = true;
-  in.reduced_chi2 = 0.04;  // homodyne's σ = 0.01 on data with σ = 0.002
+  in.noise_differences = 13680;  // 3 angles x 100 frames
+  in.reduced_chi2 = 0.04;        // homodyne's σ = 0.01 on data with σ = 0.002
   in.noise_reduced_chi2 = 1.02;
   QualityAssessment q = AssessFitQuality(in);
   EXPECT_EQ(q.flag, FitQuality::kGood);
   EXPECT_TRUE(q.misfit.empty());
   EXPECT_TRUE(q.passed);
+
+  // A wrong basin of a laminar fit (the recovery corpus, local fit alone: 1.5 × χ² of the
+  // minimum), which homodyne's rule and a flag on 2 / 5 would read as good.
+  in.noise_reduced_chi2 = 1.5;
+  q = AssessFitQuality(in);
+  EXPECT_EQ(q.flag, FitQuality::kAcceptable);
+  ASSERT_EQ(q.misfit.size(), 1u);
+  EXPECT_NE(q.misfit[0].find("above the noise floor"), std::string::npos) << q.misfit[0];
+  EXPECT_EQ(q.misfit[0].find("far above"), std::string::npos) << q.misfit[0];
+  // On tiny data the noise level itself is uncertain: the band widens (4/√n per σ²).
+  EXPECT_EQ(NoiseMisfitThreshold(13680), 1.25);
+  EXPECT_NEAR(NoiseMisfitThreshold(105), 1.0 + 16.0 / std::sqrt(105.0), 1e-15);
+  in.noise_differences = 105;
+  EXPECT_EQ(AssessFitQuality(in).flag, FitQuality::kGood);
+  EXPECT_TRUE(AssessFitQuality(in).misfit.empty());
+  in.noise_differences = 13680;
 
   in.noise_reduced_chi2 = 6.3;  // item 3 of the issue: homodyne's 0.25 read "good"
   in.reduced_chi2 = 0.25;
@@ -70,21 +87,21 @@ TEST(NlsqFitQuality, NoiseBasedReducedChi2DecidesTheFlagAndTheMisfit) {
   EXPECT_NE(q.misfit[0].find("far above the noise floor"), std::string::npos) << q.misfit[0];
   EXPECT_FALSE(q.passed);
 
-  // Held scaling the data contradict: poor even where the reduced χ² alone is acceptable.
-  in.noise_reduced_chi2 = 3.3;
+  // Held scaling the data contradict: poor, with its own reason.
+  in.noise_reduced_chi2 = 1.1;
   in.held_scaling_gain = 2.1;
   q = AssessFitQuality(in);
   EXPECT_EQ(q.flag, FitQuality::kPoor);
   ASSERT_EQ(q.misfit.size(), 1u);
   EXPECT_NE(q.misfit[0].find("contradicted"), std::string::npos) << q.misfit[0];
   in.held_scaling_gain = 0.2;
-  EXPECT_EQ(AssessFitQuality(in).flag, FitQuality::kAcceptable);
+  EXPECT_EQ(AssessFitQuality(in).flag, FitQuality::kGood);
   EXPECT_TRUE(AssessFitQuality(in).misfit.empty());
 
-  // Unmeasured noise: homodyne's value is judged, and the report says so.
+  // Unmeasured noise: homodyne's value is judged on its old rules, and the report says so.
   in = {};
   in.converged = true;
-  in.reduced_chi2 = 0.5;
+  in.reduced_chi2 = 1.5;
   in.noise_unmeasured = "angle 0: 12 third differences, fewer than 100";
   q = AssessFitQuality(in);
   EXPECT_EQ(q.flag, FitQuality::kGood);
