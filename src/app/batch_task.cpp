@@ -74,10 +74,11 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
   report.exit_code = NlsqExitCode(nlsq);
-  report.status = nlsq.misfit ? "misfit" : nlsq.result.report.convergence_status;
-  report.message = nlsq.misfit ? fmt::format("converged to a misfit: {}",
-                                             fmt::join(nlsq.result.report.misfit_reasons, "; "))
-                               : nlsq.result.summary.message;
+  report.status = nlsq.converged && nlsq.misfit ? "misfit" : nlsq.result.report.convergence_status;
+  report.message = nlsq.converged && nlsq.misfit
+                       ? fmt::format("converged to a misfit: {}",
+                                     fmt::join(nlsq.result.report.misfit_reasons, "; "))
+                       : nlsq.result.summary.message;
   report.config = &cfg;
   report.nlsq = &nlsq.result;
   report.phases = phases;

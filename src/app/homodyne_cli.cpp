@@ -405,10 +405,11 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
                             : nlsq_code;
   report.exit_code = exit_code;
   if (fit != nullptr) {
-    report.status = nlsq.misfit ? "misfit" : fit->report.convergence_status;
-    report.message = nlsq.misfit ? fmt::format("converged to a misfit: {}",
-                                               fmt::join(fit->report.misfit_reasons, "; "))
-                                 : fit->summary.message;
+    report.status = nlsq.converged && nlsq.misfit ? "misfit" : fit->report.convergence_status;
+    report.message =
+        nlsq.converged && nlsq.misfit
+            ? fmt::format("converged to a misfit: {}", fmt::join(fit->report.misfit_reasons, "; "))
+            : fit->summary.message;
   } else {
     report.status = cmc != nullptr && cmc->all_converged ? "converged" : "not_converged";
     report.message = "CMC without an NLSQ run";
