@@ -6,6 +6,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "app/fit_phases.h"
 #include "app/run_report.h"
@@ -73,8 +74,11 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
   report.exit_code = NlsqExitCode(nlsq);
-  report.status = nlsq.result.report.convergence_status;
-  report.message = nlsq.result.summary.message;
+  report.status = nlsq.converged && nlsq.misfit ? "misfit" : nlsq.result.report.convergence_status;
+  report.message = nlsq.converged && nlsq.misfit
+                       ? fmt::format("converged to a misfit: {}",
+                                     fmt::join(nlsq.result.report.misfit_reasons, "; "))
+                       : nlsq.result.summary.message;
   report.config = &cfg;
   report.nlsq = &nlsq.result;
   report.phases = phases;
@@ -107,8 +111,11 @@ bool RecordResults(TaskRow& row, const PreparedTask& task, const NlsqOutcome& nl
   row.exit_code = NlsqExitCode(nlsq);
   if (row.exit_code != 0) {
     row.status = "failed";
-    row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
-                            fit.convergence_status, fit.iterations, nlsq.result.summary.message);
+    row.error =
+        nlsq.usable && nlsq.converged && nlsq.misfit
+            ? fmt::format("NLSQ converged to a misfit: {}", fmt::join(fit.misfit_reasons, "; "))
+            : fmt::format("NLSQ did not converge ({} after {} iterations): {}",
+                          fit.convergence_status, fit.iterations, nlsq.result.summary.message);
     if (!nlsq.usable && task.spec.method != config::FitMethod::kNlsq) row.error += "; CMC not run";
     return false;
   }

@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "app/autotune.h"
 #include "app/batch.h"
 #include "app/dry_run.h"
@@ -425,13 +428,17 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
   const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
   const int nlsq_code = NlsqExitCode(nlsq);
   const int exit_code = opts.method == config::FitMethod::kCmc &&
-                                nlsq_code == static_cast<int>(ExitCode::kNotConverged)
+                                (nlsq_code == static_cast<int>(ExitCode::kNotConverged) ||
+                                 nlsq_code == kMisfitExitCode)
                             ? 0
                             : nlsq_code;
   report.exit_code = exit_code;
   if (fit != nullptr) {
-    report.status = fit->report.convergence_status;
-    report.message = fit->summary.message;
+    report.status = nlsq.converged && nlsq.misfit ? "misfit" : fit->report.convergence_status;
+    report.message =
+        nlsq.converged && nlsq.misfit
+            ? fmt::format("converged to a misfit: {}", fmt::join(fit->report.misfit_reasons, "; "))
+            : fit->summary.message;
   } else {
     report.status = cmc != nullptr && cmc->all_converged ? "converged" : "not_converged";
     report.message = "CMC without an NLSQ run";

@@ -21,8 +21,26 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   out += fmt::format("  iterations        {}  (data passes {}, {:.2f} s)\n", f.iterations, r.passes,
                      f.execution_time);
   out += fmt::format("  chi2              {:.10g}\n", f.chi_squared);
-  out += fmt::format("  reduced chi2      {:.6g}  (quality: {})\n", f.reduced_chi_squared,
-                     f.quality_flag);
+  out += fmt::format("  reduced chi2      {:.6g}  (homodyne's, sigma = 0.01)\n",
+                     f.reduced_chi_squared);
+  if (std::isfinite(f.noise_reduced_chi_squared)) {
+    out += fmt::format(
+        "  chi2/noise        {:.6g}  (reduced, in units of the data's noise level {:.3g}; "
+        "quality: {})\n",
+        f.noise_reduced_chi_squared, Mean(f.noise_sigma), f.quality_flag);
+  } else {
+    out += fmt::format("  chi2/noise        not measured ({}; quality: {})\n", f.noise_unmeasured,
+                       f.quality_flag);
+  }
+  if (std::isfinite(f.held_scaling_gain)) {
+    out += fmt::format("  held scaling      fitting it would lower chi2/noise by {:.4g}\n",
+                       f.held_scaling_gain);
+  }
+  if (!f.misfit_reasons.empty()) {
+    out += fmt::format("  verdict           MISFIT{}: the answer does not describe the data\n",
+                       f.convergence_status == "converged" ? " (exit 5)" : "");
+    for (const std::string& why : f.misfit_reasons) out += fmt::format("    - {}\n", why);
+  }
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
                      r.n_optimised);
   for (std::size_t i = 0; i < f.physical_names.size(); ++i) {

@@ -85,10 +85,26 @@ std::string ParametersJson(const FitReport& r) {
             {"analysis_mode", r.analysis_mode},
             {"chi_squared", Number(r.chi_squared)},
             {"reduced_chi_squared", Number(r.reduced_chi_squared)},
+            {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
             {"convergence_status", r.convergence_status},
+            {"quality_flag", r.quality_flag},
+            {"misfit_reasons", r.misfit_reasons},
             {"parameters", params},
             {"per_angle", per_angle}};
   return j.dump(2) + "\n";
+}
+
+// The data's noise level per angle (NaN where not measurable, written as null).
+json NoiseLevelJson(const FitReport& r) {
+  json sigma = json::array();
+  for (double s : r.noise_sigma) sigma.push_back(Number(s));
+  json j = {{"method",
+             "third differences along the lag-preserving direction: median, then "
+             "3-sigma trimmed second moment"},
+            {"sigma_per_angle", sigma},
+            {"differences_per_angle", r.noise_differences}};
+  j["unmeasured_reason"] = r.noise_unmeasured.empty() ? json(nullptr) : json(r.noise_unmeasured);
+  return j;
 }
 
 json DegeneracyJson(const DegeneracyDiagnostics& d) {
@@ -267,7 +283,13 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"degrees_of_freedom", r.n_data - r.n_params},
               {"n_parameters", r.n_params},
               {"held_parameters", r.HeldNames()},
-              {"quality_flag", r.quality_flag}}},
+              {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
+              {"noise_degrees_of_freedom", r.noise_degrees_of_freedom},
+              {"noise_misfit_threshold", Number(r.noise_misfit_threshold)},
+              {"noise_level", NoiseLevelJson(r)},
+              {"held_scaling_gain", Number(r.held_scaling_gain)},
+              {"quality_flag", r.quality_flag},
+              {"misfit_reasons", r.misfit_reasons}}},
             {"dataset_info",
              {{"n_angles", r.phi_deg.size()},
               {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
@@ -306,7 +328,10 @@ std::string ConvergenceMetricsJson(const FitReport& r) {
             {"quality_warnings", r.quality_warnings},
             {"quality_checks",
              {{"reduced_chi_squared", Number(r.reduced_chi_squared)},
-              {"converged", r.convergence_status == "converged"}}}};
+              {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
+              {"converged", r.convergence_status == "converged"},
+              {"misfit", !r.misfit_reasons.empty()}}},
+            {"misfit_reasons", r.misfit_reasons}};
   return j.dump(2) + "\n";
 }
 

@@ -19,6 +19,7 @@
 #include "nlsq/bounded_solver.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/noise_level.h"
 #include "nlsq/result_files.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
@@ -146,12 +147,19 @@ class XpcsFitSession {
   NlsqRunResult Finish(const SolverSummary& summary);  // collective
   // χ² / (n_data − p), the reduced χ² of the report.
   double ReducedChi2(double chi2) const;
+  // Collective on its first call (one pass over the data, noise_level.h): the noise level of
+  // every angle's data; later calls return the same.
+  const NoiseLevel& DataNoise();
 
  private:
   XpcsProblem& RowsProblem(int stride);  // collective when it builds one
   // Collective: the report's nlsq_diagnostics fields for the answer `summary` (one model pass
   // for the χ² split by angle).
   void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
+  // Collective: the report's noise-based reduced χ², the held-scaling check and the quality
+  // verdict (needs FillDiagnostics' χ² per angle).
+  void AssessQuality(const SolverSummary& summary, const std::vector<double>& expanded,
+                     FitReport& rep);
   // Collective: the per-angle quantile estimates of the data by `rule`, in core or streamed.
   std::vector<model::ScalingEstimate> EstimateScalingOf(model::ScalingQuantiles rule);
   // Collective and agreed: SolveBounded on `problem`, or with `checkpoints` its checkpointed
