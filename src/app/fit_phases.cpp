@@ -62,7 +62,7 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
 int NlsqExitCode(const NlsqOutcome& nlsq) {
   if (!nlsq.usable) return static_cast<int>(ExitCode::kInternalError);
   if (!nlsq.converged) return static_cast<int>(ExitCode::kNotConverged);
-  return nlsq.misfit ? kMisfitExitCode : static_cast<int>(ExitCode::kSuccess);
+  return nlsq.misfit ? static_cast<int>(ExitCode::kMisfit) : static_cast<int>(ExitCode::kSuccess);
 }
 
 bool ConfigDenseMetric(const config::Config& cfg) {

@@ -47,7 +47,6 @@ struct NlsqOutcome {
 // written but not converged (stalled, max_iter), 5 when it converged to a misfit
 // (FitReport::misfit_reasons), else 0 (docs/errors.md).
 int NlsqExitCode(const NlsqOutcome& nlsq);
-inline constexpr int kMisfitExitCode = 5;
 
 // The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has
 // priority), else multistart when enabled, else the plain local fit.

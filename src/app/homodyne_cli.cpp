@@ -429,7 +429,7 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
   const int nlsq_code = NlsqExitCode(nlsq);
   const int exit_code = opts.method == config::FitMethod::kCmc &&
                                 (nlsq_code == static_cast<int>(ExitCode::kNotConverged) ||
-                                 nlsq_code == kMisfitExitCode)
+                                 nlsq_code == static_cast<int>(ExitCode::kMisfit))
                             ? 0
                             : nlsq_code;
   report.exit_code = exit_code;

@@ -151,8 +151,10 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   app.footer(
       "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
       "passed to PETSc. Exit codes (docs/errors.md): 0 ok, 1 internal error, 2 bad input,\n"
-      "4 not converged (stalled or at max_iterations; results written and labelled), 75\n"
-      "checkpointed (resume with --resume). homodyne's and xpcsjax's flags: docs/migrating.md.\n"
+      "4 not converged (stalled or at max_iterations; results written and labelled),\n"
+      "5 misfit (converged far above the data's noise floor; results written and labelled),\n"
+      "75 checkpointed (resume with --resume). homodyne's and xpcsjax's flags:\n"
+      "docs/migrating.md.\n"
       "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
       "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
       "docs/batch.md; exit 3 when some tasks failed).");

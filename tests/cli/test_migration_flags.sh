@@ -57,7 +57,7 @@ grep -q "docs/migrating.md" <<<"$out" || { echo "$out"; fail "no pointer to docs
 [ -e "$tmp/u" ] && fail "a refused command line wrote outputs"
 
 help=$("$bindir/homodyne" --help 2>&1)
-for code in "0 ok" "1 internal error" "2 bad input" "4 not converged" "75"; do
+for code in "0 ok" "1 internal error" "2 bad input" "4 not converged" "5 misfit" "75"; do
   grep -q "$code" <<<"$help" || fail "--help does not list exit code '$code'"
 done
 echo "PASS"
