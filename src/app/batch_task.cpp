@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include "app/fit_phases.h"
 #include "app/run_report.h"
@@ -31,6 +32,37 @@ TaskRow RowFor(const PreparedTask& t) {
 
 namespace {
 
+// The key paths an overrides block sets ("optimization.nlsq.max_iterations", …).
+void CollectKeyPaths(const YAML::Node& node, const std::string& path,
+                     std::vector<std::string>& out) {
+  if (!node.IsMap()) {
+    out.push_back(path);
+    return;
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    CollectKeyPaths(kv.second, path.empty() ? key : path + "." + key, out);
+  }
+}
+
+// The base config is read as homodyne reads a config (unknown keys ignored with a warning),
+// but a key the batch file's own overrides set must exist: a typo there is this job's
+// instruction, and ignoring it would run another fit than the one asked for.
+void RefuseUnknownOverrides(const config::Config& cfg, const PreparedTask& task,
+                            const std::string& source) {
+  if (cfg.ignored_keys.empty() || task.spec.overrides_yaml.empty()) return;
+  std::vector<std::string> set;
+  CollectKeyPaths(YAML::Load(task.spec.overrides_yaml), "", set);
+  for (const std::string& ignored : cfg.ignored_keys) {
+    const std::string key = ignored.substr(0, ignored.find(" ("));
+    for (const std::string& path : set) {
+      if (path == key || path.rfind(key + ".", 0) == 0) {
+        ThrowBadInput(fmt::format("the overrides set an unknown key: {}", ignored), source, key);
+      }
+    }
+  }
+}
+
 // The task's config: its prepared text (base config, overrides and q), read on the group.
 config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
   return RunCollectively(g.group, [&] {
@@ -39,6 +71,7 @@ config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
     ro.require_data_file = task.spec.data_file.empty();
     const std::string source = fmt::format("{} (task {})", task.spec.config, task.spec.name);
     config::Config cfg = config::ReadConfigString(task.config_text, source, ro);
+    RefuseUnknownOverrides(cfg, task, source);
     return cfg;
   });
 }
