@@ -264,8 +264,10 @@ def run_fit(ds, ds_dir, conf_name, conf, tools, work, ranks, timeout, make_confi
     cfg_path = os.path.join(run_dir, "config.yaml")
     write_yaml(cfg_path, (make_config or fit_config)(ds, ds_dir, run_dir, conf))
     out_dir = os.path.join(run_dir, "out")
+    # --strict: a variant whose key this build does not know is reported unavailable,
+    # never run as the default fit under its name.
     cmd = [tools["mpiexec"], "-n", str(ranks), tools["homodyne"], "--config", cfg_path,
-           "--output-dir", out_dir]
+           "--output-dir", out_dir, "--strict"]
     t0 = time.monotonic()
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)

@@ -8,6 +8,9 @@
 //   0  success
 //   1  internal error (a bug, an MPI/PETSc/HDF5 failure we did not expect)
 //   2  bad input: config, command line or data file rejected; nothing was written
+//   4  not converged: NLSQ stalled or stopped at max_iterations (results written, labelled)
+//   5  misfit: NLSQ converged to an answer far above the data's noise floor (results
+//      written, labelled)
 //   75 checkpointed: the run stopped on a signal or time limit after writing a
 //      checkpoint and can be resumed with --resume (EX_TEMPFAIL in sysexits.h)
 #pragma once
@@ -25,6 +28,10 @@ enum class ExitCode : int {
   // NLSQ ended without meeting its optimality test (stalled or at max_iterations); the
   // outputs are written and labelled with that status.
   kNotConverged = 4,
+  // NLSQ converged, but the answer does not describe the data: its χ² in units of the
+  // data's own noise level is far above the noise floor, or per-angle scaling was held at
+  // values the data contradict (docs/errors.md); the outputs are written and labelled.
+  kMisfit = 5,
   kCheckpointed = 75,
 };
 

@@ -77,7 +77,13 @@ struct NlsqSummary {
   std::string solver_message;  // the solver's own reason for stopping
   int iterations = 0;
   double chi2 = 0.0;
-  double reduced_chi2 = 0.0;
+  double reduced_chi2 = 0.0;  // homodyne's convention (σ = 0.01): not in units of the noise
+  // χ² in units of each angle's own noise level (measured from the data) over the degrees of
+  // freedom: ≈ 1 at a correct minimum; NaN when the noise level could not be measured.
+  double noise_reduced_chi2 = 0.0;
+  // Why a converged answer does not describe the data (the CLI's exit 5, docs/errors.md);
+  // empty: it does, as far as the quality rules see.
+  std::vector<std::string> misfit_reasons;
   long long points = 0;  // fitted (t1 < t2) pairs over all angles
   std::vector<ParameterEstimate> physical;
   std::vector<double> phi_deg;

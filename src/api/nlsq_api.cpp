@@ -90,8 +90,11 @@ std::string NlsqSummary::BriefReport() const {
 
 std::string NlsqSummary::FullReport() const {
   std::string out = BriefReport();
-  out += fmt::format("solver: {}\nper-angle scaling: {}\nquality: {}\n", solver_message,
-                     per_angle_scaling, quality);
+  out += fmt::format(
+      "solver: {}\nper-angle scaling: {}\nquality: {} (reduced chi2 {:.5g} in units of "
+      "the data's noise)\n",
+      solver_message, per_angle_scaling, quality, noise_reduced_chi2);
+  for (const std::string& why : misfit_reasons) out += fmt::format("misfit: {}\n", why);
   for (const ParameterEstimate& p : physical) {
     out += p.held ? fmt::format("  {:<20} {:>14.6g}   (held, not fitted)\n", p.name, p.value)
                   : fmt::format("  {:<20} {:>14.6g} ± {:.3g}\n", p.name, p.value, p.uncertainty);
@@ -141,6 +144,8 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   s.iterations = rep.iterations;
   s.chi2 = rep.chi_squared;
   s.reduced_chi2 = rep.reduced_chi_squared;
+  s.noise_reduced_chi2 = rep.noise_reduced_chi_squared;
+  s.misfit_reasons = rep.misfit_reasons;
   s.points = r.unique_pairs;
   for (std::size_t p = 0; p < rep.physical_names.size(); ++p) {
     s.physical.push_back(Estimate(rep.physical_names[p], rep.physical_values[p],

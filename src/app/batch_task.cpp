@@ -6,6 +6,8 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
 #include "app/fit_phases.h"
 #include "app/run_report.h"
@@ -30,6 +32,37 @@ TaskRow RowFor(const PreparedTask& t) {
 
 namespace {
 
+// The key paths an overrides block sets ("optimization.nlsq.max_iterations", …).
+void CollectKeyPaths(const YAML::Node& node, const std::string& path,
+                     std::vector<std::string>& out) {
+  if (!node.IsMap()) {
+    out.push_back(path);
+    return;
+  }
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    CollectKeyPaths(kv.second, path.empty() ? key : path + "." + key, out);
+  }
+}
+
+// The base config is read as homodyne reads a config (unknown keys ignored with a warning),
+// but a key the batch file's own overrides set must exist: a typo there is this job's
+// instruction, and ignoring it would run another fit than the one asked for.
+void RefuseUnknownOverrides(const config::Config& cfg, const PreparedTask& task,
+                            const std::string& source) {
+  if (cfg.ignored_keys.empty() || task.spec.overrides_yaml.empty()) return;
+  std::vector<std::string> set;
+  CollectKeyPaths(YAML::Load(task.spec.overrides_yaml), "", set);
+  for (const std::string& ignored : cfg.ignored_keys) {
+    const std::string key = ignored.substr(0, ignored.find(" ("));
+    for (const std::string& path : set) {
+      if (path == key || path.rfind(key + ".", 0) == 0) {
+        ThrowBadInput(fmt::format("the overrides set an unknown key: {}", ignored), source, key);
+      }
+    }
+  }
+}
+
 // The task's config: its prepared text (base config, overrides and q), read on the group.
 config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
   return RunCollectively(g.group, [&] {
@@ -38,6 +71,7 @@ config::Config ReadTaskConfig(const GroupContext& g, const PreparedTask& task) {
     ro.require_data_file = task.spec.data_file.empty();
     const std::string source = fmt::format("{} (task {})", task.spec.config, task.spec.name);
     config::Config cfg = config::ReadConfigString(task.config_text, source, ro);
+    RefuseUnknownOverrides(cfg, task, source);
     return cfg;
   });
 }
@@ -73,8 +107,11 @@ void WriteTaskReport(const GroupContext& g, const PreparedTask& task, const conf
   report.command_line = g.command_line + " [task " + task.spec.name + "]";
   report.method = task.spec.method;
   report.exit_code = NlsqExitCode(nlsq);
-  report.status = nlsq.result.report.convergence_status;
-  report.message = nlsq.result.summary.message;
+  report.status = nlsq.converged && nlsq.misfit ? "misfit" : nlsq.result.report.convergence_status;
+  report.message = nlsq.converged && nlsq.misfit
+                       ? fmt::format("converged to a misfit: {}",
+                                     fmt::join(nlsq.result.report.misfit_reasons, "; "))
+                       : nlsq.result.summary.message;
   report.config = &cfg;
   report.nlsq = &nlsq.result;
   report.phases = phases;
@@ -107,8 +144,11 @@ bool RecordResults(TaskRow& row, const PreparedTask& task, const NlsqOutcome& nl
   row.exit_code = NlsqExitCode(nlsq);
   if (row.exit_code != 0) {
     row.status = "failed";
-    row.error = fmt::format("NLSQ did not converge ({} after {} iterations): {}",
-                            fit.convergence_status, fit.iterations, nlsq.result.summary.message);
+    row.error =
+        nlsq.usable && nlsq.converged && nlsq.misfit
+            ? fmt::format("NLSQ converged to a misfit: {}", fmt::join(fit.misfit_reasons, "; "))
+            : fmt::format("NLSQ did not converge ({} after {} iterations): {}",
+                          fit.convergence_status, fit.iterations, nlsq.result.summary.message);
     if (!nlsq.usable && task.spec.method != config::FitMethod::kNlsq) row.error += "; CMC not run";
     return false;
   }

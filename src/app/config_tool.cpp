@@ -49,6 +49,7 @@ struct ToolOptions {
   bool check_data = false;
   bool verbose = false;
   bool print_effective = false;
+  bool strict = false;
   bool reference_doc = false;
 };
 
@@ -66,7 +67,11 @@ int WriteTemplate(const ToolOptions& o) {
 int Validate(const ToolOptions& o) {
   ReadOptions options;
   options.check_data_file_exists = o.check_data;
+  options.strict = o.strict;
   const Config config = ReadConfigFile(o.validate, options);
+  if (!config.ignored_keys.empty()) {
+    std::fprintf(stderr, "warning: %s\n", IgnoredKeysWarning(config).c_str());
+  }
   std::fputs(FormatConfigSummary(config, o.verbose).c_str(), stdout);
   if (o.print_effective) {
     std::fputs("\n# effective configuration\n", stdout);
@@ -105,6 +110,17 @@ std::string FormatConfigSummary(const Config& c, bool verbose) {
       c.analyzer.dt, c.analyzer.dt_source, c.analyzer.wavevector_q);
   out += fmt::format("  method        : {}\n", ToString(c.optimization.method));
   out += fmt::format("  per-angle mode: {}\n", PerAngleSummary(c));
+  const StreamingOptions& st = c.optimization.streaming;
+  const bool relative = std::filesystem::path(st.checkpoint_dir).is_relative();
+  out += fmt::format("  checkpoints   : {}{}; {} (each data and config in a folder of its own)\n",
+                     st.enable_checkpoints
+                         ? "every " + std::to_string(st.checkpoint_frequency) + " iterations"
+                         : std::string("only on a stop signal"),
+                     st.resume_from_checkpoint ? ", resumed when this run's own exist" : "",
+                     "in " + (relative ? (std::filesystem::path("<output dir>") / st.checkpoint_dir)
+                                             .lexically_normal()
+                                             .string()
+                                       : st.checkpoint_dir));
   out += fmt::format("  phi filtering : {}\n",
                      c.phi_filtering.enabled
                          ? fmt::format("{} range(s)", c.phi_filtering.target_ranges.size())
@@ -147,6 +163,8 @@ int HomodyneConfigMain(int argc, char** argv) {
   auto* validate =
       app.add_option("--validate", o.validate, "check a configuration file and print a summary");
   app.add_flag("--check-data", o.check_data, "with --validate: a missing data file is an error")
+      ->needs(validate);
+  app.add_flag("--strict", o.strict, "with --validate: unknown keys are errors, not warnings")
       ->needs(validate);
   app.add_flag("-v,--verbose", o.verbose, "with --validate: list keys accepted but not used");
   app.add_flag("--print-effective", o.print_effective,

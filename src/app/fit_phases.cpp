@@ -48,19 +48,21 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
     out.result = nlsq::RunNlsqPipeline(scope.comm, scope.cfg, options, scope.log);
   }
   // Multistart groups hold different solves; the root holds the answer.
-  int verdict[2] = {
-      scope.comm.is_root() && out.result.summary.IsUsable() ? 1 : 0,
-      scope.comm.is_root() && out.result.summary.termination == nlsq::Termination::kConverged ? 1
-                                                                                              : 0};
-  MPI_Bcast(verdict, 2, MPI_INT, 0, scope.comm.get());
+  const bool root = scope.comm.is_root();
+  int verdict[3] = {root && out.result.summary.IsUsable() ? 1 : 0,
+                    root && out.result.summary.termination == nlsq::Termination::kConverged ? 1 : 0,
+                    root && !out.result.report.misfit_reasons.empty() ? 1 : 0};
+  MPI_Bcast(verdict, 3, MPI_INT, 0, scope.comm.get());
   out.usable = verdict[0] != 0;
   out.converged = verdict[1] != 0;
+  out.misfit = verdict[2] != 0;
   return out;
 }
 
 int NlsqExitCode(const NlsqOutcome& nlsq) {
   if (!nlsq.usable) return static_cast<int>(ExitCode::kInternalError);
-  return static_cast<int>(nlsq.converged ? ExitCode::kSuccess : ExitCode::kNotConverged);
+  if (!nlsq.converged) return static_cast<int>(ExitCode::kNotConverged);
+  return nlsq.misfit ? static_cast<int>(ExitCode::kMisfit) : static_cast<int>(ExitCode::kSuccess);
 }
 
 bool ConfigDenseMetric(const config::Config& cfg) {

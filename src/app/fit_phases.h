@@ -40,10 +40,12 @@ struct NlsqOutcome {
   bool ran = true;         // false: CMC without an NLSQ run (none, or a loaded warm start)
   bool usable = false;     // the root's verdict, the same on every rank
   bool converged = false;  // the root's verdict: termination is kConverged (else exit 4)
+  bool misfit = false;     // the root's verdict: the answer does not describe the data (exit 5)
 };
 
 // The exit code an NLSQ outcome earns: 1 without a usable answer, 4 when the answer is
-// written but not converged (stalled, max_iter), else 0 (docs/errors.md).
+// written but not converged (stalled, max_iter), 5 when it converged to a misfit
+// (FitReport::misfit_reasons), else 0 (docs/errors.md).
 int NlsqExitCode(const NlsqOutcome& nlsq);
 
 // The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has

@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "app/autotune.h"
 #include "app/batch.h"
 #include "app/dry_run.h"
@@ -20,6 +23,7 @@
 #include "app/homodyne_options.h"
 #include "app/nlsq_report.h"
 #include "app/plots.h"
+#include "app/results_yaml.h"
 #include "app/run_app.h"
 #include "app/run_report.h"
 #include "app/warm_start.h"
@@ -211,6 +215,28 @@ struct RunInputs {
   std::string data_file;  // --data-file, else the config's
 };
 
+// The config keys that homodyne's and xpcsjax's flags set (docs/migrating.md), by the
+// name the checkpoint identity records them under.
+std::map<std::string, std::string> FlagOverrides(const HomodyneCliOptions& opts) {
+  std::map<std::string, std::string> out;
+  if (opts.max_iterations) out["max_iterations"] = std::to_string(*opts.max_iterations);
+  if (opts.tolerance) out["tolerance"] = fmt::format("{:.17g}", *opts.tolerance);
+  if (opts.multistart) out["multistart"] = *opts.multistart ? "true" : "false";
+  if (opts.multistart_n) out["multistart_n"] = std::to_string(*opts.multistart_n);
+  return out;
+}
+
+void ApplyFlagOverrides(const HomodyneCliOptions& opts, config::Config& c) {
+  config::NlsqOptions& n = c.optimization.nlsq;
+  if (opts.max_iterations) n.max_iterations = *opts.max_iterations;
+  if (opts.tolerance) n.tolerance = *opts.tolerance;
+  if (opts.multistart_n) {
+    n.multi_start.enable = true;
+    n.multi_start.n_starts = *opts.multistart_n;
+  }
+  if (opts.multistart) n.multi_start.enable = *opts.multistart;
+}
+
 // Every rank reads the options and the config; bad input stops all of them before any work.
 RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
@@ -234,6 +260,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     // A simulation alone reads no data.
     ro.require_data_file =
         opts.data_file.empty() && !(in.plots.PlotOnly() && !in.plots.experimental);
+    ro.strict = opts.strict;
     in.plots.simulated_options.Validate();
     config::Config c = config::ReadConfigFile(opts.config, ro);
     if (c.analysis_mode == config::AnalysisMode::kTwoComponent) {
@@ -244,6 +271,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
             opts.config, "analysis_mode");
       }
     }
+    ApplyFlagOverrides(opts, c);
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
       ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
@@ -252,6 +280,8 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     return c;
   });
   state.config = in.cfg;
+  if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
+  for (const auto& note : opts.flag_notes) log.Info("{}", note);
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
@@ -328,8 +358,10 @@ nlsq::NlsqRunOptions PrepareNlsq(Environment& env, const HomodyneCliOptions& opt
     if (opts.laminar_flow) overrides["laminar_flow"] = "true";
     for (const auto& [name, v] : opts.initial)
       overrides["initial." + name] = fmt::format("{:.17g}", v);
+    for (const auto& [name, value] : FlagOverrides(opts)) overrides[name] = value;
     return checkpoint::CheckpointSettings::FromConfig(in.cfg, opts.checkpoint_dir, opts.resume,
-                                                      config::DescribeConfig(in.cfg, overrides));
+                                                      config::DescribeConfig(in.cfg, overrides),
+                                                      opts.output_dir);
   });
   const auto& slots = threads.placement.slots;
   ro.threads = static_cast<int>(slots.size());
@@ -396,13 +428,17 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
   const nlsq::NlsqRunResult* fit = nlsq.ran ? &nlsq.result : nullptr;
   const int nlsq_code = NlsqExitCode(nlsq);
   const int exit_code = opts.method == config::FitMethod::kCmc &&
-                                nlsq_code == static_cast<int>(ExitCode::kNotConverged)
+                                (nlsq_code == static_cast<int>(ExitCode::kNotConverged) ||
+                                 nlsq_code == static_cast<int>(ExitCode::kMisfit))
                             ? 0
                             : nlsq_code;
   report.exit_code = exit_code;
   if (fit != nullptr) {
-    report.status = fit->report.convergence_status;
-    report.message = fit->summary.message;
+    report.status = nlsq.converged && nlsq.misfit ? "misfit" : fit->report.convergence_status;
+    report.message =
+        nlsq.converged && nlsq.misfit
+            ? fmt::format("converged to a misfit: {}", fmt::join(fit->report.misfit_reasons, "; "))
+            : fit->summary.message;
   } else {
     report.status = cmc != nullptr && cmc->all_converged ? "converged" : "not_converged";
     report.message = "CMC without an NLSQ run";
@@ -442,6 +478,11 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
   const cmc::CmcRunResult* sampled = cmc ? &*cmc : nullptr;
   PhaseTimes phases =
       WriteFitOutputs(scope, nlsq, sampled, in.plots, {ro.threads, ro.worker_start});
+  if (opts.output_format == "yaml") {
+    RunCollectively(env.world(), [&] {
+      if (env.rank() == 0) WriteHomodyneResultsYaml(opts.output_dir);
+    });
+  }
   for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
   state.phases = phases;
 

@@ -4,9 +4,61 @@
 
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "app/command_line.h"
+#include "core/error.h"
 
 namespace homodyne {
+
+namespace {
+
+// homodyne's and xpcsjax's flags that are not ours by name: config overrides with their
+// meaning, and flags with no meaning here, accepted with a one-line note
+// (docs/migrating.md).
+void AddMigrationFlags(CLI::App& app, HomodyneCliOptions& opts) {
+  app.add_option("--max-iterations", opts.max_iterations,
+                 "homodyne: optimization.nlsq.max_iterations for this run")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--tolerance", opts.tolerance, "homodyne: optimization.nlsq.tolerance (ftol)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--output-format", opts.output_format,
+                 "homodyne: homodyne_results file format (json; yaml adds homodyne_results.yaml)")
+      ->check(CLI::IsMember({"json", "yaml", "npz"}))
+      ->capture_default_str();
+  auto* on = app.add_flag_callback(
+      "--multistart", [&opts] { opts.multistart = true; },
+      "xpcsjax: optimization.nlsq.multi_start.enable: true");
+  auto* off = app.add_flag_callback(
+      "--no-multistart", [&opts] { opts.multistart = false; },
+      "xpcsjax: optimization.nlsq.multi_start.enable: false");
+  on->excludes(off);
+  app.add_option("--multistart-n", opts.multistart_n,
+                 "xpcsjax: optimization.nlsq.multi_start.n_starts (and enables it)")
+      ->check(CLI::PositiveNumber);
+  auto* plot = app.add_flag("--plot", opts.plots.save_plots, "xpcsjax: same as --save-plots");
+  auto* no_plot = app.add_flag_callback(
+      "--no-plot", [] {}, "xpcsjax: no figures (the default here)");
+  plot->excludes(no_plot);
+  const auto note = [&app, &opts](const char* flag, bool takes_value, const char* why) {
+    const auto record = [&opts, flag, why](const std::string& value) {
+      opts.flag_notes.push_back(
+          fmt::format("{}{}{}: {}", flag, value.empty() ? "" : " ", value, why));
+    };
+    if (takes_value) {
+      app.add_option_function<std::string>(flag, record, fmt::format("homodyne: {}", why));
+    } else {
+      app.add_flag_callback(
+          flag, [record] { record(""); }, fmt::format("homodyne: {}", why));
+    }
+  };
+  note("--no-jit", false, "ignored: there is no JIT here, the kernels are compiled C++");
+  note("--cmc-backend", true, "ignored: CMC always runs its own NUTS over MPI ranks and threads");
+  note("--plotting-backend", true, "ignored: figures are drawn by homodyne-plot (matplotlib)");
+  note("--parallel-plots", false, "ignored: homodyne-plot draws the figures in one process");
+}
+
+}  // namespace
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
 // parse errors. Returns an exit code when the program should stop right away.
@@ -18,11 +70,15 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
   auto* cfg =
       app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
+  app.add_flag("--strict", opts.strict,
+               "refuse a config with unknown keys (default: warn and ignore them, as homodyne "
+               "and xpcsjax do)");
   std::string method(config::ToString(opts.method));
   app.add_option("--method", method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
-  app.add_option("--output-dir,-o", opts.output_dir, "root directory of all outputs")
+  app.add_option("--output-dir,-o,--output", opts.output_dir,
+                 "root directory of all outputs (--output: xpcsjax's name)")
       ->capture_default_str();
   app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
   auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
@@ -89,21 +145,45 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                "continue from the newest valid checkpoint (optimization.streaming.checkpoint_dir)");
   app.add_option("--checkpoint-dir", opts.checkpoint_dir,
                  "write checkpoints to DIR (enables them; overrides the config)");
+  AddMigrationFlags(app, opts);
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
       "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
-      "passed to PETSc. Exit codes: 0 ok, 1 internal error, 2 bad input, 75 checkpointed.\n"
+      "passed to PETSc. Exit codes (docs/errors.md): 0 ok, 1 internal error, 2 bad input,\n"
+      "4 not converged (stalled or at max_iterations; results written and labelled),\n"
+      "5 misfit (converged far above the data's noise floor; results written and labelled),\n"
+      "75 checkpointed (resume with --resume). homodyne's and xpcsjax's flags:\n"
+      "docs/migrating.md.\n"
       "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
       "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
       "docs/batch.md; exit 3 when some tasks failed).");
 
+  // Unknown arguments are collected and named in the order given, with the page that maps
+  // homodyne's and xpcsjax's flags (CLI11's own message lists them reversed).
+  app.allow_extras();
   std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
   if (const auto code = TryParseCommandLine(
           app, [&] { app.parse(reversed); }, env.rank() == 0)) {
     return code;
   }
+  if (const std::vector<std::string> extra = app.remaining(); !extra.empty()) {
+    if (env.rank() == 0) {
+      std::string list;
+      for (const auto& a : extra) list += (list.empty() ? "" : " ") + a;
+      std::fprintf(stderr,
+                   "error: unknown argument(s): %s\nRun with --help for the list of options; "
+                   "docs/migrating.md maps homodyne's and xpcsjax's flags.\n",
+                   list.c_str());
+    }
+    return static_cast<int>(ExitCode::kBadInput);
+  }
   opts.config_given = cfg->count() > 0;
+  if (opts.output_format == "npz") {
+    opts.flag_notes.push_back(
+        "--output-format npz: homodyne_results.npz is not written by this version; "
+        "homodyne_results.json holds the same fields");
+  }
   opts.method = config::ParseFitMethod(method, "--method");  // CLI11 accepted it
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
   for (const auto& [o, name] : initial_options) {

@@ -18,6 +18,7 @@ struct HomodyneCliOptions {
   bool quiet = false;
   std::string config = "./homodyne_config.yaml";
   bool config_given = false;
+  bool strict = false;  // unknown config keys are errors, not warnings
   config::FitMethod method = config::FitMethod::kNlsq;
   std::string output_dir = "./homodyne_results";
   std::string data_file;
@@ -43,6 +44,14 @@ struct HomodyneCliOptions {
   // Checkpoints (docs/checkpoints.md)
   bool resume = false;
   std::string checkpoint_dir;
+  // homodyne's and xpcsjax's flags (docs/migrating.md): config overrides, and one-line
+  // notes for flags that mean nothing here.
+  std::optional<int> max_iterations;    // optimization.nlsq.max_iterations
+  std::optional<double> tolerance;      // optimization.nlsq.tolerance
+  std::optional<bool> multistart;       // optimization.nlsq.multi_start.enable
+  std::optional<int> multistart_n;      // optimization.nlsq.multi_start.n_starts
+  std::string output_format = "json";   // homodyne_results.<format>
+  std::vector<std::string> flag_notes;  // printed once by rank 0
 };
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and

@@ -21,14 +21,33 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
   out += fmt::format("  iterations        {}  (data passes {}, {:.2f} s)\n", f.iterations, r.passes,
                      f.execution_time);
   out += fmt::format("  chi2              {:.10g}\n", f.chi_squared);
-  out += fmt::format("  reduced chi2      {:.6g}  (quality: {})\n", f.reduced_chi_squared,
-                     f.quality_flag);
+  out += fmt::format("  reduced chi2      {:.6g}  (homodyne's, sigma = 0.01)\n",
+                     f.reduced_chi_squared);
+  if (std::isfinite(f.noise_reduced_chi_squared)) {
+    out += fmt::format(
+        "  chi2/noise        {:.6g}  (reduced, in units of the data's noise level {:.3g}; "
+        "quality: {})\n",
+        f.noise_reduced_chi_squared, Mean(f.noise_sigma), f.quality_flag);
+  } else {
+    out += fmt::format("  chi2/noise        not measured ({}; quality: {})\n", f.noise_unmeasured,
+                       f.quality_flag);
+  }
+  if (std::isfinite(f.held_scaling_gain)) {
+    out += fmt::format("  held scaling      fitting it would lower chi2/noise by {:.4g}\n",
+                       f.held_scaling_gain);
+  }
+  if (!f.misfit_reasons.empty()) {
+    out += fmt::format("  verdict           MISFIT{}: the answer does not describe the data\n",
+                       f.convergence_status == "converged" ? " (exit 5)" : "");
+    for (const std::string& why : f.misfit_reasons) out += fmt::format("    - {}\n", why);
+  }
   if (f.loss == "linear") {
     out += "  loss              linear: the fit minimised chi2\n";
   } else {
     out += fmt::format(
-        "  loss              {}, f_scale {:g}: the fit minimised f_scale^2·sum w·rho = {:.10g} "
-        "(chi2 above is the plain sum w·r^2)\n",
+        "  loss              {}, f_scale {:g} (c2 units): the fit minimised "
+        "sum w·(f_scale/sigma)^2·rho((r/f_scale)^2) = {:.10g} (chi2 is the plain sum "
+        "w·(r/sigma)^2)\n",
         f.loss, f.f_scale, f.loss_objective);
   }
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,

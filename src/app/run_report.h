@@ -39,7 +39,8 @@ struct RunReportInput {
   std::string command_line;
   std::optional<config::FitMethod> method = config::FitMethod::kNlsq;  // none: plots only
   int exit_code = 0;
-  std::string status;   // converged | max_iter | not_converged | plotted | failed | checkpointed
+  std::string
+      status;  // converged | misfit | max_iter | not_converged | plotted | failed | checkpointed
   std::string message;  // solver message
   const config::Config* config = nullptr;
   const nlsq::NlsqRunResult* nlsq = nullptr;  // complete on rank 0

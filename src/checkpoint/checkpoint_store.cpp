@@ -349,6 +349,7 @@ CheckpointStore::CheckpointStore(const Comm& comm, StoreOptions options, RunIden
                                  const Logger& logger)
     : comm_(comm), options_(std::move(options)), identity_(std::move(identity)), logger_(logger) {
   options_.Validate();
+  if (options_.run_folder) options_.dir /= RunFolderName(identity_);
   // The folder is checked now, not at the first checkpoint (hours into a large fit).
   RunCollectively(comm_, [&] {
     if (comm_.is_root()) CheckUsableFolder(options_.dir);
@@ -493,6 +494,7 @@ std::optional<fs::path> CheckpointStore::TryWrite(const CheckpointRecord& record
 
 std::optional<LoadedCheckpoint> CheckpointStore::LoadNewest() {
   const auto files = List();
+  bool noted_foreign = false;
   for (auto it = files.rbegin(); it != files.rend(); ++it) {
     std::optional<LoadedCheckpoint> loaded;
     std::string cfg_hash, data_hash, cfg_text, data_text, why;
@@ -509,23 +511,24 @@ std::optional<LoadedCheckpoint> CheckpointStore::LoadNewest() {
                    it->string(), why.empty() ? "failed on another rank" : why);
       continue;
     }
-    RunCollectively(comm_, [&] {
-      if (cfg_hash != identity_.config_hash()) {
-        ThrowBadInput(fmt::format("the checkpoint was written with another config (hash {} vs "
-                                  "{}): {}; resume with the original config or remove the "
-                                  "checkpoints",
-                                  cfg_hash, identity_.config_hash(),
-                                  FirstDifference(cfg_text, identity_.config_description)),
-                      it->string(), "config_hash");
+    // Another run's checkpoint (a hash collision of the run folders, files copied in, or a
+    // store without run folders): never resumed, and never an error.
+    std::string foreign;
+    if (cfg_hash != identity_.config_hash()) {
+      foreign = fmt::format("written with another config: {}",
+                            FirstDifference(cfg_text, identity_.config_description));
+    } else if (data_hash != identity_.data_hash()) {
+      foreign = fmt::format("written for other input data: {}",
+                            FirstDifference(data_text, identity_.data_description));
+    }
+    if (!foreign.empty()) {
+      if (!noted_foreign) {
+        logger_.Warn("checkpoint {} belongs to another run ({}); not resumed", it->string(),
+                     foreign);
       }
-      if (data_hash != identity_.data_hash()) {
-        ThrowBadInput(fmt::format("the checkpoint was written for other input data (hash {} vs "
-                                  "{}): {}",
-                                  data_hash, identity_.data_hash(),
-                                  FirstDifference(data_text, identity_.data_description)),
-                      it->string(), "data_hash");
-      }
-    });
+      noted_foreign = true;
+      continue;
+    }
     return loaded;
   }
   return std::nullopt;

@@ -63,6 +63,9 @@ struct StoreOptions {
   std::filesystem::path dir = "./checkpoints";
   std::string kind = "nlsq";  // file name prefix and "kind" attribute
   int keep_last = 3;
+  // The files go to dir/RunFolderName(identity) (run_identity.h): each data and config has
+  // its own folder, so one checkpoint directory serves many runs without their meeting.
+  bool run_folder = true;
   void Validate() const;  // bad input naming optimization.streaming.* keys
 };
 
@@ -76,8 +79,9 @@ struct LoadedCheckpoint {
 
 class CheckpointStore {
  public:
-  // Collective. Scans `options.dir` for existing checkpoints of this kind (numbering
-  // continues after the newest). Does not create the directory until the first write.
+  // Collective. Scans the run's folder (options.dir, or its run folder) for existing
+  // checkpoints of this kind (numbering continues after the newest). Does not create the
+  // directory until the first write.
   CheckpointStore(const Comm& comm, StoreOptions options, RunIdentity identity,
                   const Logger& logger);
 
@@ -93,10 +97,10 @@ class CheckpointStore {
   std::optional<std::filesystem::path> TryWrite(const CheckpointRecord& record, bool fatal);
   int failed_writes() const { return failed_writes_; }
 
-  // Collective. The newest checkpoint that opens, carries this kind and passes every
-  // checksum; files that do not are skipped with a warning naming them. A valid newest
-  // checkpoint whose config or data hash differs from this run's is bad input naming
-  // the file and what differs. nullopt if there is none.
+  // Collective. The newest checkpoint that opens, carries this kind, passes every checksum
+  // and was written by this run's data and config; files that do not are skipped with a
+  // warning naming them (and, for another run's file, the first key that differs). nullopt
+  // if there is none: the run then starts afresh, never on another run's state.
   std::optional<LoadedCheckpoint> LoadNewest();
 
   // Checkpoint files of this kind in the directory, oldest first (rank 0's view,

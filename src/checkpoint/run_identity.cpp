@@ -1,7 +1,5 @@
 #include "checkpoint/run_identity.h"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <sstream>
 
@@ -32,17 +30,15 @@ std::string HashText(const std::string& text) {
 std::string RunIdentity::config_hash() const { return HashText(config_description); }
 std::string RunIdentity::data_hash() const { return HashText(data_description); }
 
-std::string DescribeData(const std::string& file, double q, const std::vector<double>& phi_deg,
-                         std::int64_t n_frames, double dt, std::int64_t points) {
-  struct stat st {};
-  std::int64_t size = -1, mtime = -1;
-  if (::stat(file.c_str(), &st) == 0) {
-    size = static_cast<std::int64_t>(st.st_size);
-    mtime = static_cast<std::int64_t>(st.st_mtime);
-  }
+std::string RunFolderName(const RunIdentity& identity) {
+  return identity.data_hash().substr(0, 8) + "-" + identity.config_hash().substr(0, 8);
+}
+
+std::string DescribeData(const std::string& content_digest, double q,
+                         const std::vector<double>& phi_deg, std::int64_t n_frames, double dt,
+                         std::int64_t points) {
   std::string out;
-  out += fmt::format("data.file_size: {}\n", size);
-  out += fmt::format("data.file_mtime: {}\n", mtime);
+  out += fmt::format("data.content: {}\n", content_digest);
   out += fmt::format("data.q: {:.17g}\n", q);
   out += fmt::format("data.phi_deg: [{:.17g}]\n", fmt::join(phi_deg, ", "));
   out += fmt::format("data.frames: {}\n", n_frames);

@@ -20,10 +20,17 @@ struct RunIdentity {
 // FNV-1a 64 of `text` as 16 hex digits.
 std::string HashText(const std::string& text);
 
-// The data selection: the file's size and modification time (not its path, so a
-// moved file still matches) and the selected q, angles, frame count, dt and points.
-std::string DescribeData(const std::string& file, double q, const std::vector<double>& phi_deg,
-                         std::int64_t n_frames, double dt, std::int64_t points);
+// The data a run fits: the digest of its values (io/content_digest.h; not the file's path,
+// size or modification time, which copies of other data can share) and the selected q,
+// angles, frame count, dt and points.
+std::string DescribeData(const std::string& content_digest, double q,
+                         const std::vector<double>& phi_deg, std::int64_t n_frames, double dt,
+                         std::int64_t points);
+
+// The folder of a run's checkpoints inside a checkpoint directory: one per data and config,
+// so that runs of one template over several datasets, or with changed settings, never meet
+// each other's files ("<data hash>-<config hash>", 8 hex digits each).
+std::string RunFolderName(const RunIdentity& identity);
 
 // The first line that differs between two descriptions, "expected … found …" style
 // ("" if equal).

@@ -80,8 +80,8 @@ CmcChainRunner::CmcChainRunner(const Comm& world, CmcCheckpointSettings settings
   if (!settings_.resume) return;
   const auto loaded = store_->LoadNewest();
   if (!loaded) {
-    logger_.Info("resume: no CMC checkpoint in {}; sampling from the beginning",
-                 settings_.dir.string());
+    logger_.Info("resume: no CMC checkpoint of this run in {}; sampling from the beginning",
+                 store_->options().dir.string());
     return;
   }
   const CheckpointRecord& r = loaded->record;

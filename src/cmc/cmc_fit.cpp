@@ -29,6 +29,7 @@
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/progress.h"
+#include "io/content_digest.h"
 #include "io/dataset.h"
 #include "io/writers.h"
 #include "nlsq/result_files.h"
@@ -606,8 +607,9 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   checkpoint::CmcCheckpointSettings cs;
   cs.stop_on_signal = false;
   if (c.options.checkpoints) cs = *c.options.checkpoints;
-  std::string data_id = checkpoint::DescribeData(d.meta().file, d.meta().q_physics, d.phi, d.nf,
-                                                 d.meta().dt, d.n_points);
+  std::string data_id =
+      checkpoint::DescribeData(io::DigestMatrices(d.meta(), d.matrices()), d.meta().q_physics,
+                               d.phi, d.nf, d.meta().dt, d.n_points);
   for (double v : c.start.theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
   const std::optional<double> known_sigma = c.cfg.optimization.cmc.known_sigma;
   if (known_sigma) data_id += fmt::format("cmc.known_sigma: {:a}\n", *known_sigma);
@@ -899,15 +901,23 @@ std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledPara
 }
 
 // Bimodal shard posteriors of the physical parameters (every shard with draws, used or
-// not): reported, and warned about where ≥ 5 % of the shards hold two modes.
+// not): reported, and warned about where ≥ 5 % of the shards hold two confirmed modes.
 void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
                      const std::vector<ShardDraws>& theta_draws, CmcRunResult& result,
                      const Logger& logger) {
   const auto& rp = cfg.optimization.cmc.reparameterization;
   result.bimodality =
       DetectBimodality(theta_draws, sp.names(), WatchedParameters(cfg.analysis_mode),
-                       rp.bimodal_min_weight, rp.bimodal_min_separation);
+                       rp.bimodal_min_weight, rp.bimodal_min_separation, result.num_chains);
   for (const BimodalParameter& b : result.bimodality) {
+    // Shards that passed homodyne's screen but hold one (skewed) mode, or two modes that
+    // neither a second chain nor another shard saw: said, not acted on.
+    if (!b.screened_shards.empty() && b.bimodal_shards.empty()) {
+      logger.Info(
+          "CMC: {}: {} of {} shard(s) pass the two-Gaussian screen, {} of them with two "
+          "separated modes that no second chain or shard confirms; treated as one mode",
+          b.name, b.screened_shards.size(), b.shards_tested, b.unconfirmed_shards.size());
+    }
     if (!b.flagged) continue;
     result.warnings.push_back(fmt::format(
         "CMC: {} is bimodal in {} of {} shard(s) (modes near {:.6g} and {:.6g}); the shards are "
@@ -1377,6 +1387,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
     bimodality.push_back({{"parameter", b.name},
                           {"shards_tested", b.shards_tested},
                           {"bimodal_shards", b.bimodal_shards},
+                          {"unconfirmed_shards", b.unconfirmed_shards},
+                          {"screened_shards", b.screened_shards},
                           {"lower_mode", b.lower_mode},
                           {"upper_mode", b.upper_mode},
                           {"flagged", b.flagged}});

@@ -114,6 +114,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(m.name);
     p(m.shards_tested);
     p.Each(m.bimodal_shards, [&](int& s) { p(s); });
+    p.Each(m.unconfirmed_shards, [&](int& s) { p(s); });
+    p.Each(m.screened_shards, [&](int& s) { p(s); });
     p(m.lower_mode);
     p(m.upper_mode);
     p(m.flagged);

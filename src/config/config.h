@@ -31,12 +31,12 @@ struct AnalyzerParameters {
 struct ExperimentalData {
   std::string data_folder_path;
   std::string data_file_name;
-  std::string file_path;  // informational
+  std::string file_path;  // xpcsjax's full path; used when the folder/name pair is absent
   std::string phi_angles_path;
   std::string cache_file_path;  // empty = data_folder_path
   std::string cache_filename_template;
   bool cache_compression{};
-  // data_folder_path joined with data_file_name (empty if either is missing).
+  // data_folder_path joined with data_file_name, else file_path (empty if neither).
   std::string DataFile() const;
 };
 
@@ -183,7 +183,7 @@ struct Cmaes {
   double scale_threshold{};
   double normalization_epsilon{};
   bool refine_with_nlsq{};
-  std::string refinement_loss;  // the refinement's loss (the fit's f_scale)
+  std::string refinement_loss;  // the refinement's loss (C = sigma)
   long long seed{};
   long long search_max_points{};  // 0: every point
 };
@@ -207,7 +207,7 @@ struct NlsqOptions {
   std::optional<double> memory_threshold_gb;
   std::map<std::string, double> x_scale_map;  // canonical name → scale
   std::string loss;  // linear | soft_l1 | huber | cauchy | arctan (model/robust_loss.h)
-  double f_scale{};  // the robust loss's C, in units of the σ-scaled residual
+  double f_scale{};  // the robust loss's C, in c2 units (homodyne's)
   AntiDegeneracy anti_degeneracy;
   MultiStart multi_start;
   Cmaes cmaes;
@@ -364,7 +364,10 @@ struct Config {
   bool legacy_flat_layout = false;                 // converted from the flat legacy layout
   std::vector<std::string> notes;                  // notes for the user (fallbacks, overrides)
   std::vector<std::string> accepted_keys_present;  // status-accepted keys found in the file
-  std::shared_ptr<const RawConfig> raw;            // validated tree, for lookups and echo
+  // Unknown keys ignored by a lenient read (ReadOptions::strict false), each as
+  // "key (unknown key, line N; did you mean …?)"; the caller warns.
+  std::vector<std::string> ignored_keys;
+  std::shared_ptr<const RawConfig> raw;  // validated tree, for lookups and echo
 
   // The effective parameter with this canonical name, or nullptr.
   const EffectiveParameter* FindParameter(const std::string& name) const;

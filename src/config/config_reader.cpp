@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,7 +19,9 @@
 namespace homodyne::config {
 
 std::string ExperimentalData::DataFile() const {
-  if (data_folder_path.empty() || data_file_name.empty()) return {};
+  // homodyne locates the data by the folder and name alone; a config with only xpcsjax's
+  // full path (its "modern" form) is read as xpcsjax reads it.
+  if (data_folder_path.empty() || data_file_name.empty()) return file_path;
   return (std::filesystem::path(data_folder_path) / data_file_name).string();
 }
 
@@ -121,9 +124,9 @@ void CheckExperimentalData(const ValueReader& r, const Config& c, const ReadOpti
   for (const char* key :
        {"experimental_data.data_folder_path", "experimental_data.data_file_name"}) {
     const std::string value = r.String(key);
-    if (value.empty() && options.require_data_file) {
-      problems.Add(key, fmt::format("is required for a fit (experimental_data needs both "
-                                    "data_folder_path and data_file_name){}",
+    if (value.empty() && options.require_data_file && e.file_path.empty()) {
+      problems.Add(key, fmt::format("is required for a fit (experimental_data needs file_path, "
+                                    "or both data_folder_path and data_file_name){}",
                                     r.Line(key)));
     } else if (HasParentReference(value)) {
       problems.Add(key, fmt::format("must not contain '..', found \"{}\"{}", value, r.Line(key)));
@@ -168,6 +171,19 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// The path keys with ~ and environment variables expanded, as xpcsjax expands them.
+void ExpandPaths(Config& c) {
+  for (std::string* path :
+       {&c.experimental_data.file_path, &c.experimental_data.data_folder_path,
+        &c.experimental_data.data_file_name, &c.experimental_data.phi_angles_path,
+        &c.experimental_data.cache_file_path, &c.optimization.streaming.checkpoint_dir,
+        &c.output_directory, &c.logging.file_path}) {
+    const std::string expanded = ExpandUserAndVariables(*path);
+    if (expanded != *path) c.notes.push_back(fmt::format("path {} read as {}", *path, expanded));
+    *path = expanded;
+  }
+}
+
 // analysis_mode fills two fields: the name as written (lower-cased) and the mode.
 void ReadAnalysisMode(const ValueReader& r, Config& c) {
   c.analysis_mode_name = Lower(r.String("analysis_mode"));
@@ -187,11 +203,13 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   if (c.legacy_flat_layout) {
     c.notes.push_back("flat legacy layout converted to the nested layout");
   }
-  detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present);
+  detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present,
+                               options.strict ? nullptr : &c.ignored_keys);
   problems.ThrowIfAny(source);  // typed access below relies on a valid tree
 
   const ValueReader r(root);
   detail::ReadBoundFields(r, c);
+  ExpandPaths(c);
   // What one key cannot say: the mode, fallback chains, cross-key checks, lists and maps.
   ReadAnalysisMode(r, c);
   BuildAnalyzer(r, c, problems);
@@ -210,6 +228,53 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
 }
 
 }  // namespace
+
+std::string ExpandUserAndVariables(const std::string& path) {
+  std::string out;
+  std::size_t i = 0;
+  // A leading ~ or ~/…: the home folder (~user is left as written).
+  if (!path.empty() && path[0] == '~' && (path.size() == 1 || path[1] == '/')) {
+    if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+      out = home;
+      i = 1;
+    }
+  }
+  const auto is_name = [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_';
+  };
+  while (i < path.size()) {
+    if (path[i] != '$') {
+      out += path[i++];
+      continue;
+    }
+    std::size_t begin = i + 1, end = begin;
+    bool braced = begin < path.size() && path[begin] == '{';
+    if (braced) {
+      end = path.find('}', begin + 1);
+      if (end == std::string::npos) braced = false;  // no closing brace: kept as written
+    } else {
+      while (end < path.size() && is_name(path[end])) ++end;
+    }
+    const std::string name =
+        braced ? path.substr(begin + 1, end - begin - 1) : path.substr(begin, end - begin);
+    const char* value = name.empty() ? nullptr : std::getenv(name.c_str());
+    if ((braced || end > begin) && value != nullptr) {
+      out += value;
+      i = braced ? end + 1 : end;
+    } else {
+      out += path[i++];  // an unset variable stays as written, as in os.path.expandvars
+    }
+  }
+  return out;
+}
+
+std::string IgnoredKeysWarning(const Config& config) {
+  std::string out = fmt::format(
+      "{}: {} unknown key(s) ignored, with everything below them (--strict refuses them):",
+      config.source, config.ignored_keys.size());
+  for (const auto& key : config.ignored_keys) out += "\n  " + key;
+  return out;
+}
 
 Config DefaultConfig() {
   Config c;

@@ -19,7 +19,19 @@ struct ReadOptions {
   bool require_data_file = true;
   // The data file must also exist on disk.
   bool check_data_file_exists = false;
+  // An unknown key is an error (with the nearest valid key). Without it, as homodyne and
+  // xpcsjax read their configs, unknown keys are ignored and listed in
+  // Config::ignored_keys for a warning (--strict turns this on).
+  bool strict = false;
 };
+
+// `path` with a leading ~ (or ~/) replaced by $HOME and $NAME / ${NAME} by the environment
+// variable's value; unset variables are left as written (xpcsjax's expanduser + expandvars).
+// The reader applies it to every path key.
+std::string ExpandUserAndVariables(const std::string& path);
+
+// The warning for a lenient read's ignored keys: the file, the count, one line per key.
+std::string IgnoredKeysWarning(const Config& config);
 
 // Reads and validates a YAML file. YAML syntax errors report file, line and column.
 Config ReadConfigFile(const std::string& path, const ReadOptions& options = {});

@@ -18,7 +18,8 @@ constexpr const char* kHead = R"(# homodyne-hpc configuration (@MODE@ analysis)
 # Written by `homodyne-config --mode @MODE@`. Check it with
 #   homodyne-config --validate <this file>
 # Every key is described in docs/configuration.md. Unknown or misspelt keys are
-# rejected with a suggestion, so a typo never goes unnoticed.
+# ignored with a warning that names each one and suggests the nearest valid key;
+# --strict refuses them.
 
 metadata:
   config_version: "2.23"
@@ -45,10 +46,10 @@ analyzer_parameters:
     stator_rotor_gap: 2000000  # gap L in Angstrom (enters the shear term)
 
 experimental_data:
-  # The fit reads <data_folder_path>/<data_file_name> (both are required).
+  # The fit reads <data_folder_path>/<data_file_name>; file_path alone also works.
   data_folder_path: "./data/sample/"
   data_file_name: "sample_data.hdf"
-  file_path: "./data/sample/sample_data.hdf"   # for reference only
+  file_path: "./data/sample/sample_data.hdf"   # used when the pair above is absent
   phi_angles_path: "./data/sample/"            # phi_angles_list.txt is written here
   cache_file_path: "./data/sample/"            # folder of the NPZ cache
   cache_filename_template: "cached_c2_@MODE@_q${wavevector_q}_frames_${start_frame}_${end_frame}.npz"

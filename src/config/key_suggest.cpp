@@ -71,12 +71,14 @@ std::string SuggestKey(const std::string& parent, const std::string& parent_patt
   }
   const std::string best = SuggestName(name, siblings);
   if (!best.empty()) return parent.empty() ? best : parent + "." + best;
-  // 2. The same name elsewhere (a key placed in the wrong section).
+  // 2. The same name elsewhere in the same top-level section (a key placed one level off),
+  // or anywhere for a top-level key. Not across sections: a key of another program's
+  // optimization.cmc is not a metadata key of ours because both end in the same word.
+  const std::string top = parent.substr(0, parent.find('.'));
   for (const auto& spec : ConfigKeyTable()) {
     const auto [spec_parent, leaf] = SplitPattern(spec.path);
-    if (Lower(leaf) == Lower(name) && spec.path.find_first_of("*[") == std::string::npos) {
-      return spec.path;
-    }
+    if (Lower(leaf) != Lower(name) || spec.path.find_first_of("*[") != std::string::npos) continue;
+    if (top.empty() || spec.path.rfind(top + ".", 0) == 0) return spec.path;
   }
   return {};
 }

@@ -81,7 +81,8 @@ void AddExperimentalData(std::vector<KeySpec>& t) {
   KeyAdder e(t, "experimental_data");
   e.Section("", kUse, "Input data file and cache");
   e.Used("file_path", T::kString, "", NoRule(),
-         "Full path of the data file; shown by --validate, not used to locate the data",
+         "Full path of the data file (xpcsjax's form): locates the data when "
+         "data_folder_path/data_file_name are not given (homodyne's pair wins when both are)",
          f(&ExperimentalData::file_path), kNullable);
   e.Used("data_folder_path", T::kString, "", CustomRule("required for a fit; no '..'"),
          "Folder of the HDF5 data file", f(&ExperimentalData::data_folder_path), kNullable);

@@ -29,7 +29,8 @@ void AddNlsqBasics(const KeyAdder& n) {
          f(&NlsqOptions::max_iterations));
   n.Used("tolerance", T::kFloat, "1e-8", Positive(),
          "ftol: converged when the Gauss-Newton decrement (the relative chi2 decrease the "
-         "local model still promises) is at most this",
+         "local model still promises) is at most this, with the gradient cosine at most 1e-4 "
+         "beside it (docs/errors.md)",
          f(&NlsqOptions::tolerance));
   n.Used("xtol", T::kFloat, "1e-8", Positive(),
          "A scaled step below xtol times the scaled parameter norm makes no progress (a stall "
@@ -45,18 +46,18 @@ void AddNlsqBasics(const KeyAdder& n) {
          f(&NlsqOptions::local_solver));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
-  n.Used("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
-         "Loss of the fit (SciPy least_squares' semantics): the objective is C^2 sum w rho(z), "
-         "z = (r / f_scale)^2 on the sigma-scaled residual r = (c2_exp - c2_model) / sigma; "
-         "the report gives this objective and the plain chi2 beside it. homodyne's and "
-         "xpcsjax's code default and templates say soft_l1 but apply it (with f_scale 1) to "
-         "unscaled residuals or not at all, i.e. their fits are effectively linear; here "
-         "soft_l1 with f_scale 1 down-weights every residual beyond about one sigma "
-         "(docs/migrating.md)",
+  n.Used("loss", T::kString, "soft_l1", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+         "Loss of the fit, as homodyne and xpcsjax apply it (SciPy least_squares' losses on "
+         "the unscaled residual c2_exp - c2_model, z = (residual / f_scale)^2): the fit "
+         "minimises sum w (f_scale/sigma)^2 rho(z), which equals chi2 for linear; the report "
+         "gives this objective and the plain chi2 beside it. With the default f_scale of 1 "
+         "(c2 units) soft_l1 differs from linear by about z/4, a few parts in a million on "
+         "typical data, as in homodyne; set f_scale near the noise level of c2 for a fit that "
+         "down-weights outliers (docs/migrating.md, \"Robust losses\")",
          f(&NlsqOptions::loss));
   n.Used("f_scale", T::kFloat, "1.0", Positive(),
-         "C of the robust loss, in units of the sigma-scaled residual (1: residuals beyond one "
-         "sigma are outliers); not used by the linear loss",
+         "Scale C of the robust loss, in units of c2 (as homodyne's): residuals much larger "
+         "than C are down-weighted; not used by the linear loss",
          f(&NlsqOptions::f_scale));
   n.Acc("x_scale", T::kAny, "jac", CustomRule("\"jac\""),
         "xpcsjax's step scaling; only \"jac\" (what the local solver always does: Moré's "
@@ -359,7 +360,8 @@ void AddCmaes(const KeyAdder& c) {
         "Not used: the refinement uses optimization.nlsq.max_iterations");
   c.Used("refinement_loss", T::kString, "linear",
          OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
-         "Loss of the local fit that refines the CMA-ES answer (f_scale as the fit's); the "
+         "Loss of the local fit that refines the CMA-ES answer (C = sigma = 0.01 in c2 units, as "
+         "in homodyne); the "
          "warm start, the search's fitness and the choice of the answer use the fit's loss",
          f(&Cmaes::refinement_loss));
   c.Acc("diagonal_filtering", T::kString, "remove", NoRule(),

@@ -14,7 +14,9 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
   s.Section("", kUse, "Batch-wise fitting, checkpoints and fault tolerance", kNullable);
   s.Used("enable_checkpoints", T::kBool, "false", NoRule(), "Write NLSQ/CMC checkpoints",
          f(&StreamingOptions::enable_checkpoints));
-  s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(), "Checkpoint folder",
+  s.Used("checkpoint_dir", T::kString, "./checkpoints", NoRule(),
+         "Checkpoint folder (a relative one inside the output directory); each run uses its "
+         "own subfolder, named by its data and config",
          f(&StreamingOptions::checkpoint_dir));
   s.Used("checkpoint_frequency", T::kInt, "10", AtLeast(1), "NLSQ iterations between checkpoints",
          f(&StreamingOptions::checkpoint_frequency));

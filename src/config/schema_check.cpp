@@ -30,8 +30,9 @@ std::string NodeKindName(const YAML::Node& node) {
 
 class Walker {
  public:
-  Walker(ProblemList& problems, std::vector<std::string>& accepted)
-      : problems_(problems), accepted_(accepted) {}
+  Walker(ProblemList& problems, std::vector<std::string>& accepted,
+         std::vector<std::string>* ignored)
+      : problems_(problems), accepted_(accepted), ignored_(ignored) {}
 
   void WalkMapping(const YAML::Node& node, const std::string& path, const std::string& pattern,
                    bool open) {
@@ -64,7 +65,13 @@ class Walker {
         std::string message = fmt::format("unknown key{}", LineSuffix(kv.first));
         const std::string suggestion = SuggestKey(path, pattern, name);
         if (!suggestion.empty()) message += fmt::format("; did you mean {}?", suggestion);
-        Add(child, message);
+        // Lenient reading (homodyne's and xpcsjax's): the key and everything below it are
+        // ignored, and the caller warns with the whole list.
+        if (ignored_ != nullptr) {
+          ignored_->push_back(fmt::format("{} ({})", child, message));
+        } else {
+          Add(child, message);
+        }
         continue;
       }
       if (spec->status == KeyStatus::kAccepted && spec->type != KeyType::kMapping) {
@@ -190,13 +197,15 @@ class Walker {
 
   ProblemList& problems_;
   std::vector<std::string>& accepted_;
+  std::vector<std::string>* ignored_;  // null: unknown keys are problems
 };
 
 }  // namespace
 
 void CheckAgainstKeyTable(const YAML::Node& root, ProblemList& problems,
-                          std::vector<std::string>& accepted_present) {
-  Walker walker(problems, accepted_present);
+                          std::vector<std::string>& accepted_present,
+                          std::vector<std::string>* ignored) {
+  Walker walker(problems, accepted_present, ignored);
   walker.WalkMapping(root, "", "", false);
 }
 

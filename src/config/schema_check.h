@@ -13,9 +13,12 @@ namespace homodyne::config::detail {
 // Checks every key of `root` (a mapping) against the key table: unknown keys (with the
 // nearest valid key), wrong types, per-value rules and required list-element keys.
 // Problems are added to `problems`; keys found with status "accepted" (and undeclared
-// keys inside open sections) are appended to `accepted_present`.
+// keys inside open sections) are appended to `accepted_present`. With `ignored` given,
+// an unknown key is not a problem: "key (unknown key, line N; did you mean …?)" is
+// appended there and the key's value is not inspected.
 void CheckAgainstKeyTable(const YAML::Node& root, ProblemList& problems,
-                          std::vector<std::string>& accepted_present);
+                          std::vector<std::string>& accepted_present,
+                          std::vector<std::string>* ignored = nullptr);
 
 // The nearest known key for an unknown key `name` found under concrete path `parent`
 // (whose table pattern is `parent_pattern`); empty if nothing is close enough.

@@ -258,6 +258,10 @@ DatasetMetadata ReadMetadataFromFile(hid_t file, const LoadOptions& options, con
   meta.n_frames = frames.count;
   meta.start_frame = frames.start_frame;
   meta.end_frame = frames.end_frame;
+  if (options.end_frame > side) {
+    logger.Warn("{}: end_frame {} is beyond the file's {} frames; fitting frames {}..{}", name,
+                options.end_frame, side, meta.start_frame, meta.end_frame);
+  }
   // Per-frame vectors (time grid, diagonals) must fit long before any matrix does.
   if (static_cast<std::uint64_t>(meta.n_frames) * 4 * sizeof(double) > MaxLoadBytes(options)) {
     ThrowBadInput(fmt::format("{} frames after slicing exceed the memory limit of {} bytes",

@@ -42,7 +42,7 @@ LossKind ParseLossKind(std::string_view text, std::string_view key, const std::s
 
 std::string Describe(const RobustLoss& loss) {
   if (!loss.robust()) return "linear";
-  return fmt::format("{} (f_scale {:g})", ToString(loss.kind), loss.f_scale);
+  return fmt::format("{} (C {:g} on the sigma-scaled residual)", ToString(loss.kind), loss.f_scale);
 }
 
 LossTerms EvaluateLoss(LossKind kind, double z) {

@@ -19,7 +19,7 @@ enum class LossKind : int { kLinear = 0, kSoftL1, kHuber, kCauchy, kArctan };
 
 struct RobustLoss {
   LossKind kind = LossKind::kLinear;
-  double f_scale = 1.0;  // C, in units of the residual r (σ-scaled)
+  double f_scale = 1.0;  // C, in units of the residual r (σ-scaled: the config's f_scale / σ)
 
   bool robust() const { return kind != LossKind::kLinear; }
   void Validate() const;  // bad-input Error for f_scale ≤ 0 or not finite
@@ -30,7 +30,7 @@ std::string_view ToString(LossKind kind);
 // One of the names above (exactly, as SciPy takes them); anything else a bad-input Error that
 // names `key` (the config key) and the valid values.
 LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file = {});
-// "soft_l1 (f_scale 0.5)" or "linear".
+// "soft_l1 (C 0.5 on the sigma-scaled residual)" or "linear".
 std::string Describe(const RobustLoss& loss);
 
 // The floor of the Hessian weight ρ′ + 2zρ″ (SciPy's EPS): huber beyond its knee (exactly 0)

@@ -3,7 +3,9 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/content_digest.h"
 #include "nlsq/memory_plan.h"
+#include "parallel/collective.h"
 
 namespace homodyne::nlsq {
 
@@ -72,6 +74,19 @@ const StreamWindow& BlockStream::Load(int w) {
   win.values = std::span<const double>(buffer_.data(), offset);
   ++loads_;
   return win;
+}
+
+std::string DigestStreamedData(const Comm& comm, const io::LocalData& layout, BlockStream& stream) {
+  io::ContentDigest digest;
+  RunCollectively(comm, [&] {
+    for (int w = 0; w < stream.num_windows(); ++w) {
+      const StreamWindow& win = stream.Load(w);
+      digest.AddTiles(win.tiles, win.values.data());
+    }
+  });
+  digest.SumOverRanks(comm);
+  digest.AddReplicated(layout);
+  return digest.Hex();
 }
 
 }  // namespace homodyne::nlsq

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "io/distributed_loader.h"
@@ -57,5 +58,9 @@ class BlockStream {
   std::int64_t loads_ = 0;
   std::int64_t local_points_ = 0;
 };
+
+// Collective. io::DigestLocalData of the same data, read window by window from `stream`
+// (one read of the rank's points; a read error is agreed).
+std::string DigestStreamedData(const Comm& comm, const io::LocalData& layout, BlockStream& stream);
 
 }  // namespace homodyne::nlsq

@@ -107,6 +107,12 @@ void Classify(LeastSquaresProblem& problem, SolverSummary& s, const SolverOption
         "; the model does not respond to parameter(s) {} here (a plateau, not a minimum)",
         fmt::join(which, ", "));
   }
+  if (m.decrement <= o.ftol && !DecrementHolds(m, o.ftol)) {
+    measures += fmt::format(
+        "; the decrement test holds but the cosine is above the {:.3g} it needs beside it (a "
+        "slow stretch, not a minimum)",
+        kDecrementMaxCosine);
+  }
   if (IsOptimal(m, o.ftol, o.gtol)) {
     s.termination = Termination::kConverged;
     s.message = fmt::format("optimal: {}; {}", measures, s.message);

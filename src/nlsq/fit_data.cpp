@@ -116,7 +116,8 @@ FitData LoadFitData(const Comm& comm, const config::Config& cfg, const io::LoadO
     logger.Debug("memory plan {}", line);
   }
   if (plan.strategy == FitStrategy::kInCore) {
-    out.local = io::LoadDistributed(comm, load, logger);
+    // The layout read above has logged the file, selection and partition lines once already.
+    out.local = io::LoadDistributed(comm, load, Logger::Silent());
     return out;
   }
   FitShape shape;

@@ -386,8 +386,16 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
   int chosen_k = -1;
   for (int k = 0; k < n_fits; ++k) {
     const auto& x = points[order[static_cast<std::size_t>(k)]];
-    SolverSummary s = session.Solve(
-        x, progress, checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
+    // From the point's own fitted scaling, as every other path starts. With the start's
+    // quantile scaling the first gradient is dominated by the scaling's misfit, and at the
+    // grid's slowest velocities every step it gives, however damped, clips v0 to its bound
+    // 0, where the cross term's phase is stationary in v (it enters through a cosine), so
+    // the model stops responding to v0 to first order and the Levenberg-Marquardt plateau
+    // rule rejected the step: the scan's local fits made 0 iterations and ended "stalled"
+    // at the scan point's chi2 (4-angle two-component template case, 2.6e7 against 1.8e5).
+    SolverSummary s =
+        session.Solve(ScalingFittedStart(session, x, logger), progress,
+                      checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
     logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at chi2 {:.12g}", x[iv],
                 x[ib], ToString(s.termination), s.final_chi2);
     if (Better(s, chosen)) {

@@ -415,7 +415,8 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
     // homodyne's refinement minimises cmaes.refinement_loss, whatever the fit's loss; every
     // candidate is then compared (and the answer reported) under the fit's loss.
     const model::RobustLoss fit_loss = session.loss();
-    const model::RobustLoss refine_loss{g.refinement_loss, fit_loss.f_scale};
+    // Its C is 1 on the sigma-scaled residual: homodyne's refinement passes sigma and no f_scale.
+    const model::RobustLoss refine_loss{g.refinement_loss, 1.0};
     const bool other_loss = refine_loss.kind != fit_loss.kind;
     if (other_loss) {
       logger.Info(

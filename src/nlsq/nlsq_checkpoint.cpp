@@ -12,12 +12,18 @@ namespace homodyne::checkpoint {
 
 CheckpointSettings CheckpointSettings::FromConfig(const config::Config& cfg,
                                                   const std::string& dir_override, bool resume_flag,
-                                                  std::string config_description) {
+                                                  std::string config_description,
+                                                  const std::filesystem::path& output_dir) {
   const config::StreamingOptions& s = cfg.optimization.streaming;
   CheckpointSettings c;
   c.enabled = s.enable_checkpoints || !dir_override.empty();
   c.resume = resume_flag || s.resume_from_checkpoint;
-  c.dir = std::filesystem::path(dir_override.empty() ? s.checkpoint_dir : dir_override);
+  if (!dir_override.empty()) {
+    c.dir = dir_override;
+  } else {
+    c.dir = std::filesystem::path(s.checkpoint_dir);
+    if (c.dir.is_relative() && !output_dir.empty()) c.dir = (output_dir / c.dir).lexically_normal();
+  }
   c.frequency = s.checkpoint_frequency;
   c.keep_last = s.keep_last_checkpoints;
   c.fatal_write_errors = s.fatal_checkpoint_errors;
@@ -115,8 +121,8 @@ nlsq::SolverSummary SolveWithCheckpoints(
                   loaded->ranks_at_write);
       resumed = std::move(s);
     } else {
-      logger.Info("resume: no checkpoint in {}; starting from the beginning",
-                  settings.dir.string());
+      logger.Info("resume: no checkpoint of this run in {}; starting from the beginning",
+                  store.options().dir.string());
     }
   }
 

@@ -31,9 +31,14 @@ struct CheckpointSettings {
   std::string config_description;   // DescribeConfig(…) of the run
 
   // optimization.streaming.* with the command-line overrides (non-empty dir_override
-  // enables checkpoints in that directory). Validates (bad input names the key).
+  // enables checkpoints in that directory, a relative one taken from the working
+  // directory as any command-line path). A relative checkpoint_dir of the config is taken
+  // inside `output_dir` when that is given: every template says ./checkpoints, and a
+  // run's checkpoints belong with its results, not in whatever folder the job started in.
+  // Validates (bad input names the key).
   static CheckpointSettings FromConfig(const config::Config& cfg, const std::string& dir_override,
-                                       bool resume_flag, std::string config_description);
+                                       bool resume_flag, std::string config_description,
+                                       const std::filesystem::path& output_dir = {});
   void Validate() const;
 };
 

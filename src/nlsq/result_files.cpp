@@ -95,10 +95,26 @@ std::string ParametersJson(const FitReport& r) {
             {"chi_squared", Number(r.chi_squared)},
             {"reduced_chi_squared", Number(r.reduced_chi_squared)},
             {"loss", LossJson(r)},
+            {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
             {"convergence_status", r.convergence_status},
+            {"quality_flag", r.quality_flag},
+            {"misfit_reasons", r.misfit_reasons},
             {"parameters", params},
             {"per_angle", per_angle}};
   return j.dump(2) + "\n";
+}
+
+// The data's noise level per angle (NaN where not measurable, written as null).
+json NoiseLevelJson(const FitReport& r) {
+  json sigma = json::array();
+  for (double s : r.noise_sigma) sigma.push_back(Number(s));
+  json j = {{"method",
+             "third differences along the lag-preserving direction: median, then "
+             "3-sigma trimmed second moment"},
+            {"sigma_per_angle", sigma},
+            {"differences_per_angle", r.noise_differences}};
+  j["unmeasured_reason"] = r.noise_unmeasured.empty() ? json(nullptr) : json(r.noise_unmeasured);
+  return j;
 }
 
 json DegeneracyJson(const DegeneracyDiagnostics& d) {
@@ -272,9 +288,9 @@ std::string LossObjectiveText(const FitReport& r) {
     return "chi_squared = sum w r^2, r = (c2_exp - c2_model)/sigma (linear loss)";
   }
   return fmt::format(
-      "f_scale^2 * sum w rho_{}((r/f_scale)^2), r = (c2_exp - c2_model)/sigma, f_scale {:g} "
-      "(SciPy least_squares' robust loss); chi_squared and reduced_chi_squared are the plain "
-      "sum w r^2 at the answer",
+      "sum w (f_scale/sigma)^2 rho_{}((d/f_scale)^2), d = c2_exp - c2_model, f_scale {:g} (c2 "
+      "units, as homodyne applies SciPy's robust losses); chi_squared is the plain sum w "
+      "(d/sigma)^2 at the answer",
       r.loss, r.f_scale);
 }
 
@@ -288,7 +304,13 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"degrees_of_freedom", r.n_data - r.n_params},
               {"n_parameters", r.n_params},
               {"held_parameters", r.HeldNames()},
-              {"quality_flag", r.quality_flag}}},
+              {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
+              {"noise_degrees_of_freedom", r.noise_degrees_of_freedom},
+              {"noise_misfit_threshold", Number(r.noise_misfit_threshold)},
+              {"noise_level", NoiseLevelJson(r)},
+              {"held_scaling_gain", Number(r.held_scaling_gain)},
+              {"quality_flag", r.quality_flag},
+              {"misfit_reasons", r.misfit_reasons}}},
             {"loss", LossJson(r)},
             {"dataset_info",
              {{"n_angles", r.phi_deg.size()},
@@ -329,7 +351,10 @@ std::string ConvergenceMetricsJson(const FitReport& r) {
             {"quality_warnings", r.quality_warnings},
             {"quality_checks",
              {{"reduced_chi_squared", Number(r.reduced_chi_squared)},
-              {"converged", r.convergence_status == "converged"}}}};
+              {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
+              {"converged", r.convergence_status == "converged"},
+              {"misfit", !r.misfit_reasons.empty()}}},
+            {"misfit_reasons", r.misfit_reasons}};
   return j.dump(2) + "\n";
 }
 

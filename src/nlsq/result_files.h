@@ -130,9 +130,23 @@ struct FitReport {
   std::string convergence_status;  // ConvergenceStatus(): converged | stalled | max_iter | failed
   int iterations = 0;
   double execution_time = 0.0;
+  // The data's own noise level (noise_level.h) and χ² in its units: Σ_k SSR_k/σ_k² over the
+  // unique pairs, / (pairs − optimised parameters). NaN / empty sigma where not measured.
+  double noise_reduced_chi_squared = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t noise_degrees_of_freedom = 0;
+  // Below it the noise-based reduced χ² is consistent with the noise (NoiseMisfitThreshold).
+  double noise_misfit_threshold = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> noise_sigma;              // per angle (NaN: not measurable)
+  std::vector<std::int64_t> noise_differences;  // per angle: third differences used
+  std::string noise_unmeasured;                 // why not measured (empty: it was)
+  // Held per-angle scaling (constant layouts): the drop of the noise-based reduced χ² that
+  // fitting it at the answer's physics gives; NaN when the scaling was fitted.
+  double held_scaling_gain = std::numeric_limits<double>::quiet_NaN();
   std::string quality_flag;
   bool quality_passed = false;
   std::vector<std::string> quality_warnings;
+  // Why a converged answer does not describe the data (exit 5, docs/errors.md); empty: none.
+  std::vector<std::string> misfit_reasons;
   DegeneracyDiagnostics degeneracy;  // correlated pairs, weak directions (degeneracy.h)
   std::optional<GlobalSearchReport> global_search;  // optimization.nlsq.cmaes ran
   AntiDegeneracyReport anti_degeneracy;

@@ -16,6 +16,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "io/content_digest.h"
 #include "io/distributed_loader.h"
 #include "nlsq/covariance.h"
 #include "nlsq/degeneracy.h"
@@ -149,17 +150,20 @@ constexpr double kTwoComponentDefaultLambda = 0.01;
 
 }  // namespace
 
-model::RobustLoss FitLossFromConfig(const config::Config& cfg, const std::string& name,
-                                    std::string_view key) {
+model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma) {
   model::RobustLoss loss;
-  loss.kind = model::ParseLossKind(name.empty() ? "linear" : name, key, cfg.source);
+  const std::string& name = cfg.optimization.nlsq.loss;
+  loss.kind =
+      model::ParseLossKind(name.empty() ? "soft_l1" : name, "optimization.nlsq.loss", cfg.source);
   const double f_scale = cfg.optimization.nlsq.f_scale;
-  const bool valid = std::isfinite(f_scale) && f_scale > 0.0;
-  if (loss.robust() && !valid) {
+  if (!(std::isfinite(f_scale) && f_scale > 0.0)) {
     ThrowBadInput(fmt::format("f_scale must be a positive finite number (got {})", f_scale),
                   cfg.source, "optimization.nlsq.f_scale");
   }
-  if (valid) loss.f_scale = f_scale;  // carried by the linear loss too (the refinement's)
+  // homodyne and xpcsjax apply the loss to the unscaled residual c2_exp - c2_model with
+  // f_scale in c2 units; the kernels see r/sigma, so their C is f_scale/sigma. The objective
+  // C²·Σw·ρ((r/C)²) is then in chi2's units.
+  loss.f_scale = f_scale / sigma;
   return loss;
 }
 
@@ -193,6 +197,7 @@ struct XpcsFitSession::Impl {
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
   model::RobustLoss loss;                         // the fit's (FitLossFromConfig)
+  double f_scale = 1.0;                           // its f_scale as configured (c2 units)
   model::ScalingBounds scaling_bounds;            // the configured contrast/offset bounds
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
   // two_component: the Q95 estimates that its constant layout and the two-stage path's
@@ -209,7 +214,9 @@ struct XpcsFitSession::Impl {
   std::int64_t n_data = 0;
   int p_eff = 0;
   PhaseTimes phases;
-  GradientMonitorOptions monitor;  // anti_degeneracy.gradient_monitoring
+  GradientMonitorOptions monitor;   // anti_degeneracy.gradient_monitoring
+  std::optional<NoiseLevel> noise;  // DataNoise, measured on first use
+  std::string content_digest;       // of the fitted data, once a checkpoint needs it
 
   Impl(const Comm& c, const config::Config& cf, const NlsqRunOptions& o, const Logger& l)
       : comm(c), cfg(cf), options(o), logger(l) {}
@@ -352,12 +359,13 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.first_block = s.local.plan.first_block(comm.rank());
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
-  s.loss = FitLossFromConfig(cfg, cfg.optimization.nlsq.loss, "optimization.nlsq.loss");
+  s.loss = FitLossFromConfig(cfg, options.sigma);
+  s.f_scale = cfg.optimization.nlsq.f_scale;
   if (s.loss.robust()) {
     logger.Info(
-        "loss: {} on r = (c2_exp - c2_model)/sigma (sigma {:g}): the fit minimises "
-        "C^2 sum w rho((r/C)^2) with C = f_scale = {:g}",
-        model::ToString(s.loss.kind), options.sigma, s.loss.f_scale);
+        "loss: {}, f_scale {:g}: the fit minimises sum w (f_scale/sigma)^2 rho(((c2_exp - "
+        "c2_model)/f_scale)^2) (sigma {:g}); chi2 is reported beside it",
+        model::ToString(s.loss.kind), cfg.optimization.nlsq.f_scale, options.sigma);
   }
   setup.loss = s.loss;
   setup.threads = options.threads;
@@ -412,10 +420,17 @@ std::optional<double> XpcsFitSession::HeldValue(std::string_view name) const {
   return l.fixed()[static_cast<std::size_t>(impl_->index.phys(p))];
 }
 int XpcsFitSession::num_physical() const { return impl_->layout->num_physical_varying(); }
-std::string XpcsFitSession::DataDescription() const {
-  const io::DatasetMetadata& meta = impl_->local.meta;
-  return checkpoint::DescribeData(meta.file, meta.q_physics, impl_->phi, meta.n_frames, meta.dt,
-                                  impl_->problem->total_points());
+std::string XpcsFitSession::DataDescription() {
+  Impl& s = *impl_;
+  // The digest costs a look at every value: in core a pass over memory, streamed one read
+  // of the file; computed once, when the first checkpoint store needs it.
+  if (s.content_digest.empty()) {
+    s.content_digest = s.stream ? DigestStreamedData(s.comm, s.local, *s.stream)
+                                : io::DigestLocalData(s.comm, s.local);
+  }
+  const io::DatasetMetadata& meta = s.local.meta;
+  return checkpoint::DescribeData(s.content_digest, meta.q_physics, s.phi, meta.n_frames, meta.dt,
+                                  s.problem->total_points());
 }
 
 double XpcsFitSession::Chi2At(const std::vector<double>& x) {
@@ -693,7 +708,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   }
   rep.chi_squared = data_chi2;
   rep.loss = std::string(model::ToString(loss.kind));
-  rep.f_scale = loss.f_scale;
+  rep.f_scale = s.f_scale;
   rep.loss_objective = data_objective;
   rep.n_data = s.n_data;
   rep.n_params = s.p_eff;
@@ -712,21 +727,12 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.q = meta.q_physics;
   rep.convergence_status = std::string(ConvergenceStatus(summary.termination));
   rep.iterations = summary.iterations;
-  std::vector<ParameterBoundState> states;
   const auto& opt_names = layout.names();
-  for (std::size_t i = 0; i < summary.x.size(); ++i) {
-    const bool physical =
-        i >= summary.x.size() - static_cast<std::size_t>(layout.num_physical_varying());
-    states.push_back(
-        {opt_names[i], physical, summary.at_lower_bound[i], summary.at_upper_bound[i]});
-  }
-  const QualityAssessment q = AssessFitQuality(rep.reduced_chi_squared, summary.IsUsable(), states);
-  rep.quality_flag = std::string(ToString(q.flag));
-  rep.quality_passed = q.passed;
-  rep.quality_warnings = q.warnings;
   rep.degeneracy =
       DiagnoseDegeneracy(opt_names, cov, summary.at_lower_bound, summary.at_upper_bound);
   FillDiagnostics(summary, rep);
+  AssessQuality(summary, r.expanded, rep);
+  r.phases = s.phases;  // with the noise level's pass, timed on first use
   rep.mpi_ranks = s.comm.size();
   rep.threads_per_rank = s.options.threads;
   rep.placement = s.options.placement;
@@ -736,6 +742,94 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count();
   rep.diagnostics.wall_time_seconds = rep.execution_time;
   return r;
+}
+
+const NoiseLevel& XpcsFitSession::DataNoise() {
+  Impl& s = *impl_;
+  if (!s.noise) {
+    PhaseTimes::Scope t(s.phases, "noise_level");
+    s.noise = s.stream ? EstimateNoiseStreaming(s.comm, s.local, *s.stream)
+                       : EstimateNoise(s.comm, s.local);
+  }
+  return *s.noise;
+}
+
+void XpcsFitSession::AssessQuality(const SolverSummary& summary,
+                                   const std::vector<double>& expanded, FitReport& rep) {
+  Impl& s = *impl_;
+  const model::ParameterLayout& layout = *s.layout;
+  FitQualityInput in;
+  in.reduced_chi2 = rep.reduced_chi_squared;
+  in.converged = summary.IsUsable();
+  const auto& names = layout.names();
+  for (std::size_t i = 0; i < summary.x.size(); ++i) {
+    const bool physical =
+        i >= summary.x.size() - static_cast<std::size_t>(layout.num_physical_varying());
+    in.parameters.push_back(
+        {names[i], physical, summary.at_lower_bound[i], summary.at_upper_bound[i]});
+  }
+  // χ² per angle is Σ w·r² with r = (data − model)/σ and every pair's weight w (homodyne's
+  // full-matrix convention counts it twice): SSR_k = χ²_k·σ²/w.
+  const NoiseLevel& noise = DataNoise();
+  const double to_ssr = s.options.sigma * s.options.sigma / model::RowTile{}.uniform_weight;
+  const std::int64_t dof = s.problem->total_points() - layout.num_optimised();
+  rep.noise_degrees_of_freedom = dof;
+  std::vector<std::string> unmeasured;
+  for (std::size_t k = 0; k < noise.angles.size(); ++k) {
+    const AngleNoise& a = noise.angles[k];
+    rep.noise_sigma.push_back(a.measurable ? a.sigma : std::numeric_limits<double>::quiet_NaN());
+    rep.noise_differences.push_back(a.differences);
+    if (!a.measurable) {
+      unmeasured.push_back(fmt::format("angle {} (phi = {:g} deg): {}", k, s.phi[k], a.reason));
+    }
+  }
+  rep.noise_unmeasured = fmt::format("{}", fmt::join(unmeasured, "; "));
+  for (const AngleNoise& a : noise.angles) in.noise_differences += a.differences;
+  const std::vector<double>& chi2_k = rep.diagnostics.chi2_per_angle;
+  if (noise.all_measurable() && dof > 0 && chi2_k.size() == noise.angles.size()) {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < chi2_k.size(); ++k) {
+      sum += chi2_k[k] * to_ssr / (noise.angles[k].sigma * noise.angles[k].sigma);
+    }
+    rep.noise_reduced_chi_squared = sum / static_cast<double>(dof);
+    rep.noise_misfit_threshold = NoiseMisfitThreshold(in.noise_differences);
+    in.noise_reduced_chi2 = rep.noise_reduced_chi_squared;
+    // Held scaling: c2 is linear in each angle's (contrast, offset), so one Gauss-Newton step
+    // on that 2×2 block at the answer's physics is its exact least-squares fit, and
+    // gᵀH⁻¹g its χ² decrease.
+    if (s.resolved == model::ScalingLayout::kFixedConstant ||
+        s.resolved == model::ScalingLayout::kConstantAveraged) {
+      const model::NormalEquations e = s.problem->EvaluateExpanded(expanded, true);
+      double gain = 0.0;
+      for (int k = 0; k < s.index.n_angles; ++k) {
+        const int c = s.index.contrast(k), o = s.index.offset(k);
+        const double gc = e.jtr[static_cast<std::size_t>(c)];
+        const double go = e.jtr[static_cast<std::size_t>(o)];
+        const double hcc = e.JtJ(c, c), hco = e.JtJ(c, o), hoo = e.JtJ(o, o);
+        const double det = hcc * hoo - hco * hco;
+        if (!(det > 0.0)) continue;  // no signal in this angle to fit a contrast to
+        const double drop = (hoo * gc * gc - 2.0 * hco * gc * go + hcc * go * go) / det;
+        const double sigma = noise.angles[static_cast<std::size_t>(k)].sigma;
+        gain += drop * to_ssr / (sigma * sigma);
+      }
+      rep.held_scaling_gain = gain / static_cast<double>(dof);
+      in.held_scaling_gain = rep.held_scaling_gain;
+    }
+  } else if (rep.noise_unmeasured.empty()) {
+    rep.noise_unmeasured = dof > 0 ? "no angle" : "no degrees of freedom";
+  }
+  in.noise_unmeasured = rep.noise_unmeasured;
+  in.robust_loss = rep.loss != "linear";
+  const QualityAssessment q = AssessFitQuality(in);
+  rep.quality_flag = std::string(ToString(q.flag));
+  rep.quality_passed = q.passed;
+  // The rules' warnings first, then those of the diagnostics (a gradient collapse), then why
+  // the answer is a misfit.
+  std::vector<std::string> warnings = q.warnings;
+  warnings.insert(warnings.end(), rep.quality_warnings.begin(), rep.quality_warnings.end());
+  warnings.insert(warnings.end(), q.misfit.begin(), q.misfit.end());
+  rep.quality_warnings = std::move(warnings);
+  rep.misfit_reasons = q.misfit;
 }
 
 void XpcsFitSession::FillDiagnostics(const SolverSummary& summary, FitReport& rep) {

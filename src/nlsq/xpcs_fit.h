@@ -20,6 +20,7 @@
 #include "nlsq/bounded_solver.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/noise_level.h"
 #include "nlsq/result_files.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
@@ -93,8 +94,9 @@ class XpcsFitSession {
   // The value a held physical parameter is held at; nullopt when it is fitted or unknown.
   std::optional<double> HeldValue(std::string_view name) const;
   int num_physical() const;  // the varying physical parameters: the last entries of x
-  // The input data selection for checkpoint identities (checkpoint::DescribeData).
-  std::string DataDescription() const;
+  // The input data for checkpoint identities (checkpoint::DescribeData): its content's
+  // digest and selection. Collective the first time (the digest is summed over the ranks).
+  std::string DataDescription();
 
   double Chi2At(const std::vector<double>& x);  // collective: the objective (penalty included)
   // Collective: χ² of the data alone (without the L3 penalty rows; = Chi2At without them).
@@ -152,12 +154,19 @@ class XpcsFitSession {
   NlsqRunResult Finish(const SolverSummary& summary);  // collective
   // χ² / (n_data − p), the reduced χ² of the report.
   double ReducedChi2(double chi2) const;
+  // Collective on its first call (one pass over the data, noise_level.h): the noise level of
+  // every angle's data; later calls return the same.
+  const NoiseLevel& DataNoise();
 
  private:
   XpcsProblem& RowsProblem(int stride);  // collective when it builds one
   // Collective: the report's nlsq_diagnostics fields for the answer `summary` (one model pass
   // for the χ² split by angle).
   void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
+  // Collective: the report's noise-based reduced χ², the held-scaling check and the quality
+  // verdict (needs FillDiagnostics' χ² per angle).
+  void AssessQuality(const SolverSummary& summary, const std::vector<double>& expanded,
+                     FitReport& rep);
   // Collective: the per-angle quantile estimates of the data by `rule`, in core or streamed.
   std::vector<model::ScalingEstimate> EstimateScalingOf(model::ScalingQuantiles rule);
   // Collective and agreed: SolveBounded on `problem`, or with `checkpoints` its checkpointed
@@ -175,10 +184,10 @@ class XpcsFitSession {
 NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
                          const Logger& logger);
 
-// The loss named `name` (the value of config key `key`: optimization.nlsq.loss or
-// .cmaes.refinement_loss) with the fit's f_scale; a bad-input Error naming the key otherwise.
-model::RobustLoss FitLossFromConfig(const config::Config& cfg, const std::string& name,
-                                    std::string_view key);
+// The fit's loss (optimization.nlsq.loss, soft_l1 when absent, as in homodyne) on residuals
+// scaled by 1/sigma: its C is optimization.nlsq.f_scale (c2 units) / sigma. A bad-input Error
+// naming the key otherwise.
+model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma);
 
 // The per-angle mode the fit uses: anti_degeneracy.per_angle_mode when the system is
 // enabled, else individual. (Unlike homodyne, static mode honours it too.)

@@ -45,7 +45,7 @@ BAD_KINDS = [
     ("not_hdf5", "not an HDF5 file"),
     ("truncated_hdf5", "truncated"),
     ("nan_in_matrix", "NaN/Inf"),
-    ("unknown_key", "unknown key"),
+    ("zero_iterations", "max_iterations: must be >= 1"),
     ("out_of_range", "must be > 0"),
     ("wrong_type", "expected a number"),
     ("yaml_syntax", "YAML syntax error"),
@@ -144,8 +144,9 @@ def make_inputs(tmp, bindir, n_tasks):
                 fmt["data"] = "truncated.h5"
             elif kind == "nan_in_matrix":
                 fmt["data"] = "nan.h5"
-            elif kind == "unknown_key":
-                fmt["extra"] = "optimization:\n  nlsq: {max_iterationz: 5}\n"
+            elif kind == "zero_iterations":
+                # (An unknown key is a warning for a config file, as in homodyne.)
+                fmt["extra"] = "optimization:\n  nlsq: {max_iterations: 0}\n"
             elif kind == "out_of_range":
                 fmt["dt"] = -1
             elif kind == "wrong_type":

@@ -54,7 +54,7 @@ sed 's/dt: 0.1/dt: -1/' "$tmp/cfg.yaml" > "$tmp/range.yaml"
 expect_bad out_of_range "range.yaml: analyzer_parameters.dt: must be > 0, found '-1'" \
   --config "$tmp/range.yaml" "${out[@]}"
 sed 's/dt: 0.1/dtt: 0.1/' "$tmp/cfg.yaml" > "$tmp/typo.yaml"
-expect_bad unknown_key "typo.yaml: analyzer_parameters.dtt.*dt" --config "$tmp/typo.yaml" "${out[@]}"
+expect_bad unknown_key "typo.yaml: analyzer_parameters.dtt.*dt" --config "$tmp/typo.yaml" --strict "${out[@]}"
 printf '  start_frame: 20\n  end_frame: 5\n' > "$tmp/frames.part"
 sed "/dt: 0.1/r $tmp/frames.part" "$tmp/cfg.yaml" > "$tmp/frames.yaml"
 expect_bad conflicting_frames 'frames.yaml: analyzer_parameters.end_frame: must be -1 .* >= start_frame' \

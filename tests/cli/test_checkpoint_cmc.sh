@@ -58,7 +58,7 @@ for point in cmc_draw:1 cmc_draw:14 cmc_draw:15 cmc_draw:16 cmc_draw:44 cmc_draw
   if [ $((k % 2)) -eq 0 ]; then kill_n=2; resume_n=1; else kill_n=1; resume_n=2; fi
   HOMODYNE_KILL_AT=$point run $kill_n "$tmp/k" -q > /dev/null 2>&1; code=$?
   [ $code -ne 0 ] || { echo "FAIL: $point: the run was not killed"; exit 1; }
-  has_ckpt=0; ls "$tmp/ckpt"/cmc_*.h5 > /dev/null 2>&1 && has_ckpt=1
+  has_ckpt=0; ls "$tmp"/ckpt/*/cmc_*.h5 > /dev/null 2>&1 && has_ckpt=1
   run $resume_n "$tmp/k" --resume > "$tmp/resume.log" 2>&1 \
     || { cat "$tmp/resume.log"; echo "FAIL: $point: resume failed"; exit 1; }
   # A checkpoint was left: the resumed run must have used it (not started over).
@@ -91,7 +91,7 @@ echo -n "SIGUSR1 + resume: "; same "$tmp/ref" "$tmp/s" || { echo "FAIL: after SI
 # Corrupt the newest checkpoint: skipped with a warning naming it, the previous one used.
 rm -rf "$tmp/ckpt" "$tmp/c"
 HOMODYNE_KILL_AT=cmc_draw:100 run 2 "$tmp/c" -q > /dev/null 2>&1
-newest=$(ls "$tmp/ckpt"/cmc_*.h5 | sort | tail -1)
+newest=$(ls "$tmp"/ckpt/*/cmc_*.h5 | sort | tail -1)
 "$py" - "$newest" <<'PY' || { echo "FAIL: could not corrupt the checkpoint"; exit 1; }
 import h5py, sys
 with h5py.File(sys.argv[1], "r") as f:

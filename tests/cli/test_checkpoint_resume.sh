@@ -3,8 +3,9 @@
 # (HOMODYNE_KILL_AT), resume on the other rank count (1 ↔ 2), compare with the
 # uninterrupted run (≤ 1e-9 relative); a corrupted newest checkpoint is skipped with a
 # warning; SIGUSR1 (hook, and real SIGUSR1 to mpiexec / SIGTERM to one rank) → exit 75 →
-# --resume gives the same result; a config change is bad input naming the checkpoint; at
-# most keep_last_checkpoints files remain.
+# --resume gives the same result; at most keep_last_checkpoints files remain, in the run's own
+# folder of the checkpoint directory; another config's run starts afresh in a folder of its
+# own (test_checkpoint_runs.sh covers the template workflow).
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -59,7 +60,7 @@ PY
 }
 
 run 2 "$tmp/ref" > "$tmp/ref.log" 2>&1 || { cat "$tmp/ref.log"; echo "FAIL: reference run"; exit 1; }
-n_ckpt=$(ls "$tmp/ckpt" | grep -c '^nlsq_.*\.h5$')
+n_ckpt=$(ls "$tmp"/ckpt/*/ | grep -c '^nlsq_.*\.h5$')
 [ "$n_ckpt" -eq 3 ] || { ls -la "$tmp/ckpt"; echo "FAIL: keep_last_checkpoints=3 left $n_ckpt files"; exit 1; }
 iters=$("$py" -c "import json;print(json.load(open('$tmp/ref/nlsq/analysis_results_nlsq.json'))['iterations'])" 2>/dev/null \
         || grep -o '"iterations": [0-9]*' "$tmp/ref/nlsq/analysis_results_nlsq.json" | head -1 | grep -o '[0-9]*$')
@@ -76,7 +77,7 @@ for point in nlsq_iter:1 nlsq_iter:2 nlsq_iter:3 nlsq_iter:4 nlsq_iter:5 nlsq_it
   HOMODYNE_KILL_AT=$point run $kill_n "$tmp/k" > "$tmp/kill.log" 2>&1; code=$?
   [ $code -ne 0 ] || { echo "FAIL: $point: the run was not killed"; exit 1; }
   [ -e "$tmp/k/nlsq/parameters.json" ] && { echo "FAIL: $point: killed run wrote results"; exit 1; }
-  has_ckpt=0; ls "$tmp/ckpt"/nlsq_*.h5 > /dev/null 2>&1 && has_ckpt=1
+  has_ckpt=0; ls "$tmp"/ckpt/*/nlsq_*.h5 > /dev/null 2>&1 && has_ckpt=1
   run $resume_n "$tmp/k" --resume > "$tmp/resume.log" 2>&1 \
     || { cat "$tmp/resume.log"; echo "FAIL: $point: resume failed"; exit 1; }
   # A checkpoint was left: the resumed run must have used it (not started over).
@@ -90,7 +91,7 @@ done
 # Corrupt the newest checkpoint (one byte inside a dataset's data): skipped with a warning.
 rm -rf "$tmp/ckpt" "$tmp/c"
 HOMODYNE_KILL_AT=nlsq_iter:9 run 2 "$tmp/c" > /dev/null 2>&1
-newest=$(ls "$tmp/ckpt"/nlsq_*.h5 | sort | tail -1)
+newest=$(ls "$tmp"/ckpt/*/nlsq_*.h5 | sort | tail -1)
 "$py" - "$newest" <<'PY' || { echo "FAIL: could not corrupt the checkpoint"; exit 1; }
 import h5py, sys
 with h5py.File(sys.argv[1], "r") as f:
@@ -164,7 +165,7 @@ for point in multistart_start:1 multistart_start:2 multistart_start:3; do
   for kill_n in 2 1; do
     resume_n=$((3 - kill_n)); rm -rf "$tmp/ckpt" "$tmp/msk"
     HOMODYNE_KILL_AT=$point ms $kill_n "$tmp/msk" -q > /dev/null 2>&1 && { echo "FAIL: $point not killed"; exit 1; }
-    has_ckpt=0; ls "$tmp/ckpt"/multistart_*.h5 > /dev/null 2>&1 && has_ckpt=1
+    has_ckpt=0; ls "$tmp"/ckpt/*/multistart_*.h5 > /dev/null 2>&1 && has_ckpt=1
     ms $resume_n "$tmp/msk" --resume > "$tmp/resume.log" 2>&1 || { cat "$tmp/resume.log"; echo "FAIL: multistart resume"; exit 1; }
     if [ $has_ckpt -eq 1 ]; then
       grep -q "resuming multistart from" "$tmp/resume.log" || { echo "FAIL: $point: not resumed"; exit 1; }
@@ -178,13 +179,18 @@ done
 # --checkpoint-dir overrides the config.
 rm -rf "$tmp/ckpt2"
 run 1 "$tmp/d" --checkpoint-dir "$tmp/ckpt2" > /dev/null 2>&1 || { echo "FAIL: --checkpoint-dir run"; exit 1; }
-ls "$tmp/ckpt2" | grep -q '^nlsq_' || { echo "FAIL: --checkpoint-dir not used"; exit 1; }
+ls "$tmp"/ckpt2/*/ | grep -q '^nlsq_' || { echo "FAIL: --checkpoint-dir not used"; exit 1; }
 
-# Another config → bad input (exit 2) naming the checkpoint file and the key that differs.
-rm -rf "$tmp/ckpt"; run 1 "$tmp/d2" > /dev/null 2>&1 || { echo "FAIL: run before the mismatch test"; exit 1; }
+# Another config with --resume: its own run folder, so nothing to resume; a fresh fit, exit 0,
+# the first run's checkpoints untouched.
+rm -rf "$tmp/ckpt"; run 1 "$tmp/d2" > /dev/null 2>&1 || { echo "FAIL: run before the other-config test"; exit 1; }
+before=$(ls "$tmp"/ckpt/*/nlsq_*.h5 | sort)
 sed 's/values: \[10000,/values: [11000,/' "$tmp/cfg.yaml" > "$tmp/other.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/other.yaml" --output-dir "$tmp/o" --resume 2>&1); code=$?
-[ $code -eq 2 ] || { echo "$out"; echo "FAIL: config mismatch exit $code (expected 2)"; exit 1; }
-grep -q "nlsq_.*\.h5" <<<"$out" && grep -q "initial_parameters.values" <<<"$out" \
-  || { echo "$out"; echo "FAIL: mismatch message must name the file and the key"; exit 1; }
+[ $code -eq 0 ] || { echo "$out"; echo "FAIL: another config with --resume exit $code (expected 0)"; exit 1; }
+grep -q "resuming NLSQ from" <<<"$out" && { echo "$out"; echo "FAIL: another config's checkpoint was resumed"; exit 1; }
+runs=$(find "$tmp/ckpt" -type d -regextype posix-extended -regex '.*/[0-9a-f]{8}-[0-9a-f]{8}' \
+         -printf '%f\n' | sort -u | wc -l)
+[ "$runs" -eq 2 ] || { ls -R "$tmp/ckpt"; echo "FAIL: $runs run folders, expected one per config"; exit 1; }
+for f in $before; do [ -e "$f" ] || { echo "FAIL: $f of the first run was removed"; exit 1; }; done
 echo "PASS"

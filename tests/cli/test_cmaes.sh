@@ -84,7 +84,7 @@ echo -n "1 rank vs 2 ranks: "; same "$tmp/ref" "$tmp/one" || { echo "FAIL: rank 
 # SIGUSR1 at generation 50 (inside a run) → checkpoint, exit 75; resume on 1 rank.
 out=$(HOMODYNE_SIGNAL_AT=cmaes_gen:50 run 2 "$tmp/s" --checkpoint-dir "$tmp/ckpt" 2>&1); code=$?
 [ $code -eq 75 ] || { echo "$out"; echo "FAIL: SIGUSR1 exit code $code (expected 75)"; exit 1; }
-ls "$tmp/ckpt"/cmaes_*.h5 > /dev/null 2>&1 || { ls -la "$tmp/ckpt"; echo "FAIL: no CMA-ES checkpoint"; exit 1; }
+ls "$tmp"/ckpt/*/cmaes_*.h5 > /dev/null 2>&1 || { ls -la "$tmp/ckpt"; echo "FAIL: no CMA-ES checkpoint"; exit 1; }
 run 1 "$tmp/s" --checkpoint-dir "$tmp/ckpt" --resume > "$tmp/resume.log" 2>&1 \
   || { cat "$tmp/resume.log"; echo "FAIL: resume"; exit 1; }
 grep -q "CMA-ES: resuming from" "$tmp/resume.log" || { cat "$tmp/resume.log"; echo "FAIL: not resumed"; exit 1; }

@@ -36,15 +36,24 @@ grep -q -- "--force" err.txt || fail "no hint about --force"
 grep -q "analysis_mode" mine.yaml || fail "--force did not write the template"
 ls -a | grep -q '\.tmp\.' && fail "temporary file left behind"
 
-# A broken config: misspelt key → exit 2, key, line and suggestion on stderr.
+# A misspelt key: by default a warning naming key, line and suggestion, exit 0 (homodyne's
+# leniency); with --strict exit 2 with the same words.
 sed 's/^  dt: 0.001/  dtt: 0.001/' homodyne_static_config.yaml > broken.yaml
 grep -q "dtt:" broken.yaml || fail "could not build the broken config"
 set +e
 "$tool" --validate broken.yaml >out.txt 2>err.txt
 rc=$?
 set -e
+[ "$rc" -eq 0 ] || { cat err.txt; fail "an unknown key gave exit $rc without --strict"; }
+grep -q "warning: .*1 unknown key(s) ignored" err.txt || { cat err.txt; fail "no warning for the unknown key"; }
+grep -q "analyzer_parameters.dtt (unknown key (line [0-9]*); did you mean analyzer_parameters.dt?)" err.txt \
+  || { cat err.txt; fail "the warning does not name the key, line and suggestion"; }
+set +e
+"$tool" --validate broken.yaml --strict >out.txt 2>err.txt
+rc=$?
+set -e
 cat err.txt
-[ "$rc" -eq 2 ] || fail "broken config gave exit $rc"
+[ "$rc" -eq 2 ] || fail "broken config gave exit $rc with --strict"
 grep -q "analyzer_parameters.dtt: unknown key (line [0-9]*); did you mean analyzer_parameters.dt?" err.txt \
   || fail "error does not name the key, line and suggestion"
 

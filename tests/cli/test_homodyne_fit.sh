@@ -180,7 +180,7 @@ out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-di
 
 # Bad input: exit 2, the file/key named, nothing written.
 printf 'analysis_mode: laminar_flow\nanalyzer_parameters:\n  dtt: 0.1\n' > "$tmp/bad.yaml"
-out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/bad.yaml" --output-dir "$tmp/out3" 2>&1); code=$?
+out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/bad.yaml" --output-dir "$tmp/out3" --strict 2>&1); code=$?
 [ $code -eq 2 ] || { echo "FAIL: misspelt key gave $code"; exit 1; }
 grep -q 'analyzer_parameters.dtt' <<<"$out" || { echo "FAIL: key not named: $out"; exit 1; }
 [ ! -e "$tmp/out3" ] || { echo "FAIL: output written for a bad config"; exit 1; }

@@ -11,7 +11,7 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 if ! "$py" -c 'import matplotlib, numpy, yaml' 2>/dev/null; then
-  echo "SKIP: Debian's python3-matplotlib/numpy/yaml are not installed"; exit 0
+  echo "SKIP: Debian's python3-matplotlib/numpy/yaml are not installed (exit 77: ctest reports the test as skipped)"; exit 77
 fi
 build=$(cd "$bindir/.." && pwd)
 out=$(PATH="$(dirname "$mpiexec"):$PATH" bash "$root/bench/recovery/run_recovery_study.sh" \

@@ -128,7 +128,7 @@ PY
 values "$tmp/rs" | diff -q - "$tmp/r2.txt" > /dev/null || fail "streamed and in-core differ"
 HOMODYNE_KILL_AT=nlsq_iter:3 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/fit.yaml" \
   -o "$tmp/rk" --checkpoint-dir "$tmp/ck" -q > /dev/null 2>&1 && fail "the kill did not happen"
-ls "$tmp/ck"/nlsq_*.h5 > /dev/null 2>&1 || fail "no checkpoint before the kill"
+ls "$tmp"/ck/*/nlsq_*.h5 > /dev/null 2>&1 || fail "no checkpoint before the kill"
 "$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/fit.yaml" -o "$tmp/rk" \
   --checkpoint-dir "$tmp/ck" --resume -q > /dev/null 2>&1 || fail "resume"
 values "$tmp/rk" | diff -q - "$tmp/r2.txt" > /dev/null || fail "killed + resumed differs"

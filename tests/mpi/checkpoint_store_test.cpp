@@ -1,10 +1,12 @@
 // The parallel-HDF5 checkpoint store at 1 and 2 ranks: round trip (replicated and
 // rank-owned datasets), fletcher32 corruption detection with fallback, keep-last-K,
-// and the config/data hash mismatch error.
+// the run folders, and another run's checkpoint skipped with one note.
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -70,9 +72,11 @@ TEST(CheckpointStore, RoundTripOnEveryRank) {
   CheckpointStore again(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
   EXPECT_EQ(again.Write(Sample(world, 2.0)).filename().string(), "nlsq_000002.h5");
   // No temporary file remains.
-  for (const auto& e : fs::directory_iterator(dir.path())) {
+  for (const auto& e : fs::directory_iterator(written.parent_path())) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
   }
+  // The files live in the run's own folder inside the directory.
+  EXPECT_EQ(written.parent_path(), dir.path() / RunFolderName(Identity()));
 }
 
 // The folder is checked when the store is made, on every rank alike: a file where the folder
@@ -97,7 +101,8 @@ TEST(CheckpointStore, UnusableFolderFailsAtOnceAndOnlyFilesAreCheckpoints) {
       EXPECT_NE(std::string(e.what()).find("checkpoint_dir"), std::string::npos) << e.what();
     }
   }
-  CheckpointStore store(world, {dir.path() / "ok", "nlsq", 3}, Identity(), Logger::Silent());
+  CheckpointStore store(world, {dir.path() / "ok", "nlsq", 3, /*run_folder=*/false}, Identity(),
+                        Logger::Silent());
   EXPECT_TRUE(store.List().empty());
   EXPECT_FALSE(store.LoadNewest().has_value());
   const fs::path written = store.Write(Sample(world, 1.0));
@@ -154,42 +159,75 @@ TEST(CheckpointStore, CorruptNewestFallsBackToThePrevious) {
   EXPECT_EQ(loaded->sequence, 1);
   EXPECT_EQ(loaded->record.Doubles("x")[0], 1.5);
   // Both corrupt: none left.
-  if (world.is_root()) Corrupt(dir.path() / "nlsq_000001.h5", "counters");
+  if (world.is_root()) Corrupt(store.options().dir / "nlsq_000001.h5", "counters");
   world.Barrier();
   EXPECT_FALSE(store.LoadNewest().has_value());
 }
 
-TEST(CheckpointStore, ConfigOrDataMismatchIsBadInputNamingFileAndKey) {
+// Runs of other data or another config keep their checkpoints in folders of their own, so
+// one directory serves a whole batch: none sees the others' files.
+TEST(CheckpointStore, EachRunHasItsOwnFolder) {
   const Comm& world = TestEnvironment().world();
-  MpiTempDir dir(world, "mismatch");
+  MpiTempDir dir(world, "runs");
+  RunIdentity other_data = Identity();
+  other_data.data_description = "data.q: 0.0054\ndata.frames: 80\n";
+  const RunIdentity other_config = Identity("optimization.nlsq.tolerance: 1e-10\n");
   {
     CheckpointStore store(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
     store.Write(Sample(world, 1.0));
   }
-  CheckpointStore other(world, {dir.path(), "nlsq", 3},
-                        Identity("optimization.nlsq.tolerance: 1e-10\n"), Logger::Silent());
-  try {
-    other.LoadNewest();
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("nlsq_000001.h5"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("optimization.nlsq.tolerance"), std::string::npos)
-        << e.what();
+  for (const RunIdentity& id : {other_data, other_config}) {
+    CheckpointStore other(world, {dir.path(), "nlsq", 3}, id, Logger::Silent());
+    EXPECT_NE(other.options().dir, dir.path() / RunFolderName(Identity()));
+    EXPECT_FALSE(other.LoadNewest().has_value());
+    EXPECT_EQ(other.Write(Sample(world, 2.0)).filename().string(), "nlsq_000001.h5");
   }
-  RunIdentity data = Identity();
-  data.data_description = "data.q: 0.0054\ndata.frames: 80\n";
-  CheckpointStore other_data(world, {dir.path(), "nlsq", 3}, data, Logger::Silent());
-  try {
-    other_data.LoadNewest();
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
-    EXPECT_NE(std::string(e.what()).find("data.frames"), std::string::npos) << e.what();
-  }
-  // Another kind in the same directory is not seen at all.
+  CheckpointStore again(world, {dir.path(), "nlsq", 3}, Identity(), Logger::Silent());
+  const auto loaded = again.LoadNewest();
+  ASSERT_TRUE(loaded.has_value());
+  EXPECT_EQ(loaded->record.Doubles("x")[0], 1.5);
+  // Another kind in the same folder is not seen at all.
   CheckpointStore cmc(world, {dir.path(), "cmc", 3}, Identity(), Logger::Silent());
   EXPECT_FALSE(cmc.LoadNewest().has_value());
+}
+
+// A checkpoint of another run in the folder (copied in, or a store without run folders) is
+// never resumed and never an error: the run starts afresh, after one warning naming the file
+// and the first key that differs.
+TEST(CheckpointStore, AnotherRunsCheckpointIsSkippedWithOneNote) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "foreign");
+  {
+    CheckpointStore store(world, {dir.path(), "nlsq", 3, false}, Identity(), Logger::Silent());
+    store.Write(Sample(world, 1.0));
+    store.Write(Sample(world, 2.0));
+  }
+  RunIdentity other_data = Identity();
+  other_data.data_description = "data.q: 0.0054\ndata.frames: 80\n";
+  for (const RunIdentity& id : {Identity("optimization.nlsq.tolerance: 1e-10\n"), other_data}) {
+    char* buffer = nullptr;
+    std::size_t length = 0;
+    std::FILE* stream = open_memstream(&buffer, &length);
+    ASSERT_NE(stream, nullptr);
+    {
+      const Logger logger(world.rank(), LogLevel::kInfo, stream, stream);
+      CheckpointStore other(world, {dir.path(), "nlsq", 3, false}, id, logger);
+      EXPECT_FALSE(other.LoadNewest().has_value());
+    }
+    std::fclose(stream);
+    const std::string text(buffer, length);
+    std::free(buffer);
+    if (world.is_root()) {
+      EXPECT_NE(text.find("nlsq_000002.h5"), std::string::npos) << text;
+      EXPECT_NE(text.find(id.data_description == other_data.data_description
+                              ? "data.frames"
+                              : "optimization.nlsq.tolerance"),
+                std::string::npos)
+          << text;
+      // One note, not one per file.
+      EXPECT_EQ(text.find("another run", text.find("another run") + 1), std::string::npos) << text;
+    }
+  }
 }
 
 }  // namespace

@@ -27,7 +27,10 @@ Config Read(const std::string& yaml, const ReadOptions& options = {}) {
 }
 
 // The message of the bad-input error raised for `yaml` (fails the test if none).
-std::string ErrorOf(const std::string& yaml, const ReadOptions& options = {}) {
+// Unknown keys are errors here (--strict); ConfigReader.UnknownKeysAreIgnoredWithAList tests
+// the lenient default.
+std::string ErrorOf(const std::string& yaml, ReadOptions options = {}) {
+  options.strict = true;
   try {
     Read(yaml, options);
   } catch (const Error& e) {
@@ -198,6 +201,62 @@ TEST(ConfigReader, MisspeltKeySuggestsNearestWithLine) {
   EXPECT_THAT(ErrorOf(kData + "parameter_space:\n  bounds:\n    - {name: D0, min: 1, maks: 2}\n"),
               HasSubstr("parameter_space.bounds[0].maks: unknown key (line 6); did you mean "
                         "parameter_space.bounds[0].max?"));
+}
+
+// homodyne's and xpcsjax's reading: an unknown key is ignored with its subtree and listed
+// (with the nearest valid key where one is close) for a warning; every other problem is
+// still an error. A suggestion stays inside the key's own top-level section.
+TEST(ConfigReader, UnknownKeysAreIgnoredWithAList) {
+  const Config c = Read(kData +
+                        "analyzer_parameters:\n"
+                        "  dtt: 0.1\n"
+                        "optimization:\n"
+                        "  nlsq:\n"
+                        "    shear_transforms: {enable: true}\n"
+                        "  cmc:\n"
+                        "    diagonal_correction: true\n"
+                        "multi_start:\n"
+                        "  subsample_size: 1000\n");
+  ASSERT_EQ(c.ignored_keys.size(), 4u) << ::testing::PrintToString(c.ignored_keys);
+  EXPECT_THAT(c.ignored_keys[0], HasSubstr("analyzer_parameters.dtt (unknown key (line 5); did "
+                                           "you mean analyzer_parameters.dt?)"));
+  EXPECT_THAT(c.ignored_keys[1], HasSubstr("optimization.nlsq.shear_transforms (unknown key"));
+  EXPECT_THAT(c.ignored_keys[2], HasSubstr("optimization.cmc.diagonal_correction (unknown key"));
+  EXPECT_THAT(c.ignored_keys[2], ::testing::Not(HasSubstr("metadata")));
+  EXPECT_THAT(c.ignored_keys[3], HasSubstr("multi_start (unknown key"));
+  EXPECT_DOUBLE_EQ(Read(kData).analyzer.dt, c.analyzer.dt);  // dtt changed nothing
+  // Wrong types stay errors in a lenient read.
+  try {
+    Read(kData + "analyzer_parameters:\n  dt: fast\n  dtt: 1\n");
+    ADD_FAILURE() << "a wrong type was accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("analyzer_parameters.dt: expected a number"));
+  }
+  // Strict: the same unknown keys are refused, every one named.
+  const std::string strict = ErrorOf(kData + "analyzer_parameters:\n  dtt: 0.1\n");
+  EXPECT_THAT(strict, HasSubstr("analyzer_parameters.dtt: unknown key"));
+}
+
+// ~ and environment variables in path keys, as xpcsjax expands them; unset variables and
+// ~user stay as written. xpcsjax's file_path names the data file by itself.
+TEST(ConfigReader, PathsExpandHomeAndVariables) {
+  ASSERT_EQ(setenv("HOMODYNE_TEST_ROOT", "/scratch/beam", 1), 0);
+  ASSERT_EQ(setenv("HOME", "/home/user", 1), 0);
+  EXPECT_EQ(ExpandUserAndVariables("~/data"), "/home/user/data");
+  EXPECT_EQ(ExpandUserAndVariables("~"), "/home/user");
+  EXPECT_EQ(ExpandUserAndVariables("~other/data"), "~other/data");
+  EXPECT_EQ(ExpandUserAndVariables("${HOMODYNE_TEST_ROOT}/run_$HOMODYNE_TEST_ROOT"),
+            "/scratch/beam/run_/scratch/beam");
+  EXPECT_EQ(ExpandUserAndVariables("$HOMODYNE_TEST_UNSET/x ${HOMODYNE_TEST_UNSET} ${open"),
+            "$HOMODYNE_TEST_UNSET/x ${HOMODYNE_TEST_UNSET} ${open");
+  EXPECT_EQ(ExpandUserAndVariables("cost$"), "cost$");
+  const Config c = Read(
+      "experimental_data:\n  data_folder_path: ${HOMODYNE_TEST_ROOT}/c2\n"
+      "  data_file_name: run.hdf\noptimization:\n  streaming:\n    checkpoint_dir: ~/ck\n");
+  EXPECT_EQ(c.experimental_data.DataFile(), "/scratch/beam/c2/run.hdf");
+  EXPECT_EQ(c.optimization.streaming.checkpoint_dir, "/home/user/ck");
+  const Config modern = Read("experimental_data:\n  file_path: ${HOMODYNE_TEST_ROOT}/one.h5\n");
+  EXPECT_EQ(modern.experimental_data.DataFile(), "/scratch/beam/one.h5");
 }
 
 TEST(ConfigReader, WrongTypesNameKeyLineAndExpectedType) {

@@ -27,9 +27,12 @@ const std::string kTwo = kHeader + "analysis_mode: two_component\n";
 
 Config Read(const std::string& yaml) { return ReadConfigString(yaml, "test.yaml"); }
 
+// Unknown keys are errors here (--strict), as in the reader's own tests.
 std::string ErrorOf(const std::string& yaml) {
+  ReadOptions strict;
+  strict.strict = true;
   try {
-    Read(yaml);
+    ReadConfigString(yaml, "test.yaml", strict);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
     return e.what();
