@@ -53,11 +53,39 @@ LossTerms EvaluateLoss(LossKind kind, double z) {
       break;
     case LossKind::kSoftL1: {
       const double a = 1.0 + z;
+      if (!(z > kSoftL1SeriesBelow)) {
+        // 2(√(1+z) − 1) to z⁵, (1+z)^(−3/2) and (1+z)^(−1/2) to z⁴: the next terms are below
+        // an ulp.
+        t.rho =
+            z * std::fma(z,
+                         std::fma(z, std::fma(z, std::fma(z, 7.0 / 128.0, -5.0 / 64.0), 1.0 / 8.0),
+                                  -1.0 / 4.0),
+                         1.0);
+        t.curvature =
+            std::fma(z,
+                     std::fma(z, std::fma(z, std::fma(z, 315.0 / 128.0, -35.0 / 16.0), 15.0 / 8.0),
+                              -3.0 / 2.0),
+                     1.0);
+        t.d1 = std::fma(
+            z, std::fma(z, std::fma(z, std::fma(z, 35.0 / 128.0, -5.0 / 16.0), 3.0 / 8.0), -0.5),
+            1.0);
+        t.weight = t.curvature;
+        t.factor = a;  // ρ′/s² = 1 + z
+        break;
+      }
       const double sq = std::sqrt(a);
-      t.d1 = 1.0 / sq;
-      t.curvature = t.d1 / a;  // ρ′ + 2zρ″ = (1+z)^(−1/2)·(1 − z/(1+z))
+      const double inv = 1.0 / sq;
+      t.d1 = inv;
+      // 1 + z = a + ea exactly (two-sum) and sq² = a + e exactly: √(1+z) ≈ sq − (e − ea)/(2sq).
+      const double bb = a - z;
+      const double ea = (z - (a - bb)) + (1.0 - bb);
+      const double e = std::fma(sq, sq, 0.0 - a);
       const double m = sq - 1.0;
-      t.rho = m + m;
+      t.rho = std::fma(ea - e, inv, m + m);
+      t.curvature = inv * (inv * inv);  // ρ′ + 2zρ″ = (1+z)^(−3/2)
+      const bool floored = !(t.curvature > kLossCurvatureFloor);
+      t.weight = floored ? kLossCurvatureFloor : t.curvature;
+      t.factor = floored ? inv * 0x1p52 : a;  // ρ′/floor (floor = 2⁻⁵²), else 1 + z
       break;
     }
     case LossKind::kHuber: {
@@ -85,6 +113,10 @@ LossTerms EvaluateLoss(LossKind kind, double z) {
       t.rho = std::atan(z);
       break;
     }
+  }
+  if (kind != LossKind::kSoftL1) {
+    t.weight = t.curvature > kLossCurvatureFloor ? t.curvature : kLossCurvatureFloor;
+    t.factor = t.d1 / t.weight;
   }
   return t;
 }

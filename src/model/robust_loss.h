@@ -37,11 +37,20 @@ std::string Describe(const RobustLoss& loss);
 // and cauchy/arctan far out (negative) keep a tiny positive curvature.
 inline constexpr double kLossCurvatureFloor = std::numeric_limits<double>::epsilon();
 
-// ρ(z), ρ′(z) and the unfloored Hessian weight ρ′(z) + 2z·ρ″(z) of one point. The kernels'
-// vector copies (point_terms_impl.h, heterodyne_kernel.cpp) use these expressions in this
-// order, so that a point's terms have the same bits in the reference and in the kernels.
+// soft_l1 below this z (most points of a fit with homodyne's f_scale of 1 in c2 units) takes
+// its terms from their Taylor series, accurate to an ulp there: no square root or division
+// in the passes. Above it the closed forms, with ρ corrected for the rounding of the square
+// root (2(√(1+z) − 1) alone loses digits at small z).
+inline constexpr double kSoftL1SeriesBelow = 0x1p-12;
+
+// ρ(z), ρ′(z) and the unfloored Hessian weight ρ′(z) + 2z·ρ″(z) of one point; the passes'
+// weight s² = max(ρ′ + 2zρ″, floor) and residual factor ρ′/s² (w·s² multiplies every product,
+// r·ρ′/s² replaces the residual: the sums with r then carry w·ρ′·r). The homodyne kernel's
+// vector copies (point_terms_impl.h) compute rho, weight and factor with these expressions in
+// this order, so a point's terms have the same bits in every copy and here.
 struct LossTerms {
   double rho = 0.0, d1 = 1.0, curvature = 1.0;
+  double weight = 1.0, factor = 1.0;
 };
 LossTerms EvaluateLoss(LossKind kind, double z);
 

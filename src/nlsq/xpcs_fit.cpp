@@ -364,7 +364,8 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   if (s.loss.robust()) {
     logger.Info(
         "loss: {}, f_scale {:g}: the fit minimises sum w (f_scale/sigma)^2 rho(((c2_exp - "
-        "c2_model)/f_scale)^2) (sigma {:g}); chi2 is reported beside it",
+        "c2_model)/f_scale)^2) (sigma {:g}), the value the search stages log as chi2; the "
+        "summary reports the plain chi2 beside it",
         model::ToString(s.loss.kind), cfg.optimization.nlsq.f_scale, options.sigma);
   }
   setup.loss = s.loss;
@@ -552,15 +553,17 @@ SolverSummary XpcsFitSession::Solve(
   const std::string monitor_inactive = MonitorInactiveReason(s.monitor, *s.layout);
   std::optional<GradientMonitor> monitor;
   if (monitor_inactive.empty()) monitor.emplace(s.monitor, NumScaling(*s.layout));
+  // Under a robust loss the solver's value is the loss objective, not χ² (reported after).
+  const std::string value_name = s.problem->loss().robust() ? "objective" : "chi2";
   IterationCallback callback = [&](const IterationInfo& it) {
     if (monitor && it.iteration > 0 && !it.gradient.empty()) {
       monitor->Observe(it.iteration, it.gradient);
     }
     if (!print_progress) return;
-    logger.Debug("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
-                 it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
-    progress.Update(fmt::format("iteration {}, chi2 {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
-                                it.chi2, it.chi2 / dof, progress.elapsed()));
+    logger.Debug("  iter {:>4}  {} {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
+                 it.iteration, value_name, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    progress.Update(fmt::format("iteration {}, {} {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
+                                value_name, it.chi2, it.chi2 / dof, progress.elapsed()));
   };
   if (print_progress) {
     logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)",
@@ -574,9 +577,9 @@ SolverSummary XpcsFitSession::Solve(
       monitor ? monitor->Report() : InactiveGradientMonitor(s.monitor, monitor_inactive);
   summary.gradient_monitor.unobserved_iterations =
       monitor ? std::max(0, summary.iterations - summary.gradient_monitor.n_observations) : 0;
-  progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
-                            summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
-                            progress.elapsed()));
+  progress.Done(fmt::format("{} iteration(s), {} {:.6e}, reduced {:.5g}, {:.1f} s",
+                            summary.iterations, value_name, summary.final_chi2,
+                            summary.final_chi2 / dof, progress.elapsed()));
   return summary;
 }
 

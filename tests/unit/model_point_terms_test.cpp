@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "model/point_terms.h"
@@ -129,14 +130,17 @@ void ExpectCopyGivesTheBaselineBits(const Copy& x) {
     for (bool laminar : {true, false}) {
       for (bool weighted : {false, true}) {
         // Every loss: linear (0) and the robust ones (robust_loss.h), with a scale at which
-        // the residuals straddle the losses' knees.
-        for (int loss = 0; loss <= 4; ++loss) {
+        // the residuals straddle the losses' knees; soft_l1 (1) also at a scale where they
+        // straddle the end of its series (kSoftL1SeriesBelow), lanes of both kinds in a vector.
+        const std::pair<int, double> losses[] = {{0, 0.0}, {1, 8.0}, {2, 8.0},
+                                                 {3, 8.0}, {4, 8.0}, {1, 0.5}};
+        for (const auto& [loss, inv_scale] : losses) {
           const std::uint64_t seed = rng();
           std::mt19937_64 r1(seed), r2(seed);
           Block a(r1, n, laminar, weighted), b(r2, n, laminar, weighted);
           for (PointBlock* in : {&a.in, &b.in}) {
             in->loss = loss;
-            in->loss_inv_scale = loss != 0 ? 8.0 : 0.0;
+            in->loss_inv_scale = inv_scale;
             in->loss_scale_sq = loss != 0 ? 0.25 * 0.25 / (1.7 * 1.7) : 0.0;
           }
           double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
@@ -164,7 +168,7 @@ void ExpectCopyGivesTheBaselineBits(const Copy& x) {
       }
     }
   }
-  EXPECT_EQ(checked, 28 * 5);
+  EXPECT_EQ(checked, 28 * 6);
 }
 
 TEST(ModelPointTermsTest, Avx2CopyGivesTheBaselineBits) {

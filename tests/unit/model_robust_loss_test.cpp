@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -46,6 +47,33 @@ TEST(ModelRobustLossTest, DerivativesMatchFiniteDifferences) {
   EXPECT_DOUBLE_EQ(EvaluateLoss(LossKind::kCauchy, 3.0).rho, std::log(4.0));
   EXPECT_DOUBLE_EQ(EvaluateLoss(LossKind::kArctan, 1.0).rho, std::atan(1.0));
   EXPECT_EQ(EvaluateLoss(LossKind::kLinear, 2.5).rho, 2.5);
+}
+
+// soft_l1's terms within 2 ulp of long-double closed forms on both sides of the end of its
+// series (kSoftL1SeriesBelow), from z where homodyne's default f_scale puts most points up to
+// far beyond the knee; the passes' weight times factor is ρ′.
+TEST(ModelRobustLossTest, SoftL1TermsAreAccurateOnBothSidesOfTheSeries) {
+  const auto ulps = [](double x, long double exact) {
+    return static_cast<double>(std::fabs((static_cast<long double>(x) - exact) / exact)) /
+           std::numeric_limits<double>::epsilon();
+  };
+  int series = 0;
+  for (double z = 1e-14; z < 1e6; z *= 1.37) {
+    const LossTerms t = EvaluateLoss(LossKind::kSoftL1, z);
+    const long double a = 1.0L + static_cast<long double>(z);
+    const long double sq = std::sqrt(a);
+    const long double rho = 2.0L * static_cast<long double>(z) / (sq + 1.0L);
+    EXPECT_LE(ulps(t.rho, rho), 2.0) << "rho at z " << z;
+    EXPECT_LE(ulps(t.weight, 1.0L / (a * sq)), 4.0) << "weight at z " << z;
+    EXPECT_LE(ulps(t.weight * t.factor, 1.0L / sq), 5.0) << "weight·factor = rho' at z " << z;
+    EXPECT_EQ(t.curvature, t.weight) << "z " << z;  // no floor this side of z = 1e10
+    if (z <= kSoftL1SeriesBelow) ++series;
+  }
+  EXPECT_GT(series, 50);
+  // Far out the weight is floored; the factor keeps weight·factor = ρ′.
+  const LossTerms far = EvaluateLoss(LossKind::kSoftL1, 1e40);
+  EXPECT_EQ(far.weight, kLossCurvatureFloor);
+  EXPECT_NEAR(far.weight * far.factor, 1e-20, 1e-33);
 }
 
 TEST(ModelRobustLossTest, NamesParseAndBadNamesNameTheKey) {
