@@ -7,9 +7,9 @@
 # parameters (1e-6 relative or 1e-3 of the uncertainty), static and laminar_flow; the plain
 # χ² and the robust objective are both reported; the robust fit has the same bits at 1 and
 # 2 ranks, 1 and 2 threads and after a checkpoint resume; TAO (bntr) agrees with SciPy too;
-# the CMA-ES refinement takes cmaes.refinement_loss; two_component fits honour the loss (same
-# bits at 1 and 2 ranks, an answer other than the linear one); a bad loss name is refused naming the
-# key.
+# the CMA-ES refinement takes cmaes.refinement_loss; two_component fits honour the loss: SciPy
+# refits them too (two_component_loss_check.py, cauchy and the default soft_l1), the same bits at
+# 1 and 2 ranks, an answer other than the linear one; a bad loss name is refused naming the key.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -159,9 +159,13 @@ grep -q "the refinement minimises the soft_l1 (C 1 on the sigma-scaled residual)
 "$py" "$(dirname "$0")/robust_loss_check.py" "$tmp/static-cmaes" static cauchy "$fs" 0.1 2000000 \
   --no-refit || fail "CMA-ES: objective or chi2"
 
-# two_component: the same loss through its own kernel; the same bits at 1 and 2 ranks, the
-# objective below the plain chi2, and an answer other than the linear fit's.
-het_cfg() {  # het_cfg <file> <loss>
+# two_component: the same loss through its own kernel; SciPy refits the same residuals
+# (two_component_loss_check.py, with a model written from the heterodyne spec and checked
+# against tests/data/reference_heterodyne.json) and lands on our answer, for cauchy (averaged
+# scaling) and for the default soft_l1, f_scale 1 (individual scaling, xpcsjax's contrast
+# bounds); the same bits at 1 and 2 ranks, the objective below the plain chi2, and an answer
+# other than the linear fit's.
+het_cfg() {  # het_cfg <file> <loss> [more optimization.nlsq entries]
   cat > "$1" <<YAML
 analysis_mode: two_component
 analyzer_parameters: {dt: 0.1, scattering: {wavevector_q: 0.0054}}
@@ -171,8 +175,8 @@ initial_parameters:
   values: [3000, 0.3, 20, 20000, -0.3, 50, 300, 0.6, 2, 0.35, 0.3, 0.0, 0.05, 2.0]
   active_parameters: [D0_ref, alpha_ref, D0_sample, alpha_sample, v0, v_beta, f0, f1, phi0_het]
 optimization:
-  nlsq: {loss: $2, f_scale: 0.005, max_iterations: 60}
-output: {fitted_data: none}
+  nlsq: {loss: $2, f_scale: 0.005, tolerance: 1e-14, xtol: 1e-14, gtol: 1e-12, max_iterations: 300${3:-}}
+output: {fitted_data: model}
 YAML
 }
 het_cfg "$tmp/het-truth.yaml" linear
@@ -194,11 +198,19 @@ with h5py.File(sys.argv[1], "r+") as f:
 PY
 het_cfg "$tmp/het-cauchy.yaml" cauchy
 het_cfg "$tmp/het-linear.yaml" linear
-for run in "1 cauchy" "2 cauchy" "1 linear"; do
+# No loss key (soft_l1, f_scale 1) and one contrast and offset per angle.
+het_cfg "$tmp/het-default.yaml" soft_l1 ", anti_degeneracy: {per_angle_mode: individual}"
+sed -i -e 's/loss: soft_l1, f_scale: 0.005, //' "$tmp/het-default.yaml"
+grep -q "loss:\|f_scale:" "$tmp/het-default.yaml" && fail "the two_component default config sets the loss"
+for run in "1 cauchy" "2 cauchy" "1 linear" "1 default"; do
   set -- $run
   hd -n "$1" "$bindir/homodyne" --config "$tmp/het-$2.yaml" -o "$tmp/het-$2-$1" -q \
     > /dev/null 2>&1 || fail "two_component $2 at $1 rank(s)"
 done
+"$py" "$(dirname "$0")/two_component_loss_check.py" "$tmp/het-cauchy-1" cauchy 0.005 0.1 \
+  || fail "two_component cauchy: SciPy disagrees"
+"$py" "$(dirname "$0")/two_component_loss_check.py" "$tmp/het-default-1" soft_l1 1 0.1 \
+  || fail "two_component default loss: not SciPy's soft_l1 with f_scale 1"
 values "$tmp/het-cauchy-2" | diff - <(values "$tmp/het-cauchy-1") \
   || fail "two_component cauchy: 1 and 2 ranks differ"
 "$py" - "$tmp/het-cauchy-1" "$tmp/het-linear-1" <<'PY' || fail "two_component robust result"
