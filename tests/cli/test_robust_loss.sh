@@ -162,8 +162,8 @@ grep -q "the refinement minimises the soft_l1 (C 1 on the sigma-scaled residual)
 # two_component: the same loss through its own kernel; SciPy refits the same residuals
 # (two_component_loss_check.py, with a model written from the heterodyne spec and checked
 # against tests/data/reference_heterodyne.json) and lands on our answer, for cauchy (averaged
-# scaling) and for the default soft_l1, f_scale 1 (individual scaling, xpcsjax's contrast
-# bounds); the same bits at 1 and 2 ranks, the objective below the plain chi2, and an answer
+# and individual scaling) and for the default soft_l1, f_scale 1 (individual scaling inside
+# xpcsjax's contrast bounds); the same bits at 1 and 2 ranks, the objective below the plain chi2, and an answer
 # other than the linear fit's.
 het_cfg() {  # het_cfg <file> <loss> [more optimization.nlsq entries]
   cat > "$1" <<YAML
@@ -198,17 +198,20 @@ with h5py.File(sys.argv[1], "r+") as f:
 PY
 het_cfg "$tmp/het-cauchy.yaml" cauchy
 het_cfg "$tmp/het-linear.yaml" linear
+het_cfg "$tmp/het-cauchyind.yaml" cauchy ", anti_degeneracy: {per_angle_mode: individual}"
 # No loss key (soft_l1, f_scale 1) and one contrast and offset per angle.
 het_cfg "$tmp/het-default.yaml" soft_l1 ", anti_degeneracy: {per_angle_mode: individual}"
 sed -i -e 's/loss: soft_l1, f_scale: 0.005, //' "$tmp/het-default.yaml"
 grep -q "loss:\|f_scale:" "$tmp/het-default.yaml" && fail "the two_component default config sets the loss"
-for run in "1 cauchy" "2 cauchy" "1 linear" "1 default"; do
+for run in "1 cauchy" "2 cauchy" "1 linear" "1 cauchyind" "1 default"; do
   set -- $run
   hd -n "$1" "$bindir/homodyne" --config "$tmp/het-$2.yaml" -o "$tmp/het-$2-$1" -q \
     > /dev/null 2>&1 || fail "two_component $2 at $1 rank(s)"
 done
 "$py" "$(dirname "$0")/two_component_loss_check.py" "$tmp/het-cauchy-1" cauchy 0.005 0.1 \
   || fail "two_component cauchy: SciPy disagrees"
+"$py" "$(dirname "$0")/two_component_loss_check.py" "$tmp/het-cauchyind-1" cauchy 0.005 0.1 \
+  || fail "two_component cauchy, individual scaling: SciPy disagrees"
 "$py" "$(dirname "$0")/two_component_loss_check.py" "$tmp/het-default-1" soft_l1 1 0.1 \
   || fail "two_component default loss: not SciPy's soft_l1 with f_scale 1"
 values "$tmp/het-cauchy-2" | diff - <(values "$tmp/het-cauchy-1") \
