@@ -10,6 +10,7 @@
 // and compile the copy for an ISA that has it (#pragma GCC target).
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 #include <cmath>
@@ -194,7 +195,8 @@ HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
   const V ea = (z - (a - bb)) + (one - bb);
   const V e = Fma(sq, sq, Splat(0.0) - a);
   const V m = sq - one;
-  rho = Where(far, Fma(ea - e, inv, m + m), rho_series);
+  const M finite = Splat(std::numeric_limits<double>::infinity()) > a;  // see EvaluateLoss
+  rho = Where(far, Where(finite, Fma(ea - e, inv, m + m), m + m), rho_series);
   if constexpr (kDerivs) {
     const V floor = Splat(kLossCurvatureFloor);
     const V curvature = inv * (inv * inv);

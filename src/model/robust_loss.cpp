@@ -1,6 +1,7 @@
 #include "model/robust_loss.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -81,7 +82,8 @@ LossTerms EvaluateLoss(LossKind kind, double z) {
       const double ea = (z - (a - bb)) + (1.0 - bb);
       const double e = std::fma(sq, sq, 0.0 - a);
       const double m = sq - 1.0;
-      t.rho = std::fma(ea - e, inv, m + m);
+      // At z = ∞ the correction is ∞ − ∞: ρ is then 2(sq − 1) = ∞, as SciPy's.
+      t.rho = a < std::numeric_limits<double>::infinity() ? std::fma(ea - e, inv, m + m) : m + m;
       t.curvature = inv * (inv * inv);  // ρ′ + 2zρ″ = (1+z)^(−3/2)
       const bool floored = !(t.curvature > kLossCurvatureFloor);
       t.weight = floored ? kLossCurvatureFloor : t.curvature;

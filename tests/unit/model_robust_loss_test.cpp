@@ -70,6 +70,9 @@ TEST(ModelRobustLossTest, SoftL1TermsAreAccurateOnBothSidesOfTheSeries) {
     if (z <= kSoftL1SeriesBelow) ++series;
   }
   EXPECT_GT(series, 50);
+  // Overflowing residuals give ρ = ∞ (as SciPy's), never NaN.
+  EXPECT_EQ(EvaluateLoss(LossKind::kSoftL1, std::numeric_limits<double>::infinity()).rho,
+            std::numeric_limits<double>::infinity());
   // Far out the weight is floored; the factor keeps weight·factor = ρ′.
   const LossTerms far = EvaluateLoss(LossKind::kSoftL1, 1e40);
   EXPECT_EQ(far.weight, kLossCurvatureFloor);
