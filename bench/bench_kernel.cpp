@@ -75,6 +75,29 @@ const Setup& TheSetup() {
   return setup;
 }
 
+// The same grid with data as a fit meets them near its answer: the model at `params` plus
+// noise of 0.002 (uniform, from a fixed hash of the point's index), for the robust losses,
+// whose per-point work depends on the residual's size.
+const Setup& TheFitSetup() {
+  static const Setup setup = [] {
+    Setup s;
+    const ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles,
+                             homodyne::model::KernelOptions{.threads = 1});
+    std::vector<double> model(s.data.size());
+    kernel.EvaluateModel(s.params, model);
+    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      h ^= h >> 31;
+      h *= 0xbf58476d1ce4e5b9ULL;
+      h ^= h >> 29;
+      const double u = static_cast<double>(h >> 11) * 0x1p-53 - 0.5;  // in [−½, ½)
+      s.data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
+    }
+    return s;
+  }();
+  return setup;
+}
+
 // Flops per point of the cheapest formulation we know (docs/performance.md, "Counting"),
 // FMA = 2 flops: the separable shear path in its double-angle form (sin²x from per-(angle,
 // time) tables of cos 2aC and sin 2aC; the χ² with √contrast folded into the row's
@@ -177,9 +200,8 @@ class PinnedThreads {
 
 // One kernel pass timed over the benchmark loop, with its rate and roofline counters.
 template <typename Pass>
-void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
-  const Setup& s = TheSetup();
-  homodyne::model::KernelOptions options = Options(state);
+void TimePass(benchmark::State& state, double flops_per_point, Pass pass,
+              homodyne::model::KernelOptions options, const Setup& s = TheSetup()) {
   const PinnedThreads pin(options);
   ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles, options);
   TheCeilings();  // measured once, outside the timed loop
@@ -195,6 +217,10 @@ void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
   state.counters["separable_diffusion_fraction"] =
       static_cast<double>(counts.diffusion) / static_cast<double>(counts.points);
   RooflineCounters(state, s.points(), static_cast<int>(state.range(0)), flops_per_point);
+}
+template <typename Pass>
+void TimePass(benchmark::State& state, double flops_per_point, Pass pass) {
+  TimePass(state, flops_per_point, pass, Options(state));
 }
 
 void BM_KernelChi2(benchmark::State& state) {
@@ -218,6 +244,46 @@ BENCHMARK(BM_KernelNormalEquations)
     ->Args({1, 0})
     ->Args({2, 0})
     ->Args({1, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The passes under a robust loss (optimization.nlsq.loss): range(1) = the LossKind (0 linear,
+// 1 soft_l1, 2 huber, 3 cauchy, 4 arctan), range(2) = f_scale in units of σ = 0.01 (100:
+// homodyne's default f_scale of 1 in c2 units, where soft_l1 takes its series; 1: f_scale
+// 0.01, where most points are beyond the series and, for the other losses, near the knee),
+// one thread, on TheFitSetup's data. The robust loops take the weighted form (no unit-weight loops)
+// and per point z, ρ, the weight and the residual factor; the flop counters keep the linear pass's
+// count, so their rates compare the same work.
+homodyne::model::KernelOptions LossOptions(const benchmark::State& state) {
+  homodyne::model::KernelOptions o{.threads = static_cast<int>(state.range(0))};
+  o.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));
+  o.loss.f_scale = static_cast<double>(state.range(2));
+  return o;
+}
+void BM_KernelChi2Loss(benchmark::State& state) {
+  TimePass(
+      state, kChi2FlopsPerPoint,
+      [](const ModelKernel& k, const auto& params) { return k.Chi2(params); }, LossOptions(state),
+      TheFitSetup());
+}
+BENCHMARK(BM_KernelChi2Loss)
+    ->ArgNames({"threads", "loss", "f_scale_sigma"})
+    ->Args({1, 0, 1})
+    ->ArgsProduct({{1}, {1}, {100, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+void BM_KernelNormalEquationsLoss(benchmark::State& state) {
+  TimePass(
+      state, kNormalFlopsPerPoint,
+      [](const ModelKernel& k, const auto& params) { return k.Accumulate(params).chi2; },
+      LossOptions(state), TheFitSetup());
+}
+BENCHMARK(BM_KernelNormalEquationsLoss)
+    ->ArgNames({"threads", "loss", "f_scale_sigma"})
+    ->Args({1, 0, 1})
+    ->ArgsProduct({{1}, {1}, {100, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

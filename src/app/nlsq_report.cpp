@@ -41,6 +41,15 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
                        f.convergence_status == "converged" ? " (exit 5)" : "");
     for (const std::string& why : f.misfit_reasons) out += fmt::format("    - {}\n", why);
   }
+  if (f.loss == "linear") {
+    out += "  loss              linear: the fit minimised chi2\n";
+  } else {
+    out += fmt::format(
+        "  loss              {}, f_scale {:g} (c2 units): the fit minimised "
+        "sum w·(f_scale/sigma)^2·rho((r/f_scale)^2) = {:.10g} (chi2 is the plain sum "
+        "w·(r/sigma)^2)\n",
+        f.loss, f.f_scale, f.loss_objective);
+  }
   out += fmt::format("  per-angle scaling {} ({} optimised parameters)\n", f.per_angle_mode,
                      r.n_optimised);
   for (std::size_t i = 0; i < f.physical_names.size(); ++i) {

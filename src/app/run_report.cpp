@@ -198,6 +198,17 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
 
   if (r != nullptr && !r->expanded.empty()) {
+    // The loss in force and the objective the solver minimised (model/robust_loss.h).
+    const nlsq::FitReport& f = r->report;
+    y << YAML::Key << "loss" << YAML::Value << YAML::BeginMap;
+    y << YAML::Key << "loss" << YAML::Value << f.loss;
+    y << YAML::Key << "f_scale" << YAML::Value << f.f_scale;
+    y << YAML::Key << "objective_minimised" << YAML::Value << nlsq::LossObjectiveText(f);
+    y << YAML::Key << "objective_value" << YAML::Value << f.loss_objective;
+    y << YAML::Key << "chi_squared" << YAML::Value << f.chi_squared;
+    y << YAML::EndMap;
+  }
+  if (r != nullptr && !r->expanded.empty()) {
     // What the data leave undetermined at the answer (nlsq/degeneracy.h).
     const nlsq::DegeneracyDiagnostics& dg = r->report.degeneracy;
     y << YAML::Key << "degeneracy" << YAML::Value << YAML::BeginMap;

@@ -183,6 +183,7 @@ struct Cmaes {
   double scale_threshold{};
   double normalization_epsilon{};
   bool refine_with_nlsq{};
+  std::string refinement_loss;  // the refinement's loss (C = sigma)
   long long seed{};
   long long search_max_points{};  // 0: every point
 };
@@ -205,6 +206,8 @@ struct NlsqOptions {
   double memory_fraction{};
   std::optional<double> memory_threshold_gb;
   std::map<std::string, double> x_scale_map;  // canonical name → scale
+  std::string loss;  // linear | soft_l1 | huber | cauchy | arctan (model/robust_loss.h)
+  double f_scale{};  // the robust loss's C, in c2 units (homodyne's)
   AntiDegeneracy anti_degeneracy;
   MultiStart multi_start;
   Cmaes cmaes;

@@ -46,8 +46,19 @@ void AddNlsqBasics(const KeyAdder& n) {
          f(&NlsqOptions::local_solver));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
-  n.Acc("loss", T::kString, "linear", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
-        "Robust loss (homodyne honours it only on its CurveFit path)");
+  n.Used("loss", T::kString, "soft_l1", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+         "Loss of the fit, as homodyne and xpcsjax apply it (SciPy least_squares' losses on "
+         "the unscaled residual c2_exp - c2_model, z = (residual / f_scale)^2): the fit "
+         "minimises sum w (f_scale/sigma)^2 rho(z), which equals chi2 for linear; the report "
+         "gives this objective and the plain chi2 beside it. With the default f_scale of 1 "
+         "(c2 units) soft_l1 differs from linear by about z/4, a few parts in a million on "
+         "typical data, as in homodyne; set f_scale near the noise level of c2 for a fit that "
+         "down-weights outliers (docs/migrating.md, \"Robust losses\")",
+         f(&NlsqOptions::loss));
+  n.Used("f_scale", T::kFloat, "1.0", Positive(),
+         "Scale C of the robust loss, in units of c2 (as homodyne's): residuals much larger "
+         "than C are down-weighted; not used by the linear loss",
+         f(&NlsqOptions::f_scale));
   n.Acc("x_scale", T::kAny, "jac", CustomRule("\"jac\""),
         "xpcsjax's step scaling; only \"jac\" (what the local solver always does: Moré's "
         "scaling by the Jacobian's column norms); any other value is rejected");
@@ -347,7 +358,12 @@ void AddCmaes(const KeyAdder& c) {
         "Not used: the refinement uses optimization.nlsq.gtol");
   c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1),
         "Not used: the refinement uses optimization.nlsq.max_iterations");
-  c.Acc("refinement_loss", T::kString, "linear", NoRule(), "Not used: the fit's loss is linear");
+  c.Used("refinement_loss", T::kString, "linear",
+         OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+         "Loss of the local fit that refines the CMA-ES answer (C = sigma = 0.01 in c2 units, as "
+         "in homodyne); the "
+         "warm start, the search's fitness and the choice of the answer use the fit's loss",
+         f(&Cmaes::refinement_loss));
   c.Acc("diagonal_filtering", T::kString, "remove", NoRule(),
         "Not used: the fit never includes the diagonal (only pairs t1 < t2)");
 }
@@ -414,7 +430,7 @@ void AddFlatWithoutEquivalent(const KeyAdder& n) {
   acc("enable_anti_degeneracy", T::kBool, "xpcsjax's heterodyne path reads it neither");
   acc("cmaes_anti_degeneracy", T::kBool, "no anti-degeneracy inside CMA-ES");
   acc("loss_weights", T::kAny, "the residuals are unweighted");
-  acc("loss_scale", T::kFloat, "the loss is linear");
+  acc("loss_scale", T::kFloat, "xpcsjax never applies it either (the loss scale is f_scale)");
   acc("tr_solver", T::kString, "no trust-region sub-solver choice");
   acc("step_bound", T::kFloat, "no step bound");
   acc("sampling_strategy", T::kString, "multi-start samples a Latin hypercube");

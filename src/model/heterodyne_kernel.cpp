@@ -509,7 +509,17 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       double* r = ct.r.data();
       double* term = ct.theta.data();  // the phases are no longer needed
       const double* data = tile.data;
-      if (tile.weight != nullptr) {
+      if (options.loss.robust()) {
+        const int kind = static_cast<int>(options.loss.kind);
+        const double inv_scale = 1.0 / options.loss.f_scale;
+        const double scale_sq = options.loss.f_scale * options.loss.f_scale;
+        for (int col = 0; col < n; ++col) {
+          r[col] = (data[col] - c2[col]) * inv_sigma;
+          const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
+          term[col] =
+              w != 0.0 ? detail::HetRobustPoint(kind, inv_scale, scale_sq, w, r[col]).term : 0.0;
+        }
+      } else if (tile.weight != nullptr) {
         for (int col = 0; col < n; ++col) {
           r[col] = (data[col] - c2[col]) * inv_sigma;
           const double w = tile.weight[col];
@@ -623,6 +633,11 @@ void HeterodyneKernel::Impl::RunDerivChunk(const Tables& tab, int c, double* par
         in.cos_theta = sc.cos_theta;
         in.sin_theta = sc.sin_theta;
         in.chi2_lanes = sc.chi2_lanes.data() + 4 * t;
+        if (options.loss.robust()) {
+          in.loss = static_cast<int>(options.loss.kind);
+          in.loss_inv_scale = 1.0 / options.loss.f_scale;
+          in.loss_scale_sq = options.loss.f_scale * options.loss.f_scale;
+        }
         // This tile's next block of data (and weights): the angles' rows are far apart in
         // memory, more streams than the hardware prefetcher follows.
         const int next = b0 + kHetBlock;
@@ -718,6 +733,7 @@ HeterodyneKernel::HeterodyneKernel(HeterodyneGrid grid, std::vector<RowTile> til
                                    KernelOptions options)
     : impl_(std::make_unique<Impl>()) {
   options.Validate();
+
   Impl& im = *impl_;
   if (grid.t.empty()) ThrowBadInput("the two-component kernel needs a non-empty time grid");
   if (grid.phi_deg.empty()) ThrowBadInput("the two-component kernel needs at least one angle");
@@ -792,6 +808,12 @@ HeterodyneKernel::~HeterodyneKernel() = default;
 
 const ExpandedIndex& HeterodyneKernel::index() const { return impl_->index; }
 std::int64_t HeterodyneKernel::num_points() const { return impl_->n_points; }
+void HeterodyneKernel::SetLoss(const RobustLoss& loss) {
+  loss.Validate();
+  impl_->options.loss = loss;
+}
+const RobustLoss& HeterodyneKernel::loss() const { return impl_->options.loss; }
+
 int HeterodyneKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
 
 std::size_t HeterodyneKernel::partial_size(bool with_derivatives) const {

@@ -75,6 +75,8 @@ class HeterodyneKernel final : public PassKernel {
   NormalEquations FromPartial(std::span<const double> partial) const override;
 
   void EvaluateModel(std::span<const double> params, std::span<double> out) const override;
+  void SetLoss(const RobustLoss& loss) override;
+  const RobustLoss& loss() const override;
 
   // The points whose phase takes the separable form at these parameters.
   std::int64_t CountSeparable(std::span<const double> params) const;

@@ -64,6 +64,7 @@ void KernelOptions::Validate() const {
     ThrowBadInput(fmt::format("chunk_points must be >= 1, found {}", chunk_points), {},
                   "chunk_points");
   }
+  loss.Validate();
 }
 
 Tables ModelKernel::Impl::MakeTables(std::span<const double> params, bool derivs) const {
@@ -292,6 +293,12 @@ double ModelKernel::Gradient(std::span<const double> params, std::span<double> j
 void ModelKernel::OnEachThread(const std::function<void(int)>& fn) const {
   impl_->pool->OnEachThread(fn);
 }
+
+void ModelKernel::SetLoss(const RobustLoss& loss) {
+  loss.Validate();
+  impl_->options.loss = loss;
+}
+const RobustLoss& ModelKernel::loss() const { return impl_->options.loss; }
 
 int ModelKernel::num_chunks() const { return static_cast<int>(impl_->chunk_begin.size()) - 1; }
 

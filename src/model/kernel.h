@@ -36,6 +36,7 @@
 #include "model/geometry.h"
 #include "model/normal_equations.h"
 #include "model/pass_kernel.h"
+#include "model/robust_loss.h"
 #include "model/row_tile.h"
 
 namespace homodyne::model {
@@ -63,8 +64,13 @@ struct KernelOptions {
   // any work, e.g. to pin it to its own core (the NLSQ driver passes a hwloc pin here). The
   // calling thread (index 0) is the caller's to place. A throwing hook fails construction.
   std::function<void(int thread_index)> worker_start;
+  // The loss of the χ², gradient and normal passes (robust_loss.h): linear (default) sums
+  // w·r² and its plain normal equations; a robust loss makes the χ² of every pass the robust
+  // objective C²·Σ w·ρ(z) and the normal equations its Gauss–Newton form. The model pass
+  // does not depend on it. PassKernel::SetLoss changes it between passes.
+  RobustLoss loss;
 
-  void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1
+  void Validate() const;  // bad-input Error for threads < 1, σ ≤ 0, chunk_points < 1, f_scale
 };
 
 // Points of the kernel that took the separable paths (ModelKernel::CountSeparable).
@@ -122,6 +128,9 @@ class ModelKernel final : public PassKernel {
 
   // Test hook: how many points take the separable paths at `params` (KernelOptions::separable).
   SeparableCounts CountSeparable(std::span<const double> params) const;
+
+  void SetLoss(const RobustLoss& loss) override;
+  const RobustLoss& loss() const override;
 
   // Model c2 at every tile point, tiles in order (out.size() == num_points()).
   void EvaluateModel(std::span<const double> params, std::span<double> out) const override;

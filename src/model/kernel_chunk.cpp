@@ -51,6 +51,13 @@ class ModelKernel::Impl::ChunkRun {
     if (next_array_ > kArrays) std::abort();  // kArrays counts the arrays of the members
     // The point passes' input: the per-column arrays are fixed, the rest is set per tile.
     in_.weight_scale = inv_weight_scale_;
+    const RobustLoss& loss = im_.options.loss;
+    if (loss.robust()) {
+      in_.loss = static_cast<int>(loss.kind);
+      in_.loss_inv_scale = inv_sigma_ / loss.f_scale;
+      in_.loss_scale_sq = loss.f_scale * loss.f_scale;
+      chi2_scale_ = in_.loss_scale_sq;
+    }
     in_.g1d = g1d_;
     in_.fac = fac_;
     in_.ig = ig_;
@@ -444,8 +451,7 @@ class ModelKernel::Impl::ChunkRun {
   void FoldChi2(const Group& group) {
     if constexpr (kPass != Pass::kModel) {
       for (size_t slot = 0; slot < group.tiles.size(); ++slot) {
-        *chi2_ +=
-            detail::FoldLanes(state_.chi2_lanes.data() + 4 * slot) * (inv_sigma_ * inv_sigma_);
+        *chi2_ += detail::FoldLanes(state_.chi2_lanes.data() + 4 * slot) * chi2_scale_;
       }
     } else {
       (void)group;
@@ -461,6 +467,8 @@ class ModelKernel::Impl::ChunkRun {
   ThreadState& state_;
   double *chi2_ = nullptr, *phys_jtj_ = nullptr, *phys_jtr_ = nullptr, *angles_ = nullptr;
   const double inv_sigma_ = 1.0 / im_.options.sigma;
+  // The factor of the χ² lanes: 1/σ² (linear), C² (robust; see detail::PointBlock::loss).
+  double chi2_scale_ = inv_sigma_ * inv_sigma_;
   const double inv_weight_scale_ = 1.0 / im_.weight_scale;
   const bool exact_ = im_.options.exact_transcendentals;
   const int stride_ = kFull ? im_.angle_stride() : 2;

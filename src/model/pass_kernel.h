@@ -10,6 +10,7 @@
 
 #include "model/expanded_parameters.h"
 #include "model/normal_equations.h"
+#include "model/robust_loss.h"
 
 namespace homodyne::model {
 
@@ -37,6 +38,9 @@ class PassKernel {
                              const std::function<bool()>& stop = {}) const = 0;
   virtual NormalEquations FromPartial(std::span<const double> partial) const = 0;
 
+  // The loss of the passes from now on (KernelOptions::loss); not while a pass runs.
+  virtual void SetLoss(const RobustLoss& loss) = 0;
+  virtual const RobustLoss& loss() const = 0;
   // Model c2 at every tile point, tiles in order.
   virtual void EvaluateModel(std::span<const double> params, std::span<double> out) const = 0;
 };

@@ -70,6 +70,14 @@ struct PointBlock {
   double uniform_weight = 0.0;
   double weight_scale = 1.0;  // multiplies the weight array's values (ModelKernel::Impl)
   double contrast = 0.0, offset = 0.0, inv_sigma = 0.0;
+  // The loss (robust_loss.h), an int of LossKind: 0 (linear) sums w·r² and the plain normal
+  // equations. Robust: with z = (r0·loss_inv_scale)² (loss_inv_scale = 1/(σ·C)), the χ² lanes
+  // sum w·ρ(z) and the χ² is their sum times loss_scale_sq = C²; every sum with r becomes a sum
+  // with w·ρ′·r, every other weighted sum takes w·s², s² = max(ρ′ + 2zρ″, ε) (the point loops
+  // use w·s² as the weight and r0·ρ′/s² as the residual). The unit-weight loops are not used.
+  int loss = 0;
+  double loss_inv_scale = 0.0;
+  double loss_scale_sq = 0.0;
   double a = 0.0, b = 0.0;  // ∂x/∂I_Γ, ∂x/∂φ0 / I_Γ (laminar)
   // Per-column sums over angles, updated in place: w·αα, αβ, ββ, αγ, βγ, γγ, αr0, βr0, γr0
   // (r0 = σ·r: FoldColumns applies the 1/σ).

@@ -10,9 +10,13 @@
 // and compile the copy for an ISA that has it (#pragma GCC target).
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <utility>
 
+#include <cmath>
+
 #include "model/constants.h"
+#include "model/robust_loss.h"
 #include "point_terms.h"
 
 // The vector type is passed between always-inline helpers only; the baseline clone
@@ -56,6 +60,7 @@ struct M {
 HOMODYNE_INLINE V operator+(V a, V b) { return {a.lo + b.lo, a.hi + b.hi}; }
 HOMODYNE_INLINE V operator-(V a, V b) { return {a.lo - b.lo, a.hi - b.hi}; }
 HOMODYNE_INLINE V operator*(V a, V b) { return {a.lo * b.lo, a.hi * b.hi}; }
+HOMODYNE_INLINE V operator/(V a, V b) { return {a.lo / b.lo, a.hi / b.hi}; }
 HOMODYNE_INLINE V& operator+=(V& a, V b) { return a = a + b; }
 HOMODYNE_INLINE M operator>(V a, V b) { return {a.lo > b.lo, a.hi > b.hi}; }
 HOMODYNE_INLINE M operator!=(V a, V b) { return {a.lo != b.lo, a.hi != b.hi}; }
@@ -114,6 +119,139 @@ HOMODYNE_INLINE V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
 #else
 HOMODYNE_INLINE V Fma(V a, V b, V c) { return {Fma4(a.lo, b.lo, c.lo), Fma4(a.hi, b.hi, c.hi)}; }
 #endif
+// √x lane by lane, correctly rounded on every copy (so the same bits).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+// By halves: GCC 12's _mm512_sqrt_pd trips -Wmaybe-uninitialized inside its header (as
+// _mm512_max_pd does, see Max).
+HOMODYNE_INLINE V Sqrt(V x) {
+  const V4 lo = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 0, 1, 2, 3));
+  const V4 hi = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 4, 5, 6, 7));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+#elif HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE V Sqrt(V x) { return {_mm256_sqrt_pd(x.lo), _mm256_sqrt_pd(x.hi)}; }
+#else
+HOMODYNE_INLINE V Sqrt(V x) {
+  return {V4{__builtin_sqrt(x.lo[0]), __builtin_sqrt(x.lo[1]), __builtin_sqrt(x.lo[2]),
+             __builtin_sqrt(x.lo[3])},
+          V4{__builtin_sqrt(x.hi[0]), __builtin_sqrt(x.hi[1]), __builtin_sqrt(x.hi[2]),
+             __builtin_sqrt(x.hi[3])}};
+}
+#endif
+// f(x) lane by lane through the scalar libm function (the same calls on every copy).
+template <typename F>
+HOMODYNE_INLINE V PerLane(V x, F f) {
+  alignas(64) double l[kLanes];
+  Store(l, x);
+  for (double& v : l) v = f(v);
+  return Load(l);
+}
+
+// Any lane of m set.
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+HOMODYNE_INLINE bool Any(M m) {
+  const std::int64_t o = ((m[0] | m[1]) | (m[2] | m[3])) | ((m[4] | m[5]) | (m[6] | m[7]));
+  return o != 0;
+}
+#else
+HOMODYNE_INLINE bool Any(M m) {
+  const M4 o = m.lo | m.hi;
+  return ((o[0] | o[1]) | (o[2] | o[3])) != 0;
+}
+#endif
+
+// soft_l1's terms as robust_loss.cpp's EvaluateLoss computes them (the same expressions in
+// the same order): ρ(z) and, with kDerivs, the weight s² and the residual factor ρ′/s². The
+// square root and division only when a lane lies beyond the series (kSoftL1SeriesBelow).
+template <bool kDerivs>
+HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
+  const V one = Splat(1.0);
+  const V a = one + z;
+  const V rho_series =
+      z * Fma(z,
+              Fma(z, Fma(z, Fma(z, Splat(7.0 / 128.0), Splat(-5.0 / 64.0)), Splat(1.0 / 8.0)),
+                  Splat(-1.0 / 4.0)),
+              one);
+  V weight_series;
+  if constexpr (kDerivs) {
+    weight_series =
+        Fma(z,
+            Fma(z, Fma(z, Fma(z, Splat(315.0 / 128.0), Splat(-35.0 / 16.0)), Splat(15.0 / 8.0)),
+                Splat(-3.0 / 2.0)),
+            one);
+  }
+  const M far = z > Splat(kSoftL1SeriesBelow);
+  if (!Any(far)) {
+    rho = rho_series;
+    if constexpr (kDerivs) {
+      weight = weight_series;
+      factor = a;
+    }
+    return;
+  }
+  const V sq = Sqrt(a);
+  const V inv = one / sq;
+  const V bb = a - z;
+  const V ea = (z - (a - bb)) + (one - bb);
+  const V e = Fma(sq, sq, Splat(0.0) - a);
+  const V m = sq - one;
+  const M finite = Splat(std::numeric_limits<double>::infinity()) > a;  // see EvaluateLoss
+  rho = Where(far, Where(finite, Fma(ea - e, inv, m + m), m + m), rho_series);
+  if constexpr (kDerivs) {
+    const V floor = Splat(kLossCurvatureFloor);
+    const V curvature = inv * (inv * inv);
+    const M kept = curvature > floor;
+    weight = Where(far, Where(kept, curvature, floor), weight_series);
+    factor = Where(far, Where(kept, a, inv * Splat(0x1p52)), a);
+  }
+}
+
+// The loss terms of robust_loss.h's EvaluateLoss, lane by lane with its expressions in its
+// order: ρ(z) and, with kDerivs, the weight s² = max(ρ′ + 2zρ″, floor) and the residual factor
+// ρ′/s². `kind` is a robust LossKind.
+template <bool kDerivs>
+HOMODYNE_INLINE void LossLanes(int kind, V z, V& rho, V& weight, V& factor) {
+  const V one = Splat(1.0);
+  V d1, curvature;
+  switch (static_cast<LossKind>(kind)) {
+    case LossKind::kHuber: {
+      const M out = z > one;
+      const V sq = Sqrt(z);
+      rho = Where(out, (sq + sq) - one, z);
+      if constexpr (kDerivs) {
+        d1 = Where(out, one / sq, one);
+        curvature = Where(out, Splat(0.0), one);
+      }
+      break;
+    }
+    case LossKind::kCauchy:
+      rho = PerLane(z, [](double v) { return std::log1p(v); });
+      if constexpr (kDerivs) {
+        d1 = one / (one + z);
+        curvature = (one - z) * (d1 * d1);
+      }
+      break;
+    case LossKind::kArctan:
+      rho = PerLane(z, [](double v) { return std::atan(v); });
+      if constexpr (kDerivs) {
+        const V z2 = z * z;
+        d1 = one / (one + z2);
+        curvature = (one - Splat(3.0) * z2) * (d1 * d1);
+      }
+      break;
+    default:  // soft_l1
+      SoftL1Lanes<kDerivs>(z, rho, weight, factor);
+      return;
+  }
+  if constexpr (kDerivs) {
+    weight = Max(curvature, Splat(kLossCurvatureFloor));
+    factor = d1 / weight;
+  }
+}
+
+// The robust instantiations of the passes: none (linear), soft_l1 (homodyne's default, its own
+// loop) and any other robust kind (a switch per vector).
+inline constexpr int kLossNone = 0, kLossSoftL1 = 1, kLossOther = 2;
 
 // The tile sums accumulate each vector's two halves added first (lane l gets lanes l and
 // l + 4), in 4 lanes, folded as (l0 + l1) + (l2 + l3): the normal-equation loop keeps 20 of
@@ -149,14 +287,17 @@ HOMODYNE_INLINE double Fold(Sum4 a) {
 struct Lanes {
   // r0 = d − c2 and g1sq = g1² before the 1/σ of the scaled residual r = r0/σ and of
   // uc = ∂c2/∂contrast/σ = g1²/σ, which the sums apply once (Normal, Gradient, FoldColumns).
-  V model, w, r0, g1sq, alpha, beta, gamma;
+  // Under a robust loss (kRobust): w is w·s², r0 is r0·ρ′/s² (so w·r0 = w·ρ′·r0, and every
+  // other w·x·y = w·s²·x·y) and rho_w = w·ρ(z), the χ² lanes' term.
+  V model, w, r0, g1sq, alpha, beta, gamma, rho_w;
 };
 
 // The block's scalars, broadcast once per block (not per vector).
 struct Consts {
   V floor, offset, contrast, two_contrast_sigma, inv_sigma, a, b, uniform_weight, weight_scale;
   V ci, si, ci_a, neg_si_a, inv_a;  // SeparableRow's; ci·(1/a), −si·(1/a)
-  const double* prefetch_data;      // PointBlock's, or the block's own arrays when unset
+  V loss_inv_scale;
+  const double* prefetch_data;  // PointBlock's, or the block's own arrays when unset
   const double* prefetch_weight;
   __attribute__((always_inline)) explicit Consts(const PointBlock& in)
       : floor(Splat(kG1Floor)),
@@ -173,6 +314,7 @@ struct Consts {
         ci_a(Splat(in.sep.ci * in.sep.inv_a)),
         neg_si_a(Splat(-(in.sep.si * in.sep.inv_a))),
         inv_a(Splat(in.sep.inv_a)),
+        loss_inv_scale(Splat(in.loss_inv_scale)),
         prefetch_data(in.prefetch_data != nullptr ? in.prefetch_data : in.data),
         prefetch_weight(in.prefetch_weight != nullptr ? in.prefetch_weight : in.weight) {}
 };
@@ -241,8 +383,9 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
 // kMask every lane has a nonzero weight), and with kDerivs g1² and the derivative scalars
 // α (diffusion), β (shear rate), γ (φ0) of c2/σ, also 0 where the weight is 0 under kMask (so
-// that the unit-weight sums, which take no weight products, skip those lanes).
-template <bool kLaminar, bool kDerivs, bool kMask>
+// that the unit-weight sums, which take no weight products, skip those lanes). kRobust: the
+// loss terms of Lanes (kMask is then set).
+template <bool kLaminar, bool kDerivs, bool kMask, int kRobust = kLossNone>
 __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Consts& k, int c,
                                                   const Inputs& x, V g1_raw, V s, V ds) {
   const V floor = k.floor;
@@ -268,13 +411,29 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   } else {
     (void)ds;
   }
+  if constexpr (kRobust != kLossNone) {
+    // Without kMask every weight is 1 (unit-weight block, whole vector): x.w·y = y, bit for
+    // bit, so the products are skipped.
+    const V u = t.r0 * k.loss_inv_scale;
+    V rho, weight, factor;
+    if constexpr (kRobust == kLossSoftL1) {
+      SoftL1Lanes<kDerivs>(u * u, rho, weight, factor);
+    } else {
+      LossLanes<kDerivs>(in.loss, u * u, rho, weight, factor);
+    }
+    t.rho_w = kMask ? x.w * rho : rho;
+    if constexpr (kDerivs) {
+      t.w = kMask ? x.w * weight : weight;
+      t.r0 = t.r0 * factor;
+    }
+  }
   return t;
 }
 
 // Calls body(t, c) for the block's vectors in column order: the shear factors come from the
 // caller's arrays outside [sep_lo, sep_hi) and from the separable path inside it. kUnit:
 // every weight of the block is 1 (UnitWeight), so only the partial last vector needs the mask.
-template <bool kLaminar, bool kDerivs, bool kUnit, typename Body>
+template <bool kLaminar, bool kDerivs, bool kUnit, int kRobust = kLossNone, typename Body>
 __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, Body&& body) {
   const int n = in.n;
   const Consts k(in);
@@ -283,11 +442,13 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
     constexpr bool kMask = !kUnit || !kWhole;
     if constexpr (kLaminar) {
       const V s = Load(in.s + c);
-      body(Terms<true, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c) * s, s,
-                                       kDerivs ? Load(in.ds + c) : Splat(0.0)),
+      body(Terms<true, kDerivs, kMask, kRobust>(in, k, c, x, Load(in.g1d + c) * s, s,
+                                                kDerivs ? Load(in.ds + c) : Splat(0.0)),
            c);
     } else {
-      body(Terms<false, kDerivs, kMask>(in, k, c, x, Load(in.g1d + c), Splat(1.0), Splat(0.0)), c);
+      body(Terms<false, kDerivs, kMask, kRobust>(in, k, c, x, Load(in.g1d + c), Splat(1.0),
+                                                 Splat(0.0)),
+           c);
     }
   };
   // [lo, hi) is empty or a range of whole vectors.
@@ -306,18 +467,24 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
       for (; c + kLanes < hi; c += kLanes) {
         V g1_next, s_next, ds_next;
         SeparableLanes<kDerivs>(row, k, c + kLanes, g1_next, s_next, ds_next);
-        body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+        body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                   ds),
+             c);
         g1_raw = g1_next;
         s = s_next;
         ds = ds_next;
       }
-      body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+      body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                 ds),
+           c);
       c += kLanes;
     }
     for (; c < hi; c += kLanes) {
       V g1_raw, s, ds;
       SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
-      body(Terms<true, kDerivs, !kUnit>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s, ds), c);
+      body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
+                                                 ds),
+           c);
     }
   }
   for (; c + kLanes <= n; c += kLanes) from_arrays.template operator()<true>(c);
@@ -330,12 +497,17 @@ __attribute__((always_inline)) inline void AddProductTo(double* p, V x, V y) {
 }
 
 // χ² of a tile, the same in every pass: lanes of Σ w·r0² (Σ r0² under unit weights), times
-// 1/σ² once.
-template <bool kUnit>
+// 1/σ² once; under a robust loss lanes of Σ w·ρ(z), times C² once.
+template <bool kUnit, int kRobust = kLossNone>
 __attribute__((always_inline)) inline void AddChi2(Sum4& acc, const Lanes& t) {
-  acc.AddProduct(kUnit ? t.r0 : t.w * t.r0, t.r0);
+  if constexpr (kRobust != kLossNone) {
+    acc += t.rho_w;
+  } else {
+    acc.AddProduct(kUnit ? t.r0 : t.w * t.r0, t.r0);
+  }
 }
 __attribute__((always_inline)) inline double Chi2Sum(Sum4 acc, const PointBlock& in) {
+  if (in.loss != 0) return Fold(acc) * in.loss_scale_sq;
   return Fold(acc) * (in.inv_sigma * in.inv_sigma);
 }
 // The block's starting χ² lanes (PointBlock::chi2_lanes) and, at its end, the write-back.
@@ -349,25 +521,26 @@ __attribute__((always_inline)) inline void Chi2Carry(const Sum4& acc, const Poin
   if (in.chi2_lanes != nullptr) std::memcpy(in.chi2_lanes, &acc.v, sizeof(acc.v));
 }
 
-// w·x, or x under unit weights (whose masked lanes Terms has set to 0).
-template <bool kUnit>
+// w·x, or x under unit weights (whose masked lanes Terms has set to 0) and the linear loss
+// (a robust loss's w is w·s², never a unit weight).
+template <bool kUnit, int kRobust>
 __attribute__((always_inline)) inline V Weighted(const Lanes& t, V x) {
-  return kUnit ? x : t.w * x;
+  return kUnit && kRobust == kLossNone ? x : t.w * x;
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, int kRobust = kLossNone>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   Sum4 acc[kNumTileSums];
   for (auto& v : acc) v = Zero4();
   acc[kSumChi2] = Chi2Start(in);
-  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
-    const V wa = Weighted<kUnit>(t, t.alpha);
+  ForEachVector<kLaminar, true, kUnit, kRobust>(in, [&](const Lanes& t, int c) {
+    const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
     // Per-column sums over the angles.
     AddProductTo(in.saa + c, wa, t.alpha);
     AddProductTo(in.sar + c, wa, t.r0);
     if constexpr (kLaminar) {
-      const V wb = Weighted<kUnit>(t, t.beta);
-      const V wg = Weighted<kUnit>(t, t.gamma);
+      const V wb = Weighted<kUnit, kRobust>(t, t.beta);
+      const V wg = Weighted<kUnit, kRobust>(t, t.gamma);
       AddProductTo(in.sab + c, wa, t.beta);
       AddProductTo(in.sbb + c, wb, t.beta);
       AddProductTo(in.sag + c, wa, t.gamma);
@@ -377,11 +550,12 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       AddProductTo(in.sgr + c, wg, t.r0);
     }
     // Per-tile sums.
-    const V wr = Weighted<kUnit>(t, t.r0), wuc = Weighted<kUnit>(t, t.g1sq), wuca = wuc * t.alpha;
-    AddChi2<kUnit>(acc[kSumChi2], t);
+    const V wr = Weighted<kUnit, kRobust>(t, t.r0), wuc = Weighted<kUnit, kRobust>(t, t.g1sq),
+            wuca = wuc * t.alpha;
+    AddChi2<kUnit, kRobust>(acc[kSumChi2], t);
     acc[kSumUcUc].AddProduct(wuc, t.g1sq);
     acc[kSumUc] += wuc;
-    if constexpr (!kUnit) acc[kSumW] += t.w;
+    if constexpr (!kUnit || kRobust != kLossNone) acc[kSumW] += t.w;
     acc[kSumUcR].AddProduct(t.g1sq, wr);
     acc[kSumR] += wr;
     for (int q = 0; q < 3; ++q) {
@@ -390,20 +564,20 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       acc[kSumAlphaE + q].AddProduct(wa, e);
     }
     if constexpr (kLaminar) {
-      const V wb = Weighted<kUnit>(t, t.beta), wucb = wuc * t.beta;
+      const V wb = Weighted<kUnit, kRobust>(t, t.beta), wucb = wuc * t.beta;
       for (int q = 0; q < 3; ++q) {
         const V f = Load(in.f[q] + c);
         acc[kSumUcBetaF + q].AddProduct(wucb, f);
         acc[kSumBetaF + q].AddProduct(wb, f);
       }
       acc[kSumUcGamma].AddProduct(wuc, t.gamma);
-      acc[kSumGamma] += Weighted<kUnit>(t, t.gamma);
+      acc[kSumGamma] += Weighted<kUnit, kRobust>(t, t.gamma);
     }
   });
   Chi2Carry(acc[kSumChi2], in);
   sums[kSumChi2] = Chi2Sum(acc[kSumChi2], in);
   // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).
-  sums[kSumW] = kUnit ? static_cast<double>(in.n) : Fold(acc[kSumW]);
+  sums[kSumW] = kUnit && kRobust == kLossNone ? static_cast<double>(in.n) : Fold(acc[kSumW]);
   // The 1/σ of uc and r, once per sum.
   const double s1 = in.inv_sigma, s2 = in.inv_sigma * in.inv_sigma;
   for (int k = kSumChi2 + 1; k < kNumTileSums; ++k) {
@@ -414,20 +588,20 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   }
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, int kRobust = kLossNone>
 __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double* sums) {
   Sum4 chi2 = Chi2Start(in), ucr = Zero4(), rsum = ucr;
-  ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
-    const V wa = Weighted<kUnit>(t, t.alpha);
+  ForEachVector<kLaminar, true, kUnit, kRobust>(in, [&](const Lanes& t, int c) {
+    const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
     AddProductTo(in.sar + c, wa, t.r0);
     if constexpr (kLaminar) {
-      const V wb = Weighted<kUnit>(t, t.beta);
-      const V wg = Weighted<kUnit>(t, t.gamma);
+      const V wb = Weighted<kUnit, kRobust>(t, t.beta);
+      const V wg = Weighted<kUnit, kRobust>(t, t.gamma);
       AddProductTo(in.sbr + c, wb, t.r0);
       AddProductTo(in.sgr + c, wg, t.r0);
     }
-    const V wr = Weighted<kUnit>(t, t.r0);
-    AddChi2<kUnit>(chi2, t);
+    const V wr = Weighted<kUnit, kRobust>(t, t.r0);
+    AddChi2<kUnit, kRobust>(chi2, t);
     ucr.AddProduct(t.g1sq, wr);  // as in Normal
     rsum += wr;
   });
@@ -437,10 +611,11 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
   sums[kSumR] = Fold(rsum) * in.inv_sigma;
 }
 
-template <bool kLaminar, bool kUnit>
+template <bool kLaminar, bool kUnit, int kRobust = kLossNone>
 __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
   Sum4 acc = Chi2Start(in);
-  ForEachVector<kLaminar, false, kUnit>(in, [&](const Lanes& t, int) { AddChi2<kUnit>(acc, t); });
+  ForEachVector<kLaminar, false, kUnit, kRobust>(
+      in, [&](const Lanes& t, int) { AddChi2<kUnit, kRobust>(acc, t); });
   Chi2Carry(acc, in);
   return Chi2Sum(acc, in);
 }
@@ -549,23 +724,59 @@ HOMODYNE_POINT_TERMS_TARGET void FoldStaticColumns(const PointBlock& block, int 
                  : FoldColumns<false, false>(block, n, jtj, jtr);
 }
 
+// The robust passes: soft_l1 (the default loss) in loops of its own, the other kinds with a
+// switch per vector; unit-weight blocks without the masks and weight products.
+template <bool kLaminar, bool kUnit>
+__attribute__((always_inline)) inline void GradientRobustOf(const PointBlock& in, double* sums) {
+  in.loss == static_cast<int>(LossKind::kSoftL1) ? Gradient<kLaminar, kUnit, kLossSoftL1>(in, sums)
+                                                 : Gradient<kLaminar, kUnit, kLossOther>(in, sums);
+}
+template <bool kLaminar>
+__attribute__((always_inline)) inline void GradientRobust(const PointBlock& in, double* sums) {
+  UnitWeight(in) ? GradientRobustOf<kLaminar, true>(in, sums)
+                 : GradientRobustOf<kLaminar, false>(in, sums);
+}
+template <bool kLaminar, bool kUnit>
+__attribute__((always_inline)) inline void NormalRobustOf(const PointBlock& in, double* sums) {
+  in.loss == static_cast<int>(LossKind::kSoftL1) ? Normal<kLaminar, kUnit, kLossSoftL1>(in, sums)
+                                                 : Normal<kLaminar, kUnit, kLossOther>(in, sums);
+}
+template <bool kLaminar>
+__attribute__((always_inline)) inline void NormalRobust(const PointBlock& in, double* sums) {
+  UnitWeight(in) ? NormalRobustOf<kLaminar, true>(in, sums)
+                 : NormalRobustOf<kLaminar, false>(in, sums);
+}
+template <bool kLaminar, bool kUnit>
+__attribute__((always_inline)) inline double Chi2RobustOf(const PointBlock& in) {
+  return in.loss == static_cast<int>(LossKind::kSoftL1) ? Chi2<kLaminar, kUnit, kLossSoftL1>(in)
+                                                        : Chi2<kLaminar, kUnit, kLossOther>(in);
+}
+template <bool kLaminar>
+__attribute__((always_inline)) inline double Chi2Robust(const PointBlock& in) {
+  return UnitWeight(in) ? Chi2RobustOf<kLaminar, true>(in) : Chi2RobustOf<kLaminar, false>(in);
+}
+
 HOMODYNE_POINT_TERMS_TARGET void GradientLaminarBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
+  if (in.loss != 0) return GradientRobust<true>(in, sums);
   UnitWeight(in) ? Gradient<true, true>(in, sums) : Gradient<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void GradientStaticBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
+  if (in.loss != 0) return GradientRobust<false>(in, sums);
   UnitWeight(in) ? Gradient<false, true>(in, sums) : Gradient<false, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalLaminarBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
+  if (in.loss != 0) return NormalRobust<true>(in, sums);
   UnitWeight(in) ? Normal<true, true>(in, sums) : Normal<true, false>(in, sums);
 }
 
 HOMODYNE_POINT_TERMS_TARGET void NormalStaticBlock(const PointBlock& block, double* sums) {
   const PointBlock in = block;  // see Chi2Block
+  if (in.loss != 0) return NormalRobust<false>(in, sums);
   UnitWeight(in) ? Normal<false, true>(in, sums) : Normal<false, false>(in, sums);
 }
 
@@ -581,6 +792,7 @@ HOMODYNE_POINT_TERMS_TARGET double Chi2Block(const PointBlock& block) {
   // the block's pointers and keeps them in registers (through the reference it reloaded them
   // before every store).
   const PointBlock in = block;
+  if (in.loss != 0) return in.s != nullptr ? Chi2Robust<true>(in) : Chi2Robust<false>(in);
   if (in.s != nullptr) return UnitWeight(in) ? Chi2<true, true>(in) : Chi2<true, false>(in);
   return UnitWeight(in) ? Chi2<false, true>(in) : Chi2<false, false>(in);
 }

@@ -1,5 +1,8 @@
 #include "model/reference_accumulate.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "model/expanded_parameters.h"
 #include "model/reference_gradient.h"
 #include "model/reference_model.h"
@@ -40,7 +43,8 @@ NormalEquations AccumulateNormalEquations(AnalysisMode mode, const Geometry& geo
                                           const std::vector<double>& t,
                                           const std::vector<double>& phi_deg,
                                           std::span<const RowTile> tiles,
-                                          std::span<const double> params, double sigma) {
+                                          std::span<const double> params, double sigma,
+                                          const RobustLoss& loss) {
   const auto ev = EvaluateExpanded(mode, geometry, t, phi_deg, params);
   const ReferenceGradient grad_model(mode, geometry, t, phi_deg, params);
   const int p_count = grad_model.index().size();
@@ -53,12 +57,22 @@ NormalEquations AccumulateNormalEquations(AnalysisMode mode, const Geometry& geo
       grad_model.C2(tile.angle, tile.row, j, grad);
       const double w = tile.weight ? tile.weight[c] : tile.uniform_weight;
       const double r = (tile.data[c] - c2) / sigma;
-      ne.chi2 += w * r * r;
+      // SciPy's scaling of the row: J̃ = s·J, r̃ = (ρ′/s)·r, s² = max(ρ′ + 2zρ″, ε).
+      double s = 1.0, rs = r;
+      if (loss.robust()) {
+        const double u = r / loss.f_scale;
+        const LossTerms lt = EvaluateLoss(loss.kind, u * u);
+        ne.chi2 += w * (loss.f_scale * loss.f_scale) * lt.rho;
+        s = std::sqrt(lt.curvature > kLossCurvatureFloor ? lt.curvature : kLossCurvatureFloor);
+        rs = lt.d1 / s * r;
+      } else {
+        ne.chi2 += w * r * r;
+      }
       for (int a = 0; a < p_count; ++a) {
-        const double ja = -grad[static_cast<size_t>(a)] / sigma;
-        ne.jtr[static_cast<size_t>(a)] += w * ja * r;
+        const double ja = -grad[static_cast<size_t>(a)] / sigma * s;
+        ne.jtr[static_cast<size_t>(a)] += w * ja * rs;
         for (int b = 0; b < p_count; ++b) {
-          ne.JtJ(a, b) += w * ja * (-grad[static_cast<size_t>(b)] / sigma);
+          ne.JtJ(a, b) += w * ja * (-grad[static_cast<size_t>(b)] / sigma * s);
         }
       }
     }

@@ -9,6 +9,7 @@
 #include "model/analysis_mode.h"
 #include "model/geometry.h"
 #include "model/normal_equations.h"
+#include "model/robust_loss.h"
 #include "model/row_tile.h"
 
 namespace homodyne::model::reference {
@@ -18,10 +19,13 @@ std::vector<double> ModelAtTiles(AnalysisMode mode, const Geometry& geometry,
                                  const std::vector<double>& t, const std::vector<double>& phi_deg,
                                  std::span<const RowTile> tiles, std::span<const double> params);
 
+// χ² = Σ w·r², JᵀWJ, JᵀWr; with a robust `loss` the objective C²·Σ w·ρ(z) and its
+// Gauss–Newton form (robust_loss.h), point by point with SciPy's row scaling.
 NormalEquations AccumulateNormalEquations(AnalysisMode mode, const Geometry& geometry,
                                           const std::vector<double>& t,
                                           const std::vector<double>& phi_deg,
                                           std::span<const RowTile> tiles,
-                                          std::span<const double> params, double sigma);
+                                          std::span<const double> params, double sigma,
+                                          const RobustLoss& loss = {});
 
 }  // namespace homodyne::model::reference

@@ -80,9 +80,12 @@ QualityAssessment AssessFitQuality(const FitQualityInput& in, const QualityRules
         "reduced chi-squared {:.4g} in units of the data's noise level (>= {:.3g}, the most "
         "the noise allows here): the answer is {} the noise floor, so the model does not "
         "describe these data here (a wrong basin: try optimization.nlsq.cmaes.enable or "
-        "multi_start; or the wrong analysis_mode, q ring or frame range)",
+        "multi_start; or the wrong analysis_mode, q ring or frame range{})",
         in.noise_reduced_chi2, judged.good_below,
-        in.noise_reduced_chi2 >= rules.acceptable_below ? "far above" : "above"));
+        in.noise_reduced_chi2 >= rules.acceptable_below ? "far above" : "above",
+        in.robust_loss ? "; or outliers: the robust loss down-weighted them in the fit, but "
+                         "chi-squared counts them in full"
+                       : ""));
   }
   if (std::isfinite(in.held_scaling_gain) &&
       in.held_scaling_gain >= rules.held_scaling_gain_limit) {

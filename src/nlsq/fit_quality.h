@@ -70,6 +70,7 @@ struct FitQualityInput {
   // noise-based reduced χ²; NaN when the scaling was fitted.
   double held_scaling_gain = std::numeric_limits<double>::quiet_NaN();
   bool converged = false;
+  bool robust_loss = false;  // the fit minimised a robust loss, not χ²
   std::vector<ParameterBoundState> parameters;
 };
 

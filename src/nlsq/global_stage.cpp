@@ -47,6 +47,8 @@ GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
   o.scale_threshold = c.scale_threshold;
   o.normalization_epsilon = c.normalization_epsilon;
   o.refine_with_nlsq = c.refine_with_nlsq;
+  o.refinement_loss = model::ParseLossKind(c.refinement_loss.empty() ? "linear" : c.refinement_loss,
+                                           kKey + "refinement_loss");
   o.search_max_points = c.search_max_points;
   if (c.search_max_points < 0) {
     ThrowBadInput(fmt::format("search_max_points must be ≥ 0 (got {})", c.search_max_points), {},
@@ -410,8 +412,37 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
                 cs.chi2, kRefineWorseFactor, warm->final_chi2);
   } else {
     logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
-    SolverSummary refined =
-        session.Solve(cs.x, progress, checkpoint::InSubfolder(checkpoints, "cmaes_refinement"));
+    // homodyne's refinement minimises cmaes.refinement_loss, whatever the fit's loss; every
+    // candidate is then compared (and the answer reported) under the fit's loss.
+    const model::RobustLoss fit_loss = session.loss();
+    // Its C is 1 on the sigma-scaled residual: homodyne's refinement passes sigma and no f_scale.
+    const model::RobustLoss refine_loss{g.refinement_loss, 1.0};
+    const bool other_loss = refine_loss.kind != fit_loss.kind;
+    if (other_loss) {
+      logger.Info(
+          "CMA-ES: the refinement minimises the {} loss (cmaes.refinement_loss), the fit {}",
+          model::Describe(refine_loss), model::Describe(fit_loss));
+      session.SetProblemLoss(refine_loss);
+    }
+    SolverSummary refined;
+    try {
+      refined =
+          session.Solve(cs.x, progress, checkpoint::InSubfolder(checkpoints, "cmaes_refinement"));
+    } catch (...) {
+      session.SetProblemLoss(fit_loss);
+      throw;
+    }
+    if (other_loss) {
+      session.SetProblemLoss(fit_loss);
+      // The refined point's objective and normal equations under the fit's loss (for the
+      // comparisons below and the covariance); its label stays its own solve's.
+      const SolverSummary at = session.SummaryAt(refined.x, refined.termination, refined.message);
+      refined.final_equations = at.final_equations;
+      refined.final_chi2 = at.final_chi2;
+      refined.optimality = at.optimality;
+      refined.message += fmt::format(" (refined under the {} loss; objective under the fit's {})",
+                                     model::Describe(refine_loss), model::Describe(fit_loss));
+    }
     rep.refined_chi_squared = refined.final_chi2;
     if (refined.IsUsable() && std::isfinite(refined.final_chi2)) {
       rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";

@@ -47,6 +47,8 @@ struct GlobalStageOptions {
   double scale_threshold = 1000.0;
   double normalization_epsilon = 1e-12;
   bool refine_with_nlsq = true;
+  // The refinement's loss (cmaes.refinement_loss; C = 1 on the sigma-scaled residual).
+  model::LossKind refinement_loss = model::LossKind::kLinear;
   std::uint64_t seed = 42;
   // Above this many points the search's objective is the χ² of every k-th row of each angle
   // (XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.

@@ -41,6 +41,15 @@ double Rms(const std::vector<double>& v) {
 // JSON has no NaN/Inf: write null for them.
 json Number(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
 
+// The loss in force and the objective the solver minimised (every result file has it).
+json LossJson(const FitReport& r) {
+  json j = {{"loss", r.loss},
+            {"f_scale", Number(r.f_scale)},
+            {"objective_minimised", LossObjectiveText(r)},
+            {"objective_value", Number(r.loss_objective)}};
+  return j;
+}
+
 }  // namespace
 
 std::vector<double> FitReport::FullVector() const {
@@ -85,6 +94,7 @@ std::string ParametersJson(const FitReport& r) {
             {"analysis_mode", r.analysis_mode},
             {"chi_squared", Number(r.chi_squared)},
             {"reduced_chi_squared", Number(r.reduced_chi_squared)},
+            {"loss", LossJson(r)},
             {"noise_reduced_chi_squared", Number(r.noise_reduced_chi_squared)},
             {"convergence_status", r.convergence_status},
             {"quality_flag", r.quality_flag},
@@ -273,6 +283,17 @@ json AntiDegeneracyJson(const FitReport& r) {
   return j;
 }
 
+std::string LossObjectiveText(const FitReport& r) {
+  if (r.loss == "linear" || r.loss.empty()) {
+    return "chi_squared = sum w r^2, r = (c2_exp - c2_model)/sigma (linear loss)";
+  }
+  return fmt::format(
+      "sum w (f_scale/sigma)^2 rho_{}((d/f_scale)^2), d = c2_exp - c2_model, f_scale {:g} (c2 "
+      "units, as homodyne applies SciPy's robust losses); chi_squared is the plain sum w "
+      "(d/sigma)^2 at the answer",
+      r.loss, r.f_scale);
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {{"method", "nlsq"},
             {"timestamp", r.timestamp},
@@ -290,6 +311,7 @@ std::string AnalysisResultsJson(const FitReport& r) {
               {"held_scaling_gain", Number(r.held_scaling_gain)},
               {"quality_flag", r.quality_flag},
               {"misfit_reasons", r.misfit_reasons}}},
+            {"loss", LossJson(r)},
             {"dataset_info",
              {{"n_angles", r.phi_deg.size()},
               {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
@@ -314,6 +336,7 @@ std::string ConvergenceMetricsJson(const FitReport& r) {
               {"execution_time", r.execution_time},
               {"final_chi_squared", Number(r.chi_squared)},
               {"chi_squared_reduction", Number(reduction)}}},
+            {"loss", LossJson(r)},
             {"recovery_actions", r.recovery_actions},
             {"quality_flag", r.quality_flag},
             {"device_info",
@@ -346,7 +369,8 @@ std::string HomodyneResultsJson(const FitReport& r) {
       {"parameters", r.FullVector()},
       {"diagnostics",
        {{"chi_squared", Number(r.chi_squared)},
-        {"converged", r.convergence_status == "converged"}}}};
+        {"converged", r.convergence_status == "converged"}}},
+      {"loss", LossJson(r)}};
   return j.dump(2) + "\n";
 }
 

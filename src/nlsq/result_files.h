@@ -116,8 +116,13 @@ struct FitReport {
   std::vector<double> phi_deg;                         // kept angles (normalised)
   std::vector<double> contrast, contrast_uncertainty;  // per angle
   std::vector<double> offset, offset_uncertainty;      // per angle
-  double chi_squared = 0.0;
+  double chi_squared = 0.0;                            // the plain Σ w·r², whatever the loss
   double reduced_chi_squared = 0.0;
+  // The loss in force (model/robust_loss.h): its name, its f_scale and the objective the solver
+  // minimised over the data (C²·Σ w·ρ(z); = chi_squared under the linear loss).
+  std::string loss = "linear";
+  double f_scale = 1.0;
+  double loss_objective = 0.0;
   std::int64_t n_data = 0;  // n_phi · n_t² (homodyne's convention)
   int n_params = 0;         // expanded parameter count used for the DOF (held ones excluded)
   int n_time_points = 0;    // n_t of the fit grid (t = 0 excluded)
@@ -165,6 +170,9 @@ struct FitReport {
 // Writes DIR/nlsq/{parameters,analysis_results_nlsq,convergence_metrics}.json and
 // DIR/homodyne_results.json. Creates the directories. Atomic per file.
 void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitReport& report);
+
+// One line naming the objective the solver minimised (the loss, f_scale, what chi_squared is).
+std::string LossObjectiveText(const FitReport& r);
 
 // The JSON texts (exposed for tests).
 std::string ParametersJson(const FitReport& r);

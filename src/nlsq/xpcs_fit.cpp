@@ -150,6 +150,23 @@ constexpr double kTwoComponentDefaultLambda = 0.01;
 
 }  // namespace
 
+model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma) {
+  model::RobustLoss loss;
+  const std::string& name = cfg.optimization.nlsq.loss;
+  loss.kind =
+      model::ParseLossKind(name.empty() ? "soft_l1" : name, "optimization.nlsq.loss", cfg.source);
+  const double f_scale = cfg.optimization.nlsq.f_scale;
+  if (!(std::isfinite(f_scale) && f_scale > 0.0)) {
+    ThrowBadInput(fmt::format("f_scale must be a positive finite number (got {})", f_scale),
+                  cfg.source, "optimization.nlsq.f_scale");
+  }
+  // homodyne and xpcsjax apply the loss to the unscaled residual c2_exp - c2_model with
+  // f_scale in c2 units; the kernels see r/sigma, so their C is f_scale/sigma. The objective
+  // C²·Σw·ρ((r/C)²) is then in chi2's units.
+  loss.f_scale = f_scale / sigma;
+  return loss;
+}
+
 model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   model::LayoutOptions o;
@@ -179,6 +196,8 @@ struct XpcsFitSession::Impl {
   std::vector<double> phi;
   model::ScalingLayout resolved = model::ScalingLayout::kIndividual;
   std::unique_ptr<model::ParameterLayout> layout;
+  model::RobustLoss loss;                         // the fit's (FitLossFromConfig)
+  double f_scale = 1.0;                           // its f_scale as configured (c2 units)
   model::ScalingBounds scaling_bounds;            // the configured contrast/offset bounds
   std::vector<model::ScalingEstimate> estimates;  // the quantile estimates, per angle
   // two_component: the Q95 estimates that its constant layout and the two-stage path's
@@ -340,6 +359,16 @@ XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,
   setup.first_block = s.local.plan.first_block(comm.rank());
   setup.total_blocks = s.local.plan.n_blocks();
   setup.sigma = options.sigma;
+  s.loss = FitLossFromConfig(cfg, options.sigma);
+  s.f_scale = cfg.optimization.nlsq.f_scale;
+  if (s.loss.robust()) {
+    logger.Info(
+        "loss: {}, f_scale {:g}: the fit minimises sum w (f_scale/sigma)^2 rho(((c2_exp - "
+        "c2_model)/f_scale)^2) (sigma {:g}), the value the search stages log as chi2; the "
+        "summary reports the plain chi2 beside it",
+        model::ToString(s.loss.kind), cfg.optimization.nlsq.f_scale, options.sigma);
+  }
+  setup.loss = s.loss;
   setup.threads = options.threads;
   setup.worker_start = options.worker_start;
   {
@@ -454,6 +483,16 @@ void XpcsFitSession::Chi2BatchOnRows(std::span<const std::vector<double>> xs,
   RowsProblem(stride).EvaluateChi2Batch(xs, chi2);
 }
 
+const model::RobustLoss& XpcsFitSession::loss() const { return impl_->loss; }
+
+const model::RobustLoss& XpcsFitSession::problem_loss() const { return impl_->problem->loss(); }
+
+void XpcsFitSession::SetProblemLoss(const model::RobustLoss& loss) {
+  Impl& s = *impl_;
+  s.problem->SetLoss(loss);
+  for (auto& [stride, rows] : s.row_problems) rows->SetLoss(loss);
+}
+
 std::int64_t XpcsFitSession::PointsOnRows(int stride) { return RowsProblem(stride).total_points(); }
 
 double XpcsFitSession::ReducedChi2(double chi2) const {
@@ -514,15 +553,17 @@ SolverSummary XpcsFitSession::Solve(
   const std::string monitor_inactive = MonitorInactiveReason(s.monitor, *s.layout);
   std::optional<GradientMonitor> monitor;
   if (monitor_inactive.empty()) monitor.emplace(s.monitor, NumScaling(*s.layout));
+  // Under a robust loss the solver's value is the loss objective, not χ² (reported after).
+  const std::string value_name = s.problem->loss().robust() ? "objective" : "chi2";
   IterationCallback callback = [&](const IterationInfo& it) {
     if (monitor && it.iteration > 0 && !it.gradient.empty()) {
       monitor->Observe(it.iteration, it.gradient);
     }
     if (!print_progress) return;
-    logger.Debug("  iter {:>4}  chi2 {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
-                 it.iteration, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
-    progress.Update(fmt::format("iteration {}, chi2 {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
-                                it.chi2, it.chi2 / dof, progress.elapsed()));
+    logger.Debug("  iter {:>4}  {} {:>16.9e}  reduced {:>11.5g}  |g| {:>10.3e}  step {:>10.3e}",
+                 it.iteration, value_name, it.chi2, it.chi2 / dof, it.gradient_norm, it.step_norm);
+    progress.Update(fmt::format("iteration {}, {} {:.6e}, reduced {:.5g}, {:.1f} s", it.iteration,
+                                value_name, it.chi2, it.chi2 / dof, progress.elapsed()));
   };
   if (print_progress) {
     logger.Info("NLSQ: {} parameters, {} points on {} rank(s) × {} thread(s)",
@@ -536,9 +577,9 @@ SolverSummary XpcsFitSession::Solve(
       monitor ? monitor->Report() : InactiveGradientMonitor(s.monitor, monitor_inactive);
   summary.gradient_monitor.unobserved_iterations =
       monitor ? std::max(0, summary.iterations - summary.gradient_monitor.n_observations) : 0;
-  progress.Done(fmt::format("{} iteration(s), chi2 {:.6e}, reduced {:.5g}, {:.1f} s",
-                            summary.iterations, summary.final_chi2, summary.final_chi2 / dof,
-                            progress.elapsed()));
+  progress.Done(fmt::format("{} iteration(s), {} {:.6e}, reduced {:.5g}, {:.1f} s",
+                            summary.iterations, value_name, summary.final_chi2,
+                            summary.final_chi2 / dof, progress.elapsed()));
   return summary;
 }
 
@@ -614,11 +655,17 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   // Uncertainties on independent pairs (homodyne counts every pair twice in JᵀJ and so
   // understates σ by √2; the χ² and reduced χ² below keep its full-matrix convention).
   // With the L3 rows the solver's χ² is the objective; the report's is the data's.
+  // Under a robust loss the solver's χ² is the robust objective and its JᵀJ the row-scaled
+  // J̃ᵀJ̃: the covariance is SciPy curve_fit's, (J̃ᵀJ̃)⁻¹·C²Σ w·ρ/(m − n), and the report's
+  // χ² the plain Σ w·r² of one extra pass with the linear loss.
   const ScalingSpreadPenalty& penalty = s.problem->scaling_penalty();
-  const double data_chi2 = penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
-  const CovarianceResult cov =
-      CovarianceFromNormalEquations(summary.final_equations.hessian, layout.num_optimised(),
-                                    data_chi2, s.problem->total_points(), layout.num_optimised());
+  const double data_objective =
+      penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
+  const model::RobustLoss& loss = s.problem->loss();
+  const double data_chi2 = loss.robust() ? s.problem->PlainChi2(summary.x) : data_objective;
+  const CovarianceResult cov = CovarianceFromNormalEquations(
+      summary.final_equations.hessian, layout.num_optimised(), data_objective,
+      s.problem->total_points(), layout.num_optimised());
   const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
 
   NlsqRunResult r;
@@ -663,6 +710,9 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
         r.expanded_uncertainty[static_cast<std::size_t>(index.offset(k))]);
   }
   rep.chi_squared = data_chi2;
+  rep.loss = std::string(model::ToString(loss.kind));
+  rep.f_scale = s.f_scale;
+  rep.loss_objective = data_objective;
   rep.n_data = s.n_data;
   rep.n_params = s.p_eff;
   rep.reduced_chi_squared = data_chi2 / static_cast<double>(s.n_data - s.p_eff);
@@ -672,8 +722,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
     reg.mode = s.cfg.optimization.nlsq.anti_degeneracy.regularization_mode;
     reg.lambda = penalty.lambda();
     reg.penalty_rows = penalty.rows();
-    reg.data_chi_squared = data_chi2;
-    reg.total_chi_squared = data_chi2;
+    reg.data_chi_squared = data_objective;  // the robust objective under a robust loss
+    reg.total_chi_squared = data_objective;
     penalty.AddChi2(r.expanded, reg.total_chi_squared);
   }
   rep.n_time_points = static_cast<int>(s.n_t);
@@ -772,6 +822,7 @@ void XpcsFitSession::AssessQuality(const SolverSummary& summary,
     rep.noise_unmeasured = dof > 0 ? "no angle" : "no degrees of freedom";
   }
   in.noise_unmeasured = rep.noise_unmeasured;
+  in.robust_loss = rep.loss != "linear";
   const QualityAssessment q = AssessFitQuality(in);
   rep.quality_flag = std::string(ToString(q.flag));
   rep.quality_passed = q.passed;

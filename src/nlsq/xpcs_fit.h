@@ -16,6 +16,7 @@
 #include "core/phase_timer.h"
 #include "io/dataset.h"
 #include "model/parameter_layout.h"
+#include "model/robust_loss.h"
 #include "nlsq/bounded_solver.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
@@ -117,8 +118,14 @@ class XpcsFitSession {
                        int stride);
   std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums
   std::int64_t total_points() const;      // the fit's points, all ranks
-  std::int64_t time_points() const;       // the fit grid's times (t = 0 excluded)
-  bool streamed() const;                  // the data are streamed from the file on each pass
+  // The fit's loss (optimization.nlsq.loss and f_scale).
+  const model::RobustLoss& loss() const;
+  // The loss every pass of the session's problems uses from now on (the CMA-ES refinement's;
+  // local, every rank must set the same) and the one in force now.
+  void SetProblemLoss(const model::RobustLoss& loss);
+  const model::RobustLoss& problem_loss() const;
+  std::int64_t time_points() const;  // the fit grid's times (t = 0 excluded)
+  bool streamed() const;             // the data are streamed from the file on each pass
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress);  // collective
   // Collective: Solve with these checkpoint settings instead of the run's (nullopt: none).
   SolverSummary Solve(const std::vector<double>& x0, bool print_progress,
@@ -176,6 +183,11 @@ class XpcsFitSession {
 // Collective over `comm`; every rank returns the same result. Errors are agreed.
 NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
                          const Logger& logger);
+
+// The fit's loss (optimization.nlsq.loss, soft_l1 when absent, as in homodyne) on residuals
+// scaled by 1/sigma: its C is optimization.nlsq.f_scale (c2 units) / sigma. A bad-input Error
+// naming the key otherwise.
+model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma);
 
 // The per-angle mode the fit uses: anti_degeneracy.per_angle_mode when the system is
 // enabled, else individual. (Unlike homodyne, static mode honours it too.)

@@ -183,6 +183,7 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
   model::KernelOptions ko;
   ko.threads = setup.threads;
   ko.sigma = setup.sigma;
+  ko.loss = setup.loss;
   ko.worker_start = setup.worker_start;
   impl_->mode = setup.mode;
   impl_->geometry = setup.geometry;
@@ -242,6 +243,7 @@ std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
   setup.first_block = im.first_block;
   setup.total_blocks = im.total_blocks;
   setup.sigma = im.window_options.sigma;
+  setup.loss = im.window_options.loss;
   setup.threads = im.window_options.threads;
   setup.worker_start = im.window_options.worker_start;
   setup.blocks = im.BlocksOnRows(stride);
@@ -406,6 +408,29 @@ std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
 
 double XpcsProblem::DataChi2(std::span<const double> x) {
   return EvaluateExpanded(layout_.Expand(x), false).chi2;
+}
+
+void XpcsProblem::SetLoss(const model::RobustLoss& loss) {
+  loss.Validate();
+  impl_->window_options.loss = loss;  // streaming: each window's kernel is built with it
+  impl_->kernel->SetLoss(loss);
+}
+
+const model::RobustLoss& XpcsProblem::loss() const { return impl_->window_options.loss; }
+
+double XpcsProblem::PlainChi2(std::span<const double> x) {
+  const model::RobustLoss loss = impl_->window_options.loss;
+  if (!loss.robust()) return DataChi2(x);
+  SetLoss({});
+  double chi2 = 0.0;
+  try {
+    chi2 = DataChi2(x);
+  } catch (...) {
+    SetLoss(loss);
+    throw;
+  }
+  SetLoss(loss);
+  return chi2;
 }
 
 double XpcsProblem::ZeroModelChi2(std::span<const double> x) {

@@ -23,6 +23,7 @@
 #include "model/geometry.h"
 #include "model/normal_equations.h"
 #include "model/parameter_layout.h"
+#include "model/robust_loss.h"
 #include "model/row_tile.h"
 #include "nlsq/least_squares_problem.h"
 #include "nlsq/scaling_penalty.h"
@@ -46,6 +47,10 @@ struct XpcsProblemSetup {
   // (the stream must outlive the problem).
   BlockStream* stream = nullptr;
   double sigma = 0.01;
+  // The loss of every pass (model/robust_loss.h): a robust loss makes χ² the robust
+  // objective C²·Σ w·ρ(z) and the normal equations its Gauss–Newton form (PlainChi2 gives
+  // the plain χ²).
+  model::RobustLoss loss;
   int threads = 1;
   // Optional, run once in each of the kernel's spawned worker threads (1..threads−1) before
   // any work: the driver pins them to their cores here (homodyne::PinCurrentThread).
@@ -88,8 +93,15 @@ class XpcsProblem : public LeastSquaresProblem {
   // rank must set the same penalty. Inactive (the default): the data alone.
   void SetScalingPenalty(const ScalingSpreadPenalty& penalty) { penalty_ = penalty; }
   const ScalingSpreadPenalty& scaling_penalty() const { return penalty_; }
-  // Collective: χ² of the data alone at optimiser point x (the penalty rows left out).
+  // Collective: χ² of the data alone at optimiser point x (the penalty rows left out): the
+  // objective of the data under the problem's loss.
   double DataChi2(std::span<const double> x);
+  // Collective: the plain χ² = Σ w·r² of the data at x whatever the loss (under the linear
+  // loss DataChi2's bits; else one pass with the linear loss).
+  double PlainChi2(std::span<const double> x);
+  // The loss of every pass from now on. Local, not collective: every rank must set the same.
+  void SetLoss(const model::RobustLoss& loss);
+  const model::RobustLoss& loss() const;
 
   // Every point of angle k counts with weight weights[k] in χ², Jᵀr and JᵀJ from now on
   // (one weight per angle; empty: unweighted again). Local, not collective: every rank

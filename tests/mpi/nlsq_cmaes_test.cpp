@@ -304,8 +304,8 @@ TEST(NlsqCmaes, BatchedChi2EqualsSingleEvaluationsInCoreStreamedAndAlone) {
 }
 
 // The search's objective on every k-th row: the sum over exactly those points (checked
-// against the literal model and the loader's data), the same bits on one rank alone, and
-// the full χ² for k = 1 or a streamed fit.
+// against the literal model, the loader's data and the default loss), the same bits on one rank
+// alone, and the full χ² for k = 1 or a streamed fit.
 TEST(NlsqCmaes, Chi2OnEveryKthRowIsTheSumOverThoseRows) {
   const Comm& world = TestEnvironment().world();
   const MpiTempDir dir(world, "cmaes_rows");
@@ -346,7 +346,9 @@ TEST(NlsqCmaes, Chi2OnEveryKthRowIsTheSumOverThoseRows) {
           const std::size_t p = static_cast<std::size_t>(i) * static_cast<std::size_t>(n) +
                                 static_cast<std::size_t>(j);
           const double r = (data.c2[k][p] - (e[n_angles + k] + e[k] * g1sq[k][p])) / 0.01;
-          chi2 += 2.0 * r * r;
+          // The default loss, soft_l1 with f_scale 1 (C = 1/σ on r): C²·2(√(1+z) − 1).
+          const double c = 1.0 / 0.01, z = (r / c) * (r / c);
+          chi2 += 2.0 * c * c * (2.0 * z / (std::sqrt(1.0 + z) + 1.0));
           ++count;
         }
       }

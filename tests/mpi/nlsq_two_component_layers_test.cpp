@@ -47,6 +47,8 @@ std::string List(const std::vector<double>& v) {
 
 // Every value configured (no velocity scan, no mirror check), f2 held; `nlsq` is YAML
 // indented by four spaces under optimization.nlsq.
+// The linear loss: the relations below between stage values, the penalty rows and χ² hold
+// under it (under a robust loss the stages compare the loss objective).
 config::Config Config(const std::string& file, const std::vector<double>& start,
                       const std::string& nlsq, const std::string& layout = "individual") {
   const auto p = std::filesystem::path(file);
@@ -58,7 +60,8 @@ config::Config Config(const std::string& file, const std::vector<double>& start,
       "  scattering: {wavevector_q: 0.01}\nexperimental_data:\n  data_folder_path: " +
       p.parent_path().string() + "\n  data_file_name: " + p.filename().string() +
       "\ninitial_parameters:\n  parameter_names: " + names + "\n  values: " + List(start) +
-      "\n  fixed_parameters: {f2: 0.0}\noptimization:\n  nlsq:\n    anti_degeneracy:\n" +
+      "\n  fixed_parameters: {f2: 0.0}\noptimization:\n  nlsq:\n    loss: linear\n"
+      "    anti_degeneracy:\n" +
       "      per_angle_mode: " + layout + "\n" + nlsq;
   return config::ReadConfigString(yaml, "two-component-layers");
 }

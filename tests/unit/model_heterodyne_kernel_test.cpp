@@ -172,9 +172,12 @@ TEST(HeterodyneKernel, PhaseIsSeparableWithinItsBoundAndDirectBeyond) {
 
 // The kernel's normal equations against the point-by-point sums of the reference's analytic
 // derivatives, within 1e-11 of the Cauchy-Schwarz scale of each entry.
-void ExpectPointSums(const HeterodyneProblem& pb) {
+// With a robust loss the point sums take SciPy's row scaling (robust_loss.h): the objective
+// C²·Σ w·ρ, Jᵀr = Σ w·ρ′·r·J, JᵀJ = Σ w·s²·J Jᵀ.
+void ExpectPointSums(const HeterodyneProblem& pb, const RobustLoss& loss = {}) {
   KernelOptions opt;
   opt.sigma = 0.02;
+  opt.loss = loss;
   const HeterodyneKernel kernel(pb.grid, pb.tiles, opt);
   const NormalEquations ne = kernel.Accumulate(pb.x);
   const heterodyne::HeterodyneGradient ref(InputAt(pb, pb.x), pb.x);
@@ -182,19 +185,32 @@ void ExpectPointSums(const HeterodyneProblem& pb) {
   ASSERT_EQ(kernel.index().size(), np);
   std::vector<double> g(static_cast<std::size_t>(np));
   NormalEquations brute(np);
+  // Σ |term| of each Jᵀr entry: the rounding scale of a robust sum (its ρ′ is not bounded by
+  // the s² of JᵀJ, so the Cauchy–Schwarz scale below can be far too small).
+  std::vector<double> abs_jtr(static_cast<std::size_t>(np), 0.0);
   for (const RowTile& tile : pb.tiles) {
     for (int c = 0; c < tile.count; ++c) {
       const double w = tile.weight != nullptr ? tile.weight[c] : tile.uniform_weight;
       if (w == 0.0) continue;
       const double c2 = ref.C2(tile.angle, tile.row, tile.col_begin + c, g);
       const double r = (tile.data[c] - c2) / opt.sigma;
-      brute.chi2 += w * r * r;
+      double d1 = 1.0, s2 = 1.0;
+      if (loss.robust()) {
+        const double u = r / loss.f_scale;
+        const LossTerms lt = EvaluateLoss(loss.kind, u * u);
+        brute.chi2 += w * loss.f_scale * loss.f_scale * lt.rho;
+        d1 = lt.d1;
+        s2 = std::max(lt.curvature, kLossCurvatureFloor);
+      } else {
+        brute.chi2 += w * r * r;
+      }
       for (int a = 0; a < np; ++a) {
-        brute.jtr[static_cast<std::size_t>(a)] -=
-            w * r * g[static_cast<std::size_t>(a)] / opt.sigma;
+        const double term = w * d1 * r * g[static_cast<std::size_t>(a)] / opt.sigma;
+        brute.jtr[static_cast<std::size_t>(a)] -= term;
+        abs_jtr[static_cast<std::size_t>(a)] += std::abs(term);
         for (int b = 0; b < np; ++b) {
-          brute.JtJ(a, b) += w * g[static_cast<std::size_t>(a)] * g[static_cast<std::size_t>(b)] /
-                             (opt.sigma * opt.sigma);
+          brute.JtJ(a, b) += w * s2 * g[static_cast<std::size_t>(a)] *
+                             g[static_cast<std::size_t>(b)] / (opt.sigma * opt.sigma);
         }
       }
     }
@@ -202,8 +218,9 @@ void ExpectPointSums(const HeterodyneProblem& pb) {
   EXPECT_NEAR(ne.chi2, brute.chi2, 1e-12 * brute.chi2);
   for (int a = 0; a < np; ++a) {
     const double scale = std::sqrt(brute.JtJ(a, a)) * std::sqrt(brute.chi2) + 1e-300;
-    EXPECT_NEAR(ne.jtr[static_cast<std::size_t>(a)], brute.jtr[static_cast<std::size_t>(a)],
-                1e-11 * scale)
+    EXPECT_NEAR(
+        ne.jtr[static_cast<std::size_t>(a)], brute.jtr[static_cast<std::size_t>(a)],
+        1e-11 * scale + (loss.robust() ? 1e-13 * abs_jtr[static_cast<std::size_t>(a)] : 0.0))
         << a;
     for (int b = 0; b < np; ++b) {
       const double s2 = std::sqrt(brute.JtJ(a, a) * brute.JtJ(b, b)) + 1e-300;
@@ -381,6 +398,34 @@ TEST(HeterodyneKernel, NormalEquationsOfLongRowsAreThePointSums) {
   for (std::uint64_t seed = 111; seed <= 113; ++seed) {
     SCOPED_TRACE(seed);
     ExpectPointSums(MakeHeterodyneProblem(seed, 300, 2));
+  }
+}
+
+// Every robust loss, at a scale where the residuals straddle its knee; its three passes agree
+// bit for bit and do not depend on the thread count.
+TEST(HeterodyneKernel, RobustLossesArePointSumsOfTheScaledRows) {
+  for (const LossKind kind :
+       {LossKind::kSoftL1, LossKind::kHuber, LossKind::kCauchy, LossKind::kArctan}) {
+    for (std::uint64_t seed = 11; seed <= 14; ++seed) {
+      SCOPED_TRACE(seed);
+      ExpectPointSums(MakeHeterodyneProblem(seed, 15, 2), {kind, 3.0});
+    }
+    const HeterodyneProblem pb = MakeHeterodyneProblem(21, 300, 2);
+    std::vector<NormalEquations> runs;
+    for (int threads : {1, 2}) {
+      KernelOptions opt{.threads = threads, .chunk_points = 97};
+      opt.loss = {kind, 3.0};
+      const HeterodyneKernel kernel(pb.grid, pb.tiles, opt);
+      runs.push_back(kernel.Accumulate(pb.x));
+      std::vector<double> jtr(runs.back().jtr.size());
+      EXPECT_EQ(kernel.Chi2(pb.x), runs.back().chi2);
+      EXPECT_EQ(kernel.Gradient(pb.x, jtr), runs.back().chi2);
+      EXPECT_TRUE(jtr == runs.back().jtr);
+    }
+    EXPECT_EQ(runs[0].chi2, runs[1].chi2);
+    EXPECT_TRUE(runs[0].jtj == runs[1].jtj);
+    const double plain = HeterodyneKernel(pb.grid, pb.tiles, {}).Chi2(pb.x);
+    EXPECT_LT(runs[0].chi2, 0.9 * plain) << "the loss must bite in this test";
   }
 }
 

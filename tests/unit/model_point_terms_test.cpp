@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "model/point_terms.h"
@@ -128,34 +129,46 @@ void ExpectCopyGivesTheBaselineBits(const Copy& x) {
   for (int n : {1, 7, 8, 61, 64, 100, kMaxBlock}) {
     for (bool laminar : {true, false}) {
       for (bool weighted : {false, true}) {
-        const std::uint64_t seed = rng();
-        std::mt19937_64 r1(seed), r2(seed);
-        Block a(r1, n, laminar, weighted), b(r2, n, laminar, weighted);
-        double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
-        (laminar ? x.normal_laminar : x.normal_static)(a.in, sa);
-        (laminar ? y.normal_laminar : y.normal_static)(b.in, sb);
-        ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
-        double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
-        (laminar ? x.gradient_laminar : x.gradient_static)(a.in, ga);
-        (laminar ? y.gradient_laminar : y.gradient_static)(b.in, gb);
-        ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
-        EXPECT_TRUE(SameBits(x.chi2(a.in), y.chi2(b.in))) << x.name << " " << n;
-        EXPECT_TRUE(SameBits(x.chi2(a.in), sa[kSumChi2])) << "χ² pass vs normal";
-        std::vector<double> ma(static_cast<size_t>(n)), mb(ma.size());
-        x.model(a.in, ma.data());
-        y.model(b.in, mb.data());
-        EXPECT_TRUE(ma == mb) << "model " << n;
-        const int padded = (n + kLanes - 1) / kLanes * kLanes;
-        double ja[49] = {}, jb[49] = {}, ra[7] = {}, rb[7] = {};
-        (laminar ? x.fold_laminar : x.fold_static)(a.in, padded, ja, ra);
-        (laminar ? y.fold_laminar : y.fold_static)(a.in, padded, jb, rb);
-        for (int k = 0; k < 49; ++k) EXPECT_TRUE(SameBits(ja[k], jb[k])) << "fold JᵀJ " << k;
-        for (int k = 0; k < 7; ++k) EXPECT_TRUE(SameBits(ra[k], rb[k])) << "fold Jᵀr " << k;
-        ++checked;
+        // Every loss: linear (0) and the robust ones (robust_loss.h), with a scale at which
+        // the residuals straddle the losses' knees; soft_l1 (1) also at a scale where they
+        // straddle the end of its series (kSoftL1SeriesBelow), lanes of both kinds in a vector.
+        const std::pair<int, double> losses[] = {{0, 0.0}, {1, 8.0}, {2, 8.0},
+                                                 {3, 8.0}, {4, 8.0}, {1, 0.5}};
+        for (const auto& [loss, inv_scale] : losses) {
+          const std::uint64_t seed = rng();
+          std::mt19937_64 r1(seed), r2(seed);
+          Block a(r1, n, laminar, weighted), b(r2, n, laminar, weighted);
+          for (PointBlock* in : {&a.in, &b.in}) {
+            in->loss = loss;
+            in->loss_inv_scale = inv_scale;
+            in->loss_scale_sq = loss != 0 ? 0.25 * 0.25 / (1.7 * 1.7) : 0.0;
+          }
+          double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
+          (laminar ? x.normal_laminar : x.normal_static)(a.in, sa);
+          (laminar ? y.normal_laminar : y.normal_static)(b.in, sb);
+          ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
+          double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
+          (laminar ? x.gradient_laminar : x.gradient_static)(a.in, ga);
+          (laminar ? y.gradient_laminar : y.gradient_static)(b.in, gb);
+          ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
+          EXPECT_TRUE(SameBits(x.chi2(a.in), y.chi2(b.in))) << x.name << " " << n;
+          EXPECT_TRUE(SameBits(x.chi2(a.in), sa[kSumChi2])) << "χ² pass vs normal";
+          std::vector<double> ma(static_cast<size_t>(n)), mb(ma.size());
+          x.model(a.in, ma.data());
+          y.model(b.in, mb.data());
+          EXPECT_TRUE(ma == mb) << "model " << n;
+          const int padded = (n + kLanes - 1) / kLanes * kLanes;
+          double ja[49] = {}, jb[49] = {}, ra[7] = {}, rb[7] = {};
+          (laminar ? x.fold_laminar : x.fold_static)(a.in, padded, ja, ra);
+          (laminar ? y.fold_laminar : y.fold_static)(a.in, padded, jb, rb);
+          for (int k = 0; k < 49; ++k) EXPECT_TRUE(SameBits(ja[k], jb[k])) << "fold JᵀJ " << k;
+          for (int k = 0; k < 7; ++k) EXPECT_TRUE(SameBits(ra[k], rb[k])) << "fold Jᵀr " << k;
+          ++checked;
+        }
       }
     }
   }
-  EXPECT_EQ(checked, 28);
+  EXPECT_EQ(checked, 28 * 6);
 }
 
 TEST(ModelPointTermsTest, Avx2CopyGivesTheBaselineBits) {

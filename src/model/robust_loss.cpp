@@ -1,0 +1,126 @@
+#include "model/robust_loss.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace homodyne::model {
+
+void RobustLoss::Validate() const {
+  if (!(std::isfinite(f_scale) && f_scale > 0.0)) {
+    ThrowBadInput(fmt::format("f_scale must be a positive finite number (got {})", f_scale));
+  }
+}
+
+std::string_view ToString(LossKind kind) {
+  switch (kind) {
+    case LossKind::kLinear:
+      return "linear";
+    case LossKind::kSoftL1:
+      return "soft_l1";
+    case LossKind::kHuber:
+      return "huber";
+    case LossKind::kCauchy:
+      return "cauchy";
+    case LossKind::kArctan:
+      return "arctan";
+  }
+  return "linear";
+}
+
+LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file) {
+  for (const LossKind k : {LossKind::kLinear, LossKind::kSoftL1, LossKind::kHuber,
+                           LossKind::kCauchy, LossKind::kArctan}) {
+    if (text == ToString(k)) return k;
+  }
+  ThrowBadInput(fmt::format("{}: unknown loss '{}' (valid: linear, soft_l1, huber, cauchy, arctan)",
+                            key, text),
+                file, std::string(key));
+}
+
+std::string Describe(const RobustLoss& loss) {
+  if (!loss.robust()) return "linear";
+  return fmt::format("{} (C {:g} on the sigma-scaled residual)", ToString(loss.kind), loss.f_scale);
+}
+
+LossTerms EvaluateLoss(LossKind kind, double z) {
+  LossTerms t;
+  switch (kind) {
+    case LossKind::kLinear:
+      t.rho = z;
+      break;
+    case LossKind::kSoftL1: {
+      const double a = 1.0 + z;
+      if (!(z > kSoftL1SeriesBelow)) {
+        // 2(√(1+z) − 1) to z⁵, (1+z)^(−3/2) and (1+z)^(−1/2) to z⁴: the next terms are below
+        // an ulp.
+        t.rho =
+            z * std::fma(z,
+                         std::fma(z, std::fma(z, std::fma(z, 7.0 / 128.0, -5.0 / 64.0), 1.0 / 8.0),
+                                  -1.0 / 4.0),
+                         1.0);
+        t.curvature =
+            std::fma(z,
+                     std::fma(z, std::fma(z, std::fma(z, 315.0 / 128.0, -35.0 / 16.0), 15.0 / 8.0),
+                              -3.0 / 2.0),
+                     1.0);
+        t.d1 = std::fma(
+            z, std::fma(z, std::fma(z, std::fma(z, 35.0 / 128.0, -5.0 / 16.0), 3.0 / 8.0), -0.5),
+            1.0);
+        t.weight = t.curvature;
+        t.factor = a;  // ρ′/s² = 1 + z
+        break;
+      }
+      const double sq = std::sqrt(a);
+      const double inv = 1.0 / sq;
+      t.d1 = inv;
+      // 1 + z = a + ea exactly (two-sum) and sq² = a + e exactly: √(1+z) ≈ sq − (e − ea)/(2sq).
+      const double bb = a - z;
+      const double ea = (z - (a - bb)) + (1.0 - bb);
+      const double e = std::fma(sq, sq, 0.0 - a);
+      const double m = sq - 1.0;
+      // At z = ∞ the correction is ∞ − ∞: ρ is then 2(sq − 1) = ∞, as SciPy's.
+      t.rho = a < std::numeric_limits<double>::infinity() ? std::fma(ea - e, inv, m + m) : m + m;
+      t.curvature = inv * (inv * inv);  // ρ′ + 2zρ″ = (1+z)^(−3/2)
+      const bool floored = !(t.curvature > kLossCurvatureFloor);
+      t.weight = floored ? kLossCurvatureFloor : t.curvature;
+      t.factor = floored ? inv * 0x1p52 : a;  // ρ′/floor (floor = 2⁻⁵²), else 1 + z
+      break;
+    }
+    case LossKind::kHuber: {
+      if (z > 1.0) {
+        const double sq = std::sqrt(z);
+        t.d1 = 1.0 / sq;
+        t.curvature = 0.0;  // z^(−1/2) − 2z·½z^(−3/2)
+        t.rho = (sq + sq) - 1.0;
+      } else {
+        t.rho = z;
+      }
+      break;
+    }
+    case LossKind::kCauchy: {
+      const double a = 1.0 + z;
+      t.d1 = 1.0 / a;
+      t.curvature = (1.0 - z) * (t.d1 * t.d1);  // 1/(1+z) − 2z/(1+z)²
+      t.rho = std::log1p(z);
+      break;
+    }
+    case LossKind::kArctan: {
+      const double z2 = z * z;
+      t.d1 = 1.0 / (1.0 + z2);
+      t.curvature = (1.0 - 3.0 * z2) * (t.d1 * t.d1);  // 1/(1+z²) − 4z²/(1+z²)²
+      t.rho = std::atan(z);
+      break;
+    }
+  }
+  if (kind != LossKind::kSoftL1) {
+    t.weight = t.curvature > kLossCurvatureFloor ? t.curvature : kLossCurvatureFloor;
+    t.factor = t.d1 / t.weight;
+  }
+  return t;
+}
+
+}  // namespace homodyne::model

@@ -1,0 +1,57 @@
+// Robust losses of the least-squares objective, with SciPy least_squares' (and NLSQ's, which
+// homodyne and xpcsjax call) semantics.
+//
+// For a residual f (ours: r = (c2_exp − c2_model)/σ, weight w) and the scale C (f_scale),
+// z = (f/C)² and the objective is C²·Σ w·ρ(z) (twice SciPy's cost ½C²Σρ, as χ² = Σ w·r² is
+// twice ½Σr²). Its Gauss–Newton form, as SciPy builds it per iteration: the gradient weight
+// ρ′(z) and the Hessian weight s² = max(ρ′ + 2zρ″, ε), i.e. J̃ = s·J and f̃ = (ρ′/s)·f, so
+//   J̃ᵀWJ̃ = Σ w·s²·J Jᵀ   and   J̃ᵀWf̃ = Σ w·ρ′·f·J   (= ½ ∇ of the objective).
+// linear: ρ(z) = z, the plain χ² (the kernels keep their plain code for it).
+#pragma once
+
+#include <limits>
+#include <string>
+#include <string_view>
+
+namespace homodyne::model {
+
+enum class LossKind : int { kLinear = 0, kSoftL1, kHuber, kCauchy, kArctan };
+
+struct RobustLoss {
+  LossKind kind = LossKind::kLinear;
+  double f_scale = 1.0;  // C, in units of the residual r (σ-scaled: the config's f_scale / σ)
+
+  bool robust() const { return kind != LossKind::kLinear; }
+  void Validate() const;  // bad-input Error for f_scale ≤ 0 or not finite
+};
+
+// "linear", "soft_l1", "huber", "cauchy", "arctan" (SciPy's names).
+std::string_view ToString(LossKind kind);
+// One of the names above (exactly, as SciPy takes them); anything else a bad-input Error that
+// names `key` (the config key) and the valid values.
+LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file = {});
+// "soft_l1 (C 0.5 on the sigma-scaled residual)" or "linear".
+std::string Describe(const RobustLoss& loss);
+
+// The floor of the Hessian weight ρ′ + 2zρ″ (SciPy's EPS): huber beyond its knee (exactly 0)
+// and cauchy/arctan far out (negative) keep a tiny positive curvature.
+inline constexpr double kLossCurvatureFloor = std::numeric_limits<double>::epsilon();
+
+// soft_l1 below this z (most points of a fit with homodyne's f_scale of 1 in c2 units) takes
+// its terms from their Taylor series, accurate to an ulp there: no square root or division
+// in the passes. Above it the closed forms, with ρ corrected for the rounding of the square
+// root (2(√(1+z) − 1) alone loses digits at small z).
+inline constexpr double kSoftL1SeriesBelow = 0x1p-12;
+
+// ρ(z), ρ′(z) and the unfloored Hessian weight ρ′(z) + 2z·ρ″(z) of one point; the passes'
+// weight s² = max(ρ′ + 2zρ″, floor) and residual factor ρ′/s² (w·s² multiplies every product,
+// r·ρ′/s² replaces the residual: the sums with r then carry w·ρ′·r). The homodyne kernel's
+// vector copies (point_terms_impl.h) compute rho, weight and factor with these expressions in
+// this order, so a point's terms have the same bits in every copy and here.
+struct LossTerms {
+  double rho = 0.0, d1 = 1.0, curvature = 1.0;
+  double weight = 1.0, factor = 1.0;
+};
+LossTerms EvaluateLoss(LossKind kind, double z);
+
+}  // namespace homodyne::model
