@@ -160,13 +160,19 @@ int HomodyneConfigMain(int argc, char** argv) {
   app.add_option("-o,--output", o.output, "template file (default homodyne_<mode>_config.yaml)")
       ->needs(mode);
   app.add_flag("-f,--force", o.force, "overwrite an existing template file")->needs(mode);
+  // -v is homodyne's short form of --validate (its users type `homodyne-config -v FILE`).
   auto* validate =
-      app.add_option("--validate", o.validate, "check a configuration file and print a summary");
+      app.add_option("-v,--validate", o.validate, "check a configuration file and print a summary");
   app.add_flag("--check-data", o.check_data, "with --validate: a missing data file is an error")
       ->needs(validate);
   app.add_flag("--strict", o.strict, "with --validate: unknown keys are errors, not warnings")
       ->needs(validate);
-  app.add_flag("-v,--verbose", o.verbose, "with --validate: list keys accepted but not used");
+  app.add_flag("--verbose", o.verbose, "with --validate: list keys accepted but not used")
+      ->needs(validate);
+  bool interactive = false;
+  app.add_flag("--interactive", interactive,
+               "homodyne's questionnaire: not available here (a note; write a template with "
+               "--mode and edit it)");
   app.add_flag("--print-effective", o.print_effective,
                "with --validate: print every key with its effective value")
       ->needs(validate);
@@ -175,6 +181,13 @@ int HomodyneConfigMain(int argc, char** argv) {
   mode->excludes(validate);
   app.footer("Exit codes: 0 ok, 2 bad input (invalid config, existing file without --force).");
   if (const auto code = TryParseCommandLine(app, [&] { app.parse(argc, argv); })) return *code;
+  if (interactive) {
+    std::fputs(
+        "note: --interactive (homodyne's questionnaire) is not available in homodyne-config: "
+        "write a commented template with --mode static|laminar_flow|two_component and edit it "
+        "(docs/migrating.md)\n",
+        stderr);
+  }
   try {
     if (o.reference_doc) {
       std::fputs(RenderConfigReferenceMarkdown().c_str(), stdout);

@@ -192,7 +192,7 @@ std::string RenderConfigReferenceMarkdown() {
       "instead). `~` and `$VAR`/`${VAR}` in path keys are expanded. Status **used** means\n"
       "the key is honoured with homodyne's meaning;\n"
       "**accepted** means homodyne documents the key but homodyne-hpc does not use it: it is\n"
-      "accepted, validated and listed by `homodyne-config --validate -v`. xpcsjax's\n"
+      "accepted, validated and listed by `homodyne-config --validate FILE --verbose`. xpcsjax's\n"
       "configuration files are read as they are too (its grouped `parameters`, `scaling` and\n"
       "flat `optimization.nlsq` keys; docs/migrating.md, \"Reading xpcsjax configs\").\n\n"
       "Path syntax: `a.b` nested keys, `a.*` any key name under `a`, `a[].b` key `b` of each\n"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# homodyne-config: writes both templates, validates them (exit 0), refuses to overwrite
-# without --force, and rejects a broken config with exit 2 naming the key and line.
+# homodyne-config: writes both templates, validates them (exit 0; also by homodyne's -v FILE),
+# refuses to overwrite without --force, and rejects a broken config with exit 2 naming the key
+# and line.
 set -euo pipefail
 bindir=$1
 tool="$(cd "$bindir" && pwd)/homodyne-config"
@@ -22,6 +23,24 @@ for mode in static laminar_flow; do
   grep -q "data file" <<<"$out" || fail "summary lacks the data file"
   grep -q "D0" <<<"$out" || fail "summary lacks parameters"
 done
+
+# homodyne's short form: -v FILE validates (the same summary); --verbose lists the keys
+# accepted but not used; --interactive is a note, not an error.
+out=$("$tool" -v homodyne_static_config.yaml) || fail "-v FILE does not validate"
+grep -q "analysis mode : static" <<<"$out" || fail "-v FILE: no summary"
+[ "$out" = "$("$tool" --validate homodyne_static_config.yaml)" ] || fail "-v and --validate differ"
+"$tool" -v homodyne_static_config.yaml --verbose | grep -q "quality_validation.enable" \
+  || fail "--verbose lists no unused keys"
+set +e
+"$tool" --interactive > /dev/null 2> err.txt
+rc=$?
+set -e
+[ "$rc" -eq 2 ] || fail "--interactive alone gave exit $rc"
+grep -q "note: --interactive" err.txt && grep -q "nothing to do" err.txt \
+  || fail "--interactive: $(cat err.txt)"
+"$tool" --mode static -o interactive.yaml --interactive 2> err.txt > /dev/null \
+  || fail "--interactive with --mode"
+[ -f interactive.yaml ] && grep -q "note: --interactive" err.txt || fail "--interactive note"
 
 # Overwrite protection and --force.
 echo "sentinel" > mine.yaml
