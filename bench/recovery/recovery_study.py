@@ -173,7 +173,7 @@ def fit_config(ds, ds_dir, run_dir, conf):
 
 def probe_configuration(name, conf, ds, ds_dir, tools, work):
     """None if this build honours the configuration's keys, else why not. homodyne-config
-    --validate exits 2 naming an unknown key, and with -v lists keys it accepts without
+    --validate exits 2 naming an unknown key, and with --verbose lists keys it accepts without
     using them (homodyne's documented keys that homodyne-hpc does not implement)."""
     if not conf["settings"]:
         return None
@@ -181,7 +181,7 @@ def probe_configuration(name, conf, ds, ds_dir, tools, work):
     os.makedirs(probe_dir, exist_ok=True)
     path = os.path.join(probe_dir, "config.yaml")
     write_yaml(path, fit_config(ds, ds_dir, probe_dir, conf))
-    r = subprocess.run([tools["config"], "--validate", path, "-v"], capture_output=True,
+    r = subprocess.run([tools["config"], "--validate", path, "--verbose"], capture_output=True,
                        text=True)
     text = r.stdout + r.stderr
     keys = list(conf["settings"])
