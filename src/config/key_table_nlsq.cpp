@@ -269,8 +269,9 @@ void AddRecovery(const KeyAdder& r) {
   r.Used("transport_scan", T::kBool, "true", NoRule(),
          "two_component without any configured transport parameter: chi2 of the start with "
          "one shared rate D0_ref = D0_sample on a log grid of decay times from a frame to ten "
-         "windows (the velocity at 0 unless v0 is configured); every path of the fit starts "
-         "from the lowest (the registry's 1e4 is tied to no time scale of the data)",
+         "windows (the velocity at 0 unless v0 is configured); the fit's paths start first "
+         "from the lowest, and the registry's start (1e4, tied to no time scale of the data) "
+         "follows only when that answer is not converged or is a misfit by the noise level",
          f(&NlsqRecovery::transport_scan));
 }
 
