@@ -8,12 +8,12 @@
 
 #include <cmath>
 #include <cstdint>
-#include <numbers>
-#include <vector>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <numbers>
 #include <string>
+#include <vector>
 
 #include "checkpoint/interrupt.h"
 #include "config/config_reader.h"
