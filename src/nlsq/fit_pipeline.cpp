@@ -27,6 +27,10 @@ namespace {
 constexpr double kLowerMinimumRelTol = 1e-6;
 constexpr double kSameChi2RelTol = 1e-9;
 
+// The scans' χ² grids on large data: every stride-th row (each with every lag) above this many
+// points, as the CMA-ES search does.
+constexpr std::int64_t kScanMaxPoints = 200000;
+
 bool Usable(const SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }
 
 bool Lower(const SolverSummary& candidate, const SolverSummary& incumbent) {
@@ -356,7 +360,8 @@ std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<dou
     points.push_back(std::move(x));
   }
   std::vector<double> chi2;
-  session.Chi2Batch(points, chi2);
+  const int stride = SearchRowStride(session, kScanMaxPoints);
+  session.Chi2BatchOnRows(points, chi2, stride);
   std::size_t best = points.size() - 1;  // the start's
   for (std::size_t k = 0; k + 1 < points.size(); ++k) {
     if (std::isfinite(chi2[k]) && !(chi2[k] >= chi2[best])) best = k;
@@ -366,9 +371,11 @@ std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<dou
   out[s] = points[best][s];
   actions.push_back(fmt::format(
       "transport scan: chi2 of {} shared rates D0_ref = D0_sample from {:.6g} to {:.6g} and the "
-      "start's {:.6g}{}: the lowest at {:.6g} (chi2 {:.12g}; the start's {:.12g}){}",
+      "start's {:.6g}{}{}: the lowest at {:.6g} (chi2 {:.12g}; the start's {:.12g}){}",
       rates.size() - 1, rates.front(), rates[rates.size() - 2], start[r],
-      velocity_configured ? "" : ", the velocity at 0", out[r], chi2[best], chi2[points.size() - 1],
+      velocity_configured ? "" : ", the velocity at 0",
+      stride > 1 ? fmt::format(", on every {}th row", stride) : std::string(), out[r], chi2[best],
+      chi2[points.size() - 1],
       out[r] == start[r] ? ", the start's rate stands" : ", where the paths start first"));
   logger.Info("NLSQ {}", actions.back());
   return out;
@@ -424,8 +431,6 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
     auto more = VelocityScanPoints(session, configured.x, q, dt);
     points.insert(points.end(), more.begin(), more.end());
   }
-  // Large data: every stride-th row (each with every lag), as the CMA-ES search does.
-  constexpr std::int64_t kScanMaxPoints = 200000;
   const int stride = SearchRowStride(session, kScanMaxPoints);
   std::vector<double> chi2;
   session.Chi2BatchOnRows(points, chi2, stride);

@@ -99,7 +99,8 @@ SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
 // fewer than 2 times.
 std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times);
 // Collective. two_component's transport scan, for a start whose transport is the registry's
-// (RunNlsqPipeline: no transport parameter configured): χ² in one batched pass of `start`
+// (RunNlsqPipeline: no transport parameter configured): χ² in one batched pass (on every
+// stride-th row for large data, as the velocity scan) of `start`
 // with D0_ref = D0_sample = each TransportScanRates value and the start's own, the velocity
 // (v0, v_offset) at 0 unless `velocity_configured`. Returns `start` with both rates at the
 // lowest (the velocity as it was; ties keep the start's rate); `start` itself when D0_ref or
