@@ -195,6 +195,7 @@ struct NlsqRecovery {
   int phi0_restarts{};
   std::string mirror_check;  // auto | always | never
   bool velocity_scan{};
+  bool transport_scan{};
 };
 
 struct NlsqOptions {

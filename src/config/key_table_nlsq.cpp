@@ -277,6 +277,13 @@ void AddRecovery(const KeyAdder& r) {
          "the lowest chi2 kept; the cross term's cos(q cos(phi + phi0_het) * integral of v) "
          "makes chi2 oscillate in v0",
          f(&NlsqRecovery::velocity_scan));
+  r.Used("transport_scan", T::kBool, "true", NoRule(),
+         "two_component without any configured transport parameter: chi2 of the start with "
+         "one shared rate D0_ref = D0_sample on a log grid of decay times from a frame to ten "
+         "windows (the velocity at 0 unless v0 is configured); the fit's paths start first "
+         "from the lowest, and the registry's start (1e4, tied to no time scale of the data) "
+         "follows only when that answer is not converged or is a misfit by the noise level",
+         f(&NlsqRecovery::transport_scan));
 }
 
 void AddCmaes(const KeyAdder& c) {

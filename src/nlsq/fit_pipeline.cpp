@@ -27,6 +27,10 @@ namespace {
 constexpr double kLowerMinimumRelTol = 1e-6;
 constexpr double kSameChi2RelTol = 1e-9;
 
+// The scans' χ² grids on large data: every stride-th row (each with every lag) above this many
+// points, as the CMA-ES search does.
+constexpr std::int64_t kScanMaxPoints = 200000;
+
 bool Usable(const SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }
 
 bool Lower(const SolverSummary& candidate, const SolverSummary& incumbent) {
@@ -119,6 +123,7 @@ RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
                    : r.mirror_check == "never" ? RecoveryOptions::Mirror::kNever
                                                : RecoveryOptions::Mirror::kAuto;
   o.velocity_scan = r.velocity_scan;
+  o.transport_scan = r.transport_scan;
   o.Validate();
   return o;
 }
@@ -307,6 +312,75 @@ SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
   return better ? s2 : plain;
 }
 
+std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times) {
+  std::vector<double> rates;
+  if (!(q > 0.0) || !(dt > 0.0) || n_times < 2) return rates;
+  const double q2 = q * q;
+  const double t_end = dt * static_cast<double>(n_times);
+  const double d_lo = 1.0 / (10.0 * q2 * t_end);
+  const double d_hi = 1.0 / (q2 * dt);
+  const double step = std::numbers::sqrt2;
+  const int n = static_cast<int>(std::floor(std::log(d_hi / d_lo) / std::log(step) + 1e-9)) + 1;
+  for (int k = 0; k < n; ++k) rates.push_back(d_lo * std::pow(step, k));
+  return rates;
+}
+
+std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<double>& start,
+                                  double q, double dt, bool velocity_configured,
+                                  const Logger& logger, std::vector<std::string>& actions) {
+  const int ir = session.ParameterIndex("D0_ref");
+  const int is = session.ParameterIndex("D0_sample");
+  if (session.layout().mode() != model::AnalysisMode::kTwoComponent || ir < 0 || is < 0) {
+    return start;
+  }
+  const auto r = static_cast<std::size_t>(ir), s = static_cast<std::size_t>(is);
+  // Only a start with one transport for both populations, which the scan keeps.
+  if (start[r] != start[s]) return start;
+  std::vector<double> rates = TransportScanRates(q, dt, session.time_points());
+  if (rates.empty()) return start;
+  rates.push_back(start[r]);  // the start's own rate competes
+  // The velocity of the registry's start (v0 = 1e3, v_beta = 1) is a guess across the cross
+  // term's fringes (the velocity scan's reason): its cos θ, wildly oscillating over the grid,
+  // would add to χ² the most where the decay is slow and push the scan towards rates that
+  // damp it. The scan therefore sees the decays alone, with the velocity at 0 (θ = 0).
+  std::vector<double> base = start;
+  if (!velocity_configured) {
+    for (const char* name : {"v0", "v_offset"}) {
+      const int i = session.ParameterIndex(name);
+      if (i < 0) continue;
+      const auto k = static_cast<std::size_t>(i);
+      base[k] = std::clamp(0.0, session.lower()[k], session.upper()[k]);
+    }
+  }
+  std::vector<std::vector<double>> points;
+  for (const double d : rates) {
+    std::vector<double> x = base;
+    x[r] = std::clamp(d, session.lower()[r], session.upper()[r]);
+    x[s] = std::clamp(d, session.lower()[s], session.upper()[s]);
+    points.push_back(std::move(x));
+  }
+  std::vector<double> chi2;
+  const int stride = SearchRowStride(session, kScanMaxPoints);
+  session.Chi2BatchOnRows(points, chi2, stride);
+  std::size_t best = points.size() - 1;  // the start's
+  for (std::size_t k = 0; k + 1 < points.size(); ++k) {
+    if (std::isfinite(chi2[k]) && !(chi2[k] >= chi2[best])) best = k;
+  }
+  std::vector<double> out = start;
+  out[r] = points[best][r];
+  out[s] = points[best][s];
+  actions.push_back(fmt::format(
+      "transport scan: chi2 of {} shared rates D0_ref = D0_sample from {:.6g} to {:.6g} and the "
+      "start's {:.6g}{}{}: the lowest at {:.6g} (chi2 {:.12g}; the start's {:.12g}){}",
+      rates.size() - 1, rates.front(), rates[rates.size() - 2], start[r],
+      velocity_configured ? "" : ", the velocity at 0",
+      stride > 1 ? fmt::format(", on every {}th row", stride) : std::string(), out[r], chi2[best],
+      chi2[points.size() - 1],
+      out[r] == start[r] ? ", the start's rate stands" : ", where the paths start first"));
+  logger.Info("NLSQ {}", actions.back());
+  return out;
+}
+
 std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
                                                     const std::vector<double>& base, double q,
                                                     double dt) {
@@ -357,8 +431,6 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
     auto more = VelocityScanPoints(session, configured.x, q, dt);
     points.insert(points.end(), more.begin(), more.end());
   }
-  // Large data: every stride-th row (each with every lag), as the CMA-ES search does.
-  constexpr std::int64_t kScanMaxPoints = 200000;
   const int stride = SearchRowStride(session, kScanMaxPoints);
   std::vector<double> chi2;
   session.Chi2BatchOnRows(points, chi2, stride);
@@ -562,6 +634,8 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
       recovery.mirror_check == RecoveryOptions::Mirror::kAlways ||
       (recovery.mirror_check == RecoveryOptions::Mirror::kAuto && !transport_configured);
 
+  const bool two_component = session.layout().mode() == model::AnalysisMode::kTwoComponent;
+
   // Phase 1: the local fit from the configured start.
   std::optional<SolverSummary> local;
   if (!selection.run || global.nlsq_warmstart) {
@@ -570,9 +644,10 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     // two_component: v0 from the registry default is a guess across the cross term's
     // fringes; a configured v0 is the user's start and is taken as it is.
     const int iv = session.ParameterIndex("v0");
-    const bool scan = recovery.velocity_scan && iv >= 0 &&
-                      !cfg.parameters.at(static_cast<std::size_t>(model::heterodyne::het::kV0))
-                           .initial_from_config;
+    const bool v0_configured =
+        two_component && cfg.parameters.at(static_cast<std::size_t>(model::heterodyne::het::kV0))
+                             .initial_from_config;
+    const bool scan = recovery.velocity_scan && iv >= 0 && !v0_configured;
     // The start's local fit, then the velocity scan around both.
     const auto path = [&](const std::vector<double>& x,
                           const std::optional<checkpoint::CheckpointSettings>& where) {
@@ -583,35 +658,94 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
       return ScanVelocity(session, x, fit, cfg.analyzer.wavevector_q, cfg.analyzer.dt, 2, where,
                           logger, progress, actions);
     };
-    local = path(session.x0(), options.checkpoints);
-    // A start on the mirror-symmetric set (OffTheMirrorSet): more paths from copies off it,
-    // the best answer kept. No path wins everywhere. On the two-component recovery study
-    // (docs/model.md) the start's own path failed on 2 of 20 datasets after a change of the
-    // kernel's rounding, the fraction's on 4, the exponents' on 1, and together, with each
-    // path's mirror check, on none.
-    for (OffMirrorStart& off : OffTheMirrorSet(session, session.x0())) {
-      logger.Info(
-          "NLSQ: the start (equal reference and sample transport, sample fraction 0.5) is its "
-          "own reference<->sample mirror; another path starts with {}",
-          off.what);
-      const auto where = checkpoint::InSubfolder(options.checkpoints, off.subfolder);
-      SolverSummary other_path = path(off.x, where);
-      const bool kept = Better(other_path, *local);
-      actions.push_back(fmt::format(
-          "mirror-symmetric start: the path from {} ended {} at chi2 {:.12g} against {} at "
-          "{:.12g}: {}",
-          off.what, ToString(other_path.termination), other_path.final_chi2,
-          ToString(local->termination), local->final_chi2,
-          kept ? "kept" : "the answer so far stands"));
-      logger.Info("NLSQ {}", actions.back());
-      if (kept) std::swap(other_path, *local);
-      // The answer goes on to the mirror check of phase 4; every path not kept gets its
-      // own here, since each can end in the minimum's mirror basin (tc001 of the study).
-      if (mirror_check) {
-        const ScopedFaultStage mirror_stage("mirror");
-        SolverSummary mirrored = CheckMirrorBasin(session, other_path, cfg.analyzer.dt, where,
-                                                  logger, progress, actions);
-        if (Better(mirrored, *local)) local = std::move(mirrored);
+    // The start's path and, for a start on the mirror-symmetric set (OffTheMirrorSet), the
+    // paths from copies off it, the best answer kept. No path wins everywhere. On the
+    // two-component recovery study (docs/model.md) the start's own path failed on 2 of 20
+    // datasets after a change of the kernel's rounding, the fraction's on 4, the exponents'
+    // on 1, and together, with each path's mirror check, on none.
+    const auto paths = [&](const std::vector<double>& x0,
+                           const std::optional<checkpoint::CheckpointSettings>& where) {
+      SolverSummary best = path(x0, where);
+      for (OffMirrorStart& off : OffTheMirrorSet(session, x0)) {
+        logger.Info(
+            "NLSQ: the start (equal reference and sample transport, sample fraction 0.5) is its "
+            "own reference<->sample mirror; another path starts with {}",
+            off.what);
+        const auto off_where = checkpoint::InSubfolder(where, off.subfolder);
+        SolverSummary other_path = path(off.x, off_where);
+        const bool kept = Better(other_path, best);
+        actions.push_back(fmt::format(
+            "mirror-symmetric start: the path from {} ended {} at chi2 {:.12g} against {} at "
+            "{:.12g}: {}",
+            off.what, ToString(other_path.termination), other_path.final_chi2,
+            ToString(best.termination), best.final_chi2,
+            kept ? "kept" : "the answer so far stands"));
+        logger.Info("NLSQ {}", actions.back());
+        if (kept) std::swap(other_path, best);
+        // The answer goes on to the mirror check of phase 4; every path not kept gets its
+        // own here, since each can end in the minimum's mirror basin (tc001 of the study).
+        if (mirror_check) {
+          const ScopedFaultStage mirror_stage("mirror");
+          SolverSummary mirrored = CheckMirrorBasin(session, other_path, cfg.analyzer.dt, off_where,
+                                                    logger, progress, actions);
+          if (Better(mirrored, best)) best = std::move(mirrored);
+        }
+      }
+      return best;
+    };
+    // The registry's transport (D0_ref = D0_sample = 1e4) is tied to no time scale of the
+    // data either. Without a configured transport the paths start first from the transport
+    // scan's shared rate; the registry's own start follows only when that answer is not
+    // converged or is a misfit by the noise level (the quality verdict's rule), and the
+    // better of the two goes on. Neither start wins everywhere: on the recovery study the
+    // scan's alone missed the lowest chi2 on 3 of 20 datasets (tc007 converged at 62x), the
+    // registry's alone on 2; from the registry's, the 4-angle template case of 150 frames
+    // (tests/cli/test_two_component_template_plateau.sh) ended at 53x the noise floor.
+    std::vector<double> scanned;
+    if (two_component && recovery.transport_scan && !transport_configured) {
+      const ScopedFaultStage transport_stage("transport_scan");
+      scanned = ScanTransport(session, session.x0(), cfg.analyzer.wavevector_q, cfg.analyzer.dt,
+                              v0_configured, logger, actions);
+    }
+    if (scanned.empty() || scanned == session.x0()) {
+      local = paths(session.x0(), options.checkpoints);
+    } else {
+      const auto where = checkpoint::InSubfolder(options.checkpoints, "transport_scan");
+      local = paths(scanned, where);
+      const XpcsFitSession::NoiseFit noise = session.NoiseFitAt(local->x);
+      const bool accept =
+          local->termination == Termination::kConverged && noise.measured && !noise.misfit();
+      if (!accept) {
+        const std::string why =
+            local->termination != Termination::kConverged
+                ? fmt::format("ended {}", ToString(local->termination))
+            : !noise.measured
+                ? std::string("cannot be judged against the noise level (not measurable)")
+                : fmt::format(
+                      "is a misfit (reduced chi2 {:.4g} in units of the noise level, "
+                      ">= {:.4g})",
+                      noise.reduced_chi2, noise.misfit_threshold);
+        logger.Info(
+            "NLSQ: the answer from the transport scan's rate (chi2 {:.12g}) {}; the paths from "
+            "the registry's start follow",
+            local->final_chi2, why);
+        SolverSummary registry = paths(session.x0(), options.checkpoints);
+        const bool kept = Better(registry, *local);
+        actions.push_back(fmt::format(
+            "transport scan: the answer from its rate {} at chi2 {:.12g} {}; the registry's start "
+            "ended {} at {:.12g}: {}",
+            ToString(local->termination), local->final_chi2, why, ToString(registry.termination),
+            registry.final_chi2, kept ? "the registry's kept" : "the scan's kept"));
+        logger.Info("NLSQ {}", actions.back());
+        if (kept) std::swap(registry, *local);
+        if (mirror_check) {
+          const ScopedFaultStage mirror_stage("mirror");
+          SolverSummary mirrored =
+              CheckMirrorBasin(session, registry, cfg.analyzer.dt,
+                               checkpoint::InSubfolder(options.checkpoints, "other_start"), logger,
+                               progress, actions);
+          if (Better(mirrored, *local)) local = std::move(mirrored);
+        }
       }
     }
   }
@@ -630,7 +764,6 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         "the plain fit converged with no physical parameter at a bound (hierarchical.trigger: "
         "suspect)";
   }
-  const bool two_component = session.layout().mode() == model::AnalysisMode::kTwoComponent;
   if (adr.inactive_reason.empty() && two_component) {
     const ScopedFaultStage stage("hierarchical");
     local = TwoStagePath(session, *local, options.checkpoints, logger, progress, actions, adr);

@@ -1,6 +1,7 @@
 // The NLSQ fit as the project runs it by default (docs/global.md):
 //
 //   local fit      from the configured start (the CMA-ES stage's warm start); two_component:
+//                  with no configured transport its shared rate from the transport scan,
 //                  its scaling fitted first, and with no configured v0 also from the best
 //                  points of the velocity scan;
 //   anti-degen.    after a suspect local fit (hierarchical.trigger): laminar_flow's
@@ -46,6 +47,7 @@ struct RecoveryOptions {
   // auto: only when the start's transport is not configured (RunNlsqPipeline).
   enum class Mirror { kAuto, kAlways, kNever } mirror_check = Mirror::kAuto;
   bool velocity_scan = true;
+  bool transport_scan = true;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).
   static RecoveryOptions FromConfig(const config::NlsqRecovery& r);
@@ -92,6 +94,22 @@ SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
                            const Logger& logger, bool progress, std::vector<std::string>& actions,
                            AntiDegeneracyReport& report);
 
+// The rates of the transport scan: D on a log grid (√2 steps) whose decay time 1/(q²·D) runs
+// from ten windows, 10·T with T = dt·n_times, down to one frame, dt. Empty for q, dt ≤ 0 or
+// fewer than 2 times.
+std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times);
+// Collective. two_component's transport scan, for a start whose transport is the registry's
+// (RunNlsqPipeline: no transport parameter configured): χ² in one batched pass (on every
+// stride-th row for large data, as the velocity scan) of `start`
+// with D0_ref = D0_sample = each TransportScanRates value and the start's own, the velocity
+// (v0, v_offset) at 0 unless `velocity_configured`. Returns `start` with both rates at the
+// lowest (the velocity as it was; ties keep the start's rate); `start` itself when D0_ref or
+// D0_sample is held or the two differ. One line to `actions`. The registry's 1e4 is tied to
+// no time scale of the data: at q = 0.0237 1/Å it decays in 2 frames of 0.1 s, and the local
+// fits from it ended on the plateau where the sample has decayed within a frame.
+std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<double>& start,
+                                  double q, double dt, bool velocity_configured,
+                                  const Logger& logger, std::vector<std::string>& actions);
 // two_component: the points of the velocity scan, `base` with (v0, v_beta)
 // on a grid: v_beta at 4 evenly spaced points of its bounds, and for each, v0 such that the
 // mean velocity over the window t = dt·[1..n_times] runs over a log grid (3 % steps) from a

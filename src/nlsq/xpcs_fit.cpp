@@ -757,6 +757,27 @@ const NoiseLevel& XpcsFitSession::DataNoise() {
   return *s.noise;
 }
 
+XpcsFitSession::NoiseFit XpcsFitSession::NoiseFitAt(const std::vector<double>& x) {
+  Impl& s = *impl_;
+  NoiseFit out;
+  const NoiseLevel& noise = DataNoise();
+  const std::vector<double> chi2_k = s.problem->Chi2PerAngle(x);
+  const std::int64_t dof = s.problem->total_points() - s.layout->num_optimised();
+  if (!noise.all_measurable() || dof <= 0 || chi2_k.size() != noise.angles.size()) return out;
+  // As AssessQuality: SSR_k = χ²_k·σ²/w, in units of the angle's noise variance.
+  const double to_ssr = s.options.sigma * s.options.sigma / model::RowTile{}.uniform_weight;
+  double sum = 0.0;
+  std::int64_t differences = 0;
+  for (std::size_t k = 0; k < chi2_k.size(); ++k) {
+    sum += chi2_k[k] * to_ssr / (noise.angles[k].sigma * noise.angles[k].sigma);
+    differences += noise.angles[k].differences;
+  }
+  out.measured = true;
+  out.reduced_chi2 = sum / static_cast<double>(dof);
+  out.misfit_threshold = NoiseMisfitThreshold(differences);
+  return out;
+}
+
 void XpcsFitSession::AssessQuality(const SolverSummary& summary,
                                    const std::vector<double>& expanded, FitReport& rep) {
   Impl& s = *impl_;

@@ -157,6 +157,17 @@ class XpcsFitSession {
   // Collective on its first call (one pass over the data, noise_level.h): the noise level of
   // every angle's data; later calls return the same.
   const NoiseLevel& DataNoise();
+  // Collective: the point x against the noise level, as the report's quality verdict judges an
+  // answer (one model pass for χ² by angle): the noise-based reduced χ² and the misfit
+  // threshold (NoiseMisfitThreshold); `measured` false when some angle's noise level is not
+  // measurable or there are no degrees of freedom.
+  struct NoiseFit {
+    bool measured = false;
+    double reduced_chi2 = 0.0;
+    double misfit_threshold = 0.0;
+    bool misfit() const { return measured && reduced_chi2 >= misfit_threshold; }
+  };
+  NoiseFit NoiseFitAt(const std::vector<double>& x);
 
  private:
   XpcsProblem& RowsProblem(int stride);  // collective when it builds one

@@ -10,7 +10,10 @@
 # template's start reaches the truth start's chi2 (before the LM let a barely-felt parameter
 # veto every step, it stalled there at 22x). (4) From the registry's start, which is its own
 # reference<->sample mirror, the second path off the symmetric set reaches the truth's chi2.
-# (5) The mirror check of the path that lost reaches it where the winner's does not.
+# (5) The mirror check of the path that lost reaches it where the winner's does not. Cases 3 to
+# 5 are the registry start's paths (the transport scan off). (6) The
+# paths from the transport scan's rate end in a misfit (converged at 62x, tc007 of the study);
+# the registry start's paths, which follow, reach the truth's chi2.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -57,7 +60,7 @@ write_cfg "$tmp/a_template.yaml" a.h5 null "$held"
 write_cfg "$tmp/a_plain.yaml" a.h5 null "$held
 optimization:
   nlsq:
-    recovery: {velocity_scan: false, mirror_check: never, on_stall: none}"
+    recovery: {velocity_scan: false, transport_scan: false, mirror_check: never, on_stall: none}"
 fit 1 "$tmp/a_truth.yaml" "$tmp/a_truth"
 fit 2 "$tmp/a_template.yaml" "$tmp/a_template"
 fit 2 "$tmp/a_plain.yaml" "$tmp/a_plain"
@@ -97,16 +100,22 @@ echo "mirror check: truth start chi2 $chi_bt; mirror-basin start with the check 
   "$chi_bt" "$chi_on" "$chi_off" || fail "mirror check: $chi_on vs $chi_off (truth $chi_bt)"
 grep -q "mirror check: .*a lower minimum" <<<"$act_on" || fail "no mirror-check action: $act_on"
 
-# Cases 3 and 4: a study dataset (bench/recovery/two_component_study.py) fitted from its truth
+# Cases 3 to 6: a study dataset (bench/recovery/two_component_study.py) fitted from its truth
 # and from the template's start; the template start must reach the truth start's chi2.
-# study_case <label> <tag> <truth> <frames> <angles> <contrast> <offset> <noise> <seed>;
-# sets `actions` to the template fit's recovery actions.
+# study_case <label> <tag> <truth> <frames> <angles> <contrast> <offset> <noise> <seed>
+# [<extra YAML of the template fit>]; sets `actions` to the template fit's recovery actions.
+# Cases 3 to 5 are about the paths from the registry's start (their rate 1e4): they run with
+# the transport scan off, which otherwise starts the paths from another rate first.
+no_transport_scan="optimization:
+  nlsq:
+    recovery: {transport_scan: false}"
 study_case() {
   local label=$1 tag=$2
   write_cfg "$tmp/${tag}_truth.yaml" "$tag.h5" "$3" "$held"
   "$bindir/homodyne-synth" --config "$tmp/${tag}_truth.yaml" -o "$tmp/$tag.h5" --frames "$4" \
     --angles "$5" --contrast "$6" --offset "$7" --noise "$8" --seed "$9" -q || fail "synth $tag"
-  write_cfg "$tmp/${tag}_template.yaml" "$tag.h5" null "$held"
+  write_cfg "$tmp/${tag}_template.yaml" "$tag.h5" null "$held
+${10:-}"
   fit 1 "$tmp/${tag}_truth.yaml" "$tmp/${tag}_truth"
   fit 1 "$tmp/${tag}_template.yaml" "$tmp/${tag}_template"
   local chi_t chi_m st_m
@@ -121,7 +130,7 @@ study_case() {
 study_case "plateau edge" c \
   "[709.473531024265, -0.12688234694458578, 9.797179403769698, 16489.268411325087, 0.24127978734950928, 120.82662916219921, 442.00589611944844, 0.4920926618558905, 1.4192670715026736, 0.2985655739330765, -0.23462534696941517, 0.0, 0.007185938718428786, 0.2069866980861459]" \
   60 "27.8,57.8,87.8,117.8,147.8,177.8" 0.19294362136707396 0.9982894366599596 \
-  0.0011508247868556414 747640221
+  0.0011508247868556414 747640221 "$no_transport_scan"
 
 # 4. The mirror-symmetric start (tc012, a constant fraction): the registry start is its own
 # mirror, and the fit from it alone stays on the symmetric set (both populations with one
@@ -130,7 +139,7 @@ study_case "plateau edge" c \
 study_case "mirror-symmetric start" d \
   "[3332.099686475995, 0.16121326264934654, 55.88501475730844, 5761.016463555036, 0.2603066317342293, 70.27811323231246, 228.67705282251205, 0.2563675152785441, -1.3607384169971626, 0.44175853336623994, 0.0, 0.0, 0.05788537973266719, 1.8259603281833305]" \
   55 "33.7,69.7,105.7,141.7,177.7" 0.27388212963522224 0.9808774509609433 \
-  0.0009973221599624922 1473903183
+  0.0009973221599624922 1473903183 "$no_transport_scan"
 grep -q "mirror-symmetric start: the path from the sample fraction 0.55" <<<"$actions" || fail "no second-path action: $actions"
 
 # 5. Each path's answer gets a mirror check (tc001, a rising fraction): the first path ends
@@ -139,5 +148,14 @@ grep -q "mirror-symmetric start: the path from the sample fraction 0.55" <<<"$ac
 study_case "both paths' mirrors" e \
   "[544.223480110115, 0.12983125655121264, 4.362457723836979, 16023.277128819083, 0.1459952475705748, 198.72118646123562, 250.6878085640801, 0.16721286082577186, -0.18792836242414257, 0.1451264682830384, 0.25994570472785816, 0.0, 0.011445970653731596, -4.110910183010085]" \
   68 "0.3,36.3,72.3,108.3,144.3" 0.21312967733641824 0.991207974960677 \
-  0.0018810839838651775 370939063
+  0.0018810839838651775 370939063 "$no_transport_scan"
+# 6. The registry's start after a misfit from the transport scan's rate (tc007, a rising
+# fraction): from the scan's shared rate every path ends converged at 62x the minimum, far
+# above the noise floor; the registry start's paths then run and reach it.
+study_case "registry start after the transport scan" f \
+  "[3106.013059361856, -0.3507505384398699, 28.624698289103076, 3958.7052191537377, 0.19507668555293212, 60.331585284473135, 450.7924068744075, 0.2506525039293986, -3.4762467027397204, 0.22481435087263782, 0.19850170076134271, 0.0, 0.04017375575024416, -0.8875424531571969]" \
+  67 "14.8,59.8,104.8,149.8" 0.2946311435907245 1.0107542487084653 \
+  0.0012493000928091426 593861543
+grep -q "transport scan: the answer from its rate converged at chi2 [0-9.e+]* is a misfit" <<<"$actions" ||
+  fail "no action of the registry start after a misfit from the transport scan: $actions"
 echo PASS

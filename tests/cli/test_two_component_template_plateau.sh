@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # The xpcsjax two-component template as users copy it (its own tolerance/xtol/gtol of 1e-6,
 # `values: null`), pointed at a synthetic 4-angle set (phi 0, 5, 88, 92; slow reference, fast
-# sample, v0 = 5, constant fraction 0.4, every other physical parameter 0), at 2 ranks.
-# Before: the velocity scan's local fits made 0 iterations (their steps clipped v0 to 0, where
-# the model stops responding to it, and every step was rejected) and the answer was a stall at
-# 1.07x the minimum. Now the scan's local fits start from their own fitted scaling and one of
-# them reaches the minimum: the answer must be within 1.001x of the fit from the truth (default
-# settings), and labelled converged. A template answer labelled converged away from it fails.
+# sample, v0 = 5, constant fraction 0.4, every other physical parameter 0), at 2 ranks, with
+# 80 and with 150 frames.
+# - 80 frames. Before: the velocity scan's local fits made 0 iterations (their steps clipped
+#   v0 to 0, where the model stops responding to it, and every step was rejected) and the
+#   answer was a stall at 1.07x the minimum. Now the scan's local fits start from their own
+#   fitted scaling, and one of them reaches the minimum.
+# - 150 frames. Before: every path started from the registry's shared rate D0 = 1e4, which at
+#   q = 0.0237 decays within 2 frames; every local fit ended where the sample has decayed
+#   within a frame (chi2 184541 against the minimum's 3496, 53x the noise floor: a MISFIT,
+#   exit 5, after 2 minutes). Now the transport scan starts every path from the grid rate of
+#   lowest chi2.
+# In both the answer must be within 1.001x of the fit from the truth (default settings) and
+# labelled converged with exit 0. An answer labelled converged with exit 0 away from it fails
+# first, with its own message.
 set -uo pipefail
 bindir=$(cd "$1" && pwd); mpiexec=$2
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,28 +22,8 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
 fail() { echo "FAIL: $*"; exit 1; }
 names="[D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]"
-cat > "$tmp/truth.yaml" <<YAML
-analysis_mode: two_component
-analyzer_parameters:
-  dt: 0.1
-  scattering: {wavevector_q: 0.0237}
-experimental_data:
-  data_folder_path: $tmp
-  data_file_name: het.h5
-initial_parameters:
-  parameter_names: $names
-  values: [50, 0, 0, 300, 0, 0, 5, 0, 0, 0.4, 0, 0, 0, 0]
-YAML
-"$bindir/homodyne-synth" --config "$tmp/truth.yaml" -o "$tmp/het.h5" --frames 80 \
-  --angles "0,5,88,92" --contrast 0.5 --offset 1 --noise 0.002 --seed 1 -q || fail "synth"
-
-# The template, unchanged but for the data path.
 template=$src/tests/data/configs/xpcsjax/xpcsjax_two_component.yaml
 grep -q '^    tolerance: 1.0e-6' "$template" || fail "the template's tolerance is no longer 1e-6"
-sed -e "s#data_folder_path: \"./data/\"#data_folder_path: \"$tmp/\"#" \
-    -e 's#data_file_name: "sample_heterodyne.hdf"#data_file_name: "het.h5"#' \
-    "$template" > "$tmp/template.yaml"
-grep -q "data_file_name: \"het.h5\"" "$tmp/template.yaml" || fail "template data path not set"
 
 result() {  # result <dir>: chi2 and status
   "$py" - "$1" <<'PY'
@@ -44,32 +32,73 @@ d = json.load(open(sys.argv[1] + "/nlsq/parameters.json"))
 print(repr(d["chi_squared"]), d["convergence_status"])
 PY
 }
-(cd "$tmp" && "$mpiexec" -n 1 "$bindir/homodyne" --config truth.yaml -o ref > ref.log 2>&1)
-rc=$?
-[ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || { cat "$tmp/ref.log"; fail "truth fit exited $rc"; }
-read -r chi_ref st_ref < <(result "$tmp/ref")
+within() {  # within <chi2> <reference>: chi2 <= 1.001 x reference
+  "$py" -c "import sys; a,t=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" "$1" "$2"
+}
 
-# The template writes checkpoints into ./checkpoints: run it inside the temporary directory.
-(cd "$tmp" && "$mpiexec" -n 2 "$bindir/homodyne" --config template.yaml -o out > out.log 2>&1)
-rc=$?
-[ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || { cat "$tmp/out.log"; fail "template fit exited $rc"; }
-read -r chi st < <(result "$tmp/out")
-echo "truth start: chi2 $chi_ref ($st_ref); template: chi2 $chi ($st, exit $rc)"
-grep "velocity scan: from" "$tmp/out.log"
+run_case() {  # run_case <frames>: leaves chi_ref, chi, st, rc and the logs in $tmp/<frames>
+  local frames=$1 dir=$tmp/$1
+  mkdir -p "$dir"
+  cat > "$dir/truth.yaml" <<YAML
+analysis_mode: two_component
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0237}
+experimental_data:
+  data_folder_path: $dir
+  data_file_name: het.h5
+initial_parameters:
+  parameter_names: $names
+  values: [50, 0, 0, 300, 0, 0, 5, 0, 0, 0.4, 0, 0, 0, 0]
+YAML
+  "$bindir/homodyne-synth" --config "$dir/truth.yaml" -o "$dir/het.h5" --frames "$frames" \
+    --angles "0,5,88,92" --contrast 0.5 --offset 1 --noise 0.002 --seed 1 -q ||
+    fail "$frames frames: synth"
+  # The template, unchanged but for the data path.
+  sed -e "s#data_folder_path: \"./data/\"#data_folder_path: \"$dir/\"#" \
+      -e 's#data_file_name: "sample_heterodyne.hdf"#data_file_name: "het.h5"#' \
+      "$template" > "$dir/template.yaml"
+  grep -q "data_file_name: \"het.h5\"" "$dir/template.yaml" || fail "template data path not set"
 
-# Every answer labelled converged must be the minimum, and exit 0 only with that label.
-if [ "$st" = converged ]; then
-  [ "$rc" -eq 0 ] || fail "converged but exit $rc"
-  "$py" -c "import sys; a,t=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-    "$chi" "$chi_ref" || fail "template labelled converged at chi2 $chi, the minimum is $chi_ref"
-fi
-# The outcome itself: the minimum, reached through the velocity scan's local fits.
-"$py" -c "import sys; a,t=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-  "$chi" "$chi_ref" || fail "template chi2 $chi ($st, exit $rc) is above 1.001x the minimum $chi_ref"
-[ "$rc" -eq 0 ] || fail "template reached the minimum but exited $rc ($st)"
-best_scan=$(grep -o "velocity scan: from v0 [^:]*: [a-z_]* at chi2 [0-9.e+]*" "$tmp/out.log" |
+  (cd "$dir" && "$mpiexec" -n 1 "$bindir/homodyne" --config truth.yaml -o ref > ref.log 2>&1)
+  rc=$?
+  [ "$rc" -eq 0 ] || [ "$rc" -eq 4 ] || { cat "$dir/ref.log"; fail "$frames frames: truth fit exited $rc"; }
+  read -r chi_ref st_ref < <(result "$dir/ref")
+
+  # The template writes checkpoints into ./checkpoints: run it inside the case's directory.
+  (cd "$dir" && "$mpiexec" -n 2 "$bindir/homodyne" --config template.yaml -o out > out.log 2>&1)
+  rc=$?
+  if [ -f "$dir/out/nlsq/parameters.json" ]; then
+    read -r chi st < <(result "$dir/out")
+  else
+    chi=nan st=none
+  fi
+  echo "$frames frames: truth start: chi2 $chi_ref ($st_ref); template: chi2 $chi ($st, exit $rc)"
+  grep -E "transport scan:|velocity scan: from" "$dir/out.log" | grep -v "^ "
+  # Every answer labelled converged with exit 0 must be the minimum.
+  if [ "$st" = converged ] && [ "$rc" -eq 0 ]; then
+    within "$chi" "$chi_ref" ||
+      fail "$frames frames: template labelled converged (exit 0) at chi2 $chi, the minimum is $chi_ref"
+  fi
+  # The outcome itself: the minimum, labelled converged, exit 0.
+  within "$chi" "$chi_ref" || {
+    grep -E "verdict|^    - " "$dir/out.log"
+    fail "$frames frames: template chi2 $chi ($st, exit $rc) is above 1.001x the minimum $chi_ref"
+  }
+  [ "$rc" -eq 0 ] && [ "$st" = converged ] ||
+    fail "$frames frames: template reached the minimum but ended $st, exit $rc"
+}
+
+run_case 80
+# 80 frames: the minimum is reached through the velocity scan's local fits.
+best_scan=$(grep -o "velocity scan: from v0 [^:]*: [a-z_]* at chi2 [0-9.e+]*" "$tmp/80/out.log" |
   awk '{print $NF}' | sort -g | head -1)
-[ -n "$best_scan" ] || fail "no velocity-scan local fit in the log"
-"$py" -c "import sys; a,t=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-  "$best_scan" "$chi_ref" || fail "no velocity-scan local fit reached the minimum (best $best_scan)"
+[ -n "$best_scan" ] || fail "80 frames: no velocity-scan local fit in the log"
+within "$best_scan" "$chi_ref" ||
+  fail "80 frames: no velocity-scan local fit reached the minimum (best $best_scan)"
+
+run_case 150
+# 150 frames: every path starts from the transport scan's rate, not the registry's 1e4.
+grep -q "transport scan: .*where the paths start first" "$tmp/150/out.log" ||
+  fail "150 frames: the transport scan did not replace the registry's rate"
 echo PASS

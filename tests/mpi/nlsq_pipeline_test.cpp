@@ -7,10 +7,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <numbers>
 #include <string>
+#include <vector>
 
 #include "checkpoint/interrupt.h"
 #include "config/config_reader.h"
@@ -88,6 +91,23 @@ TEST(NlsqPipeline, Phi0RestartValuesAreMidpointsOfEqualParts) {
   EXPECT_EQ(Phi0RestartValues(-10.0, 10.0, 4), (std::vector<double>{-7.5, -2.5, 2.5, 7.5}));
   EXPECT_EQ(Phi0RestartValues(0.0, 3.0, 1), (std::vector<double>{1.5}));
   EXPECT_TRUE(Phi0RestartValues(0.0, 3.0, 0).empty());
+}
+
+TEST(NlsqPipeline, TransportScanRatesSpanDecayTimesFromTenWindowsToOneFrame) {
+  const double q = 0.0237, dt = 0.1;
+  const std::int64_t n = 150;
+  const std::vector<double> d = TransportScanRates(q, dt, n);
+  ASSERT_GE(d.size(), 2u);
+  const auto decay_time = [&](double rate) { return 1.0 / (q * q * rate); };
+  EXPECT_NEAR(decay_time(d.front()), 10.0 * dt * static_cast<double>(n), 1e-9);
+  EXPECT_GE(decay_time(d.back()), dt * (1.0 - 1e-12));  // never faster than a frame
+  EXPECT_LT(decay_time(d.back()), dt * std::numbers::sqrt2);
+  for (std::size_t k = 1; k < d.size(); ++k) {
+    EXPECT_NEAR(d[k] / d[k - 1], std::numbers::sqrt2, 1e-12);
+  }
+  EXPECT_TRUE(TransportScanRates(0.0, dt, n).empty());
+  EXPECT_TRUE(TransportScanRates(q, 0.0, n).empty());
+  EXPECT_TRUE(TransportScanRates(q, dt, 1).empty());
 }
 
 TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
