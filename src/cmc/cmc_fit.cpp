@@ -1101,6 +1101,10 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   GatheredShards gathered = GatherShards(world, local, shards.count, params.size());
 
   CmcRunResult result = ResultOfSettings(mode, params, sampler, shards);
+  result.n_angles = data.n_phi;
+  result.n_time_points = static_cast<int>(data.t_fit.size());
+  result.n_points = data.n_points;
+  result.q = data.meta().q_physics;
   result.known_sigma = cfg.optimization.cmc.known_sigma.value_or(0.0);
   result.sampled_coordinates = SampledCoordinates(cfg, sites);
   RunCollectively(world, [&] {
@@ -1299,8 +1303,17 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       per_angle.push_back({{"name", p.name}, {"mean", p.mean}, {"std", p.std}});
     }
   }
+  // homodyne's min_r_hat: the lowest R̂ of any sampled parameter (of the kept shards here).
+  double min_rhat = std::numeric_limits<double>::infinity();
+  for (const ShardDiagnostics& d : r.shards) {
+    if (!d.used) continue;
+    for (double v : d.rhat) {
+      if (std::isfinite(v)) min_rhat = std::min(min_rhat, v);
+    }
+  }
   const json convergence = {{"all_chains_converged", r.all_converged},
                             {"max_r_hat", r.max_rhat},
+                            {"min_r_hat", NumberOrNull(min_rhat)},
                             {"min_ess", r.min_ess},
                             {"acceptance_rate", r.acceptance_rate}};
   const json sampling = {
@@ -1311,7 +1324,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
       {"noise_sigma", NoiseSigmaJson(r)},
       {"total_samples",
        static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
-      {"computation_time", r.seconds}};
+      {"execution_time", r.seconds},     // homodyne's name
+      {"computation_time", r.seconds}};  // ours before
   WriteFileAtomically(dir / "parameters.json", json{{"timestamp", timestamp},
                                                     {"analysis_mode", r.analysis_mode},
                                                     {"method", "cmc"},
@@ -1341,6 +1355,13 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
             {{"convergence_status", r.all_converged ? "converged" : "not_converged"},
              {"quality_flag", flag}}},
            {"sampling_summary", sampling},
+           {"dataset_info",
+            {{"n_angles", r.n_angles},
+             {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
+             {"total_data_points",
+              static_cast<std::int64_t>(r.n_angles) * r.n_time_points * r.n_time_points},
+             {"fitted_pairs", r.n_points},
+             {"q_value", r.q}}},
            {"nlsq_comparison", comparison}}
               .dump(2) +
           "\n");

@@ -121,6 +121,12 @@ struct CmcRunResult {
   double min_ess = 0.0;
   double acceptance_rate = 0.0;
   double seconds = 0.0;
+  // The data sampled (analysis_results_cmc.json's dataset_info, as the NLSQ file's): angles,
+  // times of the fit grid (t = 0 excluded), fitted pairs of all angles, q.
+  int n_angles = 0;
+  int n_time_points = 0;
+  std::int64_t n_points = 0;
+  double q = 0.0;
   bool all_converged = false;  // every shard's max R̂ < 1.1
 };
 

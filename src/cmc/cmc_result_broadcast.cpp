@@ -76,6 +76,10 @@ void PackResult(Packer& p, CmcRunResult& r) {
   p(r.target_accept);
   p(r.known_sigma);
   p(r.sampled_coordinates);
+  p(r.n_angles);
+  p(r.n_time_points);
+  p(r.n_points);
+  p(r.q);
   p.Each(r.names, [&](std::string& n) { p(n); });
   p.Values(r.draws);
   p.Each(r.shard_draws, [&](std::vector<double>& d) { p.Values(d); });

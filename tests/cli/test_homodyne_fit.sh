@@ -153,6 +153,17 @@ a = json.load(open(os.path.join(sys.argv[1], "analysis_results_cmc.json")))
 cmp = {x["parameter"]: x for x in a["nlsq_comparison"]}
 assert set(cmp) == {"D0", "alpha", "D_offset"}, cmp
 assert all(isinstance(x["disagrees"], bool) for x in cmp.values())
+# homodyne's names: dataset_info, execution_time, convergence.min_r_hat.
+info = a["dataset_info"]
+n_t = info["n_time_points"]
+assert info["n_angles"] == 3 and n_t == 39 ** 2, info  # 40 frames, t = 0 not fitted
+assert info["total_data_points"] == 3 * n_t, info
+assert info["fitted_pairs"] == 3 * 39 * 38 // 2, info
+assert abs(info["q_value"] - 0.0054) < 1e-9, info
+assert a["sampling_summary"]["execution_time"] > 0, a["sampling_summary"]
+p = json.load(open(os.path.join(sys.argv[1], "parameters.json")))
+cv = p["convergence"]
+assert 0.9 < cv["min_r_hat"] <= cv["max_r_hat"], cv
 PY
 
 # --method cmc with the warm start read back from the previous run's NLSQ files; with
