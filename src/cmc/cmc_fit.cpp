@@ -1357,9 +1357,11 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
            {"sampling_summary", sampling},
            {"dataset_info",
             {{"n_angles", r.n_angles},
-             {"n_time_points", static_cast<std::int64_t>(r.n_time_points) * r.n_time_points},
-             {"total_data_points",
-              static_cast<std::int64_t>(r.n_angles) * r.n_time_points * r.n_time_points},
+             // homodyne's N²: the frames with t = 0 (the fit grid + 1), as the NLSQ file's.
+             {"n_time_points",
+              static_cast<std::int64_t>(r.n_time_points + 1) * (r.n_time_points + 1)},
+             {"total_data_points", static_cast<std::int64_t>(r.n_angles) * (r.n_time_points + 1) *
+                                       (r.n_time_points + 1)},
              {"fitted_pairs", r.n_points},
              {"q_value", r.q}}},
            {"nlsq_comparison", comparison}}

@@ -75,7 +75,9 @@ assert q["held_parameters"] == held, q
 # auto → averaged on 4 angles: homodyne counts the expanded vector (4 contrasts, 4 offsets,
 # 7 physics), less the 2 held.
 assert q["n_parameters"] == 2 * 4 + 7 - 2, q
-dof = a["dataset_info"]["total_data_points"] - q["n_parameters"]
+# The fit's points (t = 0 not fitted; dataset_info counts homodyne's N² with it).
+n_t = round(a["dataset_info"]["n_time_points"] ** 0.5) - 1
+dof = a["dataset_info"]["n_angles"] * n_t * n_t - q["n_parameters"]
 assert q["degrees_of_freedom"] == dof, (q, dof)
 assert abs(q["reduced_chi_squared"] - q["chi_squared"] / dof) <= 1e-14 * q["reduced_chi_squared"], q
 # A held parameter is never "at its bound", nor in the correlation analysis.

@@ -156,7 +156,7 @@ assert all(isinstance(x["disagrees"], bool) for x in cmp.values())
 # homodyne's names: dataset_info, execution_time, convergence.min_r_hat.
 info = a["dataset_info"]
 n_t = info["n_time_points"]
-assert info["n_angles"] == 3 and n_t == 39 ** 2, info  # 40 frames, t = 0 not fitted
+assert info["n_angles"] == 3 and n_t == 40 ** 2, info  # homodyne's N², the 40 frames
 assert info["total_data_points"] == 3 * n_t, info
 assert info["fitted_pairs"] == 3 * 39 * 38 // 2, info
 assert abs(info["q_value"] - 0.0054) < 1e-9, info

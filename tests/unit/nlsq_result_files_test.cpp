@@ -57,7 +57,8 @@ TEST(NlsqResultFiles, WritesHomodyneFilesWithItsKeys) {
   auto a = Read(dir / "nlsq" / "analysis_results_nlsq.json");
   EXPECT_EQ(a["method"], "nlsq");
   EXPECT_EQ(a["fit_quality"]["degrees_of_freedom"].get<std::int64_t>(), r.n_data - r.n_params);
-  EXPECT_EQ(a["dataset_info"]["n_time_points"].get<std::int64_t>(), 99 * 99);
+  // homodyne's N² with N the frames, t = 0 included (the fit grid has 99).
+  EXPECT_EQ(a["dataset_info"]["n_time_points"].get<std::int64_t>(), 100 * 100);
 
   auto c = Read(dir / "nlsq" / "convergence_metrics.json");
   EXPECT_EQ(c["convergence"]["status"], "converged");
