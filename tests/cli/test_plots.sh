@@ -90,6 +90,23 @@ check_pngs "$o"/nlsq/c2_heatmaps_phi_{0.0,60.0,120.0}deg.png "$o/nlsq/c2_diagona
   "$o"/cmc/trace_shard_0000{0,1}.png "$o/cmc/posterior_marginals.png" \
   "$o/cmc/corner_physics.png" "$o/cmc/convergence_summary.png"
 
+# A CMC result without an nlsq/ beside it (warm-started by --nlsq-result from elsewhere): the
+# corner and marginal plots take the NLSQ values from its analysis_results_cmc.json.
+mkdir -p "$tmp/cmc_only" && cp -r "$o/cmc" "$tmp/cmc_only/"
+"$py" - "$bindir/homodyne-plot" "$tmp/cmc_only" "$o" <<'PY' || fail "NLSQ estimates of a CMC-only result"
+import json, sys
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
+loader = SourceFileLoader("homodyne_plot", sys.argv[1])
+plot = module_from_spec(spec_from_loader("homodyne_plot", loader))
+loader.exec_module(plot)
+own = plot.nlsq_estimates(sys.argv[3])
+cmc_only = plot.nlsq_estimates(sys.argv[2])
+assert cmc_only and set(cmc_only) <= set(own), (cmc_only, own)
+for name, v in cmc_only.items():
+    assert v == own[name], (name, v, own[name])
+PY
+
 # run_report.yaml parses and holds the fields of the issue.
 "$py" - "$o/run_report.yaml" <<'PY' || exit 1
 import sys
