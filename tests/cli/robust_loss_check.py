@@ -21,10 +21,11 @@ import h5py
 import numpy as np
 from scipy.optimize import least_squares
 
+from loss_check_common import check_chi2_and_objective, compare_with_scipy, rho
+
 out, mode, loss, f_scale = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 dt, gap = float(sys.argv[5]), float(sys.argv[6])
 refit = "--no-refit" not in sys.argv[7:]
-SIGMA = 0.01
 laminar = mode == "laminar_flow"
 
 with h5py.File(out + "/nlsq/fitted_data.h5", "r") as f:
@@ -92,29 +93,9 @@ def residuals(x):  # homodyne's residual vector: unscaled
     return (data - model(x)).ravel()
 
 
-def rho(z):
-    if loss == "soft_l1":
-        return 2 * (np.sqrt(1 + z) - 1)
-    if loss == "huber":
-        return np.where(z <= 1, z, 2 * np.sqrt(z) - 1)
-    if loss == "cauchy":
-        return np.log1p(z)
-    if loss == "arctan":
-        return np.arctan(z)
-    return z
-
-
 res = json.load(open(out + "/nlsq/analysis_results_nlsq.json"))
 d = residuals(x_run)
-r = d / SIGMA
-chi2 = 2.0 * np.sum(r * r)
-chi2_run = res["fit_quality"]["chi_squared"]
-assert abs(chi2 - chi2_run) <= 1e-9 * chi2_run, ("plain chi2", chi2, chi2_run)
-objective = (2.0 * (f_scale / SIGMA) ** 2 * np.sum(rho((d / f_scale) ** 2))
-             if loss != "linear" else chi2)
-obj_run = res["loss"]["objective_value"]
-assert abs(objective - obj_run) <= 1e-9 * obj_run, ("objective", objective, obj_run)
-assert res["loss"]["loss"] == loss and abs(res["loss"]["f_scale"] - f_scale) < 1e-15, res["loss"]
+check_chi2_and_objective(res, d, loss, f_scale)
 if not refit:
     print(f"{mode} {loss}: chi2 and objective are the run's")
     sys.exit(0)
@@ -127,16 +108,9 @@ fit = least_squares(lambda u: residuals(u * scale), start / scale, jac="3-point"
                     method="trf", x_scale="jac", ftol=None, xtol=1e-15, gtol=1e-15,
                     max_nfev=2000)
 x_sp = fit.x * scale
-worst = 0.0
 names = [f"contrast_{k}" for k in range(n_phi)] + [f"offset_{k}" for k in range(n_phi)] + phys_names
-bad = []
-for name, a, b, sd in zip(names, x_run, x_sp, sd_run):
-    rel = abs(a - b) / max(abs(b), 1e-300)
-    ok = rel <= 1e-6 or abs(a - b) <= 1e-3 * sd
-    worst = max(worst, min(rel, abs(a - b) / sd if sd > 0 else np.inf))
-    if not ok:
-        bad.append((name, a, b, rel, sd))
-ours = 0.5 * f_scale ** 2 * np.sum(rho((residuals(x_run) / f_scale) ** 2))
+worst, bad = compare_with_scipy(names, x_run, x_sp, sd_run)
+ours = 0.5 * f_scale ** 2 * np.sum(rho(loss, (d / f_scale) ** 2))
 print(f"{mode} {loss} f_scale {f_scale}: scipy status {fit.status} nfev {fit.nfev}; worst "
       f"{worst:.2e}; cost ours {ours:.15e} scipy {fit.cost:.15e}; "
       f"status {res['optimization_summary']['convergence_status']}")

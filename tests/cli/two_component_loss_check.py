@@ -30,9 +30,10 @@ import h5py
 import numpy as np
 from scipy.optimize import least_squares
 
+from loss_check_common import check_chi2_and_objective, compare_with_scipy, rho
+
 NAMES = ["D0_ref", "alpha_ref", "D_offset_ref", "D0_sample", "alpha_sample", "D_offset_sample",
          "v0", "v_beta", "v_offset", "f0", "f1", "f2", "f3", "phi0_het"]
-SIGMA = 0.01
 
 
 def power(t, e):
@@ -107,18 +108,6 @@ def self_check():
         assert err <= 1e-12, (case["name"], err)
         worst = max(worst, err)
     print(f"numpy two_component model: {len(ref['cases'])} reference cases, worst {worst:.1e}")
-
-
-def rho(loss, z):
-    if loss == "soft_l1":
-        return 2 * (np.sqrt(1 + z) - 1)
-    if loss == "huber":
-        return np.where(z <= 1, z, 2 * np.sqrt(z) - 1)
-    if loss == "cauchy":
-        return np.log1p(z)
-    if loss == "arctan":
-        return np.arctan(z)
-    return z
 
 
 def report_bounds(path):
@@ -206,16 +195,8 @@ def main():
         return (data - model.c2(*unpack(x))).ravel()
 
     d = residuals(x_run)
-    chi2 = 2.0 * np.sum((d / SIGMA) ** 2)
-    chi2_run = res["fit_quality"]["chi_squared"]
-    assert chi2_run == p["chi_squared"], (chi2_run, p["chi_squared"])
-    assert abs(chi2 - chi2_run) <= 1e-9 * chi2_run, ("plain chi2", chi2, chi2_run)
-    objective = (2.0 * (f_scale / SIGMA) ** 2 * np.sum(rho(loss, (d / f_scale) ** 2))
-                 if loss != "linear" else chi2)
-    obj_run = res["loss"]["objective_value"]
-    assert abs(objective - obj_run) <= 1e-9 * obj_run, ("objective", objective, obj_run)
-    assert res["loss"]["loss"] == loss and abs(res["loss"]["f_scale"] - f_scale) < 1e-15, \
-        res["loss"]
+    assert res["fit_quality"]["chi_squared"] == p["chi_squared"], p["chi_squared"]
+    check_chi2_and_objective(res, d, loss, f_scale)
 
     # Scaled for SciPy (D0 ~ 1e4 next to fractions ~ 0.3); the start 0.3 % away, inside.
     scale = np.where(np.abs(x_run) > 0, np.abs(x_run), 1.0)
@@ -224,13 +205,7 @@ def main():
                         f_scale=f_scale, bounds=(lower / scale, upper / scale), method="trf",
                         x_scale="jac", ftol=None, xtol=1e-15, gtol=1e-15, max_nfev=2000)
     x_sp = fit.x * scale
-    worst, bad = 0.0, []
-    for name, a, b, sd in zip(names, x_run, x_sp, sd_run):
-        rel = abs(a - b) / max(abs(b), 1e-300)
-        ok = rel <= 1e-6 or abs(a - b) <= 1e-3 * sd
-        worst = max(worst, min(rel, abs(a - b) / sd if sd > 0 else np.inf))
-        if not ok:
-            bad.append((name, a, b, rel, abs(a - b) / sd if sd > 0 else np.inf))
+    worst, bad = compare_with_scipy(names, x_run, x_sp, sd_run)
     ours = 0.5 * f_scale ** 2 * np.sum(rho(loss, (d / f_scale) ** 2))
     at_bound = [k for k, a, lo, hi in zip(names, x_sp, lower, upper) if a <= lo or a >= hi]
     print(f"two_component {loss} f_scale {f_scale} ({layout}, {len(x_run)} free): scipy status "
