@@ -38,6 +38,11 @@ namespace {
 constexpr double kInitialLambda = 0.1;
 constexpr double kAcceptRatio = 1e-4;
 constexpr double kMaxLambda = 1e16;
+// λ never shrinks below this (the reciprocal of the largest trust region Ceres allows): on a
+// long crawl of accepted steps Nielsen's rule (×1/3 each) underflowed λ to 0 after ~650
+// steps, and a rejected step then multiplied 0 by ν until 0·∞ = NaN, after which no damped
+// system could be solved and the step loop never ended (a two-component fit hung).
+constexpr double kMinLambda = 1e-16;
 constexpr int kMaxRecoveries = 2;
 constexpr double kPlateauMargin = 10.0;
 
@@ -219,7 +224,8 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       const double sn = step.ok ? ScaledNorm(step.s, scale) : 0.0;
       const bool negligible =
           step.ok && sn <= options.xtol * (ScaledNorm(st.x, scale) + options.xtol);
-      if (negligible || st.lambda > kMaxLambda) {
+      // !(λ ≤ max) also catches a NaN damping (a corrupt resumed state).
+      if (negligible || !(st.lambda <= kMaxLambda)) {
         if (st.recoveries >= kMaxRecoveries) break;
         // Restart the damping and forget the scaling history: a different step from the
         // same best point.
@@ -231,7 +237,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
         continue;
       }
       if (!step.ok || !(step.predicted > 0.0)) {
-        st.lambda *= st.nu;
+        st.lambda = std::max(st.lambda * st.nu, kMinLambda);
         st.nu *= 2.0;
         continue;
       }
@@ -255,13 +261,13 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
         st.x = std::move(trial);
         st.equations = std::move(eq);
         const double t = 2.0 * rho - 1.0;
-        st.lambda *= std::max(1.0 / 3.0, 1.0 - t * t * t);
+        st.lambda = std::max(st.lambda * std::max(1.0 / 3.0, 1.0 - t * t * t), kMinLambda);
         st.nu = 2.0;
         UpdateScale(st.scale, st.equations);
         step_norm = sn;
         accepted = true;
       } else {
-        st.lambda *= st.nu;
+        st.lambda = std::max(st.lambda * st.nu, kMinLambda);
         st.nu *= 2.0;
       }
     }

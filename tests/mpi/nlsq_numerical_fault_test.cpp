@@ -115,5 +115,44 @@ TEST(NumericalFaults, PlateauStartIsStalledNeverConverged) {
   EXPECT_THAT(n.message, ::testing::HasSubstr("parameter(s) k here (a plateau"));
 }
 
+// r = (atan(x), 0.5) (a constant residual, so that the minimum is not a zero-residual one
+// where the relative optimality tests cannot hold): from x = 3 the Gauss–Newton step overshoots to where |r| is larger, so an
+// undamped step is rejected. A state whose damping has shrunk to 0 (Nielsen's rule over a
+// long crawl underflowed it once) must still end: the damping grows from its floor instead
+// of staying 0 until 0·∞ = NaN made every step unsolvable and the loop never ended.
+class AtanProblem : public LeastSquaresProblem {
+ public:
+  int num_parameters() const override { return 1; }
+  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+    const double r = std::atan(x[0]);
+    const double j = 1.0 / (1.0 + x[0] * x[0]);
+    out.chi2 = r * r + 0.25;
+    out.n_points = 2;
+    if (with_derivatives) {
+      out.gradient = {j * r};
+      out.hessian = {j * j};
+    }
+  }
+};
+
+TEST(NumericalFaults, ADampingShrunkToZeroStillEnds) {
+  AtanProblem problem;
+  SolverState state;
+  state.x = {3.0};
+  problem.Evaluate(state.x, true, state.equations);
+  state.lambda = 0.0;
+  state.nu = 2.0;
+  state.scale = {std::sqrt(state.equations.hessian[0])};
+  state.chi2_history = {state.equations.chi2};
+  SolverHooks hooks;
+  hooks.resume = &state;
+  SolverOptions options;
+  options.max_iterations = 200;
+  const SolverSummary s = SolveBounded(problem, {3.0}, {-10.0}, {10.0}, options, {}, hooks);
+  EXPECT_EQ(s.termination, Termination::kConverged) << s.BriefReport();
+  ASSERT_EQ(s.x.size(), 1u);
+  EXPECT_NEAR(s.x[0], 0.0, 1e-4) << s.BriefReport();
+  EXPECT_TRUE(std::isfinite(s.final_state.lambda) && s.final_state.lambda > 0.0) << s.BriefReport();
+}
 }  // namespace
 }  // namespace homodyne::nlsq
