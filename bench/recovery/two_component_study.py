@@ -83,6 +83,47 @@ def draw_dataset(seed, index):
             "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
 
 
+def draw_dataset_broad(seed, index):
+    """The draws issue-level acceptance asks for: each population's D0 log-uniform over 1.5-2
+    decades, alpha in [-0.5, 0.3], v0 over 1.5 decades, f0 in [0.25, 0.75], 4-6 angles with
+    close pairs near 0 and 90 degrees (as 0/5/88/92), 100-200 frames."""
+    rng = np.random.default_rng([seed, 7919, index])
+    frames = int(rng.integers(100, 201))
+    base = float(rng.uniform(-10.0, 10.0))
+    angles = [base, base + float(rng.uniform(3.0, 8.0)),
+              base + 90.0 + float(rng.uniform(-4.0, 0.0)),
+              base + 90.0 + float(rng.uniform(1.0, 4.0))]
+    for _ in range(int(rng.integers(0, 3))):
+        angles.append(base + float(rng.uniform(20.0, 160.0)))
+    angles = sorted(round(a, 1) for a in angles)
+    d_ref = rs.loguniform(rng, 300.0, 10000.0)
+    d_s = rs.loguniform(rng, 1000.0, 100000.0)
+    kind = index % 3
+    f1 = 0.0 if kind == 0 else (1 if kind == 1 else -1) * float(rng.uniform(0.02, 0.1))
+    t_end = frames * DT
+    f0 = float(rng.uniform(0.25, 0.75))
+    # Keep f_s(t) inside (0.1, 0.9) over the window so the soft clip stays the identity.
+    hi = f0 * math.exp(max(f1, 0.0) * t_end)
+    lo = f0 * math.exp(min(f1, 0.0) * t_end)
+    f0 = f0 if hi < 0.85 else f0 * 0.85 / hi
+    f0 = f0 if lo > 0.12 else f0 * 0.12 / lo if f0 * 0.12 / lo * math.exp(max(f1, 0.0) * t_end) < 0.85 else f0
+    p = {"D0_ref": d_ref, "alpha_ref": float(rng.uniform(-0.5, 0.3)),
+         "D_offset_ref": float(d_ref * rng.uniform(0.0, 0.02)),
+         "D0_sample": d_s, "alpha_sample": float(rng.uniform(-0.5, 0.3)),
+         "D_offset_sample": float(d_s * rng.uniform(0.0, 0.02)),
+         "v0": rs.loguniform(rng, 30.0, 1000.0), "v_beta": float(rng.uniform(0.1, 0.9)),
+         "v_offset": float(rng.uniform(-5.0, 5.0)),
+         "f0": f0, "f1": f1, "f2": 0.0, "f3": float(rng.uniform(0.0, 0.05)),
+         "phi0_het": float(rng.uniform(-5.0, 5.0))}
+    return {"id": f"tb{index:03d}", "index": index, "mode": "two_component",
+            "angles": angles, "frames": frames, "truth": p, "draws": "broad",
+            "fraction": ["constant", "rising", "falling"][kind],
+            "contrast": float(rng.uniform(0.1, 0.5)),
+            "offset": float(1.0 + rng.uniform(-0.02, 0.02)),
+            "noise": rs.loguniform(rng, 5e-4, 2e-3),
+            "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
+
+
 def base_config(ds, data_dir):
     return {"analysis_mode": "two_component",
             "analyzer_parameters": {"dt": DT, "scattering": {"wavevector_q": Q}},
@@ -262,6 +303,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--datasets", type=int, default=20)
     ap.add_argument("--seed", type=int, default=2027)
+    ap.add_argument("--draws", choices=["narrow", "broad"], default="narrow",
+                    help="narrow: the first study's draws; broad: the beamline spread "
+                    "(draw_dataset_broad)")
     ap.add_argument("--ranks", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--configs", default="truth,template")
@@ -307,7 +351,8 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     git = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
                           "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
-    datasets = [draw_dataset(args.seed, i) for i in range(args.datasets)]
+    draw = draw_dataset_broad if args.draws == "broad" else draw_dataset
+    datasets = [draw(args.seed, i) for i in range(args.datasets)]
     records = []
     for i, ds in enumerate(datasets):
         ds_dir = os.path.join(work, "datasets", ds["id"])
