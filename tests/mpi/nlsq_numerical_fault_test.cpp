@@ -116,10 +116,10 @@ TEST(NumericalFaults, PlateauStartIsStalledNeverConverged) {
 }
 
 // r = (atan(x), 0.5) (a constant residual, so that the minimum is not a zero-residual one
-// where the relative optimality tests cannot hold): from x = 3 the Gauss–Newton step overshoots to where |r| is larger, so an
-// undamped step is rejected. A state whose damping has shrunk to 0 (Nielsen's rule over a
-// long crawl underflowed it once) must still end: the damping grows from its floor instead
-// of staying 0 until 0·∞ = NaN made every step unsolvable and the loop never ended.
+// where the relative optimality tests cannot hold): from x = 3 the Gauss–Newton step overshoots to
+// where |r| is larger, so an undamped step is rejected. A state whose damping has shrunk to 0
+// (Nielsen's rule over a long crawl underflowed it once) must still end: the damping grows from its
+// floor instead of staying 0 until 0·∞ = NaN made every step unsolvable and the loop never ended.
 class AtanProblem : public LeastSquaresProblem {
  public:
   int num_parameters() const override { return 1; }
