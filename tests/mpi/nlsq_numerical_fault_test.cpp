@@ -8,10 +8,10 @@
 #include <cmath>
 #include <limits>
 
+#include "lsq/bounded_solver.h"
 #include "mpi_test_env.h"
-#include "nlsq/bounded_solver.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 namespace {
 
 // One residual r = x − 5 (replicated on every rank, no communication), whose model is
@@ -116,4 +116,4 @@ TEST(NumericalFaults, PlateauStartIsStalledNeverConverged) {
 }
 
 }  // namespace
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

@@ -1,4 +1,4 @@
-#include "nlsq/multistart.h"
+#include "global/multistart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +14,10 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
 #include "core/error.h"
-#include "nlsq/latin_hypercube.h"
+#include "global/latin_hypercube.h"
 #include "parallel/collective.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 // Runs fn and returns what it threw (null if nothing), for AgreeOnError.
@@ -70,9 +70,10 @@ void ShareSlots(const Comm& world, std::vector<double>& v) {
 
 }  // namespace
 
-NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
-                               const NlsqRunOptions& options, const MultiStartOptions& ms,
-                               const Logger& logger, MultiStartSummary* summary) {
+nlsq::NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
+                                     const nlsq::NlsqRunOptions& options,
+                                     const MultiStartOptions& ms, const Logger& logger,
+                                     MultiStartSummary* summary) {
   ms.Validate();
   const int n_total = ms.n_starts + 1;
   int groups = std::min(world.size(), n_total);
@@ -84,7 +85,7 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
               ms.n_starts, groups);
 
   // Each group loads the data over its own ranks.
-  NlsqRunOptions quiet = options;
+  nlsq::NlsqRunOptions quiet = options;
   quiet.print_progress = false;
   quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
   // Errors inside a group are agreed on by that group only; each group phase therefore
@@ -93,10 +94,10 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   // `cond ? logger : Logger::Silent()` temporary would dangle; AddressSanitizer found it).
   const Logger silent = Logger::Silent();
   const Logger& session_logger = group == 0 ? logger : silent;
-  std::optional<XpcsFitSession> session_holder;
+  std::optional<nlsq::XpcsFitSession> session_holder;
   AgreeOnError(
       world, CaptureError([&] { session_holder.emplace(group_comm, cfg, quiet, session_logger); }));
-  XpcsFitSession& session = *session_holder;
+  nlsq::XpcsFitSession& session = *session_holder;
   const std::size_t n = session.x0().size();
 
   MultiStartSummary s;
@@ -178,7 +179,7 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
                    if (j >= kept.size()) return;
                    const auto i = static_cast<std::size_t>(kept[j]);
                    if (outcomes[i * stride] != 0.0) return;  // solved before an interruption
-                   const SolverSummary r = session.Solve(s.starts[i].start, false);
+                   const nlsq::SolverSummary r = session.Solve(s.starts[i].start, false);
                    checkpoint::MaybeKill("multistart_start", ++solved_here);
                    if (!group_root) return;
                    double* o = fresh.data() + i * stride;
@@ -268,9 +269,9 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
 
   // The final answer: group 0 polishes the best point (a few iterations at most) and
   // computes uncertainties and the report there.
-  NlsqRunResult result;
+  nlsq::NlsqRunResult result;
   if (group == 0) {
-    const SolverSummary polished =
+    const nlsq::SolverSummary polished =
         session.Solve(s.starts[static_cast<std::size_t>(s.best)].x, options.print_progress);
     result = session.Finish(polished);
     for (const auto& w : result.report.quality_warnings) logger.Warn("{}", w);
@@ -318,4 +319,4 @@ std::string MultiStartSummary::ToJson() const {
   return j.dump(2) + "\n";
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global
