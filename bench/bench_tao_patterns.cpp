@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bench_env.h"
-#include "nlsq/bounded_solver.h"
+#include "lsq/bounded_solver.h"
 #include "parallel/tile_sum.h"
 
 namespace {
@@ -35,12 +35,12 @@ Data MakeData(const homodyne::Comm& comm) {
   return d;
 }
 
-class Replicated : public homodyne::nlsq::LeastSquaresProblem {
+class Replicated : public homodyne::lsq::LeastSquaresProblem {
  public:
   Replicated(const homodyne::Comm& c, const Data& d) : comm_(c), d_(d) {}
   int num_parameters() const override { return 3; }
   void Evaluate(std::span<const double> x, bool deriv,
-                homodyne::nlsq::NormalEquations& out) override {
+                homodyne::lsq::NormalEquations& out) override {
     ++(deriv ? jacobian_passes : residual_passes);
     const int tiles = 64;
     const std::size_t w = deriv ? 13 : 1;
@@ -79,14 +79,14 @@ class Replicated : public homodyne::nlsq::LeastSquaresProblem {
 void BM_ReplicatedBnls(benchmark::State& state) {
   const auto& world = homodyne::bench::BenchEnvironment().world();
   const Data d = MakeData(world);
-  homodyne::nlsq::SolverSummary s;
+  homodyne::lsq::SolverSummary s;
   int rp = 0, jp = 0;
   for (auto _ : state) {
     const double t0 = MPI_Wtime();
     Replicated problem(world, d);
-    homodyne::nlsq::SolverOptions o;
+    homodyne::lsq::SolverOptions o;
     o.print_petsc_monitors = false;
-    s = homodyne::nlsq::SolveBounded(problem, {1, 0.5, 0}, {0, 0, -1}, {10, 0.8, 1}, o);
+    s = homodyne::lsq::SolveBounded(problem, {1, 0.5, 0}, {0, 0, -1}, {10, 0.8, 1}, o);
     rp = problem.residual_passes;
     jp = problem.jacobian_passes;
     double dt = MPI_Wtime() - t0, slowest = 0;

@@ -1,7 +1,7 @@
 // homodyne/nlsq.h: the public options become the typed config the YAML reader also
 // builds (config::Config, resolved by the same ResolveParameters), the in-memory data an
 // io::DatasetView (no copy of the matrices), and the fit is the one `homodyne --config` runs
-// (nlsq::RunNlsqPipeline).
+// (global::RunNlsqPipeline).
 #include <cmath>
 #include <string>
 #include <vector>
@@ -13,11 +13,11 @@
 #include "config/parameters.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "global/fit_pipeline.h"
 #include "homodyne/nlsq.h"
 #include "io/dataset.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
-#include "nlsq/fit_pipeline.h"
 #include "parallel/comm.h"
 #include "translate.h"
 
@@ -120,23 +120,23 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   run.threads = options.threads;
   run.print_progress = options.print_progress;
   const Logger logger(c.rank(), options.print_progress ? LogLevel::kInfo : LogLevel::kError);
-  const nlsq::NlsqRunResult r = nlsq::RunNlsqPipeline(c, cfg, run, logger);
+  const nlsq::NlsqRunResult r = global::RunNlsqPipeline(c, cfg, run, logger);
 
   NlsqSummary s;
   const nlsq::FitReport& rep = r.report;
   // The solver's termination, as Finish turns it into convergence_status.
   switch (r.summary.termination) {
-    case nlsq::Termination::kConverged:
+    case lsq::Termination::kConverged:
       s.status = NlsqStatus::kConverged;
       break;
-    case nlsq::Termination::kStalled:
+    case lsq::Termination::kStalled:
       s.status = NlsqStatus::kStalled;
       break;
-    case nlsq::Termination::kMaxIterations:
+    case lsq::Termination::kMaxIterations:
       s.status = NlsqStatus::kMaxIterations;
       break;
-    case nlsq::Termination::kNumericalFailure:
-    case nlsq::Termination::kFailure:
+    case lsq::Termination::kNumericalFailure:
+    case lsq::Termination::kFailure:
       s.status = NlsqStatus::kFailed;
       break;
   }

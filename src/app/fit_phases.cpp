@@ -25,9 +25,9 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
   const auto& multi_start = scope.cfg.optimization.nlsq.multi_start;
   // CMA-ES (when enabled and selected) has priority over multistart, as in homodyne.
   const auto global = RunCollectively(scope.comm, [&] {
-    return nlsq::GlobalStageOptions::FromConfig(scope.cfg.optimization.nlsq.cmaes);
+    return global::GlobalStageOptions::FromConfig(scope.cfg.optimization.nlsq.cmaes);
   });
-  const nlsq::GlobalSelection selection = nlsq::SelectGlobalStage(scope.cfg, global);
+  const global::GlobalSelection selection = global::SelectGlobalStage(scope.cfg, global);
   if (global.enable) {
     std::string note;
     if (selection.run && multi_start.enable) {
@@ -40,17 +40,17 @@ NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& opti
   }
   if (multi_start.enable && !selection.run) {
     const auto ms = RunCollectively(
-        scope.comm, [&] { return nlsq::MultiStartOptions::FromConfig(multi_start); });
+        scope.comm, [&] { return global::MultiStartOptions::FromConfig(multi_start); });
     out.multistart.emplace();
     out.result =
-        nlsq::RunMultiStartFit(scope.comm, scope.cfg, options, ms, scope.log, &*out.multistart);
+        global::RunMultiStartFit(scope.comm, scope.cfg, options, ms, scope.log, &*out.multistart);
   } else {
-    out.result = nlsq::RunNlsqPipeline(scope.comm, scope.cfg, options, scope.log);
+    out.result = global::RunNlsqPipeline(scope.comm, scope.cfg, options, scope.log);
   }
   // Multistart groups hold different solves; the root holds the answer.
   const bool root = scope.comm.is_root();
   int verdict[3] = {root && out.result.summary.IsUsable() ? 1 : 0,
-                    root && out.result.summary.termination == nlsq::Termination::kConverged ? 1 : 0,
+                    root && out.result.summary.termination == lsq::Termination::kConverged ? 1 : 0,
                     root && !out.result.report.misfit_reasons.empty() ? 1 : 0};
   MPI_Bcast(verdict, 3, MPI_INT, 0, scope.comm.get());
   out.usable = verdict[0] != 0;

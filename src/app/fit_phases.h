@@ -14,9 +14,9 @@
 #include "config/config.h"
 #include "core/log.h"
 #include "core/phase_timer.h"
-#include "nlsq/fit_pipeline.h"
-#include "nlsq/global_stage.h"
-#include "nlsq/multistart.h"
+#include "global/fit_pipeline.h"
+#include "global/global_stage.h"
+#include "global/multistart.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
@@ -36,7 +36,7 @@ struct FitScope {
 // The NLSQ phase's outcome. `result` is complete on the communicator's root.
 struct NlsqOutcome {
   nlsq::NlsqRunResult result;
-  std::optional<nlsq::MultiStartSummary> multistart;  // optimization.nlsq.multi_start.enable
+  std::optional<global::MultiStartSummary> multistart;  // optimization.nlsq.multi_start.enable
   bool ran = true;         // false: CMC without an NLSQ run (none, or a loaded warm start)
   bool usable = false;     // the root's verdict, the same on every rank
   bool converged = false;  // the root's verdict: termination is kConverged (else exit 4)

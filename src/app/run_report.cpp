@@ -233,7 +233,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
 
   if (r != nullptr && !r->expanded.empty()) {
-    // What the pipeline did beyond the local fit (nlsq/fit_pipeline.h).
+    // What the pipeline did beyond the local fit (global/fit_pipeline.h).
     y << YAML::Key << "recovery_actions" << YAML::Value << r->report.recovery_actions;
     const nlsq::AntiDegeneracyReport& a = r->report.anti_degeneracy;
     y << YAML::Key << "anti_degeneracy" << YAML::Value << YAML::BeginMap;
@@ -285,7 +285,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
 
   if (r != nullptr && !r->expanded.empty() && r->report.global_search) {
-    // The CMA-ES global stage (nlsq/global_stage.h): what ran, which answer was kept.
+    // The CMA-ES global stage (global/global_stage.h): what ran, which answer was kept.
     const nlsq::GlobalSearchReport& g = *r->report.global_search;
     y << YAML::Key << "global_search" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "method" << YAML::Value << g.method;

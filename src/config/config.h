@@ -164,7 +164,7 @@ struct MultiStart {
   double degeneracy_threshold{};
 };
 
-// optimization.nlsq.cmaes (the CMA-ES global stage, src/nlsq/global_stage.h).
+// optimization.nlsq.cmaes (the CMA-ES global stage, src/global/global_stage.h).
 struct Cmaes {
   bool enable{};
   std::string preset;                  // cmaes-fast | cmaes | cmaes-global

@@ -20,7 +20,7 @@ std::string DescribeDirection(const WeakDirection& w) {
 }
 
 DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
-                                         const CovarianceResult& cov,
+                                         const lsq::CovarianceResult& cov,
                                          const std::vector<bool>& at_lower,
                                          const std::vector<bool>& at_upper) {
   const auto n = names.size();

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "nlsq/covariance.h"
+#include "lsq/covariance.h"
 
 namespace homodyne::nlsq {
 
@@ -43,10 +43,10 @@ struct DegeneracyDiagnostics {
 // "0.74·D_offset − 0.67·D0": the direction's components, the largest first.
 std::string DescribeDirection(const WeakDirection& w);
 
-// `cov` is CovarianceFromNormalEquations of JᵀJ at the answer, in the order of `names`
+// `cov` is lsq::CovarianceFromNormalEquations of JᵀJ at the answer, in the order of `names`
 // (its covariance and its equilibrated eigensystem); at_lower/at_upper per parameter.
 DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
-                                         const CovarianceResult& cov,
+                                         const lsq::CovarianceResult& cov,
                                          const std::vector<bool>& at_lower,
                                          const std::vector<bool>& at_upper);
 

@@ -46,7 +46,7 @@ void CheckpointSettings::Validate() const {
 }
 
 void NlsqSolverState::Store(CheckpointRecord& r, const std::string& p) const {
-  const nlsq::SolverState& s = solver;
+  const lsq::SolverState& s = solver;
   r.PutText(p + "tag", tag);
   r.PutInts(p + "counters",
             {s.iteration, s.evaluations, s.objective_evaluations, s.recoveries, finished ? 1 : 0});
@@ -63,7 +63,7 @@ void NlsqSolverState::Store(CheckpointRecord& r, const std::string& p) const {
 
 NlsqSolverState NlsqSolverState::Load(const CheckpointRecord& r, const std::string& p) {
   NlsqSolverState out;
-  nlsq::SolverState& s = out.solver;
+  lsq::SolverState& s = out.solver;
   out.tag = r.Text(p + "tag");
   const auto& c = r.Ints(p + "counters");
   HOMODYNE_CHECK(c.size() == 5, "NLSQ checkpoint counters have the wrong size");
@@ -88,10 +88,10 @@ NlsqSolverState NlsqSolverState::Load(const CheckpointRecord& r, const std::stri
   return out;
 }
 
-nlsq::SolverSummary SolveWithCheckpoints(
-    const Comm& comm, nlsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
+lsq::SolverSummary SolveWithCheckpoints(
+    const Comm& comm, lsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
     const std::vector<double>& lower, const std::vector<double>& upper,
-    const nlsq::SolverOptions& options, const nlsq::IterationCallback& callback,
+    const lsq::SolverOptions& options, const lsq::IterationCallback& callback,
     const CheckpointSettings& settings, const std::string& data_description, const Logger& logger) {
   settings.Validate();
   if (settings.enabled && options.UsesTao()) {
@@ -126,20 +126,20 @@ nlsq::SolverSummary SolveWithCheckpoints(
     }
   }
 
-  auto record = [&](const nlsq::SolverState& s, bool finished) {
+  auto record = [&](const lsq::SolverState& s, bool finished) {
     CheckpointRecord r;
     NlsqSolverState{"fit", s, finished}.Store(r, "nlsq.");
     return r;
   };
-  nlsq::SolverHooks hooks;
+  lsq::SolverHooks hooks;
   if (resumed) hooks.resume = &resumed->solver;
   // The state a stop request inside a data pass saves: the last complete one (the start, or
   // the last accepted step). Resumed from it, the solve repeats the cut pass and goes on
   // with the same steps.
-  std::optional<nlsq::SolverState> last;
+  std::optional<lsq::SolverState> last;
   if (resumed) last = resumed->solver;
-  hooks.at_start = [&](const nlsq::SolverState& s) { last = s; };
-  hooks.after_iteration = [&](const nlsq::SolverState& s) {
+  hooks.at_start = [&](const lsq::SolverState& s) { last = s; };
+  hooks.after_iteration = [&](const lsq::SolverState& s) {
     last = s;
     MaybeKill("nlsq_iter", s.iteration);
     MaybeSignal("nlsq_iter", s.iteration, comm.rank());
@@ -159,16 +159,16 @@ nlsq::SolverSummary SolveWithCheckpoints(
   // pass at the start runs to its end). PETSc/TAO's state cannot be saved: its passes are
   // not cut, and a stop waits for the iteration's end.
   struct StopCheck {
-    nlsq::LeastSquaresProblem& problem;
+    lsq::LeastSquaresProblem& problem;
     ~StopCheck() { problem.SetStopCheck({}); }
   } stop_check{problem};
   if (settings.stop_on_signal && !options.UsesTao()) {
     problem.SetStopCheck([&last] { return last.has_value() && LocalStopSignal() != 0; });
   }
-  nlsq::SolverSummary summary;
+  lsq::SolverSummary summary;
   try {
-    summary = nlsq::SolveBounded(problem, x0, lower, upper, options, callback, hooks);
-  } catch (const nlsq::PassInterrupted&) {
+    summary = lsq::SolveBounded(problem, x0, lower, upper, options, callback, hooks);
+  } catch (const lsq::PassInterrupted&) {
     const auto path = store.Write(record(*last, false));
     throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
   }

@@ -1,4 +1,4 @@
-// NLSQ with checkpoints: the solver's complete state (nlsq::SolverState) written every
+// NLSQ with checkpoints: the solver's complete state (lsq::SolverState) written every
 // checkpoint_frequency accepted steps and when the solve ends, resume from the newest valid
 // checkpoint, and a graceful stop on SIGTERM/SIGUSR1 (checkpoint, exit 75).
 //
@@ -15,7 +15,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "config/config.h"
 #include "core/log.h"
-#include "nlsq/bounded_solver.h"
+#include "lsq/bounded_solver.h"
 #include "parallel/comm.h"
 
 namespace homodyne::checkpoint {
@@ -54,21 +54,21 @@ inline std::optional<CheckpointSettings> InSubfolder(const std::optional<Checkpo
 // The solver state at an iteration boundary, as a checkpoint holds it.
 struct NlsqSolverState {
   std::string tag;  // which solve ("fit", …)
-  nlsq::SolverState solver;
+  lsq::SolverState solver;
   bool finished = false;  // written after the solve ended
 
   void Store(CheckpointRecord& r, const std::string& prefix) const;
   static NlsqSolverState Load(const CheckpointRecord& r, const std::string& prefix);
 };
 
-// Collective over `comm`. Like nlsq::SolveBounded, with checkpoints/resume/signals as
+// Collective over `comm`. Like lsq::SolveBounded, with checkpoints/resume/signals as
 // `settings` say (checkpoints need the lm method: bad input otherwise). A stop request writes a
 // checkpoint and throws the agreed ErrorKind::kCheckpointed error (exit 75) whose message says how
 // to resume.
-nlsq::SolverSummary SolveWithCheckpoints(
-    const Comm& comm, nlsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
+lsq::SolverSummary SolveWithCheckpoints(
+    const Comm& comm, lsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
     const std::vector<double>& lower, const std::vector<double>& upper,
-    const nlsq::SolverOptions& options, const nlsq::IterationCallback& callback,
+    const lsq::SolverOptions& options, const lsq::IterationCallback& callback,
     const CheckpointSettings& settings, const std::string& data_description, const Logger& logger);
 
 }  // namespace homodyne::checkpoint

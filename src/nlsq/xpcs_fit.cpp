@@ -18,13 +18,13 @@
 #include "core/progress.h"
 #include "io/content_digest.h"
 #include "io/distributed_loader.h"
-#include "nlsq/covariance.h"
+#include "lsq/covariance.h"
+#include "lsq/optimality.h"
 #include "nlsq/degeneracy.h"
 #include "nlsq/fit_data.h"
 #include "nlsq/fit_quality.h"
 #include "nlsq/gradient_monitor.h"
 #include "nlsq/initial_scaling.h"
-#include "nlsq/optimality.h"
 #include "nlsq/streaming_scaling.h"
 #include "nlsq/xpcs_problem.h"
 #include "parallel/collective.h"
@@ -78,8 +78,8 @@ SolverSummary SolveAgreed(const Comm& comm, Fn&& solve) {
 }
 
 // optimization.nlsq's settings of a local solve.
-SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
-  SolverOptions so;
+lsq::SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
+  lsq::SolverOptions so;
   so.max_iterations = n.max_iterations;
   so.ftol = n.tolerance;
   so.xtol = n.xtol;
@@ -121,12 +121,13 @@ std::string XpcsjaxName(const std::string& name, model::ScalingLayout layout) {
 }
 // The session's data problem seen through another scaling layout (the constant layout of
 // the two-stage path): the same data passes, its own optimiser space, no penalty rows.
-class LayoutView : public LeastSquaresProblem {
+class LayoutView : public lsq::LeastSquaresProblem {
  public:
   LayoutView(XpcsProblem& data, model::ParameterLayout layout)
       : data_(data), layout_(std::move(layout)) {}
   int num_parameters() const override { return layout_.num_optimised(); }
-  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+  void Evaluate(std::span<const double> x, bool with_derivatives,
+                lsq::NormalEquations& out) override {
     const model::NormalEquations e = data_.EvaluateExpanded(layout_.Expand(x), with_derivatives);
     out.chi2 = e.chi2;
     out.n_points = data_.total_points();
@@ -435,7 +436,7 @@ std::string XpcsFitSession::DataDescription() {
 }
 
 double XpcsFitSession::Chi2At(const std::vector<double>& x) {
-  NormalEquations eq;
+  lsq::NormalEquations eq;
   impl_->problem->Evaluate(x, false, eq);
   return eq.chi2;
 }
@@ -499,7 +500,7 @@ double XpcsFitSession::ReducedChi2(double chi2) const {
   return chi2 / static_cast<double>(impl_->n_data - impl_->p_eff);
 }
 
-SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, Termination termination,
+SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, lsq::Termination termination,
                                         std::string message) {
   Impl& s = *impl_;
   SolverSummary summary;
@@ -507,12 +508,12 @@ SolverSummary XpcsFitSession::SummaryAt(const std::vector<double>& x, Terminatio
   // The label is earned as for any solve (optimality.h): a point that does not pass the
   // optimality test is not "converged", whatever stopped the method that found it.
   summary.optimality =
-      MeasureOptimality(x, summary.final_equations, s.bounds.lower, s.bounds.upper);
-  const bool optimal = IsOptimal(summary.optimality, s.cfg.optimization.nlsq.tolerance,
-                                 s.cfg.optimization.nlsq.gtol);
-  summary.termination = optimal                                  ? Termination::kConverged
-                        : termination == Termination::kConverged ? Termination::kStalled
-                                                                 : termination;
+      lsq::MeasureOptimality(x, summary.final_equations, s.bounds.lower, s.bounds.upper);
+  const bool optimal = lsq::IsOptimal(summary.optimality, s.cfg.optimization.nlsq.tolerance,
+                                      s.cfg.optimization.nlsq.gtol);
+  summary.termination = optimal                                       ? lsq::Termination::kConverged
+                        : termination == lsq::Termination::kConverged ? lsq::Termination::kStalled
+                                                                      : termination;
   summary.message = fmt::format("{}; {}: cosine {:.3g}, Gauss-Newton decrement {:.3g}", message,
                                 optimal ? "optimal" : "not optimal", summary.optimality.cosine,
                                 summary.optimality.decrement);
@@ -542,7 +543,7 @@ SolverSummary XpcsFitSession::Solve(
     const std::vector<double>& x0, bool print_progress,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
-  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  lsq::SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
   so.parameter_names = s.layout->names();
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
   const double dof = static_cast<double>(s.n_data - s.p_eff);
@@ -555,7 +556,7 @@ SolverSummary XpcsFitSession::Solve(
   if (monitor_inactive.empty()) monitor.emplace(s.monitor, NumScaling(*s.layout));
   // Under a robust loss the solver's value is the loss objective, not χ² (reported after).
   const std::string value_name = s.problem->loss().robust() ? "objective" : "chi2";
-  IterationCallback callback = [&](const IterationInfo& it) {
+  lsq::IterationCallback callback = [&](const lsq::IterationInfo& it) {
     if (monitor && it.iteration > 0 && !it.gradient.empty()) {
       monitor->Observe(it.iteration, it.gradient);
     }
@@ -588,7 +589,7 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
                                         const std::vector<double>& angle_weights,
                                         int max_iterations, double ftol) {
   Impl& s = *impl_;
-  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  lsq::SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
   so.parameter_names = s.layout->names();
   so.max_iterations = max_iterations;
   so.ftol = ftol;
@@ -604,7 +605,8 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
     ~Unweight() { problem.SetAngleWeights({}); }
   } unweight{*s.problem};
   s.problem->SetAngleWeights(angle_weights);
-  return SolveAgreed(s.comm, [&] { return SolveBounded(*s.problem, x0, lower, upper, so, {}); });
+  return SolveAgreed(s.comm,
+                     [&] { return lsq::SolveBounded(*s.problem, x0, lower, upper, so, {}); });
 }
 
 SolverSummary XpcsFitSession::SolveQuantileScaling(
@@ -621,7 +623,7 @@ SolverSummary XpcsFitSession::SolveQuantileScaling(
                                   s.bounds.lower.end());
   const std::vector<double> upper(s.bounds.upper.begin() + static_cast<std::ptrdiff_t>(n_scaling),
                                   s.bounds.upper.end());
-  SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  lsq::SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
   so.parameter_names.assign(s.layout->names().begin() + static_cast<std::ptrdiff_t>(n_scaling),
                             s.layout->names().end());
   so.print_petsc_monitors = s.comm.is_root() && print_progress;
@@ -630,12 +632,13 @@ SolverSummary XpcsFitSession::SolveQuantileScaling(
 }
 
 SolverSummary XpcsFitSession::SolveOn(
-    LeastSquaresProblem& problem, const std::vector<double>& x0, const std::vector<double>& lower,
-    const std::vector<double>& upper, const SolverOptions& so, const IterationCallback& callback,
+    lsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
+    const std::vector<double>& lower, const std::vector<double>& upper,
+    const lsq::SolverOptions& so, const lsq::IterationCallback& callback,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {
   Impl& s = *impl_;
   return SolveAgreed(s.comm, [&] {
-    if (!checkpoints) return SolveBounded(problem, x0, lower, upper, so, callback);
+    if (!checkpoints) return lsq::SolveBounded(problem, x0, lower, upper, so, callback);
     return checkpoint::SolveWithCheckpoints(s.comm, problem, x0, lower, upper, so, callback,
                                             *checkpoints, DataDescription(), s.logger);
   });
@@ -663,7 +666,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
       penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
   const model::RobustLoss& loss = s.problem->loss();
   const double data_chi2 = loss.robust() ? s.problem->PlainChi2(summary.x) : data_objective;
-  const CovarianceResult cov = CovarianceFromNormalEquations(
+  const lsq::CovarianceResult cov = lsq::CovarianceFromNormalEquations(
       summary.final_equations.hessian, layout.num_optimised(), data_objective,
       s.problem->total_points(), layout.num_optimised());
   const std::vector<double> cov_expanded = layout.ExpandCovariance(cov.covariance);
@@ -728,7 +731,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   }
   rep.n_time_points = static_cast<int>(s.n_t);
   rep.q = meta.q_physics;
-  rep.convergence_status = std::string(ConvergenceStatus(summary.termination));
+  rep.convergence_status = std::string(lsq::ConvergenceStatus(summary.termination));
   rep.iterations = summary.iterations;
   const auto& opt_names = layout.names();
   rep.degeneracy =

@@ -9,15 +9,17 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/config.h"
 #include "core/log.h"
 #include "core/phase_timer.h"
 #include "io/dataset.h"
+#include "lsq/bounded_solver.h"
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
-#include "nlsq/bounded_solver.h"
+#include "nlsq/gradient_monitor.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/noise_level.h"
@@ -50,6 +52,16 @@ struct NlsqRunOptions {
   int ranks_on_node = 0;  // > 0: ranks sharing the node's memory (multistart rank groups)
   // Checkpoints, resume and graceful stop on signals (docs/checkpoints.md); unset: none.
   std::optional<checkpoint::CheckpointSettings> checkpoints;
+};
+
+// A local solve of the fit: the engine's summary and what the gradient-collapse monitor saw
+// during it (gradient_monitor.h; the session fills it, the engine knows nothing of the
+// per-angle scaling it watches).
+struct SolverSummary : lsq::SolverSummary {
+  SolverSummary() = default;
+  // Implicit: the engine's answer, a solve the monitor did not watch (report still empty).
+  SolverSummary(lsq::SolverSummary engine) : lsq::SolverSummary(std::move(engine)) {}
+  GradientMonitorReport gradient_monitor;
 };
 
 struct NlsqRunResult {
@@ -112,7 +124,7 @@ class XpcsFitSession {
   // reduction are the full problem's, so the values do not depend on the ranks either.
   // stride ≤ 1, or a streamed fit: Chi2Batch.
   // Every pass of this fit's problems (the whole and on rows) asks `stop` from now on
-  // (LeastSquaresProblem::SetStopCheck); empty: never.
+  // (lsq::LeastSquaresProblem::SetStopCheck); empty: never.
   void SetStopCheck(const std::function<bool()>& stop);
   void Chi2BatchOnRows(std::span<const std::vector<double>> xs, std::vector<double>& chi2,
                        int stride);
@@ -149,7 +161,7 @@ class XpcsFitSession {
   const model::ParameterLayout& layout() const;
   // Collective: a summary of the point x without solving (termination as given): its
   // normal equations, χ² and bound flags, for Finish.
-  SolverSummary SummaryAt(const std::vector<double>& x, Termination termination,
+  SolverSummary SummaryAt(const std::vector<double>& x, lsq::Termination termination,
                           std::string message);
   NlsqRunResult Finish(const SolverSummary& summary);  // collective
   // χ² / (n_data − p), the reduced χ² of the report.
@@ -180,11 +192,11 @@ class XpcsFitSession {
                      FitReport& rep);
   // Collective: the per-angle quantile estimates of the data by `rule`, in core or streamed.
   std::vector<model::ScalingEstimate> EstimateScalingOf(model::ScalingQuantiles rule);
-  // Collective and agreed: SolveBounded on `problem`, or with `checkpoints` its checkpointed
+  // Collective and agreed: lsq::SolveBounded on `problem`, or with `checkpoints` its checkpointed
   // solve under this session's data description.
-  SolverSummary SolveOn(LeastSquaresProblem& problem, const std::vector<double>& x0,
+  SolverSummary SolveOn(lsq::LeastSquaresProblem& problem, const std::vector<double>& x0,
                         const std::vector<double>& lower, const std::vector<double>& upper,
-                        const SolverOptions& so, const IterationCallback& callback,
+                        const lsq::SolverOptions& so, const lsq::IterationCallback& callback,
                         const std::optional<checkpoint::CheckpointSettings>& checkpoints);
 
   struct Impl;

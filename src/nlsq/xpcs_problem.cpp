@@ -61,7 +61,7 @@ struct XpcsProblem::Impl {
                      std::size_t width, int rank);
   // One pass's local work as a unit of the fault tests (the "fit" stage and the solver
   // stage now running), agreed on, then — with a stop check — the agreement on a stop:
-  // PassInterrupted on every rank if any rank's pass was cut short.
+  // lsq::PassInterrupted on every rank if any rank's pass was cut short.
   void AgreedLocalPartials(const Comm& comm, std::span<const std::vector<double>> expanded,
                            bool with_derivatives, std::size_t width);
   // `in` with every point of angle k weighted by angle_weights[k]: uniform weights scaled,
@@ -166,7 +166,7 @@ void XpcsProblem::Impl::AgreedLocalPartials(const Comm& comm,
   });
   if (!stop) return;  // every rank has the same setting: no rank waits below alone
   MPI_Allreduce(MPI_IN_PLACE, &cut, 1, MPI_INT, MPI_MAX, comm.get());
-  if (cut != 0) throw PassInterrupted();
+  if (cut != 0) throw lsq::PassInterrupted();
 }
 
 void XpcsProblem::SetStopCheck(std::function<bool()> stop) { impl_->stop = std::move(stop); }
@@ -309,7 +309,8 @@ void XpcsProblem::EvaluateChi2Batch(std::span<const std::vector<double>> xs,
   for (std::size_t i = 0; i < m; ++i) penalty_.AddChi2(expanded[i], chi2[i]);
 }
 
-void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) {
+void XpcsProblem::Evaluate(std::span<const double> x, bool with_derivatives,
+                           lsq::NormalEquations& out) {
   const std::vector<double> expanded = layout_.Expand(x);
   model::NormalEquations e = EvaluateExpanded(expanded, with_derivatives);
   if (with_derivatives) {

@@ -1,4 +1,4 @@
-// The XPCS fit as a LeastSquaresProblem: one rank's share of the two-time data, the
+// The XPCS fit as a lsq::LeastSquaresProblem: one rank's share of the two-time data, the
 // model kernel, and the per-angle scaling layout.
 //
 // The rank's points come in partition blocks (parallel/partition.h). Each block has its
@@ -19,13 +19,13 @@
 #include <span>
 #include <vector>
 
+#include "lsq/least_squares_problem.h"
 #include "model/analysis_mode.h"
 #include "model/geometry.h"
 #include "model/normal_equations.h"
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
 #include "model/row_tile.h"
-#include "nlsq/least_squares_problem.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 
@@ -57,13 +57,14 @@ struct XpcsProblemSetup {
   std::function<void(int thread_index)> worker_start;
 };
 
-class XpcsProblem : public LeastSquaresProblem {
+class XpcsProblem : public lsq::LeastSquaresProblem {
  public:
   XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::ParameterLayout layout);
   ~XpcsProblem() override;
 
   int num_parameters() const override;
-  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override;
+  void Evaluate(std::span<const double> x, bool with_derivatives,
+                lsq::NormalEquations& out) override;
   // One pass over the rank's blocks (streaming: each window read once) evaluating every
   // point, and one reproducible reduction of the batch's χ² column vector.
   void EvaluateChi2Batch(std::span<const std::vector<double>> xs,

@@ -11,9 +11,9 @@
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
+#include "global/multistart.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/collective.h"
 #include "synth/synthetic_dataset.h"
@@ -97,11 +97,12 @@ TEST(CollectiveFaults, FitFailureInOneMultistartGroupReachesAllGroups) {
   const config::Config cfg = StaticConfig(path);
   NlsqRunOptions o;
   o.print_progress = false;
-  MultiStartOptions ms;
+  global::MultiStartOptions ms;
   ms.n_starts = 3;  // one group per rank at 2 ranks: the last rank's group fails alone
   const InjectFailure inject("fit@" + std::to_string(world.size() - 1));
-  MultiStartSummary summary;
-  ExpectAgreedFitFailure([&] { RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &summary); });
+  global::MultiStartSummary summary;
+  ExpectAgreedFitFailure(
+      [&] { global::RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &summary); });
 }
 
 }  // namespace

@@ -16,12 +16,12 @@
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "global/cmaes.h"
+#include "global/global_stage.h"
 #include "io/dataset.h"
+#include "lsq/bounded_solver.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/bounded_solver.h"
-#include "nlsq/cmaes.h"
-#include "nlsq/global_stage.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
 #include "parallel/collective.h"
@@ -38,7 +38,7 @@ using homodyne::testing::TestEnvironment;
 // χ² = Σ_k w_k·[((x0+1)(x0−2))² + (0.5(x0−2))² + (x1−0.5)²], w_k = 1 + k/T over T tiles
 // spread over the ranks: a shallow basin near x0 ≈ −0.9 (χ² ≈ 2.2·Σw) and the global
 // minimum χ² = 0 at (2, 0.5), separated by a barrier near x0 = 0.5.
-class TwoBasinProblem : public LeastSquaresProblem {
+class TwoBasinProblem : public lsq::LeastSquaresProblem {
  public:
   static constexpr int kTiles = 37;
   explicit TwoBasinProblem(const Comm& comm)
@@ -47,7 +47,8 @@ class TwoBasinProblem : public LeastSquaresProblem {
         end_(kTiles * (comm.rank() + 1) / comm.size()) {}
   int num_parameters() const override { return 2; }
 
-  void Evaluate(std::span<const double> x, bool with_derivatives, NormalEquations& out) override {
+  void Evaluate(std::span<const double> x, bool with_derivatives,
+                lsq::NormalEquations& out) override {
     const std::size_t width = with_derivatives ? 7 : 1;
     const auto sum = ReproducibleTileSum(
         comm_, kTiles, begin_, end_, width,
@@ -93,36 +94,36 @@ class TwoBasinProblem : public LeastSquaresProblem {
 const std::vector<double> kLower = {-3.0, -2.0}, kUpper = {4.0, 2.0};
 const std::vector<double> kWrongBasin = {-1.8, 1.5};
 
-CmaesOptions TwoBasinOptions() {
-  CmaesOptions o;
+global::CmaesOptions TwoBasinOptions() {
+  global::CmaesOptions o;
   o.max_generations = 200;
   o.sigma = 0.8;  // logit units: about a fifth of the range around the centre
-  o.restart_strategy = RestartStrategy::kBipop;
+  o.restart_strategy = global::RestartStrategy::kBipop;
   o.max_restarts = 5;
   o.seed = 42;
   return o;
 }
 
-BatchObjective BatchOf(LeastSquaresProblem& p) {
+global::BatchObjective BatchOf(lsq::LeastSquaresProblem& p) {
   return [&p](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
     p.EvaluateChi2Batch(xs, chi2);
   };
 }
 
-CmaesSummary SolveTwoBasin(const Comm& comm,
-                           const std::optional<checkpoint::CheckpointSettings>& ck = {},
-                           std::uint64_t seed = 42, int* generations_run = nullptr) {
+global::CmaesSummary SolveTwoBasin(const Comm& comm,
+                                   const std::optional<checkpoint::CheckpointSettings>& ck = {},
+                                   std::uint64_t seed = 42, int* generations_run = nullptr) {
   TwoBasinProblem problem(comm);
-  CmaesOptions o = TwoBasinOptions();
+  global::CmaesOptions o = TwoBasinOptions();
   o.seed = seed;
-  Cmaes es(o, kWrongBasin, kLower, kUpper);
-  const CmaesSummary s =
-      RunCmaes(comm, es, BatchOf(problem), ck, "two basins", Logger::Silent(), false);
+  global::Cmaes es(o, kWrongBasin, kLower, kUpper);
+  const global::CmaesSummary s =
+      global::RunCmaes(comm, es, BatchOf(problem), ck, "two basins", Logger::Silent(), false);
   if (generations_run != nullptr) *generations_run = problem.batches;
   return s;
 }
 
-void ExpectSameSearch(const CmaesSummary& a, const CmaesSummary& b) {
+void ExpectSameSearch(const global::CmaesSummary& a, const global::CmaesSummary& b) {
   EXPECT_TRUE(SameBits(a.x, b.x));
   EXPECT_EQ(std::bit_cast<std::uint64_t>(a.chi2), std::bit_cast<std::uint64_t>(b.chi2));
   EXPECT_EQ(a.generations, b.generations);
@@ -134,17 +135,18 @@ TEST(NlsqCmaes, TwoBasinProblemEscapesTheShallowBasinWithTheSameBitsOnAnyRankCou
   const Comm& world = TestEnvironment().world();
   // The start is in the shallow basin: the local fit from it stays there.
   TwoBasinProblem problem(world);
-  const SolverSummary local = SolveBounded(problem, kWrongBasin, kLower, kUpper, SolverOptions{});
+  const SolverSummary local =
+      lsq::SolveBounded(problem, kWrongBasin, kLower, kUpper, lsq::SolverOptions{});
   ASSERT_TRUE(local.IsUsable()) << local.BriefReport();
   EXPECT_LT(local.x[0], 0.0);
   EXPECT_GT(local.final_chi2, 1.0);
 
-  const CmaesSummary global = SolveTwoBasin(world);
+  const global::CmaesSummary global = SolveTwoBasin(world);
   EXPECT_NEAR(global.x[0], 2.0, 1e-3);
   EXPECT_NEAR(global.x[1], 0.5, 1e-3);
   EXPECT_LT(global.chi2, 1e-6);
   EXPECT_EQ(global.restarts, 5);  // bipop ran its restarts
-  EXPECT_EQ(global.stop, CmaesStop::kMaxRestarts);
+  EXPECT_EQ(global.stop, global::CmaesStop::kMaxRestarts);
   // Not a lucky seed: other seeds find the deep basin too.
   for (std::uint64_t seed : {1, 2, 3, 4}) {
     EXPECT_NEAR(SolveTwoBasin(world, {}, seed).x[0], 2.0, 1e-3) << "seed " << seed;
@@ -152,7 +154,7 @@ TEST(NlsqCmaes, TwoBasinProblemEscapesTheShallowBasinWithTheSameBitsOnAnyRankCou
 
   // One rank alone (every rank evaluates all tiles) gives the same bits.
   const Comm self = world.Split(world.rank(), 0);
-  const CmaesSummary alone = SolveTwoBasin(self);
+  const global::CmaesSummary alone = SolveTwoBasin(self);
   ExpectSameSearch(global, alone);
   // ... and so does rank 0's result on every rank.
   std::vector<double> root = global.x;
@@ -163,20 +165,20 @@ TEST(NlsqCmaes, TwoBasinProblemEscapesTheShallowBasinWithTheSameBitsOnAnyRankCou
 TEST(NlsqCmaes, ADifferentSeedSearchesDifferently) {
   const Comm& world = TestEnvironment().world();
   TwoBasinProblem problem(world);
-  CmaesOptions o = TwoBasinOptions();
-  o.restart_strategy = RestartStrategy::kNone;
-  Cmaes a(o, kWrongBasin, kLower, kUpper);
+  global::CmaesOptions o = TwoBasinOptions();
+  o.restart_strategy = global::RestartStrategy::kNone;
+  global::Cmaes a(o, kWrongBasin, kLower, kUpper);
   o.seed = 7;
-  Cmaes b(o, kWrongBasin, kLower, kUpper);
-  const CmaesGeneration ga = a.Step(BatchOf(problem));
-  const CmaesGeneration gb = b.Step(BatchOf(problem));
+  global::Cmaes b(o, kWrongBasin, kLower, kUpper);
+  const global::CmaesGeneration ga = a.Step(BatchOf(problem));
+  const global::CmaesGeneration gb = b.Step(BatchOf(problem));
   EXPECT_NE(ga.generation_best, gb.generation_best);
   EXPECT_EQ(problem.batches, 2);  // one batched pass per generation
 }
 
 TEST(NlsqCmaes, ResumeAfterAStopRequestGivesTheUninterruptedBits) {
   const Comm& world = TestEnvironment().world();
-  const CmaesSummary whole = SolveTwoBasin(world);
+  const global::CmaesSummary whole = SolveTwoBasin(world);
 
   MpiTempDir dir(world, "cmaes_resume", /*create=*/true);
   checkpoint::CheckpointSettings ck;
@@ -207,10 +209,10 @@ TEST(NlsqCmaes, ResumeAfterAStopRequestGivesTheUninterruptedBits) {
   read_only.stop_on_signal = false;
   const Comm self = world.Split(world.rank(), 0);
   int generations_alone = 0, generations_resumed = 0;
-  const CmaesSummary alone = SolveTwoBasin(self, read_only, 42, &generations_alone);
+  const global::CmaesSummary alone = SolveTwoBasin(self, read_only, 42, &generations_alone);
   ExpectSameSearch(whole, alone);
   world.Barrier();
-  const CmaesSummary resumed = SolveTwoBasin(world, ck, 42, &generations_resumed);
+  const global::CmaesSummary resumed = SolveTwoBasin(world, ck, 42, &generations_resumed);
   ExpectSameSearch(whole, resumed);
   // Both continued after generation 37 rather than starting again.
   EXPECT_EQ(generations_alone, whole.generations - 37);
@@ -218,9 +220,10 @@ TEST(NlsqCmaes, ResumeAfterAStopRequestGivesTheUninterruptedBits) {
 
   // A checkpoint of another start is refused, naming it.
   TwoBasinProblem problem(world);
-  Cmaes other(TwoBasinOptions(), {-1.0, 1.0}, kLower, kUpper);
+  global::Cmaes other(TwoBasinOptions(), {-1.0, 1.0}, kLower, kUpper);
   try {
-    RunCmaes(world, other, BatchOf(problem), read_only, "two basins", Logger::Silent(), false);
+    global::RunCmaes(world, other, BatchOf(problem), read_only, "two basins", Logger::Silent(),
+                     false);
     ADD_FAILURE() << "a checkpoint of another start was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
@@ -389,11 +392,12 @@ TEST(NlsqCmaes, SearchOnRowsFromAStuckStartReachesTheMinimum) {
       LaminarConfig(kStuckStart, path,
                     "      nlsq_warmstart: false\n      popsize: 16\n      max_generations: 150\n"
                     "      max_restarts: 5\n      search_max_points: 1000\n");
-  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const global::GlobalStageOptions g =
+      global::GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
   EXPECT_EQ(g.search_max_points, 1000);
-  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  const global::GlobalSelection sel = global::SelectGlobalStage(cfg, g);
   const NlsqRunResult r =
-      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   ASSERT_TRUE(r.report.global_search.has_value());
   const GlobalSearchReport& gs = *r.report.global_search;
   // ceil(2964 / 1000) = 3, but 39 times leave 2 (at least 16 rows per angle).
@@ -405,11 +409,11 @@ TEST(NlsqCmaes, SearchOnRowsFromAStuckStartReachesTheMinimum) {
             1e-8 * reference.report.chi_squared);
   const Comm self = world.Split(world.rank(), 0);
   const NlsqRunResult alone =
-      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
   // A negative value is bad input naming the key.
   EXPECT_THROW(
-      GlobalStageOptions::FromConfig(
+      global::GlobalStageOptions::FromConfig(
           LaminarConfig(kTruth, path, "      search_max_points: -1\n").optimization.nlsq.cmaes),
       Error);
 }
@@ -435,10 +439,11 @@ TEST(NlsqCmaes, HeldParametersAreNotSearched) {
       hold(LaminarConfig("100, 0.5, 10, 0.1, 0.2, 0.0002, 8", path,
                          "      nlsq_warmstart: false\n      popsize: 16\n"
                          "      max_generations: 150\n      max_restarts: 5\n"));
-  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
-  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  const global::GlobalStageOptions g =
+      global::GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const global::GlobalSelection sel = global::SelectGlobalStage(cfg, g);
   const NlsqRunResult r =
-      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   ASSERT_TRUE(r.report.global_search.has_value());
   EXPECT_GT(r.report.global_search->evaluations, 0);
   EXPECT_EQ(r.n_optimised, 2 + 5);  // averaged contrast and offset, five physics
@@ -451,7 +456,7 @@ TEST(NlsqCmaes, HeldParametersAreNotSearched) {
             1e-8 * reference.report.chi_squared);
   const Comm self = world.Split(world.rank(), 0);
   const NlsqRunResult alone =
-      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
 }
 
@@ -475,8 +480,9 @@ TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
   // minimum; whatever it finds, the answer is never worse than the local fit's.
   {
     const config::Config cfg = LaminarConfig(kStuckStart, path, "      popsize: 16\n");
-    const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
-    const NlsqRunResult r = RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
+    const global::GlobalStageOptions g =
+        global::GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+    const NlsqRunResult r = global::RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
     ASSERT_TRUE(r.report.global_search.has_value());
     const GlobalSearchReport& gs = *r.report.global_search;
     EXPECT_FALSE(gs.cmaes_skipped);
@@ -496,11 +502,12 @@ TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
       LaminarConfig(kStuckStart, path,
                     "      nlsq_warmstart: false\n      popsize: 16\n      max_generations: 150\n"
                     "      max_restarts: 5\n");
-  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
-  const GlobalSelection sel = SelectGlobalStage(cfg, g);
+  const global::GlobalStageOptions g =
+      global::GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const global::GlobalSelection sel = global::SelectGlobalStage(cfg, g);
   ASSERT_TRUE(sel.run) << sel.reason;
   const NlsqRunResult r =
-      RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(world, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   ASSERT_TRUE(r.report.global_search.has_value());
   const GlobalSearchReport& gs = *r.report.global_search;
   EXPECT_FALSE(gs.warmstart_ran);
@@ -517,7 +524,7 @@ TEST(NlsqCmaes, LaminarFitFromAStuckStartReachesTheMinimum) {
   // The same bits on one rank alone.
   const Comm self = world.Split(world.rank(), 0);
   const NlsqRunResult alone =
-      RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
+      global::RunGlobalNlsqFit(self, cfg, Quiet(), g, sel.scale_ratio, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
   EXPECT_EQ(r.report.global_search->evaluations, alone.report.global_search->evaluations);
 }
@@ -527,8 +534,9 @@ TEST(NlsqCmaes, GoodWarmStartSkipsTheGlobalSearch) {
   const MpiTempDir dir(world, "cmaes_skip");
   const std::string path = WriteLaminarData(dir);
   const config::Config cfg = LaminarConfig(kTruth, path, "");
-  const GlobalStageOptions g = GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
-  const NlsqRunResult r = RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
+  const global::GlobalStageOptions g =
+      global::GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes);
+  const NlsqRunResult r = global::RunGlobalNlsqFit(world, cfg, Quiet(), g, 1e6, Logger::Silent());
   ASSERT_TRUE(r.report.global_search.has_value());
   EXPECT_TRUE(r.report.global_search->cmaes_skipped);
   EXPECT_EQ(r.report.global_search->selected, "nlsq_warmstart");

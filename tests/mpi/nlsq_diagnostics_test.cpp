@@ -12,9 +12,9 @@
 
 #include "config/config_reader.h"
 #include "core/log.h"
+#include "global/fit_pipeline.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/fit_pipeline.h"
 #include "nlsq/result_files.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"

@@ -10,10 +10,10 @@
 
 #include "config/config_reader.h"
 #include "config/parameters.h"
+#include "global/multistart.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/degeneracy.h"
-#include "nlsq/multistart.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/collective.h"
 #include "synth/synthetic_dataset.h"
@@ -500,11 +500,11 @@ TEST(NlsqMultiStart, HeldParametersStayAtTheirValuesInEveryStart) {
       MakeConfig(d, d.start, path, "  fixed_parameters: {D_offset: 0, gamma_dot_t_offset: 0}\n");
   NlsqRunOptions o;
   o.print_progress = false;
-  MultiStartOptions ms;
+  global::MultiStartOptions ms;
   ms.n_starts = 4;
   ms.seed = 5;
-  MultiStartSummary a;
-  const auto r = RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
+  global::MultiStartSummary a;
+  const auto r = global::RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
   ASSERT_EQ(a.starts.size(), 5u);
   EXPECT_EQ(a.parameter_names.size(), 7u);  // averaged contrast, offset and five physics
   for (const auto& s : a.starts) EXPECT_EQ(s.start.size(), 7u);
@@ -537,13 +537,13 @@ TEST(NlsqMultiStart, ReachesTheTruthMinimumDeterministically) {
   }
   NlsqRunOptions o;
   o.print_progress = false;
-  MultiStartOptions ms;
+  global::MultiStartOptions ms;
   ms.n_starts = 6;
   ms.seed = 3;
-  MultiStartSummary a, b;
-  const auto r = RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
+  global::MultiStartSummary a, b;
+  const auto r = global::RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &a);
   ms.max_groups = 1;  // all ranks in one group: same starts, same outcomes
-  RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &b);
+  global::RunMultiStartFit(world, cfg, o, ms, Logger::Silent(), &b);
   ASSERT_EQ(a.starts.size(), 7u);
   EXPECT_EQ(a.groups, std::min(world.size(), 7));
   EXPECT_EQ(b.groups, 1);

@@ -147,12 +147,12 @@ AtTruth Evaluate(const config::Config& cfg, const std::string& parameter, double
     x[static_cast<std::size_t>(o)] = 1.0;
   }
   AtTruth out;
-  out.truth = session.Finish(session.SummaryAt(x, Termination::kConverged, "truth")).report;
+  out.truth = session.Finish(session.SummaryAt(x, lsq::Termination::kConverged, "truth")).report;
   const int p = session.ParameterIndex(parameter);
   EXPECT_GE(p, 0);
   if (p < 0) return out;
   x[static_cast<std::size_t>(p)] *= factor;
-  out.wrong = session.Finish(session.SummaryAt(x, Termination::kConverged, "wrong")).report;
+  out.wrong = session.Finish(session.SummaryAt(x, lsq::Termination::kConverged, "wrong")).report;
   return out;
 }
 

@@ -8,10 +8,10 @@
 #include <cmath>
 #include <limits>
 
+#include "lsq/bounded_solver.h"
 #include "mpi_test_env.h"
-#include "nlsq/bounded_solver.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 namespace {
 
 // One residual r = x − 5 (replicated on every rank, no communication), whose model is
@@ -155,4 +155,4 @@ TEST(NumericalFaults, ADampingShrunkToZeroStillEnds) {
   EXPECT_TRUE(std::isfinite(s.final_state.lambda) && s.final_state.lambda > 0.0) << s.BriefReport();
 }
 }  // namespace
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

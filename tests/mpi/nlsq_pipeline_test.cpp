@@ -1,4 +1,4 @@
-// The default NLSQ pipeline (nlsq/fit_pipeline.h) at whatever rank count the test runs
+// The default NLSQ pipeline (global/fit_pipeline.h) at whatever rank count the test runs
 // with (ctest: 1 and 2): the phi0 check leaves a converged local minimum in phi0, a stalled
 // local fit is followed by the global search, and the answer has the same bits on one rank
 // alone and with checkpoints on.
@@ -19,10 +19,10 @@
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "global/anti_degeneracy.h"
+#include "global/fit_pipeline.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/anti_degeneracy.h"
-#include "nlsq/fit_pipeline.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
 #include "parallel/collective.h"
@@ -88,15 +88,15 @@ double Phi0Of(const NlsqRunResult& r) {
 }
 
 TEST(NlsqPipeline, Phi0RestartValuesAreMidpointsOfEqualParts) {
-  EXPECT_EQ(Phi0RestartValues(-10.0, 10.0, 4), (std::vector<double>{-7.5, -2.5, 2.5, 7.5}));
-  EXPECT_EQ(Phi0RestartValues(0.0, 3.0, 1), (std::vector<double>{1.5}));
-  EXPECT_TRUE(Phi0RestartValues(0.0, 3.0, 0).empty());
+  EXPECT_EQ(global::Phi0RestartValues(-10.0, 10.0, 4), (std::vector<double>{-7.5, -2.5, 2.5, 7.5}));
+  EXPECT_EQ(global::Phi0RestartValues(0.0, 3.0, 1), (std::vector<double>{1.5}));
+  EXPECT_TRUE(global::Phi0RestartValues(0.0, 3.0, 0).empty());
 }
 
 TEST(NlsqPipeline, TransportScanRatesSpanDecayTimesFromTenWindowsToOneFrame) {
   const double q = 0.0237, dt = 0.1;
   const std::int64_t n = 150;
-  const std::vector<double> d = TransportScanRates(q, dt, n);
+  const std::vector<double> d = global::TransportScanRates(q, dt, n);
   ASSERT_GE(d.size(), 2u);
   const auto decay_time = [&](double rate) { return 1.0 / (q * q * rate); };
   EXPECT_NEAR(decay_time(d.front()), 10.0 * dt * static_cast<double>(n), 1e-9);
@@ -105,9 +105,9 @@ TEST(NlsqPipeline, TransportScanRatesSpanDecayTimesFromTenWindowsToOneFrame) {
   for (std::size_t k = 1; k < d.size(); ++k) {
     EXPECT_NEAR(d[k] / d[k - 1], std::numbers::sqrt2, 1e-12);
   }
-  EXPECT_TRUE(TransportScanRates(0.0, dt, n).empty());
-  EXPECT_TRUE(TransportScanRates(q, 0.0, n).empty());
-  EXPECT_TRUE(TransportScanRates(q, dt, 1).empty());
+  EXPECT_TRUE(global::TransportScanRates(0.0, dt, n).empty());
+  EXPECT_TRUE(global::TransportScanRates(q, 0.0, n).empty());
+  EXPECT_TRUE(global::TransportScanRates(q, dt, 1).empty());
 }
 
 TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
@@ -122,8 +122,8 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
   EXPECT_LT(Phi0Of(local), 0.0);
 
   // The pipeline restarts from phi0 = −7.5, −2.5, 2.5, 7.5 and keeps the lowest χ².
-  const NlsqRunResult r =
-      RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""), Quiet(), Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""),
+                                                  Quiet(), Logger::Silent());
   EXPECT_EQ(r.report.convergence_status, "converged");
   EXPECT_LT(r.report.chi_squared, 0.6 * local.report.chi_squared);
   EXPECT_NEAR(Phi0Of(r), 1.70451, 0.05);
@@ -139,7 +139,7 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
               1e-8 * from_truth.report.chi_squared);
 
   // Switched off, the pipeline is the local fit, bit for bit.
-  const NlsqRunResult off = RunNlsqPipeline(
+  const NlsqRunResult off = global::RunNlsqPipeline(
       world, LaminarConfig(kDefaultStart, path, "    recovery:\n      phi0_restarts: 0\n"), Quiet(),
       Logger::Silent());
   EXPECT_TRUE(SameBits(off.expanded, local.expanded));
@@ -147,8 +147,8 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
 
   // The same bits on one rank alone, and with checkpoints every 3 iterations.
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone =
-      RunNlsqPipeline(self, LaminarConfig(kDefaultStart, path, ""), Quiet(), Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, LaminarConfig(kDefaultStart, path, ""),
+                                                      Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
   NlsqRunOptions ck = Quiet();
   ck.checkpoints.emplace();
@@ -157,7 +157,7 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
   ck.checkpoints->dir = dir.file("ck");
   ck.checkpoints->stop_on_signal = false;
   const NlsqRunResult checkpointed =
-      RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""), ck, Logger::Silent());
+      global::RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""), ck, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, checkpointed.expanded));
   EXPECT_TRUE(std::filesystem::exists(dir.file("ck/phi0_restart_3")));
 }
@@ -172,16 +172,16 @@ TEST(NlsqPipeline, CheckpointsNeverChangeTheAnswerInCoreStreamedAndOnResume) {
   const std::string path = WritePhi0Data(dir);
   const config::Config cfg = LaminarConfig(kDefaultStart, path, "");
   const std::int64_t window = 2000;  // points per streaming window: many windows per pass
-  const NlsqRunResult plain = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult plain = global::RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
   const NlsqRunResult streamed =
-      RunNlsqPipeline(world, cfg, Quiet(FitStrategy::kStreaming, window), Logger::Silent());
+      global::RunNlsqPipeline(world, cfg, Quiet(FitStrategy::kStreaming, window), Logger::Silent());
   ASSERT_EQ(plain.report.recovery_actions.size(), 1u);  // the phi0 check ran
   for (int frequency : {1, 3, 10}) {
     for (const bool stream : {false, true}) {
       NlsqRunOptions o = stream ? Quiet(FitStrategy::kStreaming, window) : Quiet();
       o.checkpoints =
           Checkpoints(dir.path() / fmt::format("f{}{}", frequency, stream ? "s" : ""), frequency);
-      const NlsqRunResult ck = RunNlsqPipeline(world, cfg, o, Logger::Silent());
+      const NlsqRunResult ck = global::RunNlsqPipeline(world, cfg, o, Logger::Silent());
       EXPECT_TRUE(SameBits(ck.expanded, stream ? streamed.expanded : plain.expanded))
           << "frequency " << frequency << (stream ? ", streamed" : ", in core");
       EXPECT_EQ(ck.report.iterations, plain.report.iterations);
@@ -197,7 +197,7 @@ TEST(NlsqPipeline, CheckpointsNeverChangeTheAnswerInCoreStreamedAndOnResume) {
     setenv(checkpoint::kSignalVariable, "nlsq_iter:5", 1);
     ErrorKind kind = ErrorKind::kInternal;
     try {
-      RunNlsqPipeline(world, cfg, o, Logger::Silent());
+      global::RunNlsqPipeline(world, cfg, o, Logger::Silent());
     } catch (const Error& e) {
       kind = e.kind();
     }
@@ -211,21 +211,21 @@ TEST(NlsqPipeline, CheckpointsNeverChangeTheAnswerInCoreStreamedAndOnResume) {
   read_only.checkpoints->enabled = false;
   read_only.checkpoints->stop_on_signal = false;
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone = RunNlsqPipeline(self, cfg, read_only, Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, cfg, read_only, Logger::Silent());
   EXPECT_TRUE(SameBits(alone.expanded, plain.expanded));
   world.Barrier();
-  const NlsqRunResult resumed = RunNlsqPipeline(world, cfg, o, Logger::Silent());
+  const NlsqRunResult resumed = global::RunNlsqPipeline(world, cfg, o, Logger::Silent());
   EXPECT_TRUE(SameBits(resumed.expanded, plain.expanded));
 }
 
 TEST(NlsqPipeline, ShearWeightsUseDegreesAndHaveMeanOne) {
   const std::vector<double> phi = {0.0, 60.0, 90.0};
-  const std::vector<double> raw = ShearWeights(phi, 0.0, 0.3, 1.0, false);
+  const std::vector<double> raw = global::ShearWeights(phi, 0.0, 0.3, 1.0, false);
   ASSERT_EQ(raw.size(), 3u);
   EXPECT_DOUBLE_EQ(raw[0], 1.0);
   EXPECT_NEAR(raw[1], 0.3 + 0.7 * 0.5, 1e-15);  // cos 60° (not cos 60 rad)
   EXPECT_NEAR(raw[2], 0.3, 1e-9);               // perpendicular to the flow: the floor
-  const std::vector<double> w = ShearWeights(phi, 0.0, 0.3, 1.0, true);
+  const std::vector<double> w = global::ShearWeights(phi, 0.0, 0.3, 1.0, true);
   EXPECT_NEAR((w[0] + w[1] + w[2]) / 3.0, 1.0, 1e-15);
   EXPECT_NEAR(w[0] / w[2], 1.0 / 0.3, 1e-9);
 }
@@ -275,7 +275,7 @@ TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
       "      hierarchical:\n        trigger: always\n    recovery:\n      phi0_restarts: 0\n";
   const config::Config cfg = LaminarConfig(kDefaultStart, path, individual);
   const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
-  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
   const AntiDegeneracyReport& a = r.report.anti_degeneracy;
   EXPECT_TRUE(a.hierarchical_active);
   EXPECT_TRUE(a.inactive_reason.empty());
@@ -290,27 +290,27 @@ TEST(NlsqPipeline, HierarchicalStageRunsOnlyWithPerAngleParameters) {
   }
   // The same bits on one rank alone.
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone = RunNlsqPipeline(self, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, cfg, Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
 
   // phi0 held: the stage still weights the angles, by the held phi0, which stays exact.
   config::Config held = LaminarConfig("10000, -1.5, 0, 0.001, 0, 0, 1.70451", path, individual);
   held.parameters.at(6).vary = false;
-  const NlsqRunResult h = RunNlsqPipeline(world, held, Quiet(), Logger::Silent());
+  const NlsqRunResult h = global::RunNlsqPipeline(world, held, Quiet(), Logger::Silent());
   EXPECT_TRUE(h.report.anti_degeneracy.hierarchical_active);
   EXPECT_EQ(h.report.anti_degeneracy.shear_weights.size(), 6u);
   EXPECT_EQ(h.report.physical_values[6], 1.70451);
   EXPECT_EQ(h.report.physical_uncertainties[6], 0.0);
 
   // Averaged layout (the default for 6 angles): nothing to alternate with.
-  const NlsqRunResult averaged = RunNlsqPipeline(
+  const NlsqRunResult averaged = global::RunNlsqPipeline(
       world, LaminarConfig(kDefaultStart, path, "    recovery:\n      phi0_restarts: 0\n"), Quiet(),
       Logger::Silent());
   EXPECT_FALSE(averaged.report.anti_degeneracy.hierarchical_active);
   EXPECT_NE(averaged.report.anti_degeneracy.inactive_reason.find("averaged"), std::string::npos)
       << averaged.report.anti_degeneracy.inactive_reason;
   // Switched off.
-  const NlsqRunResult off = RunNlsqPipeline(
+  const NlsqRunResult off = global::RunNlsqPipeline(
       world,
       LaminarConfig(kDefaultStart, path,
                     "    loss: linear\n    anti_degeneracy:\n      per_angle_mode: individual\n"
@@ -333,14 +333,14 @@ TEST(NlsqPipeline, HierarchicalStageRunsAfterASuspectPlainFitOnly) {
       "      phi0_restarts: 0\n";
   const config::Config cfg = LaminarConfig(kTruth, path, individual);
   const NlsqRunResult plain = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
-  ASSERT_EQ(plain.summary.termination, Termination::kConverged);
-  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  ASSERT_EQ(plain.summary.termination, lsq::Termination::kConverged);
+  const NlsqRunResult r = global::RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
   const AntiDegeneracyReport& a = r.report.anti_degeneracy;
   EXPECT_FALSE(a.hierarchical_active);
   EXPECT_NE(a.inactive_reason.find("trigger: suspect"), std::string::npos) << a.inactive_reason;
   EXPECT_TRUE(SameBits(r.expanded, plain.expanded));
   // From the stuck start below the plain fit does not converge inside the box: the stage runs.
-  const NlsqRunResult stuck = RunNlsqPipeline(
+  const NlsqRunResult stuck = global::RunNlsqPipeline(
       world,
       LaminarConfig("100, 0.5, 0, 0.1, 0.2, 0.0, 8", path, individual + "      on_stall: none\n"),
       Quiet(), Logger::Silent());
@@ -350,11 +350,11 @@ TEST(NlsqPipeline, HierarchicalStageRunsAfterASuspectPlainFitOnly) {
   EXPECT_THROW(
       {
         try {
-          RunNlsqPipeline(world,
-                          LaminarConfig(kTruth, path,
-                                        "    anti_degeneracy:\n      hierarchical:\n"
-                                        "        trigger: sometimes\n"),
-                          Quiet(), Logger::Silent());
+          global::RunNlsqPipeline(world,
+                                  LaminarConfig(kTruth, path,
+                                                "    anti_degeneracy:\n      hierarchical:\n"
+                                                "        trigger: sometimes\n"),
+                                  Quiet(), Logger::Silent());
         } catch (const Error& e) {
           EXPECT_NE(std::string(e.what()).find("trigger"), std::string::npos) << e.what();
           throw;
@@ -381,30 +381,30 @@ TEST(NlsqPipeline, StalledLocalFitIsRecoveredFromTheBox) {
 
   // Switched off: the stalled local fit is the answer, labelled as such.
   const NlsqRunResult off =
-      RunNlsqPipeline(world,
-                      LaminarConfig(kStuckStart, path,
-                                    small + "    recovery:\n      on_stall: none\n"
-                                            "      phi0_restarts: 0\n"),
-                      Quiet(), Logger::Silent());
+      global::RunNlsqPipeline(world,
+                              LaminarConfig(kStuckStart, path,
+                                            small + "    recovery:\n      on_stall: none\n"
+                                                    "      phi0_restarts: 0\n"),
+                              Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(off.expanded, stuck.expanded));
   EXPECT_EQ(off.report.convergence_status, stuck.report.convergence_status);
   EXPECT_FALSE(off.report.global_search.has_value());
 
   // Default: local fits from the lowest-χ² half of 10 Latin-hypercube starts.
-  const NlsqRunResult r =
-      RunNlsqPipeline(world, LaminarConfig(kStuckStart, path, small), Quiet(), Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, LaminarConfig(kStuckStart, path, small),
+                                                  Quiet(), Logger::Silent());
   EXPECT_FALSE(r.report.global_search.has_value());
   EXPECT_LT(r.report.chi_squared, 0.1 * stuck.report.chi_squared);
   ASSERT_FALSE(r.report.recovery_actions.empty());
   EXPECT_NE(r.report.recovery_actions[0].find("restarts (the local fit ended "), std::string::npos)
       << r.report.recovery_actions[0];
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone =
-      RunNlsqPipeline(self, LaminarConfig(kStuckStart, path, small), Quiet(), Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, LaminarConfig(kStuckStart, path, small),
+                                                      Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
 
   // on_stall: cmaes: the CMA-ES stage searches the box from the configured start.
-  const NlsqRunResult g = RunNlsqPipeline(
+  const NlsqRunResult g = global::RunNlsqPipeline(
       world, LaminarConfig(kStuckStart, path, small + "    recovery:\n      on_stall: cmaes\n"),
       Quiet(), Logger::Silent());
   ASSERT_TRUE(g.report.global_search.has_value());
@@ -431,7 +431,7 @@ TEST(NlsqPipeline, ConvergedAtABoundIsCheckedByRestarts) {
   const config::Config cfg = LaminarConfig(kTruth, path, capped);
   const NlsqRunResult local = RunNlsqFit(world, cfg, Quiet(), Logger::Silent());
   ASSERT_EQ(local.report.convergence_status, "converged");
-  const NlsqRunResult r = RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, cfg, Quiet(), Logger::Silent());
   ASSERT_FALSE(r.report.recovery_actions.empty());
   EXPECT_EQ(r.report.recovery_actions[0].rfind(
                 "restarts (the local fit converged with gamma_dot_t_offset at its upper bound", 0),

@@ -7,13 +7,13 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/random.h"
+#include "lsq/bounded_solver.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/bounded_solver.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "parallel/tile_sum.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 namespace {
 
 using homodyne::testing::MpiTempDir;
@@ -191,4 +191,4 @@ TEST(BoundedSolver, InvalidOptionsAreBadInput) {
 }
 
 }  // namespace
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

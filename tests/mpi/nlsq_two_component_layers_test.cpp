@@ -14,10 +14,10 @@
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "core/log.h"
+#include "global/fit_pipeline.h"
 #include "io/dataset.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/fit_pipeline.h"
 #include "nlsq/scaling_penalty.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
@@ -106,8 +106,8 @@ TEST(NlsqTwoComponentLayers, RegularizationPullsTheContrastsTogetherAndReportsTh
   const config::Config off_cfg = Config(path, Start(), kNoL2);
   const config::Config on_cfg =
       Config(path, Start(), kNoL2 + "      regularization: {mode: relative, lambda: 30.0}\n");
-  const NlsqRunResult off = RunNlsqPipeline(world, off_cfg, quiet, Logger::Silent());
-  const NlsqRunResult on = RunNlsqPipeline(world, on_cfg, quiet, Logger::Silent());
+  const NlsqRunResult off = global::RunNlsqPipeline(world, off_cfg, quiet, Logger::Silent());
+  const NlsqRunResult on = global::RunNlsqPipeline(world, on_cfg, quiet, Logger::Silent());
   ASSERT_EQ(off.report.contrast.size(), 2u);
   EXPECT_FALSE(off.report.regularization.active);
   ASSERT_TRUE(on.report.regularization.active);
@@ -146,16 +146,16 @@ TEST(NlsqTwoComponentLayers, RegularizationPullsTheContrastsTogetherAndReportsTh
 
   // The same bits on one rank alone.
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone = RunNlsqPipeline(self, on_cfg, quiet, Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, on_cfg, quiet, Logger::Silent());
   EXPECT_TRUE(SameBits(on.expanded, alone.expanded));
   EXPECT_EQ(on.report.chi_squared, alone.report.chi_squared);
 
   // Averaged layout (auto with 2 angles at threshold 2): no rows, the same answer as
   // without the key.
   const std::string averaged = "      constant_scaling_threshold: 2\n" + kNoL2;
-  const NlsqRunResult avg_off =
-      RunNlsqPipeline(world, Config(path, Start(), averaged, "auto"), quiet, Logger::Silent());
-  const NlsqRunResult avg_on = RunNlsqPipeline(
+  const NlsqRunResult avg_off = global::RunNlsqPipeline(
+      world, Config(path, Start(), averaged, "auto"), quiet, Logger::Silent());
+  const NlsqRunResult avg_on = global::RunNlsqPipeline(
       world,
       Config(path, Start(), averaged + "      regularization: {mode: relative, lambda: 30.0}\n",
              "auto"),
@@ -189,8 +189,8 @@ TEST(NlsqTwoComponentLayers, PenaltyRowsEnterTheObjectiveGradientAndNormalEquati
   x[1] += 0.03;  // contrast cos term
   x[2] -= 0.02;  // contrast sin term
   x[4] += 0.01;  // offset cos term
-  const SolverSummary a = on.SummaryAt(x, Termination::kConverged, "");
-  const SolverSummary b = off.SummaryAt(x, Termination::kConverged, "");
+  const SolverSummary a = on.SummaryAt(x, lsq::Termination::kConverged, "");
+  const SolverSummary b = off.SummaryAt(x, lsq::Termination::kConverged, "");
   const double rows = on.scaling_penalty().Chi2(on.layout().Expand(x));
   ASSERT_GT(rows, 0.0);
   EXPECT_NEAR(a.final_chi2 - b.final_chi2, rows, 1e-9 * a.final_chi2);
@@ -241,15 +241,15 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   const config::Config l2 =
       Config(path, Start(), "      hierarchical: {enable: true, trigger: always}\n");
   const NlsqRunResult off =
-      RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
-  const NlsqRunResult r = RunNlsqPipeline(world, l2, quiet, Logger::Silent());
+      global::RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, l2, quiet, Logger::Silent());
   const AntiDegeneracyReport& a = r.report.anti_degeneracy;
   EXPECT_FALSE(off.report.anti_degeneracy.hierarchical_active);
   ASSERT_TRUE(a.hierarchical_active) << a.inactive_reason;
   // Not written: off (xpcsjax's default), whatever the trigger.
-  const NlsqRunResult unwritten =
-      RunNlsqPipeline(world, Config(path, Start(), "      hierarchical: {trigger: always}\n"),
-                      quiet, Logger::Silent());
+  const NlsqRunResult unwritten = global::RunNlsqPipeline(
+      world, Config(path, Start(), "      hierarchical: {trigger: always}\n"), quiet,
+      Logger::Silent());
   EXPECT_FALSE(unwritten.report.anti_degeneracy.hierarchical_active);
   EXPECT_NE(unwritten.report.anti_degeneracy.inactive_reason.find("not written"), std::string::npos)
       << unwritten.report.anti_degeneracy.inactive_reason;
@@ -277,7 +277,7 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
 
   // The same bits on one rank alone, and with checkpoints (each stage in its subfolder).
   const Comm self = world.Split(world.rank(), 0);
-  const NlsqRunResult alone = RunNlsqPipeline(self, l2, quiet, Logger::Silent());
+  const NlsqRunResult alone = global::RunNlsqPipeline(self, l2, quiet, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
   NlsqRunOptions ck = quiet;
   checkpoint::CheckpointSettings s;
@@ -287,7 +287,7 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   s.stop_on_signal = false;
   s.config_description = "two-component-layers";
   ck.checkpoints = s;
-  const NlsqRunResult with_ck = RunNlsqPipeline(world, l2, ck, Logger::Silent());
+  const NlsqRunResult with_ck = global::RunNlsqPipeline(world, l2, ck, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, with_ck.expanded));
   EXPECT_TRUE(std::filesystem::is_directory(s.dir / "two_stage_1"));
   EXPECT_TRUE(std::filesystem::is_directory(s.dir / "two_stage_2"));
@@ -295,8 +295,8 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
   const config::Config both = Config(path, Start(),
                                      "      hierarchical: {enable: true, trigger: always}\n      "
                                      "regularization: {mode: adaptive, lambda: 5}\n");
-  const NlsqRunResult in_core = RunNlsqPipeline(world, both, quiet, Logger::Silent());
-  const NlsqRunResult streamed = RunNlsqPipeline(
+  const NlsqRunResult in_core = global::RunNlsqPipeline(world, both, quiet, Logger::Silent());
+  const NlsqRunResult streamed = global::RunNlsqPipeline(
       world, both, testing::QuietRun(FitStrategy::kStreaming, 200), Logger::Silent());
   EXPECT_TRUE(in_core.report.regularization.active);
   EXPECT_EQ(in_core.report.anti_degeneracy.two_stage_stages, 2);
@@ -305,7 +305,7 @@ TEST(NlsqTwoComponentLayers, TwoStagePathReportsBothStagesAndKeepsTheLowerChi2) 
             streamed.report.anti_degeneracy.stage1_chi_squared);
 
   // Constant layout: nothing to do in stage 2.
-  const NlsqRunResult constant = RunNlsqPipeline(
+  const NlsqRunResult constant = global::RunNlsqPipeline(
       world,
       Config(path, Start(), "      hierarchical: {enable: true, trigger: always}\n", "constant"),
       quiet, Logger::Silent());
@@ -340,10 +340,11 @@ TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFr
   const std::string path = WriteData(dir);
   const auto quiet = testing::QuietRun();
   const config::Config constant_cfg = Config(path, Start(), kNoL2, "constant");
-  const NlsqRunResult constant = RunNlsqPipeline(world, constant_cfg, quiet, Logger::Silent());
+  const NlsqRunResult constant =
+      global::RunNlsqPipeline(world, constant_cfg, quiet, Logger::Silent());
   ASSERT_EQ(constant.layout, "fixed_constant");
   // Streamed in small windows: the same estimates, the same fit.
-  const NlsqRunResult constant_streamed = RunNlsqPipeline(
+  const NlsqRunResult constant_streamed = global::RunNlsqPipeline(
       world, constant_cfg, testing::QuietRun(FitStrategy::kStreaming, 200), Logger::Silent());
   EXPECT_TRUE(SameBits(constant.report.contrast, constant_streamed.report.contrast));
   EXPECT_TRUE(SameBits(constant.report.offset, constant_streamed.report.offset));
@@ -354,11 +355,11 @@ TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFr
   NlsqRunOptions from_memory = quiet;
   from_memory.in_memory = &view;
   const NlsqRunResult constant_in_memory =
-      RunNlsqPipeline(world, constant_cfg, from_memory, Logger::Silent());
+      global::RunNlsqPipeline(world, constant_cfg, from_memory, Logger::Silent());
   EXPECT_TRUE(SameBits(constant.report.contrast, constant_in_memory.report.contrast));
   EXPECT_TRUE(SameBits(constant.report.offset, constant_in_memory.report.offset));
   EXPECT_TRUE(SameBits(constant.expanded, constant_in_memory.expanded));
-  const NlsqRunResult averaged = RunNlsqPipeline(
+  const NlsqRunResult averaged = global::RunNlsqPipeline(
       world, Config(path, Start(), "      constant_scaling_threshold: 2\n" + kNoL2, "auto"), quiet,
       Logger::Silent());
   ASSERT_EQ(averaged.layout, "auto_averaged");
@@ -428,7 +429,7 @@ TEST(NlsqTwoComponentLayers, IndividualScalingBoundsAreXpcsjaxsUnlessOthersAreCo
   expect_bounds(own, 0.05, 0.95);
   // The full fit stays inside them.
   const NlsqRunResult r =
-      RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
+      global::RunNlsqPipeline(world, Config(path, Start(), kNoL2), quiet, Logger::Silent());
   for (double c : r.report.contrast) {
     EXPECT_GE(c, 0.1);
     EXPECT_LE(c, 0.8);

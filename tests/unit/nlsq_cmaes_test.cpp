@@ -13,11 +13,11 @@
 #include "checkpoint/checkpoint_store.h"
 #include "config/config_reader.h"
 #include "core/error.h"
-#include "nlsq/cmaes.h"
-#include "nlsq/global_stage.h"
+#include "global/cmaes.h"
+#include "global/global_stage.h"
 #include "nlsq/result_files.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 using ::testing::HasSubstr;
@@ -243,23 +243,23 @@ TEST(NlsqCmaes, BadValuesNameTheirKey) {
 }
 
 TEST(NlsqCmaes, ResultFileCarriesTheGlobalSearch) {
-  FitReport r;
-  GlobalSearchReport g;
+  nlsq::FitReport r;
+  nlsq::GlobalSearchReport g;
   g.selected = "cmaes_refined";
   g.generations = 12;
   g.evaluations = 1200;
   g.cmaes_chi_squared = 3.5;
   g.refined_chi_squared = std::numeric_limits<double>::quiet_NaN();
   r.global_search = g;
-  const auto j = nlohmann::json::parse(AnalysisResultsJson(r));
+  const auto j = nlohmann::json::parse(nlsq::AnalysisResultsJson(r));
   ASSERT_TRUE(j.contains("global_search"));
   EXPECT_EQ(j["global_search"]["selected"], "cmaes_refined");
   EXPECT_EQ(j["global_search"]["evaluations"], 1200);
   EXPECT_EQ(j["global_search"]["cmaes_chi_squared"], 3.5);
   EXPECT_TRUE(j["global_search"]["refined_chi_squared"].is_null());
   r.global_search.reset();
-  EXPECT_FALSE(nlohmann::json::parse(AnalysisResultsJson(r)).contains("global_search"));
+  EXPECT_FALSE(nlohmann::json::parse(nlsq::AnalysisResultsJson(r)).contains("global_search"));
 }
 
 }  // namespace
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "nlsq/covariance.h"
+#include "lsq/covariance.h"
 #include "nlsq/degeneracy.h"
 
 namespace homodyne::nlsq {
@@ -29,7 +29,7 @@ std::vector<double> NearlyDegenerateJtj(double eps) {
 TEST(NlsqDegeneracy, NamesTheDegeneratePairAndTheDirectionThatSpansIt) {
   const std::vector<std::string> names = {"D0", "alpha", "D_offset"};
   const std::vector<double> jtj = NearlyDegenerateJtj(1e-5);
-  const CovarianceResult cov = CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
+  const lsq::CovarianceResult cov = lsq::CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
   const DegeneracyDiagnostics d =
       DiagnoseDegeneracy(names, cov, {false, true, false}, {false, false, false});
   ASSERT_EQ(d.correlated.size(), 1U);
@@ -57,7 +57,7 @@ TEST(NlsqDegeneracy, NamesTheDegeneratePairAndTheDirectionThatSpansIt) {
 TEST(NlsqDegeneracy, WellDeterminedParametersRaiseNoWarning) {
   const std::vector<std::string> names = {"D0", "alpha", "D_offset"};
   const std::vector<double> jtj = NearlyDegenerateJtj(1.0);  // column 2 no longer follows 0
-  const CovarianceResult cov = CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
+  const lsq::CovarianceResult cov = lsq::CovarianceFromNormalEquations(jtj, 3, 10.0, 1000, 3);
   const DegeneracyDiagnostics d =
       DiagnoseDegeneracy(names, cov, {false, false, false}, {false, false, false});
   EXPECT_TRUE(d.correlated.empty());

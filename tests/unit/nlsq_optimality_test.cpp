@@ -1,19 +1,19 @@
-// The first-order optimality test of the NLSQ solvers (nlsq/optimality.h): when the
+// The first-order optimality test of the NLSQ solvers (lsq/optimality.h): when the
 // Gauss–Newton decrement may end a solve.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
-#include "nlsq/optimality.h"
+#include "lsq/optimality.h"
 
 namespace homodyne::nlsq {
 namespace {
 
 // Normal equations of two parameters with unit columns (H = [[1, c], [c, 1]]), residual
 // norm² chi2 and gradient g: the cosine is max |g_i| / sqrt(chi2).
-NormalEquations Equations(double g0, double g1, double coupling, double chi2) {
-  NormalEquations eq;
+lsq::NormalEquations Equations(double g0, double g1, double coupling, double chi2) {
+  lsq::NormalEquations eq;
   eq.chi2 = chi2;
   eq.gradient = {g0, g1};
   eq.hessian = {1.0, coupling, coupling, 1.0};
@@ -31,11 +31,12 @@ const std::vector<double> kUpper = {10.0, 10.0};
 TEST(NlsqOptimality, DecrementWithALargeCosineIsNotOptimal) {
   const double chi2 = 184457.0;
   const double g = 4.6e-4 * std::sqrt(chi2);
-  const OptimalityMeasure m = MeasureOptimality(kX, Equations(g, 0.0, 0.0, chi2), kLower, kUpper);
+  const lsq::OptimalityMeasure m =
+      lsq::MeasureOptimality(kX, Equations(g, 0.0, 0.0, chi2), kLower, kUpper);
   EXPECT_NEAR(m.cosine, 4.6e-4, 1e-12);
   EXPECT_LE(m.decrement, 1e-6);
   EXPECT_TRUE(m.insensitive.empty());
-  EXPECT_FALSE(DecrementHolds(m, 1e-6));
+  EXPECT_FALSE(lsq::DecrementHolds(m, 1e-6));
   EXPECT_FALSE(IsOptimal(m, 1e-6, 1e-6));
   EXPECT_FALSE(IsOptimal(m, 1e-2, 1e-6));
   // Only the cosine's own test can pass such a point.
@@ -47,10 +48,11 @@ TEST(NlsqOptimality, DecrementWithALargeCosineIsNotOptimal) {
 TEST(NlsqOptimality, DecrementWithTheCosineBelowTheCapIsOptimal) {
   const double chi2 = 980.25;
   const double g = 1.17e-6 * std::sqrt(chi2);
-  const OptimalityMeasure m = MeasureOptimality(kX, Equations(g, 0.0, 0.0, chi2), kLower, kUpper);
+  const lsq::OptimalityMeasure m =
+      lsq::MeasureOptimality(kX, Equations(g, 0.0, 0.0, chi2), kLower, kUpper);
   EXPECT_GT(m.cosine, 100 * 1e-8);
   EXPECT_LE(m.decrement, 1e-8);
-  EXPECT_TRUE(DecrementHolds(m, 1e-8));
+  EXPECT_TRUE(lsq::DecrementHolds(m, 1e-8));
   EXPECT_TRUE(IsOptimal(m, 1e-8, 1e-8));
   // The decrement has to hold itself.
   EXPECT_FALSE(IsOptimal(m, 0.5 * m.decrement, 1e-8));
@@ -63,16 +65,17 @@ TEST(NlsqOptimality, TheDecrementBoundsTheCosine) {
   for (const double coupling : {0.0, 0.5, 0.96, -0.999}) {
     for (const double cos0 : {1e-3, 1e-4, 3e-5}) {
       const double c = cos0 * std::sqrt(chi2);
-      const OptimalityMeasure m =
-          MeasureOptimality(kX, Equations(c, -0.3 * c, coupling, chi2), kLower, kUpper);
+      const lsq::OptimalityMeasure m =
+          lsq::MeasureOptimality(kX, Equations(c, -0.3 * c, coupling, chi2), kLower, kUpper);
       EXPECT_NEAR(m.cosine, cos0, 1e-12 * cos0);
       EXPECT_GE(m.decrement, m.cosine * m.cosine * (1.0 - 1e-12));
-      EXPECT_TRUE(m.decrement > 1e-8 || DecrementHolds(m, 1e-8));
+      EXPECT_TRUE(m.decrement > 1e-8 || lsq::DecrementHolds(m, 1e-8));
     }
   }
   // Coupled columns, g = (c, -c): the decrement is 2c²/(1 - 0.96) / chi2, 50 cosine².
   const double c = 1e-7 * std::sqrt(chi2);
-  const OptimalityMeasure m = MeasureOptimality(kX, Equations(c, -c, 0.96, chi2), kLower, kUpper);
+  const lsq::OptimalityMeasure m =
+      lsq::MeasureOptimality(kX, Equations(c, -c, 0.96, chi2), kLower, kUpper);
   EXPECT_NEAR(m.decrement, 50.0 * 1e-14, 1e-18);
   EXPECT_TRUE(IsOptimal(m, 1e-20, 1.1e-7));  // the cosine test alone
   EXPECT_FALSE(IsOptimal(m, 1e-20, 0.9e-7));
@@ -81,9 +84,9 @@ TEST(NlsqOptimality, TheDecrementBoundsTheCosine) {
 
 // A parameter the model does not respond to makes no point optimal, whatever the measures.
 TEST(NlsqOptimality, PlateauIsNeverOptimal) {
-  NormalEquations eq = Equations(0.0, 0.0, 0.0, 1e4);
+  lsq::NormalEquations eq = Equations(0.0, 0.0, 0.0, 1e4);
   eq.hessian[3] = 1e-14;  // parameter 1 moves the model by nothing across its range
-  const OptimalityMeasure m = MeasureOptimality(kX, eq, kLower, kUpper);
+  const lsq::OptimalityMeasure m = lsq::MeasureOptimality(kX, eq, kLower, kUpper);
   ASSERT_EQ(m.insensitive.size(), 1u);
   EXPECT_EQ(m.insensitive[0], 1);
   EXPECT_FALSE(IsOptimal(m, 1e-6, 1e-6));

@@ -6,9 +6,9 @@
 #include <set>
 
 #include "core/random.h"
-#include "nlsq/covariance.h"
+#include "global/latin_hypercube.h"
+#include "lsq/covariance.h"
 #include "nlsq/fit_quality.h"
-#include "nlsq/latin_hypercube.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -27,7 +27,7 @@ TEST(Covariance, MatchesClosedFormForLinearModel) {
     chi2 += r * r;
   }
   const std::vector<double> jtj = {double(m), sx, sx, sxx};
-  auto c = CovarianceFromNormalEquations(jtj, 2, chi2, m, 2);
+  auto c = lsq::CovarianceFromNormalEquations(jtj, 2, chi2, m, 2);
   const double s2 = chi2 / (m - 2);
   const double det = m * sxx - sx * sx;
   EXPECT_NEAR(c.reduced_chi2, s2, 1e-15);
@@ -40,7 +40,7 @@ TEST(Covariance, MatchesClosedFormForLinearModel) {
 
 TEST(Covariance, SingularDirectionIsDroppedNotInfinite) {
   const std::vector<double> jtj = {1, 1, 1, 1};  // two identical columns
-  auto c = CovarianceFromNormalEquations(jtj, 2, 10.0, 12, 2);
+  auto c = lsq::CovarianceFromNormalEquations(jtj, 2, 10.0, 12, 2);
   EXPECT_EQ(c.dropped_directions, 1);
   for (double u : c.uncertainties) EXPECT_TRUE(std::isfinite(u));
 }
@@ -56,7 +56,7 @@ TEST(Covariance, UncertaintiesAreIndependentOfParameterUnits) {
   const std::vector<double> unit = {1.0, rho, 0.1, rho, 1.0, 0.1, 0.1, 0.1, 1.0};
   const double chi2 = 80.0;
   const std::int64_t m = 100;
-  const auto ref = CovarianceFromNormalEquations(unit, n, chi2, m, n);
+  const auto ref = lsq::CovarianceFromNormalEquations(unit, n, chi2, m, n);
   // The same problem with the parameters in units 1e-4, 1e3 and 1e6 times smaller:
   // JᵀJ_ij → JᵀJ_ij·u_i·u_j and σ_i → σ_i/u_i.
   const double u[3] = {1e-4, 1e-3 * 1e6, 1e6};
@@ -68,7 +68,7 @@ TEST(Covariance, UncertaintiesAreIndependentOfParameterUnits) {
             unit[static_cast<std::size_t>(i * n + j)] * u[i] * u[j] * (1.0 + (i != j ? wobble : 0));
       }
     }
-    const auto c = CovarianceFromNormalEquations(scaled, n, chi2, m, n);
+    const auto c = lsq::CovarianceFromNormalEquations(scaled, n, chi2, m, n);
     EXPECT_EQ(c.dropped_directions, 0);
     for (int i = 0; i < n; ++i) {
       const double expect = ref.uncertainties[static_cast<std::size_t>(i)] / u[i];
@@ -81,7 +81,7 @@ TEST(Covariance, UncertaintiesAreIndependentOfParameterUnits) {
 TEST(Covariance, TransformExpandsAveragedParameters) {
   // One shared contrast replicated to three angles: B = [1;1;1].
   const std::vector<double> cov = {0.04};
-  auto out = TransformCovariance(cov, 1, {1, 1, 1}, 3);
+  auto out = lsq::TransformCovariance(cov, 1, {1, 1, 1}, 3);
   for (double v : out) EXPECT_DOUBLE_EQ(v, 0.04);
 }
 
@@ -102,7 +102,7 @@ TEST(LatinHypercube, OnePointPerStratumAndDeterministic) {
   const std::vector<double> lo = {0.0, -2.0, 100.0};
   const std::vector<double> hi = {1.0, 2.0, 1e5};
   const int n = 16;
-  auto pts = LatinHypercube(n, lo, hi, 42);
+  auto pts = global::LatinHypercube(n, lo, hi, 42);
   ASSERT_EQ(pts.size(), 16u);
   for (std::size_t d = 0; d < lo.size(); ++d) {
     std::set<int> strata;
@@ -113,8 +113,8 @@ TEST(LatinHypercube, OnePointPerStratumAndDeterministic) {
     }
     EXPECT_EQ(strata.size(), static_cast<std::size_t>(n)) << "dimension " << d;
   }
-  EXPECT_EQ(pts, LatinHypercube(n, lo, hi, 42));
-  EXPECT_NE(pts, LatinHypercube(n, lo, hi, 43));
+  EXPECT_EQ(pts, global::LatinHypercube(n, lo, hi, 42));
+  EXPECT_NE(pts, global::LatinHypercube(n, lo, hi, 43));
 }
 
 }  // namespace

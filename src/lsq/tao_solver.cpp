@@ -9,10 +9,10 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
-#include "nlsq/bounded_solver.h"
-#include "nlsq/petsc_handles.h"
+#include "lsq/bounded_solver.h"
+#include "lsq/petsc_handles.h"
 
-namespace homodyne::nlsq::detail {
+namespace homodyne::lsq::detail {
 namespace {
 
 // State shared by the TAO callbacks of one solve.
@@ -333,4 +333,4 @@ SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& 
   return s;
 }
 
-}  // namespace homodyne::nlsq::detail
+}  // namespace homodyne::lsq::detail

@@ -1,4 +1,4 @@
-#include "nlsq/cmaes.h"
+#include "global/cmaes.h"
 
 #include <Eigen/Dense>
 
@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "core/random.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 // Stream identities ("CMAS", "CMAR"): the samples of (run, generation) and the
@@ -452,4 +452,4 @@ CmaesSummary Cmaes::Summary() const {
   return r;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -1,4 +1,4 @@
-#include "nlsq/bounded_solver.h"
+#include "lsq/bounded_solver.h"
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 std::string SolverOptions::Validate() const {
   if (max_iterations < 1) return fmt::format("max_iterations must be ≥ 1 (got {})", max_iterations);
@@ -193,4 +193,4 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   return s;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

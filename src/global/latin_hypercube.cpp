@@ -1,4 +1,4 @@
-#include "nlsq/latin_hypercube.h"
+#include "global/latin_hypercube.h"
 
 #include <numeric>
 #include <utility>
@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/random.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<double>& lower,
                                                 const std::vector<double>& upper,
@@ -31,4 +31,4 @@ std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<
   return points;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -1,4 +1,4 @@
-#include "nlsq/anti_degeneracy.h"
+#include "global/anti_degeneracy.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 const std::string kKey = "optimization.nlsq.anti_degeneracy.";
@@ -76,7 +76,8 @@ std::vector<double> ShearWeights(std::span<const double> phi_deg, double phi0_de
   return w;
 }
 
-std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitSession& session) {
+std::string HierarchicalInactiveReason(const config::Config& cfg,
+                                       const nlsq::XpcsFitSession& session) {
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   if (session.layout().mode() == model::AnalysisMode::kStatic) return "static mode";
   if (session.layout().mode() == model::AnalysisMode::kTwoComponent) {
@@ -99,9 +100,10 @@ std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitS
   return fmt::format("{} per-angle layout (no per-angle parameters)", model::ToString(l));
 }
 
-std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vector<double>& x0,
+std::vector<double> RunHierarchicalStage(nlsq::XpcsFitSession& session,
+                                         const std::vector<double>& x0,
                                          const AntiDegeneracyOptions& o, const Logger& logger,
-                                         AntiDegeneracyReport& report) {
+                                         nlsq::AntiDegeneracyReport& report) {
   report.hierarchical_active = true;
   report.inactive_reason.clear();
   const std::size_t n = x0.size();
@@ -130,7 +132,7 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
                              o.min_weight, o.alpha, o.normalize);
     }
     const std::vector<double> before = x;
-    const SolverSummary phys =
+    const nlsq::SolverSummary phys =
         session.SolvePart(x, physical, weights, o.physical_max_iterations, kPhysicalFtol);
     if (!phys.IsUsable()) {
       report.stop = "failed";
@@ -139,7 +141,7 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
       break;
     }
     x = phys.x;
-    const SolverSummary angles =
+    const nlsq::SolverSummary angles =
         session.SolvePart(x, per_angle, {}, o.per_angle_max_iterations, kPerAngleFtol);
     if (!angles.IsUsable()) {
       report.stop = "failed";
@@ -170,4 +172,4 @@ std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vec
   return x;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -31,11 +31,11 @@
 
 #include "config/config.h"
 #include "core/log.h"
-#include "nlsq/global_stage.h"
+#include "global/global_stage.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 enum class StallRecovery { kRestarts, kCmaes, kNone };
 
@@ -61,38 +61,39 @@ std::vector<double> Phi0RestartValues(double lo, double hi, int n);
 // phi0 or n_restarts is 0): returns the summary with the lowest χ² among `best` and the
 // restarts (ties keep `best`). One line per restart goes to `actions` when the check ran.
 // Each restart checkpoints under "<dir>/phi0_restart_<k>".
-SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best, int n_restarts,
-                              const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                              const Logger& logger, bool progress,
-                              std::vector<std::string>& actions);
+nlsq::SolverSummary CheckPhi0Basins(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, int n_restarts,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
+    bool progress, std::vector<std::string>& actions);
 
 // Collective. The mirror check on `best` (two_component with the transport and fraction
 // parameters free; else a no-op): one local fit from the mirror of `best` on the grid
 // t = dt·[1..N]; returns the better (Better) of the two. It checkpoints under
 // "<dir>/mirror".
-SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& best, double dt,
-                               const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                               const Logger& logger, bool progress,
-                               std::vector<std::string>& actions);
+nlsq::SolverSummary CheckMirrorBasin(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, double dt,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
+    bool progress, std::vector<std::string>& actions);
 
 // two_component: `base` (an optimiser-space start) with its per-angle scaling fitted to the
 // data, the physics held (the quantile estimates of the scaling assume homodyne's decay;
 // where the cross term oscillates they are far off, and a local fit from the true physics
 // with them was measured to leave the true basin). Other modes, or no free scaling: `base`.
-std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& base,
-                                       const Logger& logger);
+std::vector<double> ScalingFittedStart(nlsq::XpcsFitSession& session,
+                                       const std::vector<double>& base, const Logger& logger);
 
 // Collective. two_component's anti-degeneracy path (xpcsjax's L2, two stages): stage 1
 // fits the physics from the configured start with every angle's contrast and offset held
-// at the quantile estimates (XpcsFitSession::SolveQuantileScaling); stage 2 is the joint
+// at the quantile estimates (nlsq::XpcsFitSession::SolveQuantileScaling); stage 2 is the joint
 // fit of the session's layout from stage 1's physics, its scaling fitted first as for the
 // plain fit (ScalingFittedStart). Returns the better (Better) of `plain` and stage 2; fills
 // the report's two-stage fields and adds one line to `actions`. The stages checkpoint
 // under "<dir>/two_stage_1" and "<dir>/two_stage_2".
-SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
-                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                           const Logger& logger, bool progress, std::vector<std::string>& actions,
-                           AntiDegeneracyReport& report);
+nlsq::SolverSummary TwoStagePath(nlsq::XpcsFitSession& session, const nlsq::SolverSummary& plain,
+                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                 const Logger& logger, bool progress,
+                                 std::vector<std::string>& actions,
+                                 nlsq::AntiDegeneracyReport& report);
 
 // The rates of the transport scan: D on a log grid (√2 steps) whose decay time 1/(q²·D) runs
 // from ten windows, 10·T with T = dt·n_times, down to one frame, dt. Empty for q, dt ≤ 0 or
@@ -107,7 +108,7 @@ std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times
 // D0_sample is held or the two differ. One line to `actions`. The registry's 1e4 is tied to
 // no time scale of the data: at q = 0.0237 1/Å it decays in 2 frames of 0.1 s, and the local
 // fits from it ended on the plateau where the sample has decayed within a frame.
-std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<double>& start,
+std::vector<double> ScanTransport(nlsq::XpcsFitSession& session, const std::vector<double>& start,
                                   double q, double dt, bool velocity_configured,
                                   const Logger& logger, std::vector<std::string>& actions);
 // two_component: the points of the velocity scan, `base` with (v0, v_beta)
@@ -117,7 +118,7 @@ std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<dou
 // per frame, π/(q·dt). The χ² of c2's cross term oscillates in v0 with a period of that
 // relative size, so a local fit from the registry's v0 = 1e3, v_beta = 1 mostly ends in a
 // wrong fringe. Empty when v0 or v_beta is held.
-std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
+std::vector<std::vector<double>> VelocityScanPoints(const nlsq::XpcsFitSession& session,
                                                     const std::vector<double>& base, double q,
                                                     double dt);
 
@@ -126,19 +127,21 @@ std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& sessio
 // every stride-th row for large data, as the CMA-ES search), and local fits from the `keep`
 // lowest of each grid; returns the best (Better) of them and `configured`. One line to
 // `actions`.
-SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& start,
-                           const SolverSummary& configured, double q, double dt, int keep,
-                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                           const Logger& logger, bool progress, std::vector<std::string>& actions);
+nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vector<double>& start,
+                                 const nlsq::SolverSummary& configured, double q, double dt,
+                                 int keep,
+                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                 const Logger& logger, bool progress,
+                                 std::vector<std::string>& actions);
 
 // The physical parameters of `s` at a bound ("phi0 at its upper bound, …"; empty: none).
-std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s);
+std::string PhysicalAtBound(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s);
 // A local fit the pipeline does not take at its word: it stalled (or hit max_iterations), or
 // converged with a physical parameter at a bound. The rule that starts the restarts and, by
 // default, the hierarchical stage.
-bool Suspect(const XpcsFitSession& session, const SolverSummary& s);
+bool Suspect(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s);
 // "ended stalled" / "converged with D0 at its lower bound" (for the log and the actions).
-std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
+std::string WhyRestart(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s);
 
 // The starts of the stall recovery: the configured start with D0, alpha, gamma_dot_t0,
 // beta and phi0 drawn from a Latin hypercube of their bounds (log-uniform where the bounds
@@ -147,22 +150,21 @@ std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s);
 // restarts, RunNlsqPipeline). Uniform draws of
 // the offsets' wide default bounds (±1e5, ±0.1) mostly land where D(t) is floored or the
 // shear rate is all offset, which are the plateaus the stalled fit is on.
-std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,
-                                                    std::uint64_t seed);
+std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& session,
+                                                    int n_starts, std::uint64_t seed);
 
 // Collective. Restarts after a stall: `n_starts` Latin-hypercube starts (StallRestartStarts)
 // by χ² in one batched pass, local fits from the lowest max(3, n_starts/2); returns the
 // lowest χ² among `stalled` and them. Each restart checkpoints under
 // "<dir>/stall_restart_<k>".
-SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& stalled, int n_starts,
-                                std::uint64_t seed,
-                                const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                                const Logger& logger, bool progress,
-                                std::vector<std::string>& actions);
+nlsq::SolverSummary RestartAfterStall(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& stalled, int n_starts,
+    std::uint64_t seed, const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+    const Logger& logger, bool progress, std::vector<std::string>& actions);
 
 // Collective over `comm`; every rank returns the same result. The pipeline above with the
 // config's settings (optimization.nlsq.cmaes and .recovery).
-NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
-                              const NlsqRunOptions& options, const Logger& logger);
+nlsq::NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
+                                    const nlsq::NlsqRunOptions& options, const Logger& logger);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 struct CovarianceResult {
   std::vector<double> covariance;     // n×n row-major
@@ -32,4 +32,4 @@ CovarianceResult CovarianceFromNormalEquations(const std::vector<double>& jtj, i
 std::vector<double> TransformCovariance(const std::vector<double>& cov, int n,
                                         const std::vector<double>& b, int m);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

@@ -30,9 +30,9 @@
 
 #include <fmt/format.h>
 
-#include "nlsq/bounded_solver.h"
+#include "lsq/bounded_solver.h"
 
-namespace homodyne::nlsq::detail {
+namespace homodyne::lsq::detail {
 namespace {
 
 constexpr double kInitialLambda = 0.1;
@@ -316,4 +316,4 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
   return out;
 }
 
-}  // namespace homodyne::nlsq::detail
+}  // namespace homodyne::lsq::detail

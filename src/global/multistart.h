@@ -14,7 +14,7 @@
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 struct MultiStartOptions {
   int n_starts = 10;  // Latin-hypercube starts (the user's start is added)
@@ -58,8 +58,9 @@ struct MultiStartSummary {
 
 // Collective over `world`. The returned result is complete on the ranks of group 0
 // (which includes world rank 0); on other ranks only `summary` is filled.
-NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
-                               const NlsqRunOptions& options, const MultiStartOptions& ms,
-                               const Logger& logger, MultiStartSummary* summary);
+nlsq::NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
+                                     const nlsq::NlsqRunOptions& options,
+                                     const MultiStartOptions& ms, const Logger& logger,
+                                     MultiStartSummary* summary);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -1,4 +1,4 @@
-#include "nlsq/covariance.h"
+#include "lsq/covariance.h"
 
 #include <Eigen/Dense>
 
@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -83,4 +83,4 @@ std::vector<double> TransformCovariance(const std::vector<double>& cov, int n,
   return out;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

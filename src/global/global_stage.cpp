@@ -1,4 +1,4 @@
-#include "nlsq/global_stage.h"
+#include "global/global_stage.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include "core/progress.h"
 #include "parallel/collective.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 const std::string kKey = "optimization.nlsq.cmaes.";
@@ -220,7 +220,7 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
     CmaesGeneration g;
     try {
       g = es.Step(f);
-    } catch (const PassInterrupted&) {
+    } catch (const lsq::PassInterrupted&) {
       if (!before) throw;  // no stop check was set for this search: not ours to save
       const auto path = store->Write(*before);
       throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())).MarkAgreed();
@@ -265,7 +265,7 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
   return s;
 }
 
-int SearchRowStride(const XpcsFitSession& session, std::int64_t max_points) {
+int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points) {
   const std::int64_t points = session.total_points();
   if (max_points <= 0 || points <= max_points || session.streamed()) return 1;
   // At least kMinSearchRows rows per angle, however large the data: the rows' points then
@@ -276,12 +276,13 @@ int SearchRowStride(const XpcsFitSession& session, std::int64_t max_points) {
   return static_cast<int>(std::min(by_points, by_rows));
 }
 
-SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& g,
-                             double scale_ratio, const std::optional<SolverSummary>& warm,
-                             const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                             const Logger& logger, bool progress, GlobalSearchReport& rep,
-                             double& cmaes_seconds) {
-  rep = GlobalSearchReport{};
+nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalStageOptions& g,
+                                   double scale_ratio,
+                                   const std::optional<nlsq::SolverSummary>& warm,
+                                   const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                   const Logger& logger, bool progress,
+                                   nlsq::GlobalSearchReport& rep, double& cmaes_seconds) {
+  rep = nlsq::GlobalSearchReport{};
   rep.scale_ratio = scale_ratio;
   rep.seed = g.seed;
   rep.warmstart_chi_squared = kNaN;
@@ -299,7 +300,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
     rep.warmstart_chi_squared = warm->final_chi2;
     rep.warmstart_reduced_chi2 = session.ReducedChi2(warm->final_chi2);
     warm_converged =
-        warm->termination == Termination::kConverged && std::isfinite(warm->final_chi2);
+        warm->termination == lsq::Termination::kConverged && std::isfinite(warm->final_chi2);
     if (warm_converged) start = warm->x;
     // 2. Auto-skip: a good local answer needs no global search.
     if (warm_converged && g.warmstart_auto_skip &&
@@ -368,7 +369,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   // Generations' passes end within one block of a stop request when there is a store to
   // save the search in (RunCmaes).
   struct StopCheck {
-    XpcsFitSession& session;
+    nlsq::XpcsFitSession& session;
     ~StopCheck() { session.SetStopCheck({}); }
   } stop_check{session};
   if (checkpoints && (checkpoints->enabled || checkpoints->resume) && checkpoints->stop_on_signal) {
@@ -402,7 +403,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
 
   // 4. Refinement by the local fit from the CMA-ES point. Its checkpoints go to a
   // subdirectory, apart from the warm start's (a resume continues each where it was).
-  std::optional<SolverSummary> chosen;
+  std::optional<nlsq::SolverSummary> chosen;
   if (!g.refine_with_nlsq) {
     rep.refinement = "disabled";
   } else if (warm && std::isfinite(warm->final_chi2) &&
@@ -424,7 +425,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
           model::Describe(refine_loss), model::Describe(fit_loss));
       session.SetProblemLoss(refine_loss);
     }
-    SolverSummary refined;
+    nlsq::SolverSummary refined;
     try {
       refined =
           session.Solve(cs.x, progress, checkpoint::InSubfolder(checkpoints, "cmaes_refinement"));
@@ -436,7 +437,8 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
       session.SetProblemLoss(fit_loss);
       // The refined point's objective and normal equations under the fit's loss (for the
       // comparisons below and the covariance); its label stays its own solve's.
-      const SolverSummary at = session.SummaryAt(refined.x, refined.termination, refined.message);
+      const nlsq::SolverSummary at =
+          session.SummaryAt(refined.x, refined.termination, refined.message);
       refined.final_equations = at.final_equations;
       refined.final_chi2 = at.final_chi2;
       refined.optimality = at.optimality;
@@ -460,7 +462,7 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   const double global_chi2 = chosen ? chosen->final_chi2 : cs.chi2;
 
   // 5. Keep-better: the warm start's answer when the global stage did not beat it.
-  SolverSummary final_summary;
+  nlsq::SolverSummary final_summary;
   if (warm && warm->IsUsable() && std::isfinite(warm->final_chi2) &&
       warm->final_chi2 < global_chi2) {
     logger.Info("CMA-ES: the warm start is better (chi2 {:.12g} < {:.12g}): keeping it",
@@ -475,9 +477,9 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
     // The strategy's own stop (not a budget running out) is converged only if the point
     // passes the optimality test too (SummaryAt decides; else it is stalled).
     const bool converged = cs.stop == CmaesStop::kTolX || cs.stop == CmaesStop::kTolFun;
-    final_summary =
-        session.SummaryAt(cs.x, converged ? Termination::kConverged : Termination::kMaxIterations,
-                          fmt::format("CMA-ES point ({})", ToString(cs.stop)));
+    final_summary = session.SummaryAt(
+        cs.x, converged ? lsq::Termination::kConverged : lsq::Termination::kMaxIterations,
+        fmt::format("CMA-ES point ({})", ToString(cs.stop)));
   }
   if (warm && std::isfinite(warm->final_chi2)) {
     rep.chi_squared_improvement = warm->final_chi2 - final_summary.final_chi2;
@@ -486,23 +488,25 @@ SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& 
   return final_summary;
 }
 
-NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
-                               const NlsqRunOptions& options, const GlobalStageOptions& g,
-                               double scale_ratio, const Logger& logger) {
-  XpcsFitSession session(comm, cfg, options, logger);
-  std::optional<SolverSummary> warm;
+nlsq::NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
+                                     const nlsq::NlsqRunOptions& options,
+                                     const GlobalStageOptions& g, double scale_ratio,
+                                     const Logger& logger) {
+  nlsq::XpcsFitSession session(comm, cfg, options, logger);
+  std::optional<nlsq::SolverSummary> warm;
   if (g.nlsq_warmstart) {
     logger.Info("CMA-ES phase 1: local fit from the configured start (warm start)");
     warm = session.Solve(session.x0(), options.print_progress);
   }
-  GlobalSearchReport rep;
+  nlsq::GlobalSearchReport rep;
   double cmaes_seconds = 0.0;
-  const SolverSummary answer = RunGlobalStage(session, g, scale_ratio, warm, options.checkpoints,
-                                              logger, options.print_progress, rep, cmaes_seconds);
-  NlsqRunResult r = session.Finish(answer);
+  const nlsq::SolverSummary answer =
+      RunGlobalStage(session, g, scale_ratio, warm, options.checkpoints, logger,
+                     options.print_progress, rep, cmaes_seconds);
+  nlsq::NlsqRunResult r = session.Finish(answer);
   if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = rep;
   return r;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -1,11 +1,11 @@
-#include "nlsq/optimality.h"
+#include "lsq/optimality.h"
 
 #include <Eigen/Dense>
 
 #include <algorithm>
 #include <cmath>
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 std::vector<bool> FreeParameters(const std::vector<double>& x, const std::vector<double>& g,
                                  const std::vector<double>& lower,
@@ -73,4 +73,4 @@ OptimalityMeasure MeasureOptimality(const std::vector<double>& x, const NormalEq
   return m;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

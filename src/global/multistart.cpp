@@ -1,4 +1,4 @@
-#include "nlsq/multistart.h"
+#include "global/multistart.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,10 +14,10 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
 #include "core/error.h"
-#include "nlsq/latin_hypercube.h"
+#include "global/latin_hypercube.h"
 #include "parallel/collective.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 // Runs fn and returns what it threw (null if nothing), for AgreeOnError.
@@ -68,55 +68,38 @@ void ShareSlots(const Comm& world, std::vector<double>& v) {
                 world.get());
 }
 
-}  // namespace
+// This rank's place among the rank groups that share the starts.
+struct GroupPlace {
+  int groups = 1;     // rank groups, each fitting over its own ranks
+  int group = 0;      // this rank's group
+  bool root = false;  // this rank is its group's root (the one that writes shared slots)
+};
 
-NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
-                               const NlsqRunOptions& options, const MultiStartOptions& ms,
-                               const Logger& logger, MultiStartSummary* summary) {
-  ms.Validate();
+// The configured start, then the Latin hypercube (same on every rank).
+std::vector<StartOutcome> PlanStarts(const nlsq::XpcsFitSession& session,
+                                     const MultiStartOptions& ms) {
   const int n_total = ms.n_starts + 1;
-  int groups = std::min(world.size(), n_total);
-  if (ms.max_groups > 0) groups = std::min(groups, ms.max_groups);
-  const int group = world.rank() % groups;
-  const Comm group_comm = world.Split(group, world.rank());
-  const bool group_root = group_comm.is_root();
-  logger.Info("multistart: {} Latin-hypercube starts + the configured start on {} rank group(s)",
-              ms.n_starts, groups);
-
-  // Each group loads the data over its own ranks.
-  NlsqRunOptions quiet = options;
-  quiet.print_progress = false;
-  quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
-  // Errors inside a group are agreed on by that group only; each group phase therefore
-  // ends with an agreement over the world, or the other groups would wait forever.
-  // The session keeps a reference to its logger: it must outlive the session (a
-  // `cond ? logger : Logger::Silent()` temporary would dangle; AddressSanitizer found it).
-  const Logger silent = Logger::Silent();
-  const Logger& session_logger = group == 0 ? logger : silent;
-  std::optional<XpcsFitSession> session_holder;
-  AgreeOnError(
-      world, CaptureError([&] { session_holder.emplace(group_comm, cfg, quiet, session_logger); }));
-  XpcsFitSession& session = *session_holder;
-  const std::size_t n = session.x0().size();
-
-  MultiStartSummary s;
-  s.groups = groups;
-  s.parameter_names = session.parameter_names();
-  // Starts: the configured one, then the Latin hypercube (same on every rank).
-  s.starts.resize(static_cast<std::size_t>(n_total));
-  s.starts[0].start = session.x0();
+  std::vector<StartOutcome> starts(static_cast<std::size_t>(n_total));
+  starts[0].start = session.x0();
   const auto lhs = LatinHypercube(ms.n_starts, session.lower(), session.upper(), ms.seed);
   for (int i = 1; i < n_total; ++i) {
-    s.starts[static_cast<std::size_t>(i)].index = i;
-    s.starts[static_cast<std::size_t>(i)].start = lhs[static_cast<std::size_t>(i - 1)];
+    starts[static_cast<std::size_t>(i)].index = i;
+    starts[static_cast<std::size_t>(i)].start = lhs[static_cast<std::size_t>(i - 1)];
   }
+  return starts;
+}
 
-  // Screening: one residual pass per start, starts spread over the groups.
+// Screening: one residual pass per start, starts spread over the groups. Records each
+// start's χ² and returns the starts to solve, lowest χ² first.
+std::vector<int> ScreenStarts(const Comm& world, nlsq::XpcsFitSession& session,
+                              const MultiStartOptions& ms, const GroupPlace& place,
+                              std::vector<StartOutcome>& starts) {
+  const int n_total = static_cast<int>(starts.size());
   std::vector<double> start_chi2(static_cast<std::size_t>(n_total), 0.0);
   AgreeOnError(world, CaptureError([&] {
-                 for (int i = group; i < n_total; i += groups) {
-                   const double c = session.Chi2At(s.starts[static_cast<std::size_t>(i)].start);
-                   if (group_root) {
+                 for (int i = place.group; i < n_total; i += place.groups) {
+                   const double c = session.Chi2At(starts[static_cast<std::size_t>(i)].start);
+                   if (place.root) {
                      start_chi2[static_cast<std::size_t>(i)] = std::isfinite(c) ? c : 1e300;
                    }
                  }
@@ -131,17 +114,28 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   if (ms.use_screening) {
     keep = std::min(n_total, std::max(3, static_cast<int>(ms.screen_keep_fraction * n_total)));
   }
-  std::vector<int> kept(order.begin(), order.begin() + keep);
   for (int i = 0; i < n_total; ++i) {
-    s.starts[static_cast<std::size_t>(i)].start_chi2 = start_chi2[static_cast<std::size_t>(i)];
+    starts[static_cast<std::size_t>(i)].start_chi2 = start_chi2[static_cast<std::size_t>(i)];
   }
+  return {order.begin(), order.begin() + keep};
+}
 
-  // Solve the kept starts, round-robin over the groups; share outcomes. With checkpoints
-  // (or resume) the groups meet after every round: the outcomes so far are shared, written
-  // to a "multistart" checkpoint, and a stop request is honoured there.
-  const std::size_t stride = 4 + n;  // solved, usable, chi2, iterations, x
+// One slot per start in the shared outcomes: solved (group + 1, 0 = not solved), usable,
+// χ², iterations, then x.
+constexpr std::size_t kOutcomeHead = 4;
+
+// Solves the kept starts, round-robin over the groups, and returns every start's outcome
+// slot (identical on every rank). With checkpoints (or resume) the groups meet after every
+// round: the outcomes so far are shared, written to a "multistart" checkpoint, and a stop
+// request is honoured there.
+std::vector<double> SolveKeptStarts(const Comm& world, nlsq::XpcsFitSession& session,
+                                    const std::vector<StartOutcome>& starts,
+                                    const std::vector<int>& kept, const GroupPlace& place,
+                                    const std::optional<checkpoint::CheckpointSettings>& ck,
+                                    const Logger& logger) {
+  const int n_total = static_cast<int>(starts.size());
+  const std::size_t stride = kOutcomeHead + session.x0().size();
   std::vector<double> outcomes(static_cast<std::size_t>(n_total) * stride, 0.0);
-  const auto& ck = options.checkpoints;
   const bool rounds = ck && (ck->enabled || ck->resume);
   std::unique_ptr<checkpoint::CheckpointStore> store;
   if (rounds) {
@@ -166,27 +160,26 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
       }
     }
   }
-  const std::size_t n_rounds =
-      (kept.size() + static_cast<std::size_t>(groups) - 1) / static_cast<std::size_t>(groups);
+  const auto groups = static_cast<std::size_t>(place.groups);
+  const std::size_t n_rounds = (kept.size() + groups - 1) / groups;
   std::int64_t solved_here = 0;
   for (std::size_t round = 0; round < n_rounds; ++round) {
     std::vector<double> fresh(outcomes.size(), 0.0);
-    const std::size_t j =
-        round * static_cast<std::size_t>(groups) + static_cast<std::size_t>(group);
+    const std::size_t j = round * groups + static_cast<std::size_t>(place.group);
     // Every group ends every round with an agreement over the world (same round count).
     AgreeOnError(world, CaptureError([&] {
                    if (j >= kept.size()) return;
                    const auto i = static_cast<std::size_t>(kept[j]);
                    if (outcomes[i * stride] != 0.0) return;  // solved before an interruption
-                   const SolverSummary r = session.Solve(s.starts[i].start, false);
+                   const nlsq::SolverSummary r = session.Solve(starts[i].start, false);
                    checkpoint::MaybeKill("multistart_start", ++solved_here);
-                   if (!group_root) return;
+                   if (!place.root) return;
                    double* o = fresh.data() + i * stride;
-                   o[0] = 1.0 + group;  // group + 1 (0 = not solved)
+                   o[0] = 1.0 + place.group;
                    o[1] = r.IsUsable() && std::isfinite(r.final_chi2) ? 1.0 : 0.0;
                    o[2] = std::isfinite(r.final_chi2) ? r.final_chi2 : 0.0;
                    o[3] = r.iterations;
-                   std::copy(r.x.begin(), r.x.end(), o + 4);
+                   std::copy(r.x.begin(), r.x.end(), o + kOutcomeHead);
                  }));
     if (!rounds) {
       for (std::size_t k = 0; k < outcomes.size(); ++k) outcomes[k] += fresh[k];
@@ -207,18 +200,30 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
     }
   }
   if (!rounds) ShareSlots(world, outcomes);
-  for (int i = 0; i < n_total; ++i) {
-    const double* o = outcomes.data() + static_cast<std::size_t>(i) * stride;
-    StartOutcome& st = s.starts[static_cast<std::size_t>(i)];
+  return outcomes;
+}
+
+// The shared outcome slots into the starts' records.
+void UnpackOutcomes(const std::vector<double>& outcomes, std::size_t n,
+                    std::vector<StartOutcome>& starts) {
+  const std::size_t stride = kOutcomeHead + n;
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    const double* o = outcomes.data() + i * stride;
+    StartOutcome& st = starts[i];
     st.solved = o[0] > 0.0;
     st.group = st.solved ? static_cast<int>(o[0]) - 1 : -1;
     st.usable = o[1] > 0.0;
     st.chi2 = o[2];
     st.iterations = static_cast<int>(o[3]);
-    if (st.solved) st.x.assign(o + 4, o + 4 + n);
+    if (st.solved) st.x.assign(o + kOutcomeHead, o + kOutcomeHead + n);
   }
+}
 
-  // Best and basins (identical on every rank: same shared numbers, same rules).
+// Best and basins (identical on every rank: same shared numbers, same rules): the usable
+// starts within degeneracy_threshold of the best χ², grouped by their physical parameters.
+void FindBasins(const Comm& world, const nlsq::XpcsFitSession& session, const MultiStartOptions& ms,
+                MultiStartSummary& s) {
+  const int n_total = static_cast<int>(s.starts.size());
   for (int i = 0; i < n_total; ++i) {
     const auto& st = s.starts[static_cast<std::size_t>(i)];
     if (st.usable && (s.best < 0 || st.chi2 < s.starts[static_cast<std::size_t>(s.best)].chi2)) {
@@ -239,6 +244,7 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
   std::stable_sort(near.begin(), near.end(), [&](int a, int b) {
     return s.starts[static_cast<std::size_t>(a)].chi2 < s.starts[static_cast<std::size_t>(b)].chi2;
   });
+  const std::size_t n = session.x0().size();
   const std::size_t first_phys = n - static_cast<std::size_t>(session.num_physical());
   for (int i : near) {
     const auto& x = s.starts[static_cast<std::size_t>(i)].x;
@@ -258,6 +264,51 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
     if (!placed) s.basins.push_back({{i}, s.starts[static_cast<std::size_t>(i)].chi2});
   }
   s.degeneracy = s.basins.size() > 1;
+}
+
+}  // namespace
+
+// Phases: groups and sessions → PlanStarts → ScreenStarts → SolveKeptStarts →
+// UnpackOutcomes → FindBasins → group 0 polishes the best point and finishes.
+nlsq::NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
+                                     const nlsq::NlsqRunOptions& options,
+                                     const MultiStartOptions& ms, const Logger& logger,
+                                     MultiStartSummary* summary) {
+  ms.Validate();
+  const int n_total = ms.n_starts + 1;
+  GroupPlace place;
+  place.groups = std::min(world.size(), n_total);
+  if (ms.max_groups > 0) place.groups = std::min(place.groups, ms.max_groups);
+  place.group = world.rank() % place.groups;
+  const Comm group_comm = world.Split(place.group, world.rank());
+  place.root = group_comm.is_root();
+  logger.Info("multistart: {} Latin-hypercube starts + the configured start on {} rank group(s)",
+              ms.n_starts, place.groups);
+
+  // Each group loads the data over its own ranks.
+  nlsq::NlsqRunOptions quiet = options;
+  quiet.print_progress = false;
+  quiet.checkpoints.reset();  // multistart progress is not checkpointed (docs/checkpoints.md)
+  // Errors inside a group are agreed on by that group only; each group phase therefore
+  // ends with an agreement over the world, or the other groups would wait forever.
+  // The session keeps a reference to its logger: it must outlive the session (a
+  // `cond ? logger : Logger::Silent()` temporary would dangle; AddressSanitizer found it).
+  const Logger silent = Logger::Silent();
+  const Logger& session_logger = place.group == 0 ? logger : silent;
+  std::optional<nlsq::XpcsFitSession> session_holder;
+  AgreeOnError(
+      world, CaptureError([&] { session_holder.emplace(group_comm, cfg, quiet, session_logger); }));
+  nlsq::XpcsFitSession& session = *session_holder;
+
+  MultiStartSummary s;
+  s.groups = place.groups;
+  s.parameter_names = session.parameter_names();
+  s.starts = PlanStarts(session, ms);
+  const std::vector<int> kept = ScreenStarts(world, session, ms, place, s.starts);
+  const std::vector<double> outcomes =
+      SolveKeptStarts(world, session, s.starts, kept, place, options.checkpoints, logger);
+  UnpackOutcomes(outcomes, session.x0().size(), s.starts);
+  FindBasins(world, session, ms, s);
   logger.Info("{}", s.Table());
   if (s.degeneracy) {
     logger.Warn(
@@ -268,9 +319,9 @@ NlsqRunResult RunMultiStartFit(const Comm& world, const config::Config& cfg,
 
   // The final answer: group 0 polishes the best point (a few iterations at most) and
   // computes uncertainties and the report there.
-  NlsqRunResult result;
-  if (group == 0) {
-    const SolverSummary polished =
+  nlsq::NlsqRunResult result;
+  if (place.group == 0) {
+    const nlsq::SolverSummary polished =
         session.Solve(s.starts[static_cast<std::size_t>(s.best)].x, options.print_progress);
     result = session.Finish(polished);
     for (const auto& w : result.report.quality_warnings) logger.Warn("{}", w);
@@ -318,4 +369,4 @@ std::string MultiStartSummary::ToJson() const {
   return j.dump(2) + "\n";
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

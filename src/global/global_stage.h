@@ -22,12 +22,12 @@
 
 #include "config/config.h"
 #include "core/log.h"
-#include "nlsq/cmaes.h"
+#include "global/cmaes.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 struct GlobalStageOptions {
   bool enable = false;
@@ -51,7 +51,7 @@ struct GlobalStageOptions {
   model::LossKind refinement_loss = model::LossKind::kLinear;
   std::uint64_t seed = 42;
   // Above this many points the search's objective is the χ² of every k-th row of each angle
-  // (XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
+  // (nlsq::XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
   std::int64_t search_max_points = 250000;
   // ... with k at most (times / kMinSearchRows): never fewer rows per angle than this.
   static constexpr std::int64_t kMinSearchRows = 16;
@@ -100,22 +100,24 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
 // The row stride of a search on large data: 1 (every point) up to `max_points` points, a
 // streamed fit or max_points ≤ 0; else every k-th row of each angle with k the smaller of
 // ⌈points / max_points⌉ and time_points / kMinSearchRows.
-int SearchRowStride(const XpcsFitSession& session, std::int64_t max_points);
+int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points);
 
 // Collective over the session's communicator; every rank returns the same summary. Steps
 // 2–5 above after `warm`, the local fit from the configured start (nullopt: no warm start,
 // the search starts from the configured start). `report` receives the stage's diagnostics
 // and `cmaes_seconds` the strategy's time (0 when skipped).
-SolverSummary RunGlobalStage(XpcsFitSession& session, const GlobalStageOptions& g,
-                             double scale_ratio, const std::optional<SolverSummary>& warm,
-                             const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                             const Logger& logger, bool progress, GlobalSearchReport& report,
-                             double& cmaes_seconds);
+nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalStageOptions& g,
+                                   double scale_ratio,
+                                   const std::optional<nlsq::SolverSummary>& warm,
+                                   const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                   const Logger& logger, bool progress,
+                                   nlsq::GlobalSearchReport& report, double& cmaes_seconds);
 
 // Collective over `comm`; every rank returns the same result. The whole pipeline above;
-// the result's report carries the stage's diagnostics (FitReport::global_search).
-NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
-                               const NlsqRunOptions& options, const GlobalStageOptions& g,
-                               double scale_ratio, const Logger& logger);
+// the result's report carries the stage's diagnostics (nlsq::FitReport::global_search).
+nlsq::NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,
+                                     const nlsq::NlsqRunOptions& options,
+                                     const GlobalStageOptions& g, double scale_ratio,
+                                     const Logger& logger);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -31,9 +31,9 @@
 
 #include <vector>
 
-#include "nlsq/least_squares_problem.h"
+#include "lsq/least_squares_problem.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 inline constexpr double kInsensitive = 1e-3;
 // The largest cosine beside which the decrement test may end a solve: sqrt of the default
@@ -70,4 +70,4 @@ inline bool IsOptimal(const OptimalityMeasure& m, double ftol, double gtol) {
   return m.insensitive.empty() && (m.cosine <= gtol || DecrementHolds(m, ftol));
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

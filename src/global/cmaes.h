@@ -29,7 +29,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 enum class RestartStrategy { kNone, kBipop };
 std::string_view ToString(RestartStrategy s);
@@ -168,4 +168,4 @@ class Cmaes {
   CmaesState state_;
 };
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

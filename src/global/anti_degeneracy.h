@@ -18,7 +18,7 @@
 #include "core/log.h"
 #include "nlsq/xpcs_fit.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 struct AntiDegeneracyOptions {
   bool hierarchical = true;
@@ -52,14 +52,16 @@ std::vector<double> ShearWeights(std::span<const double> phi_deg, double phi0_de
 // two_component has xpcsjax's two-stage path instead (fit_pipeline.h, TwoStagePath): with
 // hierarchical.enable written true, fitted physics and a layout that fits scaling (not
 // constant).
-std::string HierarchicalInactiveReason(const config::Config& cfg, const XpcsFitSession& session);
+std::string HierarchicalInactiveReason(const config::Config& cfg,
+                                       const nlsq::XpcsFitSession& session);
 
 // Collective. The alternation from x0 (no checkpoints: it is deterministic, so a resumed
 // run repeats it and gets the same point). Returns the point it ends at; fills the
 // report's stage fields (hierarchical_active, outer_iterations, stop, chi2,
 // physical_change, shear_weights).
-std::vector<double> RunHierarchicalStage(XpcsFitSession& session, const std::vector<double>& x0,
+std::vector<double> RunHierarchicalStage(nlsq::XpcsFitSession& session,
+                                         const std::vector<double>& x0,
                                          const AntiDegeneracyOptions& o, const Logger& logger,
-                                         AntiDegeneracyReport& report);
+                                         nlsq::AntiDegeneracyReport& report);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -21,11 +21,10 @@
 #include <string_view>
 #include <vector>
 
-#include "nlsq/gradient_monitor.h"
-#include "nlsq/least_squares_problem.h"
-#include "nlsq/optimality.h"
+#include "lsq/least_squares_problem.h"
+#include "lsq/optimality.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 struct SolverOptions {
   int max_iterations = 1000;  // optimization.nlsq.max_iterations (accepted steps)
@@ -100,8 +99,6 @@ struct SolverSummary {
   std::vector<bool> at_lower_bound, at_upper_bound;
   std::string method;
   SolverState final_state;  // lm: the state at the end (a checkpoint of the finished solve)
-  // What the gradient-collapse monitor saw (filled by the fit session, not by SolveBounded).
-  GradientMonitorReport gradient_monitor;
 
   // The parameters are a point of the problem (written, labelled by termination).
   bool IsUsable() const {
@@ -148,4 +145,4 @@ double ProjectedGradientNorm(const std::vector<double>& x, const std::vector<dou
                              const std::vector<double>& lower, const std::vector<double>& upper);
 }  // namespace detail
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

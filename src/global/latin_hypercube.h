@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 
 // n_points points inside [lower, upper] (per dimension): every dimension's range is cut
 // into n_points equal strata and each stratum holds exactly one point. The same seed
@@ -13,4 +13,4 @@ std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<
                                                 const std::vector<double>& upper,
                                                 std::uint64_t seed);
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global

@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::lsq {
 
 struct NormalEquations {
   double chi2 = 0.0;
@@ -75,4 +75,4 @@ class PassInterrupted : public Error {
       : Error(Error(ErrorKind::kCheckpointed, "a stop request ended a data pass").MarkAgreed()) {}
 };
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::lsq

@@ -1,4 +1,4 @@
-#include "nlsq/fit_pipeline.h"
+#include "global/fit_pipeline.h"
 
 #include <algorithm>
 #include <array>
@@ -11,12 +11,12 @@
 
 #include "core/error.h"
 #include "core/fault_injection.h"
+#include "global/anti_degeneracy.h"
+#include "global/latin_hypercube.h"
 #include "model/heterodyne_symmetry.h"
-#include "nlsq/anti_degeneracy.h"
-#include "nlsq/latin_hypercube.h"
 #include "parallel/collective.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::global {
 namespace {
 
 // A restart replaces the incumbent when it ends lower by more than a converged fit's
@@ -31,31 +31,31 @@ constexpr double kSameChi2RelTol = 1e-9;
 // points, as the CMA-ES search does.
 constexpr std::int64_t kScanMaxPoints = 200000;
 
-bool Usable(const SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }
+bool Usable(const nlsq::SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }
 
-bool Lower(const SolverSummary& candidate, const SolverSummary& incumbent) {
+bool Lower(const nlsq::SolverSummary& candidate, const nlsq::SolverSummary& incumbent) {
   if (!Usable(candidate)) return false;
   if (!Usable(incumbent)) return true;
   return candidate.final_chi2 < incumbent.final_chi2 * (1.0 - kLowerMinimumRelTol);
 }
 
-bool Better(const SolverSummary& candidate, const SolverSummary& incumbent) {
+bool Better(const nlsq::SolverSummary& candidate, const nlsq::SolverSummary& incumbent) {
   if (Lower(candidate, incumbent)) return true;
   return Usable(candidate) && Usable(incumbent) &&
-         candidate.termination == Termination::kConverged &&
-         incumbent.termination != Termination::kConverged &&
+         candidate.termination == lsq::Termination::kConverged &&
+         incumbent.termination != lsq::Termination::kConverged &&
          candidate.final_chi2 <= incumbent.final_chi2 * (1.0 + kSameChi2RelTol);
 }
 
 // phi0's index when it is fitted (free), else −1.
-int Phi0Index(const XpcsFitSession& session) {
+int Phi0Index(const nlsq::XpcsFitSession& session) {
   const int i = session.ParameterIndex("phi0");
   return i >= 0 && session.upper()[i] > session.lower()[i] ? i : -1;
 }
 
 }  // namespace
 
-std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& s) {
+std::string PhysicalAtBound(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
   std::string out;
   const std::size_t n = s.x.size();
   if (s.at_lower_bound.size() != n || s.at_upper_bound.size() != n) return out;
@@ -67,19 +67,19 @@ std::string PhysicalAtBound(const XpcsFitSession& session, const SolverSummary& 
   return out;
 }
 
-bool Suspect(const XpcsFitSession& session, const SolverSummary& s) {
-  return s.termination != Termination::kConverged || !PhysicalAtBound(session, s).empty();
+bool Suspect(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
+  return s.termination != lsq::Termination::kConverged || !PhysicalAtBound(session, s).empty();
 }
 
-std::string WhyRestart(const XpcsFitSession& session, const SolverSummary& s) {
-  if (s.termination != Termination::kConverged) {
+std::string WhyRestart(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
+  if (s.termination != lsq::Termination::kConverged) {
     return fmt::format("ended {}", ToString(s.termination));
   }
   return fmt::format("converged with {}", PhysicalAtBound(session, s));
 }
 
-std::vector<std::vector<double>> StallRestartStarts(const XpcsFitSession& session, int n_starts,
-                                                    std::uint64_t seed) {
+std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& session,
+                                                    int n_starts, std::uint64_t seed) {
   const std::vector<double>& x0 = session.x0();
   const std::size_t n = x0.size();
   const std::size_t first_physical = n - static_cast<std::size_t>(session.num_physical());
@@ -145,10 +145,10 @@ std::vector<double> Phi0RestartValues(double lo, double hi, int n) {
   return v;
 }
 
-SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best, int n_restarts,
-                              const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                              const Logger& logger, bool progress,
-                              std::vector<std::string>& actions) {
+nlsq::SolverSummary CheckPhi0Basins(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, int n_restarts,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
+    bool progress, std::vector<std::string>& actions) {
   const int i = Phi0Index(session);
   if (i < 0 || n_restarts <= 0 || !best.IsUsable() || best.x.empty()) return best;
   const std::vector<double> values =
@@ -157,12 +157,12 @@ SolverSummary CheckPhi0Basins(XpcsFitSession& session, const SolverSummary& best
       "NLSQ phi0 check: {} local fit(s) from the answer (chi2 {:.12g}, phi0 {:.6g}) with phi0 "
       "at {}",
       values.size(), best.final_chi2, best.x[i], fmt::join(values, ", "));
-  SolverSummary chosen = best;
+  nlsq::SolverSummary chosen = best;
   int chosen_k = -1;
   for (std::size_t k = 0; k < values.size(); ++k) {
     std::vector<double> start = best.x;
     start[i] = values[k];
-    SolverSummary s = session.Solve(
+    nlsq::SolverSummary s = session.Solve(
         start, progress, checkpoint::InSubfolder(checkpoints, fmt::format("phi0_restart_{}", k)));
     logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at chi2 {:.12g}, phi0 {:.6g}", values[k],
                 ToString(s.termination), s.final_chi2, s.x.empty() ? std::nan("") : s.x[i]);
@@ -212,7 +212,7 @@ struct OffMirrorStart {
   std::vector<double> x;
 };
 
-std::vector<OffMirrorStart> OffTheMirrorSet(const XpcsFitSession& session,
+std::vector<OffMirrorStart> OffTheMirrorSet(const nlsq::XpcsFitSession& session,
                                             const std::vector<double>& x) {
   namespace het = model::heterodyne::het;
   if (session.layout().mode() != model::AnalysisMode::kTwoComponent) return {};
@@ -246,7 +246,7 @@ std::vector<OffMirrorStart> OffTheMirrorSet(const XpcsFitSession& session,
   return out;
 }
 
-std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vector<double>& x0,
+std::vector<double> ScalingFittedStart(nlsq::XpcsFitSession& session, const std::vector<double>& x0,
                                        const Logger& logger) {
   if (session.layout().mode() != model::AnalysisMode::kTwoComponent) return x0;
   const std::size_t n_scaling = x0.size() - static_cast<std::size_t>(session.num_physical());
@@ -256,7 +256,7 @@ std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vecto
   // c2 is linear in contrast and offset: a few Gauss-Newton steps solve them exactly.
   constexpr int kMaxIterations = 20;
   constexpr double kFtol = 1e-10;
-  const SolverSummary s = session.SolvePart(x0, free, {}, kMaxIterations, kFtol);
+  const nlsq::SolverSummary s = session.SolvePart(x0, free, {}, kMaxIterations, kFtol);
   if (!s.IsUsable() || s.x.size() != x0.size()) return x0;
   logger.Info(
       "NLSQ: per-angle scaling of the start fitted with the physics held: chi2 {:.12g} -> "
@@ -265,10 +265,11 @@ std::vector<double> ScalingFittedStart(XpcsFitSession& session, const std::vecto
   return s.x;
 }
 
-SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
-                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                           const Logger& logger, bool progress, std::vector<std::string>& actions,
-                           AntiDegeneracyReport& report) {
+nlsq::SolverSummary TwoStagePath(nlsq::XpcsFitSession& session, const nlsq::SolverSummary& plain,
+                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                 const Logger& logger, bool progress,
+                                 std::vector<std::string>& actions,
+                                 nlsq::AntiDegeneracyReport& report) {
   report.hierarchical_active = true;
   report.inactive_reason.clear();
   report.two_stage_stages = 2;
@@ -279,7 +280,7 @@ SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
   logger.Info(
       "NLSQ two-stage path: stage 1, the physics from the configured start with every angle's "
       "scaling held at the quantile estimates");
-  const SolverSummary s1 =
+  const nlsq::SolverSummary s1 =
       session.SolveQuantileScaling(std::vector<double>(x0.begin() + first_physical, x0.end()),
                                    progress, checkpoint::InSubfolder(checkpoints, "two_stage_1"));
   report.stage1_chi_squared = s1.final_chi2;
@@ -294,8 +295,8 @@ SolverSummary TwoStagePath(XpcsFitSession& session, const SolverSummary& plain,
   std::copy(s1.x.begin(), s1.x.end(), base.begin() + first_physical);
   logger.Info("NLSQ two-stage path: stage 1 ended {} at chi2 {:.12g}; stage 2, the joint fit",
               ToString(s1.termination), s1.final_chi2);
-  SolverSummary s2 = session.Solve(ScalingFittedStart(session, base, logger), progress,
-                                   checkpoint::InSubfolder(checkpoints, "two_stage_2"));
+  nlsq::SolverSummary s2 = session.Solve(ScalingFittedStart(session, base, logger), progress,
+                                         checkpoint::InSubfolder(checkpoints, "two_stage_2"));
   report.stage_chi_squared = s2.final_chi2;
   report.stage2_chi_squared = session.scaling_penalty().active() && s2.IsUsable()
                                   ? session.DataChi2At(s2.x)
@@ -325,7 +326,7 @@ std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times
   return rates;
 }
 
-std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<double>& start,
+std::vector<double> ScanTransport(nlsq::XpcsFitSession& session, const std::vector<double>& start,
                                   double q, double dt, bool velocity_configured,
                                   const Logger& logger, std::vector<std::string>& actions) {
   const int ir = session.ParameterIndex("D0_ref");
@@ -381,7 +382,7 @@ std::vector<double> ScanTransport(XpcsFitSession& session, const std::vector<dou
   return out;
 }
 
-std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& session,
+std::vector<std::vector<double>> VelocityScanPoints(const nlsq::XpcsFitSession& session,
                                                     const std::vector<double>& base, double q,
                                                     double dt) {
   const int iv = session.ParameterIndex("v0");
@@ -416,10 +417,12 @@ std::vector<std::vector<double>> VelocityScanPoints(const XpcsFitSession& sessio
   return points;
 }
 
-SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& start,
-                           const SolverSummary& configured, double q, double dt, int keep,
-                           const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                           const Logger& logger, bool progress, std::vector<std::string>& actions) {
+nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vector<double>& start,
+                                 const nlsq::SolverSummary& configured, double q, double dt,
+                                 int keep,
+                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                 const Logger& logger, bool progress,
+                                 std::vector<std::string>& actions) {
   // Around the start and around its local fit's answer: at the start the other
   // parameters are the registry's; at the answer they have adapted to its fringe (the
   // transport damping a cross term that does not match), so each finds fringes the other
@@ -454,7 +457,7 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
       "from the {} lowest of each",
       points.size(), points.size() > n_first ? " and its local fit" : "",
       stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(), keep);
-  SolverSummary chosen = configured;
+  nlsq::SolverSummary chosen = configured;
   int chosen_k = -1;
   for (int k = 0; k < n_fits; ++k) {
     const auto& x = points[order[static_cast<std::size_t>(k)]];
@@ -465,7 +468,7 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
     // the model stops responding to v0 to first order and the Levenberg-Marquardt plateau
     // rule rejected the step: the scan's local fits made 0 iterations and ended "stalled"
     // at the scan point's chi2 (4-angle two-component template case, 2.6e7 against 1.8e5).
-    SolverSummary s =
+    nlsq::SolverSummary s =
         session.Solve(ScalingFittedStart(session, x, logger), progress,
                       checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
     logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at chi2 {:.12g}", x[iv],
@@ -492,10 +495,10 @@ SolverSummary ScanVelocity(XpcsFitSession& session, const std::vector<double>& s
   return chosen;
 }
 
-SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& best, double dt,
-                               const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                               const Logger& logger, bool progress,
-                               std::vector<std::string>& actions) {
+nlsq::SolverSummary CheckMirrorBasin(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, double dt,
+    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
+    bool progress, std::vector<std::string>& actions) {
   namespace het = model::heterodyne::het;
   if (session.layout().mode() != model::AnalysisMode::kTwoComponent || !best.IsUsable() ||
       best.x.empty()) {
@@ -538,7 +541,8 @@ SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& bes
       "NLSQ mirror check: a local fit from the answer's reference<->sample mirror (chi2 "
       "{:.12g}; mirrored fraction RMS {:.3g})",
       best.final_chi2, fraction.rms);
-  SolverSummary s = session.Solve(start, progress, checkpoint::InSubfolder(checkpoints, "mirror"));
+  nlsq::SolverSummary s =
+      session.Solve(start, progress, checkpoint::InSubfolder(checkpoints, "mirror"));
   const bool better = Better(s, best);
   const bool lower = Lower(s, best);
   actions.push_back(fmt::format(
@@ -556,11 +560,10 @@ SolverSummary CheckMirrorBasin(XpcsFitSession& session, const SolverSummary& bes
   return better ? s : best;
 }
 
-SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& stalled, int n_starts,
-                                std::uint64_t seed,
-                                const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                                const Logger& logger, bool progress,
-                                std::vector<std::string>& actions) {
+nlsq::SolverSummary RestartAfterStall(
+    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& stalled, int n_starts,
+    std::uint64_t seed, const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+    const Logger& logger, bool progress, std::vector<std::string>& actions) {
   const auto starts = StallRestartStarts(session, n_starts, seed);
   std::vector<double> chi2;
   session.Chi2Batch(starts, chi2);
@@ -573,10 +576,10 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
       "NLSQ stall recovery: local fits from the {} lowest-chi2 of {} Latin-hypercube starts "
       "(seed {})",
       keep, n_starts, seed);
-  SolverSummary chosen = stalled;
+  nlsq::SolverSummary chosen = stalled;
   int chosen_k = -1;
   for (int k = 0; k < keep; ++k) {
-    SolverSummary s =
+    nlsq::SolverSummary s =
         session.Solve(starts[order[k]], progress,
                       checkpoint::InSubfolder(checkpoints, fmt::format("stall_restart_{}", k)));
     logger.Info("NLSQ stall recovery: start {} (chi2 {:.6g}): {} at chi2 {:.12g}", order[k],
@@ -603,8 +606,8 @@ SolverSummary RestartAfterStall(XpcsFitSession& session, const SolverSummary& st
   return chosen;
 }
 
-NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
-                              const NlsqRunOptions& options, const Logger& logger) {
+nlsq::NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
+                                    const nlsq::NlsqRunOptions& options, const Logger& logger) {
   const auto global = RunCollectively(
       comm, [&] { return GlobalStageOptions::FromConfig(cfg.optimization.nlsq.cmaes); });
   const auto recovery = RunCollectively(
@@ -615,9 +618,9 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   const GlobalSelection selection = SelectGlobalStage(cfg, global);
   const bool progress = options.print_progress;
 
-  XpcsFitSession session(comm, cfg, options, logger);
+  nlsq::XpcsFitSession session(comm, cfg, options, logger);
   std::vector<std::string> actions;
-  std::optional<GlobalSearchReport> global_report;
+  std::optional<nlsq::GlobalSearchReport> global_report;
   double cmaes_seconds = 0.0;
 
   // The mirror check (phase 4; two_component). auto: a configured transport is the user's
@@ -637,7 +640,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   const bool two_component = session.layout().mode() == model::AnalysisMode::kTwoComponent;
 
   // Phase 1: the local fit from the configured start.
-  std::optional<SolverSummary> local;
+  std::optional<nlsq::SolverSummary> local;
   if (!selection.run || global.nlsq_warmstart) {
     if (selection.run) logger.Info("CMA-ES phase 1: local fit from the configured start");
     const ScopedFaultStage stage("local");
@@ -652,7 +655,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     const auto path = [&](const std::vector<double>& x,
                           const std::optional<checkpoint::CheckpointSettings>& where) {
       const std::vector<double> start = ScalingFittedStart(session, x, logger);
-      SolverSummary fit = session.Solve(start, progress, where);
+      nlsq::SolverSummary fit = session.Solve(start, progress, where);
       if (!scan) return fit;
       const ScopedFaultStage scan_stage("velocity_scan");
       return ScanVelocity(session, x, fit, cfg.analyzer.wavevector_q, cfg.analyzer.dt, 2, where,
@@ -665,14 +668,14 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     // on 1, and together, with each path's mirror check, on none.
     const auto paths = [&](const std::vector<double>& x0,
                            const std::optional<checkpoint::CheckpointSettings>& where) {
-      SolverSummary best = path(x0, where);
+      nlsq::SolverSummary best = path(x0, where);
       for (OffMirrorStart& off : OffTheMirrorSet(session, x0)) {
         logger.Info(
             "NLSQ: the start (equal reference and sample transport, sample fraction 0.5) is its "
             "own reference<->sample mirror; another path starts with {}",
             off.what);
         const auto off_where = checkpoint::InSubfolder(where, off.subfolder);
-        SolverSummary other_path = path(off.x, off_where);
+        nlsq::SolverSummary other_path = path(off.x, off_where);
         const bool kept = Better(other_path, best);
         actions.push_back(fmt::format(
             "mirror-symmetric start: the path from {} ended {} at chi2 {:.12g} against {} at "
@@ -686,8 +689,8 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         // own here, since each can end in the minimum's mirror basin (tc001 of the study).
         if (mirror_check) {
           const ScopedFaultStage mirror_stage("mirror");
-          SolverSummary mirrored = CheckMirrorBasin(session, other_path, cfg.analyzer.dt, off_where,
-                                                    logger, progress, actions);
+          nlsq::SolverSummary mirrored = CheckMirrorBasin(session, other_path, cfg.analyzer.dt,
+                                                          off_where, logger, progress, actions);
           if (Better(mirrored, best)) best = std::move(mirrored);
         }
       }
@@ -712,12 +715,12 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     } else {
       const auto where = checkpoint::InSubfolder(options.checkpoints, "transport_scan");
       local = paths(scanned, where);
-      const XpcsFitSession::NoiseFit noise = session.NoiseFitAt(local->x);
+      const nlsq::XpcsFitSession::NoiseFit noise = session.NoiseFitAt(local->x);
       const bool accept =
-          local->termination == Termination::kConverged && noise.measured && !noise.misfit();
+          local->termination == lsq::Termination::kConverged && noise.measured && !noise.misfit();
       if (!accept) {
         const std::string why =
-            local->termination != Termination::kConverged
+            local->termination != lsq::Termination::kConverged
                 ? fmt::format("ended {}", ToString(local->termination))
             : !noise.measured
                 ? std::string("cannot be judged against the noise level (not measurable)")
@@ -729,7 +732,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
             "NLSQ: the answer from the transport scan's rate (chi2 {:.12g}) {}; the paths from "
             "the registry's start follow",
             local->final_chi2, why);
-        SolverSummary registry = paths(session.x0(), options.checkpoints);
+        nlsq::SolverSummary registry = paths(session.x0(), options.checkpoints);
         const bool kept = Better(registry, *local);
         actions.push_back(fmt::format(
             "transport scan: the answer from its rate {} at chi2 {:.12g} {}; the registry's start "
@@ -740,7 +743,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
         if (kept) std::swap(registry, *local);
         if (mirror_check) {
           const ScopedFaultStage mirror_stage("mirror");
-          SolverSummary mirrored =
+          nlsq::SolverSummary mirrored =
               CheckMirrorBasin(session, registry, cfg.analyzer.dt,
                                checkpoint::InSubfolder(options.checkpoints, "other_start"), logger,
                                progress, actions);
@@ -756,7 +759,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   // frames: 22 s beside a 0.8 s fit) and kept the plain answer. two_component's two stages
   // run only when hierarchical.enable is written (HierarchicalInactiveReason): on its
   // recovery study they never improved a final answer (docs/global.md).
-  AntiDegeneracyReport adr;
+  nlsq::AntiDegeneracyReport adr;
   adr.inactive_reason = HierarchicalInactiveReason(cfg, session);
   if (adr.inactive_reason.empty() && !local) adr.inactive_reason = "no local fit to compare with";
   if (adr.inactive_reason.empty() && !anti_degeneracy.always && !Suspect(session, *local)) {
@@ -771,7 +774,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     const ScopedFaultStage stage("hierarchical");
     const std::vector<double> xh =
         RunHierarchicalStage(session, session.x0(), anti_degeneracy, logger, adr);
-    SolverSummary joint =
+    nlsq::SolverSummary joint =
         session.Solve(xh, progress, checkpoint::InSubfolder(options.checkpoints, "hierarchical"));
     adr.stage_chi_squared = joint.final_chi2;
     adr.plain_chi_squared = local->final_chi2;
@@ -795,11 +798,11 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   }
 
   // Phase 2: the global stage as configured, or the recovery after a stall.
-  SolverSummary answer;
+  nlsq::SolverSummary answer;
   // Restarts after a stall, and after a converged answer with a physical parameter at a
   // bound of the box: those are where the recovery studies found the remaining local
   // minima labelled converged (gamma_dot_t_offset at -0.1 with D_offset far below zero).
-  const bool stalled = local && local->termination != Termination::kConverged;
+  const bool stalled = local && local->termination != lsq::Termination::kConverged;
   // two_component: no box restarts. Over the 20 datasets of its recovery study they found a
   // lower minimum in 0 of 19 rounds, and on 23 angles x 1000 frames each round costs 5 full
   // local fits; the velocity scan and the mirror check are this mode's global steps.
@@ -827,7 +830,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
           "stage (optimization.nlsq.recovery.on_stall: cmaes)",
           ToString(local->termination), local->final_chi2);
     }
-    GlobalSearchReport rep;
+    nlsq::GlobalSearchReport rep;
     const ScopedFaultStage stage("global");
     answer = RunGlobalStage(session, global, selection.scale_ratio, local, options.checkpoints,
                             logger, progress, rep, cmaes_seconds);
@@ -855,7 +858,7 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
                               progress, actions);
   }
 
-  NlsqRunResult r = session.Finish(answer);
+  nlsq::NlsqRunResult r = session.Finish(answer);
   if (cmaes_seconds > 0.0) r.phases.Add("cmaes", cmaes_seconds);
   r.report.global_search = global_report;
   r.report.recovery_actions = actions;
@@ -865,4 +868,4 @@ NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
   return r;
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::global
