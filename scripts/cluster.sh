@@ -306,7 +306,11 @@ case $cmd in
     check_capable || exit $?
     do_start
     ;;
-  stop) do_stop ;;
+  stop)
+    # Nothing can have been started where namespaces cannot be made: skipped, not passed.
+    check_capable || exit $?
+    do_stop
+    ;;
   status)
     if do_status; then
       echo "running: SLURM_CONF=$conf"
