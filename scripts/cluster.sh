@@ -196,7 +196,10 @@ write_conf() {
     echo "MessageTimeout=10"
     echo "InactiveLimit=0"
     echo "KillWait=5"
-    echo "MinJobAge=600"
+    # sbatch --wait polls every 2 s while 2 s >= MinJobAge/2 and otherwise quadruples its
+    # interval (2, 8, 32 s): a finished job would be seen up to 32 s late. 5 s still keeps
+    # a finished job's record longer than one poll.
+    echo "MinJobAge=5"
     for n in $(seq 1 "$nodes"); do
       echo "NodeName=$(node_name "$n") NodeAddr=$(node_addr "$n") $hw State=UNKNOWN"
     done

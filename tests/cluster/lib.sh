@@ -27,7 +27,7 @@ mkdir -p "$work"
 cleanup() {
   local code=$?
   timeout 10 scancel --user="$(id -un)" > /dev/null 2>&1
-  if [ $code -eq 0 ]; then rm -rf "$work"; else echo "job files kept in $work"; fi
+  if [ $code -eq 0 ] && [ -z "${HOMODYNE_CLUSTER_KEEP:-}" ]; then rm -rf "$work"; else echo "job files kept in $work"; fi
 }
 trap cleanup EXIT
 export HOMODYNE=$bindir/homodyne
