@@ -61,6 +61,12 @@ check_capable() {
 }
 
 export PATH=$PATH:/usr/sbin:/sbin
+# Before anything is made: start, stop and check are skipped (77) where namespaces cannot
+# be made (nothing can have been started there either).
+case $cmd in
+  check) check_capable; exit $? ;;
+  start | stop) check_capable || exit $? ;;
+esac
 mkdir -p "$dir" 2> /dev/null || die "cannot create $dir"
 dir=$(cd "$dir" && pwd)
 # A small number from DIR names the links and the subnet (10.213.<id>.0/24).
@@ -304,16 +310,8 @@ do_start() {
 }
 
 case $cmd in
-  check) check_capable ;;
-  start)
-    check_capable || exit $?
-    do_start
-    ;;
-  stop)
-    # Nothing can have been started where namespaces cannot be made: skipped, not passed.
-    check_capable || exit $?
-    do_stop
-    ;;
+  start) do_start ;;
+  stop) do_stop ;;
   status)
     if do_status; then
       echo "running: SLURM_CONF=$conf"
