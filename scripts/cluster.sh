@@ -69,6 +69,8 @@ case $cmd in
 esac
 mkdir -p "$dir" 2> /dev/null || die "cannot create $dir"
 dir=$(cd "$dir" && pwd)
+# The node count of a running cluster is the one it was started with.
+if [ "$cmd" != start ] && [ -s "$dir/nodes" ]; then nodes=$(cat "$dir/nodes"); fi
 # A small number from DIR names the links and the subnet (10.213.<id>.0/24).
 id=$(($(printf '%s' "$dir" | cksum | cut -d' ' -f1) % 200 + 20))
 bridge="hmc${id}br"
@@ -88,11 +90,14 @@ live_pid() {
   local file=$1 exe=$2 pid
   [ -s "$file" ] || return 1
   pid=$(cat "$file")
-  [ -n "$pid" ] && [ -d "/proc/$pid" ] || return 1
+  [ -n "$pid" ] && alive "$pid" || return 1
   # (Debian's daemons are alternatives: /usr/sbin/slurmctld → slurmctld-wlm.)
   [ "$(readlink "/proc/$pid/exe" 2> /dev/null)" = "$(readlink -f "$exe")" ] || return 1
   echo "$pid"
 }
+
+# Running (a zombie waiting for a parent that may never reap it has ended).
+alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2> /dev/null)" != Z ]; }
 
 # TERM, then KILL after a bounded wait.
 stop_pids() {
@@ -100,9 +105,9 @@ stop_pids() {
   [ ${#pids[@]} -eq 0 ] && return 0
   kill -TERM "${pids[@]}" 2> /dev/null
   for i in $(seq 1 50); do
-    local alive=0
-    for p in "${pids[@]}"; do [ -d "/proc/$p" ] && alive=1; done
-    [ $alive -eq 0 ] && return 0
+    local running=0
+    for p in "${pids[@]}"; do alive "$p" && running=1; done
+    [ $running -eq 0 ] && return 0
     sleep 0.1
   done
   kill -KILL "${pids[@]}" 2> /dev/null
@@ -110,7 +115,7 @@ stop_pids() {
 }
 
 do_stop() {
-  local n ns p pids=() more
+  local n ns p pids=() more all=()
   # Every process inside a node (slurmd, slurmstepd, job steps) by the namespace's pids,
   # and slurmctld, all at once (each daemon takes ~2 s to exit); munged last.
   for n in $(seq 1 "$nodes"); do
@@ -122,9 +127,11 @@ do_stop() {
   done
   p=$(live_pid "$dir/ctld/slurmctld.pid" /usr/sbin/slurmctld) && pids+=("$p")
   stop_pids "${pids[@]}"
+  all+=("${pids[@]}")
   pids=()
   p=$(live_pid "$dir/munge/munged.pid" /usr/sbin/munged) && pids+=("$p")
   stop_pids "${pids[@]}"
+  all+=("${pids[@]}")
   for n in $(seq 1 "$nodes"); do
     ns=$(node_ns "$n")
     ip link del "$(node_veth "$n")" 2> /dev/null
@@ -138,6 +145,7 @@ do_stop() {
     ip netns list 2> /dev/null | grep -qw "^$(node_ns "$n")" && left="$left netns $(node_ns "$n")"
   done
   ip link show "$bridge" > /dev/null 2>&1 && left="$left bridge $bridge"
+  for p in "${all[@]}"; do alive "$p" && left="$left process $p"; done
   if [ -n "$left" ]; then
     log "stop left:$left"
     return 1
@@ -241,6 +249,7 @@ do_start() {
     mkdir -p "$dir/n$n/spool" "$dir/n$n/tmp"
   done
   write_conf
+  echo "$nodes" > "$dir/nodes"
 
   # munged: its own socket and pid in DIR, run as user munge with the package's key.
   chown munge:munge "$dir/munge"
