@@ -2,8 +2,8 @@
 // MPI_COMM_WORLD: MPI_Allreduce (double sum), MPI_Reduce + MPI_Bcast (the normal-equation
 // reduction), MPI_Bcast, MPI_Barrier, for payloads from 8 B to 256 KiB. Per size: `reps`
 // timed calls after `reps/10` warm-up calls, each started after a barrier and timed on every
-// rank (the slowest rank's time counts); the median, minimum and 90th percentile are printed as JSON lines (one per operation and
-// size).
+// rank (the slowest rank's time counts); the median, minimum and 90th percentile are printed as
+// JSON lines (one per operation and size).
 //   coll_latency [reps]        (default 400)
 #include <mpi.h>
 #include <stdio.h>
@@ -39,13 +39,19 @@ int main(int argc, char** argv) {
         MPI_Barrier(MPI_COMM_WORLD);
         const double t0 = MPI_Wtime();
         switch (op) {
-          case 0: MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); break;
+          case 0:
+            MPI_Allreduce(a, b, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+            break;
           case 1:
             MPI_Reduce(a, b, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Bcast(b, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
             break;
-          case 2: MPI_Bcast(a, n, MPI_DOUBLE, 0, MPI_COMM_WORLD); break;
-          default: MPI_Barrier(MPI_COMM_WORLD); break;
+          case 2:
+            MPI_Bcast(a, n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+            break;
+          default:
+            MPI_Barrier(MPI_COMM_WORLD);
+            break;
         }
         // The call's time on the slowest rank.
         double dt = MPI_Wtime() - t0, worst = 0;
@@ -57,8 +63,8 @@ int main(int argc, char** argv) {
         printf("{\"op\": \"%s\", \"bytes\": %d, \"ranks\": %d, \"hosts\": [", ops[op],
                op == 3 ? 0 : n * 8, size);
         for (int r = 0; r < size; ++r) printf("%s\"%s\"", r ? ", " : "", hosts + 256 * r);
-        printf("], \"reps\": %d, \"median_us\": %.3f, \"min_us\": %.3f, \"p90_us\": %.3f}\n",
-               reps, 1e6 * t[reps / 2], 1e6 * t[0], 1e6 * t[(reps * 9) / 10]);
+        printf("], \"reps\": %d, \"median_us\": %.3f, \"min_us\": %.3f, \"p90_us\": %.3f}\n", reps,
+               1e6 * t[reps / 2], 1e6 * t[0], 1e6 * t[(reps * 9) / 10]);
         fflush(stdout);
       }
     }

@@ -13,12 +13,23 @@
 #include <string.h>
 
 enum {
-  kAllreduce, kReduce, kBcast, kBarrier, kIbarrier, kGather, kGatherv, kAllgather,
-  kAllgatherv, kSend, kSendrecv, kFetchAndOp, kCount
+  kAllreduce,
+  kReduce,
+  kBcast,
+  kBarrier,
+  kIbarrier,
+  kGather,
+  kGatherv,
+  kAllgather,
+  kAllgatherv,
+  kSend,
+  kSendrecv,
+  kFetchAndOp,
+  kCount
 };
-static const char* kNames[kCount] = {"Allreduce", "Reduce",     "Bcast",    "Barrier",
-                                     "Ibarrier",  "Gather",     "Gatherv",  "Allgather",
-                                     "Allgatherv", "Send",      "Sendrecv", "Fetch_and_op"};
+static const char* kNames[kCount] = {"Allreduce",  "Reduce", "Bcast",    "Barrier",
+                                     "Ibarrier",   "Gather", "Gatherv",  "Allgather",
+                                     "Allgatherv", "Send",   "Sendrecv", "Fetch_and_op"};
 static long long g_calls[kCount];
 static long long g_bytes[kCount];
 
