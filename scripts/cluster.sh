@@ -99,19 +99,27 @@ live_pid() {
 # Running (a zombie waiting for a parent that may never reap it has ended).
 alive() { [ -r "/proc/$1/stat" ] && [ "$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2> /dev/null)" != Z ]; }
 
-# TERM, then KILL after a bounded wait.
-stop_pids() {
-  local pids=("$@") p i
-  [ ${#pids[@]} -eq 0 ] && return 0
-  kill -TERM "${pids[@]}" 2> /dev/null
-  for i in $(seq 1 50); do
-    local running=0
-    for p in "${pids[@]}"; do alive "$p" && running=1; done
+# Waits up to $1 tenths of a second until none of the pids runs.
+wait_gone() {
+  local tenths=$1 p running
+  shift
+  while [ "$tenths" -gt 0 ]; do
+    running=0
+    for p in "$@"; do alive "$p" && running=1; done
     [ $running -eq 0 ] && return 0
     sleep 0.1
+    tenths=$((tenths - 1))
   done
-  kill -KILL "${pids[@]}" 2> /dev/null
-  sleep 0.2
+  return 1
+}
+
+# TERM, then KILL after a bounded wait (a loaded machine may take seconds to end them).
+stop_pids() {
+  [ $# -eq 0 ] && return 0
+  kill -TERM "$@" 2> /dev/null
+  wait_gone 50 "$@" && return 0
+  kill -KILL "$@" 2> /dev/null
+  wait_gone 100 "$@"
 }
 
 do_stop() {

@@ -40,6 +40,10 @@ timeout 300 srun -N1 -n2 --mpi=pmix --cpu-bind=none "$work/coll_latency" "$reps"
   tag "1 node, srun (shared memory)" >> "$lat"
 timeout 300 srun -N2 -n2 --mpi=pmix --cpu-bind=none "$work/coll_latency" "$reps" |
   tag "2 nodes, srun (TCP over the bridge)" >> "$lat"
+# As the job scripts place them: --cpu-bind=cores puts each node's first rank on core 0,
+# so the ranks of the two nodes share one core.
+timeout 300 srun -N2 -n2 --mpi=pmix --cpu-bind=cores "$work/coll_latency" "$reps" |
+  tag "2 nodes, srun --cpu-bind=cores (TCP; both ranks on core 0)" >> "$lat"
 OMPI_MCA_mpi_yield_when_idle=1 timeout 300 srun -N2 -n2 --mpi=pmix --cpu-bind=none \
   "$work/coll_latency" "$reps" | tag "2 nodes, srun, mpi_yield_when_idle=1 (TCP)" >> "$lat"
 OMPI_MCA_btl=self,tcp timeout 300 srun -N1 -n2 --mpi=pmix --cpu-bind=none \
