@@ -25,6 +25,11 @@ PACKAGES=(
   nlohmann-json3-dev                   # JSON result files
   libeigen3-dev                        # small dense linear algebra (covariances)
   librandom123-dev                     # counter-based RNG streams (Philox), header-only
+  # the emulated Slurm cluster of the `cluster` tests (scripts/cluster.sh, docs/hpc-guide.md);
+  # Slurm 22.05, its PMIx plugin is in slurm-wlm-basic-plugins; scripts/cluster.sh starts its
+  # own daemons (the packages' systemd services, where systemd runs, are not used)
+  slurmctld slurmd slurm-client munge slurm-wlm-basic-plugins
+  iproute2 util-linux                  # ip netns / veth / bridge; nsenter, unshare, setpriv
 )
 
 missing=()

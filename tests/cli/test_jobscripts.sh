@@ -19,7 +19,7 @@ for f in "$root"/jobscripts/*.sbatch; do
     case "$opt" in
       --job-name|--nodes|--ntasks-per-node|--cpus-per-task|--time|--output|--mpi|--cpu-bind|\
       --mem-bind|--map-by|--bind-to|--report-bindings|--hostfile|--signal|--requeue|\
-      --ntasks|--exclusive|--open-mode|--dependency) continue ;;
+      --ntasks|--exclusive|--open-mode|--dependency|--array) continue ;;
       --run-dir|--kind|--study|--ranks|--out) continue ;;  # bench/scaling_collect.py
     esac
     grep -q -- "$opt" <<<"$help" || { echo "FAIL: $f uses $opt, which homodyne does not accept"; status=1; }
