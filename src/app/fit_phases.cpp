@@ -15,6 +15,8 @@
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/output_paths.h"
+#include "outputs/cmc_result_files.h"
+#include "outputs/nlsq_result_files.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"
 
@@ -134,13 +136,13 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       if (!scope.comm.is_root()) return;
       RemoveStaging(out);
       if (write_nlsq) {
-        nlsq::WriteNlsqResultFiles(out, nlsq.result.report);
+        outputs::WriteNlsqResultFiles(out, nlsq.result.report);
         if (nlsq.multistart) {
           WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"),
                               nlsq.multistart->ToJson());
         }
       }
-      if (cmc != nullptr) cmc::WriteCmcResultFiles(out.string(), *cmc);
+      if (cmc != nullptr) outputs::WriteCmcResultFiles(out.string(), *cmc);
       WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
     });
     {

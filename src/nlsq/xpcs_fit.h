@@ -18,10 +18,10 @@
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
 #include "nlsq/bounded_solver.h"
+#include "nlsq/fit_report.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/noise_level.h"
-#include "nlsq/result_files.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 

@@ -15,10 +15,12 @@
 #include "core/error.h"
 #include "nlsq/cmaes.h"
 #include "nlsq/global_stage.h"
-#include "nlsq/result_files.h"
+#include "outputs/nlsq_result_files.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+using outputs::AnalysisResultsJson;
 
 using ::testing::HasSubstr;
 

@@ -1,4 +1,4 @@
-#include "app/fitted_data.h"
+#include "outputs/fitted_data.h"
 
 #include <mpi.h>
 

@@ -1,4 +1,4 @@
-#include "app/results_yaml.h"
+#include "outputs/results_yaml.h"
 
 #include <yaml-cpp/yaml.h>
 
