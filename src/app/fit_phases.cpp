@@ -143,6 +143,8 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
         }
       }
       if (cmc != nullptr) outputs::WriteCmcResultFiles(out.string(), *cmc);
+      // homodyne's summary of the run's method; with both methods, the NLSQ one.
+      if (cmc != nullptr && !write_nlsq) outputs::WriteCmcHomodyneResults(out, *cmc);
       WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
     });
     {
@@ -157,6 +159,19 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
                         PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
       }
     }
+    RunCollectively(scope.comm, [&] {
+      // fitted_data.npz (homodyne's file): rank 0, which holds the whole result.
+      PhaseTimes::Scope t(phases, "write_fitted_data_npz");
+      if (!scope.comm.is_root()) return;
+      if (write_nlsq) {
+        WriteFittedDataNpz(OutputFilePath(out, "nlsq/fitted_data.npz"), scope.cfg, scope.data_file,
+                           NlsqFittedModel(nlsq.result), scope.log, FittedDataLimit(nlsq.result));
+      }
+      if (cmc != nullptr) {
+        WriteFittedDataNpz(out / "cmc" / "fitted_data.npz", scope.cfg, scope.data_file,
+                           PosteriorMeanModel(*cmc), scope.log);
+      }
+    });
     RunCollectively(scope.comm, [&] {
       if (scope.comm.is_root()) CommitStaging(out, final_dir);
     });

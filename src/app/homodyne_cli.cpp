@@ -482,6 +482,10 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     RunCollectively(env.world(), [&] {
       if (env.rank() == 0) WriteHomodyneResultsYaml(opts.output_dir);
     });
+  } else if (opts.output_format == "npz") {
+    RunCollectively(env.world(), [&] {
+      if (env.rank() == 0) WriteHomodyneResultsNpz(opts.output_dir);
+    });
   }
   for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
   state.phases = phases;

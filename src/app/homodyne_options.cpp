@@ -22,8 +22,10 @@ void AddMigrationFlags(CLI::App& app, HomodyneCliOptions& opts) {
       ->check(CLI::PositiveNumber);
   app.add_option("--tolerance", opts.tolerance, "homodyne: optimization.nlsq.tolerance (ftol)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--output-format", opts.output_format,
-                 "homodyne: homodyne_results file format (json; yaml adds homodyne_results.yaml)")
+  app.add_option(
+         "--output-format", opts.output_format,
+         "homodyne: homodyne_results file format (json; yaml or npz adds homodyne_results.yaml or "
+         ".npz beside the JSON file)")
       ->check(CLI::IsMember({"json", "yaml", "npz"}))
       ->capture_default_str();
   auto* on = app.add_flag_callback(
@@ -179,11 +181,6 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
     return static_cast<int>(ExitCode::kBadInput);
   }
   opts.config_given = cfg->count() > 0;
-  if (opts.output_format == "npz") {
-    opts.flag_notes.push_back(
-        "--output-format npz: homodyne_results.npz is not written by this version; "
-        "homodyne_results.json holds the same fields");
-  }
   opts.method = config::ParseFitMethod(method, "--method");  // CLI11 accepted it
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
   for (const auto& [o, name] : initial_options) {

@@ -13,6 +13,7 @@
 #include "core/atomic_file.h"
 #include "core/clock.h"
 #include "io/writers.h"
+#include "outputs/npz_file.h"
 
 namespace homodyne::outputs {
 
@@ -33,6 +34,33 @@ nlohmann::json NoiseSigmaJson(const CmcRunResult& r) {
   using nlohmann::json;
   return r.known_sigma > 0.0 ? json{{"sampled", false}, {"value", r.known_sigma}}
                              : json{{"sampled", true}, {"value", nullptr}};
+}
+
+// Per parameter, the worst shard among those combined (all shards when none was): the
+// largest R̂ (NaN: none finite) and the smallest ESS (+inf: none). diagnostics.json's
+// per_parameter_diagnostics and samples.npz's r_hat and ess.
+struct WorstShard {
+  std::vector<double> rhat, ess;
+};
+WorstShard WorstShardDiagnostics(const CmcRunResult& r) {
+  bool any_used = false;
+  for (const auto& d : r.shards) any_used = any_used || d.used;
+  WorstShard w;
+  for (std::size_t p = 0; p < r.names.size(); ++p) {
+    double rhat = -HUGE_VAL, ess = HUGE_VAL;
+    bool have_rhat = false;
+    for (const auto& d : r.shards) {
+      if ((any_used && !d.used) || p >= d.rhat.size()) continue;
+      if (std::isfinite(d.rhat[p])) {
+        rhat = std::max(rhat, d.rhat[p]);
+        have_rhat = true;
+      }
+      ess = std::min(ess, d.Ess(p));
+    }
+    w.rhat.push_back(have_rhat ? rhat : std::nan(""));
+    w.ess.push_back(ess);
+  }
+  return w;
 }
 
 // cmc/diagnostics.json: homodyne's keys (convergence.per_parameter_diagnostics,
@@ -56,22 +84,12 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
   }
   constexpr double kRhatThreshold = 1.1;
   constexpr double kEssThreshold = 400.0;
-  bool any_used = false;
-  for (const auto& d : r.shards) any_used = any_used || d.used;
-  // Per parameter: the worst shard (largest R̂, smallest ESS) among those combined.
+  const WorstShard worst = WorstShardDiagnostics(r);
   json per_parameter = json::array();
   double ess_sum = 0.0;
   for (std::size_t p = 0; p < r.names.size(); ++p) {
-    double rhat = -HUGE_VAL, ess = HUGE_VAL;
-    bool have_rhat = false;
-    for (const auto& d : r.shards) {
-      if ((any_used && !d.used) || p >= d.rhat.size()) continue;
-      if (std::isfinite(d.rhat[p])) {
-        rhat = std::max(rhat, d.rhat[p]);
-        have_rhat = true;
-      }
-      ess = std::min(ess, d.Ess(p));
-    }
+    const double rhat = worst.rhat[p], ess = worst.ess[p];
+    const bool have_rhat = std::isfinite(rhat);
     if (std::isfinite(ess)) ess_sum += ess;
     per_parameter.push_back({{"name", r.names[p]},
                              {"r_hat", have_rhat ? json(rhat) : json(nullptr)},
@@ -313,6 +331,48 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
          "this shard's draws, chains one after the other (constrained space)"});
   }
   io::WriteArraysFile((dir / "samples.h5").string(), arrays, attrs);
+  // cmc/samples.npz: homodyne's arrays. r_hat and ess as diagnostics.json's
+  // per_parameter_diagnostics (the worst combined shard; NaN where not measured); no log_prob:
+  // the consensus draws are combinations of shards' draws and have no joint log density.
+  const WorstShard worst = WorstShardDiagnostics(r);
+  std::vector<double> ess = worst.ess;
+  for (double& e : ess) e = std::isfinite(e) ? e : std::nan("");
+  const std::uint64_t n_names = r.names.size();
+  NpzArchive npz(dir / "samples.npz");
+  npz.AddDoubles("samples", {n_draws, n_names}, r.draws);
+  npz.AddStrings("param_names", r.names);
+  npz.AddDoubles("r_hat", {n_names}, worst.rhat);
+  npz.AddDoubles("ess", {n_names}, ess);
+  npz.AddDoubles("acceptance_rate", {1}, std::vector<double>{r.acceptance_rate});
+  npz.Commit();
+}
+
+std::string CmcHomodyneResultsJson(const CmcRunResult& r) {
+  using nlohmann::json;
+  // homodyne's summary of a CMC result: the posterior means of the sampled parameters, in
+  // the samples' order (the columns of samples.npz).
+  const std::size_t n_names = r.names.size();
+  const std::size_t n_draws = n_names == 0 ? 0 : r.draws.size() / n_names;
+  std::vector<double> means(n_names, 0.0);
+  for (std::size_t j = 0; j < n_draws; ++j) {
+    for (std::size_t p = 0; p < n_names; ++p) means[p] += r.draws[j * n_names + p];
+  }
+  for (double& m : means) m = n_draws > 0 ? m / static_cast<double>(n_draws) : std::nan("");
+  json parameters = json::array();
+  for (double m : means) parameters.push_back(NumberOrNull(m));
+  const json j = {{"method", "cmc"},
+                  {"analysis_mode", r.analysis_mode},
+                  {"success", r.shards_used > 0},
+                  {"optimization_time", r.seconds},
+                  {"device_config", {{"platform", "cpu"}}},
+                  {"parameters", parameters},
+                  {"parameter_names", r.names},
+                  {"diagnostics", {{"converged", r.all_converged}}}};
+  return j.dump(2) + "\n";
+}
+
+void WriteCmcHomodyneResults(const std::filesystem::path& output_dir, const CmcRunResult& r) {
+  WriteFileAtomically(output_dir / "homodyne_results.json", CmcHomodyneResultsJson(r));
 }
 
 }  // namespace homodyne::outputs
