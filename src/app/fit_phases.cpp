@@ -17,6 +17,7 @@
 #include "core/output_paths.h"
 #include "outputs/cmc_result_files.h"
 #include "outputs/nlsq_result_files.h"
+#include "outputs/xpcsjax_result_files.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"
 
@@ -137,6 +138,15 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       RemoveStaging(out);
       if (write_nlsq) {
         outputs::WriteNlsqResultFiles(out, nlsq.result.report);
+        if (scope.cfg.output_layout == "xpcsjax") {
+          const nlsq::FitReport& r = nlsq.result.report;
+          outputs::WriteXpcsjaxResultFiles(
+              out, r,
+              {scope.cfg.source,
+               scope.cfg.analysis_mode_name.empty() ? r.analysis_mode
+                                                    : scope.cfg.analysis_mode_name,
+               static_cast<int>(r.phi_deg.size()), r.n_time_points + 1});
+        }
         if (nlsq.multistart) {
           WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"),
                               nlsq.multistart->ToJson());

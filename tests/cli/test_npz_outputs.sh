@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # homodyne's NumPy files, read as a homodyne script reads them (numpy.load, json, yaml):
 # nlsq/fitted_data.npz with homodyne's arrays, homodyne_results.npz (--output-format npz),
-# and for --method cmc cmc/samples.npz (samples, param_names, r_hat, ess, acceptance_rate),
-# cmc/fitted_data.npz and homodyne_results.{json,yaml}. Names, shapes, and values equal to
-# those of the JSON and HDF5 files of the same run.
+# for --method cmc cmc/samples.npz (samples, param_names, r_hat, ess, acceptance_rate),
+# cmc/fitted_data.npz and homodyne_results.{json,yaml}, and with output.layout: xpcsjax
+# xpcsjax's nlsq_result.{json,npz} and flat files under output.base_directory/directory.
+# Names, shapes, and values equal to those of the JSON and HDF5 files of the same run.
 set -uo pipefail
-bindir=$1; mpiexec=$2
+bindir=$(cd "$1" && pwd); mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 py=/usr/bin/python3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -124,5 +125,53 @@ with h5py.File(d + "/cmc/fitted_data.h5", "r") as h:
         assert np.array_equal(f[k], h[k][...]), k
 PY
 [ ! -e "$tmp/c/nlsq" ] || fail "--method cmc wrote nlsq/"
+
+# output.layout: xpcsjax adds xpcsjax's files; without --output-dir the results go to
+# output.base_directory/output.directory (xpcsjax's rule), not to the current folder.
+{ sed '/^output:/d' "$tmp/cfg.yaml"
+  echo "output: {base_directory: $tmp/base, directory: run1, layout: xpcsjax}"; } > "$tmp/x.yaml"
+(cd "$tmp" && "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/x.yaml" > "$tmp/x.log" 2>&1) \
+  || { tail -5 "$tmp/x.log"; fail "xpcsjax layout run"; }
+[ ! -e "$tmp/homodyne_results" ] || fail "output.directory ignored"
+"$py" - "$tmp/base/run1" <<'PY' || fail "xpcsjax files"
+import json, sys
+import numpy as np
+d = sys.argv[1]
+r = json.load(open(d + "/nlsq_result.json"))
+assert r["schema"] == "xpcsjax.nlsq.result/v1", r["schema"]
+assert set(r) == {"schema", "timestamp", "config", "parameters", "metadata"}, set(r)
+names = r["config"]["parameter_names"]
+assert names == list(r["parameters"]), names
+assert names[:3] == ["D0", "alpha", "D_offset"], names
+ours = json.load(open(d + "/nlsq/parameters.json"))["parameters"]
+for name in ("D0", "alpha", "D_offset"):
+    assert r["parameters"][name]["value"] == ours[name]["value"], name
+    assert r["parameters"][name]["uncertainty"] == ours[name]["uncertainty"], name
+m = r["metadata"]
+for k in ("success", "convergence_status", "message", "iterations", "chi_squared",
+          "reduced_chi_squared", "execution_time", "quality_flag", "nlsq_diagnostics"):
+    assert k in m, k
+assert m["nlsq_diagnostics"]["parameter_names"] == names
+a = json.load(open(d + "/nlsq/analysis_results_nlsq.json"))
+assert m["chi_squared"] == a["fit_quality"]["chi_squared"]
+# The flat files.
+flat = json.load(open(d + "/parameters.json"))
+assert flat == r["parameters"], flat
+fa = json.load(open(d + "/analysis_results_nlsq.json"))
+assert fa["dataset_info"] == {"shape": [3, 30, 30], "n_points": 2700}, fa
+assert fa["fit_quality"]["chi_squared"] == m["chi_squared"]
+fc = json.load(open(d + "/convergence_metrics.json"))
+assert fc["status"] == m["convergence_status"] and fc["iterations"] == m["iterations"], fc
+# nlsq_result.npz: the same numbers.
+z = np.load(d + "/nlsq_result.npz")
+assert list(z["parameter_names"]) == names
+assert np.array_equal(z["parameters"], [r["parameters"][n]["value"] for n in names])
+unc = [r["parameters"][n]["uncertainty"] for n in names]
+assert np.array_equal(z["uncertainties"], [np.nan if u is None else u for u in unc], equal_nan=True)
+assert z["chi_squared"].shape == () and float(z["chi_squared"]) == m["chi_squared"]
+assert int(z["iterations"]) == m["iterations"] and z["iterations"].dtype == np.int64
+assert json.loads(str(z["metadata_json"])) == m
+assert json.loads(str(z["config_json"])) == r["config"]
+PY
 [ -z "$(find "$tmp/n" "$tmp/c" -name '*parts*' -o -name '*.tmp*')" ] || fail "a temporary file was left"
 echo "PASS"
