@@ -38,6 +38,9 @@ pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)
 pkg_check_modules(LZF_PC QUIET IMPORTED_TARGET liblzf)
 find_library(LZF_LIBRARY NAMES lzf REQUIRED)   # LZF (HDF5 filter 32000) for APS-U files
 find_path(LZF_INCLUDE_DIR NAMES lzf.h PATH_SUFFIXES liblzf REQUIRED)
+# NumPy's .npz archives (zip) for the result files that homodyne users read with numpy.load:
+# no NPZ library is packaged in Debian, libzip is; the .npy members are written by us.
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip>=1.6)
 find_package(ZLIB REQUIRED)   # deflate of result-file chunks in threads (HDF5's deflate format)
 find_package(fmt 9 REQUIRED)                  # formatting for logs and reports
 find_package(CLI11 REQUIRED CONFIG)           # command-line parsing of the apps

@@ -20,6 +20,7 @@ PACKAGES=(
   # small well-kept libraries (see docs/architecture.md for why each)
   liblzf-dev                           # LZF filter (HDF5 filter 32000) for APS-U files
   zlib1g-dev                           # deflate of result-file chunks in threads
+  libzip-dev                           # NumPy .npz result files (zip archives)
   libfmt-dev                           # formatting
   libcli11-dev                         # command-line parsing
   nlohmann-json3-dev                   # JSON result files

@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/placement.h"
 #include "model/kernel.h"
-#include "nlsq/result_files.h"
+#include "nlsq/fit_report.h"
 
 namespace homodyne {
 namespace {

@@ -8,7 +8,7 @@
 #include "app/batch.h"
 #include "core/atomic_file.h"
 #include "core/clock.h"
-#include "nlsq/result_files.h"
+#include "nlsq/fit_report.h"
 
 namespace homodyne::batch {
 namespace {

@@ -10,11 +10,11 @@
 #include <yaml-cpp/yaml.h>
 
 #include "app/fit_phases.h"
-#include "app/run_report.h"
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "nlsq/xpcs_fit.h"
+#include "outputs/run_report.h"
 #include "parallel/collective.h"
 
 namespace homodyne::batch {

@@ -15,6 +15,9 @@
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "core/output_paths.h"
+#include "outputs/cmc_result_files.h"
+#include "outputs/nlsq_result_files.h"
+#include "outputs/xpcsjax_result_files.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"
 
@@ -134,13 +137,24 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       if (!scope.comm.is_root()) return;
       RemoveStaging(out);
       if (write_nlsq) {
-        nlsq::WriteNlsqResultFiles(out, nlsq.result.report);
+        outputs::WriteNlsqResultFiles(out, nlsq.result.report);
+        if (scope.cfg.output_layout == "xpcsjax") {
+          const nlsq::FitReport& r = nlsq.result.report;
+          outputs::WriteXpcsjaxResultFiles(
+              out, r,
+              {scope.cfg.source,
+               scope.cfg.analysis_mode_name.empty() ? r.analysis_mode
+                                                    : scope.cfg.analysis_mode_name,
+               static_cast<int>(r.phi_deg.size()), r.n_time_points + 1});
+        }
         if (nlsq.multistart) {
           WriteFileAtomically(OutputFilePath(out, "nlsq/multistart.json"),
                               nlsq.multistart->ToJson());
         }
       }
-      if (cmc != nullptr) cmc::WriteCmcResultFiles(out.string(), *cmc);
+      if (cmc != nullptr) outputs::WriteCmcResultFiles(out.string(), *cmc);
+      // homodyne's summary of the run's method; with both methods, the NLSQ one.
+      if (cmc != nullptr && !write_nlsq) outputs::WriteCmcHomodyneResults(out, *cmc);
       WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
     });
     {
@@ -155,6 +169,19 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
                         PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
       }
     }
+    RunCollectively(scope.comm, [&] {
+      // fitted_data.npz (homodyne's file): rank 0, which holds the whole result.
+      PhaseTimes::Scope t(phases, "write_fitted_data_npz");
+      if (!scope.comm.is_root()) return;
+      if (write_nlsq) {
+        WriteFittedDataNpz(OutputFilePath(out, "nlsq/fitted_data.npz"), scope.cfg, scope.data_file,
+                           NlsqFittedModel(nlsq.result), scope.log, FittedDataLimit(nlsq.result));
+      }
+      if (cmc != nullptr) {
+        WriteFittedDataNpz(out / "cmc" / "fitted_data.npz", scope.cfg, scope.data_file,
+                           PosteriorMeanModel(*cmc), scope.log);
+      }
+    });
     RunCollectively(scope.comm, [&] {
       if (scope.comm.is_root()) CommitStaging(out, final_dir);
     });

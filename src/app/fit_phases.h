@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 
-#include "app/fitted_data.h"
 #include "app/plots.h"
 #include "cmc/cmc_fit.h"
 #include "config/config.h"
@@ -18,6 +17,7 @@
 #include "global/global_stage.h"
 #include "global/multistart.h"
 #include "nlsq/xpcs_fit.h"
+#include "outputs/fitted_data.h"
 #include "parallel/comm.h"
 
 namespace homodyne {

@@ -23,9 +23,7 @@
 #include "app/homodyne_options.h"
 #include "app/nlsq_report.h"
 #include "app/plots.h"
-#include "app/results_yaml.h"
 #include "app/run_app.h"
-#include "app/run_report.h"
 #include "app/warm_start.h"
 #include "checkpoint/interrupt.h"
 #include "cmc/cmc_fit.h"
@@ -39,6 +37,8 @@
 #include "core/version.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/xpcs_fit.h"
+#include "outputs/results_yaml.h"
+#include "outputs/run_report.h"
 #include "parallel/collective.h"
 #include "parallel/placement_report.h"
 #include "synth/synthetic_dataset.h"
@@ -453,12 +453,23 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
 }
 
 // The run, phase by phase. Each phase is collective: an error stops every rank in it.
-int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
+// Without --output-dir, the config's output.directory under output.base_directory (xpcsjax's
+// rule; homodyne's default directory when the config names none).
+void ResolveOutputDirectory(HomodyneCliOptions& opts, const config::Config& cfg) {
+  if (opts.output_dir_given || cfg.output_directory.empty()) return;
+  opts.output_dir =
+      cfg.output_base_directory.empty()
+          ? cfg.output_directory
+          : (std::filesystem::path(cfg.output_base_directory) / cfg.output_directory).string();
+}
+
+int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   // The time before the first phase, so that the report accounts for the whole job.
   state.phases.Add("launch", env.startup_times().launch_seconds);
   state.phases.Add("init", env.startup_times().init_seconds);
   std::optional<PhaseTimes::Scope> config_phase(std::in_place, state.phases, "config");
   const RunInputs in = ReadInputs(env, opts, state);
+  ResolveOutputDirectory(opts, in.cfg);
   const ThreadPlan threads = PlanRunThreads(env, opts, state);
   CheckOutputs(env, opts, in.data_file);
   if (in.plots.PlotOnly()) return RunPlotsOnly(env, opts, in.plots, in.data_file, state);
@@ -482,6 +493,10 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
     RunCollectively(env.world(), [&] {
       if (env.rank() == 0) WriteHomodyneResultsYaml(opts.output_dir);
     });
+  } else if (opts.output_format == "npz") {
+    RunCollectively(env.world(), [&] {
+      if (env.rank() == 0) WriteHomodyneResultsNpz(opts.output_dir);
+    });
   }
   for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
   state.phases = phases;
@@ -493,8 +508,9 @@ int RunFitBody(Environment& env, const HomodyneCliOptions& opts, RunState& state
 
 // A run that stops on an agreed error (not bad input: that leaves nothing behind) still
 // writes its report, with the status and the message.
-int RunFit(Environment& env, const HomodyneCliOptions& opts) {
+int RunFit(Environment& env, const HomodyneCliOptions& given) {
   RunState state;
+  HomodyneCliOptions opts = given;  // its output directory is resolved with the config
   try {
     return RunFitBody(env, opts, state);
   } catch (const Error& e) {

@@ -22,8 +22,10 @@ void AddMigrationFlags(CLI::App& app, HomodyneCliOptions& opts) {
       ->check(CLI::PositiveNumber);
   app.add_option("--tolerance", opts.tolerance, "homodyne: optimization.nlsq.tolerance (ftol)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--output-format", opts.output_format,
-                 "homodyne: homodyne_results file format (json; yaml adds homodyne_results.yaml)")
+  app.add_option(
+         "--output-format", opts.output_format,
+         "homodyne: homodyne_results file format (json; yaml or npz adds homodyne_results.yaml or "
+         ".npz beside the JSON file)")
       ->check(CLI::IsMember({"json", "yaml", "npz"}))
       ->capture_default_str();
   auto* on = app.add_flag_callback(
@@ -77,9 +79,10 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   app.add_option("--method", method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
-  app.add_option("--output-dir,-o,--output", opts.output_dir,
-                 "root directory of all outputs (--output: xpcsjax's name)")
-      ->capture_default_str();
+  auto* output_dir = app.add_option("--output-dir,-o,--output", opts.output_dir,
+                                    "root directory of all outputs (--output: xpcsjax's name; "
+                                    "default: the config's output.base_directory/directory)")
+                         ->capture_default_str();
   app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
   auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
   auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
@@ -179,11 +182,7 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
     return static_cast<int>(ExitCode::kBadInput);
   }
   opts.config_given = cfg->count() > 0;
-  if (opts.output_format == "npz") {
-    opts.flag_notes.push_back(
-        "--output-format npz: homodyne_results.npz is not written by this version; "
-        "homodyne_results.json holds the same fields");
-  }
+  opts.output_dir_given = output_dir->count() > 0;
   opts.method = config::ParseFitMethod(method, "--method");  // CLI11 accepted it
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
   for (const auto& [o, name] : initial_options) {

@@ -21,6 +21,7 @@ struct HomodyneCliOptions {
   bool strict = false;  // unknown config keys are errors, not warnings
   config::FitMethod method = config::FitMethod::kNlsq;
   std::string output_dir = "./homodyne_results";
+  bool output_dir_given = false;  // --output-dir: wins over output.directory
   std::string data_file;
   bool static_mode = false;
   bool laminar_flow = false;

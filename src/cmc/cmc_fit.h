@@ -141,8 +141,4 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
 // Rank 0's `result` on every rank of `world` (collective).
 void BroadcastCmcResult(const Comm& world, CmcRunResult& result);
 
-// cmc/parameters.json, cmc/analysis_results_cmc.json, cmc/diagnostics.json and
-// cmc/samples.h5 under `output_dir` (rank 0, atomic).
-void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& result);
-
 }  // namespace homodyne::cmc

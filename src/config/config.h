@@ -353,6 +353,8 @@ struct Config {
   Optimization optimization;
   LoggingOptions logging;
   std::string output_directory;
+  std::string output_base_directory;  // output.base_directory: the parent of output_directory
+  std::string output_layout;          // output.layout: "homodyne" | "xpcsjax"
   // output.compress_hdf5 / output.compression_level: deflate (after the shuffle filter) for
   // the large arrays of the HDF5 result files (fitted_data.h5 and the plots' data files).
   // Hdf5DeflateLevel() is the level to use: 0 = stored uncompressed.

@@ -177,7 +177,7 @@ void ExpandPaths(Config& c) {
        {&c.experimental_data.file_path, &c.experimental_data.data_folder_path,
         &c.experimental_data.data_file_name, &c.experimental_data.phi_angles_path,
         &c.experimental_data.cache_file_path, &c.optimization.streaming.checkpoint_dir,
-        &c.output_directory, &c.logging.file_path}) {
+        &c.output_directory, &c.output_base_directory, &c.logging.file_path}) {
     const std::string expanded = ExpandUserAndVariables(*path);
     if (expanded != *path) c.notes.push_back(fmt::format("path {} read as {}", *path, expanded));
     *path = expanded;

@@ -61,9 +61,17 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   const FieldsOf top([](auto& c) -> auto& { return c; });
   const KeyAdder o(t, "output");
   o.Section("", kUse, "Output locations (the --output-dir flag overrides)", kNullable);
-  o.Used("directory", T::kString, "./homodyne_results", NoRule(), "Root of all outputs",
+  o.Used("directory", T::kString, "./homodyne_results", NoRule(),
+         "Root of all outputs (the --output-dir flag overrides it)",
          top(&Config::output_directory));
-  o.Acc("base_directory", T::kString, "", NoRule(), "Base folder", kNullable);
+  o.Used("base_directory", T::kString, "", NoRule(),
+         "Parent of output.directory (xpcsjax): the results go to base_directory/directory",
+         top(&Config::output_base_directory), kNullable);
+  o.Used("layout", T::kString, "homodyne", OneOf({"homodyne", "xpcsjax"}),
+         "Result files: homodyne's set, or xpcsjax's added (nlsq_result.json/.npz and its flat "
+         "parameters.json, analysis_results_nlsq.json, convergence_metrics.json in the output "
+         "directory, docs/outputs.md)",
+         top(&Config::output_layout));
   o.Section("formats", kAcc, "Result formats (only JSON/NPZ/YAML are written)", kNullable);
   o.Acc("formats.hdf5", T::kBool, "", NoRule(), "HDF5 results");
   o.Acc("formats.json", T::kBool, "", NoRule(), "JSON results");

@@ -19,11 +19,11 @@
 #include "lsq/bounded_solver.h"
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
+#include "nlsq/fit_report.h"
 #include "nlsq/gradient_monitor.h"
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/noise_level.h"
-#include "nlsq/result_files.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 

@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "app/fitted_data.h"
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "h5_read.h"
 #include "io/writers.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
+#include "outputs/fitted_data.h"
 
 namespace homodyne {
 namespace {

@@ -15,14 +15,16 @@
 #include "global/fit_pipeline.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
-#include "nlsq/result_files.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
+#include "outputs/nlsq_result_files.h"
 #include "parallel/collective.h"
 #include "synth/synthetic_dataset.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+using outputs::AnalysisResultsJson;
 
 using homodyne::testing::MpiTempDir;
 using homodyne::testing::SameBits;

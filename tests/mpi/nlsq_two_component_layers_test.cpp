@@ -21,12 +21,15 @@
 #include "nlsq/scaling_penalty.h"
 #include "nlsq/xpcs_fit.h"
 #include "nlsq_fit_fixture.h"
+#include "outputs/nlsq_result_files.h"
 #include "parallel/collective.h"
 #include "scaling_oracle.h"
 #include "synth/synthetic_dataset.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+using outputs::AnalysisResultsJson;
 
 using homodyne::testing::MpiTempDir;
 using homodyne::testing::SameBits;

@@ -2,7 +2,7 @@
 // array checked against values computed here independently — the loader's whole-file
 // matrices, the model of all angles at once, homodyne's post-hoc least squares — and the
 // writer's atomicity (no file, no temporary file after an error or a skipped write).
-#include "app/fitted_data.h"
+#include "outputs/fitted_data.h"
 
 #include <gtest/gtest.h>
 #include <hdf5.h>

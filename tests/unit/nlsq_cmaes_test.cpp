@@ -15,10 +15,12 @@
 #include "core/error.h"
 #include "global/cmaes.h"
 #include "global/global_stage.h"
-#include "nlsq/result_files.h"
+#include "outputs/nlsq_result_files.h"
 
 namespace homodyne::global {
 namespace {
+
+using outputs::AnalysisResultsJson;
 
 using ::testing::HasSubstr;
 
@@ -251,14 +253,14 @@ TEST(NlsqCmaes, ResultFileCarriesTheGlobalSearch) {
   g.cmaes_chi_squared = 3.5;
   g.refined_chi_squared = std::numeric_limits<double>::quiet_NaN();
   r.global_search = g;
-  const auto j = nlohmann::json::parse(nlsq::AnalysisResultsJson(r));
+  const auto j = nlohmann::json::parse(outputs::AnalysisResultsJson(r));
   ASSERT_TRUE(j.contains("global_search"));
   EXPECT_EQ(j["global_search"]["selected"], "cmaes_refined");
   EXPECT_EQ(j["global_search"]["evaluations"], 1200);
   EXPECT_EQ(j["global_search"]["cmaes_chi_squared"], 3.5);
   EXPECT_TRUE(j["global_search"]["refined_chi_squared"].is_null());
   r.global_search.reset();
-  EXPECT_FALSE(nlohmann::json::parse(nlsq::AnalysisResultsJson(r)).contains("global_search"));
+  EXPECT_FALSE(nlohmann::json::parse(outputs::AnalysisResultsJson(r)).contains("global_search"));
 }
 
 }  // namespace

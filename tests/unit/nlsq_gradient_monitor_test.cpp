@@ -9,10 +9,12 @@
 
 #include "config/config.h"
 #include "core/error.h"
-#include "nlsq/result_files.h"
+#include "outputs/nlsq_result_files.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+using outputs::AnalysisResultsJson;
 
 GradientMonitorOptions Options(double threshold, int consecutive) {
   GradientMonitorOptions o;

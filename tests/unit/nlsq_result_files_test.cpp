@@ -1,4 +1,4 @@
-#include "nlsq/result_files.h"
+#include "outputs/nlsq_result_files.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,9 @@
 
 namespace homodyne::nlsq {
 namespace {
+
+using outputs::ParametersJson;
+using outputs::WriteNlsqResultFiles;
 
 FitReport SampleReport() {
   FitReport r;

@@ -1,4 +1,4 @@
-// DIR/nlsq/fitted_data.h5: what homodyne writes to fitted_data.npz (physics spec §5.2),
+// DIR/nlsq/fitted_data.h5 (and .npz): what homodyne writes to fitted_data.npz (physics spec §5.2),
 // on the full loader grid (t = 0 included): c2_exp, c2_theoretical_raw (1 + g1²),
 // c2_theoretical_scaled (post-hoc per-angle least squares), c2_solver_scaled,
 // per_angle_scaling, per_angle_scaling_solver, residuals, residuals_normalized, t1, t2,
@@ -82,6 +82,20 @@ void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const 
 // 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the
 // run stays within the budget it chose to stream for).
 double FittedDataLimit(const nlsq::NlsqRunResult& result);
+// The fitted model of an NLSQ result (kNlsq convention).
+FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result);
+
+// DIR/<method>/fitted_data.npz: homodyne's arrays under its names (physics spec §5.2–5.3),
+// as numpy.load reads them: for kNlsq phi_angles, c2_exp, c2_theoretical_raw,
+// c2_theoretical_scaled, per_angle_scaling, per_angle_scaling_solver, residuals,
+// residuals_normalized, t1, t2, q, c2_solver_scaled; for kCmc the same without the solver's
+// two. Every array at any output.fitted_data level but none (then no file); the values are
+// fitted_data.h5's bit for bit. One process (the caller's rank 0), one angle at a time: the
+// memory held is three N×N matrices (none above `max_bytes`: a warning, no file), the disk
+// the archive's members uncompressed beside it until it is written.
+void WriteFittedDataNpz(const std::filesystem::path& path, const config::Config& cfg,
+                        const std::string& data_file, const FittedModel& fitted,
+                        const Logger& logger, double max_bytes = kFittedDataMaxBytes);
 
 // The model at the posterior mean (physical parameters and per-angle contrast/offset from
 // `parameters`, expanded order) for DIR/cmc/fitted_data.h5.

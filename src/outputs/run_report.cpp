@@ -1,4 +1,4 @@
-#include "app/run_report.h"
+#include "outputs/run_report.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -18,6 +18,7 @@
 #include "core/version.h"
 #include "io/dataset.h"
 #include "nlsq/memory_plan.h"
+#include "outputs/nlsq_result_files.h"
 
 namespace homodyne {
 namespace {
@@ -203,7 +204,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "loss" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "loss" << YAML::Value << f.loss;
     y << YAML::Key << "f_scale" << YAML::Value << f.f_scale;
-    y << YAML::Key << "objective_minimised" << YAML::Value << nlsq::LossObjectiveText(f);
+    y << YAML::Key << "objective_minimised" << YAML::Value << outputs::LossObjectiveText(f);
     y << YAML::Key << "objective_value" << YAML::Value << f.loss_objective;
     y << YAML::Key << "chi_squared" << YAML::Value << f.chi_squared;
     y << YAML::EndMap;

@@ -1,9 +1,9 @@
-// The JSON result files of an NLSQ fit, with homodyne's file names and keys
-// (physics spec §5.1–5.2), written atomically by the caller's rank 0.
+// What an NLSQ fit reports: the answer in the expanded per-angle layout and the
+// diagnostics of every stage. The result files (outputs/nlsq_result_files.h) are written
+// from it.
 #pragma once
 
 #include <cstdint>
-#include <filesystem>
 #include <limits>
 #include <optional>
 #include <string>
@@ -166,18 +166,5 @@ struct FitReport {
   bool IsHeld(std::size_t physical) const;  // physical_held[physical], false when unset
   std::vector<std::string> HeldNames() const;
 };
-
-// Writes DIR/nlsq/{parameters,analysis_results_nlsq,convergence_metrics}.json and
-// DIR/homodyne_results.json. Creates the directories. Atomic per file.
-void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitReport& report);
-
-// One line naming the objective the solver minimised (the loss, f_scale, what chi_squared is).
-std::string LossObjectiveText(const FitReport& r);
-
-// The JSON texts (exposed for tests).
-std::string ParametersJson(const FitReport& r);
-std::string AnalysisResultsJson(const FitReport& r);
-std::string ConvergenceMetricsJson(const FitReport& r);
-std::string HomodyneResultsJson(const FitReport& r);
 
 }  // namespace homodyne::nlsq

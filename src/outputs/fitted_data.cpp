@@ -1,4 +1,4 @@
-#include "app/fitted_data.h"
+#include "outputs/fitted_data.h"
 
 #include <mpi.h>
 
@@ -14,6 +14,7 @@
 #include "io/distributed_loader.h"
 #include "io/writers.h"
 #include "model/kernel_factory.h"
+#include "outputs/fitted_arrays.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"
 #include "parallel/transfer.h"
@@ -32,10 +33,13 @@ double FittedDataLimit(const nlsq::NlsqRunResult& result) {
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
                      const Logger& logger, const FittedDataThreads& threads) {
-  WriteFittedData(comm, path, cfg, data_file,
-                  FittedModel{result.report.analysis_mode, result.report.physical_values,
-                              result.report.contrast, result.report.offset},
-                  logger, FittedDataLimit(result), threads);
+  WriteFittedData(comm, path, cfg, data_file, NlsqFittedModel(result), logger,
+                  FittedDataLimit(result), threads);
+}
+
+FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result) {
+  return FittedModel{result.report.analysis_mode, result.report.physical_values,
+                     result.report.contrast, result.report.offset};
 }
 
 std::string_view ToString(FittedDataLevel level) {
@@ -221,24 +225,10 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
       model.phi_deg = {phi[k]};
       // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
       g = std::move(synth::ModelMatrices(model, 1, /*exact=*/false).front());
-      // Post-hoc least squares c ≈ a·raw + b over all N² points.
-      double sx = 0, sy = 0, sxx = 0, sxy = 0;
-      for (std::uint64_t p = 0; p < nn; ++p) {
-        const double x = one + g[p];
-        sx += x;
-        sy += c[p];
-        sxx += x * x;
-        sxy += x * c[p];
-      }
-      const double m = static_cast<double>(nn);
-      const double den = m * sxx - sx * sx;
-      a = den != 0.0 ? (m * sxy - sx * sy) / den : 0.0;
-      b = (sy - a * sx) / m;
-      per_angle[4 * n + k] = a;
-      if (cmc) {
-        a = std::clamp(a, 0.01, 1.0);
-        b = std::clamp(b, 0.5, 1.5);
-      }
+      const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, one, cmc);
+      a = s.a;
+      b = s.b;
+      per_angle[4 * n + k] = s.a_unclipped;
       contrast = result.contrast.at(k);
       offset = result.offset.at(k);
       per_angle[k] = a;
@@ -279,23 +269,22 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
         if (failed) std::rethrow_exception(failed);
       });
     };
-    const auto scaled = [&](std::uint64_t p) { return a * (one + g[p]) + b; };
-    const auto write = [&](const char* name, auto&& value) {
+    const auto write = [&](const char* name, outputs::FittedCube which) {
       if (mine) {
-        for (std::uint64_t p = 0; p < nn; ++p) slab[p] = value(p);
+        const outputs::PostHocScaling s{a, b};
+        for (std::uint64_t p = 0; p < nn; ++p) {
+          slab[p] = outputs::FittedCubeValue(which, c[p], g[p], one, s, contrast, offset, cmc);
+        }
       }
       deliver(name, slab);
     };
     deliver(kCubes[0], c);
-    write(kCubes[1], [&](std::uint64_t p) { return one + g[p]; });
+    write(kCubes[1], outputs::FittedCube::kRaw);
     if (full) {
-      write(kCubes[2], scaled);
-      write(kCubes[3], [&](std::uint64_t p) { return offset + contrast * g[p]; });
-      write(kCubes[4], [&](std::uint64_t p) { return c[p] - scaled(p); });
-      write(kCubes[5], [&](std::uint64_t p) {
-        if (c[p] != 0.0) return (c[p] - scaled(p)) / (0.05 * c[p]);
-        return cmc ? (c[p] - scaled(p)) / 0.05 : 0.0;
-      });
+      write(kCubes[2], outputs::FittedCube::kScaled);
+      write(kCubes[3], outputs::FittedCube::kSolver);
+      write(kCubes[4], outputs::FittedCube::kResiduals);
+      write(kCubes[5], outputs::FittedCube::kNormalized);
     }
     if (rank == 0) {
       const std::size_t done = std::min(n, angle_of(round, ranks));

@@ -1,13 +1,15 @@
-#include "app/results_yaml.h"
+#include "outputs/results_yaml.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "outputs/npz_file.h"
 
 namespace homodyne {
 namespace {
@@ -65,6 +67,16 @@ void WriteHomodyneResultsYaml(const std::filesystem::path& dir) {
   YAML::Emitter out;
   Emit(out, j);
   WriteFileAtomically(dir / "homodyne_results.yaml", std::string(out.c_str()) + "\n");
+}
+
+void WriteHomodyneResultsNpz(const std::filesystem::path& dir) {
+  const std::filesystem::path json_path = dir / "homodyne_results.json";
+  std::ifstream in(json_path);
+  if (!in) return;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  outputs::NpzArchive npz(dir / "homodyne_results.npz");
+  npz.AddStrings("results_summary", {text});
+  npz.Commit();
 }
 
 }  // namespace homodyne

@@ -1,4 +1,4 @@
-#include "nlsq/result_files.h"
+#include "outputs/nlsq_result_files.h"
 
 #include <cmath>
 #include <ctime>
@@ -9,7 +9,18 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 
-namespace homodyne::nlsq {
+namespace homodyne::outputs {
+
+using nlsq::AntiDegeneracyReport;
+using nlsq::CorrelatedPair;
+using nlsq::DegeneracyDiagnostics;
+using nlsq::GlobalSearchReport;
+using nlsq::GradientMonitorReport;
+using nlsq::kCorrelationWarning;
+using nlsq::NlsqDiagnosticsReport;
+using nlsq::RegularizationReport;
+using nlsq::WeakDirection;
+
 namespace {
 
 using nlohmann::json;
@@ -51,23 +62,6 @@ json LossJson(const FitReport& r) {
 }
 
 }  // namespace
-
-std::vector<double> FitReport::FullVector() const {
-  std::vector<double> v = contrast;
-  v.insert(v.end(), offset.begin(), offset.end());
-  v.insert(v.end(), physical_values.begin(), physical_values.end());
-  return v;
-}
-
-bool FitReport::IsHeld(std::size_t p) const { return p < physical_held.size() && physical_held[p]; }
-
-std::vector<std::string> FitReport::HeldNames() const {
-  std::vector<std::string> out;
-  for (std::size_t p = 0; p < physical_names.size(); ++p) {
-    if (IsHeld(p)) out.push_back(physical_names[p]);
-  }
-  return out;
-}
 
 std::string ParametersJson(const FitReport& r) {
   json params;
@@ -390,4 +384,4 @@ void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitRepo
   WriteFileAtomically(output_dir / "homodyne_results.json", HomodyneResultsJson(report));
 }
 
-}  // namespace homodyne::nlsq
+}  // namespace homodyne::outputs
