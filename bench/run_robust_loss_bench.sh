@@ -8,6 +8,10 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 main="$out/robust_loss_kernel_${stamp}.json"
+if [[ -e $main ]]; then
+  echo "$main exists: set BENCH_STAMP for another run of the day" >&2
+  exit 1
+fi
 "$build/bench/bench_kernel" --benchmark_filter='^BM_Kernel(Chi2|NormalEquations)Loss' \
   --benchmark_repetitions="${REPS:-9}" --benchmark_enable_random_interleaving=true \
   --benchmark_report_aggregates_only=true --benchmark_out="$main" --benchmark_out_format=json
