@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "model/constants.h"
+#include "model/loss_math.h"
 #include "model/robust_loss.h"
 #include "point_terms.h"
 
@@ -63,6 +64,7 @@ HOMODYNE_INLINE V operator*(V a, V b) { return {a.lo * b.lo, a.hi * b.hi}; }
 HOMODYNE_INLINE V operator/(V a, V b) { return {a.lo / b.lo, a.hi / b.hi}; }
 HOMODYNE_INLINE V& operator+=(V& a, V b) { return a = a + b; }
 HOMODYNE_INLINE M operator>(V a, V b) { return {a.lo > b.lo, a.hi > b.hi}; }
+HOMODYNE_INLINE M operator<(V a, V b) { return {a.lo < b.lo, a.hi < b.hi}; }
 HOMODYNE_INLINE M operator!=(V a, V b) { return {a.lo != b.lo, a.hi != b.hi}; }
 HOMODYNE_INLINE M operator&(M a, M b) { return {a.lo & b.lo, a.hi & b.hi}; }
 
@@ -138,20 +140,45 @@ HOMODYNE_INLINE V Sqrt(V x) {
              __builtin_sqrt(x.hi[3])}};
 }
 #endif
-// f(x) lane by lane through the scalar libm function (the same calls on every copy).
-template <typename F>
-HOMODYNE_INLINE V PerLane(V x, F f) {
-  alignas(64) double l[kLanes];
-  Store(l, x);
-  for (double& v : l) v = f(v);
-  return Load(l);
+// loss_math.h's Reduce on a vector of doubles D (a 4-lane half or the native 8 lanes): the
+// same exact bit operations as robust_loss.cpp's scalar one, lane by lane.
+template <typename D>
+HOMODYNE_INLINE void ReduceLanes(D u, D& k, D& m, D& scale) {
+  typedef std::uint64_t U __attribute__((vector_size(sizeof(D))));
+  const U bits = reinterpret_cast<U>(u);
+  const U e = (bits - 0x3fe6a09e667f3bcdULL) >> 52;  // √2/2's bits
+  m = reinterpret_cast<D>(bits - (e << 52));
+  // e as a double: exact, e < 2^52.
+  k = reinterpret_cast<D>(e | 0x4330000000000000ULL) - 0x1p52;
+  const D s = reinterpret_cast<D>((0x3ffULL - e) << 52);
+  scale = k < 1000.0 ? s : D{};
 }
+// The operations loss_math.h takes, on V.
+struct VectorLossOps {
+  using T = V;
+  static HOMODYNE_INLINE V Splat(double x) { return HOMODYNE_POINT_TERMS_NS::Splat(x); }
+  static HOMODYNE_INLINE V Fma(V a, V b, V c) { return HOMODYNE_POINT_TERMS_NS::Fma(a, b, c); }
+  static HOMODYNE_INLINE V Where(M m, V a, V b) { return HOMODYNE_POINT_TERMS_NS::Where(m, a, b); }
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+  static HOMODYNE_INLINE void Reduce(V u, V& k, V& m, V& scale) { ReduceLanes(u, k, m, scale); }
+#else
+  static HOMODYNE_INLINE void Reduce(V u, V& k, V& m, V& scale) {
+    ReduceLanes(u.lo, k.lo, m.lo, scale.lo);
+    ReduceLanes(u.hi, k.hi, m.hi, scale.hi);
+  }
+#endif
+};
 
-// Any lane of m set.
+// Any lane of m set: one mask test on the x86 vector copies (the generic form below costs
+// GCC a chain of extracts and scalar ors per vector), the lanes' or elsewhere.
 #if HOMODYNE_POINT_TERMS_NATIVE_V8
 HOMODYNE_INLINE bool Any(M m) {
-  const std::int64_t o = ((m[0] | m[1]) | (m[2] | m[3])) | ((m[4] | m[5]) | (m[6] | m[7]));
-  return o != 0;
+  const auto i = reinterpret_cast<__m512i>(m);
+  return _mm512_test_epi64_mask(i, i) != 0;
+}
+#elif HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE bool Any(M m) {
+  return _mm256_movemask_pd(reinterpret_cast<__m256d>(m.lo | m.hi)) != 0;
 }
 #else
 HOMODYNE_INLINE bool Any(M m) {
@@ -216,6 +243,16 @@ HOMODYNE_INLINE void LossLanes(int kind, V z, V& rho, V& weight, V& factor) {
   switch (static_cast<LossKind>(kind)) {
     case LossKind::kHuber: {
       const M out = z > one;
+      if (!Any(out)) {
+        // Every lane inside the knee: ρ = z, weight max(1, floor) = 1, factor 1/1, the bits
+        // of the expressions below without their square root and divisions.
+        rho = z;
+        if constexpr (kDerivs) {
+          weight = one;
+          factor = one;
+        }
+        return;
+      }
       const V sq = Sqrt(z);
       rho = Where(out, (sq + sq) - one, z);
       if constexpr (kDerivs) {
@@ -225,14 +262,14 @@ HOMODYNE_INLINE void LossLanes(int kind, V z, V& rho, V& weight, V& factor) {
       break;
     }
     case LossKind::kCauchy:
-      rho = PerLane(z, [](double v) { return std::log1p(v); });
+      rho = Log1pNonNegative<VectorLossOps>(z);
       if constexpr (kDerivs) {
         d1 = one / (one + z);
         curvature = (one - z) * (d1 * d1);
       }
       break;
     case LossKind::kArctan:
-      rho = PerLane(z, [](double v) { return std::atan(v); });
+      rho = AtanNonNegative<VectorLossOps>(z);
       if constexpr (kDerivs) {
         const V z2 = z * z;
         d1 = one / (one + z2);

@@ -1,13 +1,38 @@
 #include "model/robust_loss.h"
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "model/loss_math.h"
 
 namespace homodyne::model {
+
+namespace {
+// loss_math.h's operations on one double.
+struct ScalarLossOps {
+  using T = double;
+  static double Splat(double x) { return x; }
+  static double Fma(double a, double b, double c) { return std::fma(a, b, c); }
+  static double Where(bool m, double a, double b) { return m ? a : b; }
+  static void Reduce(double u, double& k, double& m, double& scale) {
+    std::uint64_t bits;
+    std::memcpy(&bits, &u, sizeof(bits));
+    const std::uint64_t e = (bits - 0x3fe6a09e667f3bcdULL) >> 52;  // √2/2's bits
+    const std::uint64_t mb = bits - (e << 52);
+    std::memcpy(&m, &mb, sizeof(m));
+    k = static_cast<double>(e);
+    const std::uint64_t sb = (0x3ffULL - e) << 52;
+    double s;
+    std::memcpy(&s, &sb, sizeof(s));
+    scale = e < 1000 ? s : 0.0;
+  }
+};
+}  // namespace
 
 void RobustLoss::Validate() const {
   if (!(std::isfinite(f_scale) && f_scale > 0.0)) {
@@ -104,15 +129,15 @@ LossTerms EvaluateLoss(LossKind kind, double z) {
     case LossKind::kCauchy: {
       const double a = 1.0 + z;
       t.d1 = 1.0 / a;
-      t.curvature = (1.0 - z) * (t.d1 * t.d1);  // 1/(1+z) − 2z/(1+z)²
-      t.rho = std::log1p(z);
+      t.curvature = (1.0 - z) * (t.d1 * t.d1);     // 1/(1+z) − 2z/(1+z)²
+      t.rho = Log1pNonNegative<ScalarLossOps>(z);  // as std::log1p, within 3 ulp
       break;
     }
     case LossKind::kArctan: {
       const double z2 = z * z;
       t.d1 = 1.0 / (1.0 + z2);
       t.curvature = (1.0 - 3.0 * z2) * (t.d1 * t.d1);  // 1/(1+z²) − 4z²/(1+z²)²
-      t.rho = std::atan(z);
+      t.rho = AtanNonNegative<ScalarLossOps>(z);       // as std::atan, within 2 ulp
       break;
     }
   }

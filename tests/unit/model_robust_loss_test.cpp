@@ -3,7 +3,9 @@
 // point by point).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -77,6 +79,46 @@ TEST(ModelRobustLossTest, SoftL1TermsAreAccurateOnBothSidesOfTheSeries) {
   const LossTerms far = EvaluateLoss(LossKind::kSoftL1, 1e40);
   EXPECT_EQ(far.weight, kLossCurvatureFloor);
   EXPECT_NEAR(far.weight * far.factor, 1e-20, 1e-33);
+}
+
+// cauchy's log1p and arctan's atan (model/loss_math.h, basic operations only, so that the
+// vector copies need no libm call) against long double, over z from 1e-300 to 1e300, densely
+// near 0, 1 and the bounds of atan's sectors; their stated bounds are 3 and 2 ulp.
+TEST(ModelRobustLossTest, CauchyAndArctanRhoAreWithinTheirUlpBounds) {
+  const auto ulps = [](double x, long double exact) {
+    const long double ulp =
+        std::ldexp(1.0L, std::ilogb(static_cast<double>(exact)) - 52);  // of the double result
+    return static_cast<double>(std::fabs(static_cast<long double>(x) - exact) / ulp);
+  };
+  std::vector<double> zs;
+  for (double z = 1e-300; z < 1e300; z *= 1.003) zs.push_back(z);
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  for (const double c :
+       {1e-8, 0.198912367379658, 0.41421356237309503, 0.6681786379192989, 1.0, 1.496605762665489,
+        2.414213562373095, 5.027339492125848, 0.41421356, 1.4142135623730951, 2.8284271247461903}) {
+    for (int i = 0; i < 20000; ++i) zs.push_back(c * (1.0 + 0.02 * (unit(rng) - 0.5)));
+  }
+  double worst_log = 0.0, worst_atan = 0.0;
+  for (const double z : zs) {
+    const double lg =
+        ulps(EvaluateLoss(LossKind::kCauchy, z).rho, std::log1p(static_cast<long double>(z)));
+    const double at =
+        ulps(EvaluateLoss(LossKind::kArctan, z).rho, std::atan(static_cast<long double>(z)));
+    worst_log = std::max(worst_log, lg);
+    worst_atan = std::max(worst_atan, at);
+    ASSERT_LE(lg, 3.0) << "log1p at z " << z;
+    ASSERT_LE(at, 2.0) << "atan at z " << z;
+  }
+  std::cout << "log1p worst " << worst_log << " ulp, atan worst " << worst_atan << " ulp over "
+            << zs.size() << " z\n";
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(EvaluateLoss(LossKind::kCauchy, inf).rho, inf);
+  EXPECT_EQ(EvaluateLoss(LossKind::kArctan, inf).rho, std::atan(inf));
+  EXPECT_TRUE(std::isnan(EvaluateLoss(LossKind::kCauchy, std::nan("")).rho));
+  EXPECT_TRUE(std::isnan(EvaluateLoss(LossKind::kArctan, std::nan("")).rho));
+  EXPECT_EQ(EvaluateLoss(LossKind::kCauchy, 0x1p-1074).rho, 0x1p-1074);
+  EXPECT_EQ(EvaluateLoss(LossKind::kArctan, 0x1p-1074).rho, 0x1p-1074);
 }
 
 TEST(ModelRobustLossTest, NamesParseAndBadNamesNameTheKey) {
