@@ -281,6 +281,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
   });
   state.config = in.cfg;
   if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
+  for (const auto& note : in.cfg.earlier_keys) log.Info("config: {}", note);
   for (const auto& note : opts.flag_notes) log.Info("{}", note);
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),

@@ -203,6 +203,7 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   if (c.legacy_flat_layout) {
     c.notes.push_back("flat legacy layout converted to the nested layout");
   }
+  detail::ConvertEarlierKeys(root, c.earlier_keys);
   detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present,
                                options.strict ? nullptr : &c.ignored_keys);
   problems.ThrowIfAny(source);  // typed access below relies on a valid tree

@@ -30,6 +30,8 @@ optimization:
     fourier: {order: 2}
   cmc:
     diagonal_correction: true
+  mcmc:
+    enabled: true
 multi_start:
   subsample_size: 1000
 performance:
@@ -41,11 +43,19 @@ YAML
 out=$(cd "$tmp" && "$mpiexec" -n 2 "$bindir/homodyne" --config cfg.yaml -o out 2>&1); code=$?
 [ $code -eq 0 ] || { echo "$out"; fail "a config with unknown keys: exit $code (expected 0)"; }
 [ "$(grep -c "unknown key(s) ignored" <<<"$out")" -eq 1 ] || { echo "$out"; fail "the ignored keys are not listed once"; }
-for key in analyzer_parameters.temporal parameter_bounds optimization.nlsq.shear_transforms \
-           optimization.nlsq.fourier optimization.cmc.diagonal_correction multi_start performance.computation.gpu_acceleration; do
+for key in optimization.nlsq.shear_transforms optimization.nlsq.fourier \
+           optimization.cmc.diagonal_correction multi_start performance.computation.gpu_acceleration \
+           optimization.mcmc.enabled; do
   grep -q "^ *$key (unknown key" <<<"$out" || { echo "$out"; fail "$key is not listed"; }
 done
 grep -q "metadata.diagonal_correction" <<<"$out" && { echo "$out"; fail "a suggestion from another section"; }
+grep -q "optimization.nlsq.diagnostics.enabled" <<<"$out" && { echo "$out"; fail "a suggestion from a sibling section"; }
+# xpcsjax's temporal block and parameter_bounds are read under today's keys, with a line each.
+grep -q "config: analyzer_parameters.temporal.dt (xpcsjax) not read: analyzer_parameters.dt is also given and wins" <<<"$out" \
+  || { echo "$out"; fail "no note for analyzer_parameters.temporal.dt"; }
+grep -q "config: parameter_bounds (xpcsjax's documentation) read as parameter_space.bounds: D0" <<<"$out" \
+  || { echo "$out"; fail "parameter_bounds not read"; }
+grep -q "^ *\(analyzer_parameters.temporal\|parameter_bounds\) (unknown key" <<<"$out" && { echo "$out"; fail "a read key is listed as unknown"; }
 grep -q "end_frame 500 is beyond the file's 30 frames" <<<"$out" || { echo "$out"; fail "no warning for end_frame"; }
 [ "$(grep -c "layout, 2 angle(s)" <<<"$out")" -le 1 ] || { echo "$out"; fail "the file line is printed twice"; }
 [ -e "$tmp/out/nlsq/parameters.json" ] || fail "no results"
