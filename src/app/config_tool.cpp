@@ -75,6 +75,9 @@ int Validate(const ToolOptions& o) {
     std::fprintf(stderr, "warning: %s\n", IgnoredKeysWarning(config).c_str());
   }
   for (const auto& note : config.earlier_keys) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const auto& w : UnusedSettingWarnings(config)) {
+    std::fprintf(stderr, "warning: %s: %s\n", config.source.c_str(), w.c_str());
+  }
   if (config.experimental_data.DataFile().empty()) {
     std::fprintf(stderr,
                  "warning: %s names no data file (experimental_data): a fit needs --data-file\n",

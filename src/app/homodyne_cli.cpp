@@ -308,6 +308,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
   state.config = in.cfg;
   if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
   for (const auto& note : in.cfg.earlier_keys) log.Info("config: {}", note);
+  for (const auto& w : config::UnusedSettingWarnings(in.cfg)) log.Warn("{}: {}", opts.config, w);
   for (const auto& note : opts.flag_notes) log.Info("{}", note);
   if (!opts.phi.empty()) {
     std::string list;

@@ -277,6 +277,38 @@ std::string IgnoredKeysWarning(const Config& config) {
   return out;
 }
 
+std::vector<std::string> UnusedSettingWarnings(const Config& config) {
+  std::vector<std::string> out;
+  const auto given = [&](std::string_view key) {
+    return config.raw != nullptr && ConfigHasValue(config, key);
+  };
+  if (given("performance.strategy_override")) {
+    out.push_back(fmt::format(
+        "performance.strategy_override = {} is not used: the NLSQ data path follows the memory "
+        "budget (--strategy in-core|streaming forces it)",
+        ConfigString(config, "performance.strategy_override")));
+  }
+  if (given("optimization.nlsq.trust_region_scale") &&
+      ConfigNumber(config, "optimization.nlsq.trust_region_scale") != 1.0) {
+    out.push_back(fmt::format(
+        "optimization.nlsq.trust_region_scale = {} is not used: Levenberg-Marquardt starts from "
+        "its own damping",
+        ConfigNumber(config, "optimization.nlsq.trust_region_scale")));
+  }
+  if (!config.optimization.nlsq.x_scale_map.empty()) {
+    out.push_back(
+        "optimization.nlsq.x_scale_map is not used: the local solver scales its steps by the "
+        "Jacobian's column norms");
+  }
+  if (given("phi_filtering.tolerance") && ConfigNumber(config, "phi_filtering.tolerance") != 3.0) {
+    out.push_back(fmt::format(
+        "phi_filtering.tolerance = {} is not used: an angle is fitted when it lies in a "
+        "target range (widen the ranges instead)",
+        ConfigNumber(config, "phi_filtering.tolerance")));
+  }
+  return out;
+}
+
 Config DefaultConfig() {
   Config c;
   c.source = "defaults";
