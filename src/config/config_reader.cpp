@@ -21,6 +21,10 @@ namespace homodyne::config {
 std::string ExperimentalData::DataFile() const {
   // homodyne locates the data by the folder and name alone; a config with only xpcsjax's
   // full path (its "modern" form) is read as xpcsjax reads it.
+  // A file name alone (xpcsjax's documentation) is looked for in the current folder.
+  if (file_path.empty() && data_folder_path.empty() && !data_file_name.empty()) {
+    return (std::filesystem::path(".") / data_file_name).string();
+  }
   if (data_folder_path.empty() || data_file_name.empty()) return file_path;
   return (std::filesystem::path(data_folder_path) / data_file_name).string();
 }
@@ -124,7 +128,8 @@ void CheckExperimentalData(const ValueReader& r, const Config& c, const ReadOpti
   for (const char* key :
        {"experimental_data.data_folder_path", "experimental_data.data_file_name"}) {
     const std::string value = r.String(key);
-    if (value.empty() && options.require_data_file && e.file_path.empty()) {
+    const bool name_alone = !e.data_file_name.empty() && e.data_folder_path.empty();
+    if (value.empty() && options.require_data_file && e.file_path.empty() && !name_alone) {
       problems.Add(key, fmt::format("is required for a fit (experimental_data needs file_path, "
                                     "or both data_folder_path and data_file_name){}",
                                     r.Line(key)));

@@ -103,7 +103,10 @@ void MoveKeys(YAML::Node& root, std::vector<std::string>& notes) {
   for (const auto& m : kMovedKeys) {
     const YAML::Node before = Find(root, m.before);
     if (!before.IsDefined()) continue;
-    if (Has(root, m.now)) {
+    if (Has(root, m.now) && Scalar(Find(root, m.now)) == Scalar(before) &&
+        !Scalar(before).empty()) {
+      // The same value in both places (homodyne's templates repeat the mode): nothing to say.
+    } else if (Has(root, m.now)) {
       notes.push_back(
           fmt::format("{} ({}) not read: {} is also given and wins", m.before, m.origin, m.now));
     } else {
@@ -221,7 +224,6 @@ void ReadFileNameAlone(YAML::Node& root, std::vector<std::string>& notes) {
       Has(root, "experimental_data.data_folder_path") || Has(root, "experimental_data.file_path")) {
     return;
   }
-  root["experimental_data"]["data_folder_path"] = "./";
   notes.push_back(
       "experimental_data.data_file_name without data_folder_path: the file is looked for in the "
       "current folder (./)");
