@@ -293,8 +293,8 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
       ThrowBadInput(
-          "--laminar-flow (--mode laminar_flow) needs a laminar_flow config (7 physical "
-          "parameters)",
+          "--laminar-flow needs a laminar_flow config (7 physical parameters; also for --mode "
+          "laminar_flow)",
           opts.config, "analysis_mode");
     }
     if (opts.require_two_component && c.analysis_mode != config::AnalysisMode::kTwoComponent) {

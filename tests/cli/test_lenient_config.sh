@@ -17,7 +17,7 @@ analyzer_parameters:
   dt: 0.1
   end_frame: 500
   scattering: {wavevector_q: 0.0054}
-  temporal: {dt: 0.1}
+  temporal: {dt: 0.2}
 experimental_data:
   data_folder_path: ${HOMODYNE_TEST_DATA_ROOT}
   data_file_name: data.h5
