@@ -68,9 +68,20 @@ int Validate(const ToolOptions& o) {
   ReadOptions options;
   options.check_data_file_exists = o.check_data;
   options.strict = o.strict;
+  // A template without its data path validates: the fit takes the file from --data-file.
+  options.require_data_file = false;
   const Config config = ReadConfigFile(o.validate, options);
   if (!config.ignored_keys.empty()) {
     std::fprintf(stderr, "warning: %s\n", IgnoredKeysWarning(config).c_str());
+  }
+  for (const auto& note : config.earlier_keys) std::fprintf(stderr, "note: %s\n", note.c_str());
+  for (const auto& w : UnusedSettingWarnings(config)) {
+    std::fprintf(stderr, "warning: %s: %s\n", config.source.c_str(), w.c_str());
+  }
+  if (config.experimental_data.DataFile().empty()) {
+    std::fprintf(stderr,
+                 "warning: %s names no data file (experimental_data): a fit needs --data-file\n",
+                 config.source.c_str());
   }
   std::fputs(FormatConfigSummary(config, o.verbose).c_str(), stdout);
   if (o.print_effective) {

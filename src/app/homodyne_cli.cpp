@@ -35,6 +35,7 @@
 #include "core/output_paths.h"
 #include "core/placement.h"
 #include "core/version.h"
+#include "model/analysis_mode.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/xpcs_fit.h"
 #include "outputs/results_yaml.h"
@@ -223,6 +224,11 @@ std::map<std::string, std::string> FlagOverrides(const HomodyneCliOptions& opts)
   if (opts.tolerance) out["tolerance"] = fmt::format("{:.17g}", *opts.tolerance);
   if (opts.multistart) out["multistart"] = *opts.multistart ? "true" : "false";
   if (opts.multistart_n) out["multistart_n"] = std::to_string(*opts.multistart_n);
+  if (!opts.phi.empty()) {
+    std::string list;
+    for (double a : opts.phi) list += fmt::format("{}{:.17g}", list.empty() ? "" : ",", a);
+    out["phi"] = list;
+  }
   return out;
 }
 
@@ -235,6 +241,18 @@ void ApplyFlagOverrides(const HomodyneCliOptions& opts, config::Config& c) {
     n.multi_start.n_starts = *opts.multistart_n;
   }
   if (opts.multistart) n.multi_start.enable = *opts.multistart;
+  // xpcsjax's --phi: the data's angles within 1 degree of each (its own tolerance).
+  if (!opts.phi.empty()) {
+    c.phi_filtering.enabled = true;
+    c.phi_filtering.target_ranges.clear();
+    for (double a : opts.phi) {
+      config::AngleRange range;
+      range.min_angle = a - 1.0;
+      range.max_angle = a + 1.0;
+      range.description = fmt::format("--phi {}", a);
+      c.phi_filtering.target_ranges.push_back(range);
+    }
+  }
 }
 
 // Every rank reads the options and the config; bad input stops all of them before any work.
@@ -274,14 +292,43 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     ApplyFlagOverrides(opts, c);
     if (opts.static_mode) c.analysis_mode = config::AnalysisMode::kStatic;
     if (opts.laminar_flow && c.analysis_mode != config::AnalysisMode::kLaminarFlow) {
-      ThrowBadInput("--laminar-flow needs a laminar_flow config (7 physical parameters)",
-                    opts.config, "analysis_mode");
+      ThrowBadInput(
+          "--laminar-flow needs a laminar_flow config (7 physical parameters; also for --mode "
+          "laminar_flow)",
+          opts.config, "analysis_mode");
+    }
+    if (opts.require_two_component && c.analysis_mode != config::AnalysisMode::kTwoComponent) {
+      ThrowBadInput(
+          "--mode two_component needs a two_component config (14 physical parameters; "
+          "homodyne-config --mode two_component writes one)",
+          opts.config, "analysis_mode");
     }
     return c;
   });
   state.config = in.cfg;
   if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
+  for (const auto& note : in.cfg.earlier_keys) log.Info("config: {}", note);
+  for (const auto& w : config::UnusedSettingWarnings(in.cfg)) log.Warn("{}: {}", opts.config, w);
   for (const auto& note : opts.flag_notes) log.Info("{}", note);
+  if (!opts.phi.empty()) {
+    std::string list;
+    for (double a : opts.phi) list += fmt::format("{}{:g}", list.empty() ? "" : ", ", a);
+    log.Info(
+        "--phi {}: fitting the data's angles within 1 degree of these (phi_filtering of the "
+        "config replaced for this run)",
+        list);
+  }
+  {
+    // As in xpcsjax, an --initial-* flag of a parameter the mode does not have changes
+    // nothing; here it says so.
+    const auto& names = model::PhysicalParameterNames(in.cfg.analysis_mode);
+    for (const auto& [name, value] : opts.initial) {
+      if (std::find(names.begin(), names.end(), name) == names.end()) {
+        log.Info("--initial {} = {:g}: ignored: analysis_mode {} has no parameter {}", name, value,
+                 config::ToString(in.cfg.analysis_mode), name);
+      }
+    }
+  }
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")

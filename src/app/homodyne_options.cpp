@@ -38,6 +38,10 @@ void AddMigrationFlags(CLI::App& app, HomodyneCliOptions& opts) {
   app.add_option("--multistart-n", opts.multistart_n,
                  "xpcsjax: optimization.nlsq.multi_start.n_starts (and enables it)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--phi", opts.phi,
+                 "xpcsjax: fit only the data's angles within 1 degree of these (replaces "
+                 "phi_filtering for this run)")
+      ->expected(1, -1);
   auto* plot = app.add_flag("--plot", opts.plots.save_plots, "xpcsjax: same as --save-plots");
   auto* no_plot = app.add_flag_callback(
       "--no-plot", [] {}, "xpcsjax: no figures (the default here)");
@@ -84,6 +88,12 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                                     "default: the config's output.base_directory/directory)")
                          ->capture_default_str();
   app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
+  std::string mode;
+  app.add_option("--mode", mode,
+                 "xpcsjax: static_isotropic/static_anisotropic/static = --static-mode, "
+                 "laminar_flow = --laminar-flow, two_component: the config must be one")
+      ->check(CLI::IsMember(
+          {"static", "static_isotropic", "static_anisotropic", "laminar_flow", "two_component"}));
   auto* sm = app.add_flag("--static-mode", opts.static_mode, "force analysis_mode static");
   auto* lf = app.add_flag("--laminar-flow", opts.laminar_flow, "force analysis_mode laminar_flow");
   sm->excludes(lf);
@@ -93,19 +103,28 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
       ->check(IntegerAtLeast(0));
   app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
                "ignore the settings cached by homodyne-topology --autotune");
+  // homodyne's spellings, with xpcsjax's beside them, and xpcsjax's two-component flags.
   const std::pair<const char*, const char*> initial_flags[] = {
-      {"--initial-d0", "D0"},
+      {"--initial-d0,--initial-D0", "D0"},
       {"--initial-alpha", "alpha"},
-      {"--initial-d-offset", "D_offset"},
+      {"--initial-d-offset,--initial-D-offset", "D_offset"},
       {"--initial-gamma-dot-t0", "gamma_dot_t0"},
       {"--initial-beta", "beta"},
-      {"--initial-gamma-dot-offset", "gamma_dot_t_offset"},
-      {"--initial-phi0", "phi0"}};
+      {"--initial-gamma-dot-offset,--initial-gamma-dot-t-offset", "gamma_dot_t_offset"},
+      {"--initial-phi0", "phi0"},
+      {"--initial-v0", "v0"},
+      {"--initial-v-beta", "v_beta"},
+      {"--initial-v-offset", "v_offset"},
+      {"--initial-f0", "f0"},
+      {"--initial-f1", "f1"},
+      {"--initial-f2", "f2"},
+      {"--initial-f3", "f3"}};
   std::map<std::string, double> initial_values;
   std::vector<std::pair<CLI::Option*, std::string>> initial_options;
   for (auto [flag, name] : initial_flags) {
-    auto* o = app.add_option(flag, initial_values[name],
-                             fmt::format("initial {} (phi0 in degrees)", name));
+    auto* o = app.add_option(
+        flag, initial_values[name],
+        fmt::format("initial {}{}", name, std::string(name) == "phi0" ? " (degrees)" : ""));
     initial_options.emplace_back(o, name);
   }
   app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
@@ -188,6 +207,18 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   for (const auto& [o, name] : initial_options) {
     if (o->count() > 0) opts.initial[name] = initial_values[name];
   }
+  if (mode.rfind("static", 0) == 0) opts.static_mode = true;
+  if (mode == "laminar_flow") opts.laminar_flow = true;
+  if (mode == "two_component") opts.require_two_component = true;
+  if (opts.static_mode && opts.laminar_flow) {
+    if (env.rank() == 0) {
+      std::fprintf(stderr, "error: --mode %s contradicts --%s\n", mode.c_str(),
+                   mode == "laminar_flow" ? "static-mode" : "laminar-flow");
+    }
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  if (!mode.empty())
+    opts.flag_notes.push_back(fmt::format("--mode {}: analysis mode forced", mode));
   return std::nullopt;
 }
 

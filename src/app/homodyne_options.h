@@ -52,6 +52,8 @@ struct HomodyneCliOptions {
   std::optional<bool> multistart;       // optimization.nlsq.multi_start.enable
   std::optional<int> multistart_n;      // optimization.nlsq.multi_start.n_starts
   std::string output_format = "json";   // homodyne_results.<format>
+  bool require_two_component = false;   // xpcsjax's --mode two_component
+  std::vector<double> phi;              // xpcsjax's --phi: the data's angles to fit (degrees)
   std::vector<std::string> flag_notes;  // printed once by rank 0
 };
 

@@ -363,9 +363,12 @@ struct Config {
   int Hdf5DeflateLevel() const { return compress_hdf5 ? compression_level : 0; }
   // output.fitted_data: which arrays fitted_data.h5 holds ("full", "model" or "none").
   std::string fitted_data;
-  std::string cache_strategy;                      // v2_features.cache_strategy
-  bool legacy_flat_layout = false;                 // converted from the flat legacy layout
-  std::vector<std::string> notes;                  // notes for the user (fallbacks, overrides)
+  std::string cache_strategy;       // v2_features.cache_strategy
+  bool legacy_flat_layout = false;  // converted from the flat legacy layout
+  std::vector<std::string> notes;   // notes for the user (fallbacks, overrides)
+  // Keys of earlier homodyne/xpcsjax versions read under today's keys, one note each; shown
+  // at the default verbosity (the user wrote them and should see how they were read).
+  std::vector<std::string> earlier_keys;
   std::vector<std::string> accepted_keys_present;  // status-accepted keys found in the file
   // Unknown keys ignored by a lenient read (ReadOptions::strict false), each as
   // "key (unknown key, line N; did you mean …?)"; the caller warns.

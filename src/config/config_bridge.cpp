@@ -1,5 +1,7 @@
 #include "config/config_bridge.h"
 
+#include "config/config_reader.h"
+
 #include <cmath>
 #include <string_view>
 
@@ -25,6 +27,9 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
   for (const auto& r : cfg.phi_filtering.target_ranges) {
     o.phi_filter.ranges.push_back({r.min_angle, r.max_angle});
   }
+  o.phi_filter.fallback_to_all =
+      !config::ConfigHasValue(cfg, "phi_filtering.fallback_to_all_angles") ||
+      config::ConfigBool(cfg, "phi_filtering.fallback_to_all_angles");
   return o;
 }
 

@@ -21,6 +21,10 @@ namespace homodyne::config {
 std::string ExperimentalData::DataFile() const {
   // homodyne locates the data by the folder and name alone; a config with only xpcsjax's
   // full path (its "modern" form) is read as xpcsjax reads it.
+  // A file name alone (xpcsjax's documentation) is looked for in the current folder.
+  if (file_path.empty() && data_folder_path.empty() && !data_file_name.empty()) {
+    return (std::filesystem::path(".") / data_file_name).string();
+  }
   if (data_folder_path.empty() || data_file_name.empty()) return file_path;
   return (std::filesystem::path(data_folder_path) / data_file_name).string();
 }
@@ -124,7 +128,8 @@ void CheckExperimentalData(const ValueReader& r, const Config& c, const ReadOpti
   for (const char* key :
        {"experimental_data.data_folder_path", "experimental_data.data_file_name"}) {
     const std::string value = r.String(key);
-    if (value.empty() && options.require_data_file && e.file_path.empty()) {
+    const bool name_alone = !e.data_file_name.empty() && e.data_folder_path.empty();
+    if (value.empty() && options.require_data_file && e.file_path.empty() && !name_alone) {
       problems.Add(key, fmt::format("is required for a fit (experimental_data needs file_path, "
                                     "or both data_folder_path and data_file_name){}",
                                     r.Line(key)));
@@ -203,6 +208,7 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   if (c.legacy_flat_layout) {
     c.notes.push_back("flat legacy layout converted to the nested layout");
   }
+  detail::ConvertEarlierKeys(root, c.earlier_keys);
   detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present,
                                options.strict ? nullptr : &c.ignored_keys);
   problems.ThrowIfAny(source);  // typed access below relies on a valid tree
@@ -273,6 +279,38 @@ std::string IgnoredKeysWarning(const Config& config) {
       "{}: {} unknown key(s) ignored, with everything below them (--strict refuses them):",
       config.source, config.ignored_keys.size());
   for (const auto& key : config.ignored_keys) out += "\n  " + key;
+  return out;
+}
+
+std::vector<std::string> UnusedSettingWarnings(const Config& config) {
+  std::vector<std::string> out;
+  const auto given = [&](std::string_view key) {
+    return config.raw != nullptr && ConfigHasValue(config, key);
+  };
+  if (given("performance.strategy_override")) {
+    out.push_back(fmt::format(
+        "performance.strategy_override = {} is not used: the NLSQ data path follows the memory "
+        "budget (--strategy in-core|streaming forces it)",
+        ConfigString(config, "performance.strategy_override")));
+  }
+  if (given("optimization.nlsq.trust_region_scale") &&
+      ConfigNumber(config, "optimization.nlsq.trust_region_scale") != 1.0) {
+    out.push_back(fmt::format(
+        "optimization.nlsq.trust_region_scale = {} is not used: Levenberg-Marquardt starts from "
+        "its own damping",
+        ConfigNumber(config, "optimization.nlsq.trust_region_scale")));
+  }
+  if (!config.optimization.nlsq.x_scale_map.empty()) {
+    out.push_back(
+        "optimization.nlsq.x_scale_map is not used: the local solver scales its steps by the "
+        "Jacobian's column norms");
+  }
+  if (given("phi_filtering.tolerance") && ConfigNumber(config, "phi_filtering.tolerance") != 3.0) {
+    out.push_back(fmt::format(
+        "phi_filtering.tolerance = {} is not used: an angle is fitted when it lies in a "
+        "target range (widen the ranges instead)",
+        ConfigNumber(config, "phi_filtering.tolerance")));
+  }
   return out;
 }
 

@@ -68,4 +68,9 @@ long long ConfigInteger(const Config& config, std::string_view path);
 bool ConfigBool(const Config& config, std::string_view path);
 std::string ConfigString(const Config& config, std::string_view path);
 
+// One warning line for each setting of homodyne/xpcsjax the file gives with a value that
+// changes nothing here (performance.strategy_override, optimization.nlsq.trust_region_scale,
+// x_scale_map, phi_filtering.tolerance), so that none is dropped without a word.
+std::vector<std::string> UnusedSettingWarnings(const Config& config);
+
 }  // namespace homodyne::config

@@ -71,14 +71,15 @@ std::string SuggestKey(const std::string& parent, const std::string& parent_patt
   }
   const std::string best = SuggestName(name, siblings);
   if (!best.empty()) return parent.empty() ? best : parent + "." + best;
-  // 2. The same name elsewhere in the same top-level section (a key placed one level off),
-  // or anywhere for a top-level key. Not across sections: a key of another program's
-  // optimization.cmc is not a metadata key of ours because both end in the same word.
-  const std::string top = parent.substr(0, parent.find('.'));
+  // 2. The same name deeper inside the same parent (a key placed a level too high), or
+  // anywhere for a top-level key. Never in a sibling section: optimization.mcmc.enabled is
+  // not optimization.nlsq.diagnostics.enabled, nor a key of another program's
+  // optimization.cmc a metadata key of ours, because both end in the same word. Keys that
+  // moved between sections in earlier versions are read by the table of earlier_keys.cpp.
   for (const auto& spec : ConfigKeyTable()) {
     const auto [spec_parent, leaf] = SplitPattern(spec.path);
     if (Lower(leaf) != Lower(name) || spec.path.find_first_of("*[") != std::string::npos) continue;
-    if (top.empty() || spec.path.rfind(top + ".", 0) == 0) return spec.path;
+    if (parent_pattern.empty() || spec.path.rfind(parent_pattern + ".", 0) == 0) return spec.path;
   }
   return {};
 }

@@ -137,8 +137,9 @@ void AddPhiFiltering(std::vector<KeySpec>& t) {
   p.Used("target_ranges[].max_angle", T::kFloat, "", NoRule(),
          "Upper end (degrees); max < min means a wrap-around range", kRequired);
   p.Acc("target_ranges[].description", T::kString, "", NoRule(), "Label of the range");
-  p.Acc("fallback_to_all_angles", T::kBool, "true", NoRule(),
-        "Keep all angles when none match (always done)");
+  p.Used("fallback_to_all_angles", T::kBool, "true", NoRule(),
+         "Keep all angles when none match (with a warning); false: refuse the data then "
+         "(exit 2)");
   p.Acc("algorithm", T::kString, "range_based", NoRule(), "Filtering algorithm name");
   p.Acc("tolerance", T::kFloat, "3.0", NonNegative(), "Angle tolerance (not read)");
   p.Section("quality_control", kAcc, "Angle coverage checks (not read)", kNullable);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -33,5 +34,13 @@ std::string SuggestName(const std::string& name, const std::vector<std::string>&
 // output_directory at the top level, no analyzer_parameters/experimental_data) to the
 // nested layout in place. Returns true when a conversion happened.
 bool ConvertFlatLegacyLayout(YAML::Node& root, ProblemList& problems);
+
+// Reads the keys and shapes of earlier homodyne and xpcsjax versions and of their
+// documentation's examples (earlier_keys.cpp) under today's keys, in place; appends one note
+// per conversion ("X (origin) read as Y").
+void ConvertEarlierKeys(YAML::Node& root, std::vector<std::string>& notes);
+
+// The moved keys of that table as (earlier path, path now), for the reference doc and tests.
+std::vector<std::pair<std::string, std::string>> EarlierKeyMoves();
 
 }  // namespace homodyne::config::detail

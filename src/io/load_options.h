@@ -20,6 +20,9 @@ struct PhiRange {
 struct PhiFilterOptions {
   bool enabled = false;
   std::vector<PhiRange> ranges;  // an angle is kept if it lies in ANY range
+  // No angle in any range: fit them all with a warning (homodyne's default), or refuse the
+  // data (phi_filtering.fallback_to_all_angles: false).
+  bool fallback_to_all = true;
 };
 
 struct LoadOptions {

@@ -100,6 +100,12 @@ std::vector<std::size_t> FilterPhi(std::span<const double> phi_normalized,
                     [&](const PhiRange& r) { return PhiInRange(phi_normalized[i], r); });
     if (match) kept.push_back(i);
   }
+  if (kept.empty() && !filter.fallback_to_all) {
+    ThrowBadInput(fmt::format("no angle of the file ({} of them) lies in the target ranges, and "
+                              "fallback_to_all_angles is false",
+                              phi_normalized.size()),
+                  "", "phi_filtering.target_ranges");
+  }
   if (kept.empty()) {
     logger.Warn("phi_filtering: no angle lies in the target ranges; keeping all {} angles",
                 phi_normalized.size());

@@ -320,7 +320,8 @@ TEST(ConfigKeyBindings, ElementDefaultsAreTheTables) {
 // code (fallback chains, name lists, overrides, lookups); a new key has to pick one.
 TEST(ConfigKeyBindings, UsedScalarKeysAreBoundOrReadExplicitly) {
   std::set<std::string> explicit_keys = {
-      "analysis_mode",  // two fields: the name as written and the mode
+      "phi_filtering.fallback_to_all_angles",  // config_bridge.cpp: LoadOptionsFromConfig
+      "analysis_mode",                         // two fields: the name as written and the mode
       "analyzer_parameters.dt",
       "experimental_data.dt",  // dt fallback chain
       "analyzer_parameters.geometry.stator_rotor_gap",

@@ -110,8 +110,14 @@ TEST(ConfigTool, CommandLineWritesValidatesAndReportsErrors) {
   EXPECT_EQ(RunTool({"--validate", file}), 0);
   EXPECT_EQ(RunTool({"--validate", file, "--check-data"}), 2);  // sample data file absent
   const std::string bad = dir.File("bad.yaml");
-  std::ofstream(bad) << "analysis_mode: static\nanalyzer_parameters:\n  dtt: 1\n";
+  std::ofstream(bad) << "analysis_mode: static\nanalyzer_parameters:\n  dt: -1\n";
   EXPECT_EQ(RunTool({"--validate", bad}), 2);
+  // An unknown key is a warning, an error with --strict; a config without a data path
+  // validates (the fit takes --data-file).
+  const std::string unknown = dir.File("unknown.yaml");
+  std::ofstream(unknown) << "analysis_mode: static\nanalyzer_parameters:\n  dtt: 1\n";
+  EXPECT_EQ(RunTool({"--validate", unknown}), 0);
+  EXPECT_EQ(RunTool({"--validate", unknown, "--strict"}), 2);
   EXPECT_EQ(RunTool({"--mode", "turbulent"}), 2);
   EXPECT_EQ(RunTool({}), 2);
 }
