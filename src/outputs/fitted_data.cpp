@@ -62,6 +62,25 @@ FittedDataLevel FittedDataLevelOf(const config::Config& cfg) {
                 "output.fitted_data");
 }
 
+FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,
+                   const FittedModel& fitted)
+    : time_axis_(cfg.analysis_mode == config::AnalysisMode::kTwoComponent
+                     ? model::TwoComponentTimes(meta.t, meta.dt)
+                     : meta.t) {
+  model_.mode = cfg.analysis_mode;
+  model_.geometry = GeometryFromConfig(cfg, meta.q_physics);
+  model_.physical = fitted.physical;
+  model_.contrast.assign(1, 1.0);
+  model_.offset.assign(1, 0.0);
+  model_.frames = static_cast<int>(meta.n_frames);
+}
+
+std::vector<double> FittedG1::AtAngle(double phi_deg) {
+  model_.phi_deg = {phi_deg};
+  // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
+  return std::move(synth::ModelMatrices(model_, 1, /*exact=*/false).front());
+}
+
 namespace {
 
 // fn on every rank with its errors agreed (parallel/collective.h), or fn alone.
@@ -119,21 +138,12 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   Progress progress(file_gib > 1.0 ? logger : Logger::Silent(),
                     "writing " + path.filename().string());
   const std::vector<double> phi = meta.phi_values();
-  // The frames' times as the model labels them: dt·[0 … N−1], or dt·[1 … N] for
-  // two_component (xpcsjax's grid), so that the figures' axes are the model's times.
   const bool two_component = cfg.analysis_mode == config::AnalysisMode::kTwoComponent;
-  const std::vector<double> time_axis =
-      two_component ? model::TwoComponentTimes(meta.t, meta.dt) : meta.t;
   const char* time_axis_note =
       two_component ? "seconds, dt*[1..N] (two_component grid)" : "seconds from 0";
-  // g1² on the loader grid at the fitted physics (contrast 1, offset 0), one angle at a time.
-  synth::SynthTruth model;
-  model.mode = cfg.analysis_mode;
-  model.geometry = GeometryFromConfig(cfg, meta.q_physics);
-  model.physical = result.physical;
-  model.contrast.assign(1, 1.0);
-  model.offset.assign(1, 0.0);
-  model.frames = static_cast<int>(nf);
+  // g1² on the loader grid at the fitted physics, one angle at a time.
+  FittedG1 model(cfg, meta, result);
+  const std::vector<double>& time_axis = model.time_axis();
 
   const bool cmc = result.convention == FittedDataConvention::kCmc;
   const int rank = comm != nullptr ? comm->rank() : 0;
@@ -222,9 +232,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
         c = io::LoadAngleMatrix(meta, k);
       }
       PhaseTimes::Scope t(parts, "model");
-      model.phi_deg = {phi[k]};
-      // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
-      g = std::move(synth::ModelMatrices(model, 1, /*exact=*/false).front());
+      g = model.AtAngle(phi[k]);
       const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, one, cmc);
       a = s.a;
       b = s.b;

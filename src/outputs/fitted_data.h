@@ -14,7 +14,9 @@
 #include "cmc/cmc_fit.h"
 #include "config/config.h"
 #include "core/log.h"
+#include "io/dataset.h"
 #include "nlsq/xpcs_fit.h"
+#include "synth/synthetic_dataset.h"
 
 namespace homodyne {
 
@@ -55,6 +57,21 @@ struct FittedModel {
   std::string analysis_mode;
   std::vector<double> physical, contrast, offset;
   FittedDataConvention convention = FittedDataConvention::kNlsq;
+};
+
+// The fitted physics with contrast 1 and offset 0 on the file's grid, one definition for
+// fitted_data.h5 and fitted_data.npz: g1² of one angle as the fit evaluated it (its fast
+// transcendentals), and the frames' times as the model labels them, dt·[0 … N−1], or
+// dt·[1 … N] for two_component (xpcsjax's grid), so that the figures' axes are the model's.
+class FittedG1 {
+ public:
+  FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta, const FittedModel& fitted);
+  std::vector<double> AtAngle(double phi_deg);
+  const std::vector<double>& time_axis() const { return time_axis_; }
+
+ private:
+  synth::SynthTruth model_;
+  std::vector<double> time_axis_;
 };
 
 // One process. Written one angle at a time: the angle's matrix is read from the file

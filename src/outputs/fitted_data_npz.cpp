@@ -38,16 +38,8 @@ void WriteFittedDataNpz(const std::filesystem::path& path, const config::Config&
     return;
   }
   const std::vector<double> phi = meta.phi_values();
-  const bool two_component = cfg.analysis_mode == config::AnalysisMode::kTwoComponent;
-  const std::vector<double> time_axis =
-      two_component ? model::TwoComponentTimes(meta.t, meta.dt) : meta.t;
-  synth::SynthTruth model;
-  model.mode = cfg.analysis_mode;
-  model.geometry = GeometryFromConfig(cfg, meta.q_physics);
-  model.physical = fitted.physical;
-  model.contrast.assign(1, 1.0);
-  model.offset.assign(1, 0.0);
-  model.frames = static_cast<int>(nf);
+  FittedG1 model(cfg, meta, fitted);
+  const std::vector<double>& time_axis = model.time_axis();
   const bool cmc = fitted.convention == FittedDataConvention::kCmc;
   const double one = cmc ? 0.0 : 1.0;
 
@@ -80,8 +72,7 @@ void WriteFittedDataNpz(const std::filesystem::path& path, const config::Config&
   std::vector<double> scaling, scaling_solver, slab(nn);
   for (std::size_t k = 0; k < n; ++k) {
     const std::vector<double> c = io::LoadAngleMatrix(meta, k);
-    model.phi_deg = {phi[k]};
-    const std::vector<double> g = std::move(synth::ModelMatrices(model, 1, false).front());
+    const std::vector<double> g = model.AtAngle(phi[k]);
     const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, one, cmc);
     const double contrast = fitted.contrast.at(k), offset = fitted.offset.at(k);
     scaling.insert(scaling.end(), {s.a, s.b});
