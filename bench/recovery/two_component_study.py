@@ -50,6 +50,43 @@ CONFIGS = {
 }
 
 
+def keep_fraction_inside(f0, f1, t_end, floor=None):
+    """f0 rescaled so that f_s(t) = f0*exp(f1*t) stays below 0.85 over the window (the soft
+    clip stays the identity) and, with a floor, lifted to it where that keeps f_s below 0.85."""
+    hi = f0 * math.exp(max(f1, 0.0) * t_end)
+    f0 = f0 if hi < 0.85 else f0 * 0.85 / hi
+    if floor is not None:
+        lo = f0 * math.exp(min(f1, 0.0) * t_end)
+        lifted = f0 * floor / lo
+        if lo <= floor and lifted * math.exp(max(f1, 0.0) * t_end) < 0.85:
+            f0 = lifted
+    return f0
+
+
+def draw_truth(rng, d_ref, d_s, alpha, v0, f0, f1, f3_hi):
+    """The 14 parameters around the drawn decay rates and fraction (alpha and v0 ranges as
+    (low, high); v0 log-uniform). The draws' order is fixed: it defines the datasets."""
+    return {"D0_ref": d_ref, "alpha_ref": float(rng.uniform(*alpha)),
+            "D_offset_ref": float(d_ref * rng.uniform(0.0, 0.02)),
+            "D0_sample": d_s, "alpha_sample": float(rng.uniform(*alpha)),
+            "D_offset_sample": float(d_s * rng.uniform(0.0, 0.02)),
+            "v0": rs.loguniform(rng, *v0), "v_beta": float(rng.uniform(0.1, 0.9)),
+            "v_offset": float(rng.uniform(-5.0, 5.0)),
+            "f0": f0, "f1": f1, "f2": 0.0, "f3": float(rng.uniform(0.0, f3_hi)),
+            "phi0_het": float(rng.uniform(-5.0, 5.0))}
+
+
+def dataset_record(rng, ds_id, index, angles, frames, truth, kind, contrast_hi, **extra):
+    """One dataset's record: its grid and truth, then its contrast, offset and noise."""
+    return {"id": ds_id, "index": index, "mode": "two_component",
+            "angles": angles, "frames": frames, "truth": truth, **extra,
+            "fraction": ["constant", "rising", "falling"][kind],
+            "contrast": float(rng.uniform(0.1, contrast_hi)),
+            "offset": float(1.0 + rng.uniform(-0.02, 0.02)),
+            "noise": rs.loguniform(rng, 5e-4, 2e-3),
+            "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
+
+
 def draw_dataset(seed, index):
     rng = np.random.default_rng([seed, index])
     n_angles = int(rng.integers(3, 7))
@@ -62,25 +99,9 @@ def draw_dataset(seed, index):
     # (0.1, 0.9) over the window so the soft clip stays the identity.
     kind = index % 3
     f1 = 0.0 if kind == 0 else (1 if kind == 1 else -1) * float(rng.uniform(0.1, 0.3))
-    t_end = frames * DT
-    f0 = float(rng.uniform(0.25, 0.45))
-    hi = f0 * math.exp(max(f1, 0.0) * t_end)
-    f0 = f0 if hi < 0.85 else f0 * 0.85 / hi
-    p = {"D0_ref": d_ref, "alpha_ref": float(rng.uniform(-0.5, 0.5)),
-         "D_offset_ref": float(d_ref * rng.uniform(0.0, 0.02)),
-         "D0_sample": d_s, "alpha_sample": float(rng.uniform(-0.5, 0.5)),
-         "D_offset_sample": float(d_s * rng.uniform(0.0, 0.02)),
-         "v0": rs.loguniform(rng, 100.0, 600.0), "v_beta": float(rng.uniform(0.1, 0.9)),
-         "v_offset": float(rng.uniform(-5.0, 5.0)),
-         "f0": f0, "f1": f1, "f2": 0.0, "f3": float(rng.uniform(0.0, 0.1)),
-         "phi0_het": float(rng.uniform(-5.0, 5.0))}
-    return {"id": f"tc{index:03d}", "index": index, "mode": "two_component",
-            "angles": angles, "frames": frames, "truth": p,
-            "fraction": ["constant", "rising", "falling"][kind],
-            "contrast": float(rng.uniform(0.1, 0.3)),
-            "offset": float(1.0 + rng.uniform(-0.02, 0.02)),
-            "noise": rs.loguniform(rng, 5e-4, 2e-3),
-            "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
+    f0 = keep_fraction_inside(float(rng.uniform(0.25, 0.45)), f1, frames * DT)
+    p = draw_truth(rng, d_ref, d_s, (-0.5, 0.5), (100.0, 600.0), f0, f1, 0.1)
+    return dataset_record(rng, f"tc{index:03d}", index, angles, frames, p, kind, 0.3)
 
 
 def draw_dataset_broad(seed, index):
@@ -100,28 +121,10 @@ def draw_dataset_broad(seed, index):
     d_s = rs.loguniform(rng, 1000.0, 100000.0)
     kind = index % 3
     f1 = 0.0 if kind == 0 else (1 if kind == 1 else -1) * float(rng.uniform(0.02, 0.1))
-    t_end = frames * DT
-    f0 = float(rng.uniform(0.25, 0.75))
-    # Keep f_s(t) inside (0.1, 0.9) over the window so the soft clip stays the identity.
-    hi = f0 * math.exp(max(f1, 0.0) * t_end)
-    lo = f0 * math.exp(min(f1, 0.0) * t_end)
-    f0 = f0 if hi < 0.85 else f0 * 0.85 / hi
-    f0 = f0 if lo > 0.12 else f0 * 0.12 / lo if f0 * 0.12 / lo * math.exp(max(f1, 0.0) * t_end) < 0.85 else f0
-    p = {"D0_ref": d_ref, "alpha_ref": float(rng.uniform(-0.5, 0.3)),
-         "D_offset_ref": float(d_ref * rng.uniform(0.0, 0.02)),
-         "D0_sample": d_s, "alpha_sample": float(rng.uniform(-0.5, 0.3)),
-         "D_offset_sample": float(d_s * rng.uniform(0.0, 0.02)),
-         "v0": rs.loguniform(rng, 30.0, 1000.0), "v_beta": float(rng.uniform(0.1, 0.9)),
-         "v_offset": float(rng.uniform(-5.0, 5.0)),
-         "f0": f0, "f1": f1, "f2": 0.0, "f3": float(rng.uniform(0.0, 0.05)),
-         "phi0_het": float(rng.uniform(-5.0, 5.0))}
-    return {"id": f"tb{index:03d}", "index": index, "mode": "two_component",
-            "angles": angles, "frames": frames, "truth": p, "draws": "broad",
-            "fraction": ["constant", "rising", "falling"][kind],
-            "contrast": float(rng.uniform(0.1, 0.5)),
-            "offset": float(1.0 + rng.uniform(-0.02, 0.02)),
-            "noise": rs.loguniform(rng, 5e-4, 2e-3),
-            "noise_seed": int(rng.integers(1, 2 ** 31 - 1))}
+    f0 = keep_fraction_inside(float(rng.uniform(0.25, 0.75)), f1, frames * DT, floor=0.12)
+    p = draw_truth(rng, d_ref, d_s, (-0.5, 0.3), (30.0, 1000.0), f0, f1, 0.05)
+    return dataset_record(rng, f"tb{index:03d}", index, angles, frames, p, kind, 0.5,
+                          draws="broad")
 
 
 def base_config(ds, data_dir):
