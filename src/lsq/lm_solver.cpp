@@ -218,6 +218,11 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     // Which parameters the model barely responds to at st.x (fixed while no step is accepted).
     const std::vector<bool> insensitive_here =
         InsensitiveParameters(st.equations, lower, upper, kPlateauMargin);
+    // A rejected step: more damping (×2, ×4, ×8, … of the last), never below the floor.
+    const auto reject_step = [&st] {
+      st.lambda = std::max(st.lambda * st.nu, kMinLambda);
+      st.nu *= 2.0;
+    };
     while (!accepted) {
       const std::vector<double> scale = EffectiveScale(st.scale, st.equations, lower, upper);
       const Step step = ComputeStep(st.x, st.equations, scale, st.lambda, lower, upper);
@@ -237,8 +242,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
         continue;
       }
       if (!step.ok || !(step.predicted > 0.0)) {
-        st.lambda = std::max(st.lambda * st.nu, kMinLambda);
-        st.nu *= 2.0;
+        reject_step();
         continue;
       }
       std::vector<double> trial(n);
@@ -267,8 +271,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
         step_norm = sn;
         accepted = true;
       } else {
-        st.lambda = std::max(st.lambda * st.nu, kMinLambda);
-        st.nu *= 2.0;
+        reject_step();
       }
     }
     if (!accepted) {
