@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A small Slurm cluster inside this machine, for the job scripts and the `cluster` tests:
-# one munged, one slurmctld and NODES (default 2) slurmd, each slurmd an emulated node
+# one munged, one slurmctld and NODES (default 3) slurmd, each slurmd an emulated node
 # in its own network, UTS and mount namespace (own address on a bridge, own hostname,
 # own /etc/hosts). The nodes share the machine's cores and filesystem; see
 # docs/hpc-guide.md ("A cluster on one machine").
@@ -11,6 +11,12 @@
 #   scripts/cluster.sh status [DIR]   exit 0 when every daemon runs and every node is up
 #   scripts/cluster.sh check          exit 0 when namespaces can be made here, 77 if not
 #   scripts/cluster.sh env    [DIR]   print `export SLURM_CONF=...` for a shell
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh kill-node [DIR]
+#                                     every process of node N killed (a lost node)
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh revive-node [DIR]
+#                                     node N's slurmd started again, back in service
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh node-exec CMD...
+#                                     CMD inside node N's namespaces (its mounts too)
 #
 # DIR (default $HOMODYNE_CLUSTER_DIR, else build/cluster) holds every file of the cluster:
 # slurm.conf, the munge socket, state, spool, logs, pid files. The names of the
@@ -20,8 +26,12 @@ set -uo pipefail
 
 cmd=${1:-status}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-dir=${2:-${HOMODYNE_CLUSTER_DIR:-$here/build/cluster}}
-nodes=${HOMODYNE_CLUSTER_NODES:-2}
+if [ "$cmd" = node-exec ]; then
+  dir=${HOMODYNE_CLUSTER_DIR:-$here/build/cluster}
+else
+  dir=${2:-${HOMODYNE_CLUSTER_DIR:-$here/build/cluster}}
+fi
+nodes=${HOMODYNE_CLUSTER_NODES:-3}
 start_timeout=${HOMODYNE_CLUSTER_START_TIMEOUT:-30}
 
 log() { echo "cluster: $*" >&2; }
@@ -229,6 +239,54 @@ write_conf() {
   } > "$conf"
 }
 
+# Node N's slurmd: nsenter (network) → unshare (UTS, mount) → sh → exec slurmd, so $! is
+# slurmd's own pid. Its /etc/hosts is bind-mounted in the node's private mount namespace.
+# (Not `ip netns exec`: it mounts a fresh /sys without the cgroup mounts slurmd probes.)
+start_slurmd() {
+  local n=$1
+  SLURM_CONF=$conf nsenter --net="/run/netns/$(node_ns "$n")" \
+    unshare --uts --mount --propagation private -- \
+    sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec /usr/sbin/slurmd -D -N "$1"' \
+    slurmd-node "$(node_name "$n")" "$dir/n$n/hosts" \
+    >> "$dir/n$n/slurmd.out" 2>&1 < /dev/null &
+  echo $! > "$dir/n$n/slurmd.pid"
+}
+
+node_state() { SLURM_CONF=$conf timeout 5 sinfo -h -n "$(node_name "$1")" -o %T 2> /dev/null; }
+
+# A lost node, for the fault tests: every process of node N (slurmd, slurmstepd, the job's
+# ranks) killed at once with SIGKILL, as a power loss would; the namespace and its link stay.
+do_kill_node() {
+  local n=$1 ns pids=()
+  ns=$(node_ns "$n")
+  ip netns list 2> /dev/null | grep -qw "^$ns" || die "node $n has no namespace $ns (is the cluster running?)"
+  mapfile -t pids < <(timeout 5 ip netns pids "$ns" 2> /dev/null)
+  [ ${#pids[@]} -gt 0 ] || die "node $n runs no process"
+  kill -KILL "${pids[@]}" 2> /dev/null
+  wait_gone 100 "${pids[@]}" || die "node $n: processes survived SIGKILL: ${pids[*]}"
+  log "node $(node_name "$n") lost: killed ${#pids[@]} process(es)"
+}
+
+# A command inside node N's namespaces (network, hostname, mounts: those of its slurmd, so a
+# mount made here is seen by the node's jobs and by no other node).
+do_node_exec() {
+  local n=$1 pid
+  shift
+  pid=$(live_pid "$dir/n$n/slurmd.pid" /usr/sbin/slurmd) || die "node $n's slurmd is not running"
+  nsenter -t "$pid" -n -u -m -- "$@"
+}
+
+# The lost node back: its slurmd started again; with ReturnToService=2 the controller takes
+# it back as soon as it registers. Waits until the node is usable.
+do_revive_node() {
+  local n=$1
+  live_pid "$dir/n$n/slurmd.pid" /usr/sbin/slurmd > /dev/null && return 0
+  start_slurmd "$n"
+  node_usable() { node_state "$n" | grep -qE '^(idle|mixed|allocated)$'; }
+  wait_for "$start_timeout" node_usable || die "node $(node_name "$n") did not come back within $start_timeout s (state: $(node_state "$n"))"
+  log "node $(node_name "$n") back: $(node_state "$n")"
+}
+
 wait_for() { # seconds, command...: by the clock, however long each try takes
   local deadline=$((SECONDS + $1))
   shift
@@ -304,17 +362,7 @@ do_start() {
   SLURM_CONF=$conf /usr/sbin/slurmctld -D -c > "$dir/ctld/slurmctld.out" 2>&1 < /dev/null &
   echo $! > "$dir/ctld/slurmctld.pid"
 
-  # Each slurmd: nsenter (network) → unshare (UTS, mount) → sh → exec slurmd, so $! is
-  # slurmd's own pid. Its /etc/hosts is bind-mounted in the node's private mount namespace.
-  # (Not `ip netns exec`: it mounts a fresh /sys without the cgroup mounts slurmd probes.)
-  for n in $(seq 1 "$nodes"); do
-    SLURM_CONF=$conf nsenter --net="/run/netns/$(node_ns "$n")" \
-      unshare --uts --mount --propagation private -- \
-      sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec /usr/sbin/slurmd -D -N "$1"' \
-      slurmd-node "$(node_name "$n")" "$dir/n$n/hosts" \
-      > "$dir/n$n/slurmd.out" 2>&1 < /dev/null &
-    echo $! > "$dir/n$n/slurmd.pid"
-  done
+  for n in $(seq 1 "$nodes"); do start_slurmd "$n"; done
 
   if ! wait_for "$start_timeout" nodes_up; then
     log "the nodes were not up within $start_timeout s; logs:"
@@ -339,8 +387,14 @@ case $cmd in
     fi
     ;;
   env) echo "export SLURM_CONF=$conf" ;;
+  kill-node) do_kill_node "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
+  node-exec)
+    shift 1
+    do_node_exec "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" "$@"
+    ;;
+  revive-node) do_revive_node "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
   *)
-    echo "usage: $0 start|stop|status|check|env [DIR]" >&2
+    echo "usage: $0 start|stop|status|check|env|kill-node|revive-node [DIR]" >&2
     exit 2
     ;;
 esac

@@ -179,20 +179,38 @@ std::int64_t ReadIntAttribute(hid_t obj, const std::string& name, const h5::Wher
   return v;
 }
 
-h5::PropList ParallelAccess(const std::string& path, const Comm& comm) {
-  h5::PropList fapl = h5::MakeFileAccess(path, comm.get());
-  h5::Check(H5Pset_all_coll_metadata_ops(fapl.get(), 1), "collective metadata", {path, ""});
-  h5::Check(H5Pset_coll_metadata_write(fapl.get(), 1), "collective metadata", {path, ""});
-  return fapl;
+// FNV-1a over everything a rank read from a checkpoint: the attributes that identify it and
+// every entry's name, type and values.
+std::uint64_t ContentDigest(const LoadedCheckpoint& c) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](const void* data, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
+  };
+  mix(&c.sequence, sizeof c.sequence);
+  mix(&c.ranks_at_write, sizeof c.ranks_at_write);
+  mix(c.code_version.data(), c.code_version.size());
+  for (const auto& [name, e] : c.record.entries()) {
+    mix(name.data(), name.size());
+    mix(&e.type, sizeof e.type);
+    mix(e.doubles.data(), e.doubles.size() * sizeof(double));
+    mix(e.ints.data(), e.ints.size() * sizeof(std::int64_t));
+  }
+  return h;
 }
 
-// Reads one checkpoint on every rank (collective). Throws on any failure.
-LoadedCheckpoint ReadCheckpoint(const Comm& comm, const fs::path& path, const std::string& kind,
+// Reads one checkpoint on this rank alone, with the serial HDF5 driver: every rank opens the
+// file itself and the caller agrees on the outcome. No HDF5 call inside is collective, so a
+// read that fails on one rank only (its node sees a damaged or missing file, a checksum
+// fails there) cannot leave the other ranks waiting inside a collective read: with
+// collective metadata and transfers such a job hung. A checkpoint is small (solver states),
+// so each rank reading all of it costs little. Throws on any failure.
+LoadedCheckpoint ReadCheckpoint(const fs::path& path, const std::string& kind,
                                 std::string* config_hash, std::string* data_hash,
                                 std::string* config_text, std::string* data_text) {
   const std::string p = path.string();
   const io::ReadCrashGuard guard(p, "the checkpoint");
-  h5::PropList fapl = ParallelAccess(p, comm);
+  h5::PropList fapl = h5::MakeFileAccess(p);
   auto file = h5::Own<h5::File>(H5Fopen(p.c_str(), H5F_ACC_RDONLY, fapl.get()), "opening", {p, ""});
   const h5::Where root{p, "/"};
   if (h5::ReadStringAttribute(file.get(), "format", root) != kFormat ||
@@ -208,8 +226,6 @@ LoadedCheckpoint ReadCheckpoint(const Comm& comm, const fs::path& path, const st
   out.code_version = h5::ReadStringAttribute(file.get(), "code_version", root);
   *config_hash = h5::ReadStringAttribute(file.get(), "config_hash", root);
   *data_hash = h5::ReadStringAttribute(file.get(), "data_hash", root);
-  auto dxpl = h5::Own<h5::PropList>(H5Pcreate(H5P_DATASET_XFER), "dxpl", root);
-  h5::Check(H5Pset_dxpl_mpio(dxpl.get(), H5FD_MPIO_COLLECTIVE), "collective transfer", root);
   h5::Group root_group = h5::OpenGroup(file.get(), p, "/");
   for (const std::string& name : h5::GroupKeysInH5pyOrder(root_group.get(), root)) {
     const h5::Where where{p, name};
@@ -224,21 +240,21 @@ LoadedCheckpoint ReadCheckpoint(const Comm& comm, const fs::path& path, const st
       e.doubles.resize(n);
       if (n > 0) {
         h5::Check(
-            H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, dxpl.get(), e.doubles.data()),
+            H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.doubles.data()),
             "reading (checksum)", where);
       }
     } else if (cls == H5T_INTEGER && H5Tget_size(type.get()) == 8) {
       e.type = CheckpointRecord::Type::kInt64;
       e.ints.resize(n);
       if (n > 0) {
-        h5::Check(H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, dxpl.get(), e.ints.data()),
+        h5::Check(H5Dread(ds.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, e.ints.data()),
                   "reading (checksum)", where);
       }
     } else {
       e.type = CheckpointRecord::Type::kBytes;
       std::vector<std::uint8_t> bytes(n);
       if (n > 0) {
-        h5::Check(H5Dread(ds.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, dxpl.get(), bytes.data()),
+        h5::Check(H5Dread(ds.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, bytes.data()),
                   "reading (checksum)", where);
       }
       e.ints.assign(bytes.begin(), bytes.end());
@@ -499,8 +515,7 @@ std::optional<LoadedCheckpoint> CheckpointStore::LoadNewest() {
     std::optional<LoadedCheckpoint> loaded;
     std::string cfg_hash, data_hash, cfg_text, data_text, why;
     try {
-      loaded =
-          ReadCheckpoint(comm_, *it, options_.kind, &cfg_hash, &data_hash, &cfg_text, &data_text);
+      loaded = ReadCheckpoint(*it, options_.kind, &cfg_hash, &data_hash, &cfg_text, &data_text);
     } catch (const std::exception& e) {
       why = e.what();
     }
@@ -509,6 +524,18 @@ std::optional<LoadedCheckpoint> CheckpointStore::LoadNewest() {
     if (failed) {
       logger_.Warn("checkpoint {} is unusable and skipped ({}); trying the previous one",
                    it->string(), why.empty() ? "failed on another rank" : why);
+      continue;
+    }
+    // Every rank read the file itself: the ranks resume one state only if they read the
+    // same bytes (a node with a stale or different copy is a skip, as a damaged one is).
+    std::uint64_t lo = ContentDigest(*loaded), hi = lo;
+    MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, comm_.get());
+    MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, comm_.get());
+    if (lo != hi) {
+      logger_.Warn(
+          "checkpoint {} is unusable and skipped (the ranks read different contents: a node "
+          "sees another copy of the file); trying the previous one",
+          it->string());
       continue;
     }
     // Another run's checkpoint (a hash collision of the run folders, files copied in, or a
