@@ -1,5 +1,5 @@
-// Shard filtering before the consensus (algorithms spec §2.9, adapted to the full-covariance
-// combination). In order:
+// Shard filtering before the consensus (algorithms spec §2.9, adapted to a combination that
+// weighs whole shards). In order:
 //   1. divergence: a shard whose divergence rate exceeds max_divergence_rate is dropped;
 //      nothing left is an error;
 //   2. (robust method only) outliers: per parameter, the modified z-score
@@ -18,10 +18,10 @@
 //      0.999 quantile is the error (or warning), above its 0.99 quantile a warning. The CV scales
 //      with |mean|, so it flags parameters near 0 (an exponent, an offset) whose shard posteriors
 //      are wide but agree; Q does not.
-// homodyne removes outliers per parameter and combines each parameter on its own; a full
-// covariance combination needs the same shards for all parameters, so a shard is dropped
-// whole. homodyne's winsorising of shard variances has no full-covariance counterpart and
-// is not done.
+// homodyne removes outliers per parameter and combines each parameter on its own; a
+// combination of whole draws needs the same shards for all parameters, so a shard is dropped
+// whole. homodyne's winsorising of shard variances has no counterpart for it and is not
+// done.
 #pragma once
 
 #include <string>
