@@ -385,8 +385,12 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
       const double scale =
           std::clamp(std::isfinite(sd) && sd > 0 ? v.nlsq_prior_width_factor * sd : 0.1 * (hi - lo),
                      0.01 * (hi - lo), 0.5 * (hi - lo));
-      s.priors.push_back(
-          {PriorType::kTruncatedNormal, warm->report.physical_values[p], scale, lo, hi});
+      // Tempered like every other prior: each of the K shard posteriors carries prior^(1/K),
+      // so the consensus (their product) holds the prior once, as the full-data posterior
+      // does. Untempered, the product held it K times and came out narrower.
+      Prior pr{PriorType::kTruncatedNormal, warm->report.physical_values[p], scale, lo, hi};
+      pr.temper = temper;
+      s.priors.push_back(pr);
     } else {
       Prior pr = ConfigPrior(cfg, config::BaseParameterName(names[k]), lo, hi);
       pr.temper = temper;
@@ -923,12 +927,26 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
   }
 }
 
+// The consensus weights (consensus.h): random sharding deals every angle and lag to every
+// shard alike, so the shards share one posterior shape; whole angles (stratified) or
+// consecutive rows (contiguous) give shards of different shapes.
+ConsensusShape ConsensusShapeOf(const config::Config& cfg) {
+  return ParseShardStrategy(cfg.optimization.cmc.sharding.strategy) == ShardStrategy::kRandom
+             ? ConsensusShape::kPooled
+             : ConsensusShape::kPerShard;
+}
+
 // The consensus of the kept shards, in the model parameters (result.draws).
 // With a parameter bimodal in enough shards, the mode-aware consensus (mode_aware.h);
 // if it cannot be formed, the plain one with a warning saying why.
 void CombinePhase(const std::vector<ShardDraws>& kept, const std::vector<ShardDraws>& theta_draws,
                   const SamplingSites& sites, const StartingPoint& start, int n_theta,
-                  CmcRunResult& result, const Logger& logger) {
+                  ConsensusShape shape, CmcRunResult& result, const Logger& logger) {
+  logger.Info("CMC: consensus weights: {}",
+              shape == ConsensusShape::kPooled
+                  ? "the shards' pooled covariance shape, each shard scaled by its precision "
+                    "(random sharding: exchangeable shards)"
+                  : "each shard's own inverse covariance (shards of different shapes)");
   std::vector<double> combined;
   const bool bimodal = std::any_of(result.bimodality.begin(), result.bimodality.end(),
                                    [](const BimodalParameter& b) { return b.flagged; });
@@ -940,7 +958,7 @@ void CombinePhase(const std::vector<ShardDraws>& kept, const std::vector<ShardDr
     ModeAwareResult m;
     if (kept_ids.size() == kept.size()) {
       m = CombineModeAware(kept, kept_ids, theta_draws, result.names, result.bimodality,
-                           start.bounds.lower, start.bounds.upper);
+                           start.bounds.lower, start.bounds.upper, shape);
     } else {
       m.reason = "the combined shards could not be matched to their ids";
     }
@@ -961,7 +979,7 @@ void CombinePhase(const std::vector<ShardDraws>& kept, const std::vector<ShardDr
       logger.Warn("{}", result.warnings.back());
     }
   }
-  if (combined.empty()) combined = CombineConsensus(kept).draws;
+  if (combined.empty()) combined = CombineConsensus(kept, shape).draws;
   const int n_draws = static_cast<int>(combined.size()) / n_theta;
   for (int j = 0; j < n_draws; ++j) {
     const std::vector<double> th =
@@ -1111,7 +1129,8 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     const std::vector<ShardDraws> kept =
         FilterPhase(cfg, params, start, std::move(gathered), theta_draws, result, logger);
     BimodalityPhase(cfg, params, theta_draws, result, logger);
-    CombinePhase(kept, theta_draws, sites, start, params.size(), result, logger);
+    CombinePhase(kept, theta_draws, sites, start, params.size(), ConsensusShapeOf(cfg), result,
+                 logger);
     Summarise(mode, params, result);
     CompareWithNlsqPhase(start.warm_physics, result, logger);
   });

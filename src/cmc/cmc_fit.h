@@ -1,7 +1,8 @@
 // Consensus Monte Carlo fit of XPCS two-time data (algorithms spec §2):
 // shards of row segments (sharding.h), each sampled by our NUTS on its shard posterior
 // (shard_posterior.h) with tempered priors (1/K), optionally NLSQ-informed; the shards'
-// draws are combined by the full-covariance consensus (consensus.h) in the unconstrained
+// draws are combined by the consensus (consensus.h: one pooled shape for randomly sharded,
+// exchangeable shards, each shard's own covariance otherwise) in the unconstrained
 // sampling coordinates and transformed back.
 //
 // Parallel layout: shard s runs on rank s mod P, its chains in parallel on the rank's

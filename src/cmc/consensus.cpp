@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -21,7 +22,7 @@ Eigen::MatrixXd SampleCovariance(const Eigen::Map<const RowMatrix>& x) {
 
 }  // namespace
 
-ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards) {
+ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards, ConsensusShape shape) {
   if (shards.empty()) ThrowBadInput("consensus needs at least one shard");
   const int d = shards.front().dims;
   int n = shards.front().count();
@@ -37,11 +38,13 @@ ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards) {
   }
   ConsensusResult out;
   out.dims = d;
-  Eigen::MatrixXd w_sum = Eigen::MatrixXd::Zero(d, d);
-  std::vector<Eigen::MatrixXd> weights;
+  std::vector<Eigen::MatrixXd> covs;
+  std::vector<double> log_dets;
+  double mean_log_det = 0.0;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const Eigen::Map<const RowMatrix> x(shards[s].draws.data(), shards[s].count(), d);
-    const Eigen::MatrixXd cov = SampleCovariance(x);
+    covs.push_back(SampleCovariance(x));
+    const Eigen::MatrixXd& cov = covs.back();
     out.shard_covariances.emplace_back(cov.data(), cov.data() + cov.size());
     const Eigen::LLT<Eigen::MatrixXd> llt(cov);
     if (llt.info() != Eigen::Success) {
@@ -50,7 +53,21 @@ ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards) {
                       "(a parameter did not move?)",
                       s));
     }
-    weights.push_back(llt.solve(Eigen::MatrixXd::Identity(d, d)));
+    log_dets.push_back(2.0 * llt.matrixLLT().diagonal().array().log().sum());
+    mean_log_det += log_dets.back() / static_cast<double>(shards.size());
+  }
+  Eigen::MatrixXd w_sum = Eigen::MatrixXd::Zero(d, d);
+  std::vector<Eigen::MatrixXd> weights;
+  for (std::size_t s = 0; s < shards.size(); ++s) {
+    if (shape == ConsensusShape::kPerShard) {
+      weights.push_back(
+          Eigen::LLT<Eigen::MatrixXd>(covs[s]).solve(Eigen::MatrixXd::Identity(d, d)));
+    } else {
+      // W_s = κ_s Σ̄⁻¹; the common Σ̄⁻¹ cancels in (Σ_s W_s)⁻¹ Σ_s W_s θ_s,j, so the weight
+      // is the scalar κ_s (relative to the geometric mean of the shards' scales).
+      const double kappa = std::exp(-(log_dets[s] - mean_log_det) / static_cast<double>(d));
+      weights.push_back(kappa * Eigen::MatrixXd::Identity(d, d));
+    }
     w_sum += weights.back();
   }
   const Eigen::LLT<Eigen::MatrixXd> total(w_sum);

@@ -31,8 +31,8 @@ ModeAwareResult CombineModeAware(const std::vector<ShardDraws>& kept,
                                  const std::vector<ShardDraws>& theta,
                                  const std::vector<std::string>& names,
                                  const std::vector<BimodalParameter>& bimodality,
-                                 const std::vector<double>& lower,
-                                 const std::vector<double>& upper) {
+                                 const std::vector<double>& lower, const std::vector<double>& upper,
+                                 ConsensusShape shape) {
   ModeAwareResult out;
   std::vector<Flagged> flagged;
   for (const BimodalParameter& b : bimodality) {
@@ -102,7 +102,7 @@ ModeAwareResult CombineModeAware(const std::vector<ShardDraws>& kept,
     return out;
   }
   try {
-    for (int c = 0; c < 2; ++c) combined[c] = CombineConsensus(populations[c]);
+    for (int c = 0; c < 2; ++c) combined[c] = CombineConsensus(populations[c], shape);
   } catch (const std::exception& e) {
     out.reason = std::string("a population could not be combined: ") + e.what();
     return out;

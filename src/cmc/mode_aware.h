@@ -4,7 +4,7 @@
 // population around the modes' centroids (distances in units of each parameter's bound
 // width): a unimodal shard joins the nearer one whole; a bimodal shard gives each
 // population the draws nearer to its centroid. Each population is combined by the
-// full-covariance consensus (consensus.h), and the answer is their mixture, weighted by the
+// consensus of consensus.h, and the answer is their mixture, weighted by the
 // populations' shard counts. homodyne combines the two GMM components' moments parameter
 // by parameter; splitting the draws keeps the cross-parameter covariance.
 #pragma once
@@ -39,7 +39,7 @@ ModeAwareResult CombineModeAware(const std::vector<ShardDraws>& kept,
                                  const std::vector<ShardDraws>& theta,
                                  const std::vector<std::string>& names,
                                  const std::vector<BimodalParameter>& bimodality,
-                                 const std::vector<double>& lower,
-                                 const std::vector<double>& upper);
+                                 const std::vector<double>& lower, const std::vector<double>& upper,
+                                 ConsensusShape shape = ConsensusShape::kPooled);
 
 }  // namespace homodyne::cmc

@@ -78,17 +78,14 @@ void Disagree(const std::string& msg, const ShardFilterOptions& o, ShardFilterRe
   r.warnings.push_back(msg);
 }
 
-// Step 4 by Cochran's Q (ShardFilterOptions::scatter_rule).
-void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t>& alive,
-                  std::size_t pp, const std::string& name, const ShardFilterOptions& o,
-                  ShardFilterResult& r) {
+// Cochran's Q of the kept shards' means of column pp against their posterior variances
+// (NaN when a shard has no spread).
+double CochranQ(const std::vector<Moments>& mom, const std::vector<std::size_t>& alive,
+                std::size_t pp) {
   double sw = 0.0, swm = 0.0;
   for (std::size_t s : alive) {
     const double v = mom[s].var[pp];
-    if (!(v > 0.0)) {  // a shard without spread: Q is undefined, and the robust step reports it
-      r.parameter_q.push_back(std::nan(""));
-      return;
-    }
+    if (!(v > 0.0)) return std::nan("");
     sw += 1.0 / v;
     swm += mom[s].mean[pp] / v;
   }
@@ -98,8 +95,13 @@ void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t
     const double d = mom[s].mean[pp] - centre;
     q += d * d / mom[s].var[pp];
   }
-  r.parameter_q.push_back(q);
-  const int dof = static_cast<int>(alive.size()) - 1;
+  return q;
+}
+
+// Step 4 by Cochran's Q (ShardFilterOptions::scatter_rule).
+void CheckScatter(double q, int dof, const std::string& name, const ShardFilterOptions& o,
+                  ShardFilterResult& r) {
+  if (std::isnan(q)) return;  // a shard without spread: the robust step reports it
   const double abort_at = ChiSquareQuantile(dof, kZ999);
   if (q > abort_at) {
     Disagree(fmt::format("CMC: shard means of {} disagree beyond their posterior sds (Cochran's "
@@ -111,6 +113,32 @@ void CheckScatter(const std::vector<Moments>& mom, const std::vector<std::size_t
         "CMC: shard means of {} vary more than their posterior sds allow (Cochran's Q {:.3g} on "
         "{} degree(s) of freedom, p < 0.01)",
         name, q, dof));
+  }
+}
+
+// Step 4 by homodyne's CV. A CV above max_parameter_cv stops the run only when the shards
+// also disagree beyond their own posterior sds: the CV divides by |mean|, so a parameter
+// whose value is near 0 (D_offset of 10 on a posterior sd of hundreds) exceeds any CV bound
+// while its shard posteriors agree.
+void CheckCv(double cv, double q, int dof, double mean, const std::string& name,
+             const ShardFilterOptions& o, ShardFilterResult& r) {
+  if (cv > o.max_parameter_cv) {
+    const double abort_at = ChiSquareQuantile(dof, kZ999);
+    if (std::isnan(q) || q > abort_at) {
+      Disagree(fmt::format("CMC: shard means of {} disagree (CV {:.3f} > max_parameter_cv "
+                           "{:.3f}; Cochran's Q {:.3g} on {} degree(s) of freedom > {:.3g})",
+                           name, cv, o.max_parameter_cv, q, dof, abort_at),
+               o, r);
+    } else {
+      r.warnings.push_back(fmt::format(
+          "CMC: shard means of {} have CV {:.3f} > max_parameter_cv {:.3f} but agree within "
+          "their posterior sds (Cochran's Q {:.3g} on {} degree(s) of freedom <= {:.3g}); the "
+          "CV is large because their mean {:.4g} is near 0, so the shards are combined",
+          name, cv, o.max_parameter_cv, q, dof, abort_at, mean));
+    }
+  } else if (cv > 0.5 * o.max_parameter_cv) {
+    r.warnings.push_back(fmt::format("CMC: shard means of {} vary (CV {:.3f} > {:.3f})", name, cv,
+                                     0.5 * o.max_parameter_cv));
   }
 }
 
@@ -211,20 +239,20 @@ ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
     const auto pp = static_cast<std::size_t>(p);
     if (alive.size() < 2) {
       r.parameter_cv.push_back(std::nan(""));
-      if (o.scatter_rule) r.parameter_q.push_back(std::nan(""));
+      r.parameter_q.push_back(std::nan(""));
       continue;
     }
     const double cv = ShardMeansCv(mom, alive, pp, o);
     r.parameter_cv.push_back(cv);
+    const double q = CochranQ(mom, alive, pp);
+    const int dof = static_cast<int>(alive.size()) - 1;
+    r.parameter_q.push_back(q);
     if (o.scatter_rule) {
-      CheckScatter(mom, alive, pp, names[pp], o, r);
-    } else if (cv > o.max_parameter_cv) {
-      Disagree(fmt::format("CMC: shard means of {} disagree (CV {:.3f} > max_parameter_cv {:.3f})",
-                           names[pp], cv, o.max_parameter_cv),
-               o, r);
-    } else if (cv > 0.5 * o.max_parameter_cv) {
-      r.warnings.push_back(fmt::format("CMC: shard means of {} vary (CV {:.3f} > {:.3f})",
-                                       names[pp], cv, 0.5 * o.max_parameter_cv));
+      CheckScatter(q, dof, names[pp], o, r);
+    } else {
+      double mean = 0.0;
+      for (std::size_t s : alive) mean += mom[s].mean[pp];
+      CheckCv(cv, q, dof, mean / static_cast<double>(alive.size()), names[pp], o, r);
     }
   }
   return r;

@@ -1,5 +1,5 @@
-// Shard filtering before the consensus (algorithms spec §2.9, adapted to the full-covariance
-// combination). In order:
+// Shard filtering before the consensus (algorithms spec §2.9, adapted to a combination that
+// weighs whole shards). In order:
 //   1. divergence: a shard whose divergence rate exceeds max_divergence_rate is dropped;
 //      nothing left is an error;
 //   2. (robust method only) outliers: per parameter, the modified z-score
@@ -10,17 +10,18 @@
 //      1e-6 × the median variance over shards (needs ≥ 3 shards; never drops all);
 //   4. heterogeneity of the kept shards on the named parameters: CV = std(shard means) /
 //      max(|mean of the means|, 0.01·range); CV > max_parameter_cv is an error when
-//      heterogeneity_abort (else a warning), CV > max_parameter_cv/2 a warning.
-//      With `scatter_rule` (two_component, which homodyne's rule does not cover), the shard
-//      means are judged against the shards' own posterior sds instead: Cochran's
-//      Q = Σ_s (m_s − m̄)²/v_s (m̄ the 1/v_s-weighted mean) is ~χ²(K − 1) when the K shards
-//      agree; Q above its 0.999 quantile is the error (or warning), above its 0.99 quantile a
-//      warning. The CV scales with |mean|, so it flags parameters near 0 (an exponent, an
-//      offset) whose shard posteriors are wide but agree; Q does not.
-// homodyne removes outliers per parameter and combines each parameter on its own; a full
-// covariance combination needs the same shards for all parameters, so a shard is dropped
-// whole. homodyne's winsorising of shard variances has no full-covariance counterpart and
-// is not done.
+//      heterogeneity_abort (else a warning) if the shards also disagree by Cochran's Q below
+//      (Q above its 0.999 quantile), else a warning saying so; CV > max_parameter_cv/2 a
+//      warning. With `scatter_rule` (two_component, which homodyne's rule does not cover), the
+//      shard means are judged against the shards' own posterior sds instead: Cochran's Q = Σ_s (m_s
+//      − m̄)²/v_s (m̄ the 1/v_s-weighted mean) is ~χ²(K − 1) when the K shards agree; Q above its
+//      0.999 quantile is the error (or warning), above its 0.99 quantile a warning. The CV scales
+//      with |mean|, so it flags parameters near 0 (an exponent, an offset) whose shard posteriors
+//      are wide but agree; Q does not.
+// homodyne removes outliers per parameter and combines each parameter on its own; a
+// combination of whole draws needs the same shards for all parameters, so a shard is dropped
+// whole. homodyne's winsorising of shard variances has no counterpart for it and is not
+// done.
 #pragma once
 
 #include <string>
@@ -50,7 +51,8 @@ struct ShardFilterResult {
   std::vector<ShardRejection> rejected;
   std::vector<std::string> warnings;  // heterogeneity warnings
   std::vector<double> parameter_cv;   // per heterogeneity parameter (NaN if < 2 shards kept)
-  // With scatter_rule: Cochran's Q per heterogeneity parameter (NaN if < 2 shards kept).
+  // Cochran's Q per heterogeneity parameter (NaN if < 2 shards kept or a shard has no
+  // spread).
   std::vector<double> parameter_q;
 };
 

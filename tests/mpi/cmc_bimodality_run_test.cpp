@@ -3,9 +3,9 @@
 // shards. D_offset's shard posteriors are wide single modes that straddle 0, so
 // homodyne's two-Gaussian screen passes on some shards (the precondition: the case still has
 // item 4's shape); the rule must call them one mode, flag nothing, form no mode-aware
-// consensus, and the consensus sds of D0, alpha, D_offset and phi0 (the ones a wrong split
-// inflated) must lie within [0.75, 1.33] of the full-data posterior's (one shard = all the
-// data, same chains and draws). Then the same real draws with a second mode constructed
+// consensus, and the consensus sds of every physical parameter must lie within
+// [0.75, 1.33] of the full-data posterior's (one shard = all the data, same chains and
+// draws). Then the same real draws with a second mode constructed
 // in them (half of every chain shifted by 8 sds) must be flagged: the rule still fires.
 #include <gtest/gtest.h>
 
@@ -114,7 +114,11 @@ TEST(CmcBimodalityRun, ItemFourSkewedSingleModesAreNotSplit) {
        {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"}) {
     std::printf("%-20s sd consensus / full data: %.3f\n", name, Std(r, name) / Std(full, name));
   }
-  for (const char* name : {"D0", "alpha", "D_offset", "phi0"}) {
+  // Every physical parameter, the shear triple included: the full-covariance product of the
+  // shards' Gaussians made it 0.65x (a near-degenerate ridge), the pooled shape does not.
+  EXPECT_EQ(r.shards_used, 3) << "a shard was dropped: the consensus holds less data";
+  for (const char* name :
+       {"D0", "alpha", "D_offset", "gamma_dot_t0", "beta", "gamma_dot_t_offset", "phi0"}) {
     const double ratio = Std(r, name) / Std(full, name);
     EXPECT_GE(ratio, 0.75) << name;
     EXPECT_LE(ratio, 1.33) << name;

@@ -90,7 +90,7 @@ TEST(BoundedTransform, RoundTripsAndJacobianMatchesFiniteDifferences) {
   EXPECT_THROW(BoundedTransform(1.0, 1.0), Error);
 }
 
-// K Gaussian shard posteriors N(μ_s, Σ_s) sampled exactly: the combination has the
+// K Gaussian shard posteriors N(μ_s, Σ_s) sampled exactly: the per-shard weights give the
 // product-of-Gaussians mean and covariance within Monte-Carlo error.
 TEST(Consensus, GaussianShardsCombineToTheProductOfGaussians) {
   const int n = 20000;
@@ -124,13 +124,72 @@ TEST(Consensus, GaussianShardsCombineToTheProductOfGaussians) {
                             {-prec[1][0] / det, prec[0][0] / det}};
   const double mean[2] = {cov[0][0] * weighted[0] + cov[0][1] * weighted[1],
                           cov[1][0] * weighted[0] + cov[1][1] * weighted[1]};
-  const ConsensusResult r = CombineConsensus(shards);
+  const ConsensusResult r = CombineConsensus(shards, ConsensusShape::kPerShard);
   ASSERT_EQ(r.draws.size(), static_cast<std::size_t>(2 * n));
   for (int i = 0; i < 2; ++i) {
     EXPECT_NEAR(r.mean[static_cast<std::size_t>(i)], mean[i], 5.0 * std::sqrt(cov[i][i] / n));
     EXPECT_NEAR(r.covariance[static_cast<std::size_t>(3 * i)], cov[i][i], 0.05 * cov[i][i]);
   }
   EXPECT_NEAR(r.covariance[1], cov[0][1], 0.05 * std::sqrt(cov[0][0] * cov[1][1]));
+}
+
+// Shard s drawn from N(μ_s, R(ε_s)·diag(a, b)·R(ε_s)ᵀ), R a rotation by ε_s.
+ShardDraws RotatedGaussianShard(int s, int n, double mu, double eps, double a, double b) {
+  CounterRng rng(23, static_cast<std::uint64_t>(s), 0);
+  ShardDraws d;
+  d.dims = 2;
+  for (int j = 0; j < n; ++j) {
+    const double u = std::sqrt(a) * rng.Normal(), v = std::sqrt(b) * rng.Normal();
+    d.draws.push_back(mu + std::cos(eps) * u - std::sin(eps) * v);
+    d.draws.push_back(mu + std::sin(eps) * u + std::cos(eps) * v);
+  }
+  return d;
+}
+
+// Shards whose covariances are proportional (Σ_s = c_s Σ, here the halves and sixth of the
+// data: c = 2, 3, 6): both weightings are the product of Gaussians, covariance
+// Σ / Σ_s(1/c_s) = Σ, and precision-weighted means.
+TEST(Consensus, ProportionalShardsGiveTheProductUnderBothWeightings) {
+  const int n = 20000;
+  const double c[3] = {2.0, 3.0, 6.0}, mu[3] = {1.0, 2.0, 4.0};
+  std::vector<ShardDraws> shards;
+  for (int s = 0; s < 3; ++s) {
+    shards.push_back(RotatedGaussianShard(s, n, mu[s], 0.5, 4.0 * c[s], 0.25 * c[s]));
+  }
+  const double mean = (mu[0] / c[0] + mu[1] / c[1] + mu[2] / c[2]);  // Σ 1/c_s = 1
+  // Σ = R(0.5) diag(4, 0.25) R(0.5)ᵀ.
+  const double cs = std::cos(0.5), sn = std::sin(0.5);
+  const double sxx = 4.0 * cs * cs + 0.25 * sn * sn, syy = 4.0 * sn * sn + 0.25 * cs * cs;
+  const double sxy = (4.0 - 0.25) * cs * sn;
+  for (ConsensusShape shape : {ConsensusShape::kPooled, ConsensusShape::kPerShard}) {
+    const ConsensusResult r = CombineConsensus(shards, shape);
+    EXPECT_NEAR(r.mean[0], mean, 0.03);
+    EXPECT_NEAR(r.mean[1], mean, 0.03);
+    EXPECT_NEAR(r.covariance[0], sxx, 0.04 * sxx);
+    EXPECT_NEAR(r.covariance[3], syy, 0.04 * syy);
+    EXPECT_NEAR(r.covariance[1], sxy, 0.04 * std::sqrt(sxx * syy));
+  }
+}
+
+// Three exchangeable shards of a near-degenerate ridge (sds 1.73 along it and 1.7e-3
+// across, as a shard of 3 holds; correlation 0.999 999), whose Gaussian fits differ in
+// orientation by ±0.02 rad (what the curvature of the ridge and a few tens of effective
+// draws do to a sample covariance). The product of the three per-shard Gaussians is
+// pinned along the ridge by the others' narrow directions: sd ≈ 0.1 instead of 1. With the
+// pooled shape the consensus keeps the full-data width, 1.73/√3 = 1, along the ridge.
+TEST(Consensus, PooledShapeKeepsTheWidthAlongARidge) {
+  const int n = 20000;
+  const double eps[3] = {-0.02, 0.0, 0.02};
+  std::vector<ShardDraws> shards;
+  for (int s = 0; s < 3; ++s) shards.push_back(RotatedGaussianShard(s, n, 0.0, eps[s], 3.0, 3e-6));
+  const ConsensusResult per_shard = CombineConsensus(shards, ConsensusShape::kPerShard);
+  EXPECT_LT(std::sqrt(per_shard.covariance[0]), 0.3);
+  const ConsensusResult pooled = CombineConsensus(shards, ConsensusShape::kPooled);
+  EXPECT_NEAR(std::sqrt(pooled.covariance[0]), 1.0, 0.03);
+  // Equal volumes, equal weights: the mean of three independent draws, one per shard.
+  const double sn = std::sin(0.02), cs = std::cos(0.02);
+  const double var_y = (2.0 * (3.0 * sn * sn + 3e-6 * cs * cs) + 3e-6) / 9.0;
+  EXPECT_NEAR(pooled.covariance[3], var_y, 0.05 * var_y);
 }
 
 TEST(Consensus, DegenerateShardIsRejected) {

@@ -77,9 +77,14 @@ TEST(ShardFilter, ScatterRuleJudgesTheMeansAgainstTheShardSds) {
   o.heterogeneity_parameters = {0};
   o.parameter_ranges = {4.0, 4.0};
   // Wide shard posteriors that agree, near 0 (an exponent): the CV of the means is about 6,
-  // so the CV rule aborts; Q is about 0.5 on 2 degrees of freedom.
+  // above max_parameter_cv, but Q is about 0.5 on 2 degrees of freedom, so the CV rule warns
+  // and combines instead of aborting.
   const auto agree = Shards({0.0, 0.3, -0.2}, {0.5, 0.5, 0.5});
-  EXPECT_THROW(FilterShards(agree, div, kNames, o), Error);
+  const auto cv_rule = FilterShards(agree, div, kNames, o);
+  ASSERT_EQ(cv_rule.parameter_cv.size(), 1u);
+  EXPECT_GT(cv_rule.parameter_cv[0], o.max_parameter_cv);
+  ASSERT_EQ(cv_rule.warnings.size(), 1u);
+  EXPECT_NE(cv_rule.warnings[0].find("agree within their posterior sds"), std::string::npos);
   o.scatter_rule = true;
   const auto a = FilterShards(agree, div, kNames, o);
   ASSERT_EQ(a.parameter_q.size(), 1u);
