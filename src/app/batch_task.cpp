@@ -32,7 +32,7 @@ TaskRow RowFor(const PreparedTask& t) {
 
 namespace {
 
-// The key paths an overrides block sets ("optimization.nlsq.max_iterations", …).
+// The key paths an overrides block sets (optimization.nlsq.max_iterations, …).
 void CollectKeyPaths(const YAML::Node& node, const std::string& path,
                      std::vector<std::string>& out) {
   if (!node.IsMap()) {

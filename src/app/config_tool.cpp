@@ -15,6 +15,7 @@
 #include "app/command_line.h"
 #include "config/config_reader.h"
 #include "config/config_template.h"
+#include "config/key_paths.h"
 #include "config/key_table.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
@@ -103,8 +104,9 @@ void WriteConfigFile(const std::string& path, const std::string& text, bool over
 std::string FormatConfigSummary(const Config& c, bool verbose) {
   std::string out = fmt::format("configuration {}: valid{}\n", c.source,
                                 c.legacy_flat_layout ? " (flat legacy layout)" : "");
-  if (ConfigHasValue(c, "metadata.config_version")) {
-    out += fmt::format("  config version: {}\n", ConfigString(c, "metadata.config_version"));
+  if (const std::string version = keys::Key(keys::kMetadata, "config_version");
+      ConfigHasValue(c, version)) {
+    out += fmt::format("  config version: {}\n", ConfigString(c, version));
   }
   out += fmt::format("  analysis mode : {} ({} physical parameters)\n", ToString(c.analysis_mode),
                      c.parameters.size());

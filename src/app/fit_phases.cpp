@@ -68,11 +68,6 @@ int NlsqExitCode(const NlsqOutcome& nlsq) {
   return nlsq.misfit ? static_cast<int>(ExitCode::kMisfit) : static_cast<int>(ExitCode::kSuccess);
 }
 
-bool ConfigDenseMetric(const config::Config& cfg) {
-  return !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
-         config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
-}
-
 cmc::CmcRunResult RunCmcPhase(const FitScope& scope, cmc::CmcRunOptions options, bool warm_start,
                               NlsqOutcome& nlsq) {
   nlsq::NlsqRunResult& r = nlsq.result;

@@ -11,6 +11,7 @@
 #include "app/plots.h"
 #include "cmc/cmc_fit.h"
 #include "config/config.h"
+#include "config/config_bridge.h"
 #include "core/log.h"
 #include "core/phase_timer.h"
 #include "global/fit_pipeline.h"
@@ -51,9 +52,6 @@ int NlsqExitCode(const NlsqOutcome& nlsq);
 // The NLSQ fit: the CMA-ES global stage when optimization.nlsq.cmaes selects it (it has
 // priority), else multistart when enabled, else the plain local fit.
 NlsqOutcome RunNlsqPhase(const FitScope& scope, const nlsq::NlsqRunOptions& options);
-
-// CMC's dense NUTS metric: on unless optimization.mcmc.dense_mass_matrix is false.
-bool ConfigDenseMetric(const config::Config& cfg);
 
 // CMC warm-started from `nlsq` when `warm_start` (its result is first broadcast from the
 // root: multistart leaves it complete there only); its time is added to nlsq's phases.

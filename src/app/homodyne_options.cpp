@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "app/command_line.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 
 namespace homodyne {
@@ -142,8 +143,9 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                  "NLSQ data path: auto (by the memory budget), in-core or streaming")
       ->capture_default_str();
   app.add_option("--memory-limit", opts.memory_limit,
-                 "memory budget per rank, e.g. 2G or 512M (default: "
-                 "optimization.nlsq.memory_fraction of the node's RAM shared by its ranks)");
+                 fmt::format("memory budget per rank, e.g. 2G or 512M (default: {} of the node's "
+                             "RAM shared by its ranks)",
+                             config::keys::Key(config::keys::kNlsq, "memory_fraction")));
   app.add_flag("--dry-run", opts.dry_run,
                "print the memory estimate, budget, strategy and partition per rank, then exit");
   app.add_flag("--save-plots", opts.plots.save_plots,

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "config/config_bridge.h"
+#include "config/key_paths.h"
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "io/dataset.h"
@@ -100,7 +101,7 @@ void WriteSimulatedPlotData(const std::filesystem::path& path, const config::Con
   }
   if (frames < 2 || frames > 20000) {
     ThrowBadInput(fmt::format("expected 2 to 20000 frames for the simulated data, got {}", frames),
-                  cfg.source, "analyzer_parameters.start_frame/end_frame");
+                  cfg.source, config::keys::FrameWindowKey());
   }
   synth::SynthTruth model;
   model.mode = cfg.analysis_mode;

@@ -314,10 +314,9 @@ std::int64_t CheckpointRecord::Int(const std::string& name) const {
 void StoreOptions::Validate() const {
   if (keep_last < 1) {
     ThrowBadInput(fmt::format("keep_last_checkpoints must be ≥ 1 (got {})", keep_last), {},
-                  "optimization.streaming.keep_last_checkpoints");
+                  "keep_last_checkpoints");
   }
-  if (dir.empty())
-    ThrowBadInput("checkpoint_dir is empty", {}, "optimization.streaming.checkpoint_dir");
+  if (dir.empty()) ThrowBadInput("checkpoint_dir is empty", {}, "checkpoint_dir");
 }
 
 namespace {

@@ -66,7 +66,7 @@ struct StoreOptions {
   // The files go to dir/RunFolderName(identity) (run_identity.h): each data and config has
   // its own folder, so one checkpoint directory serves many runs without their meeting.
   bool run_folder = true;
-  void Validate() const;  // bad input naming optimization.streaming.* keys
+  void Validate() const;  // bad input naming the option (callers check the config keys first)
 };
 
 struct LoadedCheckpoint {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/interrupt.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "nuts/nuts_chain.h"
 #include "parallel/collective.h"
@@ -71,7 +72,7 @@ CmcChainRunner::CmcChainRunner(const Comm& world, CmcCheckpointSettings settings
   RunCollectively(world_, [&] {
     if (settings_.frequency < 1) {
       ThrowBadInput(fmt::format("checkpoint_frequency must be ≥ 1 (got {})", settings_.frequency),
-                    {}, "optimization.cmc.backend_config.checkpoint_frequency");
+                    {}, config::keys::Key(config::keys::kCmcBackendConfig, "checkpoint_frequency"));
     }
   });
   store_ = std::make_unique<CheckpointStore>(

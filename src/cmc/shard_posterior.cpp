@@ -8,6 +8,7 @@
 
 #include <Eigen/Dense>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "model/kernel_factory.h"
 
@@ -105,7 +106,7 @@ ShardPosterior::ShardPosterior(ShardPosteriorSetup setup, model::ParameterLayout
   if (setup.known_sigma && !(*setup.known_sigma > 0.0 && std::isfinite(*setup.known_sigma))) {
     ThrowBadInput(fmt::format("the known noise sigma must be a finite number > 0, got {}",
                               *setup.known_sigma),
-                  {}, "optimization.cmc.known_sigma");
+                  {}, config::keys::Key(config::keys::kCmc, "known_sigma"));
   }
   im.known_sigma = setup.known_sigma;
   im.priors = std::move(setup.priors);

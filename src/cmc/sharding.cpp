@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -20,12 +21,15 @@ ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key) {
 }
 
 void ShardingOptions::Validate() const {
-  const std::string key = "optimization.cmc.sharding";
-  if (num_shards < 0) ThrowBadInput("num_shards must be ≥ 1 (or auto)", {}, key + ".num_shards");
+  const auto key = [](std::string_view leaf) {
+    return config::keys::Key(config::keys::kCmcSharding, leaf);
+  };
+  if (num_shards < 0) ThrowBadInput("num_shards must be ≥ 1 (or auto)", {}, key("num_shards"));
   if (max_points_per_shard < 0) {
-    ThrowBadInput("max_points_per_shard must be ≥ 1 (or auto)", {}, key + ".max_points_per_shard");
+    ThrowBadInput("max_points_per_shard must be ≥ 1 (or auto)", {}, key("max_points_per_shard"));
   }
-  if (segment < 1) ThrowBadInput("segment must be ≥ 1", {}, key);
+  if (segment < 1)
+    ThrowBadInput("segment must be ≥ 1", {}, std::string(config::keys::kCmcSharding));
 }
 
 std::int64_t AutoShardSize(model::AnalysisMode mode, std::int64_t n, int n_phi, int num_warmup,
@@ -76,7 +80,7 @@ ShardPlan BuildShardPlan(int n_angles, std::int64_t first, std::int64_t last, in
                          const ShardingOptions& options) {
   options.Validate();
   if (num_shards < 1)
-    ThrowBadInput("at least one shard is needed", {}, "optimization.cmc.sharding");
+    ThrowBadInput("at least one shard is needed", {}, std::string(config::keys::kCmcSharding));
   // Segments per angle, in row order.
   std::vector<std::vector<RowTile>> per_angle(static_cast<std::size_t>(n_angles));
   for (std::int32_t k = 0; k < n_angles; ++k) {

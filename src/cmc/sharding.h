@@ -25,8 +25,7 @@ namespace homodyne::cmc {
 // angle-balanced default), whole angles per shard (stratified), or in order (contiguous).
 enum class ShardStrategy { kRandom, kStratified, kContiguous };
 // "random", "stratified" or "contiguous"; else a bad-input Error naming `key`.
-ShardStrategy ParseShardStrategy(std::string_view text,
-                                 std::string_view key = "optimization.cmc.sharding.strategy");
+ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key);
 
 struct ShardingOptions {
   ShardStrategy strategy = ShardStrategy::kRandom;

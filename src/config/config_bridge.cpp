@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "config/key_paths.h"
 #include "config/parameters.h"
 #include "core/error.h"
 
@@ -30,6 +31,7 @@ io::LoadOptions LoadOptionsFromConfig(const config::Config& cfg,
   o.phi_filter.fallback_to_all =
       !config::ConfigHasValue(cfg, "phi_filtering.fallback_to_all_angles") ||
       config::ConfigBool(cfg, "phi_filtering.fallback_to_all_angles");
+  o.phi_filter.key = std::string(config::keys::kPhiFiltering);
   return o;
 }
 
@@ -127,6 +129,11 @@ model::Geometry GeometryFromConfig(const config::Config& cfg, double q) {
   g.L = cfg.analyzer.stator_rotor_gap;
   g.dt = cfg.analyzer.dt;
   return g;
+}
+
+bool ConfigDenseMetric(const config::Config& cfg) {
+  return !config::ConfigHasValue(cfg, "optimization.mcmc.dense_mass_matrix") ||
+         config::ConfigBool(cfg, "optimization.mcmc.dense_mass_matrix");
 }
 
 }  // namespace homodyne

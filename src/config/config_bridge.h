@@ -62,4 +62,7 @@ HeldPhysics HeldPhysicsFromConfig(const config::Config& cfg, const model::Expand
 // q (from the data, the first kept bin), L and dt of the model prefactors.
 model::Geometry GeometryFromConfig(const config::Config& cfg, double q);
 
+// CMC's dense NUTS metric: on unless optimization.mcmc.dense_mass_matrix is false.
+bool ConfigDenseMetric(const config::Config& cfg);
+
 }  // namespace homodyne

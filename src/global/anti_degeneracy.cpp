@@ -8,12 +8,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 
 namespace homodyne::global {
 namespace {
-
-const std::string kKey = "optimization.nlsq.anti_degeneracy.";
 
 // The per-angle solves only need to follow the physics, not to converge tightly
 // (homodyne's inner tolerances).
@@ -29,7 +28,7 @@ AntiDegeneracyOptions AntiDegeneracyOptions::FromConfig(const config::AntiDegene
     o.always = true;
   } else if (!a.hierarchical_trigger.empty() && a.hierarchical_trigger != "suspect") {
     ThrowBadInput(fmt::format("trigger '{}' is not one of suspect, always", a.hierarchical_trigger),
-                  {}, "optimization.nlsq.anti_degeneracy.hierarchical.trigger");
+                  {}, config::keys::Key(config::keys::kNlsqAntiDegeneracy, "hierarchical.trigger"));
   }
   o.max_outer_iterations = a.hierarchical_max_outer;
   o.outer_tolerance = a.hierarchical_outer_tolerance;
@@ -46,7 +45,7 @@ AntiDegeneracyOptions AntiDegeneracyOptions::FromConfig(const config::AntiDegene
 
 void AntiDegeneracyOptions::Validate() const {
   const auto bad = [](const std::string& what, const std::string& key) {
-    ThrowBadInput(what, {}, kKey + key);
+    ThrowBadInput(what, {}, config::keys::Key(config::keys::kNlsqAntiDegeneracy, key));
   };
   if (max_outer_iterations < 1) bad("must be ≥ 1", "hierarchical.max_outer_iterations");
   if (!(outer_tolerance > 0.0)) bad("must be > 0", "hierarchical.outer_tolerance");

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/random.h"
 
@@ -20,7 +21,9 @@ namespace {
 constexpr std::uint64_t kSampleStream = 0x434d4153ULL;
 constexpr std::uint64_t kRestartStream = 0x434d4152ULL;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::string kKey = "optimization.nlsq.cmaes.";
+std::string CmaesKey(std::string_view leaf) {
+  return config::keys::Key(config::keys::kNlsqCmaes, leaf);
+}
 
 double Logistic(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
@@ -116,28 +119,28 @@ std::string_view ToString(CmaesStop s) {
 
 void CmaesOptions::Validate() const {
   if (popsize != 0 && popsize < 4) {
-    ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", popsize), {}, kKey + "popsize");
+    ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", popsize), {}, CmaesKey("popsize"));
   }
   if (max_generations < 1) {
     ThrowBadInput(fmt::format("max_generations must be ≥ 1 (got {})", max_generations), {},
-                  kKey + "max_generations");
+                  CmaesKey("max_generations"));
   }
   if (!(sigma > 0.0 && sigma <= 1.0)) {
-    ThrowBadInput(fmt::format("sigma must be in (0, 1] (got {})", sigma), {}, kKey + "sigma");
+    ThrowBadInput(fmt::format("sigma must be in (0, 1] (got {})", sigma), {}, CmaesKey("sigma"));
   }
   if (!(tol_fun > 0.0)) {
-    ThrowBadInput(fmt::format("tol_fun must be > 0 (got {})", tol_fun), {}, kKey + "tol_fun");
+    ThrowBadInput(fmt::format("tol_fun must be > 0 (got {})", tol_fun), {}, CmaesKey("tol_fun"));
   }
   if (!(tol_x > 0.0)) {
-    ThrowBadInput(fmt::format("tol_x must be > 0 (got {})", tol_x), {}, kKey + "tol_x");
+    ThrowBadInput(fmt::format("tol_x must be > 0 (got {})", tol_x), {}, CmaesKey("tol_x"));
   }
   if (max_restarts < 0) {
     ThrowBadInput(fmt::format("max_restarts must be ≥ 0 (got {})", max_restarts), {},
-                  kKey + "max_restarts");
+                  CmaesKey("max_restarts"));
   }
   if (!(normalization_epsilon > 0.0)) {
     ThrowBadInput(fmt::format("normalization_epsilon must be > 0 (got {})", normalization_epsilon),
-                  {}, kKey + "normalization_epsilon");
+                  {}, CmaesKey("normalization_epsilon"));
   }
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "global/anti_degeneracy.h"
@@ -115,7 +116,7 @@ RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
     o.on_stall = StallRecovery::kNone;
   } else {
     ThrowBadInput(fmt::format("on_stall '{}' is not one of restarts, cmaes, none", r.on_stall), {},
-                  "optimization.nlsq.recovery.on_stall");
+                  config::keys::Key(config::keys::kNlsqRecovery, "on_stall"));
   }
   o.stall_starts = r.stall_starts;
   o.phi0_restarts = r.phi0_restarts;
@@ -131,11 +132,11 @@ RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
 void RecoveryOptions::Validate() const {
   if (phi0_restarts < 0 || phi0_restarts > 1000) {
     ThrowBadInput(fmt::format("phi0_restarts must be in [0, 1000] (got {})", phi0_restarts), {},
-                  "optimization.nlsq.recovery.phi0_restarts");
+                  config::keys::Key(config::keys::kNlsqRecovery, "phi0_restarts"));
   }
   if (stall_starts < 1 || stall_starts > 100000) {
     ThrowBadInput(fmt::format("stall_starts must be in [1, 100000] (got {})", stall_starts), {},
-                  "optimization.nlsq.recovery.stall_starts");
+                  config::keys::Key(config::keys::kNlsqRecovery, "stall_starts"));
   }
 }
 

@@ -10,6 +10,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "parallel/collective.h"
@@ -17,7 +18,9 @@
 namespace homodyne::global {
 namespace {
 
-const std::string kKey = "optimization.nlsq.cmaes.";
+std::string CmaesKey(std::string_view leaf) {
+  return config::keys::Key(config::keys::kNlsqCmaes, leaf);
+}
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // The refinement is skipped when CMA-ES ends this much worse than the warm start.
 constexpr double kRefineWorseFactor = 10.0;
@@ -41,21 +44,21 @@ GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
   o.popsize = c.popsize;
   o.tol_fun = c.tol_fun;
   o.tol_x = c.tol_x;
-  o.restart_strategy = ParseRestartStrategy(c.restart_strategy, kKey + "restart_strategy");
+  o.restart_strategy = ParseRestartStrategy(c.restart_strategy, CmaesKey("restart_strategy"));
   o.max_restarts = c.max_restarts;
   o.auto_select = c.auto_select;
   o.scale_threshold = c.scale_threshold;
   o.normalization_epsilon = c.normalization_epsilon;
   o.refine_with_nlsq = c.refine_with_nlsq;
   o.refinement_loss = model::ParseLossKind(c.refinement_loss.empty() ? "linear" : c.refinement_loss,
-                                           kKey + "refinement_loss");
+                                           CmaesKey("refinement_loss"));
   o.search_max_points = c.search_max_points;
   if (c.search_max_points < 0) {
     ThrowBadInput(fmt::format("search_max_points must be ≥ 0 (got {})", c.search_max_points), {},
-                  kKey + "search_max_points");
+                  CmaesKey("search_max_points"));
   }
   if (c.seed < 0)
-    ThrowBadInput(fmt::format("seed must be ≥ 0 (got {})", c.seed), {}, kKey + "seed");
+    ThrowBadInput(fmt::format("seed must be ≥ 0 (got {})", c.seed), {}, CmaesKey("seed"));
   o.seed = static_cast<std::uint64_t>(c.seed);
   o.Validate();
   return o;
@@ -66,27 +69,27 @@ int GlobalStageOptions::PresetGenerations() const {
   if (preset == "cmaes") return 100;
   if (preset == "cmaes-global") return 200;
   ThrowBadInput(fmt::format("preset '{}' is not one of cmaes-fast, cmaes, cmaes-global", preset),
-                {}, kKey + "preset");
+                {}, CmaesKey("preset"));
 }
 
 void GlobalStageOptions::Validate() const {
   PresetGenerations();
   if (!(sigma_warmstart > 0.0 && sigma_warmstart <= 1.0)) {
     ThrowBadInput(fmt::format("sigma_warmstart must be in (0, 1] (got {})", sigma_warmstart), {},
-                  kKey + "sigma_warmstart");
+                  CmaesKey("sigma_warmstart"));
   }
   if (!(warmstart_skip_threshold > 0.0)) {
     ThrowBadInput(
         fmt::format("warmstart_skip_threshold must be > 0 (got {})", warmstart_skip_threshold), {},
-        kKey + "warmstart_skip_threshold");
+        CmaesKey("warmstart_skip_threshold"));
   }
   if (!(scale_threshold > 0.0)) {
     ThrowBadInput(fmt::format("scale_threshold must be > 0 (got {})", scale_threshold), {},
-                  kKey + "scale_threshold");
+                  CmaesKey("scale_threshold"));
   }
   // The strategy's own checks name the same keys.
   if (popsize && *popsize < 4) {
-    ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", *popsize), {}, kKey + "popsize");
+    ThrowBadInput(fmt::format("popsize must be ≥ 4 (got {})", *popsize), {}, CmaesKey("popsize"));
   }
   StrategyOptions().Validate();
 }
@@ -125,7 +128,7 @@ GlobalSelection SelectGlobalStage(const config::Config& cfg, const GlobalStageOp
   GlobalSelection s;
   s.scale_ratio = BoundScaleRatio(cfg);
   if (!o.enable) {
-    s.reason = "optimization.nlsq.cmaes.enable is false";
+    s.reason = CmaesKey("enable") + " is false";
     return s;
   }
   if (o.auto_select && s.scale_ratio < o.scale_threshold) {

@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "global/latin_hypercube.h"
 #include "parallel/collective.h"
@@ -43,19 +44,21 @@ MultiStartOptions MultiStartOptions::FromConfig(const config::MultiStart& m) {
   if (m.sampling_strategy != "latin_hypercube") {
     ThrowBadInput(fmt::format("sampling_strategy '{}' is not supported; use latin_hypercube",
                               m.sampling_strategy),
-                  {}, "optimization.nlsq.multi_start.sampling_strategy");
+                  {}, config::keys::Key(config::keys::kNlsqMultiStart, "sampling_strategy"));
   }
   return o;
 }
 
 void MultiStartOptions::Validate() const {
-  const std::string key = "optimization.nlsq.multi_start";
-  if (n_starts < 1) ThrowBadInput("n_starts must be ≥ 1", {}, key + ".n_starts");
+  const auto key = [](std::string_view leaf) {
+    return config::keys::Key(config::keys::kNlsqMultiStart, leaf);
+  };
+  if (n_starts < 1) ThrowBadInput("n_starts must be ≥ 1", {}, key("n_starts"));
   if (!(screen_keep_fraction > 0.0 && screen_keep_fraction <= 1.0)) {
-    ThrowBadInput("screen_keep_fraction must be in (0, 1]", {}, key + ".screen_keep_fraction");
+    ThrowBadInput("screen_keep_fraction must be in (0, 1]", {}, key("screen_keep_fraction"));
   }
   if (!(degeneracy_threshold >= 0.0)) {
-    ThrowBadInput("degeneracy_threshold must be ≥ 0", {}, key + ".degeneracy_threshold");
+    ThrowBadInput("degeneracy_threshold must be ≥ 0", {}, key("degeneracy_threshold"));
   }
 }
 

@@ -23,6 +23,9 @@ struct PhiFilterOptions {
   // No angle in any range: fit them all with a warning (homodyne's default), or refuse the
   // data (phi_filtering.fallback_to_all_angles: false).
   bool fallback_to_all = true;
+  // The config section that set these options, named in messages ("<key>.target_ranges");
+  // empty when they did not come from a config file.
+  std::string key;
 };
 
 struct LoadOptions {

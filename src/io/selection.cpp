@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,6 +11,14 @@
 #include "core/error.h"
 
 namespace homodyne::io {
+
+namespace {
+
+std::string RangesKey(const std::string& section) {
+  return section.empty() ? std::string("target_ranges") : section + ".target_ranges";
+}
+
+}  // namespace
 
 void LoadOptions::Validate() const {
   if (path.empty())
@@ -30,7 +39,7 @@ void LoadOptions::Validate() const {
   }
   for (const PhiRange& r : phi_filter.ranges) {
     if (!std::isfinite(r.min) || !std::isfinite(r.max)) {
-      ThrowBadInput("phi_filtering range ends must be finite", path, "phi_filtering.target_ranges");
+      ThrowBadInput("phi_filtering range ends must be finite", path, RangesKey(phi_filter.key));
     }
   }
 }
@@ -104,7 +113,7 @@ std::vector<std::size_t> FilterPhi(std::span<const double> phi_normalized,
     ThrowBadInput(fmt::format("no angle of the file ({} of them) lies in the target ranges, and "
                               "fallback_to_all_angles is false",
                               phi_normalized.size()),
-                  "", "phi_filtering.target_ranges");
+                  "", RangesKey(filter.key));
   }
   if (kept.empty()) {
     logger.Warn("phi_filtering: no angle lies in the target ranges; keeping all {} angles",
@@ -121,10 +130,10 @@ std::vector<std::size_t> FilterPhi(std::span<const double> phi_normalized,
       }
     }
     logger.Warn(
-        "phi_filtering kept {} of {} angles; dropped {:.4g} deg (outside "
-        "phi_filtering.target_ranges: widen the ranges or set phi_filtering.enabled: false to "
-        "fit them)",
-        kept.size(), phi_normalized.size(), fmt::join(dropped, ", "));
+        "phi_filtering kept {} of {} angles; dropped {:.4g} deg (outside {}: widen the ranges or "
+        "set {}: false to fit them)",
+        kept.size(), phi_normalized.size(), fmt::join(dropped, ", "), RangesKey(filter.key),
+        filter.key.empty() ? std::string("enabled") : filter.key + ".enabled");
   }
   return kept;
 }

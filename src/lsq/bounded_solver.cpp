@@ -146,7 +146,7 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                            const SolverHooks& hooks) {
   const auto t_start = std::chrono::steady_clock::now();
   const int n = problem.num_parameters();
-  if (auto msg = options.Validate(); !msg.empty()) ThrowBadInput(msg, {}, "optimization.nlsq");
+  if (auto msg = options.Validate(); !msg.empty()) ThrowBadInput(msg);
   HOMODYNE_CHECK(static_cast<int>(x0.size()) == n && static_cast<int>(lower.size()) == n &&
                      static_cast<int>(upper.size()) == n,
                  "parameter, bound and problem sizes differ");

@@ -5,7 +5,7 @@
 // sample fraction and their derivatives); the angle-independent part of a point (transport
 // decays, fractions, normalisation) is shared by the tiles of all angles on the same row and
 // columns, and per angle a point costs the phase's cosine (and sine for derivatives). Both
-// are separable (heterodyne_kernel.cpp derives the bounds):
+// are separable (heterodyne_kernel_impl.h derives the bounds):
 //  * the half decays exp(−½q²ΔP) as products of per-time, per-(anchor span pair) and
 //    per-row exponentials (anchors on a fixed grid of times), c2 within 2.7e-15·|contrast|
 //    of the direct value, except next to the diagonal (the row's own anchor span, and where

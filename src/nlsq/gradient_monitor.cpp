@@ -6,12 +6,15 @@
 #include <fmt/format.h>
 
 #include "config/config.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 
 namespace homodyne::nlsq {
 namespace {
 
-const char* const kKey = "optimization.nlsq.anti_degeneracy.gradient_monitoring.";
+std::string Key(std::string_view leaf) {
+  return config::keys::Key(config::keys::kNlsqGradientMonitoring, leaf);
+}
 
 bool Low(double ratio, double threshold) {
   return ratio == std::numeric_limits<double>::infinity() || ratio < threshold;
@@ -21,16 +24,17 @@ bool Low(double ratio, double threshold) {
 
 std::string GradientMonitorOptions::Validate() const {
   if (!(ratio_threshold > 0.0) || !std::isfinite(ratio_threshold)) {
-    return fmt::format("{}ratio_threshold must be a finite number > 0, found {}", kKey,
+    return fmt::format("{} must be a finite number > 0, found {}", Key("ratio_threshold"),
                        ratio_threshold);
   }
   if (consecutive_triggers < 1) {
-    return fmt::format("{}consecutive_triggers must be ≥ 1, found {}", kKey, consecutive_triggers);
+    return fmt::format("{} must be ≥ 1, found {}", Key("consecutive_triggers"),
+                       consecutive_triggers);
   }
   if (response != "warn" && response != "hierarchical" && response != "reset" &&
       response != "abort") {
-    return fmt::format("{}response must be one of warn, hierarchical, reset, abort, found '{}'",
-                       kKey, response);
+    return fmt::format("{} must be one of warn, hierarchical, reset, abort, found '{}'",
+                       Key("response"), response);
   }
   return "";
 }

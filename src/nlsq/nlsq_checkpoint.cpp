@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "checkpoint/interrupt.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "parallel/collective.h"
 
@@ -33,16 +34,18 @@ CheckpointSettings CheckpointSettings::FromConfig(const config::Config& cfg,
 }
 
 void CheckpointSettings::Validate() const {
-  const std::string k = "optimization.streaming.";
+  const auto k = [](std::string_view leaf) {
+    return config::keys::Key(config::keys::kStreaming, leaf);
+  };
   if (frequency < 1) {
     ThrowBadInput(fmt::format("checkpoint_frequency must be ≥ 1 (got {})", frequency), {},
-                  k + "checkpoint_frequency");
+                  k("checkpoint_frequency"));
   }
   if (keep_last < 1) {
     ThrowBadInput(fmt::format("keep_last_checkpoints must be ≥ 1 (got {})", keep_last), {},
-                  k + "keep_last_checkpoints");
+                  k("keep_last_checkpoints"));
   }
-  if (dir.empty()) ThrowBadInput("checkpoint_dir is empty", {}, k + "checkpoint_dir");
+  if (dir.empty()) ThrowBadInput("checkpoint_dir is empty", {}, k("checkpoint_dir"));
 }
 
 void NlsqSolverState::Store(CheckpointRecord& r, const std::string& p) const {
@@ -100,7 +103,7 @@ lsq::SolverSummary SolveWithCheckpoints(
                                 "PETSc/TAO's methods cannot be saved, so a resumed fit would "
                                 "take other steps)",
                                 options.method),
-                    {}, "optimization.nlsq.local_solver");
+                    {}, config::keys::Key(config::keys::kNlsq, "local_solver"));
     });
   }
   CheckpointStore store(comm, {settings.dir, "nlsq", settings.keep_last},

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
 #include "parallel/collective.h"
@@ -191,7 +192,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
                                       "selected frames: select at least 10 frames"
                                     : "it pools the fit grid, n_t^2 points per angle, n_t = the "
                                       "selected frames - 1: select at least 11 frames"),
-                    {local.meta.file, "analyzer_parameters.start_frame/end_frame", -1})
+                    {local.meta.file, config::keys::FrameWindowKey(), -1})
             .MarkAgreed();
       }
       a.fallback = true;

@@ -90,6 +90,10 @@ struct NlsqRunResult {
 // times (multistart); Finish turns a solve into the full result.
 class XpcsFitSession {
  public:
+  // The session's state (xpcs_fit_impl.h, internal to src/nlsq: the constructor's phases and
+  // the result's assembly live in their own files).
+  struct Impl;
+
   // Collective over `comm` (which must outlive the session).
   XpcsFitSession(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
                  const Logger& logger);
@@ -199,7 +203,6 @@ class XpcsFitSession {
                         const lsq::SolverOptions& so, const lsq::IterationCallback& callback,
                         const std::optional<checkpoint::CheckpointSettings>& checkpoints);
 
-  struct Impl;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "config/config_bridge.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/phase_timer.h"
 #include "core/progress.h"
@@ -59,7 +60,7 @@ FittedDataLevel FittedDataLevelOf(const config::Config& cfg) {
   if (cfg.fitted_data == "none") return FittedDataLevel::kNone;
   if (cfg.fitted_data.empty() || cfg.fitted_data == "model") return FittedDataLevel::kModel;
   ThrowBadInput(fmt::format("'{}' is not one of full, model, none", cfg.fitted_data), "",
-                "output.fitted_data");
+                config::keys::Key(config::keys::kOutput, "fitted_data"));
 }
 
 FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,

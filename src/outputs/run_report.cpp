@@ -44,40 +44,17 @@ void EmitNumberOrNull(YAML::Emitter& y, double v) {
   }
 }
 
-}  // namespace
+// What the report needs of every rank, gathered on rank 0 (collective).
+struct RankFacts {
+  std::vector<std::string> names;        // the phases, rank 0's
+  std::vector<double> vmin, vmax, vsum;  // per phase over the ranks
+  int any_mismatch = 0;                  // 1: some rank holds other result bits than rank 0
+  double since_start_max = 0.0;          // the longest time since a process started
+  std::vector<std::uint64_t> peaks;      // every rank's peak resident size (VmHWM)
+};
 
-std::optional<RunDataSummary> SummariseData(const config::Config& cfg, const std::string& data_file,
-                                            const nlsq::NlsqRunResult* r) {
-  RunDataSummary d;
-  if (r != nullptr && !r->expanded.empty()) {
-    d.file = r->data_file;
-    d.format = r->data_format;
-    d.q = r->q;
-    d.phi_deg = r->phi_deg;
-    d.frames = static_cast<std::int64_t>(r->t_full.size());
-    d.dt = r->dt;
-    d.fitted_points = r->unique_pairs;
-    return d;
-  }
-  try {
-    const io::DatasetMetadata meta =
-        io::ReadDatasetMetadata(LoadOptionsFromConfig(cfg, data_file), Logger::Silent());
-    d.file = meta.file;
-    d.format = meta.format == io::DataFormat::kApsU ? "aps_u" : "aps_old";
-    d.q = meta.q_physics;
-    d.phi_deg = meta.phi_values();
-    d.frames = meta.n_frames;
-    d.dt = meta.dt;
-    const std::int64_t n = std::max<std::int64_t>(meta.n_frames - 1, 0);
-    d.fitted_points = static_cast<std::int64_t>(meta.n_angles()) * n * (n - 1) / 2;
-    return d;
-  } catch (const Error&) {
-    return std::nullopt;
-  }
-}
-
-std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
-                           const RunReportInput& in) {
+RankFacts GatherRankFacts(const Comm& world, const RunReportInput& in) {
+  RankFacts f;
   // Phase times: rank 0's phase names, every rank's values, min/max/sum.
   std::string names_joined;
   if (world.is_root()) {
@@ -87,20 +64,21 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   MPI_Bcast(&names_len, 1, MPI_INT, 0, world.get());
   names_joined.resize(static_cast<std::size_t>(names_len));
   MPI_Bcast(names_joined.data(), names_len, MPI_CHAR, 0, world.get());
-  std::vector<std::string> names;
   for (std::size_t a = 0, b; (b = names_joined.find('\n', a)) != std::string::npos; a = b + 1) {
-    names.push_back(names_joined.substr(a, b - a));
+    f.names.push_back(names_joined.substr(a, b - a));
   }
   std::vector<double> values;
-  for (const auto& n : names) {
+  for (const auto& n : f.names) {
     auto it = in.phases.seconds().find(n);
     values.push_back(it == in.phases.seconds().end() ? 0.0 : it->second);
   }
-  std::vector<double> vmin(values.size()), vmax(values.size()), vsum(values.size());
+  f.vmin.resize(values.size());
+  f.vmax.resize(values.size());
+  f.vsum.resize(values.size());
   const int nv = static_cast<int>(values.size());
-  MPI_Reduce(values.data(), vmin.data(), nv, MPI_DOUBLE, MPI_MIN, 0, world.get());
-  MPI_Reduce(values.data(), vmax.data(), nv, MPI_DOUBLE, MPI_MAX, 0, world.get());
-  MPI_Reduce(values.data(), vsum.data(), nv, MPI_DOUBLE, MPI_SUM, 0, world.get());
+  MPI_Reduce(values.data(), f.vmin.data(), nv, MPI_DOUBLE, MPI_MIN, 0, world.get());
+  MPI_Reduce(values.data(), f.vmax.data(), nv, MPI_DOUBLE, MPI_MAX, 0, world.get());
+  MPI_Reduce(values.data(), f.vsum.data(), nv, MPI_DOUBLE, MPI_SUM, 0, world.get());
 
   // Self-check: every rank that holds the result holds the same bits.
   std::uint64_t hash =
@@ -108,21 +86,20 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   std::uint64_t root_hash = hash;
   MPI_Bcast(&root_hash, 1, MPI_UINT64_T, 0, world.get());
   int mismatch = (hash != 0 && hash != root_hash) ? 1 : 0;
-  int any_mismatch = 0;
-  MPI_Allreduce(&mismatch, &any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
+  MPI_Allreduce(&mismatch, &f.any_mismatch, 1, MPI_INT, MPI_MAX, world.get());
   // Time since each process started: the whole job up to this report.
   double since_start = SecondsSinceProcessStart();
-  double since_start_max = 0.0;
   if (!std::isfinite(since_start)) since_start = 0.0;
-  MPI_Reduce(&since_start, &since_start_max, 1, MPI_DOUBLE, MPI_MAX, 0, world.get());
+  MPI_Reduce(&since_start, &f.since_start_max, 1, MPI_DOUBLE, MPI_MAX, 0, world.get());
   // Peak resident size of every rank so far (VmHWM).
   const auto peak = static_cast<std::uint64_t>(nlsq::PeakRss());
-  std::vector<std::uint64_t> peaks(static_cast<std::size_t>(world.size()), 0);
-  MPI_Gather(&peak, 1, MPI_UINT64_T, peaks.data(), 1, MPI_UINT64_T, 0, world.get());
-  if (!world.is_root()) return {};
+  f.peaks.assign(static_cast<std::size_t>(world.size()), 0);
+  MPI_Gather(&peak, 1, MPI_UINT64_T, f.peaks.data(), 1, MPI_UINT64_T, 0, world.get());
+  return f;
+}
 
-  YAML::Emitter y;
-  y << YAML::BeginMap;
+// The program, its command line and how the run ended.
+void EmitRun(YAML::Emitter& y, const RunReportInput& in) {
   y << YAML::Key << "homodyne_hpc" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "version" << YAML::Value << std::string(Version());
   y << YAML::Key << "command_line" << YAML::Value << in.command_line;
@@ -135,7 +112,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   y << YAML::Key << "result" << YAML::Value << in.status;
   y << YAML::Key << "message" << YAML::Value << in.message;
   y << YAML::Key << "plots" << YAML::Value << in.plots << YAML::EndMap;
+}
 
+// The ranks, their threads and where they ran.
+void EmitMachine(YAML::Emitter& y, const Comm& world, const RunReportInput& in) {
   y << YAML::Key << "machine" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "ranks" << YAML::Value << world.size();
   y << YAML::Key << "threads_per_rank" << YAML::Value << in.placement.slots.size();
@@ -159,8 +139,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       << YAML::Key << "pus" << YAML::Value << fmt::format("{}", fmt::join(pus, ","))
       << YAML::EndMap;
   }
-  y << YAML::EndSeq << YAML::EndMap;
+}
 
+// The libraries the program runs with.
+void EmitLibraries(YAML::Emitter& y) {
   const LibraryVersions v = QueryLibraryVersions();
   y << YAML::Key << "libraries" << YAML::Value << YAML::BeginMap;
   y << YAML::Key << "mpi" << YAML::Value << v.mpi;
@@ -171,7 +153,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   y << YAML::Key << "hwloc" << YAML::Value << v.hwloc;
   y << YAML::Key << "compiler" << YAML::Value << v.compiler;
   y << YAML::Key << "build_type" << YAML::Value << v.build_type << YAML::EndMap;
+}
 
+// The config file, its seeds and every key in force.
+void EmitConfig(YAML::Emitter& y, const RunReportInput& in) {
   if (in.config != nullptr) {
     y << YAML::Key << "config" << YAML::Value << YAML::BeginMap;
     y << YAML::Key << "file" << YAML::Value << in.config->source;
@@ -183,8 +168,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       << YAML::Load(config::EffectiveConfigYaml(*in.config));
     y << YAML::EndMap;
   }
+}
 
-  const nlsq::NlsqRunResult* r = in.nlsq;
+// The dataset as selected.
+void EmitData(YAML::Emitter& y, const RunReportInput& in) {
   if (in.data) {
     const RunDataSummary& d = *in.data;
     y << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
@@ -197,7 +184,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "dt" << YAML::Value << d.dt;
     y << YAML::Key << "fitted_points" << YAML::Value << d.fitted_points << YAML::EndMap;
   }
+}
 
+// The NLSQ answer: its loss, what the data leave undetermined and what the pipeline did.
+void EmitNlsqAnswer(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
   if (r != nullptr && !r->expanded.empty()) {
     // The loss in force and the objective the solver minimised (model/robust_loss.h).
     const nlsq::FitReport& f = r->report;
@@ -284,7 +274,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     }
     y << YAML::EndMap;
   }
+}
 
+// The CMA-ES global stage (global/global_stage.h): what ran, which answer was kept.
+void EmitGlobalSearch(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
   if (r != nullptr && !r->expanded.empty() && r->report.global_search) {
     // The CMA-ES global stage (global/global_stage.h): what ran, which answer was kept.
     const nlsq::GlobalSearchReport& g = *r->report.global_search;
@@ -314,7 +307,10 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     y << YAML::Key << "chi_squared_improvement" << YAML::Value << g.chi_squared_improvement;
     y << YAML::EndMap;
   }
+}
 
+// The memory plan of the NLSQ fit and every rank's peak resident size.
+void EmitMemory(YAML::Emitter& y, const nlsq::NlsqRunResult* r, const RankFacts& f) {
   y << YAML::Key << "memory" << YAML::Value << YAML::BeginMap;
   if (r != nullptr && !r->expanded.empty() && r->memory.budget.bytes > 0) {
     const nlsq::MemoryPlan& m = r->memory;
@@ -328,25 +324,32 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
       y << YAML::Key << "window_points_rank0" << YAML::Value << m.window_points;
     }
   }
-  y << YAML::Key << "peak_rss_bytes" << YAML::Value << YAML::Flow << peaks << YAML::EndMap;
+  y << YAML::Key << "peak_rss_bytes" << YAML::Value << YAML::Flow << f.peaks << YAML::EndMap;
+}
 
+// Every phase's time over the ranks, and the whole job's.
+void EmitTiming(YAML::Emitter& y, const Comm& world, const RankFacts& f) {
   y << YAML::Key << "timing_seconds" << YAML::Value << YAML::BeginMap;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    y << YAML::Key << names[i] << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "min"
-      << YAML::Value << vmin[i] << YAML::Key << "max" << YAML::Value << vmax[i] << YAML::Key
-      << "mean" << YAML::Value << vsum[i] / world.size() << YAML::EndMap;
+  for (std::size_t i = 0; i < f.names.size(); ++i) {
+    y << YAML::Key << f.names[i] << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+      << "min" << YAML::Value << f.vmin[i] << YAML::Key << "max" << YAML::Value << f.vmax[i]
+      << YAML::Key << "mean" << YAML::Value << f.vsum[i] / world.size() << YAML::EndMap;
   }
   y << YAML::EndMap;
   // The whole job so far, and what no phase above accounts for (the report itself, waits
   // between phases); the processes' exit (MPI and PETSc finalisation) comes after this.
   double phases_max = 0.0;
-  for (double seconds : vmax) phases_max += seconds;
+  for (double seconds : f.vmax) phases_max += seconds;
   y << YAML::Key << "wall_seconds" << YAML::Value << YAML::BeginMap;
-  y << YAML::Key << "process_start_to_report" << YAML::Value << since_start_max;
+  y << YAML::Key << "process_start_to_report" << YAML::Value << f.since_start_max;
   y << YAML::Key << "sum_of_phases_max" << YAML::Value << phases_max;
-  y << YAML::Key << "outside_phases" << YAML::Value << since_start_max - phases_max;
+  y << YAML::Key << "outside_phases" << YAML::Value << f.since_start_max - phases_max;
   y << YAML::EndMap;
+}
 
+// Points, passes and draws per second.
+void EmitThroughput(YAML::Emitter& y, const Comm& world, const RunReportInput& in) {
+  const nlsq::NlsqRunResult* r = in.nlsq;
   const bool have_nlsq = r != nullptr && !r->expanded.empty();
   if (have_nlsq || in.cmc != nullptr)
     y << YAML::Key << "throughput" << YAML::Value << YAML::BeginMap;
@@ -381,13 +384,17 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
     EmitNumberOrNull(y, c.seconds > 0 ? c.min_ess / c.seconds : std::nan(""));
   }
   if (have_nlsq || in.cmc != nullptr) y << YAML::EndMap;
+}
 
+// The run's own checks of its result.
+void EmitSelfChecks(YAML::Emitter& y, const RunReportInput& in, const RankFacts& f) {
+  const nlsq::NlsqRunResult* r = in.nlsq;
   y << YAML::Key << "self_checks" << YAML::Value << YAML::BeginSeq;
   auto check = [&](const std::string& name, bool passed) {
     y << YAML::Flow << YAML::BeginMap << YAML::Key << "check" << YAML::Value << name << YAML::Key
       << "result" << YAML::Value << (passed ? "PASSED" : "FAILED") << YAML::EndMap;
   };
-  check("results bitwise identical on every rank", any_mismatch == 0);
+  check("results bitwise identical on every rank", f.any_mismatch == 0);
   if (r != nullptr && !r->expanded.empty()) {
     check("chi2 finite", std::isfinite(r->report.chi_squared));
     check("optimiser converged", r->report.convergence_status == "converged");
@@ -401,6 +408,58 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   }
   if (in.plots != "not requested") check("plots written", in.plots == "written");
   y << YAML::EndSeq;
+}
+
+}  // namespace
+
+std::optional<RunDataSummary> SummariseData(const config::Config& cfg, const std::string& data_file,
+                                            const nlsq::NlsqRunResult* r) {
+  RunDataSummary d;
+  if (r != nullptr && !r->expanded.empty()) {
+    d.file = r->data_file;
+    d.format = r->data_format;
+    d.q = r->q;
+    d.phi_deg = r->phi_deg;
+    d.frames = static_cast<std::int64_t>(r->t_full.size());
+    d.dt = r->dt;
+    d.fitted_points = r->unique_pairs;
+    return d;
+  }
+  try {
+    const io::DatasetMetadata meta =
+        io::ReadDatasetMetadata(LoadOptionsFromConfig(cfg, data_file), Logger::Silent());
+    d.file = meta.file;
+    d.format = meta.format == io::DataFormat::kApsU ? "aps_u" : "aps_old";
+    d.q = meta.q_physics;
+    d.phi_deg = meta.phi_values();
+    d.frames = meta.n_frames;
+    d.dt = meta.dt;
+    const std::int64_t n = std::max<std::int64_t>(meta.n_frames - 1, 0);
+    d.fitted_points = static_cast<std::int64_t>(meta.n_angles()) * n * (n - 1) / 2;
+    return d;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
+                           const RunReportInput& in) {
+  const RankFacts facts = GatherRankFacts(world, in);
+  if (!world.is_root()) return {};
+
+  YAML::Emitter y;
+  y << YAML::BeginMap;
+  EmitRun(y, in);
+  EmitMachine(y, world, in);
+  EmitLibraries(y);
+  EmitConfig(y, in);
+  EmitData(y, in);
+  EmitNlsqAnswer(y, in.nlsq);
+  EmitGlobalSearch(y, in.nlsq);
+  EmitMemory(y, in.nlsq, facts);
+  EmitTiming(y, world, facts);
+  EmitThroughput(y, world, in);
+  EmitSelfChecks(y, in, facts);
   y << YAML::EndMap;
   const std::string text = std::string(y.c_str()) + "\n";
   EnsureDirectory(dir);

@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "config/config_bridge.h"
+#include "config/key_paths.h"
 #include "core/error.h"
 #include "core/random.h"
 #include "core/version.h"
@@ -160,7 +161,9 @@ io::GroupAttributes TruthAttributes(const SynthTruth& t) {
 // The frames (from --frames or the config's end_frame) and the memory the dataset takes: all
 // its F×F matrices are held at once, and the writer adds one more.
 void CheckMemory(const SynthTruth& t, bool from_option) {
-  const std::string where = from_option ? "--frames" : "analyzer_parameters.end_frame";
+  const std::string where = from_option
+                                ? std::string("--frames")
+                                : config::keys::Key(config::keys::kAnalyzerParameters, "end_frame");
   if (t.frames < 2 || t.frames > 100000) {
     ThrowBadInput(fmt::format("expected 2 ≤ frames ≤ 100000, got {}", t.frames), {}, where);
   }

@@ -31,7 +31,7 @@ TEST(Sharding, EveryPointLandsInExactlyOneShardForEveryStrategy) {
   }
   for (const std::string strategy : {"random", "stratified", "contiguous"}) {
     ShardingOptions o;
-    o.strategy = ParseShardStrategy(strategy);
+    o.strategy = ParseShardStrategy(strategy, "strategy");
     o.segment = 16;
     o.seed = 3;
     const ShardPlan plan = BuildShardPlan(3, 1, 70, 5, o);
@@ -90,7 +90,7 @@ TEST(Sharding, AutomaticShardCountFollowsHomodyneRules) {
   EXPECT_EQ(NumShards(o, AnalysisMode::kStatic, 100, 3, 500, 1500), 1);
   o.num_shards = 7;
   EXPECT_EQ(NumShards(o, AnalysisMode::kStatic, 100, 3, 500, 1500), 7);
-  EXPECT_THROW(ParseShardStrategy("by_angle"), Error);
+  EXPECT_THROW(ParseShardStrategy("by_angle", "strategy"), Error);
 }
 
 }  // namespace

@@ -87,7 +87,8 @@ TEST(PhiFiltering, DroppedAnglesAreNamedInAWarning) {
   ASSERT_NE(err, nullptr);
   Logger logger(0, LogLevel::kInfo, err, err);
   const std::vector<double> phi = {0.0, 45.0, 90.0};
-  EXPECT_THAT(FilterPhi(phi, {true, {{-10.0, 50.0}}}, logger), ElementsAre(0, 1));
+  EXPECT_THAT(FilterPhi(phi, {true, {{-10.0, 50.0}}, true, "phi_filtering"}, logger),
+              ElementsAre(0, 1));
   std::rewind(err);
   char buf[512] = {};
   const std::size_t n = std::fread(buf, 1, sizeof(buf) - 1, err);

@@ -1,0 +1,330 @@
+#include "cmc/cmc_phases.h"
+
+namespace homodyne::cmc::phases {
+
+// ---------------------------------------------------------------------------------------
+// Phase 5: sampling this rank's shards (shard s on rank s mod P).
+
+double Median(std::vector<double> v) { return model::Percentile(std::move(v), 50.0); }
+
+// 1.4826·MAD of the shard's values, floored at 0.001 (homodyne's noise scale).
+double NoiseScale(const std::vector<model::RowTile>& tiles) {
+  std::vector<double> v;
+  for (const auto& t : tiles) v.insert(v.end(), t.data, t.data + t.count);
+  if (v.empty()) return 0.001;
+  const double m = Median(v);
+  for (double& x : v) x = std::abs(x - m);
+  return std::max(1.4826 * Median(v), 0.001);
+}
+
+// The row segments of shard s as model tiles over the data.
+std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, int s) {
+  std::vector<model::RowTile> tiles;
+  for (const auto& seg : shards.plan.shards[static_cast<std::size_t>(s)]) {
+    const double* row = d.matrices()[static_cast<std::size_t>(seg.angle)].data() +
+                        static_cast<std::size_t>(seg.row * d.nf + seg.col_begin);
+    tiles.push_back({seg.angle, static_cast<int>(seg.row - 1), static_cast<int>(seg.col_begin - 1),
+                     static_cast<int>(seg.count), row, nullptr, 1.0});
+  }
+  return tiles;
+}
+
+// Pools the chains' draws and computes the shard's diagnostics.
+// A chain's draw is θ's n_theta coordinates, then log σ unless σ is known (`known_sigma`).
+void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
+                     std::optional<double> known_sigma, const nuts::NutsOptions& no,
+                     const SamplingSites& sites, LocalShardResult& r) {
+  const auto stride = static_cast<std::size_t>(n_theta + (known_sigma ? 0 : 1));
+  const auto n_chains = static_cast<int>(runs.size());
+  double accept = 0, sigma_sum = 0, step_sum = 0;
+  std::int64_t divergent = 0, saturated = 0, draws = 0;
+  std::vector<nuts::Chains> chains(static_cast<std::size_t>(n_theta));
+  std::vector<nuts::Chains> theta_chains(static_cast<std::size_t>(n_theta));
+  for (const nuts::ChainRun& run : runs) {
+    for (int p = 0; p < n_theta; ++p)
+      chains[static_cast<std::size_t>(p)].push_back(run.Parameter(p));
+    for (auto& tc : theta_chains) tc.emplace_back();
+    for (int j = 0; j < no.num_samples; ++j) {
+      const double* q = run.draws.data() + static_cast<std::size_t>(j) * stride;
+      r.draws.insert(r.draws.end(), q, q + n_theta);
+      if (!known_sigma) sigma_sum += std::exp(q[n_theta]);
+      const std::vector<double> th = sites.ToTheta(q);
+      for (int p = 0; p < n_theta; ++p) {
+        theta_chains[static_cast<std::size_t>(p)].back().push_back(th[static_cast<std::size_t>(p)]);
+      }
+    }
+    std::int64_t sampling_gradients = 0;
+    for (const auto& st : run.stats) sampling_gradients += st.n_leapfrog;
+    r.diag.gradient_evaluations += sampling_gradients;
+    r.diag.warmup_gradient_evaluations += run.summary.num_gradient_evaluations - sampling_gradients;
+    r.diag.tree_depth_histogram.resize(static_cast<std::size_t>(no.max_tree_depth) + 1, 0);
+    for (const auto& st : run.stats) {
+      ++r.diag.tree_depth_histogram[static_cast<std::size_t>(
+          std::clamp(st.tree_depth, 0, no.max_tree_depth))];
+      step_sum += st.step_size;
+      accept += st.accept_stat;
+      divergent += st.divergent ? 1 : 0;
+      saturated += st.tree_depth >= no.max_tree_depth ? 1 : 0;
+      ++draws;
+    }
+  }
+  double max_rhat = 0, min_ess = 1e300;
+  for (const auto& ch : chains) {
+    if (n_chains > 1) max_rhat = std::max(max_rhat, nuts::SplitRankNormalizedRhat(ch).Max());
+    const auto ess = nuts::SplitRankNormalizedEss(ch);
+    min_ess = std::min(min_ess, std::min(ess.bulk, ess.tail));
+  }
+  for (const auto& tc : theta_chains) {
+    r.diag.rhat.push_back(n_chains > 1 ? nuts::SplitRankNormalizedRhat(tc).Max() : std::nan(""));
+    const auto ess = nuts::SplitRankNormalizedEss(tc);
+    r.diag.ess_bulk.push_back(ess.bulk);
+    r.diag.ess_tail.push_back(ess.tail);
+  }
+  r.diag.divergences = divergent;
+  r.diag.step_size_mean = draws > 0 ? step_sum / static_cast<double>(draws) : 0.0;
+  r.diag.treedepth_hits = saturated;
+  r.diag.max_rhat = n_chains > 1 ? max_rhat : std::nan("");
+  r.diag.min_ess = min_ess;
+  r.diag.divergence_rate = draws > 0 ? static_cast<double>(divergent) / draws : 0.0;
+  r.diag.acceptance_rate = draws > 0 ? accept / static_cast<double>(draws) : 0.0;
+  r.diag.noise_sigma_mean = known_sigma
+                                ? *known_sigma
+                                : sigma_sum / static_cast<double>(std::max<std::int64_t>(draws, 1));
+  r.diag.treedepth_saturation_rate =
+      draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
+}
+
+ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
+                             std::span<const double> theta0, double sigma0, bool whiten, int shard,
+                             const Logger& logger) {
+  ShardStart start{{theta0.begin(), theta0.end()}, sigma0, {}};
+  if (!whiten) return start;
+  ShardPosteriorSetup one = setup;
+  one.threads = 1;
+  one.worker_start = nullptr;
+  const ShardPosterior post(std::move(one), layout);
+  const ShardMode mode = post.FindMode(theta0, sigma0, 200);
+  start.whitening = post.LaplaceAt(mode.u);
+  if (start.whitening.empty()) {
+    logger.Info(
+        "CMC: shard {}: no Laplace whitening (the Hessian at the mode is not positive "
+        "definite); sampling the unwhitened coordinates from the configured start",
+        shard);
+    return start;
+  }
+  start.theta = mode.theta;
+  start.sigma = mode.sigma;
+  logger.Debug("CMC: shard {}: mode after {} step(s){}, log density {:.6g} -> {:.6g} at {:.5g}",
+               shard, mode.iterations, mode.converged ? "" : " (step limit)",
+               mode.start_log_density, mode.log_density, fmt::join(mode.theta, ", "));
+  return start;
+}
+
+// Chain draws in whitened coordinates q → the coordinates u before the whitening.
+void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs) {
+  if (w.empty()) return;
+  const std::size_t d = w.centre.size();
+  for (nuts::ChainRun& run : runs) {
+    for (std::size_t row = 0; row + d <= run.draws.size(); row += d) {
+      const auto q = std::span<double>(run.draws).subspan(row, d);
+      const std::vector<double> u = w.ToU(q);
+      std::copy(u.begin(), u.end(), q.begin());
+    }
+  }
+}
+
+// Chains in batches between checkpoint safe points (the same draws as one uninterrupted
+// run per chain). Collective: a failure on one rank reaches the others at their next safe
+// point (runner.Fail), so no rank waits in a safe point for a rank that has left; the
+// failing rank's error is the agreed one.
+std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progress& progress,
+                                                std::chrono::steady_clock::time_point t_start) {
+  const Comm& world = c.world;
+  const CmcData& d = c.data;
+  const nuts::NutsOptions& no = c.sampler.nuts;
+  const int n_chains = c.sampler.chains;
+  const int n_theta = c.params.size();
+  const int k_shards = c.shards.count;
+  checkpoint::CmcCheckpointSettings cs;
+  cs.stop_on_signal = false;
+  if (c.options.checkpoints) cs = *c.options.checkpoints;
+  std::string data_id =
+      checkpoint::DescribeData(io::DigestMatrices(d.meta(), d.matrices()), d.meta().q_physics,
+                               d.phi, d.nf, d.meta().dt, d.n_points);
+  for (double v : c.start.theta0) data_id += fmt::format("cmc.theta0: {:a}\n", v);
+  const std::optional<double> known_sigma = c.cfg.optimization.cmc.known_sigma;
+  if (known_sigma) data_id += fmt::format("cmc.known_sigma: {:a}\n", *known_sigma);
+  data_id += "cmc.sampling_geometry: " + c.sites.geometry.Describe() + "\n";
+  if (c.cfg.optimization.cmc.reparameterization.laplace_whitening) {
+    data_id += "cmc.laplace_whitening: mode and whitening per shard\n";
+  }
+  checkpoint::CmcChainRunner runner(
+      world, cs, data_id,
+      {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + (known_sigma ? 0 : 1)},
+      c.logger);
+  std::vector<LocalShardResult> local;
+  const auto run_local_shards = [&] {
+    for (int s = world.rank(); s < k_shards; s += world.size()) {
+      const FaultScope sampling("sampling", world.rank());  // reaches the others at a safe point
+      std::vector<model::RowTile> tiles = ShardTiles(d, c.shards, s);
+      if (tiles.empty()) continue;
+      const double noise = NoiseScale(tiles);
+      ShardPosteriorSetup setup;
+      setup.mode = c.cfg.analysis_mode;
+      setup.geometry = d.geometry;
+      setup.t = d.t_fit;
+      setup.phi_deg = d.phi;
+      setup.tiles = std::move(tiles);
+      setup.priors = c.sites.priors;
+      setup.lower = c.sites.lower;
+      setup.upper = c.sites.upper;
+      setup.reparam = c.sites.reparam;
+      setup.sampling_geometry = c.sites.geometry;
+      setup.theta_lower = c.sites.theta_lower;
+      setup.theta_upper = c.sites.theta_upper;
+      setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(c.shards.temper)};
+      setup.known_sigma = known_sigma;
+      ShardStart start = PrepareShardStart(
+          setup, c.params.layout, c.start.theta0, noise,
+          c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
+      setup.whitening = std::move(start.whitening);
+      ShardChainOptions chain_options;
+      chain_options.num_chains = n_chains;
+      chain_options.threads = c.options.threads;
+      chain_options.worker_start = c.options.worker_start;
+      runner.PrepareShard(s, n_chains);
+      const auto shard_start = std::chrono::steady_clock::now();
+      ChainRounds rounds;
+      rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
+        return runner.Start(s, chain, post, no, q0);
+      };
+      rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, chain, ch); };
+      rounds.round_end = [&] { runner.RoundEnd(); };
+      RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options,
+                             rounds);
+      std::vector<nuts::ChainRun> runs;
+      for (int chain = 0; chain < n_chains; ++chain) runs.push_back(runner.Result(s, chain));
+      UnwhitenDraws(setup.whitening, runs);
+      LocalShardResult r;
+      r.shard = s;
+      r.diag.shard = s;
+      r.diag.points = c.shards.plan.Points(s);
+      SummariseChains(runs, n_theta, known_sigma, no, c.sites, r);
+      r.diag.sampling_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
+      local.push_back(std::move(r));
+      // Progress (rank 0's own shards stand for the others: same size, same settings).
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      const int mine = static_cast<int>(local.size());
+      const int my_total = (k_shards - world.rank() + world.size() - 1) / world.size();
+      progress.Update(fmt::format(
+          "shard {} done ({}/{} on rank 0, {} in all), {:.0f} draws/s, ETA {:.0f} s", s, mine,
+          my_total, k_shards,
+          static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
+          elapsed / mine * (my_total - mine)));
+    }
+  };
+  RunCollectively(world, [&] {
+    try {
+      run_local_shards();
+      runner.Finish();
+    } catch (const checkpoint::SamplingAborted&) {
+      // Another rank's sampling failed: its error is agreed below.
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kCheckpointed) runner.Fail();
+      throw;
+    } catch (...) {
+      runner.Fail();
+      throw;
+    }
+  });
+  return local;
+}
+
+// ---------------------------------------------------------------------------------------
+// Phase 6: every shard's diagnostics and draws on rank 0.
+
+// Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
+// ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
+// gradients, R̂…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
+// n, draws…].
+GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
+                            int k_shards, int n_theta) {
+  std::vector<double> packed;
+  for (const auto& r : local) {
+    packed.insert(
+        packed.end(),
+        {static_cast<double>(r.shard), static_cast<double>(r.diag.points), r.diag.max_rhat,
+         r.diag.min_ess, r.diag.divergence_rate, r.diag.acceptance_rate, r.diag.noise_sigma_mean,
+         r.diag.treedepth_saturation_rate, static_cast<double>(r.diag.gradient_evaluations),
+         static_cast<double>(r.diag.divergences), static_cast<double>(r.diag.treedepth_hits),
+         static_cast<double>(r.diag.warmup_gradient_evaluations)});
+    packed.insert(packed.end(), r.diag.rhat.begin(), r.diag.rhat.end());
+    packed.insert(packed.end(), r.diag.ess_bulk.begin(), r.diag.ess_bulk.end());
+    packed.insert(packed.end(), r.diag.ess_tail.begin(), r.diag.ess_tail.end());
+    packed.push_back(r.diag.step_size_mean);
+    packed.push_back(r.diag.sampling_seconds);
+    packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
+    for (std::int64_t c : r.diag.tree_depth_histogram) packed.push_back(static_cast<double>(c));
+    packed.push_back(static_cast<double>(r.draws.size()));
+    packed.insert(packed.end(), r.draws.begin(), r.draws.end());
+  }
+  const int count = static_cast<int>(packed.size());
+  std::vector<int> counts(static_cast<std::size_t>(world.size()));
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, world.get());
+  std::vector<int> displs;
+  int total = 0;
+  if (world.is_root()) {
+    for (int n : counts) {
+      displs.push_back(total);
+      total += n;
+    }
+  }
+  std::vector<double> all(static_cast<std::size_t>(total));
+  MPI_Gatherv(packed.data(), count, MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+              MPI_DOUBLE, 0, world.get());
+  GatheredShards g;
+  RunCollectively(world, [&] {
+    if (!world.is_root()) return;
+    g.diagnostics.resize(static_cast<std::size_t>(k_shards));
+    g.draws.resize(static_cast<std::size_t>(k_shards), ShardDraws{n_theta, {}});
+    std::size_t pos = 0;
+    while (pos < all.size()) {
+      const auto s = static_cast<std::size_t>(all[pos]);
+      ShardDiagnostics& d = g.diagnostics[s];
+      d.shard = static_cast<int>(s);
+      d.points = static_cast<std::int64_t>(all[pos + 1]);
+      d.max_rhat = all[pos + 2];
+      d.min_ess = all[pos + 3];
+      d.divergence_rate = all[pos + 4];
+      d.acceptance_rate = all[pos + 5];
+      d.noise_sigma_mean = all[pos + 6];
+      d.treedepth_saturation_rate = all[pos + 7];
+      d.gradient_evaluations = static_cast<std::int64_t>(all[pos + 8]);
+      d.divergences = static_cast<std::int64_t>(all[pos + 9]);
+      d.treedepth_hits = static_cast<std::int64_t>(all[pos + 10]);
+      d.warmup_gradient_evaluations = static_cast<std::int64_t>(all[pos + 11]);
+      pos += 12;
+      const auto nt = static_cast<std::size_t>(n_theta);
+      const auto at = [&](std::size_t k) { return all.begin() + static_cast<std::ptrdiff_t>(k); };
+      d.rhat.assign(at(pos), at(pos + nt));
+      d.ess_bulk.assign(at(pos + nt), at(pos + 2 * nt));
+      d.ess_tail.assign(at(pos + 2 * nt), at(pos + 3 * nt));
+      pos += 3 * nt;
+      d.step_size_mean = all[pos];
+      d.sampling_seconds = all[pos + 1];
+      const auto n_depths = static_cast<std::size_t>(all[pos + 2]);
+      for (std::size_t k = 0; k < n_depths; ++k) {
+        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 3 + k]));
+      }
+      pos += 3 + n_depths;
+      const auto n = static_cast<std::size_t>(all[pos]);
+      g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
+      pos += 1 + n;
+    }
+  });
+  return g;
+}
+
+}  // namespace homodyne::cmc::phases

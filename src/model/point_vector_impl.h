@@ -1,0 +1,328 @@
+// The point loops of the kernel (private to src/model), compiled three times: by
+// point_terms.cpp (baseline x86-64 or any other ISA) and point_terms_avx2.cpp (x86-64-v3) with
+// the vector type held as two 4-lane halves, and by point_terms_avx512.cpp (x86-64-v4) with a
+// native 8-lane vector (one AVX-512 register). All have the same lanes, the same expressions,
+// the same fused multiply-adds (Fma, explicit; src/model is compiled without contraction) and
+// the same order of every sum, so all give the same bits. Include only from those files,
+// after defining HOMODYNE_POINT_TERMS_NATIVE_V8 (0 or 1), HOMODYNE_POINT_TERMS_FMA (0 or 1,
+// see Fma4), HOMODYNE_POINT_TERMS_NS (the namespace of this copy) and
+// HOMODYNE_POINT_TERMS_TARGET (the entry points' attributes); with FMA, include <immintrin.h>
+// and compile the copy for an ISA that has it (#pragma GCC target).
+//
+// This part (point_vector_impl.h, included by point_terms_impl.h) holds the 8-lane vector
+// type, its primitives, the robust loss over lanes and the lane sums; point_terms_impl.h the
+// point loops that use them.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include <cmath>
+
+#include "model/constants.h"
+#include "model/loss_math.h"
+#include "model/robust_loss.h"
+#include "point_terms.h"
+
+// The vector type is passed between always-inline helpers only; the baseline clone
+// (no AVX) would pass it in memory, which GCC notes as an ABI change.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace homodyne::model::detail::HOMODYNE_POINT_TERMS_NS {
+namespace {
+
+#define HOMODYNE_INLINE __attribute__((always_inline)) inline
+static_assert(kLanes == 8);
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+typedef double V __attribute__((vector_size(64)));
+typedef std::int64_t M __attribute__((vector_size(64)));
+
+HOMODYNE_INLINE V Splat(double x) { return V{x, x, x, x, x, x, x, x}; }
+HOMODYNE_INLINE V Load(const double* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+HOMODYNE_INLINE void Store(double* p, V v) { std::memcpy(p, &v, sizeof(v)); }
+HOMODYNE_INLINE double Fold(V v) {
+  return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+HOMODYNE_INLINE V Where(M m, V a, V b) { return m ? a : b; }
+#else
+// kLanes = 8 columns per vector, held as two 4-lane halves: the same lanes on every ISA, so
+// the lane structure of the sums (and so their bits) does not depend on the machine. A native
+// 8-lane GCC vector would compile to one AVX-512 register, but without AVX-512 GCC lowers it
+// to code 7–10× slower than these halves (measured); the halves are one AVX2 register each.
+typedef double V4 __attribute__((vector_size(32)));
+typedef std::int64_t M4 __attribute__((vector_size(32)));
+struct V {
+  V4 lo, hi;
+};
+struct M {
+  M4 lo, hi;
+};
+
+HOMODYNE_INLINE V operator+(V a, V b) { return {a.lo + b.lo, a.hi + b.hi}; }
+HOMODYNE_INLINE V operator-(V a, V b) { return {a.lo - b.lo, a.hi - b.hi}; }
+HOMODYNE_INLINE V operator*(V a, V b) { return {a.lo * b.lo, a.hi * b.hi}; }
+HOMODYNE_INLINE V operator/(V a, V b) { return {a.lo / b.lo, a.hi / b.hi}; }
+HOMODYNE_INLINE V& operator+=(V& a, V b) { return a = a + b; }
+HOMODYNE_INLINE M operator>(V a, V b) { return {a.lo > b.lo, a.hi > b.hi}; }
+HOMODYNE_INLINE M operator<(V a, V b) { return {a.lo < b.lo, a.hi < b.hi}; }
+HOMODYNE_INLINE M operator!=(V a, V b) { return {a.lo != b.lo, a.hi != b.hi}; }
+HOMODYNE_INLINE M operator&(M a, M b) { return {a.lo & b.lo, a.hi & b.hi}; }
+
+HOMODYNE_INLINE V Splat(double x) { return {V4{x, x, x, x}, V4{x, x, x, x}}; }
+
+HOMODYNE_INLINE V Load(const double* p) {
+  V v;
+  std::memcpy(&v.lo, p, sizeof(v.lo));
+  std::memcpy(&v.hi, p + 4, sizeof(v.hi));
+  return v;
+}
+
+HOMODYNE_INLINE void Store(double* p, V v) {
+  std::memcpy(p, &v.lo, sizeof(v.lo));
+  std::memcpy(p + 4, &v.hi, sizeof(v.hi));
+}
+
+// Lanes combined as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+HOMODYNE_INLINE double Fold(V v) {
+  return ((v.lo[0] + v.lo[1]) + (v.lo[2] + v.lo[3])) + ((v.hi[0] + v.hi[1]) + (v.hi[2] + v.hi[3]));
+}
+
+// Where(m, a, b): a in the lanes where m is set, else b.
+HOMODYNE_INLINE V Where(M m, V a, V b) { return {m.lo ? a.lo : b.lo, m.hi ? a.hi : b.hi}; }
+#endif
+
+// a·b + c rounded once, lane by lane. Explicit, since contraction (-ffp-contract) fused
+// differently in the passes' inlined copies of the same expression and broke their
+// bit-identical χ². HOMODYNE_POINT_TERMS_FMA = 1: the FMA instructions (the copy is compiled for
+// x86-64-v3 or v4); 0: fma() per lane, correctly rounded, so the same bits (the baseline copy,
+// for x86-64 CPUs without FMA, which predate AVX2; elsewhere GCC emits the ISA's own fma).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+typedef double V4 __attribute__((vector_size(32)));
+#endif
+#if HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE V4 Fma4(V4 a, V4 b, V4 c) { return _mm256_fmadd_pd(a, b, c); }
+#else
+HOMODYNE_INLINE V4 Fma4(V4 a, V4 b, V4 c) {
+  return V4{__builtin_fma(a[0], b[0], c[0]), __builtin_fma(a[1], b[1], c[1]),
+            __builtin_fma(a[2], b[2], c[2]), __builtin_fma(a[3], b[3], c[3])};
+}
+#endif
+// max(a, b) lane by lane as a > b ? a : b (b where a is NaN): one instruction on AVX2, where
+// GCC emits a compare and a blend for the select. (The AVX-512 copy keeps the select: GCC 12's
+// _mm512_max_pd trips -Wmaybe-uninitialized inside its own header.)
+#if HOMODYNE_POINT_TERMS_FMA && !HOMODYNE_POINT_TERMS_NATIVE_V8
+HOMODYNE_INLINE V Max(V a, V b) { return {_mm256_max_pd(a.lo, b.lo), _mm256_max_pd(a.hi, b.hi)}; }
+#else
+HOMODYNE_INLINE V Max(V a, V b) { return Where(a > b, a, b); }
+#endif
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+static_assert(HOMODYNE_POINT_TERMS_FMA, "the native 8-lane copy is the AVX-512 one");
+HOMODYNE_INLINE V Fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+#else
+HOMODYNE_INLINE V Fma(V a, V b, V c) { return {Fma4(a.lo, b.lo, c.lo), Fma4(a.hi, b.hi, c.hi)}; }
+#endif
+// √x lane by lane, correctly rounded on every copy (so the same bits).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+// By halves: GCC 12's _mm512_sqrt_pd trips -Wmaybe-uninitialized inside its header (as
+// _mm512_max_pd does, see Max).
+HOMODYNE_INLINE V Sqrt(V x) {
+  const V4 lo = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 0, 1, 2, 3));
+  const V4 hi = _mm256_sqrt_pd(__builtin_shufflevector(x, x, 4, 5, 6, 7));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+}
+#elif HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE V Sqrt(V x) { return {_mm256_sqrt_pd(x.lo), _mm256_sqrt_pd(x.hi)}; }
+#else
+HOMODYNE_INLINE V Sqrt(V x) {
+  return {V4{__builtin_sqrt(x.lo[0]), __builtin_sqrt(x.lo[1]), __builtin_sqrt(x.lo[2]),
+             __builtin_sqrt(x.lo[3])},
+          V4{__builtin_sqrt(x.hi[0]), __builtin_sqrt(x.hi[1]), __builtin_sqrt(x.hi[2]),
+             __builtin_sqrt(x.hi[3])}};
+}
+#endif
+// loss_math.h's Reduce on a vector of doubles D (a 4-lane half or the native 8 lanes): the
+// same exact bit operations as robust_loss.cpp's scalar one, lane by lane.
+template <typename D>
+HOMODYNE_INLINE void ReduceLanes(D u, D& k, D& m, D& scale) {
+  typedef std::uint64_t U __attribute__((vector_size(sizeof(D))));
+  const U bits = reinterpret_cast<U>(u);
+  const U e = (bits - 0x3fe6a09e667f3bcdULL) >> 52;  // √2/2's bits
+  m = reinterpret_cast<D>(bits - (e << 52));
+  // e as a double: exact, e < 2^52.
+  k = reinterpret_cast<D>(e | 0x4330000000000000ULL) - 0x1p52;
+  const D s = reinterpret_cast<D>((0x3ffULL - e) << 52);
+  scale = k < 1000.0 ? s : D{};
+}
+// The operations loss_math.h takes, on V.
+struct VectorLossOps {
+  using T = V;
+  static HOMODYNE_INLINE V Splat(double x) { return HOMODYNE_POINT_TERMS_NS::Splat(x); }
+  static HOMODYNE_INLINE V Fma(V a, V b, V c) { return HOMODYNE_POINT_TERMS_NS::Fma(a, b, c); }
+  static HOMODYNE_INLINE V Where(M m, V a, V b) { return HOMODYNE_POINT_TERMS_NS::Where(m, a, b); }
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+  static HOMODYNE_INLINE void Reduce(V u, V& k, V& m, V& scale) { ReduceLanes(u, k, m, scale); }
+#else
+  static HOMODYNE_INLINE void Reduce(V u, V& k, V& m, V& scale) {
+    ReduceLanes(u.lo, k.lo, m.lo, scale.lo);
+    ReduceLanes(u.hi, k.hi, m.hi, scale.hi);
+  }
+#endif
+};
+
+// Any lane of m set: one mask test on the x86 vector copies (the generic form below costs
+// GCC a chain of extracts and scalar ors per vector), the lanes' or elsewhere.
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+HOMODYNE_INLINE bool Any(M m) {
+  const auto i = reinterpret_cast<__m512i>(m);
+  return _mm512_test_epi64_mask(i, i) != 0;
+}
+#elif HOMODYNE_POINT_TERMS_FMA
+HOMODYNE_INLINE bool Any(M m) {
+  return _mm256_movemask_pd(reinterpret_cast<__m256d>(m.lo | m.hi)) != 0;
+}
+#else
+HOMODYNE_INLINE bool Any(M m) {
+  const M4 o = m.lo | m.hi;
+  return ((o[0] | o[1]) | (o[2] | o[3])) != 0;
+}
+#endif
+
+// soft_l1's terms as robust_loss.cpp's EvaluateLoss computes them (the same expressions in
+// the same order): ρ(z) and, with kDerivs, the weight s² and the residual factor ρ′/s². The
+// square root and division only when a lane lies beyond the series (kSoftL1SeriesBelow).
+template <bool kDerivs>
+HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
+  const V one = Splat(1.0);
+  const V a = one + z;
+  const V rho_series =
+      z * Fma(z,
+              Fma(z, Fma(z, Fma(z, Splat(7.0 / 128.0), Splat(-5.0 / 64.0)), Splat(1.0 / 8.0)),
+                  Splat(-1.0 / 4.0)),
+              one);
+  V weight_series;
+  if constexpr (kDerivs) {
+    weight_series =
+        Fma(z,
+            Fma(z, Fma(z, Fma(z, Splat(315.0 / 128.0), Splat(-35.0 / 16.0)), Splat(15.0 / 8.0)),
+                Splat(-3.0 / 2.0)),
+            one);
+  }
+  const M far = z > Splat(kSoftL1SeriesBelow);
+  if (!Any(far)) {
+    rho = rho_series;
+    if constexpr (kDerivs) {
+      weight = weight_series;
+      factor = a;
+    }
+    return;
+  }
+  const V sq = Sqrt(a);
+  const V inv = one / sq;
+  const V bb = a - z;
+  const V ea = (z - (a - bb)) + (one - bb);
+  const V e = Fma(sq, sq, Splat(0.0) - a);
+  const V m = sq - one;
+  const M finite = Splat(std::numeric_limits<double>::infinity()) > a;  // see EvaluateLoss
+  rho = Where(far, Where(finite, Fma(ea - e, inv, m + m), m + m), rho_series);
+  if constexpr (kDerivs) {
+    const V floor = Splat(kLossCurvatureFloor);
+    const V curvature = inv * (inv * inv);
+    const M kept = curvature > floor;
+    weight = Where(far, Where(kept, curvature, floor), weight_series);
+    factor = Where(far, Where(kept, a, inv * Splat(0x1p52)), a);
+  }
+}
+
+// The loss terms of robust_loss.h's EvaluateLoss, lane by lane with its expressions in its
+// order: ρ(z) and, with kDerivs, the weight s² = max(ρ′ + 2zρ″, floor) and the residual factor
+// ρ′/s². `kind` is a robust LossKind.
+template <bool kDerivs>
+HOMODYNE_INLINE void LossLanes(int kind, V z, V& rho, V& weight, V& factor) {
+  const V one = Splat(1.0);
+  V d1, curvature;
+  switch (static_cast<LossKind>(kind)) {
+    case LossKind::kHuber: {
+      const M out = z > one;
+      if (!Any(out)) {
+        // Every lane inside the knee: ρ = z, weight max(1, floor) = 1, factor 1/1, the bits
+        // of the expressions below without their square root and divisions.
+        rho = z;
+        if constexpr (kDerivs) {
+          weight = one;
+          factor = one;
+        }
+        return;
+      }
+      const V sq = Sqrt(z);
+      rho = Where(out, (sq + sq) - one, z);
+      if constexpr (kDerivs) {
+        d1 = Where(out, one / sq, one);
+        curvature = Where(out, Splat(0.0), one);
+      }
+      break;
+    }
+    case LossKind::kCauchy:
+      rho = Log1pNonNegative<VectorLossOps>(z);
+      if constexpr (kDerivs) {
+        d1 = one / (one + z);
+        curvature = (one - z) * (d1 * d1);
+      }
+      break;
+    case LossKind::kArctan:
+      rho = AtanNonNegative<VectorLossOps>(z);
+      if constexpr (kDerivs) {
+        const V z2 = z * z;
+        d1 = one / (one + z2);
+        curvature = (one - Splat(3.0) * z2) * (d1 * d1);
+      }
+      break;
+    default:  // soft_l1
+      SoftL1Lanes<kDerivs>(z, rho, weight, factor);
+      return;
+  }
+  if constexpr (kDerivs) {
+    weight = Max(curvature, Splat(kLossCurvatureFloor));
+    factor = d1 / weight;
+  }
+}
+
+// The robust instantiations of the passes: none (linear), soft_l1 (homodyne's default, its own
+// loop) and any other robust kind (a switch per vector).
+inline constexpr int kLossNone = 0, kLossSoftL1 = 1, kLossOther = 2;
+
+// The tile sums accumulate each vector's two halves added first (lane l gets lanes l and
+// l + 4), in 4 lanes, folded as (l0 + l1) + (l2 + l3): the normal-equation loop keeps 20 of
+// them live, which at 8 lanes (two AVX2 registers each) spilled to the stack on every vector.
+// The same on both copies and in every pass (so the χ², gradient and normal passes give the
+// same χ² bits). A trivial aggregate (no member initialiser; zero it with Zero4()).
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+HOMODYNE_INLINE V4 Lo(V x) { return __builtin_shufflevector(x, x, 0, 1, 2, 3); }
+HOMODYNE_INLINE V4 Hi(V x) { return __builtin_shufflevector(x, x, 4, 5, 6, 7); }
+#else
+HOMODYNE_INLINE V4 Lo(V x) { return x.lo; }
+HOMODYNE_INLINE V4 Hi(V x) { return x.hi; }
+#endif
+HOMODYNE_INLINE V4 HalfSum(V x) { return Lo(x) + Hi(x); }
+// The halves of x·y added: lane l gets x_l·y_l + x_{l+4}·y_{l+4} (one rounding fewer).
+HOMODYNE_INLINE V4 HalfDot(V x, V y) { return Fma4(Lo(x), Lo(y), Hi(x) * Hi(y)); }
+struct Sum4 {
+  V4 v;
+  HOMODYNE_INLINE Sum4& operator+=(V x) {
+    v += HalfSum(x);
+    return *this;
+  }
+  HOMODYNE_INLINE void AddProduct(V x, V y) { v += HalfDot(x, y); }
+};
+HOMODYNE_INLINE Sum4 Zero4() { return Sum4{V4{0.0, 0.0, 0.0, 0.0}}; }
+HOMODYNE_INLINE double Fold(Sum4 a) {
+  double l[4];
+  std::memcpy(l, &a.v, sizeof(l));
+  return FoldLanes(l);
+}
+
+}  // namespace
+}  // namespace homodyne::model::detail::HOMODYNE_POINT_TERMS_NS
