@@ -1,7 +1,10 @@
 # Finds every external package homodyne-hpc uses (all from Debian bookworm; see
 # scripts/install-deps.sh and spack.yaml) and normalises their targets.
 
-find_package(MPI REQUIRED COMPONENTS C)
+# C for the layers; CXX (MPI's C API seen from C++, without the deprecated C++ bindings) for
+# the installed library's interface, which a C++-only project can find.
+set(MPI_CXX_SKIP_MPICXX ON)
+find_package(MPI REQUIRED COMPONENTS C CXX)
 set(THREADS_PREFER_PTHREAD_FLAG ON)
 find_package(Threads REQUIRED)
 find_package(PkgConfig REQUIRED)

@@ -47,6 +47,6 @@ int main() {
     return 0;
   } catch (const homodyne::Error& e) {
     std::fprintf(stderr, "evaluate_model: %s\n", e.what());
-    return e.exit_code() == homodyne::ExitCode::kBadInput ? 2 : 1;
+    return e.kind() == homodyne::ErrorKind::kBadInput ? 2 : 1;
   }
 }

@@ -56,6 +56,6 @@ int main(int argc, char** argv) {
     return recovered ? 0 : 1;
   } catch (const homodyne::Error& e) {
     std::fprintf(stderr, "fit_in_memory: %s\n", e.what());
-    return e.exit_code() == homodyne::ExitCode::kBadInput ? 2 : 1;
+    return e.kind() == homodyne::ErrorKind::kBadInput ? 2 : 1;
   }
 }

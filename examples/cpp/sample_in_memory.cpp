@@ -52,7 +52,7 @@ int main(int argc, char** argv) {
     const homodyne::CmcSummary posterior = homodyne::FitCmc(session.world(), data, options);
     if (session.rank() == 0) std::printf("%s", posterior.FullReport().c_str());
 
-    bool covered = posterior.all_converged;
+    bool covered = posterior.status == homodyne::CmcStatus::kConverged;
     for (std::size_t i = 0; i < truth.size(); ++i) {
       const homodyne::PosteriorEstimate& e = posterior.physical[i];
       covered = covered && e.std > 0.0 && std::abs(e.mean - truth[i]) <= 4.0 * e.std;
@@ -63,6 +63,6 @@ int main(int argc, char** argv) {
     return covered ? 0 : 1;
   } catch (const homodyne::Error& e) {
     std::fprintf(stderr, "sample_in_memory: %s\n", e.what());
-    return e.exit_code() == homodyne::ExitCode::kBadInput ? 2 : 1;
+    return e.kind() == homodyne::ErrorKind::kBadInput ? 2 : 1;
   }
 }

@@ -14,9 +14,11 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "homodyne/data.h"
+#include "homodyne/export.h"
 #include "homodyne/model.h"
 #include "homodyne/nlsq.h"
 
@@ -50,7 +52,7 @@ struct CmcOptions {
   std::optional<NlsqSummary> warm_start;
   std::optional<bool> nlsq_informed_priors;
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
-  void Validate() const;
+  HOMODYNE_API void Validate() const;
 };
 
 struct PosteriorEstimate {
@@ -71,15 +73,25 @@ struct CmcShardSummary {
   std::string rejection;         // why not
 };
 
+// Whether the chains agree (split rank-normalised R-hat of every sampled parameter in every
+// shard, docs/cmc.md).
+enum class CmcStatus {
+  kConverged,     // every shard's max R-hat below 1.1
+  kNotConverged,  // some shard's max R-hat at or above 1.1: the chains disagree
+  kUnchecked,     // R-hat could not be computed (one chain per shard): not a convergence claim
+};
+// "converged", "not_converged", "unchecked".
+HOMODYNE_API std::string_view ToString(CmcStatus status);
+
 struct CmcSummary {
+  CmcStatus status = CmcStatus::kUnchecked;
   std::vector<PosteriorEstimate> physical;
   std::vector<double> phi_deg;
-  std::vector<PosteriorEstimate> contrast;  // one per angle
-  std::vector<PosteriorEstimate> offset;    // one per angle
-  std::string per_angle_scaling;            // the layout sampled
+  std::vector<PosteriorEstimate> contrast;                       // one per angle
+  std::vector<PosteriorEstimate> offset;                         // one per angle
+  ScalingLayout per_angle_scaling = ScalingLayout::kIndividual;  // the layout sampled
   std::vector<CmcShardSummary> shards;
   int shards_used = 0;
-  bool all_converged = false;  // every shard's max R-hat below 1.1
   double max_rhat = 0.0;
   double min_ess = 0.0;
   int chains = 0;
@@ -90,13 +102,13 @@ struct CmcSummary {
   int threads_per_rank = 1;
   double seconds = 0.0;  // wall time of the sampling, as rank 0 measured it
 
-  std::string BriefReport() const;  // one line: convergence, shards, time
-  std::string FullReport() const;   // every parameter's mean and std, every shard, warnings
+  HOMODYNE_API std::string BriefReport() const;  // one line: convergence, shards, time
+  HOMODYNE_API std::string FullReport() const;   // every parameter's mean and std, shards, warnings
 };
 
 // Collective over `comm`: every rank passes the same data and options and receives the
-// same summary. Needs MPI and PETSc initialised (homodyne::Session does both). Bad
-// options or data throw homodyne::Error (kBadInput) on every rank alike.
-CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options);
+// same summary. Needs MPI and PETSc initialised: construct a homodyne::Session first
+// (session.h). Bad options or data throw homodyne::Error (kBadInput) on every rank alike.
+HOMODYNE_API CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options);
 
 }  // namespace homodyne

@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "homodyne/export.h"
+
 namespace homodyne {
 
 // c2 of one q-ring: one N×N matrix per detector angle, frames dt apart.
@@ -16,7 +18,7 @@ struct XpcsData {
   // c2[k] is the full N×N matrix of angle k, row-major (c2[k][i·N + j] = c2(t_i, t_j)),
   // symmetric with a corrected diagonal, as LoadXpcsData returns it.
   std::vector<std::vector<double>> c2;
-  int n_frames() const;  // N, from the first matrix (0 without angles)
+  HOMODYNE_API int n_frames() const;  // N, from the first matrix (0 without angles)
 };
 
 // Which part of an APS file to load (the keys of the YAML config's analyzer_parameters,
@@ -35,6 +37,6 @@ struct DataSelection {
 // Reads the selected matrices of one file into memory (this process alone, no MPI).
 // Each stored half matrix H becomes C = H + Hᵀ with the diagonal corrected as homodyne
 // does. Errors name the file and dataset: homodyne::Error (kBadInput / kIo).
-XpcsData LoadXpcsData(const DataSelection& selection);
+HOMODYNE_API XpcsData LoadXpcsData(const DataSelection& selection);
 
 }  // namespace homodyne

@@ -13,6 +13,7 @@
 #include "homodyne/cmc.h"
 #include "homodyne/data.h"
 #include "homodyne/error.h"
+#include "homodyne/export.h"
 #include "homodyne/model.h"
 #include "homodyne/nlsq.h"
 #include "homodyne/session.h"

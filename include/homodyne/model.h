@@ -18,15 +18,17 @@
 #include <string_view>
 #include <vector>
 
+#include "homodyne/export.h"
+
 namespace homodyne {
 
 enum class AnalysisMode { kStatic, kLaminarFlow, kTwoComponent };
 
 // The physical parameter names of `mode`, in the order the model takes them.
-std::vector<std::string> ParameterNames(AnalysisMode mode);
+HOMODYNE_API std::vector<std::string> ParameterNames(AnalysisMode mode);
 
 // "static", "laminar_flow" or "two_component".
-std::string_view AnalysisModeName(AnalysisMode mode);
+HOMODYNE_API std::string_view AnalysisModeName(AnalysisMode mode);
 
 // What the model is evaluated on.
 struct ModelGrid {
@@ -55,8 +57,8 @@ struct ModelOptions {
 
 // c2 of every angle: result[k] is the N×N matrix of angle k, row-major, symmetric.
 // Serial (no MPI); bad shapes or values throw homodyne::Error (kBadInput) naming the field.
-std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
-                                            const ModelParameters& parameters,
-                                            const ModelOptions& options = {});
+HOMODYNE_API std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
+                                                         const ModelParameters& parameters,
+                                                         const ModelOptions& options = {});
 
 }  // namespace homodyne

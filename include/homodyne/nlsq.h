@@ -12,9 +12,11 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "homodyne/data.h"
+#include "homodyne/export.h"
 #include "homodyne/model.h"
 
 namespace homodyne {
@@ -35,6 +37,20 @@ struct ParameterSetting {
 
 // How contrast/offset vary with the angle in the fit (homodyne's per_angle_mode).
 enum class PerAngleScaling { kAuto, kIndividual, kConstant, kFourier };
+// "auto", "individual", "constant", "fourier".
+HOMODYNE_API std::string_view ToString(PerAngleScaling scaling);
+
+// The per-angle scaling a fit or sampling used, PerAngleScaling resolved on the data.
+enum class ScalingLayout {
+  kIndividual,        // a contrast and an offset per angle, all free
+  kAveraged,          // one contrast and one offset shared by all angles, free (kAuto)
+  kFixedConstant,     // per-angle values estimated from the data and held (kConstant)
+  kConstantAveraged,  // one shared contrast and offset estimated from the data and held
+  kFourier,           // a truncated Fourier series in the angle for each of them
+};
+// "individual", "auto_averaged", "fixed_constant", "constant_averaged", "fourier" (the
+// per_angle_mode of the result files).
+HOMODYNE_API std::string_view ToString(ScalingLayout layout);
 
 struct NlsqOptions {
   AnalysisMode mode = AnalysisMode::kStatic;
@@ -54,7 +70,7 @@ struct NlsqOptions {
   bool restarts_on_stall = true;
   int phi0_restarts = 4;  // 0: none
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
-  void Validate() const;
+  HOMODYNE_API void Validate() const;
 };
 
 enum class NlsqStatus {
@@ -63,7 +79,19 @@ enum class NlsqStatus {
   kMaxIterations,  // stopped at max_iterations: the answer is the last accepted point
   kFailed,         // the solver gave up: the values are not an answer
 };
-// "converged", "stalled", "max_iter", "failed"
+// "converged", "stalled", "max_iter", "failed".
+HOMODYNE_API std::string_view ToString(NlsqStatus status);
+
+// How well the answer describes the data, judged on the reduced χ² in units of the data's
+// noise level (homodyne's reduced χ² where that level could not be measured): docs/errors.md.
+enum class FitQuality {
+  kGood,         // consistent with the noise
+  kAcceptable,   // above the noise, below the poor threshold
+  kPoor,         // far above the noise, or an answer that did not converge
+  kNotAssessed,  // no judgement was made
+};
+// "good", "acceptable", "poor", "not_assessed".
+HOMODYNE_API std::string_view ToString(FitQuality quality);
 
 struct ParameterEstimate {
   std::string name;
@@ -87,23 +115,23 @@ struct NlsqSummary {
   long long points = 0;  // fitted (t1 < t2) pairs over all angles
   std::vector<ParameterEstimate> physical;
   std::vector<double> phi_deg;
-  std::vector<ParameterEstimate> contrast;  // one per angle
-  std::vector<ParameterEstimate> offset;    // one per angle
-  std::string per_angle_scaling;            // the layout the fit used
-  std::string quality;                      // good | acceptable | poor | failed
+  std::vector<ParameterEstimate> contrast;                       // one per angle
+  std::vector<ParameterEstimate> offset;                         // one per angle
+  ScalingLayout per_angle_scaling = ScalingLayout::kIndividual;  // the layout the fit used
+  FitQuality quality = FitQuality::kNotAssessed;
   std::vector<std::string> warnings;  // parameters at a bound, poor fit, degenerate pairs, …
   std::vector<std::string> recovery_actions;  // global search after a stall, phi0 check
   int ranks = 1;
   int threads_per_rank = 1;
   double seconds = 0.0;
 
-  std::string BriefReport() const;  // one line: status, iterations, χ², time
-  std::string FullReport() const;   // every parameter with its uncertainty, warnings
+  HOMODYNE_API std::string BriefReport() const;  // one line: status, iterations, χ², time
+  HOMODYNE_API std::string FullReport() const;   // every parameter with its uncertainty, warnings
 };
 
 // Collective over `comm`: every rank passes the same data and options and receives the
-// same summary. Needs MPI and PETSc initialised (homodyne::Session does both). Bad
-// options or data throw homodyne::Error (kBadInput) on every rank alike.
-NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options);
+// same summary. Needs MPI and PETSc initialised: construct a homodyne::Session first
+// (session.h). Bad options or data throw homodyne::Error (kBadInput) on every rank alike.
+HOMODYNE_API NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options);
 
 }  // namespace homodyne

@@ -3,9 +3,11 @@
 
 #include <string_view>
 
+#include "homodyne/export.h"
+
 namespace homodyne {
 
 // The project version, e.g. "0.1.0" (the same as the installed package's).
-std::string_view Version();
+HOMODYNE_API std::string_view Version();
 
 }  // namespace homodyne

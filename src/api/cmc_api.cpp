@@ -29,7 +29,7 @@ config::Config ToConfig(const CmcOptions& o, const XpcsData& data) {
   config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "CmcOptions");
   config::CmcOptions& cmc = c.optimization.cmc;
-  cmc.per_angle_mode = api::PerAngleModeName(o.per_angle);
+  cmc.per_angle_mode = std::string(ToString(o.per_angle));
   cmc.seed = o.seed;
   if (o.shards > 0) cmc.sharding.num_shards = o.shards;
   cmc.per_shard_mcmc.num_chains = o.chains;
@@ -73,13 +73,13 @@ CmcSummary ToSummary(const cmc::CmcRunResult& r, const XpcsData& data, const Com
     (e < n_phi ? s.contrast : e < 2 * n_phi ? s.offset : s.physical).push_back(p);
   }
   s.phi_deg = data.phi_deg;
-  s.per_angle_scaling = r.per_angle_mode;
+  s.per_angle_scaling = api::ParseScalingLayout(r.per_angle_mode);
   for (const cmc::ShardDiagnostics& d : r.shards) {
     s.shards.push_back({d.shard, d.points, d.max_rhat, d.min_ess, d.divergence_rate,
                         d.acceptance_rate, d.used, d.rejection});
   }
   s.shards_used = r.shards_used;
-  s.all_converged = r.all_converged;
+  s.status = api::CmcStatusOf(r.shards);
   s.max_rhat = r.max_rhat;
   s.min_ess = r.min_ess;
   s.chains = r.num_chains;
@@ -135,17 +135,29 @@ void CmcOptions::Validate() const {
   }
 }
 
+std::string_view ToString(CmcStatus status) {
+  switch (status) {
+    case CmcStatus::kConverged:
+      return "converged";
+    case CmcStatus::kNotConverged:
+      return "not_converged";
+    case CmcStatus::kUnchecked:
+      break;
+  }
+  return "unchecked";
+}
+
 std::string CmcSummary::BriefReport() const {
   return fmt::format(
       "CMC {}: max R-hat {:.3f}, min ESS {:.0f}, {}/{} shard(s) used, {} chain(s) x ({} warmup + "
       "{} draws), {:.2f} s on {} rank(s) x {} thread(s)\n",
-      all_converged ? "converged" : "NOT converged", max_rhat, min_ess, shards_used, shards.size(),
-      chains, warmup, draws, seconds, ranks, threads_per_rank);
+      ToString(status), max_rhat, min_ess, shards_used, shards.size(), chains, warmup, draws,
+      seconds, ranks, threads_per_rank);
 }
 
 std::string CmcSummary::FullReport() const {
   std::string out = BriefReport();
-  out += fmt::format("per-angle scaling: {}\nposterior mean ± std:\n", per_angle_scaling);
+  out += fmt::format("per-angle scaling: {}\nposterior mean ± std:\n", ToString(per_angle_scaling));
   for (const PosteriorEstimate& p : physical) {
     out += fmt::format("  {:<20} {:>14.6g} ± {:.3g}\n", p.name, p.mean, p.std);
   }

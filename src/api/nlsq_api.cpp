@@ -32,7 +32,7 @@ config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   nlsq.tolerance = o.ftol;
   nlsq.xtol = o.xtol;
   nlsq.gtol = o.gtol;
-  nlsq.anti_degeneracy.per_angle_mode = api::PerAngleModeName(o.per_angle);
+  nlsq.anti_degeneracy.per_angle_mode = std::string(ToString(o.per_angle));
   nlsq.recovery.on_stall = o.restarts_on_stall ? "restarts" : "none";
   nlsq.recovery.phi0_restarts = o.phi0_restarts;
   config::ResolveParameters(c);
@@ -67,6 +67,51 @@ void NlsqOptions::Validate() const {
   if (threads < 1) ThrowBadInput("must be at least 1", src, "threads");
 }
 
+std::string_view ToString(PerAngleScaling scaling) {
+  switch (scaling) {
+    case PerAngleScaling::kIndividual:
+      return "individual";
+    case PerAngleScaling::kConstant:
+      return "constant";
+    case PerAngleScaling::kFourier:
+      return "fourier";
+    case PerAngleScaling::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+// The spellings of model::ToString(model::ScalingLayout), which the result files carry.
+std::string_view ToString(ScalingLayout layout) {
+  switch (layout) {
+    case ScalingLayout::kIndividual:
+      return "individual";
+    case ScalingLayout::kAveraged:
+      return "auto_averaged";
+    case ScalingLayout::kFixedConstant:
+      return "fixed_constant";
+    case ScalingLayout::kConstantAveraged:
+      return "constant_averaged";
+    case ScalingLayout::kFourier:
+      break;
+  }
+  return "fourier";
+}
+
+std::string_view ToString(FitQuality quality) {
+  switch (quality) {
+    case FitQuality::kGood:
+      return "good";
+    case FitQuality::kAcceptable:
+      return "acceptable";
+    case FitQuality::kPoor:
+      return "poor";
+    case FitQuality::kNotAssessed:
+      break;
+  }
+  return "not_assessed";
+}
+
 std::string_view ToString(NlsqStatus status) {
   switch (status) {
     case NlsqStatus::kConverged:
@@ -93,7 +138,7 @@ std::string NlsqSummary::FullReport() const {
   out += fmt::format(
       "solver: {}\nper-angle scaling: {}\nquality: {} (reduced chi2 {:.5g} in units of "
       "the data's noise)\n",
-      solver_message, per_angle_scaling, quality, noise_reduced_chi2);
+      solver_message, ToString(per_angle_scaling), ToString(quality), noise_reduced_chi2);
   for (const std::string& why : misfit_reasons) out += fmt::format("misfit: {}\n", why);
   for (const ParameterEstimate& p : physical) {
     out += p.held ? fmt::format("  {:<20} {:>14.6g}   (held, not fitted)\n", p.name, p.value)
@@ -158,8 +203,8 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
     s.offset.push_back(
         Estimate(fmt::format("offset_{}", k), rep.offset[k], rep.offset_uncertainty[k]));
   }
-  s.per_angle_scaling = rep.per_angle_mode;
-  s.quality = rep.quality_flag;
+  s.per_angle_scaling = api::ParseScalingLayout(rep.per_angle_mode);
+  s.quality = api::ParseFitQuality(rep.quality_flag);
   s.warnings = rep.quality_warnings;
   s.warnings.insert(s.warnings.end(), rep.degeneracy.warnings.begin(),
                     rep.degeneracy.warnings.end());

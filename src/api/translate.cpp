@@ -59,18 +59,30 @@ io::DatasetView ToDatasetView(const XpcsData& data) {
   return ds;
 }
 
-const char* PerAngleModeName(PerAngleScaling s) {
-  switch (s) {
-    case PerAngleScaling::kIndividual:
-      return "individual";
-    case PerAngleScaling::kConstant:
-      return "constant";
-    case PerAngleScaling::kFourier:
-      return "fourier";
-    case PerAngleScaling::kAuto:
-      break;
+ScalingLayout ParseScalingLayout(const std::string& text) {
+  for (const ScalingLayout layout :
+       {ScalingLayout::kIndividual, ScalingLayout::kAveraged, ScalingLayout::kFixedConstant,
+        ScalingLayout::kConstantAveraged, ScalingLayout::kFourier}) {
+    if (text == ToString(layout)) return layout;
   }
-  return "auto";
+  ThrowInternal(fmt::format("unknown per-angle scaling layout '{}'", text));
+}
+
+CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards) {
+  bool unknown = shards.empty();
+  for (const cmc::ShardDiagnostics& d : shards) {
+    if (d.max_rhat >= 1.1) return CmcStatus::kNotConverged;
+    unknown = unknown || !std::isfinite(d.max_rhat);
+  }
+  return unknown ? CmcStatus::kUnchecked : CmcStatus::kConverged;
+}
+
+FitQuality ParseFitQuality(const std::string& text) {
+  if (text.empty()) return FitQuality::kNotAssessed;
+  for (const FitQuality quality : {FitQuality::kGood, FitQuality::kAcceptable, FitQuality::kPoor}) {
+    if (text == ToString(quality)) return quality;
+  }
+  ThrowInternal(fmt::format("unknown fit quality '{}'", text));
 }
 
 void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSetting>& settings,

@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "cmc/cmc_fit.h"
 #include "config/config.h"
+#include "homodyne/cmc.h"
 #include "homodyne/data.h"
 #include "homodyne/nlsq.h"
 #include "io/dataset.h"
@@ -20,8 +22,16 @@ void CheckData(const XpcsData& data);
 // viewing data.c2 (no copy): `data` must outlive the view.
 io::DatasetView ToDatasetView(const XpcsData& data);
 
-// The config's per_angle_mode value of `s`.
-const char* PerAngleModeName(PerAngleScaling s);
+// The public enum of a resolved layout or a quality flag as the library's reports spell
+// them (model::ToString(ScalingLayout), nlsq::ToString(FitQuality)); an unknown spelling is
+// a bug (kInternal), an empty quality kNotAssessed.
+ScalingLayout ParseScalingLayout(const std::string& text);
+FitQuality ParseFitQuality(const std::string& text);
+
+// From every shard's max R-hat: kNotConverged when one is at or above 1.1, else kUnchecked
+// when one is NaN (one chain, or draws without variance) or there are no shards, else
+// kConverged. CmcRunResult::all_converged counts a NaN as converged; the status does not.
+CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards);
 
 // Throws homodyne::Error (kBadInput) naming `source`'s field parameters[<name>] when a
 // setting is not a parameter of `mode` or its values are not finite or ordered.

@@ -241,7 +241,7 @@ PreparedTask PrepareTask(const TaskSpec& spec) {
     p.config_text = std::string(e.c_str()) + "\n";
   } catch (const Error& e) {
     p.error = e.what();
-    p.exit_code = static_cast<int>(e.exit_code());
+    p.exit_code = static_cast<int>(ExitCodeOf(e));
   }
   // The data size decides the group size (auto); unknown sizes count as 0.
   std::string data = spec.data_file;

@@ -204,9 +204,9 @@ TaskRow RunTask(GroupContext& g, const PreparedTask& task) {
   } catch (const Error& e) {
     // A rank-local error in a group of several ranks leaves the others in a collective:
     // only the whole job can end that (RunMpiApp aborts it).
-    if (!e.agreed() && g.group.size() > 1) throw;
+    if (!IsAgreed(e) && g.group.size() > 1) throw;
     row.status = "failed";
-    row.exit_code = static_cast<int>(e.exit_code());
+    row.exit_code = static_cast<int>(ExitCodeOf(e));
     row.error = e.what();
   } catch (const std::exception& e) {
     if (g.group.size() > 1) throw;

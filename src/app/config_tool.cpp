@@ -212,7 +212,7 @@ int HomodyneConfigMain(int argc, char** argv) {
     return static_cast<int>(ExitCode::kBadInput);
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return static_cast<int>(e.exit_code());
+    return static_cast<int>(ExitCodeOf(e));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "internal error: %s\n", e.what());
     return static_cast<int>(ExitCode::kInternalError);

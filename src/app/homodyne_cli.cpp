@@ -561,9 +561,9 @@ int RunFit(Environment& env, const HomodyneCliOptions& given) {
   try {
     return RunFitBody(env, opts, state);
   } catch (const Error& e) {
-    if ((e.agreed() || env.size() == 1) && e.kind() != ErrorKind::kBadInput && state.config) {
+    if ((IsAgreed(e) || env.size() == 1) && e.kind() != ErrorKind::kBadInput && state.config) {
       RunReportInput report = BaseReport(opts, state);
-      report.exit_code = static_cast<int>(e.exit_code());
+      report.exit_code = static_cast<int>(ExitCodeOf(e));
       report.status = e.kind() == ErrorKind::kCheckpointed ? "checkpointed" : "failed";
       report.message = e.what();
       try {

@@ -40,7 +40,7 @@ int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions opt
   try {
     code = body(*env, split.program_args);
   } catch (const Error& e) {
-    if (e.agreed() || env->size() == 1) {
+    if (IsAgreed(e) || env->size() == 1) {
       if (e.kind() == ErrorKind::kCheckpointed) {
         env->logger().Info("{}", e.what());
       } else {
@@ -50,9 +50,9 @@ int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions opt
           std::fflush(stderr);
         }
       }
-      code = static_cast<int>(e.exit_code());
+      code = static_cast<int>(ExitCodeOf(e));
     } else {
-      code = ReportLocalFailure(*env, e.what(), e.exit_code());
+      code = ReportLocalFailure(*env, e.what(), ExitCodeOf(e));
     }
   } catch (const std::exception& e) {
     code = ReportLocalFailure(*env, e.what(), ExitCode::kInternalError);

@@ -102,7 +102,7 @@ int SynthMain(int argc, char** argv) {
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return static_cast<int>(e.exit_code());
+    return static_cast<int>(ExitCodeOf(e));
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr,
                  "error: %s: out of memory building the dataset (use fewer frames or "

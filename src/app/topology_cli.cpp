@@ -73,7 +73,7 @@ int TopologyMain(int argc, char** argv) {
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return static_cast<int>(e.exit_code());
+    return static_cast<int>(ExitCodeOf(e));
   }
 }
 

@@ -497,7 +497,7 @@ std::optional<fs::path> CheckpointStore::TryWrite(const CheckpointRecord& record
   try {
     return Write(record);
   } catch (const Error& e) {
-    if (fatal || !e.agreed()) throw;
+    if (fatal || !IsAgreed(e)) throw;
     ++failed_writes_;
     logger_.Warn(
         "checkpoint not written ({}); the previous checkpoint stays valid and the run goes on "

@@ -154,7 +154,7 @@ void CmcChainRunner::SafePoint(bool finished, bool failed) {
   }
   if (flags[0] != 0 && !all_done_) {
     const auto path = store_->Write(Record());
-    throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
+    throw MarkAgreed(Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())));
   }
   if (settings_.enabled) {
     if (const auto path = store_->TryWrite(Record(), settings_.fatal_write_errors)) {

@@ -51,18 +51,6 @@ Error::Error(ErrorKind kind, std::string message, ErrorContext context)
       message_(std::move(message)),
       context_(std::move(context)) {}
 
-Error Error::WithRank(int rank) const {
-  ErrorContext ctx = context_;
-  ctx.rank = rank;
-  return Error(kind_, message_, std::move(ctx));
-}
-
-Error Error::MarkAgreed() const {
-  Error copy = *this;
-  copy.agreed_ = true;
-  return copy;
-}
-
 void ThrowBadInput(std::string message, std::string file, std::string key) {
   throw Error(ErrorKind::kBadInput, std::move(message), {std::move(file), std::move(key), -1});
 }

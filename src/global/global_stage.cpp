@@ -226,7 +226,7 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
     } catch (const lsq::PassInterrupted&) {
       if (!before) throw;  // no stop check was set for this search: not ours to save
       const auto path = store->Write(*before);
-      throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())).MarkAgreed();
+      throw MarkAgreed(Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())));
     }
     if (print_progress) {
       logger.Debug(
@@ -251,7 +251,7 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
     const bool due = ck->enabled && (g.total_generations % ck->frequency == 0 || es.finished());
     if (stop && !es.finished()) {  // the exit code promises a checkpoint
       const auto path = store->Write(record());
-      throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())).MarkAgreed();
+      throw MarkAgreed(Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())));
     }
     if (due || stop) {
       if (const auto path = store->TryWrite(record(), ck->fatal_write_errors)) {

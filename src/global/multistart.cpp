@@ -196,8 +196,7 @@ std::vector<double> SolveKeptStarts(const Comm& world, nlsq::XpcsFitSession& ses
       rec.PutDoubles("multistart.outcomes", outcomes);
       if (stop && round + 1 < n_rounds) {  // the exit code promises a checkpoint
         const auto path = store->Write(rec);
-        throw Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string()))
-            .MarkAgreed();
+        throw MarkAgreed(Error(ErrorKind::kCheckpointed, checkpoint::ResumeMessage(path.string())));
       }
       store->TryWrite(rec, ck->fatal_write_errors);
     }

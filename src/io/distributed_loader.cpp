@@ -72,14 +72,14 @@ void AgreeOnFiniteFirstRow(const Comm& comm, const DatasetMetadata& meta,
   const std::vector<std::int64_t> total = SumOverRanks(comm, bad);
   for (std::size_t k = 0; k < total.size(); ++k) {
     if (total[k] > 0) {
-      throw Error(ErrorKind::kBadInput,
-                  fmt::format("NaN/Inf in bin {} ({}): {} non-finite values on the row of frame "
-                              "{} (frames {}..{}), which two_component's quantile estimates of "
-                              "the per-angle scaling pool",
-                              meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
-                              meta.start_frame, meta.end_frame),
-                  {meta.file, meta.bins[k].dataset, -1})
-          .MarkAgreed();
+      throw MarkAgreed(
+          Error(ErrorKind::kBadInput,
+                fmt::format("NaN/Inf in bin {} ({}): {} non-finite values on the row of frame "
+                            "{} (frames {}..{}), which two_component's quantile estimates of "
+                            "the per-angle scaling pool",
+                            meta.bins[k].bin, meta.bins[k].dataset, total[k], meta.start_frame,
+                            meta.start_frame, meta.end_frame),
+                {meta.file, meta.bins[k].dataset, -1}));
     }
   }
 }
@@ -142,19 +142,19 @@ void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
   const std::vector<std::int64_t> total = SumOverRanks(comm, bad);
   for (std::size_t k = 0; k < total.size(); ++k) {
     if (total[k] > 0) {
-      throw Error(ErrorKind::kBadInput,
-                  off_diagonal_only
-                      ? fmt::format("NaN/Inf in bin {} ({}): {} of the {} values on the first "
-                                    "off-diagonal of frames {}..{} are not finite (the rest of the "
-                                    "matrix is not read yet)",
-                                    meta.bins[k].bin, meta.bins[k].dataset, total[k],
-                                    meta.n_frames - 1, meta.start_frame, meta.end_frame)
-                      : fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the "
-                                    "fitted points and first off-diagonals of frames {}..{}",
-                                    meta.bins[k].bin, meta.bins[k].dataset, total[k],
-                                    meta.start_frame, meta.end_frame),
-                  {meta.file, meta.bins[k].dataset, -1})
-          .MarkAgreed();
+      throw MarkAgreed(
+          Error(ErrorKind::kBadInput,
+                off_diagonal_only
+                    ? fmt::format("NaN/Inf in bin {} ({}): {} of the {} values on the first "
+                                  "off-diagonal of frames {}..{} are not finite (the rest of the "
+                                  "matrix is not read yet)",
+                                  meta.bins[k].bin, meta.bins[k].dataset, total[k],
+                                  meta.n_frames - 1, meta.start_frame, meta.end_frame)
+                    : fmt::format("NaN/Inf in bin {} ({}): {} non-finite values among the "
+                                  "fitted points and first off-diagonals of frames {}..{}",
+                                  meta.bins[k].bin, meta.bins[k].dataset, total[k],
+                                  meta.start_frame, meta.end_frame),
+                {meta.file, meta.bins[k].dataset, -1}));
     }
   }
 }

@@ -72,7 +72,7 @@ class LeastSquaresProblem {
 class PassInterrupted : public Error {
  public:
   PassInterrupted()
-      : Error(Error(ErrorKind::kCheckpointed, "a stop request ended a data pass").MarkAgreed()) {}
+      : Error(MarkAgreed(Error(ErrorKind::kCheckpointed, "a stop request ended a data pass"))) {}
 };
 
 }  // namespace homodyne::lsq

@@ -150,7 +150,7 @@ lsq::SolverSummary SolveWithCheckpoints(
     const bool stop = settings.stop_on_signal && AgreeOnStop(comm);
     if (stop) {  // the exit code promises a checkpoint: its write must succeed
       const auto path = store.Write(record(s, false));
-      throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
+      throw MarkAgreed(Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())));
     }
     if (settings.enabled && s.iteration % settings.frequency == 0) {
       if (const auto path = store.TryWrite(record(s, false), settings.fatal_write_errors)) {
@@ -173,7 +173,7 @@ lsq::SolverSummary SolveWithCheckpoints(
     summary = lsq::SolveBounded(problem, x0, lower, upper, options, callback, hooks);
   } catch (const lsq::PassInterrupted&) {
     const auto path = store.Write(record(*last, false));
-    throw Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())).MarkAgreed();
+    throw MarkAgreed(Error(ErrorKind::kCheckpointed, ResumeMessage(path.string())));
   }
   if (settings.enabled && summary.IsUsable() && !options.UsesTao()) {
     // The final state too, so a job stopped while writing its outputs resumes without fitting

@@ -183,17 +183,17 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const std::int64_t count = select.count(3 * k);
     if (count < model::kMinScalingPoints) {
       if (rule == model::ScalingQuantiles::kQ95) {
-        throw Error(ErrorKind::kBadInput,
-                    fmt::format("{} ({}; this estimate holds the scaling of two_component's "
-                                "constant per-angle mode and of its two-stage path's stage 1)",
-                                model::FewScalingPointsMessage(count, angle_name(k)),
-                                shape.first_row
-                                    ? "it pools the full matrix, N^2 points per angle for N "
-                                      "selected frames: select at least 10 frames"
-                                    : "it pools the fit grid, n_t^2 points per angle, n_t = the "
-                                      "selected frames - 1: select at least 11 frames"),
-                    {local.meta.file, config::keys::FrameWindowKey(), -1})
-            .MarkAgreed();
+        throw MarkAgreed(
+            Error(ErrorKind::kBadInput,
+                  fmt::format("{} ({}; this estimate holds the scaling of two_component's "
+                              "constant per-angle mode and of its two-stage path's stage 1)",
+                              model::FewScalingPointsMessage(count, angle_name(k)),
+                              shape.first_row
+                                  ? "it pools the full matrix, N^2 points per angle for N "
+                                    "selected frames: select at least 10 frames"
+                                  : "it pools the fit grid, n_t^2 points per angle, n_t = the "
+                                    "selected frames - 1: select at least 11 frames"),
+                  {local.meta.file, config::keys::FrameWindowKey(), -1}));
       }
       a.fallback = true;
       continue;

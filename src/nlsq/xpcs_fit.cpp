@@ -52,7 +52,7 @@ SolverSummary SolveAgreed(const Comm& comm, Fn&& solve) {
   try {
     summary = solve();
   } catch (const Error& e) {
-    if (e.agreed()) throw;
+    if (IsAgreed(e)) throw;
     failure = std::current_exception();
   } catch (...) {
     failure = std::current_exception();

@@ -83,7 +83,7 @@ void AgreeOnError(const Comm& comm, std::exception_ptr local_error) {
     try {
       std::rethrow_exception(local_error);
     } catch (const Error& e) {
-      agreed_here = e.agreed() ? 1 : 0;
+      agreed_here = IsAgreed(e) ? 1 : 0;
     } catch (...) {
     }
   }
@@ -98,8 +98,8 @@ void AgreeOnError(const Comm& comm, std::exception_ptr local_error) {
 
   std::string message = record.message;
   if (n_failed > 1) message += fmt::format(" [{} ranks failed; first shown]", n_failed);
-  throw Error(record.kind, std::move(message), {record.file, record.key, first_failing})
-      .MarkAgreed();
+  throw MarkAgreed(
+      Error(record.kind, std::move(message), {record.file, record.key, first_failing}));
 }
 
 }  // namespace homodyne

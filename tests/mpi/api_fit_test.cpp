@@ -102,6 +102,9 @@ TEST_F(ApiFit, InMemoryFitHasTheBitsOfTheConfigFit) {
     EXPECT_EQ(api.offset[k].value, file_fit.report.offset[k]);
   }
   EXPECT_EQ(api.points, file_fit.unique_pairs);
+  EXPECT_EQ(ToString(api.per_angle_scaling), file_fit.report.per_angle_mode);
+  EXPECT_EQ(ToString(api.quality), file_fit.report.quality_flag);
+  EXPECT_NE(api.quality, FitQuality::kNotAssessed);
   EXPECT_EQ(api.ranks, world.size());
   EXPECT_NE(api.FullReport().find("gamma_dot_t0"), std::string::npos);
   EXPECT_NE(api.BriefReport().find("converged"), std::string::npos);

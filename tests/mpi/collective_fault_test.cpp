@@ -68,7 +68,7 @@ void ExpectAgreedFitFailure(Fn&& run) {
     run();
     ADD_FAILURE() << "rank " << world.rank() << ": no error";
   } catch (const Error& e) {
-    EXPECT_TRUE(e.agreed()) << e.what();
+    EXPECT_TRUE(IsAgreed(e)) << e.what();
     EXPECT_EQ(e.kind(), ErrorKind::kInternal);
     EXPECT_EQ(e.context().rank, last) << e.what();
     EXPECT_THAT(e.message(), ::testing::HasSubstr("injected failure at stage 'fit'"));

@@ -82,9 +82,9 @@ TEST(CollectiveErrors, ErrorOnOneRankIsRaisedOnAllRanks) {
     });
     FAIL() << "no error was raised on rank " << world.rank();
   } catch (const Error& e) {
-    EXPECT_TRUE(e.agreed());
+    EXPECT_TRUE(IsAgreed(e));
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
-    EXPECT_EQ(e.exit_code(), ExitCode::kBadInput);
+    EXPECT_EQ(ExitCodeOf(e), ExitCode::kBadInput);
     EXPECT_EQ(e.context().rank, failing);
     EXPECT_EQ(e.context().file, "input.h5");
     EXPECT_EQ(e.context().key, "/xpcs/dqlist");
@@ -133,7 +133,7 @@ TEST(CollectiveErrors, NestedAgreementKeepsTheInnerError) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_EQ(e.context().rank, last);
     EXPECT_EQ(e.message(), "inner failure");
-    EXPECT_TRUE(e.agreed());
+    EXPECT_TRUE(IsAgreed(e));
   }
 }
 

@@ -232,7 +232,7 @@ TEST(DistributedLoad, MissingFileFailsOnEveryRank) {
     LoadDistributed(world, o, Logger::Silent());
     FAIL() << "expected an error on rank " << world.rank();
   } catch (const Error& e) {
-    EXPECT_TRUE(e.agreed());
+    EXPECT_TRUE(IsAgreed(e));
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_EQ(e.context().file, o.path);
   }
@@ -257,7 +257,7 @@ TEST(DistributedLoad, NonFiniteValueFailsOnEveryRankWithTheSameMessage) {
     LoadDistributed(world, o, Logger::Silent());
     FAIL() << "expected an error on rank " << world.rank();
   } catch (const Error& e) {
-    EXPECT_TRUE(e.agreed());
+    EXPECT_TRUE(IsAgreed(e));
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_EQ(e.context().key, "/exchange/C2T_all/c2_00002");
     EXPECT_THAT(e.what(), ::testing::HasSubstr("NaN/Inf in bin 1"));
@@ -293,7 +293,7 @@ TEST(DistributedLoad, NonFiniteFirstRowValueFailsOnlyIfTheRowIsRead) {
       }
       ADD_FAILURE() << "expected an error on rank " << world.rank() << ", values " << values;
     } catch (const Error& e) {
-      EXPECT_TRUE(e.agreed());
+      EXPECT_TRUE(IsAgreed(e));
       EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
       EXPECT_EQ(e.context().key, "/exchange/C2T_all/c2_00002");
       EXPECT_THAT(e.what(), ::testing::HasSubstr("NaN/Inf in bin 1"));

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The installed package as an outside project uses it: `cmake --install` of this build into
 # a fresh prefix, then examples/cpp configured with find_package(homodyne) from that prefix
-# alone (outside the source tree), built, and run (the fit at 1 and 2 ranks, the sampling
-# at 2).
+# alone (outside the source tree) by a project that enables C++ only, built, and run (the
+# fit at 1 and 2 ranks, the sampling at 2, the fit of an APS file at 2).
 # Arguments: BUILD_DIR SOURCE_DIR MPIEXEC
 set -euo pipefail
 build=$1 source=$2 mpiexec=$3
@@ -20,8 +20,11 @@ if grep -rhn '#include "' "$tmp/prefix/include/homodyne" | grep -v '"homodyne/';
   echo "a public header includes an internal one"; exit 1
 fi
 
-# A copy of the examples outside the source tree, configured against the prefix only.
+# A copy of the examples outside the source tree, configured against the prefix only. The
+# project enables CXX alone: the package must not need the C language (FindMPI's C part).
 cp -r "$source/examples/cpp" "$tmp/examples"
+grep -Eq '^project\([a-z_]+ LANGUAGES CXX\)' "$tmp/examples/CMakeLists.txt" ||
+  { echo "examples/cpp is not a CXX-only project"; exit 1; }
 cmake -S "$tmp/examples" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" \
       -DCMAKE_BUILD_TYPE=Release > "$tmp/configure.log" || { cat "$tmp/configure.log"; exit 1; }
 cmake --build "$tmp/build" -j 2 > "$tmp/build.log" || { cat "$tmp/build.log"; exit 1; }
@@ -33,4 +36,7 @@ fi
 "$mpiexec" -n 1 "$tmp/build/fit_in_memory"
 "$mpiexec" -n 2 --oversubscribe "$tmp/build/fit_in_memory"
 "$mpiexec" -n 2 --oversubscribe "$tmp/build/sample_in_memory"
+"$mpiexec" -n 2 --oversubscribe "$tmp/build/fit_aps_file" \
+  "$source/examples/data/bnl_twotime_350.h5" 1.0 | tee "$tmp/aps.log"
+grep -q '^status converged, quality ' "$tmp/aps.log" || { echo "fit_aps_file: no converged fit"; exit 1; }
 echo "installed package: examples built and passed"

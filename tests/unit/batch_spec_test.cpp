@@ -21,7 +21,7 @@ std::string ErrorOf(const std::string& yaml) {
   try {
     ParseBatchYaml(yaml, "b.yaml", "/base");
   } catch (const Error& e) {
-    EXPECT_EQ(e.exit_code(), ExitCode::kBadInput);
+    EXPECT_EQ(ExitCodeOf(e), ExitCode::kBadInput);
     return e.what();
   }
   return "";

@@ -35,7 +35,7 @@ std::string ErrorOf(const std::string& yaml, ReadOptions options = {}) {
     Read(yaml, options);
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
-    EXPECT_EQ(e.exit_code(), ExitCode::kBadInput);
+    EXPECT_EQ(ExitCodeOf(e), ExitCode::kBadInput);
     return e.what();
   }
   ADD_FAILURE() << "config was accepted:\n" << yaml;
