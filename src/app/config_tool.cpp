@@ -134,6 +134,7 @@ std::string FormatConfigSummary(const Config& c, bool verbose) {
                                              .lexically_normal()
                                              .string()
                                        : st.checkpoint_dir));
+  out += fmt::format("  output        : {}\n", OutputLayoutLine(c));
   out += fmt::format("  phi filtering : {}\n",
                      c.phi_filtering.enabled
                          ? fmt::format("{} range(s)", c.phi_filtering.target_ranges.size())
@@ -191,6 +192,10 @@ int HomodyneConfigMain(int argc, char** argv) {
       ->needs(validate);
   app.add_flag("--reference-doc", o.reference_doc,
                "print the Markdown configuration reference (docs/configuration.md)");
+  bool migration_keys = false;
+  app.add_flag("--migration-keys", migration_keys,
+               "print the key table of docs/migrating.md (every key, earlier keys included, and "
+               "what happens to it; scripts/update-migrating-keys.sh puts it in place)");
   mode->excludes(validate);
   app.footer("Exit codes: 0 ok, 2 bad input (invalid config, existing file without --force).");
   if (const auto code = TryParseCommandLine(app, [&] { app.parse(argc, argv); })) return *code;
@@ -204,6 +209,10 @@ int HomodyneConfigMain(int argc, char** argv) {
   try {
     if (o.reference_doc) {
       std::fputs(RenderConfigReferenceMarkdown().c_str(), stdout);
+      return 0;
+    }
+    if (migration_keys) {
+      std::fputs(RenderMigrationKeyTableMarkdown().c_str(), stdout);
       return 0;
     }
     if (!o.mode.empty()) return WriteTemplate(o);

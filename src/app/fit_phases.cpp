@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <system_error>
@@ -94,14 +95,46 @@ void RemoveStaging(const std::filesystem::path& staging) {
   std::filesystem::remove_all(staging, ec);  // best effort: the error being reported matters
 }
 
+// xpcsjax's top-level files describe the NLSQ result in nlsq/ beside them: a run that writes
+// NLSQ results first removes an earlier run's set (this run's own, if any, replaces it), so
+// that the folder never holds one run's nlsq_result.json beside another's parameters.json,
+// nor an earlier run's set beside this run's nlsq/. Returns the names removed that this run
+// does not write again.
+std::vector<std::string> RemoveEarlierXpcsjaxFiles(const std::filesystem::path& staging,
+                                                   const std::filesystem::path& out) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> gone;
+  for (const std::string& name : outputs::XpcsjaxTopLevelFiles()) {
+    std::error_code ec;
+    if (!fs::is_regular_file(out / name, ec)) continue;
+    if (!fs::remove(out / name, ec) || ec) {
+      ThrowIoError(fmt::format("could not remove an earlier run's {} (it would be mixed with "
+                               "this run's results): {}",
+                               name, ec.message()),
+                   (out / name).string());
+    }
+    if (!fs::exists(staging / name, ec)) gone.push_back(name);
+  }
+  return gone;
+}
+
 // Moves every file of `staging` to the same relative place under `out` (a rename on the
-// same file system: each file appears whole), then removes the staging folder.
+// same file system: each file appears whole), then removes the staging folder. xpcsjax's
+// top-level set goes last, nlsq_result.json the very last (XpcsjaxTopLevelFiles).
 void CommitStaging(const std::filesystem::path& staging, const std::filesystem::path& out) {
   namespace fs = std::filesystem;
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(staging)) {
     if (entry.is_regular_file()) files.push_back(entry.path());
   }
+  const auto& last = outputs::XpcsjaxTopLevelFiles();
+  const auto rank = [&](const fs::path& f) -> std::size_t {
+    if (f.parent_path() != staging) return 0;
+    const auto it = std::find(last.begin(), last.end(), f.filename().string());
+    return it == last.end() ? 0 : 1 + static_cast<std::size_t>(it - last.begin());
+  };
+  std::stable_sort(files.begin(), files.end(),
+                   [&](const fs::path& a, const fs::path& b) { return rank(a) < rank(b); });
   for (const fs::path& f : files) {
     const fs::path target = out / fs::relative(f, staging);
     std::error_code ec;
@@ -178,7 +211,17 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       }
     });
     RunCollectively(scope.comm, [&] {
-      if (scope.comm.is_root()) CommitStaging(out, final_dir);
+      if (!scope.comm.is_root()) return;
+      if (write_nlsq) {
+        const std::vector<std::string> gone = RemoveEarlierXpcsjaxFiles(out, final_dir);
+        if (!gone.empty()) {
+          scope.log.Info(
+              "output: removed an earlier run's {} from {}: this run's NLSQ results replace "
+              "them, in homodyne's layout ({})",
+              fmt::join(gone, ", "), final_dir.string(), scope.cfg.output_layout_reason);
+        }
+      }
+      CommitStaging(out, final_dir);
     });
   } catch (...) {
     if (scope.comm.is_root()) RemoveStaging(out);

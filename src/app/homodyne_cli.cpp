@@ -330,6 +330,7 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     }
   }
   for (const auto& note : in.cfg.notes) log.Debug("config: {}", note);
+  if (!in.plots.PlotOnly()) log.Info("output: {}", config::OutputLayoutLine(in.cfg));
   log.Info("homodyne-hpc {}: {} of {} ({} rank(s))", Version(),
            in.plots.PlotOnly() ? std::string("plots")
                                : fmt::format("{} fit", config::ToString(opts.method)),

@@ -354,7 +354,10 @@ struct Config {
   LoggingOptions logging;
   std::string output_directory;
   std::string output_base_directory;  // output.base_directory: the parent of output_directory
-  std::string output_layout;          // output.layout: "homodyne" | "xpcsjax"
+  std::string output_layout;          // output.layout resolved: "homodyne" | "xpcsjax"
+  // Why that layout, for the run's log line: "output.layout: xpcsjax", "an xpcsjax config
+  // (optimization.angle_filtering)", …
+  std::string output_layout_reason;
   // output.compress_hdf5 / output.compression_level: deflate (after the shuffle filter) for
   // the large arrays of the HDF5 result files (fitted_data.h5 and the plots' data files).
   // Hdf5DeflateLevel() is the level to use: 0 = stored uncompressed.
@@ -366,8 +369,10 @@ struct Config {
   std::string cache_strategy;       // v2_features.cache_strategy
   bool legacy_flat_layout = false;  // converted from the flat legacy layout
   std::vector<std::string> notes;   // notes for the user (fallbacks, overrides)
-  // Keys of earlier homodyne/xpcsjax versions read under today's keys, one note each; shown
-  // at the default verbosity (the user wrote them and should see how they were read).
+  // Compatibility notes: keys of earlier homodyne/xpcsjax versions read under today's keys,
+  // xpcsjax's flat keys and homodyne's sampler keys overriding their nested equivalents, one
+  // note each; shown once at the default verbosity (the user wrote them and should see how
+  // they were read).
   std::vector<std::string> earlier_keys;
   std::vector<std::string> accepted_keys_present;  // status-accepted keys found in the file
   // Unknown keys ignored by a lenient read (ReadOptions::strict false), each as

@@ -44,8 +44,8 @@ void ApplyMcmcOverrides(const ValueReader& r, Config& config) {
     const int value = r.Int(key);
     if (value != *o.target) {
       config.notes.push_back(
-          fmt::format("{} = {} overrides optimization.cmc.per_shard_mcmc.{} "
-                      "({})",
+          fmt::format("{} = {} overrides optimization.cmc.per_shard_mcmc.{} ({}), as homodyne's "
+                      "command line does",
                       key, value, o.name, *o.target));
     }
     *o.target = value;
@@ -67,8 +67,8 @@ void ApplyFlatNlsqKeys(const ValueReader& r, Config& config) {
     alias.path = flat;
     spec->field.read(r, alias, config);
     if (r.Has(nested) && spec->field.text(config) != before) {
-      config.notes.push_back(
-          fmt::format("{} = {} overrides {} ({})", flat, spec->field.text(config), nested, before));
+      config.earlier_keys.push_back(fmt::format("{} = {} (xpcsjax's flat key) overrides {} ({})",
+                                                flat, spec->field.text(config), nested, before));
     }
   }
 }
@@ -95,7 +95,8 @@ void CheckXpcsjaxOnlyValues(const ValueReader& r, Config& config, ProblemList& p
   std::string& mode = config.optimization.nlsq.anti_degeneracy.per_angle_mode;
   if (mode == "independent") {
     mode = "individual";
-    config.notes.push_back("per_angle_mode independent (xpcsjax's deprecated name) = individual");
+    config.earlier_keys.push_back(
+        "per_angle_mode independent (xpcsjax's deprecated name) read as individual");
   }
   const YAML::Node angle_filtering = r.Find("optimization.angle_filtering");
   if (angle_filtering.IsMap()) {

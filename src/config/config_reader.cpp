@@ -195,6 +195,20 @@ void ReadAnalysisMode(const ValueReader& r, Config& c) {
   c.analysis_mode = TryParseAnalysisMode(c.analysis_mode_name).value_or(AnalysisMode::kStatic);
 }
 
+// output.layout: auto is xpcsjax's layout for an xpcsjax config (it is what that user's
+// scripts read), homodyne's for any other.
+void ResolveOutputLayout(const std::string& xpcsjax_marker, Config& c) {
+  if (c.output_layout != "auto") {
+    c.output_layout_reason = "output.layout: " + c.output_layout;
+  } else if (xpcsjax_marker.empty()) {
+    c.output_layout = "homodyne";
+    c.output_layout_reason = "a homodyne config";
+  } else {
+    c.output_layout = "xpcsjax";
+    c.output_layout_reason = fmt::format("an xpcsjax config ({})", xpcsjax_marker);
+  }
+}
+
 Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions& options) {
   if (!root.IsDefined() || root.IsNull()) ThrowBadInput("the configuration file is empty", source);
   if (!root.IsMap()) {
@@ -208,6 +222,7 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   if (c.legacy_flat_layout) {
     c.notes.push_back("flat legacy layout converted to the nested layout");
   }
+  const std::string xpcsjax_marker = detail::XpcsjaxConfigMarker(root);
   detail::ConvertEarlierKeys(root, c.earlier_keys);
   detail::CheckAgainstKeyTable(root, problems, c.accepted_keys_present,
                                options.strict ? nullptr : &c.ignored_keys);
@@ -218,6 +233,7 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   ExpandPaths(c);
   // What one key cannot say: the mode, fallback chains, cross-key checks, lists and maps.
   ReadAnalysisMode(r, c);
+  ResolveOutputLayout(xpcsjax_marker, c);
   BuildAnalyzer(r, c, problems);
   CheckExperimentalData(r, c, options, problems);
   BuildPhiFiltering(r, c);
@@ -225,6 +241,12 @@ Config BuildConfig(YAML::Node root, const std::string& source, const ReadOptions
   detail::BuildOptimization(r, c, problems);
   BuildLoggingModules(r, c);
   problems.ThrowIfAny(source);
+  // Each compatibility note once, in the order of the first.
+  std::vector<std::string> once;
+  for (auto& note : c.earlier_keys) {
+    if (std::find(once.begin(), once.end(), note) == once.end()) once.push_back(std::move(note));
+  }
+  c.earlier_keys = std::move(once);
 
   auto raw = std::make_shared<RawConfig>();
   raw->root = root;
@@ -282,6 +304,22 @@ std::string IgnoredKeysWarning(const Config& config) {
   return out;
 }
 
+std::string OutputLayoutLine(const Config& config) {
+  if (config.output_layout == "xpcsjax") {
+    return fmt::format(
+        "xpcsjax's result files of an NLSQ fit (nlsq_result.json/.npz, parameters.json, "
+        "analysis_results_nlsq.json, convergence_metrics.json) beside homodyne's: {}{}",
+        config.output_layout_reason,
+        config.output_layout_reason.rfind("output.layout", 0) == 0
+            ? ""
+            : "; output.layout: homodyne writes homodyne's alone");
+  }
+  return fmt::format("homodyne's result files: {}{}", config.output_layout_reason,
+                     config.output_layout_reason.rfind("output.layout", 0) == 0
+                         ? ""
+                         : "; output.layout: xpcsjax adds xpcsjax's");
+}
+
 std::vector<std::string> UnusedSettingWarnings(const Config& config) {
   std::vector<std::string> out;
   const auto given = [&](std::string_view key) {
@@ -320,6 +358,7 @@ Config DefaultConfig() {
   const ValueReader r(YAML::Node(YAML::NodeType::Map));
   detail::ReadBoundFields(r, c);
   ReadAnalysisMode(r, c);
+  ResolveOutputLayout("", c);
   c.analyzer.dt = kFallbackDt;
   c.analyzer.dt_source = "default";
   c.analyzer.stator_rotor_gap = kFallbackStatorRotorGap;

@@ -73,4 +73,7 @@ std::string ConfigString(const Config& config, std::string_view path);
 // x_scale_map, phi_filtering.tolerance), so that none is dropped without a word.
 std::vector<std::string> UnusedSettingWarnings(const Config& config);
 
+// One line saying which result files the run writes and why (output.layout, docs/outputs.md).
+std::string OutputLayoutLine(const Config& config);
+
 }  // namespace homodyne::config

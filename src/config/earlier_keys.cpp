@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "raw_config.h"
 #include "schema_check.h"
@@ -35,6 +36,67 @@ constexpr MovedKey kMovedKeys[] = {
      "phi_filtering.fallback_to_all_angles", "xpcsjax's angle filter"},
     {"optimization.cmc.sharding.sharding_strategy", "optimization.cmc.sharding.strategy",
      "homodyne's CMC documentation; its code reads strategy"},
+    // homodyne's sampler checks before its CMC-only sampler (templates of 2025). (Its
+    // target_accept_prob and max_tree_depth there are in every current template beside
+    // per_shard_mcmc's, which its code reads: accepted keys, not earlier ones.)
+    {"optimization.mcmc.min_ess", "optimization.cmc.validation.min_per_shard_ess",
+     "homodyne's NUTS check of 2025"},
+    {"optimization.mcmc.max_rhat", "optimization.cmc.validation.max_per_shard_rhat",
+     "homodyne's NUTS check of 2025"},
+    {"optimization.mcmc.dense_mass", "optimization.mcmc.dense_mass_matrix",
+     "homodyne's earlier spelling"},
+    // homodyne's first streaming optimizer (its streaming template of October 2025); homodyne's
+    // code converts them to the hybrid streaming settings so.
+    {"optimization.streaming.max_epochs", "optimization.nlsq.hybrid_streaming.warmup_iterations",
+     "homodyne's streaming template of 2025"},
+    {"optimization.streaming.learning_rate",
+     "optimization.nlsq.hybrid_streaming.warmup_learning_rate",
+     "homodyne's streaming optimizer of 2025"},
+    {"optimization.streaming.convergence_tol",
+     "optimization.nlsq.hybrid_streaming.gauss_newton_tol",
+     "homodyne's streaming optimizer of 2025"},
+    {"optimization.streaming.validate_numerics",
+     "optimization.nlsq.hybrid_streaming.validate_numerics",
+     "homodyne's streaming template of 2025"},
+};
+
+// A section that moved whole: each key below `before` is read at the same place below `now`
+// (one note per section).
+struct MovedSection {
+  const char* before;
+  const char* now;
+  const char* origin;
+};
+
+// homodyne's CMC-only templates of December 2025 put the CMC settings under optimization.mcmc;
+// its code read them from optimization.cmc.
+constexpr MovedSection kMovedSections[] = {
+    {"optimization.mcmc.sharding", "optimization.cmc.sharding",
+     "homodyne's CMC templates of December 2025"},
+    {"optimization.mcmc.combination", "optimization.cmc.combination",
+     "homodyne's CMC templates of December 2025"},
+    {"optimization.mcmc.per_shard_mcmc", "optimization.cmc.per_shard_mcmc",
+     "homodyne's CMC templates of December 2025"},
+    {"optimization.mcmc.validation", "optimization.cmc.validation",
+     "homodyne's CMC templates of December 2025"},
+    {"optimization.mcmc.backend_config", "optimization.cmc.backend_config",
+     "homodyne's CMC templates of December 2025"},
+};
+
+// Sections and keys that mark a config as xpcsjax's (XpcsjaxConfigMarker), in the order
+// they are looked for.
+constexpr const char* kXpcsjaxOnlyKeys[] = {
+    "optimization.angle_filtering",
+    "experimental_data.use_caching",
+    "analyzer_parameters.frame_step",
+    "analyzer_parameters.time_unit",
+    "analyzer_parameters.temporal",
+    "parameter_bounds",
+    "parameters",  // the grouped two-component format
+    "scaling",
+    "anti_degeneracy",
+    "output.include_diagnostics",
+    "output.formats.npz",
 };
 
 std::vector<std::string> Split(const std::string& path) {
@@ -117,6 +179,35 @@ void MoveKeys(YAML::Node& root, std::vector<std::string>& notes) {
   }
 }
 
+void MoveSections(YAML::Node& root, std::vector<std::string>& notes) {
+  for (const auto& m : kMovedSections) {
+    const YAML::Node before = Find(root, m.before);
+    if (!before.IsMap()) continue;
+    std::vector<std::string> read, kept;
+    for (const auto& kv : before) {
+      const std::string key = kv.first.Scalar();
+      const std::string now = std::string(m.now) + "." + key;
+      if (Has(root, now)) {
+        if (Scalar(Find(root, now)) != Scalar(kv.second) || Scalar(kv.second).empty()) {
+          kept.push_back(key);
+        }
+      } else {
+        Put(root, now, YAML::Clone(kv.second));
+        read.push_back(key);
+      }
+    }
+    if (!read.empty()) {
+      notes.push_back(fmt::format("{}.{{{}}} ({}) read as {}.*", m.before, fmt::join(read, ", "),
+                                  m.origin, m.now));
+    }
+    if (!kept.empty()) {
+      notes.push_back(fmt::format("{}.{{{}}} ({}) not read: {} gives them and wins", m.before,
+                                  fmt::join(kept, ", "), m.origin, m.now));
+    }
+    Drop(root, m.before);
+  }
+}
+
 // xpcsjax's analysis_settings.static_mode / isotropic_mode booleans (its homodyne model reads
 // them): static_mode true is a static mode, false laminar_flow.
 void ReadAnalysisSettingsFlags(YAML::Node& root, std::vector<std::string>& notes) {
@@ -143,9 +234,18 @@ void ReadTemporalStartFrame(YAML::Node& root, bool from_temporal, std::vector<st
   YAML::Node analyzer = root["analyzer_parameters"];
   if (Scalar(Find(root, "analyzer_parameters.start_frame")) != "0") return;
   analyzer["start_frame"] = 1;
-  notes.push_back(
+  // One line for the key: this one replaces the move's.
+  const std::string line =
       "analyzer_parameters.temporal.start_frame: 0 (xpcsjax's documentation counts from 0) read "
-      "as start_frame: 1, the first frame");
+      "as analyzer_parameters.start_frame: 1, the first frame";
+  const auto moved = std::find_if(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.rfind("analyzer_parameters.temporal.start_frame ", 0) == 0;
+  });
+  if (moved != notes.end()) {
+    *moved = line;
+  } else {
+    notes.push_back(line);
+  }
 }
 
 // initial_parameters.values as a name -> value mapping (xpcsjax's quickstart): the names and
@@ -266,6 +366,7 @@ void ConvertEarlierKeys(YAML::Node& root, std::vector<std::string>& notes) {
                               !Has(root, "analyzer_parameters.start_frame");
   ReadAnalysisSettingsFlags(root, notes);
   MoveKeys(root, notes);
+  MoveSections(root, notes);
   ReadTemporalStartFrame(root, temporal_start, notes);
   ReadValuesMapping(root, notes);
   ReadParameterBounds(root, notes);
@@ -274,9 +375,35 @@ void ConvertEarlierKeys(YAML::Node& root, std::vector<std::string>& notes) {
   ReadAutoMemoryLimit(root, notes);
 }
 
-std::vector<std::pair<std::string, std::string>> EarlierKeyMoves() {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const auto& m : kMovedKeys) out.emplace_back(m.before, m.now);
+std::string XpcsjaxConfigMarker(const YAML::Node& root) {
+  if (!root.IsMap()) return {};
+  for (const char* key : {"analysis_mode", "analysis_settings.analysis_mode"}) {
+    const std::string mode = Scalar(Find(root, key));
+    if (mode == "two_component" || mode == "heterodyne") return fmt::format("{}: {}", key, mode);
+  }
+  // The logger names of xpcsjax's package (dotted names: one key each).
+  const YAML::Node modules = Find(root, "logging.modules");
+  if (modules.IsMap()) {
+    for (const auto& kv : modules) {
+      if (kv.first.Scalar().rfind("xpcsjax", 0) == 0) {
+        return "logging.modules." + kv.first.Scalar();
+      }
+    }
+  }
+  // Keys that only xpcsjax's templates and documentation write; homodyne's templates, of
+  // every version, have none of them.
+  for (const char* key : kXpcsjaxOnlyKeys) {
+    if (Find(root, key).IsDefined()) return key;
+  }
+  return {};
+}
+
+std::vector<EarlierKey> EarlierKeyMoves() {
+  std::vector<EarlierKey> out;
+  for (const auto& m : kMovedKeys) out.push_back({m.before, m.now, m.origin});
+  for (const auto& m : kMovedSections) {
+    out.push_back({std::string(m.before) + ".*", std::string(m.now) + ".*", m.origin});
+  }
   return out;
 }
 

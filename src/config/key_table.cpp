@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "schema_check.h"
+
 namespace homodyne::config {
 namespace {
 
@@ -222,6 +224,27 @@ std::string RenderConfigReferenceMarkdown() {
         EscapeCell(spec.rule.text), spec.status == KeyStatus::kUsed ? "used" : "accepted",
         EscapeCell(spec.description));
   }
+  return out;
+}
+
+std::string RenderMigrationKeyTableMarkdown() {
+  std::string out =
+      "| key | what happens here |\n"
+      "|---|---|\n";
+  for (const auto& spec : ConfigKeyTable()) {
+    out +=
+        fmt::format("| `{}` | {}{} |\n", EscapeCell(spec.path),
+                    spec.status == KeyStatus::kUsed ? "read" : "accepted, no effect",
+                    spec.description.empty() ? std::string() : ": " + EscapeCell(spec.description));
+  }
+  for (const auto& m : detail::EarlierKeyMoves()) {
+    out +=
+        fmt::format("| `{}` ({}) | read as `{}`, one note; when that key is given too, it wins |\n",
+                    EscapeCell(m.before), EscapeCell(m.origin), EscapeCell(m.now));
+  }
+  out +=
+      "| any other key | ignored with everything below it, named in one warning with the "
+      "nearest known key beside it; `--strict` refuses it (exit 2) |\n";
   return out;
 }
 

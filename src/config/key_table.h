@@ -125,6 +125,11 @@ const KeySpec* FindKeySpec(std::string_view pattern_path);
 // wildcard mapping match the `*` entry. nullptr if the path is not a known key.
 const KeySpec* ResolveKeySpec(std::string_view concrete_path);
 
+// The key part of docs/migrating.md: every key of the table and every earlier key or
+// section (earlier_keys.cpp) with what happens to it, as Markdown table rows
+// (`homodyne-config --migration-keys`).
+std::string RenderMigrationKeyTableMarkdown();
+
 // Readable type name for messages and docs ("a number", "an integer", ...).
 std::string_view DescribeType(KeyType type);
 

@@ -67,10 +67,11 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Used("base_directory", T::kString, "", NoRule(),
          "Parent of output.directory (xpcsjax): the results go to base_directory/directory",
          top(&Config::output_base_directory), kNullable);
-  o.Used("layout", T::kString, "homodyne", OneOf({"homodyne", "xpcsjax"}),
+  o.Used("layout", T::kString, "auto", OneOf({"auto", "xpcsjax", "homodyne"}),
          "Result files: homodyne's set, or xpcsjax's added (nlsq_result.json/.npz and its flat "
          "parameters.json, analysis_results_nlsq.json, convergence_metrics.json in the output "
-         "directory, docs/outputs.md)",
+         "directory, docs/outputs.md); auto: xpcsjax's for an xpcsjax config (two_component, "
+         "or a key only xpcsjax writes, docs/migrating.md), homodyne's otherwise",
          top(&Config::output_layout));
   o.Section("formats", kAcc, "Result formats (only JSON/NPZ/YAML are written)", kNullable);
   o.Acc("formats.hdf5", T::kBool, "", NoRule(), "HDF5 results");
@@ -121,6 +122,8 @@ void AddPerformance(std::vector<KeySpec>& t) {
   p.Acc("computation.cpu_threads", T::kAny, "auto", NoRule(), "Thread count or auto");
   p.Acc("computation.vectorization_level", T::kString, "", NoRule(), "Vectorization level",
         kNullable);
+  p.Acc("computation.gpu_acceleration", T::kAny, "auto", NoRule(),
+        "homodyne's templates of 2025; not used: CPU only (MPI ranks x pinned threads)");
   p.Acc("performance_engine_enabled", T::kBool, "true", NoRule(), "Loader performance engine");
 }
 

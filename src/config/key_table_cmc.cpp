@@ -100,6 +100,9 @@ void AddSamplerAndChecks(const KeyAdder& c) {
   p.Acc("adaptive_sampling", T::kBool, "true", NoRule(), "Shrink warm-up/samples for small shards");
   p.Used("max_tree_depth", T::kInt, "10", AtLeast(1), "NUTS maximum tree depth",
          fp(&PerShardMcmc::max_tree_depth));
+  p.Acc("subsample_size", T::kIntOrAuto, "auto", AtLeast(1),
+        "homodyne's templates of 2025: points sampled per shard; not used: a shard's chains see "
+        "all of its points (max_points_per_shard sizes the shards)");
   p.Acc("min_warmup", T::kInt, "100", NonNegative(), "Lower limit of adaptive warm-up");
   p.Acc("min_samples", T::kInt, "200", AtLeast(1), "Lower limit of adaptive samples");
   p.Acc("enable_jax_profiling", T::kBool, "false", NoRule(), "JAX profiling");
@@ -167,6 +170,14 @@ void AddCmcKeys(std::vector<KeySpec>& table) {
   AddCmcTop(c);
   AddBackendAndSharding(c);
   AddSamplerAndChecks(c);
+  // Keys of homodyne's templates of late 2025 that its later code no longer reads.
+  c.Acc("diagonal_correction", T::kBool, "true", NoRule(),
+        "homodyne's templates of 2025; not used: the data's diagonal is corrected on loading "
+        "(basic correction, as homodyne) and never fitted");
+  c.Acc("initialization", T::kAnyMapping, "", NoRule(),
+        "homodyne's SVI start of 2025 (run_nlsq_init, use_svi, …); not used: chains start at "
+        "each shard's posterior mode from the NLSQ answer (docs/cmc.md)",
+        kNullable);
 }
 
 }  // namespace homodyne::config::detail

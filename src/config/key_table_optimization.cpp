@@ -83,8 +83,26 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
   m.Used("num_chains", T::kInt, "null", AtLeast(1),
          "Overrides cmc.per_shard_mcmc.num_chains when set", kNullable);
   m.Acc("progress_bar", T::kBool, "true", NoRule(), "Show a progress bar");
-  m.Acc("target_accept_prob", T::kFloat, "0.90", InRange(0, 1), "NUTS target acceptance");
-  m.Acc("max_tree_depth", T::kInt, "12", AtLeast(1), "NUTS tree depth");
+  m.Acc("target_accept_prob", T::kFloat, "0.90", InRange(0, 1),
+        "Not used, as in homodyne's code of today: optimization.cmc.per_shard_mcmc."
+        "target_accept_prob sets the NUTS target");
+  m.Acc("max_tree_depth", T::kInt, "12", AtLeast(1),
+        "Not used, as in homodyne's code of today: optimization.cmc.per_shard_mcmc."
+        "max_tree_depth sets the NUTS tree depth");
+  // min_ess, max_rhat and dense_mass are read under their keys of today before this table is
+  // consulted (earlier_keys.cpp).
+  // homodyne's code hands these to its sampler too; ours has no equivalent.
+  m.Acc("init_strategy", T::kString, "", NoRule(),
+        "homodyne's chain initialisation; not used: chains start at each shard's posterior mode "
+        "(docs/cmc.md)",
+        kNullable);
+  m.Acc("check_hmc_diagnostics", T::kBool, "true", NoRule(),
+        "Not used: R-hat, ESS and divergences are always checked per shard");
+  m.Acc("n_retries", T::kInt, "", NonNegative(), "Not used: a shard is sampled once", kNullable);
+  m.Acc("rng_key", T::kInt, "", NoRule(),
+        "Not used: chains draw from optimization.cmc.sharding.seed_base's streams", kNullable);
+  m.Acc("stable_prior_fallback", T::kBool, "false", NoRule(),
+        "Not used: the priors are those of parameter_space");
   m.Used("dense_mass_matrix", T::kBool, "true", NoRule(),
          "Dense (default) or diagonal metric of the NUTS chains; --dense-mass-matrix overrides");
   m.Acc("initial_values", T::kAnyMapping, "", NoRule(),

@@ -40,7 +40,17 @@ bool ConvertFlatLegacyLayout(YAML::Node& root, ProblemList& problems);
 // per conversion ("X (origin) read as Y").
 void ConvertEarlierKeys(YAML::Node& root, std::vector<std::string>& notes);
 
-// The moved keys of that table as (earlier path, path now), for the reference doc and tests.
-std::vector<std::pair<std::string, std::string>> EarlierKeyMoves();
+// The key that marks `root` (as read, before ConvertEarlierKeys) as an xpcsjax config, as
+// "key" or "key: value"; empty for a homodyne config. An xpcsjax config is one whose mode is
+// two_component, or that holds a key only xpcsjax's templates and documentation write
+// (docs/migrating.md lists them). It decides output.layout: auto.
+std::string XpcsjaxConfigMarker(const YAML::Node& root);
+
+// The moved keys and sections of that table (a section as "path.*"), for the migration
+// table of docs/migrating.md and tests.
+struct EarlierKey {
+  std::string before, now, origin;
+};
+std::vector<EarlierKey> EarlierKeyMoves();
 
 }  // namespace homodyne::config::detail

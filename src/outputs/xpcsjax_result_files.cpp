@@ -122,6 +122,13 @@ std::string XpcsjaxConvergenceMetricsJson(const nlsq::FitReport& r) {
   return j.dump(2) + "\n";
 }
 
+const std::vector<std::string>& XpcsjaxTopLevelFiles() {
+  static const std::vector<std::string> names = {"parameters.json", "analysis_results_nlsq.json",
+                                                 "convergence_metrics.json", "nlsq_result.npz",
+                                                 "nlsq_result.json"};
+  return names;
+}
+
 void WriteXpcsjaxResultFiles(const std::filesystem::path& dir, const nlsq::FitReport& r,
                              const XpcsjaxRunInfo& info) {
   EnsureDirectory(dir);

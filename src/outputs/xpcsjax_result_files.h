@@ -33,6 +33,10 @@ std::string XpcsjaxParametersJson(const nlsq::FitReport& r);
 std::string XpcsjaxAnalysisResultsJson(const nlsq::FitReport& r, const XpcsjaxRunInfo& info);
 std::string XpcsjaxConvergenceMetricsJson(const nlsq::FitReport& r);
 
+// The names of those five files, nlsq_result.json last: a set is published in this order, so
+// that nlsq_result.json present means the set beside it is complete (app/fit_phases.cpp).
+const std::vector<std::string>& XpcsjaxTopLevelFiles();
+
 // All five files under `dir`.
 void WriteXpcsjaxResultFiles(const std::filesystem::path& dir, const nlsq::FitReport& r,
                              const XpcsjaxRunInfo& info);

@@ -57,8 +57,18 @@ for cfg in "$corpus"/*.yaml; do
   if [ $rc -ne 0 ] && [ $rc -ne 4 ] && [ $rc -ne 5 ]; then
     tail -20 "$dir/fit.log"; failures+=("$name: the fit exited $rc"); continue
   fi
+  # Every line before the run's banner (config notes, warnings, the output line) once.
+  dup=$(sed '/^homodyne-hpc /q' "$dir/fit.log" | grep -v '^  ' | sort | uniq -d)
+  [ -z "$dup" ] && [ "$(grep -c '^homodyne-hpc ' "$dir/fit.log")" -eq 1 ] ||
+    failures+=("$name: a line of the run's start is printed more than once: $dup")
   [ -e "$dir/checkpoints" ] && failures+=("$name: checkpoints written outside the output directory")
-  "$py" "$corpus/read_outputs.py" "$dir/out" "$mode" $fmt || failures+=("$name: outputs not readable")
+  # An xpcsjax config (its templates and documentation examples) gets xpcsjax's files too;
+  # a homodyne config homodyne's alone (output.layout: auto).
+  layout=homodyne; [[ $name == xpcsjax_* || $name == doc_xpcsjax_* ]] && layout=xpcsjax
+  "$py" "$corpus/read_outputs.py" "$dir/out" "$mode" $fmt $layout ||
+    failures+=("$name: outputs not readable")
+  [ "$(grep -c "^output: ${layout}'s result files" "$dir/fit.log")" -eq 1 ] ||
+    failures+=("$name: the log does not say once that it writes ${layout}'s files")
   echo "$name ($mode, $ranks rank(s)): exit $rc"
 done
 

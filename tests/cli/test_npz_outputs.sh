@@ -173,5 +173,30 @@ assert int(z["iterations"]) == m["iterations"] and z["iterations"].dtype == np.i
 assert json.loads(str(z["metadata_json"])) == m
 assert json.loads(str(z["config_json"])) == r["config"]
 PY
-[ -z "$(find "$tmp/n" "$tmp/c" -name '*parts*' -o -name '*.tmp*')" ] || fail "a temporary file was left"
+
+# A rerun into the same folder never leaves two runs' files side by side: in homodyne's layout
+# it removes the earlier run's xpcsjax files (and says so); in xpcsjax's it replaces the whole
+# set, which then describes the same fit as nlsq/ beside it.
+xfiles="nlsq_result.json nlsq_result.npz parameters.json analysis_results_nlsq.json convergence_metrics.json"
+sed 's/layout: xpcsjax/layout: homodyne/' "$tmp/x.yaml" > "$tmp/h.yaml"
+"$bindir/homodyne" --config "$tmp/h.yaml" -o "$tmp/base/run1" > "$tmp/h.log" 2>&1 ||
+  { tail -5 "$tmp/h.log"; fail "homodyne layout rerun"; }
+for f in $xfiles; do [ ! -e "$tmp/base/run1/$f" ] || fail "an earlier run's $f was left beside this run's results"; done
+grep -q "^output: removed an earlier run's parameters.json, .*nlsq_result.json from" "$tmp/h.log" ||
+  { cat "$tmp/h.log"; fail "the removal of the earlier run's files is not named"; }
+sed 's/values: \[20000, -0.3, 0\]/values: [25000, -0.5, 0]/' "$tmp/x.yaml" > "$tmp/x2.yaml"
+"$bindir/homodyne" --config "$tmp/x2.yaml" > "$tmp/x2.log" 2>&1 || { tail -5 "$tmp/x2.log"; fail "xpcsjax rerun"; }
+"$py" - "$tmp/base/run1" <<'PY' || fail "the rerun's xpcsjax files are not one run's"
+import json, sys
+import numpy as np
+d = sys.argv[1]
+r = json.load(open(d + "/nlsq_result.json"))
+ours = json.load(open(d + "/nlsq/parameters.json"))
+assert r["timestamp"] == ours["timestamp"], (r["timestamp"], ours["timestamp"])
+assert json.load(open(d + "/parameters.json")) == r["parameters"]
+assert list(np.load(d + "/nlsq_result.npz")["parameters"]) == [v["value"] for v in r["parameters"].values()]
+assert json.load(open(d + "/convergence_metrics.json"))["iterations"] == r["metadata"]["iterations"]
+PY
+[ -z "$(find "$tmp/n" "$tmp/c" "$tmp/base" -name '*parts*' -o -name '*.tmp*' -o -name '.homodyne-staging')" ] ||
+  fail "a temporary file was left"
 echo "PASS"

@@ -86,7 +86,7 @@ echo "$out" | grep -v '^  ' | tail -12
 grep -q 'warning: plots' <<<"$out" && fail "plot warning in a working installation"
 o=$tmp/out
 check_pngs "$o"/nlsq/c2_heatmaps_phi_{0.0,60.0,120.0}deg.png "$o/nlsq/c2_diagonal.png" \
-  "$o/nlsq/g2_tau.png" "$o/nlsq/c2_cuts.png" \
+  "$o/nlsq/g2_tau.png" "$o/nlsq/c2_cuts.png" "$o/plots/fit_comparison.png" \
   "$o"/cmc/trace_shard_0000{0,1}.png "$o/cmc/posterior_marginals.png" \
   "$o/cmc/corner_physics.png" "$o/cmc/convergence_summary.png"
 

@@ -2,7 +2,10 @@
 numpy, and only the files and fields homodyne's documentation describes (homodyne_results,
 nlsq/parameters.json, nlsq/analysis_results_nlsq.json, nlsq/convergence_metrics.json).
 
-usage: read_outputs.py OUTPUT_DIR MODE [yaml]
+usage: read_outputs.py OUTPUT_DIR MODE [yaml] [xpcsjax|homodyne]
+With xpcsjax, the config is an xpcsjax config: xpcsjax's own files must be there too
+(nlsq_result.json/.npz and its flat parameters.json, as xpcsjax's documentation describes
+them); with homodyne they must not.
 Exits non-zero, naming the file and field, when something a script would read is missing
 or not a finite number."""
 import json
@@ -13,7 +16,8 @@ import numpy as np
 import yaml
 
 out, mode = sys.argv[1], sys.argv[2]
-want_yaml = len(sys.argv) > 3 and sys.argv[3] == "yaml"
+want_yaml = "yaml" in sys.argv[3:]
+layout = "xpcsjax" if "xpcsjax" in sys.argv[3:] else "homodyne" if "homodyne" in sys.argv[3:] else None
 
 PHYSICAL = {
     "static": ["D0", "alpha", "D_offset"],
@@ -92,5 +96,28 @@ for key in ("convergence", "recovery_actions", "quality_flag", "device_info"):
         fail(f"convergence_metrics.json has no {key}")
 if conv["convergence"]["status"] != params["convergence_status"]:
     fail("convergence_metrics.json and parameters.json disagree on the status")
+if layout == "xpcsjax":
+    r = load("nlsq_result.json")
+    if r.get("schema") != "xpcsjax.nlsq.result/v1":
+        fail(f"nlsq_result.json: schema is {r.get('schema')!r}")
+    xnames = r["config"]["parameter_names"]
+    if list(r["parameters"]) != xnames:
+        fail("nlsq_result.json: parameters and config.parameter_names differ")
+    for name in xnames:
+        finite(r["parameters"][name]["value"], f"nlsq_result.json parameters.{name}.value")
+    if load("parameters.json") != r["parameters"]:
+        fail("parameters.json differs from nlsq_result.json's parameters")
+    z = np.load(f"{out}/nlsq_result.npz")
+    if list(z["parameter_names"]) != xnames or len(z["parameters"]) != len(xnames):
+        fail("nlsq_result.npz: parameter_names/parameters differ from nlsq_result.json")
+    if not np.array_equal(z["parameters"], [r["parameters"][n]["value"] for n in xnames]):
+        fail("nlsq_result.npz: parameters differ from nlsq_result.json")
+    if load("convergence_metrics.json")["status"] != r["metadata"]["convergence_status"]:
+        fail("convergence_metrics.json: status differs from nlsq_result.json")
+elif layout == "homodyne":
+    import os
+    for name in ("nlsq_result.json", "nlsq_result.npz", "parameters.json"):
+        if os.path.exists(f"{out}/{name}"):
+            fail(f"{name} written for a homodyne config")
 print(f"{out}: {params['convergence_status']}, reduced chi2 {params['reduced_chi_squared']:.4g}, "
       f"{info['n_angles']} angle(s), {len(values)} physical parameters read")

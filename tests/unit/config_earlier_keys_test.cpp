@@ -110,6 +110,71 @@ TEST(EarlierKeys, HomodyneExampleAndCmcShapes) {
   EXPECT_TRUE(AnyNote(c, "performance.memory_limit_gb: auto"));
 }
 
+// homodyne's sampler keys of 2025 (optimization.mcmc) and its CMC-only templates of December
+// 2025 (the CMC sections under optimization.mcmc), and its first streaming optimizer's keys.
+TEST(EarlierKeys, HomodyneMcmcAndStreamingShapes) {
+  const Config c = Read(
+      "analysis_mode: static\n"
+      "analyzer_parameters: {dt: 0.1, scattering: {wavevector_q: 0.01}}\n"
+      "optimization:\n"
+      "  mcmc:\n"
+      "    min_ess: 250\n"
+      "    max_rhat: 1.05\n"
+      "    init_strategy: median\n"
+      "    sharding: {strategy: contiguous, num_shards: 3, seed_base: 11}\n"
+      "    combination: {method: weighted_gaussian, min_success_rate: 0.7}\n"
+      "    per_shard_mcmc: {num_warmup: 123, target_accept_prob: 0.93, max_tree_depth: 7}\n"
+      "    validation: {max_between_shard_kl: 0.25}\n"
+      "  cmc:\n"
+      "    sharding: {num_shards: 5}\n"
+      "  streaming:\n"
+      "    max_epochs: 3\n"
+      "    validate_numerics: false\n");
+  const auto& cmc = c.optimization.cmc;
+  EXPECT_DOUBLE_EQ(cmc.per_shard_mcmc.target_accept_prob, 0.93);
+  EXPECT_EQ(cmc.per_shard_mcmc.max_tree_depth, 7);
+  EXPECT_EQ(cmc.per_shard_mcmc.num_warmup, 123);
+  EXPECT_DOUBLE_EQ(cmc.validation.min_per_shard_ess, 250.0);
+  EXPECT_DOUBLE_EQ(cmc.validation.max_per_shard_rhat, 1.05);
+  EXPECT_DOUBLE_EQ(cmc.validation.max_between_shard_kl, 0.25);
+  EXPECT_EQ(cmc.sharding.strategy, "contiguous");
+  EXPECT_EQ(cmc.sharding.seed_base, 11);
+  EXPECT_EQ(cmc.sharding.num_shards, 5);  // optimization.cmc's own value wins
+  EXPECT_DOUBLE_EQ(cmc.combination.min_success_rate, 0.7);
+  EXPECT_TRUE(AnyNote(c,
+                      "optimization.mcmc.min_ess (homodyne's NUTS check of 2025) read as "
+                      "optimization.cmc.validation.min_per_shard_ess"));
+  EXPECT_TRUE(AnyNote(c,
+                      "optimization.mcmc.sharding.{strategy, seed_base} (homodyne's CMC "
+                      "templates of December 2025) read as optimization.cmc.sharding.*"));
+  EXPECT_TRUE(AnyNote(c,
+                      "optimization.mcmc.sharding.{num_shards} (homodyne's CMC templates of "
+                      "December 2025) not read: optimization.cmc.sharding gives them"));
+  EXPECT_TRUE(AnyNote(c,
+                      "optimization.streaming.max_epochs (homodyne's streaming template of "
+                      "2025) read as optimization.nlsq.hybrid_streaming.warmup_iterations"));
+  EXPECT_TRUE(AnyNote(c, "optimization.streaming.validate_numerics"));
+  // Each key once.
+  for (std::size_t i = 0; i < c.earlier_keys.size(); ++i) {
+    for (std::size_t j = i + 1; j < c.earlier_keys.size(); ++j) {
+      EXPECT_NE(c.earlier_keys[i], c.earlier_keys[j]);
+    }
+  }
+}
+
+TEST(EarlierKeys, OneLinePerKey) {
+  const Config c = Read(
+      "analysis_mode: static\n"
+      "analyzer_parameters:\n"
+      "  temporal: {dt: 0.25, start_frame: 0}\n"
+      "  scattering: {wavevector_q: 0.01}\n");
+  const auto about_start = std::count_if(
+      c.earlier_keys.begin(), c.earlier_keys.end(),
+      [](const std::string& n) { return n.find("temporal.start_frame") != std::string::npos; });
+  EXPECT_EQ(about_start, 1);
+  EXPECT_EQ(c.analyzer.start_frame, 1);
+}
+
 TEST(EarlierKeys, StaticModeFlagAndFileNameAlone) {
   const Config c = Read(
       "analysis_settings: {static_mode: true, isotropic_mode: true}\n"

@@ -41,9 +41,11 @@ std::string ErrorOf(const std::string& yaml) {
   return {};
 }
 
+// A note of either kind: the reader's (shown at -v) or a compatibility note (shown always).
 bool HasNote(const Config& c, const std::string& part) {
-  return std::any_of(c.notes.begin(), c.notes.end(),
-                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
+  const auto has = [&](const std::string& n) { return n.find(part) != std::string::npos; };
+  return std::any_of(c.notes.begin(), c.notes.end(), has) ||
+         std::any_of(c.earlier_keys.begin(), c.earlier_keys.end(), has);
 }
 
 const EffectiveParameter& Param(const Config& c, const std::string& name) {
@@ -382,7 +384,7 @@ TEST(ConfigXpcsjax, FlatNlsqKeysWinOverTheirNestedForms) {
   EXPECT_EQ(n.anti_degeneracy.per_angle_mode, "individual");  // xpcsjax's deprecated name
   EXPECT_FALSE(n.anti_degeneracy.hierarchical_enable);
   EXPECT_TRUE(HasNote(c,
-                      "optimization.nlsq.enable_cmaes = true overrides "
+                      "optimization.nlsq.enable_cmaes = true (xpcsjax's flat key) overrides "
                       "optimization.nlsq.cmaes.enable (false)"));
   // two_component's L3 reads the flat mode (no nested mode here: the default would be none).
   EXPECT_EQ(n.anti_degeneracy.regularization_mode, "relative");
@@ -414,6 +416,32 @@ TEST(ConfigXpcsjax, EveryFlatKeyNamesAKnownNestedKey) {
     EXPECT_EQ(f->status, n->status) << flat;
     EXPECT_FALSE(static_cast<bool>(f->field)) << flat;  // applied by the reader, not bound
   }
+}
+
+// --- The result layout of an xpcsjax config -------------------------------------------------
+
+TEST(ConfigXpcsjax, AnXpcsjaxConfigGetsXpcsjaxsLayoutUnlessTheKeySaysOtherwise) {
+  // A homodyne config, and no config at all: homodyne's files.
+  EXPECT_EQ(Read(kHeader + "analysis_mode: laminar_flow\n").output_layout, "homodyne");
+  EXPECT_EQ(DefaultConfig().output_layout, "homodyne");
+  // two_component exists in xpcsjax alone; so do the keys below in its templates and docs.
+  const Config two = Read(kTwo);
+  EXPECT_EQ(two.output_layout, "xpcsjax");
+  EXPECT_THAT(two.output_layout_reason, HasSubstr("analysis_mode: two_component"));
+  for (const std::string& extra :
+       {std::string("optimization:\n  angle_filtering: {enabled: false}\n"),
+        std::string("analyzer_parameters:\n  temporal: {dt: 0.1}\n"),
+        std::string("logging:\n  modules: {xpcsjax.data.xpcs_loader: INFO}\n"),
+        std::string("output:\n  formats: {npz: true}\n")}) {
+    const Config c = Read(kHeader + "analysis_mode: static\n" + extra);
+    EXPECT_EQ(c.output_layout, "xpcsjax") << extra;
+    EXPECT_THAT(OutputLayoutLine(c), HasSubstr("an xpcsjax config")) << extra;
+  }
+  // The key decides when given.
+  EXPECT_EQ(Read(kTwo + "output: {layout: homodyne}\n").output_layout, "homodyne");
+  EXPECT_EQ(Read(kHeader + "output: {layout: xpcsjax}\n").output_layout, "xpcsjax");
+  EXPECT_THAT(OutputLayoutLine(Read(kTwo + "output: {layout: homodyne}\n")),
+              HasSubstr("output.layout: homodyne"));
 }
 
 }  // namespace
