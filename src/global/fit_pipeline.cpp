@@ -572,8 +572,8 @@ ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<doubl
   // The sample fraction at the start's and shifted by ±kScreenFractionShift (f3, or f0 if f3
   // is held; clipped to the box): the ranking of the rate pairs depends on it. On tb049 of the
   // broad study (f_s rising from 0.34 to 0.9) at the start's 0.5 alone the lowest pairs had the
-  // sample rate 3x the truth's, and every short fit from them stalled at 47x the minimum; with
-  // the shifted fractions every short fit converges at the minimum.
+  // sample rate 3x the truth's, and every short fit from them stalled or hit its cap at 47-62x the
+  // minimum; with the shifted fractions every short fit converges at the minimum.
   const int i_f3 = session.ParameterIndex("f3");
   const int i_f0 = session.ParameterIndex("f0");
   const int i_f = i_f3 >= 0 ? i_f3 : i_f0;
