@@ -311,6 +311,8 @@ def main():
     ap.add_argument("--bin-dir")
     ap.add_argument("--out", required=True)
     ap.add_argument("--datasets", type=int, default=20)
+    ap.add_argument("--ids", help="comma-separated dataset indices to run, in this order "
+                    "(default: 0 .. --datasets - 1); the draws are the same as in the full study")
     ap.add_argument("--seed", type=int, default=2027)
     ap.add_argument("--draws", choices=["narrow", "broad"], default="narrow",
                     help="narrow: the first study's draws; broad: the beamline spread "
@@ -363,7 +365,9 @@ def main():
     git = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe",
                           "--always", "--dirty"], capture_output=True, text=True).stdout.strip()
     draw = draw_dataset_broad if args.draws == "broad" else draw_dataset
-    datasets = [draw(args.seed, i) for i in range(args.datasets)]
+    indices = ([int(i) for i in args.ids.split(",") if i.strip()] if args.ids
+               else list(range(args.datasets)))
+    datasets = [draw(args.seed, i) for i in indices]
     records = []
     for i, ds in enumerate(datasets):
         ds_dir = os.path.join(work, "datasets", ds["id"])
@@ -377,6 +381,13 @@ def main():
                         else f"{c} {rec.get('status')} -")
         rs.log(f"[{i + 1}/{len(datasets)}] {ds['id']} {ds['fraction']:<8} "
                f"{len(ds['angles'])} angles x {ds['frames']} frames: " + "; ".join(line))
+        # The files after every dataset, so an interrupted study keeps what it measured (its
+        # JSON says how many of the planned datasets are in it).
+        write_outputs(args, datasets[:i + 1], len(datasets), records, configs, confs, started,
+                      git, figure=(i + 1 == len(datasets)))
+
+
+def write_outputs(args, datasets, planned, records, configs, confs, started, git, figure):
     for ds in datasets:
         chis = [r["chi2"] for r in records if r["dataset"] == ds["id"] and rs.finite(r.get("chi2"))]
         ds["reference_chi2"] = min(chis) if chis else None
@@ -391,15 +402,16 @@ def main():
            "started_utc": started.isoformat(timespec="seconds"), "git": git,
            "command": " ".join(sys.argv), "seed": args.seed, "ranks": args.ranks,
            "z_max": Z_MAX, "fraction_tol": FRACTION_TOL, "decay_tol": DECAY_TOL, "reach": REACH, "configurations": {c: confs[c] for c in configs},
-           "datasets": datasets, "runs": records}
+           "datasets_planned": planned, "datasets": datasets, "runs": records}
     with open(os.path.join(args.out, "two_component_recovery.json"), "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(args.out, "two_component_recovery.md"), "w") as f:
         f.write(text)
-    rs.draw_figure(os.path.join(args.out, "two_component_recovery.png"), datasets, records,
-                   configs, set())
-    rs.log("")
-    rs.log(text)
+    if figure:
+        rs.draw_figure(os.path.join(args.out, "two_component_recovery.png"), datasets, records,
+                       configs, set())
+        rs.log("")
+        rs.log(text)
 
 
 if __name__ == "__main__":

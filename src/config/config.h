@@ -196,6 +196,7 @@ struct NlsqRecovery {
   std::string mirror_check;  // auto | always | never
   bool velocity_scan{};
   bool transport_scan{};
+  bool start_screen{};
 };
 
 struct NlsqOptions {

@@ -48,6 +48,7 @@ struct RecoveryOptions {
   enum class Mirror { kAuto, kAlways, kNever } mirror_check = Mirror::kAuto;
   bool velocity_scan = true;
   bool transport_scan = true;
+  bool start_screen = true;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).
   static RecoveryOptions FromConfig(const config::NlsqRecovery& r);

@@ -89,16 +89,30 @@ YAML
     fail "$frames frames: template reached the minimum but ended $st, exit $rc"
 }
 
+# The start screen (docs/global.md) runs first; when its answer is taken the paths below it
+# do not run, and the checks of those paths do not apply (the minimum is checked above).
+screen_taken() {
+  grep -q "start screen: the fit from its point ended converged at chi2 [0-9.e+]*: converged and no misfit" \
+    "$tmp/$1/out.log"
+}
 run_case 80
+if screen_taken 80; then
+  echo "80 frames: the start screen's answer was taken"
+else
 # 80 frames: the minimum is reached through the velocity scan's local fits.
 best_scan=$(grep -o "velocity scan: from v0 [^:]*: [a-z_]* at chi2 [0-9.e+]*" "$tmp/80/out.log" |
   awk '{print $NF}' | sort -g | head -1)
 [ -n "$best_scan" ] || fail "80 frames: no velocity-scan local fit in the log"
 within "$best_scan" "$chi_ref" ||
   fail "80 frames: no velocity-scan local fit reached the minimum (best $best_scan)"
+fi
 
 run_case 150
+if screen_taken 150; then
+  echo "150 frames: the start screen's answer was taken"
+else
 # 150 frames: every path starts from the transport scan's rate, not the registry's 1e4.
 grep -q "transport scan: .*where the paths start first" "$tmp/150/out.log" ||
   fail "150 frames: the transport scan did not replace the registry's rate"
+fi
 echo PASS
