@@ -26,6 +26,9 @@ initial_parameters:
   parameter_names: $names
   values: $2
   fixed_parameters: {f2: 0.0}
+optimization:
+  nlsq:
+    recovery: {start_screen: true}
 YAML
 }
 result() {  # result <dir>: chi2, status and the recovery actions
