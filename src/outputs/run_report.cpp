@@ -139,6 +139,7 @@ void EmitMachine(YAML::Emitter& y, const Comm& world, const RunReportInput& in) 
       << YAML::Key << "pus" << YAML::Value << fmt::format("{}", fmt::join(pus, ","))
       << YAML::EndMap;
   }
+  y << YAML::EndSeq << YAML::EndMap;
 }
 
 // The libraries the program runs with.

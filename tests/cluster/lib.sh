@@ -84,5 +84,26 @@ print(f"bitwise equal: chi2 {a['chi_squared']!r}, " +
 PY
 }
 
+# The chain job submitted in the background: waits until it is in the queue and both of its
+# ranks hold at HOMODYNE_PAUSE_AT's point; sets job and out (its output file).
+wait_chain_paused() { # wait_chain_paused <pause message, e.g. "paused at nlsq_iter 1">
+  job=""
+  for _ in $(seq 150); do
+    job=$(timeout 5 squeue -h -o %i -n homodyne-nlsq-chain 2> /dev/null | head -1)
+    [ -n "$job" ] && break
+    sleep 0.2
+  done
+  [ -n "$job" ] || fail "the chain job never appeared in squeue"
+  out=$work/homodyne-nlsq-chain-$job.out
+  for _ in $(seq 600); do
+    local n
+    n=$(cat "$out" 2> /dev/null | grep -c "$1")
+    [ "${n:-0}" -ge 2 ] && return 0
+    sleep 0.1
+  done
+  show_job_output
+  fail "the ranks of job $job never reported '$1' (two ranks)"
+}
+
 # The job's output file(s), for a failure message.
 show_job_output() { tail -n 40 "$work"/*.out 2> /dev/null; }

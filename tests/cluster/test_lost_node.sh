@@ -25,20 +25,7 @@ HOMODYNE_PAUSE_AT=nlsq_iter:2 CONFIG=$work/cfg.yaml OUTPUT_DIR=$work/slurm \
   "$jobscripts/nlsq_checkpoint_chain.sbatch" > "$work/sbatch.out" 2>&1 &
 sbatch_pid=$!
 
-job=""
-for _ in $(seq 150); do
-  job=$(timeout 5 squeue -h -o %i -n homodyne-nlsq-chain 2> /dev/null | head -1)
-  [ -n "$job" ] && break
-  sleep 0.2
-done
-[ -n "$job" ] || fail "the chain job never appeared in squeue"
-out=$work/homodyne-nlsq-chain-$job.out
-paused=0
-for _ in $(seq 600); do
-  [ "$(cat "$out" 2> /dev/null | grep -c 'paused at nlsq_iter 2')" -ge 2 ] && { paused=1; break; }
-  sleep 0.1
-done
-[ $paused -eq 1 ] || { show_job_output; fail "the ranks of job $job never paused after iteration 2 on two nodes"; }
+wait_chain_paused "paused at nlsq_iter 2"
 nodes=$(timeout 5 squeue -h -j "$job" -o %N)
 [ "$nodes" = "n[1-2]" ] || fail "job $job runs on '$nodes', expected both nodes n[1-2]"
 [ -n "$(find "$work/slurm/checkpoint" -name "nlsq_*.h5" 2> /dev/null)" ] || fail "no checkpoint in $work/slurm/checkpoint before the node was lost"
