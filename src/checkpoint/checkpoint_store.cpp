@@ -182,11 +182,8 @@ std::int64_t ReadIntAttribute(hid_t obj, const std::string& name, const h5::Wher
 // FNV-1a over everything a rank read from a checkpoint: the attributes that identify it and
 // every entry's name, type and values.
 std::uint64_t ContentDigest(const LoadedCheckpoint& c) {
-  std::uint64_t h = 1469598103934665603ULL;
-  auto mix = [&h](const void* data, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 1099511628211ULL;
-  };
+  std::uint64_t h = kFnv1aBasis;
+  auto mix = [&h](const void* data, std::size_t n) { h = Fnv1a(data, n, h); };
   mix(&c.sequence, sizeof c.sequence);
   mix(&c.ranks_at_write, sizeof c.ranks_at_write);
   mix(c.code_version.data(), c.code_version.size());

@@ -18,13 +18,17 @@ std::vector<std::string> Lines(const std::string& text) {
 
 }  // namespace
 
-std::string HashText(const std::string& text) {
-  std::uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : text) {
-    h ^= c;
+std::uint64_t Fnv1a(const void* data, std::size_t n, std::uint64_t h) {
+  const auto* b = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= b[i];
     h *= 1099511628211ULL;
   }
-  return fmt::format("{:016x}", h);
+  return h;
+}
+
+std::string HashText(const std::string& text) {
+  return fmt::format("{:016x}", Fnv1a(text.data(), text.size()));
 }
 
 std::string RunIdentity::config_hash() const { return HashText(config_description); }

@@ -3,6 +3,7 @@
 // config::DescribeConfig) and its 64-bit FNV-1a hash.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,6 +19,10 @@ struct RunIdentity {
 };
 
 // FNV-1a 64 of `text` as 16 hex digits.
+// 64-bit FNV-1a of n bytes, continued from h (chain calls to hash several pieces as one).
+inline constexpr std::uint64_t kFnv1aBasis = 14695981039346656037ULL;
+std::uint64_t Fnv1a(const void* data, std::size_t n, std::uint64_t h = kFnv1aBasis);
+
 std::string HashText(const std::string& text);
 
 // The data a run fits: the digest of its values (io/content_digest.h; not the file's path,

@@ -105,5 +105,19 @@ wait_chain_paused() { # wait_chain_paused <pause message, e.g. "paused at nlsq_i
   fail "the ranks of job $job never reported '$1' (two ranks)"
 }
 
+# A resumed chain's run_report.yaml: exit 0, --resume on its command line, run on exactly
+# the given hosts.
+expect_resumed_report() { # expect_resumed_report <results dir> <host>...
+  local dir=$1
+  shift
+  "$py" - "$dir/run_report.yaml" "$@" <<'PY' || { show_job_output; fail "run report"; }
+import sys, yaml
+r = yaml.safe_load(open(sys.argv[1]))
+assert r["status"]["exit_code"] == 0, r["status"]
+assert "--resume" in r["homodyne_hpc"]["command_line"], r["homodyne_hpc"]["command_line"]
+assert sorted(r["machine"]["hostnames"]) == sorted(sys.argv[2:]), r["machine"]["hostnames"]
+PY
+}
+
 # The job's output file(s), for a failure message.
 show_job_output() { tail -n 40 "$work"/*.out 2> /dev/null; }

@@ -32,12 +32,6 @@ for line in "time limit in 120 s: asking homodyne to checkpoint" \
   "fit finished after 1 restart(s)"; do
   grep -qF "$line" "$out" || { show_job_output; fail "job output lacks: $line"; }
 done
-"$py" - "$work/slurm/run_report.yaml" <<'PY' || { show_job_output; fail "run report"; }
-import sys, yaml
-r = yaml.safe_load(open(sys.argv[1]))
-assert r["status"]["exit_code"] == 0, r["status"]
-assert "--resume" in r["homodyne_hpc"]["command_line"], r["homodyne_hpc"]["command_line"]
-assert sorted(r["machine"]["hostnames"]) == ["n1", "n2"], r["machine"]["hostnames"]
-PY
+expect_resumed_report "$work/slurm" n1 n2
 same_answer "$work/plain" "$work/slurm" || fail "the resumed chain's answer differs from the uninterrupted run"
 echo "PASS: job $job"
