@@ -14,6 +14,7 @@
 #include "core/atomic_file.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/placement.h"
 #include "model/kernel.h"
 #include "nlsq/fit_report.h"
@@ -80,12 +81,7 @@ std::string HardwareSignatureText(const TopologyDescription& d, const LibraryVer
 }
 
 std::string HardwareSignature(const TopologyDescription& d, const LibraryVersions& v) {
-  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a, 64 bit
-  for (unsigned char c : HardwareSignatureText(d, v)) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return fmt::format("{:016x}", hash);
+  return fmt::format("{:016x}", Fnv1a(HardwareSignatureText(d, v)));
 }
 
 std::filesystem::path TuneCacheDirectory() {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/fnv1a.h"
 
 namespace homodyne::batch {
 namespace {
@@ -68,14 +69,6 @@ YAML::Node Merge(const YAML::Node& base, const YAML::Node& over) {
     out[key] = Merge(base[key], kv.second);
   }
   return out;
-}
-
-std::uint64_t Fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
 }
 
 }  // namespace
@@ -259,7 +252,7 @@ PreparedTask PrepareTask(const TaskSpec& spec) {
     const auto size = fs::file_size(data, ec);
     if (!ec) p.data_bytes = size;
   }
-  std::uint64_t h = Fnv1a(p.config_text);
+  std::uint64_t h = Fnv1a(p.config_text, kFnv1aShortBasis);
   h = Fnv1a("\x1f" + std::string(config::ToString(spec.method)) + "\x1f" + spec.data_file + "\x1f" +
                 spec.output_dir,
             h);

@@ -15,6 +15,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault_injection.h"
+#include "core/fnv1a.h"
 #include "core/version.h"
 #include "io/h5_handles.h"
 #include "io/read_crash_guard.h"

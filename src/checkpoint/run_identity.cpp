@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/fnv1a.h"
+
 namespace homodyne::checkpoint {
 namespace {
 
@@ -18,18 +20,7 @@ std::vector<std::string> Lines(const std::string& text) {
 
 }  // namespace
 
-std::uint64_t Fnv1a(const void* data, std::size_t n, std::uint64_t h) {
-  const auto* b = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= b[i];
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-std::string HashText(const std::string& text) {
-  return fmt::format("{:016x}", Fnv1a(text.data(), text.size()));
-}
+std::string HashText(const std::string& text) { return fmt::format("{:016x}", Fnv1a(text)); }
 
 std::string RunIdentity::config_hash() const { return HashText(config_description); }
 std::string RunIdentity::data_hash() const { return HashText(data_description); }

@@ -18,11 +18,7 @@ struct RunIdentity {
   std::string data_hash() const;
 };
 
-// FNV-1a 64 of `text` as 16 hex digits.
-// 64-bit FNV-1a of n bytes, continued from h (chain calls to hash several pieces as one).
-inline constexpr std::uint64_t kFnv1aBasis = 14695981039346656037ULL;
-std::uint64_t Fnv1a(const void* data, std::size_t n, std::uint64_t h = kFnv1aBasis);
-
+// FNV-1a 64 (core/fnv1a.h) of `text` as 16 hex digits.
 std::string HashText(const std::string& text);
 
 // The data a run fits: the digest of its values (io/content_digest.h; not the file's path,

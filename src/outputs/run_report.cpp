@@ -15,6 +15,7 @@
 #include "core/atomic_file.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fnv1a.h"
 #include "core/version.h"
 #include "io/dataset.h"
 #include "nlsq/memory_plan.h"
@@ -24,14 +25,14 @@ namespace homodyne {
 namespace {
 
 std::uint64_t HashDoubles(const std::vector<double>& v) {
-  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a over the bits
+  // The bits of each value, least significant byte first, as the fingerprints already stored.
+  std::uint64_t h = kFnv1aShortBasis;
   for (double d : v) {
     std::uint64_t bits = 0;
     std::memcpy(&bits, &d, sizeof(bits));
-    for (int b = 0; b < 8; ++b) {
-      h ^= (bits >> (8 * b)) & 0xffu;
-      h *= 1099511628211ULL;
-    }
+    unsigned char bytes[8];
+    for (int b = 0; b < 8; ++b) bytes[b] = static_cast<unsigned char>(bits >> (8 * b));
+    h = Fnv1a(bytes, sizeof(bytes), h);
   }
   return h;
 }
