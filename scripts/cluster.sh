@@ -240,7 +240,9 @@ write_conf() {
     echo "SchedulerParameters=sched_interval=2,bf_interval=2"
     echo "ReturnToService=2"
     echo "SlurmctldTimeout=30"
-    echo "SlurmdTimeout=30"
+    # A silent node is declared down SlurmdTimeout after its last answer: the lost-node
+    # tests wait that long (Slurm's default is 300 s).
+    echo "SlurmdTimeout=15"
     echo "MessageTimeout=10"
     echo "InactiveLimit=0"
     echo "KillWait=5"

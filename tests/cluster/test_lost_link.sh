@@ -35,18 +35,21 @@ restore() {
 trap 'code=$?; restore; (exit $code); cleanup' EXIT
 
 # The bound, from the cluster's settings: slurmctld pings the nodes every SlurmdTimeout/3 s
-# and sets a node down once it has not answered for SlurmdTimeout; the job's processes on
-# the other node get KillWait s between SIGTERM and SIGKILL; the requeued job is held
-# cred_expire + 1 s; the ranks may still be paused (HOMODYNE_PAUSE_AT, 10 s) when the link
-# is cut; 30 s for the rerun's start and fit on this loaded 2-core machine.
+# and sets a node down once it has not answered for SlurmdTimeout; a ping to a silent node
+# probably waits MessageTimeout before it fails, and the next round waits for the last one
+# (twice MessageTimeout allowed; docs/hpc-guide.md has the measured times); the job's processes on the other node get KillWait s between SIGTERM and SIGKILL;
+# the requeued job is held cred_expire + 1 s; the ranks may still be paused
+# (HOMODYNE_PAUSE_AT, 10 s) when the link is cut; 30 s for the rerun's start and fit on this
+# loaded 2-core machine.
 config=$(timeout 10 scontrol show config)
 setting() { echo "$config" | sed -n "s/^$1 *= *\([0-9]*\).*/\1/p" | head -1; }
 slurmd_timeout=$(setting SlurmdTimeout)
+message_timeout=$(setting MessageTimeout)
 kill_wait=$(setting KillWait)
 cred_expire=$(echo "$config" | sed -n 's/^AuthInfo .*cred_expire=\([0-9]*\).*/\1/p')
-[ -n "$slurmd_timeout" ] && [ -n "$kill_wait" ] && [ -n "$cred_expire" ] ||
-  fail "cannot read SlurmdTimeout, KillWait or cred_expire from scontrol show config"
-bound=$((slurmd_timeout + slurmd_timeout / 3 + kill_wait + cred_expire + 1 + 10 + 30))
+[ -n "$slurmd_timeout" ] && [ -n "$message_timeout" ] && [ -n "$kill_wait" ] && [ -n "$cred_expire" ] ||
+  fail "cannot read SlurmdTimeout, MessageTimeout, KillWait or cred_expire from scontrol show config"
+bound=$((slurmd_timeout + slurmd_timeout / 3 + 2 * message_timeout + kill_wait + cred_expire + 1 + 10 + 30))
 
 HOMODYNE_PAUSE_AT=nlsq_iter:2 CONFIG=$work/cfg.yaml OUTPUT_DIR=$work/slurm \
   submit_wait $((bound + 60)) --nodes=2 --ntasks-per-node=1 --cpus-per-task=1 --time=5 \
@@ -58,6 +61,10 @@ nodes=$(timeout 5 squeue -h -j "$job" -o %N)
 [ "$nodes" = "n[1-2]" ] || fail "job $job runs on '$nodes', expected both nodes n[1-2]"
 [ -n "$(find "$work/slurm/checkpoint" -name "nlsq_*.h5" 2> /dev/null)" ] || fail "no checkpoint in $work/slurm/checkpoint before the link was cut"
 
+# slurmctld's log from here on (it is kept across cluster restarts, and job ids restart).
+ctld_log=$(dirname "$SLURM_CONF")/ctld/slurmctld.log
+log_from=$(($(wc -l < "$ctld_log") + 1))
+ctld_log_now() { tail -n +"$log_from" "$ctld_log"; }
 node2 cut-link || fail "could not cut node n2's link"
 cut=$SECONDS
 cut_epoch=$(date +%s)
@@ -83,15 +90,15 @@ echo "timeline after the cut (s, states):"
 sed 's/^/  /' "$work/timeline"
 [ $code -eq 0 ] || { cat "$work/sbatch.out"; show_job_output; tail -n 20 "$(dirname "$SLURM_CONF")/ctld/slurmctld.log"; fail "sbatch --wait exit $code (job $job)"; }
 echo "the job ended and its rerun finished $took s after n2's link was cut (bound $bound s:" \
-  "SlurmdTimeout $slurmd_timeout, KillWait $kill_wait, cred_expire $cred_expire)"
+  "SlurmdTimeout $slurmd_timeout, MessageTimeout $message_timeout, KillWait $kill_wait," \
+  "cred_expire $cred_expire)"
 [ $took -le $bound ] || fail "the cut link cost $took s, more than the bound of $bound s"
 # What ended the job: slurmctld's requeue for the failure of n2 (its log says so), which
 # came no sooner than Slurm's criterion allows (n2's last answer, at most one ping
 # interval before the cut, SlurmdTimeout old); until then the job ran on (the first poll
 # that saw it leave RUNNING is not earlier, within the poll's second).
-ctld_log=$(dirname "$SLURM_CONF")/ctld/slurmctld.log
-stamp=$(sed -n "s/^\[\([^].]*\).*requeue job JobId=$job due to failure of node n2.*/\1/p" "$ctld_log" | head -1)
-[ -n "$stamp" ] || { tail -n 20 "$ctld_log"; fail "slurmctld's log has no requeue of job $job for the failure of n2"; }
+stamp=$(ctld_log_now | sed -n "s/^\[\([^].]*\).*requeue job JobId=$job due to failure of node n2.*/\1/p" | head -1)
+[ -n "$stamp" ] || { ctld_log_now | tail -n 20; fail "slurmctld's log has no requeue of job $job for the failure of n2"; }
 requeued_at=$(($(date -d "$stamp" +%s) - cut_epoch))
 ended_at=$(awk '$5 != "RUNNING" {print $1; exit}' "$work/timeline")
 echo "slurmctld requeued job $job for the failure of n2 $requeued_at s after the cut"
@@ -137,7 +144,7 @@ for _ in $(seq 30); do
 done
 left=$(n2_homodyne)
 [ -z "$left" ] || fail "the old job's rank is still running on n2 (pid $left) $((SECONDS - back)) s after the link came back"
-grep -q "Orphan StepId=$job\.0 reported on node n2" "$ctld_log" ||
+ctld_log_now | grep -q "Orphan StepId=$job\.0 reported on node n2" ||
   fail "slurmctld's log does not name the old step $job.0 on n2 an orphan (who ended it?)"
 echo "the old job's rank on n2 ended by slurmctld as an orphan $((SECONDS - back)) s after the link came back"
 echo "PASS: job $job"
