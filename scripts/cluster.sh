@@ -17,6 +17,17 @@
 #                                     node N's slurmd started again, back in service
 #   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh node-exec CMD...
 #                                     CMD inside node N's namespaces (its mounts too)
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh cut-link [DIR]
+#                                     node N's link to the bridge down (a cut cable: its
+#                                     processes live on, unreachable)
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh restore-link [DIR]
+#                                     node N's link up again (Slurm takes the node back
+#                                     by itself; not waited for)
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh node-link [DIR]
+#                                     the name of node N's link on the bridge side (its
+#                                     counters count what the node sends and receives)
+#   HOMODYNE_CLUSTER_NODE=N scripts/cluster.sh node-pids [DIR]
+#                                     "pid executable" of every process of node N
 #
 # DIR (default $HOMODYNE_CLUSTER_DIR, else build/cluster) holds every file of the cluster:
 # slurm.conf, the munge socket, state, spool, logs, pid files. The names of the
@@ -171,6 +182,8 @@ do_stop() {
   return 0
 }
 
+link_is_up() { ip link show "$(node_veth "$1")" 2> /dev/null | grep -q '[<,]UP[,>]'; }
+
 do_status() {
   [ -f "$conf" ] || return 1
   live_pid "$dir/munge/munged.pid" /usr/sbin/munged > /dev/null || return 1
@@ -178,6 +191,9 @@ do_status() {
   local n states
   for n in $(seq 1 "$nodes"); do
     live_pid "$dir/n$n/slurmd.pid" /usr/sbin/slurmd > /dev/null || return 1
+    # A link left cut (a failed fault test) makes the cluster broken at once, before
+    # Slurm notices the silent node.
+    link_is_up "$n" || return 1
   done
   states=$(SLURM_CONF=$conf timeout 5 sinfo -h -N -o '%N %T' 2> /dev/null) || return 1
   # A node is usable when idle, mixed or allocated (jobs may be running).
@@ -224,7 +240,9 @@ write_conf() {
     echo "SchedulerParameters=sched_interval=2,bf_interval=2"
     echo "ReturnToService=2"
     echo "SlurmctldTimeout=30"
-    echo "SlurmdTimeout=30"
+    # A silent node is declared down SlurmdTimeout after its last answer: the lost-node
+    # tests wait that long (Slurm's default is 300 s).
+    echo "SlurmdTimeout=15"
     echo "MessageTimeout=10"
     echo "InactiveLimit=0"
     echo "KillWait=5"
@@ -265,6 +283,35 @@ do_kill_node() {
   kill -KILL "${pids[@]}" 2> /dev/null
   wait_gone 100 "${pids[@]}" || die "node $n: processes survived SIGKILL: ${pids[*]}"
   log "node $(node_name "$n") lost: killed ${#pids[@]} process(es)"
+}
+
+# A cut link, for the fault tests: the bridge side of node N's veth pair set down, as a
+# switch port whose cable is pulled. The node's eth0 loses its carrier; nothing is sent
+# or received, and no process anywhere is told (no reset, no error on its sockets).
+do_cut_link() {
+  local n=$1 veth
+  veth=$(node_veth "$n")
+  ip link show "$veth" > /dev/null 2>&1 || die "node $n has no link $veth (is the cluster running?)"
+  ip link set "$veth" down || die "cannot set $veth down"
+  log "node $(node_name "$n") cut off: link $veth down"
+}
+
+do_restore_link() {
+  local n=$1 veth
+  veth=$(node_veth "$n")
+  ip link show "$veth" > /dev/null 2>&1 || die "node $n has no link $veth (is the cluster running?)"
+  ip link set "$veth" up || die "cannot set $veth up"
+  log "node $(node_name "$n") link $veth up again"
+}
+
+do_node_pids() {
+  local n=$1 ns p
+  ns=$(node_ns "$n")
+  ip netns list 2> /dev/null | grep -qw "^$ns" || die "node $n has no namespace $ns (is the cluster running?)"
+  for p in $(timeout 5 ip netns pids "$ns" 2> /dev/null); do
+    alive "$p" && echo "$p $(readlink "/proc/$p/exe" 2> /dev/null)"
+  done
+  return 0
 }
 
 # A command inside node N's namespaces (network, hostname, mounts: those of its slurmd, so a
@@ -393,8 +440,12 @@ case $cmd in
     do_node_exec "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" "$@"
     ;;
   revive-node) do_revive_node "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
+  cut-link) do_cut_link "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
+  restore-link) do_restore_link "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
+  node-link) node_veth "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
+  node-pids) do_node_pids "${HOMODYNE_CLUSTER_NODE:?set HOMODYNE_CLUSTER_NODE to the node number}" ;;
   *)
-    echo "usage: $0 start|stop|status|check|env|kill-node|revive-node [DIR]" >&2
+    echo "usage: $0 start|stop|status|check|env|kill-node|revive-node|cut-link|restore-link|node-link|node-pids|node-exec [DIR]" >&2
     exit 2
     ;;
 esac

@@ -16,7 +16,7 @@ plain_run 2 "$work/plain"
 revive() { HOMODYNE_CLUSTER_NODE=2 "$cluster" revive-node > /dev/null 2>&1; }
 trap 'code=$?; revive; (exit $code); cleanup' EXIT
 
-# The bound: the controller notices a silent node within SlurmdTimeout (30 s here) and one
+# The bound: the controller notices a silent node within SlurmdTimeout (15 s here) and one
 # ping interval, kills the job's remaining step and requeues it; the rerun is held
 # cred_expire + 1 s (11 s) and then fits in a few seconds.
 bound=120
