@@ -157,8 +157,9 @@ std::vector<double> RunHierarchicalStage(nlsq::XpcsFitSession& session,
     report.physical_change = std::sqrt(change);
     report.chi2.push_back(angles.final_chi2);
     report.outer_iterations = outer + 1;
-    logger.Info("NLSQ anti-degeneracy: outer iteration {}: chi2 {:.12g}, physics moved {:.3g}",
-                outer + 1, angles.final_chi2, report.physical_change);
+    logger.Info("NLSQ anti-degeneracy: outer iteration {}: {} {:.12g}, physics moved {:.3g}",
+                outer + 1, model::ObjectiveName(session.problem_loss()), angles.final_chi2,
+                report.physical_change);
     if (report.physical_change < o.outer_tolerance) {
       report.stop = "outer_tolerance";
       break;

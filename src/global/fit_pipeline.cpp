@@ -156,9 +156,10 @@ nlsq::SolverSummary CheckPhi0Basins(
   const std::vector<double> values =
       Phi0RestartValues(session.lower()[i], session.upper()[i], n_restarts);
   logger.Info(
-      "NLSQ phi0 check: {} local fit(s) from the answer (chi2 {:.12g}, phi0 {:.6g}) with phi0 "
+      "NLSQ phi0 check: {} local fit(s) from the answer ({} {:.12g}, phi0 {:.6g}) with phi0 "
       "at {}",
-      values.size(), best.final_chi2, best.x[i], fmt::join(values, ", "));
+      values.size(), model::ObjectiveName(session.problem_loss()), best.final_chi2, best.x[i],
+      fmt::join(values, ", "));
   nlsq::SolverSummary chosen = best;
   int chosen_k = -1;
   for (std::size_t k = 0; k < values.size(); ++k) {
@@ -166,8 +167,9 @@ nlsq::SolverSummary CheckPhi0Basins(
     start[i] = values[k];
     nlsq::SolverSummary s = session.Solve(
         start, progress, checkpoint::InSubfolder(checkpoints, fmt::format("phi0_restart_{}", k)));
-    logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at chi2 {:.12g}, phi0 {:.6g}", values[k],
-                ToString(s.termination), s.final_chi2, s.x.empty() ? std::nan("") : s.x[i]);
+    logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at {} {:.12g}, phi0 {:.6g}", values[k],
+                ToString(s.termination), model::ObjectiveName(session.problem_loss()), s.final_chi2,
+                s.x.empty() ? std::nan("") : s.x[i]);
     if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = static_cast<int>(k);
@@ -295,8 +297,9 @@ nlsq::SolverSummary TwoStagePath(nlsq::XpcsFitSession& session, const nlsq::Solv
   }
   std::vector<double> base = x0;
   std::copy(s1.x.begin(), s1.x.end(), base.begin() + first_physical);
-  logger.Info("NLSQ two-stage path: stage 1 ended {} at chi2 {:.12g}; stage 2, the joint fit",
-              ToString(s1.termination), s1.final_chi2);
+  logger.Info("NLSQ two-stage path: stage 1 ended {} at {} {:.12g}; stage 2, the joint fit",
+              ToString(s1.termination), model::ObjectiveName(session.problem_loss()),
+              s1.final_chi2);
   nlsq::SolverSummary s2 = session.Solve(ScalingFittedStart(session, base, logger), progress,
                                          checkpoint::InSubfolder(checkpoints, "two_stage_2"));
   report.stage_chi_squared = s2.final_chi2;
@@ -473,8 +476,9 @@ nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vecto
     nlsq::SolverSummary s =
         session.Solve(ScalingFittedStart(session, x, logger), progress,
                       checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
-    logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at chi2 {:.12g}", x[iv],
-                x[ib], ToString(s.termination), s.final_chi2);
+    logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at {} {:.12g}", x[iv], x[ib],
+                ToString(s.termination), model::ObjectiveName(session.problem_loss()),
+                s.final_chi2);
     if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = k;
@@ -770,8 +774,9 @@ nlsq::SolverSummary RestartAfterStall(
     nlsq::SolverSummary s =
         session.Solve(starts[order[k]], progress,
                       checkpoint::InSubfolder(checkpoints, fmt::format("stall_restart_{}", k)));
-    logger.Info("NLSQ stall recovery: start {} (chi2 {:.6g}): {} at chi2 {:.12g}", order[k],
-                chi2[order[k]], ToString(s.termination), s.final_chi2);
+    const std::string objective = model::ObjectiveName(session.problem_loss());
+    logger.Info("NLSQ stall recovery: start {} ({} {:.6g}): {} at {} {:.12g}", order[k], objective,
+                chi2[order[k]], ToString(s.termination), objective, s.final_chi2);
     if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = k;

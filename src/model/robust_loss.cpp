@@ -71,6 +71,11 @@ std::string Describe(const RobustLoss& loss) {
   return fmt::format("{} (C {:g} on the sigma-scaled residual)", ToString(loss.kind), loss.f_scale);
 }
 
+std::string ObjectiveName(const RobustLoss& loss) {
+  if (!loss.robust()) return "chi2";
+  return fmt::format("objective ({})", ToString(loss.kind));
+}
+
 LossTerms EvaluateLoss(LossKind kind, double z) {
   LossTerms t;
   switch (kind) {

@@ -32,6 +32,9 @@ std::string_view ToString(LossKind kind);
 LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file = {});
 // "soft_l1 (C 0.5 on the sigma-scaled residual)" or "linear".
 std::string Describe(const RobustLoss& loss);
+// The name of the value a fit under `loss` minimises, for log lines: "chi2" under the linear
+// loss, else "objective (soft_l1)" (C²·Σ w·ρ, not χ²).
+std::string ObjectiveName(const RobustLoss& loss);
 
 // The floor of the Hessian weight ρ′ + 2zρ″ (SciPy's EPS): huber beyond its knee (exactly 0)
 // and cauchy/arctan far out (negative) keep a tiny positive curvature.

@@ -307,8 +307,9 @@ SolverSummary XpcsFitSession::Solve(
   const std::string monitor_inactive = MonitorInactiveReason(s.monitor, *s.layout);
   std::optional<GradientMonitor> monitor;
   if (monitor_inactive.empty()) monitor.emplace(s.monitor, NumScaling(*s.layout));
-  // Under a robust loss the solver's value is the loss objective, not χ² (reported after).
-  const std::string value_name = s.problem->loss().robust() ? "objective" : "chi2";
+  // Under a robust loss the solver's value is the loss objective, not χ²: the lines name it
+  // (the plain χ² takes a pass of its own, done once at the end, XpcsFitSession::Finish).
+  const std::string value_name = model::ObjectiveName(s.problem->loss());
   lsq::IterationCallback callback = [&](const lsq::IterationInfo& it) {
     if (monitor && it.iteration > 0 && !it.gradient.empty()) {
       monitor->Observe(it.iteration, it.gradient);

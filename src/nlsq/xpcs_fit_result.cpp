@@ -83,6 +83,12 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
       penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
   const model::RobustLoss& loss = s.problem->loss();
   const double data_chi2 = loss.robust() ? s.problem->PlainChi2(summary.x) : data_objective;
+  if (loss.robust()) {
+    // The progress lines gave the objective; here the plain χ² beside it, once.
+    s.logger.Info("NLSQ: {} {:.10g} at the answer; plain chi2 {:.10g} (reduced {:.6g})",
+                  model::ObjectiveName(loss), data_objective, data_chi2,
+                  data_chi2 / static_cast<double>(s.n_data - s.p_eff));
+  }
   const lsq::CovarianceResult cov = lsq::CovarianceFromNormalEquations(
       summary.final_equations.hessian, layout.num_optimised(), data_objective,
       s.problem->total_points(), layout.num_optimised());

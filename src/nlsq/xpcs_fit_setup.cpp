@@ -193,9 +193,10 @@ void BuildProblem(XpcsFitSession::Impl& s, const DataShape& shape) {
   if (s.loss.robust()) {
     s.logger.Info(
         "loss: {}, f_scale {:g}: the fit minimises sum w (f_scale/sigma)^2 rho(((c2_exp - "
-        "c2_model)/f_scale)^2) (sigma {:g}), the value the search stages log as chi2; the "
-        "summary reports the plain chi2 beside it",
-        model::ToString(s.loss.kind), cfg.optimization.nlsq.f_scale, options.sigma);
+        "c2_model)/f_scale)^2) (sigma {:g}), the value the NLSQ lines call {}; the plain chi2 "
+        "is logged beside the final one and in the summary",
+        model::ToString(s.loss.kind), cfg.optimization.nlsq.f_scale, options.sigma,
+        model::ObjectiveName(s.loss));
   }
   setup.loss = s.loss;
   setup.threads = options.threads;

@@ -5,7 +5,8 @@
 # is absent, as in homodyne): SciPy refits the same residuals
 # (robust_loss_check.py, with a model written from docs/model.md) and lands on our
 # parameters (1e-6 relative or 1e-3 of the uncertainty), static and laminar_flow; the plain
-# χ² and the robust objective are both reported; the robust fit has the same bits at 1 and
+# χ² and the robust objective are both reported (the log's progress lines name the objective,
+# and give the plain χ² beside the final one); the robust fit has the same bits at 1 and
 # 2 ranks, 1 and 2 threads and after a checkpoint resume; TAO (bntr) agrees with SciPy too;
 # the CMA-ES refinement takes cmaes.refinement_loss; two_component fits honour the loss: SciPy
 # refits them too (two_component_loss_check.py, cauchy and the default soft_l1), the same bits at
@@ -108,9 +109,20 @@ for mode in static laminar_flow; do
     if [ "$loss" = linear ]; then
       grep -q "loss              linear: the fit minimised chi2" <<<"$out" \
         || { echo "$out"; fail "summary: no linear loss line"; }
+      grep -Eq "NLSQ: [0-9]+ iteration\(s\), chi2 " <<<"$out" \
+        || { echo "$out"; fail "progress: the linear fit's line does not name chi2"; }
+      grep -q "objective (" <<<"$out" && { echo "$out"; fail "a linear fit's log names a loss objective"; }
     else
       grep -q "loss              $loss, f_scale $fs (c2 units): the fit minimised" <<<"$out" \
         || { echo "$out"; fail "summary: no $loss line"; }
+      # The progress lines name the objective minimised, never chi2, and the plain chi2 is
+      # logged beside the final objective.
+      grep -Eq "NLSQ: [0-9]+ iteration\(s\), objective \($loss\) " <<<"$out" \
+        || { echo "$out"; fail "progress: the $loss fit's line does not name its objective"; }
+      grep -Eq "NLSQ: [0-9]+ iteration\(s\), chi2 " <<<"$out" \
+        && { echo "$out"; fail "progress: the $loss objective called chi2"; }
+      grep -Eq "NLSQ: objective \($loss\) [^;]+ at the answer; plain chi2 [0-9.e+-]+ \(reduced " \
+        <<<"$out" || { echo "$out"; fail "no plain chi2 beside the $loss objective"; }
     fi
     "$py" "$(dirname "$0")/robust_loss_check.py" "$tmp/$mode-$loss" "$mode" "$loss" "$fs" \
       0.1 2000000 || fail "$mode $loss: SciPy disagrees"
