@@ -213,6 +213,13 @@ ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<doubl
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t c) {
     return kKey(scaled_chi2[a]) < kKey(scaled_chi2[c]);
   });
+  std::vector<std::string> ranked;
+  for (const std::size_t k : order) {
+    ranked.push_back(fmt::format("D0 {:.4g}/{:.4g}: {:.6g}", g.pairs[kept[k].first].first,
+                                 g.pairs[kept[k].first].second, scaled_chi2[k]));
+  }
+  logger.Info("NLSQ start screen: the refined pairs with their scaling fitted, lowest first: {}",
+              fmt::join(ranked, "; "));
   order.resize(std::min<std::size_t>(order.size(), kScreenPairsKept));
   std::vector<std::string> tried;
   const std::vector<bool> all_free(start.size(), true);
@@ -235,9 +242,10 @@ ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<doubl
   }
   actions.push_back(fmt::format(
       "start screen: chi2 of {} (D0_ref, D0_sample, v0, v_beta) points{}, {} more for the {} "
-      "lowest rate pairs; short fits ({} iterations at most): {}{}",
+      "lowest rate pairs; short fits ({} iterations at most) from the {} lowest with their "
+      "scaling fitted: {}{}",
       g.points.size(), stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(),
-      n_fine, kept.size(), kScreenShortIterations, fmt::join(tried, "; "),
+      n_fine, kept.size(), kScreenShortIterations, order.size(), fmt::join(tried, "; "),
       out.x.empty() ? "; none usable"
                     : fmt::format("; the paths start first from {:.12g}", out.chi2)));
   logger.Info("NLSQ {}", actions.back());
