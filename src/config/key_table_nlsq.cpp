@@ -284,14 +284,13 @@ void AddRecovery(const KeyAdder& r) {
          "from the lowest, and the registry's start (1e4, tied to no time scale of the data) "
          "follows only when that answer is not converged or is a misfit by the noise level",
          f(&NlsqRecovery::transport_scan));
-  r.Used("start_screen", T::kBool, "false", NoRule(),
-         "two_component without a configured transport or v0: chi2 on rows of a log grid of "
-         "(D0_ref, D0_sample) pairs times a grid of (v0, v_beta), the lowest pairs refined on "
-         "the velocity scan's grid, short local fits from each; the fit from the best is taken "
-         "when it converges and is no misfit by the noise level, else the transport scan's and "
-         "the registry's paths follow and the lowest answer goes on (off by default: it is "
-         "several times the cost of the fit on small data and not yet measured on the broad "
-         "study)",
+  r.Used("start_screen", T::kBool, "true", NoRule(),
+         "two_component without a configured transport or v0: chi2 on every k-th row of a log "
+         "grid of (D0_ref, D0_sample) pairs times the sample fraction times a grid of (v0, "
+         "v_beta), the lowest pairs refined on the velocity scan's grid and ranked again with "
+         "their per-angle scaling fitted, short local fits from the best; the fit from the "
+         "lowest is taken when it converges and is no misfit by the noise level, else the "
+         "transport scan's and the registry's paths follow and the lowest answer goes on",
          f(&NlsqRecovery::start_screen));
 }
 

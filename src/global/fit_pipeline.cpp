@@ -14,6 +14,7 @@
 #include "core/fault_injection.h"
 #include "global/anti_degeneracy.h"
 #include "global/latin_hypercube.h"
+#include "global/start_screen.h"
 #include "model/heterodyne_symmetry.h"
 #include "parallel/collective.h"
 
@@ -501,192 +502,6 @@ nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vecto
   return chosen;
 }
 
-namespace {
-// The start screen (two_component, neither transport nor v0 configured): a log-space
-// multistart of the two decay rates and the velocity, screened by χ² on rows, its best few
-// polished by short local fits. The transport scan's shared rate and the velocity scan each
-// move one scale with the other held at a guess; the cross term couples them (its fringe
-// spacing is seen through both populations' decays), and on the broad recovery study
-// (docs/model.md) the paths from those starts crawled ~1000 iterations and 7 of 50 ended away
-// from the minimum, in corners of the box. Deterministic (grids and fits, no random numbers),
-// so a resume recomputes it with the same bits.
-struct ScreenedStart {
-  std::vector<double> x;  // the lowest short fit's answer (empty: the screen did not apply)
-  double chi2 = 0.0;
-};
-
-// Rates D (Å²/s) whose decay time 1/(q²·D) runs from ten windows down to one frame, in
-// factor-2 steps; mean velocities from a tenth of a half turn over the window to a half turn
-// per frame in factor-kScreenVelocityStep steps.
-constexpr double kScreenRateStep = 2.0;
-constexpr double kScreenVelocityStep = 1.15;
-constexpr int kScreenPairsKept = 3;            // transport pairs refined on the fine velocity grid
-constexpr int kScreenShortIterations = 300;    // per short fit from a screened point
-constexpr double kScreenFractionShift = 0.25;  // of the sample fraction, both ways
-
-ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<double>& start, double q,
-                          double dt, double ftol, const Logger& logger,
-                          std::vector<std::string>& actions) {
-  ScreenedStart out;
-  const int ir = session.ParameterIndex("D0_ref");
-  const int is = session.ParameterIndex("D0_sample");
-  const int iv = session.ParameterIndex("v0");
-  const int ib = session.ParameterIndex("v_beta");
-  const std::int64_t n_t = session.time_points();
-  if (session.layout().mode() != model::AnalysisMode::kTwoComponent || ir < 0 || is < 0 || iv < 0 ||
-      ib < 0 || !(q > 0.0) || !(dt > 0.0) || n_t < 2) {
-    return out;
-  }
-  const auto r = static_cast<std::size_t>(ir), s = static_cast<std::size_t>(is);
-  const auto v = static_cast<std::size_t>(iv), b = static_cast<std::size_t>(ib);
-  const std::vector<double>& lo = session.lower();
-  const std::vector<double>& hi = session.upper();
-  const double q2 = q * q;
-  const double t_end = dt * static_cast<double>(n_t);
-  std::vector<double> rates;
-  for (double d = 1.0 / (10.0 * q2 * t_end); d <= 1.0 / (q2 * dt) * (1.0 + 1e-12);
-       d *= kScreenRateStep) {
-    rates.push_back(std::clamp(d, lo[r], hi[r]));
-  }
-  // v_beta at 0, a quarter and half of its bounds (the registry's [0, 2]: 0, 0.5, 1); v0 so
-  // that the mean velocity over the window, v0·T^beta/(1 + beta), is on the grid.
-  std::vector<double> betas;
-  for (const double w : {0.0, 0.25, 0.5}) betas.push_back(lo[b] + (hi[b] - lo[b]) * w);
-  const double v_lo = std::numbers::pi / (10.0 * q * t_end);
-  const double v_hi = std::numbers::pi / (q * dt);
-  std::vector<double> base = start;
-  if (const int io = session.ParameterIndex("v_offset"); io >= 0) {
-    const auto k = static_cast<std::size_t>(io);
-    base[k] = std::clamp(0.0, lo[k], hi[k]);
-  }
-  const auto velocity_grid = [&](const std::vector<double>& around, double step,
-                                 const std::vector<double>& bs) {
-    std::vector<std::vector<double>> pts;
-    for (const double beta : bs) {
-      const double mean_power =
-          beta > -1.0 + 1e-9 ? std::pow(t_end, beta) / (1.0 + beta) : std::pow(t_end, beta);
-      for (double vm = v_lo; vm <= v_hi * (1.0 + 1e-12); vm *= step) {
-        std::vector<double> x = around;
-        x[b] = beta;
-        x[v] = std::clamp(vm / mean_power, lo[v], hi[v]);
-        pts.push_back(std::move(x));
-      }
-    }
-    return pts;
-  };
-  // The sample fraction at the start's and shifted by ±kScreenFractionShift (f3, or f0 if f3
-  // is held; clipped to the box): the ranking of the rate pairs depends on it. On tb049 of the
-  // broad study (f_s rising from 0.34 to 0.9) at the start's 0.5 alone the lowest pairs had the
-  // sample rate 3x the truth's, and every short fit from them stalled or hit its cap at 47-62x the
-  // minimum; with the shifted fractions every short fit converges at the minimum.
-  const int i_f3 = session.ParameterIndex("f3");
-  const int i_f0 = session.ParameterIndex("f0");
-  const int i_f = i_f3 >= 0 ? i_f3 : i_f0;
-  const auto fractions = [&](const std::vector<double>& x) {
-    std::vector<std::vector<double>> xs{x};
-    if (i_f < 0) return xs;
-    const auto k = static_cast<std::size_t>(i_f);
-    for (const double by : {-kScreenFractionShift, kScreenFractionShift}) {
-      std::vector<double> y = x;
-      y[k] = std::clamp(x[k] + by, lo[k], hi[k]);
-      if (y[k] != x[k]) xs.push_back(std::move(y));
-    }
-    return xs;
-  };
-  // Stage 1: every pair of rates (reference ≤ sample: the start's fraction is the mirror's
-  // too when it is 0.5, and the mirror check covers the other labelling) × the coarse
-  // velocity grid.
-  struct Pair {
-    double d_ref, d_sample;
-  };
-  std::vector<Pair> pairs;
-  std::vector<std::vector<double>> points;
-  std::vector<std::size_t> pair_of;
-  for (std::size_t i = 0; i < rates.size(); ++i) {
-    for (std::size_t j = i; j < rates.size(); ++j) {
-      std::vector<double> x = base;
-      x[r] = rates[i];
-      x[s] = std::clamp(rates[j], lo[s], hi[s]);
-      for (const std::vector<double>& xf : fractions(x)) {
-        for (auto& p : velocity_grid(xf, kScreenVelocityStep, betas)) {
-          points.push_back(std::move(p));
-          pair_of.push_back(pairs.size());
-        }
-      }
-      pairs.push_back({rates[i], rates[j]});
-    }
-  }
-  const int stride = SearchRowStride(session, kScanMaxPoints);
-  std::vector<double> chi2;
-  session.Chi2BatchOnRows(points, chi2, stride);
-  const auto key = [](double c) { return std::isfinite(c) ? c : HUGE_VAL; };
-  std::vector<double> pair_best(pairs.size(), HUGE_VAL);
-  std::vector<std::size_t> pair_point(pairs.size(), 0);
-  for (std::size_t k = 0; k < points.size(); ++k) {
-    if (key(chi2[k]) < pair_best[pair_of[k]]) {
-      pair_best[pair_of[k]] = key(chi2[k]);
-      pair_point[pair_of[k]] = k;
-    }
-  }
-  std::vector<std::size_t> order(pairs.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t c) { return pair_best[a] < pair_best[c]; });
-  order.resize(std::min<std::size_t>(order.size(), kScreenPairsKept));
-  // Stage 2: the kept pairs on the velocity scan's fine grid (every v_beta of its bounds).
-  std::vector<std::vector<double>> fine;
-  std::vector<std::size_t> fine_pair;
-  for (const std::size_t p : order) {
-    for (auto& x : VelocityScanPoints(session, points[pair_point[p]], q, dt)) {
-      fine.push_back(std::move(x));
-      fine_pair.push_back(p);
-    }
-    fine.push_back(points[pair_point[p]]);  // the coarse grid's best competes
-    fine_pair.push_back(p);
-  }
-  std::vector<double> fine_chi2;
-  session.Chi2BatchOnRows(fine, fine_chi2, stride);
-  // Stage 3: a short local fit (scaling fitted first, physics held) from each pair's best.
-  std::vector<double> best_x;
-  double best_chi2 = HUGE_VAL;
-  std::vector<std::string> tried;
-  const std::vector<bool> all_free(start.size(), true);
-  for (const std::size_t p : order) {
-    std::size_t at = fine.size();
-    for (std::size_t k = 0; k < fine.size(); ++k) {
-      if (fine_pair[k] == p && (at == fine.size() || key(fine_chi2[k]) < key(fine_chi2[at]))) {
-        at = k;
-      }
-    }
-    const std::vector<double> x0 = ScalingFittedStart(session, fine[at], Logger::Silent());
-    const nlsq::SolverSummary fit =
-        session.SolvePart(x0, all_free, {}, kScreenShortIterations, ftol);
-    const bool usable =
-        fit.IsUsable() && fit.x.size() == start.size() && std::isfinite(fit.final_chi2);
-    tried.push_back(fmt::format("D0 {:.4g}/{:.4g}, v0 {:.4g}, v_beta {:.3g}: {} at {:.6g}",
-                                pairs[p].d_ref, pairs[p].d_sample, fine[at][v], fine[at][b],
-                                usable ? ToString(fit.termination) : std::string("unusable"),
-                                fit.final_chi2));
-    if (usable && fit.final_chi2 < best_chi2) {
-      best_chi2 = fit.final_chi2;
-      best_x = fit.x;
-    }
-  }
-  actions.push_back(fmt::format(
-      "start screen: chi2 of {} (D0_ref, D0_sample, v0, v_beta) points{}, {} more for the {} "
-      "lowest rate pairs; short fits ({} iterations at most): {}{}",
-      points.size(), stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(),
-      fine.size(), order.size(), kScreenShortIterations, fmt::join(tried, "; "),
-      best_x.empty() ? "; none usable"
-                     : fmt::format("; the paths start first from {:.12g}", best_chi2)));
-  logger.Info("NLSQ {}", actions.back());
-  out.x = std::move(best_x);
-  out.chi2 = best_chi2;
-  return out;
-}
-
-}  // namespace
-
 nlsq::SolverSummary CheckMirrorBasin(
     nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, double dt,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
@@ -903,36 +718,10 @@ nlsq::NlsqRunResult RunNlsqPipeline(const Comm& comm, const config::Config& cfg,
     std::optional<nlsq::SolverSummary> screened;
     if (two_component && recovery.start_screen && !transport_configured && !v0_configured) {
       const ScopedFaultStage screen_stage("start_screen");
-      const ScreenedStart ss =
-          ScreenStart(session, session.x0(), cfg.analyzer.wavevector_q, cfg.analyzer.dt,
-                      cfg.optimization.nlsq.tolerance, logger, actions);
-      if (!ss.x.empty()) {
-        const auto where = checkpoint::InSubfolder(options.checkpoints, "start_screen");
-        const auto acceptable = [&](const nlsq::SolverSummary& fit) {
-          if (fit.termination != lsq::Termination::kConverged) return false;
-          const nlsq::XpcsFitSession::NoiseFit noise = session.NoiseFitAt(fit.x);
-          return noise.measured && !noise.misfit();
-        };
-        nlsq::SolverSummary fit = session.Solve(ss.x, progress, where);
-        bool accept = acceptable(fit);
-        if (!accept && scan) {
-          const ScopedFaultStage scan_stage("velocity_scan");
-          fit = ScanVelocity(session, ss.x, fit, cfg.analyzer.wavevector_q, cfg.analyzer.dt, 2,
-                             where, logger, progress, actions);
-          accept = acceptable(fit);
-        }
-        actions.push_back(fmt::format(
-            "start screen: the fit from its point ended {} at chi2 {:.12g}: {}",
-            ToString(fit.termination), fit.final_chi2,
-            accept ? "converged and no misfit by the noise level, taken"
-                   : "not acceptable alone; the transport scan's and the registry's paths follow"));
-        logger.Info("NLSQ {}", actions.back());
-        if (accept) {
-          local = std::move(fit);
-        } else {
-          screened = std::move(fit);
-        }
-      }
+      ScreenOutcome so =
+          RunStartScreen(session, cfg, options.checkpoints, scan, logger, progress, actions);
+      local = std::move(so.accepted);
+      screened = std::move(so.other);
     }
     std::vector<double> scanned;
     if (local) {
