@@ -108,13 +108,25 @@ std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledPara
 }
 
 // Bimodal shard posteriors of the physical parameters (every shard with draws, used or
-// not): reported, and warned about where ≥ 5 % of the shards hold two confirmed modes.
+// not, except shards above max_divergence_rate): reported, and warned about where ≥ 5 % of
+// the shards hold two confirmed modes. A shard that diverged that often even after its
+// warmup reruns has chains that did not sample its posterior (on the study of step 7b
+// they sat at two points of one ridge, R̂ 1.83), so where its chains sit says nothing
+// about modes; an outlier shard does count (it may be the other mode).
 void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
                      const std::vector<ShardDraws>& theta_draws, CmcRunResult& result,
                      const Logger& logger) {
   const auto& rp = cfg.optimization.cmc.reparameterization;
+  std::vector<ShardDraws> sampled = theta_draws;
+  for (const ShardDiagnostics& d : result.shards) {
+    const auto s = static_cast<std::size_t>(d.shard);
+    if (s < sampled.size() &&
+        d.divergence_rate > cfg.optimization.cmc.validation.max_divergence_rate) {
+      sampled[s].draws.clear();
+    }
+  }
   result.bimodality =
-      DetectBimodality(theta_draws, sp.names(), WatchedParameters(cfg.analysis_mode),
+      DetectBimodality(sampled, sp.names(), WatchedParameters(cfg.analysis_mode),
                        rp.bimodal_min_weight, rp.bimodal_min_separation, result.num_chains);
   for (const BimodalParameter& b : result.bimodality) {
     // Shards that passed homodyne's screen but hold one (skewed) mode, or two modes that
