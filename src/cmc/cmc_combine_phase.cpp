@@ -117,17 +117,17 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
                      const std::vector<ShardDraws>& theta_draws, CmcRunResult& result,
                      const Logger& logger) {
   const auto& rp = cfg.optimization.cmc.reparameterization;
-  std::vector<ShardDraws> sampled = theta_draws;
+  std::vector<double> divergence_rates(theta_draws.size(), 0.0);
   for (const ShardDiagnostics& d : result.shards) {
-    const auto s = static_cast<std::size_t>(d.shard);
-    if (s < sampled.size() &&
-        d.divergence_rate > cfg.optimization.cmc.validation.max_divergence_rate) {
-      sampled[s].draws.clear();
+    if (static_cast<std::size_t>(d.shard) < divergence_rates.size()) {
+      divergence_rates[static_cast<std::size_t>(d.shard)] = d.divergence_rate;
     }
   }
   result.bimodality =
-      DetectBimodality(sampled, sp.names(), WatchedParameters(cfg.analysis_mode),
-                       rp.bimodal_min_weight, rp.bimodal_min_separation, result.num_chains);
+      DetectBimodality(DrawsOfSampledShards(theta_draws, divergence_rates,
+                                            cfg.optimization.cmc.validation.max_divergence_rate),
+                       sp.names(), WatchedParameters(cfg.analysis_mode), rp.bimodal_min_weight,
+                       rp.bimodal_min_separation, result.num_chains);
   for (const BimodalParameter& b : result.bimodality) {
     // Shards that passed homodyne's screen but hold one (skewed) mode, or two modes that
     // neither a second chain nor another shard saw: said, not acted on.
