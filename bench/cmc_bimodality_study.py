@@ -100,10 +100,17 @@ def main():
     ap.add_argument("--n-samples", type=int, default=600)
     ap.add_argument("--tree-depth", type=int, default=8)
     ap.add_argument("--shards", type=int, default=3, help="as in issue #38 item 4")
+    ap.add_argument("--first", default="",
+                    help="comma-separated dataset numbers to run before the others")
+    ap.add_argument("--summarise-only", action="store_true",
+                    help="write the Markdown from the records already in --out-json")
     a = ap.parse_args()
     global DRAWS
     DRAWS = (f"{a.shards} shards, 2 chains x ({a.n_warmup} warmup + {a.n_samples} draws) each,"
              f" tree depth <= {a.tree_depth}")
+    if a.summarise_only:
+        summarise(json.load(open(a.out_json))["records"], a.out_json, a.out_md, a.datasets)
+        return
     work = a.work or tempfile.mkdtemp(prefix="cmc_bimodality_")
     homodyne = os.path.join(a.build, "apps", "homodyne")
     synth = os.path.join(a.build, "apps", "homodyne-synth")
@@ -112,7 +119,10 @@ def main():
     shards = ["--cmc-num-shards", str(a.shards)]
     records = []
     old_runs = 0
-    for i, (mode, angles, seed, truth) in enumerate(datasets(a.datasets)):
+    cases = list(enumerate(datasets(a.datasets)))
+    first = [int(k) for k in a.first.split(",") if k]
+    cases.sort(key=lambda c: (first.index(c[0]) if c[0] in first else len(first), c[0]))
+    for i, (mode, angles, seed, truth) in cases:
         d = os.path.join(work, f"d{i:02d}")
         os.makedirs(d, exist_ok=True)
         cfg = os.path.join(d, "config.yaml")
@@ -173,14 +183,15 @@ def main():
               f", screened {rec['shards_screened']}, sd/full "
               + ", ".join(f"{n} {r:.2f}" for n, r in rec["ratio_full"].items()), flush=True)
         json.dump({"records": records}, open(a.out_json, "w"), indent=1)
-    summarise(records, a.out_json, a.out_md)
+    summarise(records, a.out_json, a.out_md, a.datasets)
 
 
-def summarise(records, out_json, out_md):
+def summarise(records, out_json, out_md, planned=None):
+    records = sorted(records, key=lambda r: r["dataset"])
     ok = [r for r in records if r.get("exit_code") == 0]
     ratios = [x for r in ok for x in r["ratio_full"].values()]
     summary = {
-        "datasets": len(records), "completed": len(ok),
+        "datasets": planned or len(records), "completed": len(ok),
         "laminar": sum(r["mode"] == "laminar_flow" for r in ok),
         "static": sum(r["mode"] == "static" for r in ok),
         "shards_flagged": sum(r["shards_flagged"] for r in ok),
