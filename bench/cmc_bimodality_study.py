@@ -72,6 +72,16 @@ def run(cmd, log):
         return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
 
 
+def shard_records(out_dir):
+    """Per shard: divergence rate, max R-hat, min ESS, warmup runs and whether it was kept."""
+    out = []
+    for s in json.load(open(os.path.join(out_dir, "shard_diagnostics.json"))):
+        out.append({k: s.get(k) for k in ("shard", "divergence_rate", "max_r_hat", "min_ess",
+                                          "num_warmup", "warmup_attempts",
+                                          "used_in_combination", "rejection_reason")})
+    return out
+
+
 def sds(out_dir):
     p = json.load(open(os.path.join(out_dir, "parameters.json")))["parameters"]
     return {k: v["std"] for k, v in p.items()}
@@ -90,10 +100,17 @@ def main():
     ap.add_argument("--n-samples", type=int, default=600)
     ap.add_argument("--tree-depth", type=int, default=8)
     ap.add_argument("--shards", type=int, default=3, help="as in issue #38 item 4")
+    ap.add_argument("--first", default="",
+                    help="comma-separated dataset numbers to run before the others")
+    ap.add_argument("--summarise-only", action="store_true",
+                    help="write the Markdown from the records already in --out-json")
     a = ap.parse_args()
     global DRAWS
     DRAWS = (f"{a.shards} shards, 2 chains x ({a.n_warmup} warmup + {a.n_samples} draws) each,"
              f" tree depth <= {a.tree_depth}")
+    if a.summarise_only:
+        summarise(json.load(open(a.out_json))["records"], a.out_json, a.out_md, a.datasets)
+        return
     work = a.work or tempfile.mkdtemp(prefix="cmc_bimodality_")
     homodyne = os.path.join(a.build, "apps", "homodyne")
     synth = os.path.join(a.build, "apps", "homodyne-synth")
@@ -102,7 +119,10 @@ def main():
     shards = ["--cmc-num-shards", str(a.shards)]
     records = []
     old_runs = 0
-    for i, (mode, angles, seed, truth) in enumerate(datasets(a.datasets)):
+    cases = list(enumerate(datasets(a.datasets)))
+    first = [int(k) for k in a.first.split(",") if k]
+    cases.sort(key=lambda c: (first.index(c[0]) if c[0] in first else len(first), c[0]))
+    for i, (mode, angles, seed, truth) in cases:
         d = os.path.join(work, f"d{i:02d}")
         os.makedirs(d, exist_ok=True)
         cfg = os.path.join(d, "config.yaml")
@@ -137,6 +157,8 @@ def main():
         rec["mode_aware_applied"] = bool((diag.get("mode_aware_consensus") or {}).get("applied"))
         rec["shards_flagged"] = sum(len(b["bimodal_shards"]) for b in diag["bimodality"])
         rec["shards_screened"] = sum(len(b.get("screened_shards", [])) for b in diag["bimodality"])
+        rec["shards"] = shard_records(os.path.join(d, "k", "cmc"))
+        rec["full_shard"] = shard_records(os.path.join(d, "full", "cmc"))[0]
         rec["sd_consensus"] = {n: cons[n] for n in names}
         rec["sd_full"] = {n: full[n] for n in names}
         rec["sd_nlsq"] = {n: nlsq[n]["uncertainty"] for n in names}
@@ -161,20 +183,23 @@ def main():
               f", screened {rec['shards_screened']}, sd/full "
               + ", ".join(f"{n} {r:.2f}" for n, r in rec["ratio_full"].items()), flush=True)
         json.dump({"records": records}, open(a.out_json, "w"), indent=1)
-    summarise(records, a.out_json, a.out_md)
+    summarise(records, a.out_json, a.out_md, a.datasets)
 
 
-def summarise(records, out_json, out_md):
+def summarise(records, out_json, out_md, planned=None):
+    records = sorted(records, key=lambda r: r["dataset"])
     ok = [r for r in records if r.get("exit_code") == 0]
     ratios = [x for r in ok for x in r["ratio_full"].values()]
     summary = {
-        "datasets": len(records), "completed": len(ok),
+        "datasets": planned or len(records), "completed": len(ok),
         "laminar": sum(r["mode"] == "laminar_flow" for r in ok),
         "static": sum(r["mode"] == "static" for r in ok),
         "shards_flagged": sum(r["shards_flagged"] for r in ok),
         "datasets_with_a_flag": sum(r["shards_flagged"] > 0 for r in ok),
         "datasets_screened_by_the_rule_before": sum(r["shards_screened"] > 0 for r in ok),
         "datasets_within_band": sum(r["within_band"] for r in ok),
+        "shards_rerun": sum((s.get("warmup_attempts") or 1) > 1 for r in ok for s in r["shards"]),
+        "shards_rejected": sum(not s["used_in_combination"] for r in ok for s in r["shards"]),
         "ratio_full_min": min(ratios) if ratios else None,
         "ratio_full_max": max(ratios) if ratios else None,
         "band": [LO, HI],
@@ -189,21 +214,31 @@ def summarise(records, out_json, out_md):
         "--nlsq-result ... --cmc-num-shards 1`: one shard = all data, same chains and draws).",
         "", f"Completed {summary['completed']} of {summary['datasets']} datasets "
         f"({summary['laminar']} laminar_flow, {summary['static']} static). Shards flagged "
-        f"bimodal: {summary['shards_flagged']}. Datasets where homodyne's screen alone (the rule "
+        f"bimodal: {summary['shards_flagged']}. Shards rerun with a longer warmup: "
+        f"{summary['shards_rerun']}; shards rejected: {summary['shards_rejected']}. Datasets where homodyne's screen alone (the rule "
         f"before) fires: {summary['datasets_screened_by_the_rule_before']}. Datasets with every "
         f"physical sd ratio inside [{LO}, {HI}]: {summary['datasets_within_band']}; ratios "
         f"{summary['ratio_full_min']:.3f} to {summary['ratio_full_max']:.3f}." if ratios else "",
-        "", "| # | mode | shards | flagged | screened | sd(consensus)/sd(full) | "
-        "sd(consensus)/NLSQ σ | rule before: sd/sd(full) |", "|---|---|---|---|---|---|---|---|"]
+        "", "Shards rerun: those whose first chains diverged above max_divergence_rate, rerun "
+        "with twice the warmup (docs/cmc.md, step 6b); the full-data reference's own max R̂, "
+        "divergence rate and warmup runs are given beside it.", "",
+        "| # | mode | shards | rerun | flagged | screened | sd(consensus)/sd(full) | "
+        "sd(consensus)/NLSQ σ | full data: R̂, div, runs | rule before: sd/sd(full) |",
+        "|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         if r.get("exit_code") != 0:
             lines.append(f"| {r['dataset']} | {r['mode']} | failed (exit {r.get('exit_code')}) "
-                         "| | | | | |")
+                         "| | | | | | | |")
             continue
         fmt = lambda m: ", ".join(f"{k} {v:.2f}" for k, v in m.items())
-        lines.append(f"| {r['dataset']} | {r['mode']} | {r['num_shards']} | "
+        rerun = sum((s.get("warmup_attempts") or 1) > 1 for s in r["shards"])
+        f = r["full_shard"]
+        full = (f"{f['max_r_hat']:.2f}, {100 * f['divergence_rate']:.1f} %, "
+                f"{f.get('warmup_attempts') or 1}")
+        lines.append(f"| {r['dataset']} | {r['mode']} | {r['num_shards']} | {rerun} | "
                      f"{r['shards_flagged']} | {r['shards_screened']} | {fmt(r['ratio_full'])} | "
-                     f"{fmt(r['ratio_nlsq'])} | {fmt(r['old_ratio_full']) if 'old_ratio_full' in r else ''} |")
+                     f"{fmt(r['ratio_nlsq'])} | {full} | "
+                     f"{fmt(r['old_ratio_full']) if 'old_ratio_full' in r else ''} |")
     open(out_md, "w").write("\n".join(lines) + "\n")
 
 

@@ -11,4 +11,4 @@ old=()
 [ -n "${OLD:-}" ] && old=(--old "$OLD")
 /usr/bin/python3 "$root/bench/cmc_bimodality_study.py" --build "$build" \
   --out-json "$out/cmc_bimodality_$stamp.json" --out-md "$out/cmc_bimodality_$stamp.md" \
-  ${WORK:+--work "$WORK"} "${old[@]}"
+  ${WORK:+--work "$WORK"} ${FIRST:+--first "$FIRST"} "${old[@]}"

@@ -414,4 +414,14 @@ std::vector<BimodalParameter> DetectBimodality(const std::vector<ShardDraws>& dr
   return out;
 }
 
+std::vector<ShardDraws> DrawsOfSampledShards(const std::vector<ShardDraws>& draws,
+                                             const std::vector<double>& divergence_rates,
+                                             double max_divergence_rate) {
+  std::vector<ShardDraws> out = draws;
+  for (std::size_t s = 0; s < out.size() && s < divergence_rates.size(); ++s) {
+    if (divergence_rates[s] > max_divergence_rate) out[s].draws.clear();
+  }
+  return out;
+}
+
 }  // namespace homodyne::cmc

@@ -98,4 +98,11 @@ std::vector<BimodalParameter> DetectBimodality(const std::vector<ShardDraws>& dr
                                                int chains = 1,
                                                const std::vector<int>& shard_ids = {});
 
+// The shards' draws for DetectBimodality, without the draws of shards whose divergence
+// rate (per shard, same order) is above max_divergence_rate: their chains did not sample
+// the shard's posterior (docs/cmc.md, step 7b), so they are not tested.
+std::vector<ShardDraws> DrawsOfSampledShards(const std::vector<ShardDraws>& draws,
+                                             const std::vector<double>& divergence_rates,
+                                             double max_divergence_rate);
+
 }  // namespace homodyne::cmc

@@ -167,8 +167,8 @@ void CmcChainRunner::Fail() {
   if (!all_done_) SafePoint(false, true);
 }
 
-void CmcChainRunner::PrepareShard(int shard, int num_chains) {
-  for (int c = 0; c < num_chains; ++c) progress_[{shard, c}];
+void CmcChainRunner::PrepareShard(int shard, int num_chains, int first_chain) {
+  for (int c = first_chain; c < first_chain + num_chains; ++c) progress_[{shard, c}];
 }
 
 std::unique_ptr<nuts::NutsChain> CmcChainRunner::Start(int shard, int chain,

@@ -69,7 +69,9 @@ class CmcChainRunner {
   // concurrently for different chains of that shard; RoundEnd (collective safe point) on the
   // calling thread between rounds, while no chain runs. Segmenting a chain into batches does
   // not change its draws.
-  void PrepareShard(int shard, int num_chains);
+  // Chains first_chain … first_chain + num_chains − 1 (a shard's rerun uses its own chain
+  // indices, so its RNG streams and checkpoint datasets are its own).
+  void PrepareShard(int shard, int num_chains, int first_chain = 0);
   // The chain to advance (restored from the checkpoint or fresh); null when it is complete.
   std::unique_ptr<nuts::NutsChain> Start(int shard, int chain, const nuts::LogDensity& density,
                                          const nuts::NutsOptions& options,

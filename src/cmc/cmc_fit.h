@@ -78,6 +78,10 @@ struct ShardDiagnostics {
   // Wall seconds of the shard's chains (warmup and sampling, all chains, in this process:
   // a resumed run counts its own part only).
   double sampling_seconds = 0.0;
+  // Warmup iterations of the kept draws' chains and the runs of the shard it took
+  // (validation.warmup_retries: a rerun doubles the warmup; 1 = no rerun).
+  int num_warmup = 0;
+  int warmup_attempts = 1;
   bool used = true;       // kept by the shard filters (shard_filter.h)
   std::string rejection;  // why not
 };

@@ -108,6 +108,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p.Each(d.tree_depth_histogram, [&](std::int64_t& c) { p(c); });
     p(d.step_size_mean);
     p(d.sampling_seconds);
+    p(d.num_warmup);
+    p(d.warmup_attempts);
     p(d.used);
     p(d.rejection);
   });

@@ -145,6 +145,8 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   const int n_chains = c.sampler.chains;
   const int n_theta = c.params.size();
   const int k_shards = c.shards.count;
+  const double max_divergence_rate = c.cfg.optimization.cmc.validation.max_divergence_rate;
+  const int warmup_retries = c.cfg.optimization.cmc.validation.warmup_retries;
   checkpoint::CmcCheckpointSettings cs;
   cs.stop_on_signal = false;
   if (c.options.checkpoints) cs = *c.options.checkpoints;
@@ -192,24 +194,50 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
       chain_options.num_chains = n_chains;
       chain_options.threads = c.options.threads;
       chain_options.worker_start = c.options.worker_start;
-      runner.PrepareShard(s, n_chains);
       const auto shard_start = std::chrono::steady_clock::now();
-      ChainRounds rounds;
-      rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
-        return runner.Start(s, chain, post, no, q0);
-      };
-      rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, chain, ch); };
-      rounds.round_end = [&] { runner.RoundEnd(); };
-      RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options,
-                             rounds);
-      std::vector<nuts::ChainRun> runs;
-      for (int chain = 0; chain < n_chains; ++chain) runs.push_back(runner.Result(s, chain));
-      UnwhitenDraws(setup.whitening, runs);
       LocalShardResult r;
-      r.shard = s;
-      r.diag.shard = s;
-      r.diag.points = c.shards.plan.Points(s);
-      SummariseChains(runs, n_theta, known_sigma, no, c.sites, r);
+      std::int64_t discarded_gradients = 0;
+      // A shard whose chains diverge too often is rerun with twice the warmup (up to
+      // validation.warmup_retries times) instead of being dropped by the filter: short
+      // warmups leave some shards' curved ridges unadapted (docs/cmc.md, step 6b). The
+      // decision depends on the shard's own draws only, so it is the same on any rank and
+      // thread count, and a resumed run restores the attempts it needs from the checkpoint.
+      for (int attempt = 0;; ++attempt) {
+        nuts::NutsOptions attempt_options = no;
+        attempt_options.num_warmup = no.num_warmup << attempt;
+        const int first = attempt * n_chains;  // the attempt's own chain indices and streams
+        runner.PrepareShard(s, n_chains, first);
+        ChainRounds rounds;
+        rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
+          return runner.Start(s, first + chain, post, attempt_options, q0);
+        };
+        rounds.advance = [&](int chain, nuts::NutsChain& ch) {
+          runner.Advance(s, first + chain, ch);
+        };
+        rounds.round_end = [&] { runner.RoundEnd(); };
+        RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options,
+                               rounds);
+        std::vector<nuts::ChainRun> runs;
+        for (int chain = 0; chain < n_chains; ++chain) {
+          runs.push_back(runner.Result(s, first + chain));
+        }
+        UnwhitenDraws(setup.whitening, runs);
+        r = LocalShardResult{};
+        r.shard = s;
+        r.diag.shard = s;
+        r.diag.points = c.shards.plan.Points(s);
+        SummariseChains(runs, n_theta, known_sigma, attempt_options, c.sites, r);
+        r.diag.num_warmup = attempt_options.num_warmup;
+        r.diag.warmup_attempts = attempt + 1;
+        r.diag.warmup_gradient_evaluations += discarded_gradients;  // the reruns' price
+        if (r.diag.divergence_rate <= max_divergence_rate || attempt >= warmup_retries) break;
+        discarded_gradients += r.diag.warmup_gradient_evaluations + r.diag.gradient_evaluations;
+        c.logger.Info(
+            "CMC: shard {}: divergence rate {:.3f} > max_divergence_rate {:.3f} after {} warmup "
+            "iterations; rerunning its chains with {}",
+            s, r.diag.divergence_rate, max_divergence_rate, attempt_options.num_warmup,
+            2 * attempt_options.num_warmup);
+      }
       r.diag.sampling_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
       local.push_back(std::move(r));
@@ -247,7 +275,8 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
 
 // Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
 // ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
-// gradients, R̂…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
+// gradients, R̂…, bulk ESS…, tail ESS…, step size, seconds, warmup, attempts, depth histogram
+// size, histogram…,
 // n, draws…].
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
                             int k_shards, int n_theta) {
@@ -265,6 +294,8 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
     packed.insert(packed.end(), r.diag.ess_tail.begin(), r.diag.ess_tail.end());
     packed.push_back(r.diag.step_size_mean);
     packed.push_back(r.diag.sampling_seconds);
+    packed.push_back(static_cast<double>(r.diag.num_warmup));
+    packed.push_back(static_cast<double>(r.diag.warmup_attempts));
     packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
     for (std::int64_t c : r.diag.tree_depth_histogram) packed.push_back(static_cast<double>(c));
     packed.push_back(static_cast<double>(r.draws.size()));
@@ -314,11 +345,13 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
       pos += 3 * nt;
       d.step_size_mean = all[pos];
       d.sampling_seconds = all[pos + 1];
-      const auto n_depths = static_cast<std::size_t>(all[pos + 2]);
+      d.num_warmup = static_cast<int>(all[pos + 2]);
+      d.warmup_attempts = static_cast<int>(all[pos + 3]);
+      const auto n_depths = static_cast<std::size_t>(all[pos + 4]);
       for (std::size_t k = 0; k < n_depths; ++k) {
-        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 3 + k]));
+        d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 5 + k]));
       }
-      pos += 3 + n_depths;
+      pos += 5 + n_depths;
       const auto n = static_cast<std::size_t>(all[pos]);
       g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
       pos += 1 + n;

@@ -262,6 +262,7 @@ struct CmcValidation {
   double max_between_shard_kl{};
   double min_success_rate{};
   double max_divergence_rate{};
+  int warmup_retries{};  // reruns of a shard whose divergence rate is above the maximum
   bool require_nlsq_warmstart{};
   std::string use_nlsq_informed_priors;  // "auto" | "true" | "false"
   double nlsq_prior_width_factor{};

@@ -123,6 +123,9 @@ void AddSamplerAndChecks(const KeyAdder& c) {
          fv(&CmcValidation::min_success_rate));
   v.Used("max_divergence_rate", T::kFloat, "0.10", InRange(0, 1), "Maximum divergent fraction",
          fv(&CmcValidation::max_divergence_rate));
+  v.Used("warmup_retries", T::kInt, "1", InRange(0, 4),
+         "Reruns of a shard above max_divergence_rate, each with twice the warmup",
+         fv(&CmcValidation::warmup_retries));
   v.Used("require_nlsq_warmstart", T::kBool, "false", NoRule(), "Require an NLSQ warm start",
          fv(&CmcValidation::require_nlsq_warmstart));
   v.Used("use_nlsq_informed_priors", T::kBoolOrAuto, "auto", NoRule(),

@@ -277,6 +277,8 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
          {"treedepth_saturation_rate", d.treedepth_saturation_rate},
          {"gradient_evaluations", d.gradient_evaluations},
          {"warmup_gradient_evaluations", d.warmup_gradient_evaluations},
+         {"num_warmup", d.num_warmup},
+         {"warmup_attempts", d.warmup_attempts},
          {"divergences", d.divergences},
          {"treedepth_hits", d.treedepth_hits},
          {"tree_depth_histogram", d.tree_depth_histogram},

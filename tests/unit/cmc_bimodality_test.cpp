@@ -187,6 +187,29 @@ TEST(CmcBimodality, ModesSeenByOneChainOnlyNeedAnotherShard) {
   EXPECT_FALSE(r[0].flagged);
 }
 
+TEST(CmcBimodality, ShardsAboveTheDivergenceRateAreNotTested) {
+  // Two shards holding the same two modes confirm each other; when one of them diverged
+  // above the rate its chains do not count, and the other's modes stay unconfirmed
+  // (one chain sees the upper mode).
+  std::vector<double> x = Sample(500, 1.0, 0.0, 32000.0, 1500.0, 71);
+  for (std::uint64_t c = 1; c < 4; ++c) {
+    const std::vector<double> lower = Sample(500, 0.0, 18000.0, 0.0, 1500.0, 71 + c);
+    x.insert(x.end(), lower.begin(), lower.end());
+  }
+  const std::vector<ShardDraws> shards{{1, x},
+                                       {1, Sample(2000, 0.5, 18000.0, 32000.0, 1500.0, 75)}};
+  auto r = DetectBimodality(DrawsOfSampledShards(shards, {0.02, 0.10}, 0.10), {"D0"}, {"D0"}, 0.2,
+                            0.5, 4);
+  EXPECT_EQ(r[0].shards_tested, 2);
+  EXPECT_EQ(r[0].bimodal_shards, (std::vector<int>{0, 1}));
+  r = DetectBimodality(DrawsOfSampledShards(shards, {0.02, 0.25}, 0.10), {"D0"}, {"D0"}, 0.2, 0.5,
+                       4);
+  EXPECT_EQ(r[0].shards_tested, 1);
+  EXPECT_TRUE(r[0].bimodal_shards.empty());
+  EXPECT_EQ(r[0].unconfirmed_shards, std::vector<int>{0});
+  EXPECT_FALSE(r[0].flagged);
+}
+
 TEST(CmcBimodality, SkewNormalFitRecoversItsParameters) {
   // Skew-normal draws by δ|Z0| + √(1 − δ²)Z1 (shape 4, location 10, scale 3).
   std::mt19937_64 rng(71);
