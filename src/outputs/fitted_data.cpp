@@ -6,6 +6,7 @@
 #include <exception>
 #include <optional>
 
+#include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/error.h"
@@ -43,25 +44,9 @@ FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result) {
                      result.report.contrast, result.report.offset};
 }
 
-std::string_view ToString(FittedDataLevel level) {
-  switch (level) {
-    case FittedDataLevel::kFull:
-      return "full";
-    case FittedDataLevel::kModel:
-      return "model";
-    case FittedDataLevel::kNone:
-      return "none";
-  }
-  return "model";
-}
+std::string_view ToString(FittedDataLevel level) { return config::ChoiceName(level); }
 
-FittedDataLevel FittedDataLevelOf(const config::Config& cfg) {
-  if (cfg.fitted_data == "full") return FittedDataLevel::kFull;
-  if (cfg.fitted_data == "none") return FittedDataLevel::kNone;
-  if (cfg.fitted_data.empty() || cfg.fitted_data == "model") return FittedDataLevel::kModel;
-  ThrowBadInput(fmt::format("'{}' is not one of full, model, none", cfg.fitted_data), "",
-                config::keys::Key(config::keys::kOutput, "fitted_data"));
-}
+FittedDataLevel FittedDataLevelOf(const config::Config& cfg) { return cfg.fitted_data; }
 
 FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,
                    const FittedModel& fitted)
