@@ -10,6 +10,12 @@ namespace homodyne::config::detail {
 namespace {
 using T = KeyType;
 using PM = model::PerAngleMode;
+
+// The fit's layouts (constant_averaged is CMC's) and xpcsjax's alias independent.
+std::vector<std::string> NlsqPerAngleModes() {
+  return ChoiceNames<model::PerAngleMode>({PM::kAuto, PM::kConstant, PM::kIndividual, PM::kFourier},
+                                          /*aliases=*/true);
+}
 constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 
@@ -113,9 +119,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Section("", kUse, "Per-angle scaling treatment of the NLSQ fit", kNullable);
   a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system",
          f(&AntiDegeneracy::enable));
-  a.Used("per_angle_mode", T::kString, "auto",
-         OneOf(ChoiceNames<model::PerAngleMode>(
-             {PM::kAuto, PM::kConstant, PM::kIndividual, PM::kFourier}, true)),
+  a.Used("per_angle_mode", T::kString, "auto", OneOf(NlsqPerAngleModes()),
          "Scaling layout: auto, constant, individual or fourier (independent: xpcsjax's "
          "deprecated name of individual). two_component: constant holds xpcsjax's Q95 "
          "quantile estimates (fewer than 100 points per angle is an error), individual "
