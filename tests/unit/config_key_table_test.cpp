@@ -367,7 +367,7 @@ TEST(ConfigKeyBindings, DefaultConfigIsTheReaderOnAnEmptyFile) {
   EXPECT_EQ(d.output_directory, "./homodyne_results");
   EXPECT_EQ(d.Hdf5DeflateLevel(), 0);  // uncompressed (docs/outputs.md)
   EXPECT_EQ(d.compression_level, 4);
-  EXPECT_EQ(d.fitted_data, "model");
+  EXPECT_EQ(ChoiceName(d.fitted_data), "model");
   EXPECT_EQ(homodyne::config::ChoiceName(d.optimization.nlsq.anti_degeneracy.hierarchical_trigger),
             "suspect");
   EXPECT_EQ(d.analyzer.dt, 1.0);

@@ -7,7 +7,6 @@
 #include <string>
 #include <string_view>
 
-#include "cmc/cmc_phases.h"
 #include "config/choices.h"
 #include "config/config_reader.h"
 #include "config/key_table.h"
@@ -125,21 +124,6 @@ TEST(ConfigOptionDefaults, MultiStartOptionsMatchTheTable) {
   EXPECT_EQ(plain.use_screening, built.use_screening);
   EXPECT_EQ(plain.screen_keep_fraction, built.screen_keep_fraction);
   EXPECT_EQ(plain.degeneracy_threshold, built.degeneracy_threshold);
-}
-
-TEST(ConfigOptionDefaults, ShardFilterOptionsMatchTheTable) {
-  const Config cfg = DefaultConfig();
-  const cmc::phases::Combination combination =
-      cfg.optimization.cmc.combination.method == CombinationMethod::kRobustConsensusMc
-          ? cmc::phases::Combination::kRobustConsensus
-          : cmc::phases::Combination::kConsensus;
-  const cmc::ShardFilterOptions built =
-      cmc::phases::FilterOptionsFromConfig(cfg, combination, {}, model::Bounds{});
-  const cmc::ShardFilterOptions plain;
-  EXPECT_EQ(plain.max_divergence_rate, built.max_divergence_rate);
-  EXPECT_EQ(plain.robust, built.robust);
-  EXPECT_EQ(plain.max_parameter_cv, built.max_parameter_cv);
-  EXPECT_EQ(plain.heterogeneity_abort, built.heterogeneity_abort);
 }
 
 // Every choice key reads each of its names into the enum and echoes the value's first name:
