@@ -49,7 +49,7 @@ struct RecoveryOptions {
   Mirror mirror_check = Mirror::kAuto;
   bool velocity_scan = true;
   bool transport_scan = true;
-  bool start_screen = true;
+  bool start_screen = false;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).
   static RecoveryOptions FromConfig(const config::NlsqRecovery& r);
