@@ -29,7 +29,7 @@ config::Config ToConfig(const CmcOptions& o, const XpcsData& data) {
   config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "CmcOptions");
   config::CmcOptions& cmc = c.optimization.cmc;
-  cmc.per_angle_mode = std::string(ToString(o.per_angle));
+  cmc.per_angle_mode = api::ToPerAngleMode(o.per_angle);
   cmc.seed = o.seed;
   if (o.shards > 0) cmc.sharding.num_shards = o.shards;
   cmc.per_shard_mcmc.num_chains = o.chains;

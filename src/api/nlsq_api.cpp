@@ -32,8 +32,9 @@ config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   nlsq.tolerance = o.ftol;
   nlsq.xtol = o.xtol;
   nlsq.gtol = o.gtol;
-  nlsq.anti_degeneracy.per_angle_mode = std::string(ToString(o.per_angle));
-  nlsq.recovery.on_stall = o.restarts_on_stall ? "restarts" : "none";
+  nlsq.anti_degeneracy.per_angle_mode = api::ToPerAngleMode(o.per_angle);
+  nlsq.recovery.on_stall =
+      o.restarts_on_stall ? config::StallRecovery::kRestarts : config::StallRecovery::kNone;
   nlsq.recovery.phi0_restarts = o.phi0_restarts;
   config::ResolveParameters(c);
   return c;

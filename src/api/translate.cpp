@@ -59,6 +59,20 @@ io::DatasetView ToDatasetView(const XpcsData& data) {
   return ds;
 }
 
+model::PerAngleMode ToPerAngleMode(PerAngleScaling scaling) {
+  switch (scaling) {
+    case PerAngleScaling::kIndividual:
+      return model::PerAngleMode::kIndividual;
+    case PerAngleScaling::kConstant:
+      return model::PerAngleMode::kConstant;
+    case PerAngleScaling::kFourier:
+      return model::PerAngleMode::kFourier;
+    case PerAngleScaling::kAuto:
+      break;
+  }
+  return model::PerAngleMode::kAuto;
+}
+
 ScalingLayout ParseScalingLayout(const std::string& text) {
   for (const ScalingLayout layout :
        {ScalingLayout::kIndividual, ScalingLayout::kAveraged, ScalingLayout::kFixedConstant,

@@ -26,6 +26,9 @@ io::DatasetView ToDatasetView(const XpcsData& data);
 // them (model::ToString(ScalingLayout), nlsq::ToString(FitQuality)); an unknown spelling is
 // a bug (kInternal), an empty quality kNotAssessed.
 ScalingLayout ParseScalingLayout(const std::string& text);
+
+// The config's per_angle_mode of the public setting.
+model::PerAngleMode ToPerAngleMode(PerAngleScaling scaling);
 FitQuality ParseFitQuality(const std::string& text);
 
 // From every shard's max R-hat: kNotConverged when one is at or above 1.1, else kUnchecked

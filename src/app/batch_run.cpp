@@ -118,45 +118,53 @@ bool IsBatchCommand(const std::vector<std::string>& args) {
   });
 }
 
-int RunBatch(Environment& env, const std::vector<std::string>& args) {
-  BatchCliOptions opts;
-  if (auto code = ParseBatchCommandLine(env, args, opts)) return *code;
-  Logger& log = env.logger();
-  log.set_level(LogLevelFromVerbosity(0, opts.quiet));
-  const Comm& world = env.world();
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
 
-  // Rank 0 reads the batch file and prepares every task; everybody gets the result.
-  BatchSpec spec;
+// The batch file read and every task prepared on rank 0; every rank gets the result.
+struct PreparedBatch {
+  BatchSpec spec;  // on rank 0; elsewhere output_root, group_size, group_bytes_per_rank only
+  std::vector<PreparedTask> tasks;
+};
+
+PreparedBatch PrepareBatch(const Comm& world, const BatchCliOptions& opts) {
+  PreparedBatch b;
   std::string tasks_json;
   RunCollectively(world, [&] {
     if (!world.is_root()) return;
-    spec = ReadBatchFile(opts.batch_file);
+    b.spec = ReadBatchFile(opts.batch_file);
     if (!opts.output_root.empty()) {
-      spec.output_root = std::filesystem::absolute(opts.output_root).lexically_normal().string();
+      b.spec.output_root = std::filesystem::absolute(opts.output_root).lexically_normal().string();
     }
     // The results folder is made now: a path under a file fails before any task runs.
     try {
-      EnsureDirectory(spec.output_root);
+      EnsureDirectory(b.spec.output_root);
     } catch (const Error& e) {
       ThrowBadInput(
-          fmt::format("cannot create the results folder {}: {}", spec.output_root, e.message()),
+          fmt::format("cannot create the results folder {}: {}", b.spec.output_root, e.message()),
           opts.batch_file, "output_root");
     }
     std::vector<PreparedTask> prepared;
-    for (const auto& t : spec.tasks) prepared.push_back(PrepareTask(t));
+    for (const auto& t : b.spec.tasks) prepared.push_back(PrepareTask(t));
     tasks_json = PreparedTasksToJson(prepared);
   });
   Broadcast(world, tasks_json);
-  Broadcast(world, spec.output_root);
-  MPI_Bcast(&spec.group_size, 1, MPI_INT, 0, world.get());
-  MPI_Bcast(&spec.group_bytes_per_rank, 1, MPI_DOUBLE, 0, world.get());
-  const std::vector<PreparedTask> tasks = PreparedTasksFromJson(tasks_json);
+  Broadcast(world, b.spec.output_root);
+  MPI_Bcast(&b.spec.group_size, 1, MPI_INT, 0, world.get());
+  MPI_Bcast(&b.spec.group_bytes_per_rank, 1, MPI_DOUBLE, 0, world.get());
+  b.tasks = PreparedTasksFromJson(tasks_json);
+  return b;
+}
 
-  // Rank 0: tasks that cannot run, tasks already done, and the order of the rest
-  // (largest data first, so that the long tasks do not come last).
-  std::vector<TaskRow> rows;  // rank 0
+// Which tasks run: rank 0 sets aside the tasks that cannot run and those done earlier (their
+// rows) and orders the rest largest data first, so that the long tasks do not come last;
+// every rank gets the order.
+struct RunPlan {
+  std::vector<TaskRow> rows;  // rank 0: the tasks that do not run
   std::vector<int> to_run;
+};
+
+RunPlan PlanRuns(const Comm& world, const std::vector<PreparedTask>& tasks, const Logger& log) {
+  RunPlan plan;
   if (world.is_root()) {
     for (std::size_t i = 0; i < tasks.size(); ++i) {
       const PreparedTask& t = tasks[i];
@@ -166,80 +174,99 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
         r.exit_code = t.exit_code;
         r.error = t.error;
         log.Warn("[batch] task {} FAILED before it started: {}", t.spec.name, t.error);
-        rows.push_back(r);
+        plan.rows.push_back(r);
       } else if (auto done = ReadCompletionMarker(t)) {
         done->status = "skipped";
         log.Info("[batch] task {} skipped: finished earlier ({})", t.spec.name,
                  CompletionMarkerPath(t.spec.output_dir).string());
-        rows.push_back(*done);
+        plan.rows.push_back(*done);
       } else {
-        to_run.push_back(static_cast<int>(i));
+        plan.to_run.push_back(static_cast<int>(i));
       }
     }
-    std::stable_sort(to_run.begin(), to_run.end(), [&](int a, int b) {
+    std::stable_sort(plan.to_run.begin(), plan.to_run.end(), [&](int a, int b) {
       return tasks[static_cast<std::size_t>(a)].data_bytes >
              tasks[static_cast<std::size_t>(b)].data_bytes;
     });
   }
-  int n_run = static_cast<int>(to_run.size());
+  int n_run = static_cast<int>(plan.to_run.size());
   MPI_Bcast(&n_run, 1, MPI_INT, 0, world.get());
-  log.Info("[batch] {}: {} task(s), {} to run on {} rank(s)", opts.batch_file, tasks.size(), n_run,
-           world.size());
-  to_run.resize(static_cast<std::size_t>(n_run));
-  MPI_Bcast(to_run.data(), n_run, MPI_INT, 0, world.get());
+  plan.to_run.resize(static_cast<std::size_t>(n_run));
+  MPI_Bcast(plan.to_run.data(), n_run, MPI_INT, 0, world.get());
+  return plan;
+}
 
-  // Group size per task; classes of equal size run one after the other, largest first.
-  std::vector<int> sizes(static_cast<std::size_t>(n_run));
-  for (int k = 0; k < n_run; ++k) {
-    sizes[static_cast<std::size_t>(k)] =
-        TaskGroupSize(tasks[static_cast<std::size_t>(to_run[static_cast<std::size_t>(k)])],
-                      opts.group_size, spec.group_size, spec.group_bytes_per_rank, world.size());
+// The tasks of one group size, in run order.
+struct SizeClass {
+  int group_size = 0;
+  std::vector<int> order;  // task indices, largest data first
+};
+
+// Group size per task; classes of equal size run one after the other, largest first.
+std::vector<SizeClass> SizeClasses(const PreparedBatch& b, const std::vector<int>& to_run,
+                                   const BatchCliOptions& opts, int world_size) {
+  const std::size_t n_run = to_run.size();
+  std::vector<int> sizes(n_run);
+  for (std::size_t k = 0; k < n_run; ++k) {
+    sizes[k] = TaskGroupSize(b.tasks[static_cast<std::size_t>(to_run[k])], opts.group_size,
+                             b.spec.group_size, b.spec.group_bytes_per_rank, world_size);
   }
   std::vector<int> class_sizes(sizes.begin(), sizes.end());
   std::sort(class_sizes.begin(), class_sizes.end(), std::greater<>());
   class_sizes.erase(std::unique(class_sizes.begin(), class_sizes.end()), class_sizes.end());
-
-  // Threads and placement as for a single fit (the pinning is decided over the world).
-  const PlacementPlan placement = PlanThreads(env.topology(), opts.threads);
-  const std::vector<RankPlacement> world_placements = GatherPlacements(world, placement);
-  const bool pin = !RanksShareCores(world_placements);
-  if (pin) PinCurrentThread(env.topology(), placement.slots.front());
-
-  std::vector<TaskRow> mine;
-  std::vector<GroupClass> classes;
+  std::vector<SizeClass> classes;
   for (const int group_size : class_sizes) {
-    std::vector<int> order;  // this class's tasks, largest data first
-    for (int k = 0; k < n_run; ++k) {
-      if (sizes[static_cast<std::size_t>(k)] == group_size) {
-        order.push_back(to_run[static_cast<std::size_t>(k)]);
-      }
+    SizeClass c{group_size, {}};
+    for (std::size_t k = 0; k < n_run; ++k) {
+      if (sizes[k] == group_size) c.order.push_back(to_run[k]);
     }
-    const int groups = std::max(1, world.size() / group_size);
-    const int color = std::min(world.rank() / group_size, groups - 1);
-    const Comm group = world.Split(color, world.rank());
-    classes.push_back({group_size, groups, static_cast<int>(order.size())});
-    log.Info("[batch] {} task(s) on {} group(s) of {} rank(s)", order.size(), groups, group_size);
-    GroupContext g{env,
-                   group,
-                   color,
-                   placement,
-                   GatherPlacements(group, placement),
-                   pin,
-                   opts.verbosity > 0 ? LogLevel::kInfo : LogLevel::kWarning,
-                   Logger(group.rank(), log.level()),
-                   opts.command_line};
-    SharedTaskCounter counter(world);
-    const long long n_class = static_cast<long long>(order.size());
-    while (true) {
-      long long next = 0;
-      if (group.is_root()) next = counter.Next();
-      MPI_Bcast(&next, 1, MPI_LONG_LONG, 0, group.get());
-      if (next >= n_class) break;
-      TaskRow row =
-          RunTask(g, tasks[static_cast<std::size_t>(order[static_cast<std::size_t>(next)])]);
-      if (group.is_root()) mine.push_back(std::move(row));
-    }
+    classes.push_back(std::move(c));
   }
+  return classes;
+}
+
+// One class: the world split into groups of its size, each group taking the next task from
+// a shared counter until none is left. Returns this group root's rows.
+std::vector<TaskRow> RunClass(Environment& env, const SizeClass& c, const PreparedBatch& b,
+                              const BatchCliOptions& opts, const PlacementPlan& placement, bool pin,
+                              std::vector<GroupClass>& classes) {
+  const Comm& world = env.world();
+  Logger& log = env.logger();
+  const int groups = std::max(1, world.size() / c.group_size);
+  const int color = std::min(world.rank() / c.group_size, groups - 1);
+  const Comm group = world.Split(color, world.rank());
+  classes.push_back({c.group_size, groups, static_cast<int>(c.order.size())});
+  log.Info("[batch] {} task(s) on {} group(s) of {} rank(s)", c.order.size(), groups, c.group_size);
+  GroupContext g{env,
+                 group,
+                 color,
+                 placement,
+                 GatherPlacements(group, placement),
+                 pin,
+                 opts.verbosity > 0 ? LogLevel::kInfo : LogLevel::kWarning,
+                 Logger(group.rank(), log.level()),
+                 opts.command_line};
+  SharedTaskCounter counter(world);
+  const long long n_class = static_cast<long long>(c.order.size());
+  std::vector<TaskRow> mine;
+  while (true) {
+    long long next = 0;
+    if (group.is_root()) next = counter.Next();
+    MPI_Bcast(&next, 1, MPI_LONG_LONG, 0, group.get());
+    if (next >= n_class) break;
+    TaskRow row =
+        RunTask(g, b.tasks[static_cast<std::size_t>(c.order[static_cast<std::size_t>(next)])]);
+    if (group.is_root()) mine.push_back(std::move(row));
+  }
+  return mine;
+}
+
+// Every group root's rows gathered on rank 0 with the rows of the tasks that did not run;
+// rank 0 writes the summary. Returns the batch's exit code on every rank.
+int FinishBatch(const Comm& world, const Logger& log, const PreparedBatch& b,
+                const BatchCliOptions& opts, std::vector<TaskRow> rows,
+                const std::vector<TaskRow>& mine, const std::vector<GroupClass>& classes,
+                std::chrono::steady_clock::time_point t0) {
   nlohmann::json mine_json = nlohmann::json::array();
   for (const auto& r : mine) mine_json.push_back(nlohmann::json::parse(TaskRowJson(r)));
   const std::vector<std::string> gathered = GatherStrings(world, mine_json.dump());
@@ -251,7 +278,7 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
       for (const auto& j : nlohmann::json::parse(s)) rows.push_back(TaskRowFromJson(j.dump()));
     }
     std::sort(rows.begin(), rows.end(),
-              [](const TaskRow& a, const TaskRow& b) { return a.index < b.index; });
+              [](const TaskRow& a, const TaskRow& c) { return a.index < c.index; });
     int failed = 0;
     int ok = 0;
     int skipped = 0;
@@ -267,13 +294,45 @@ int RunBatch(Environment& env, const std::vector<std::string>& args) {
     totals.wall_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     totals.exit_code = exit_code;
-    WriteBatchSummary(spec.output_root, opts.batch_file, rows, totals);
+    WriteBatchSummary(b.spec.output_root, opts.batch_file, rows, totals);
     log.Info(
         "[batch] done in {:.1f} s: {} ok, {} skipped, {} failed; summary in {}/batch_summary.json",
-        totals.wall_seconds, ok, skipped, failed, spec.output_root);
+        totals.wall_seconds, ok, skipped, failed, b.spec.output_root);
   });
   MPI_Bcast(&exit_code, 1, MPI_INT, 0, world.get());
   return exit_code;
+}
+
+}  // namespace
+
+int RunBatch(Environment& env, const std::vector<std::string>& args) {
+  BatchCliOptions opts;
+  if (auto code = ParseBatchCommandLine(env, args, opts)) return *code;
+  Logger& log = env.logger();
+  log.set_level(LogLevelFromVerbosity(0, opts.quiet));
+  const Comm& world = env.world();
+  const auto t0 = std::chrono::steady_clock::now();
+
+  const PreparedBatch batch = PrepareBatch(world, opts);
+  RunPlan plan = PlanRuns(world, batch.tasks, log);
+  log.Info("[batch] {}: {} task(s), {} to run on {} rank(s)", opts.batch_file, batch.tasks.size(),
+           plan.to_run.size(), world.size());
+  const std::vector<SizeClass> size_classes = SizeClasses(batch, plan.to_run, opts, world.size());
+
+  // Threads and placement as for a single fit (the pinning is decided over the world).
+  const PlacementPlan placement = PlanThreads(env.topology(), opts.threads);
+  const std::vector<RankPlacement> world_placements = GatherPlacements(world, placement);
+  const bool pin = !RanksShareCores(world_placements);
+  if (pin) PinCurrentThread(env.topology(), placement.slots.front());
+
+  std::vector<TaskRow> mine;
+  std::vector<GroupClass> classes;
+  for (const SizeClass& c : size_classes) {
+    for (TaskRow& row : RunClass(env, c, batch, opts, placement, pin, classes)) {
+      mine.push_back(std::move(row));
+    }
+  }
+  return FinishBatch(world, log, batch, opts, std::move(plan.rows), mine, classes, t0);
 }
 
 }  // namespace homodyne::batch

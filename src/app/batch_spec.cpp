@@ -73,8 +73,9 @@ YAML::Node Merge(const YAML::Node& base, const YAML::Node& over) {
 
 }  // namespace
 
-BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source,
-                         const fs::path& base_dir) {
+namespace {
+
+YAML::Node LoadBatchRoot(const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -86,8 +87,12 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
   if (!root.IsMap()) ThrowBadInput("expected a mapping with a 'tasks' list", source);
   CheckKeys(root, {"output_root", "group_size", "group_bytes_per_rank", "defaults", "tasks"},
             source, "");
-  BatchSpec spec;
-  spec.source = source;
+  return root;
+}
+
+// output_root, group_size, group_bytes_per_rank.
+void ReadBatchSettings(const YAML::Node& root, const std::string& source, const fs::path& base_dir,
+                       BatchSpec& spec) {
   try {
     spec.output_root = ResolvePath(
         base_dir, root["output_root"] ? ScalarString(root["output_root"], source, "output_root")
@@ -105,22 +110,123 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
   } catch (const YAML::BadConversion&) {
     ThrowBadInput("expected a number", source, "group_size / group_bytes_per_rank");
   }
+}
 
-  std::string default_config;
-  config::FitMethod default_method = config::FitMethod::kNlsq;
-  YAML::Node default_overrides;
-  if (const YAML::Node d = root["defaults"]) {
-    if (!d.IsMap()) ThrowBadInput("expected a mapping", source, "defaults");
-    CheckKeys(d, {"config", "method", "overrides"}, source, "defaults");
-    if (d["config"]) default_config = ScalarString(d["config"], source, "defaults.config");
-    if (d["method"]) {
-      default_method = CheckMethod(ScalarString(d["method"], source, "defaults.method"), source,
-                                   "defaults.method");
-    }
-    OverridesYaml(d["overrides"], source, "defaults.overrides");
-    if (d["overrides"]) default_overrides = YAML::Clone(d["overrides"]);
+// The defaults: section, what a task without its own config, method or overrides takes.
+struct TaskDefaults {
+  std::string config;
+  config::FitMethod method = config::FitMethod::kNlsq;
+  YAML::Node overrides;
+};
+
+TaskDefaults ReadTaskDefaults(const YAML::Node& root, const std::string& source) {
+  TaskDefaults defaults;
+  const YAML::Node d = root["defaults"];
+  if (!d) return defaults;
+  if (!d.IsMap()) ThrowBadInput("expected a mapping", source, "defaults");
+  CheckKeys(d, {"config", "method", "overrides"}, source, "defaults");
+  if (d["config"]) defaults.config = ScalarString(d["config"], source, "defaults.config");
+  if (d["method"]) {
+    defaults.method = CheckMethod(ScalarString(d["method"], source, "defaults.method"), source,
+                                  "defaults.method");
   }
+  OverridesYaml(d["overrides"], source, "defaults.overrides");
+  if (d["overrides"]) defaults.overrides = YAML::Clone(d["overrides"]);
+  return defaults;
+}
 
+// A task's name: letters, digits, . _ -, used once (`names` holds the earlier tasks').
+std::string ReadTaskName(const YAML::Node& t, const std::string& source, const std::string& where,
+                         std::set<std::string>& names) {
+  if (!t["name"]) ThrowBadInput("every task needs a name", source, where + ".name");
+  std::string name = ScalarString(t["name"], source, where + ".name");
+  if (name.empty() ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
+          std::string::npos) {
+    ThrowBadInput(fmt::format("'{}' is not a valid task name (letters, digits, . _ -)", name),
+                  source, where + ".name");
+  }
+  if (!names.insert(name).second) {
+    ThrowBadInput(fmt::format("task name '{}' is used twice", name), source, where + ".name");
+  }
+  return name;
+}
+
+// q and group_size, each checked.
+void ReadTaskNumbers(const YAML::Node& t, const std::string& source, const std::string& where,
+                     TaskSpec& task) {
+  if (t["q"]) {
+    double q = 0.0;
+    try {
+      q = t["q"].as<double>();
+    } catch (const YAML::BadConversion&) {
+      ThrowBadInput("expected a number (wavevector q in 1/Å)", source, where + ".q");
+    }
+    if (!(q > 0.0) || !std::isfinite(q)) ThrowBadInput("expected q > 0", source, where + ".q");
+    task.q = q;
+  }
+  if (t["group_size"]) {
+    try {
+      task.group_size = t["group_size"].as<int>();
+    } catch (const YAML::BadConversion&) {
+      task.group_size = -1;
+    }
+    if (task.group_size < 1) {
+      ThrowBadInput("expected an integer ≥ 1", source, where + ".group_size");
+    }
+  }
+}
+
+// One entry of tasks:, in the order its keys are checked (name first).
+TaskSpec ReadTask(const YAML::Node& t, std::size_t i, const TaskDefaults& defaults,
+                  const BatchSpec& spec, const fs::path& base_dir, std::set<std::string>& names,
+                  std::set<std::string>& outputs) {
+  const std::string& source = spec.source;
+  const std::string where = fmt::format("tasks[{}]", i);
+  if (!t.IsMap()) ThrowBadInput("expected a mapping", source, where);
+  CheckKeys(t,
+            {"name", "config", "data_file", "q", "method", "overrides", "output_dir", "group_size"},
+            source, where);
+  TaskSpec task;
+  task.index = static_cast<int>(i);
+  task.name = ReadTaskName(t, source, where, names);
+  const std::string config =
+      t["config"] ? ScalarString(t["config"], source, where + ".config") : defaults.config;
+  if (config.empty()) {
+    ThrowBadInput("no config: give the task or defaults a 'config'", source, where + ".config");
+  }
+  task.config = ResolvePath(base_dir, config);
+  if (t["data_file"]) {
+    task.data_file =
+        ResolvePath(base_dir, ScalarString(t["data_file"], source, where + ".data_file"));
+  }
+  ReadTaskNumbers(t, source, where, task);
+  task.method = t["method"] ? CheckMethod(ScalarString(t["method"], source, where + ".method"),
+                                          source, where + ".method")
+                            : defaults.method;
+  OverridesYaml(t["overrides"], source, where + ".overrides");
+  task.overrides_yaml =
+      OverridesYaml(Merge(defaults.overrides, t["overrides"]), source, where + ".overrides");
+  task.output_dir =
+      t["output_dir"]
+          ? ResolvePath(base_dir, ScalarString(t["output_dir"], source, where + ".output_dir"))
+          : (fs::path(spec.output_root) / task.name).string();
+  if (!outputs.insert(task.output_dir).second) {
+    ThrowBadInput(fmt::format("output directory {} is used by two tasks", task.output_dir), source,
+                  where + ".output_dir");
+  }
+  return task;
+}
+
+}  // namespace
+
+BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source,
+                         const fs::path& base_dir) {
+  const YAML::Node root = LoadBatchRoot(yaml_text, source);
+  BatchSpec spec;
+  spec.source = source;
+  ReadBatchSettings(root, source, base_dir, spec);
+  const TaskDefaults defaults = ReadTaskDefaults(root, source);
   const YAML::Node tasks = root["tasks"];
   if (!tasks || !tasks.IsSequence() || tasks.size() == 0) {
     ThrowBadInput("expected a non-empty list of tasks", source, "tasks");
@@ -128,73 +234,7 @@ BatchSpec ParseBatchYaml(const std::string& yaml_text, const std::string& source
   std::set<std::string> names;
   std::set<std::string> outputs;
   for (std::size_t i = 0; i < tasks.size(); ++i) {
-    const YAML::Node t = tasks[i];
-    const std::string where = fmt::format("tasks[{}]", i);
-    if (!t.IsMap()) ThrowBadInput("expected a mapping", source, where);
-    CheckKeys(
-        t, {"name", "config", "data_file", "q", "method", "overrides", "output_dir", "group_size"},
-        source, where);
-    TaskSpec task;
-    task.index = static_cast<int>(i);
-    if (!t["name"]) ThrowBadInput("every task needs a name", source, where + ".name");
-    task.name = ScalarString(t["name"], source, where + ".name");
-    if (task.name.empty() ||
-        task.name.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") !=
-            std::string::npos) {
-      ThrowBadInput(
-          fmt::format("'{}' is not a valid task name (letters, digits, . _ -)", task.name), source,
-          where + ".name");
-    }
-    if (!names.insert(task.name).second) {
-      ThrowBadInput(fmt::format("task name '{}' is used twice", task.name), source,
-                    where + ".name");
-    }
-    const std::string config =
-        t["config"] ? ScalarString(t["config"], source, where + ".config") : default_config;
-    if (config.empty()) {
-      ThrowBadInput("no config: give the task or defaults a 'config'", source, where + ".config");
-    }
-    task.config = ResolvePath(base_dir, config);
-    if (t["data_file"]) {
-      task.data_file =
-          ResolvePath(base_dir, ScalarString(t["data_file"], source, where + ".data_file"));
-    }
-    if (t["q"]) {
-      double q = 0.0;
-      try {
-        q = t["q"].as<double>();
-      } catch (const YAML::BadConversion&) {
-        ThrowBadInput("expected a number (wavevector q in 1/Å)", source, where + ".q");
-      }
-      if (!(q > 0.0) || !std::isfinite(q)) ThrowBadInput("expected q > 0", source, where + ".q");
-      task.q = q;
-    }
-    if (t["group_size"]) {
-      try {
-        task.group_size = t["group_size"].as<int>();
-      } catch (const YAML::BadConversion&) {
-        task.group_size = -1;
-      }
-      if (task.group_size < 1) {
-        ThrowBadInput("expected an integer ≥ 1", source, where + ".group_size");
-      }
-    }
-    task.method = t["method"] ? CheckMethod(ScalarString(t["method"], source, where + ".method"),
-                                            source, where + ".method")
-                              : default_method;
-    OverridesYaml(t["overrides"], source, where + ".overrides");
-    task.overrides_yaml =
-        OverridesYaml(Merge(default_overrides, t["overrides"]), source, where + ".overrides");
-    task.output_dir =
-        t["output_dir"]
-            ? ResolvePath(base_dir, ScalarString(t["output_dir"], source, where + ".output_dir"))
-            : (fs::path(spec.output_root) / task.name).string();
-    if (!outputs.insert(task.output_dir).second) {
-      ThrowBadInput(fmt::format("output directory {} is used by two tasks", task.output_dir),
-                    source, where + ".output_dir");
-    }
-    spec.tasks.push_back(std::move(task));
+    spec.tasks.push_back(ReadTask(tasks[i], i, defaults, spec, base_dir, names, outputs));
   }
   return spec;
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "app/command_line.h"
+#include "config/choices.h"
 #include "config/config_reader.h"
 #include "config/config_template.h"
 #include "config/key_paths.h"
@@ -32,14 +33,15 @@ std::string PerAngleSummary(const Config& c) {
   std::string nlsq = "individual (anti_degeneracy disabled)";
   if (ad.enable) {
     const model::LayoutOptions layout = nlsq::LayoutOptionsFromConfig(c);
-    nlsq = ad.per_angle_mode;
+    nlsq = config::ChoiceName(ad.per_angle_mode);
     if (layout.mode == model::PerAngleMode::kFourier) {
       nlsq += fmt::format(" (order {})", layout.fourier_order);
     } else if (layout.mode == model::PerAngleMode::kAuto) {
       nlsq += fmt::format(" (threshold {} angles)", layout.constant_scaling_threshold);
     }
   }
-  return fmt::format("NLSQ {}; CMC {}", nlsq, c.optimization.cmc.per_angle_mode);
+  return fmt::format("NLSQ {}; CMC {}", nlsq,
+                     config::ChoiceName(c.optimization.cmc.per_angle_mode));
 }
 
 struct ToolOptions {

@@ -166,7 +166,7 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       RemoveStaging(out);
       if (write_nlsq) {
         outputs::WriteNlsqResultFiles(out, nlsq.result.report);
-        if (scope.cfg.output_layout == "xpcsjax") {
+        if (scope.cfg.output_layout == config::OutputLayout::kXpcsjax) {
           const nlsq::FitReport& r = nlsq.result.report;
           outputs::WriteXpcsjaxResultFiles(
               out, r,

@@ -69,28 +69,38 @@ void AddMigrationFlags(CLI::App& app, HomodyneCliOptions& opts) {
 
 // Parses on every rank (the result is identical everywhere); rank 0 prints help and
 // parse errors. Returns an exit code when the program should stop right away.
-std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std::string>& args,
-                                        HomodyneCliOptions& opts) {
-  CLI::App app{"homodyne-hpc: fit XPCS two-time correlation data with the homodyne model",
-               "homodyne"};
+namespace {
+
+// What the parse fills beside HomodyneCliOptions: values that are checked or translated
+// after CLI11 has run, and the options whose presence is asked for.
+struct ParsedFlags {
+  std::string method;
+  std::string mode;
+  CLI::Option* config = nullptr;
+  CLI::Option* output_dir = nullptr;
+  std::map<std::string, double> initial_values;  // nodes stay put: CLI11 writes into them
+  std::vector<std::pair<CLI::Option*, std::string>> initial_options;
+};
+
+// The run: config, method, output, data file, analysis mode, threads.
+void AddRunOptions(CLI::App& app, HomodyneCliOptions& opts, ParsedFlags& f) {
   app.add_flag("--version", opts.show_version,
                "print the versions of homodyne-hpc, MPI, PETSc, HDF5, yaml-cpp and hwloc");
-  auto* cfg =
+  f.config =
       app.add_option("--config,-c", opts.config, "homodyne YAML config")->capture_default_str();
   app.add_flag("--strict", opts.strict,
                "refuse a config with unknown keys (default: warn and ignore them, as homodyne "
                "and xpcsjax do)");
-  std::string method(config::ToString(opts.method));
-  app.add_option("--method", method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
+  f.method = std::string(config::ToString(opts.method));
+  app.add_option("--method", f.method, "nlsq, cmc (NLSQ warm start, then Consensus MC) or both")
       ->check(CLI::IsMember({"nlsq", "cmc", "both"}))
       ->capture_default_str();
-  auto* output_dir = app.add_option("--output-dir,-o,--output", opts.output_dir,
-                                    "root directory of all outputs (--output: xpcsjax's name; "
-                                    "default: the config's output.base_directory/directory)")
-                         ->capture_default_str();
+  f.output_dir = app.add_option("--output-dir,-o,--output", opts.output_dir,
+                                "root directory of all outputs (--output: xpcsjax's name; "
+                                "default: the config's output.base_directory/directory)")
+                     ->capture_default_str();
   app.add_option("--data-file", opts.data_file, "data file (overrides the config's path)");
-  std::string mode;
-  app.add_option("--mode", mode,
+  app.add_option("--mode", f.mode,
                  "xpcsjax: static_isotropic/static_anisotropic/static = --static-mode, "
                  "laminar_flow = --laminar-flow, two_component: the config must be one")
       ->check(CLI::IsMember(
@@ -104,7 +114,11 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
       ->check(IntegerAtLeast(0));
   app.add_flag("--no-autotune-cache", opts.no_autotune_cache,
                "ignore the settings cached by homodyne-topology --autotune");
-  // homodyne's spellings, with xpcsjax's beside them, and xpcsjax's two-component flags.
+}
+
+// --initial-<name>: homodyne's spellings, with xpcsjax's beside them, and xpcsjax's
+// two-component flags.
+void AddInitialValueOptions(CLI::App& app, ParsedFlags& f) {
   const std::pair<const char*, const char*> initial_flags[] = {
       {"--initial-d0,--initial-D0", "D0"},
       {"--initial-alpha", "alpha"},
@@ -120,14 +134,16 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
       {"--initial-f1", "f1"},
       {"--initial-f2", "f2"},
       {"--initial-f3", "f3"}};
-  std::map<std::string, double> initial_values;
-  std::vector<std::pair<CLI::Option*, std::string>> initial_options;
   for (auto [flag, name] : initial_flags) {
     auto* o = app.add_option(
-        flag, initial_values[name],
+        flag, f.initial_values[name],
         fmt::format("initial {}{}", name, std::string(name) == "phi0" ? " (degrees)" : ""));
-    initial_options.emplace_back(o, name);
+    f.initial_options.emplace_back(o, name);
   }
+}
+
+// CMC's sampler, the NLSQ data path and the memory budget.
+void AddSamplingAndMemoryOptions(CLI::App& app, HomodyneCliOptions& opts) {
   app.add_option("--n-samples", opts.n_samples, "CMC: draws per chain (per_shard_mcmc)")
       ->check(PositiveCount());
   app.add_option("--n-warmup", opts.n_warmup, "CMC: warmup iterations per chain")
@@ -148,6 +164,10 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
                              config::keys::Key(config::keys::kNlsq, "memory_fraction")));
   app.add_flag("--dry-run", opts.dry_run,
                "print the memory estimate, budget, strategy and partition per rank, then exit");
+}
+
+// Plots, checkpoints, the migration flags, verbosity and the help's footer.
+void AddOutputOptions(CLI::App& app, HomodyneCliOptions& opts) {
   app.add_flag("--save-plots", opts.plots.save_plots,
                "figures of the results with homodyne-plot (c2 heatmaps, CMC diagnostics)");
   app.add_flag("--plot-experimental-data", opts.plots.experimental,
@@ -182,33 +202,36 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
       "Batch mode: homodyne batch BATCH.yaml (or --batch BATCH.yaml) [--group-size N]\n"
       "[--threads N] [--output-dir DIR]: many fits in one job (homodyne batch --help,\n"
       "docs/batch.md; exit 3 when some tasks failed).");
+}
 
-  // Unknown arguments are collected and named in the order given, with the page that maps
-  // homodyne's and xpcsjax's flags (CLI11's own message lists them reversed).
-  app.allow_extras();
-  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
-  if (const auto code = TryParseCommandLine(
-          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
-    return code;
+// Unknown arguments are named in the order given, with the page that maps homodyne's and
+// xpcsjax's flags (CLI11's own message lists them reversed): the bad-input exit code.
+std::optional<int> RefuseExtras(const Environment& env, const CLI::App& app) {
+  const std::vector<std::string> extra = app.remaining();
+  if (extra.empty()) return std::nullopt;
+  if (env.rank() == 0) {
+    std::string list;
+    for (const auto& a : extra) list += (list.empty() ? "" : " ") + a;
+    std::fprintf(stderr,
+                 "error: unknown argument(s): %s\nRun with --help for the list of options; "
+                 "docs/migrating.md maps homodyne's and xpcsjax's flags.\n",
+                 list.c_str());
   }
-  if (const std::vector<std::string> extra = app.remaining(); !extra.empty()) {
-    if (env.rank() == 0) {
-      std::string list;
-      for (const auto& a : extra) list += (list.empty() ? "" : " ") + a;
-      std::fprintf(stderr,
-                   "error: unknown argument(s): %s\nRun with --help for the list of options; "
-                   "docs/migrating.md maps homodyne's and xpcsjax's flags.\n",
-                   list.c_str());
-    }
-    return static_cast<int>(ExitCode::kBadInput);
-  }
-  opts.config_given = cfg->count() > 0;
-  opts.output_dir_given = output_dir->count() > 0;
-  opts.method = config::ParseFitMethod(method, "--method");  // CLI11 accepted it
+  return static_cast<int>(ExitCode::kBadInput);
+}
+
+// The parsed flags into `opts`: presence, the method, the command line, initial values and
+// the analysis mode (a contradiction of --mode and --static-mode/--laminar-flow is bad input).
+std::optional<int> ApplyParsedFlags(const Environment& env, const std::vector<std::string>& args,
+                                    const ParsedFlags& f, HomodyneCliOptions& opts) {
+  opts.config_given = f.config->count() > 0;
+  opts.output_dir_given = f.output_dir->count() > 0;
+  opts.method = config::ParseFitMethod(f.method, "--method");  // CLI11 accepted it
   for (const auto& a : args) opts.command_line += (opts.command_line.empty() ? "" : " ") + a;
-  for (const auto& [o, name] : initial_options) {
-    if (o->count() > 0) opts.initial[name] = initial_values[name];
+  for (const auto& [o, name] : f.initial_options) {
+    if (o->count() > 0) opts.initial[name] = f.initial_values.at(name);
   }
+  const std::string& mode = f.mode;
   if (mode.rfind("static", 0) == 0) opts.static_mode = true;
   if (mode == "laminar_flow") opts.laminar_flow = true;
   if (mode == "two_component") opts.require_two_component = true;
@@ -222,6 +245,27 @@ std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std:
   if (!mode.empty())
     opts.flag_notes.push_back(fmt::format("--mode {}: analysis mode forced", mode));
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> ParseHomodyneOptions(Environment& env, const std::vector<std::string>& args,
+                                        HomodyneCliOptions& opts) {
+  CLI::App app{"homodyne-hpc: fit XPCS two-time correlation data with the homodyne model",
+               "homodyne"};
+  ParsedFlags flags;
+  AddRunOptions(app, opts, flags);
+  AddInitialValueOptions(app, flags);
+  AddSamplingAndMemoryOptions(app, opts);
+  AddOutputOptions(app, opts);
+  app.allow_extras();
+  std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);  // CLI11 wants reverse order
+  if (const auto code = TryParseCommandLine(
+          app, [&] { app.parse(reversed); }, env.rank() == 0)) {
+    return code;
+  }
+  if (const auto code = RefuseExtras(env, app)) return code;
+  return ApplyParsedFlags(env, args, flags, opts);
 }
 
 }  // namespace homodyne

@@ -1,4 +1,5 @@
 #include "cmc/cmc_phases.h"
+#include "config/choices.h"
 
 namespace homodyne::cmc::phases {
 
@@ -6,10 +7,11 @@ namespace homodyne::cmc::phases {
 // Phases 7–9 (rank 0): shard filters, consensus, summaries.
 
 Combination ParseCombination(const config::Config& cfg, const Logger& logger) {
-  const std::string& m = cfg.optimization.cmc.combination.method;
-  if (m == "robust_consensus_mc") return Combination::kRobustConsensus;
-  if (m != "consensus_mc") {
-    logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc", m);
+  const config::CombinationMethod m = cfg.optimization.cmc.combination.method;
+  if (m == config::CombinationMethod::kRobustConsensusMc) return Combination::kRobustConsensus;
+  if (m != config::CombinationMethod::kConsensusMc) {
+    logger.Warn("CMC: combination method '{}' is deprecated in homodyne; using consensus_mc",
+                config::ChoiceName(m));
   }
   return Combination::kConsensus;
 }
@@ -150,9 +152,7 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
 // shard alike, so the shards share one posterior shape; whole angles (stratified) or
 // consecutive rows (contiguous) give shards of different shapes.
 ConsensusShape ConsensusShapeOf(const config::Config& cfg) {
-  return ParseShardStrategy(cfg.optimization.cmc.sharding.strategy,
-                            config::keys::Key(config::keys::kCmcSharding, "strategy")) ==
-                 ShardStrategy::kRandom
+  return cfg.optimization.cmc.sharding.strategy == ShardStrategy::kRandom
              ? ConsensusShape::kPooled
              : ConsensusShape::kPerShard;
 }

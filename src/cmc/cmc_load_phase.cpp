@@ -1,4 +1,5 @@
 #include "cmc/cmc_phases.h"
+#include "config/choices.h"
 
 namespace homodyne::cmc::phases {
 
@@ -40,7 +41,7 @@ std::string PerAngleModeKey() { return config::keys::Key(config::keys::kCmc, "pe
 
 model::ScalingLayout CmcLayout(const config::Config& cfg, int n_phi) {
   const auto& c = cfg.optimization.cmc;
-  switch (model::ParsePerAngleMode(c.per_angle_mode, PerAngleModeKey())) {
+  switch (c.per_angle_mode) {
     case model::PerAngleMode::kIndividual:
       return model::ScalingLayout::kIndividual;
     case model::PerAngleMode::kConstant:
@@ -55,7 +56,7 @@ model::ScalingLayout CmcLayout(const config::Config& cfg, int n_phi) {
   }
   ThrowBadInput(fmt::format("per_angle_mode '{}' is not available for CMC: use auto, individual, "
                             "constant or constant_averaged",
-                            c.per_angle_mode),
+                            config::ChoiceName(c.per_angle_mode)),
                 cfg.source, PerAngleModeKey());
 }
 

@@ -34,8 +34,7 @@ Shards PlanShards(const Comm& world, const config::Config& cfg, const CmcRunOpti
   const auto& cs = cfg.optimization.cmc.sharding;
   const nuts::NutsOptions& no = sampler.nuts;
   ShardingOptions so;
-  so.strategy =
-      ParseShardStrategy(cs.strategy, config::keys::Key(config::keys::kCmcSharding, "strategy"));
+  so.strategy = cs.strategy;
   if (cs.num_shards) so.num_shards = *cs.num_shards;
   if (options.num_shards > 0) so.num_shards = options.num_shards;
   if (cs.max_points_per_shard) so.max_points_per_shard = *cs.max_points_per_shard;

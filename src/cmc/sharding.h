@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "config/config.h"
 #include "model/analysis_mode.h"
 #include "parallel/partition.h"
 
@@ -23,7 +24,7 @@ namespace homodyne::cmc {
 
 // How row segments are dealt to shards: shuffled within each angle (random, homodyne's
 // angle-balanced default), whole angles per shard (stratified), or in order (contiguous).
-enum class ShardStrategy { kRandom, kStratified, kContiguous };
+using ShardStrategy = config::ShardStrategy;
 // "random", "stratified" or "contiguous"; else a bad-input Error naming `key`.
 ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key);
 

@@ -15,6 +15,9 @@
 #include <vector>
 
 #include "config/parameters.h"
+#include "lsq/local_method.h"
+#include "model/parameter_layout.h"
+#include "model/robust_loss.h"
 
 namespace homodyne::config {
 
@@ -121,17 +124,33 @@ struct EffectiveParameter {
   bool vary = true;
 };
 
+// The choice keys without an enum of a lower layer; their names are in choices.h, the one
+// place a choice set is spelt.
+enum class HierarchicalTrigger { kSuspect, kAlways };   // anti_degeneracy.hierarchical.trigger
+enum class StallRecovery { kRestarts, kCmaes, kNone };  // recovery.on_stall
+enum class MirrorCheck { kAuto, kAlways, kNever };      // recovery.mirror_check
+enum class ShardStrategy { kRandom, kStratified, kContiguous };  // cmc.sharding.strategy
+enum class CombinationMethod {                                   // cmc.combination.method
+  kRobustConsensusMc,
+  kConsensusMc,
+  kWeightedGaussian,  // deprecated in homodyne: run as consensus_mc
+  kSimpleAverage,     // deprecated in homodyne: run as consensus_mc
+};
+// output.layout; kAuto only until the reader resolves it (Config::output_layout).
+enum class OutputLayout { kAuto, kHomodyne, kXpcsjax };
+enum class FittedDataLevel { kFull, kModel, kNone };  // output.fitted_data
+
 struct AntiDegeneracy {
   bool section_present = false;  // homodyne applies the system only if the section exists
   bool enable{};
-  std::string per_angle_mode;
+  model::PerAngleMode per_angle_mode{};
   int constant_scaling_threshold{};
   int fourier_order{};
   bool hierarchical_enable{};
   // hierarchical.enable (or enable_hierarchical) is written in the config: two_component's
   // two stages run only then (xpcsjax's default is false, ours true for laminar_flow).
   bool hierarchical_enable_written = false;
-  std::string hierarchical_trigger;  // "suspect" or "always"
+  HierarchicalTrigger hierarchical_trigger{};
   int hierarchical_max_outer{};
   double hierarchical_outer_tolerance{};
   int hierarchical_physical_max_it{};
@@ -183,17 +202,17 @@ struct Cmaes {
   double scale_threshold{};
   double normalization_epsilon{};
   bool refine_with_nlsq{};
-  std::string refinement_loss;  // the refinement's loss (C = sigma)
+  model::LossKind refinement_loss{};  // the refinement's loss (C = sigma)
   long long seed{};
   long long search_max_points{};  // 0: every point
 };
 
 // optimization.nlsq.recovery: stall recovery and the phi0 basin check.
 struct NlsqRecovery {
-  std::string on_stall;  // restarts | cmaes | none
+  StallRecovery on_stall{};
   int stall_starts{};
   int phi0_restarts{};
-  std::string mirror_check;  // auto | always | never
+  MirrorCheck mirror_check{};
   bool velocity_scan{};
   bool transport_scan{};
   bool start_screen{};
@@ -204,11 +223,11 @@ struct NlsqOptions {
   double tolerance{};  // ftol
   double xtol{};
   double gtol{};
-  std::string local_solver;  // "lm" or a TAO type
+  lsq::LocalMethod local_solver{};
   double memory_fraction{};
   std::optional<double> memory_threshold_gb;
   std::map<std::string, double> x_scale_map;  // canonical name → scale
-  std::string loss;  // linear | soft_l1 | huber | cauchy | arctan (model/robust_loss.h)
+  model::LossKind loss{};
   double f_scale{};  // the robust loss's C, in c2 units (homodyne's)
   AntiDegeneracy anti_degeneracy;
   MultiStart multi_start;
@@ -239,7 +258,7 @@ struct CmcBackendConfig {
 };
 
 struct CmcSharding {
-  std::string strategy;
+  ShardStrategy strategy{};
   std::optional<int> num_shards;            // nullopt = auto
   std::optional<int> max_points_per_shard;  // nullopt = auto
   int min_points_per_shard{};
@@ -281,7 +300,7 @@ struct CmcReparameterization {
 };
 
 struct CmcCombination {
-  std::string method;
+  CombinationMethod method{};
   bool validate_results{};
   double min_success_rate{};
   double min_success_rate_warning{};
@@ -290,7 +309,7 @@ struct CmcCombination {
 struct CmcOptions {
   std::string enable;  // "auto", "true" or "false"
   long long min_points_for_cmc{};
-  std::string per_angle_mode;
+  model::PerAngleMode per_angle_mode{};
   int constant_scaling_threshold{};
   bool prior_tempering{};
   std::optional<double> known_sigma;  // null: σ is sampled; a number: the noise sd, fixed
@@ -356,7 +375,7 @@ struct Config {
   LoggingOptions logging;
   std::string output_directory;
   std::string output_base_directory;  // output.base_directory: the parent of output_directory
-  std::string output_layout;          // output.layout resolved: "homodyne" | "xpcsjax"
+  OutputLayout output_layout{};       // output.layout, resolved by the reader: never kAuto
   // Why that layout, for the run's log line: "output.layout: xpcsjax", "an xpcsjax config
   // (optimization.angle_filtering)", …
   std::string output_layout_reason;
@@ -367,7 +386,7 @@ struct Config {
   int compression_level{};  // 0–9
   int Hdf5DeflateLevel() const { return compress_hdf5 ? compression_level : 0; }
   // output.fitted_data: which arrays fitted_data.h5 holds ("full", "model" or "none").
-  std::string fitted_data;
+  FittedDataLevel fitted_data{};
   std::string cache_strategy;       // v2_features.cache_strategy
   bool legacy_flat_layout = false;  // converted from the flat legacy layout
   std::vector<std::string> notes;   // notes for the user (fallbacks, overrides)

@@ -92,9 +92,7 @@ void CheckXpcsjaxOnlyValues(const ValueReader& r, Config& config, ProblemList& p
                                     r.Line(key)));
     }
   }
-  std::string& mode = config.optimization.nlsq.anti_degeneracy.per_angle_mode;
-  if (mode == "independent") {
-    mode = "individual";
+  if (r.String(p + "anti_degeneracy.per_angle_mode") == "independent") {
     config.earlier_keys.push_back(
         "per_angle_mode independent (xpcsjax's deprecated name) read as individual");
   }

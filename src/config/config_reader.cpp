@@ -29,22 +29,10 @@ std::string ExperimentalData::DataFile() const {
   return (std::filesystem::path(data_folder_path) / data_file_name).string();
 }
 
-std::string_view ToString(FitMethod method) {
-  switch (method) {
-    case FitMethod::kCmc:
-      return "cmc";
-    case FitMethod::kBoth:
-      return "both";
-    case FitMethod::kNlsq:
-      break;
-  }
-  return "nlsq";
-}
+std::string_view ToString(FitMethod method) { return ChoiceName(method); }
 
 FitMethod ParseFitMethod(std::string_view text, std::string_view key, std::string_view source) {
-  if (text == "nlsq") return FitMethod::kNlsq;
-  if (text == "cmc" || text == "mcmc") return FitMethod::kCmc;
-  if (text == "both") return FitMethod::kBoth;
+  if (const auto method = FindChoice<FitMethod>(text)) return *method;
   ThrowBadInput(fmt::format("expected nlsq, cmc or both, found '{}'", text), std::string(source),
                 std::string(key));
 }
@@ -198,13 +186,13 @@ void ReadAnalysisMode(const ValueReader& r, Config& c) {
 // output.layout: auto is xpcsjax's layout for an xpcsjax config (it is what that user's
 // scripts read), homodyne's for any other.
 void ResolveOutputLayout(const std::string& xpcsjax_marker, Config& c) {
-  if (c.output_layout != "auto") {
-    c.output_layout_reason = "output.layout: " + c.output_layout;
+  if (c.output_layout != OutputLayout::kAuto) {
+    c.output_layout_reason = "output.layout: " + std::string(ChoiceName(c.output_layout));
   } else if (xpcsjax_marker.empty()) {
-    c.output_layout = "homodyne";
+    c.output_layout = OutputLayout::kHomodyne;
     c.output_layout_reason = "a homodyne config";
   } else {
-    c.output_layout = "xpcsjax";
+    c.output_layout = OutputLayout::kXpcsjax;
     c.output_layout_reason = fmt::format("an xpcsjax config ({})", xpcsjax_marker);
   }
 }
@@ -305,7 +293,7 @@ std::string IgnoredKeysWarning(const Config& config) {
 }
 
 std::string OutputLayoutLine(const Config& config) {
-  if (config.output_layout == "xpcsjax") {
+  if (config.output_layout == OutputLayout::kXpcsjax) {
     return fmt::format(
         "xpcsjax's result files of an NLSQ fit (nlsq_result.json/.npz, parameters.json, "
         "analysis_results_nlsq.json, convergence_metrics.json) beside homodyne's: {}{}",

@@ -1,6 +1,9 @@
 #include "key_binding.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/error.h"
 
 namespace homodyne::config::detail {
 
@@ -34,8 +37,9 @@ void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view,
                std::optional<std::vector<double>>& out) {
   out = r.OptNumberList(spec.path);
 }
-void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source, FitMethod& out) {
-  out = ParseFitMethod(r.String(spec.path), spec.path, source);
+void ThrowUnknownChoice(const KeySpec& spec, std::string_view text, std::string_view source) {
+  ThrowBadInput(fmt::format("'{}' is not one of {}", text, fmt::join(spec.rule.choices, ", ")),
+                std::string(source), spec.path);
 }
 
 std::string FieldText(bool v) { return v ? "true" : "false"; }
@@ -48,7 +52,6 @@ std::string FieldText(const std::optional<double>& v) { return v ? FieldText(*v)
 std::string FieldText(const std::optional<std::vector<double>>& v) {
   return v ? fmt::format("[{}]", fmt::join(*v, ", ")) : "null";
 }
-std::string FieldText(FitMethod v) { return std::string(ToString(v)); }
 
 void ReadBoundFields(const ValueReader& r, Config& config) {
   for (const KeySpec& spec : ConfigKeyTable()) {

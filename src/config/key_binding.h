@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "config/choices.h"
 #include "config/config.h"
 #include "config/key_table.h"
 #include "raw_config.h"
@@ -34,7 +35,18 @@ void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view sourc
                std::optional<double>& out);
 void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source,
                std::optional<std::vector<double>>& out);
-void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source, FitMethod& out);
+// The bad-input Error of a name outside the key's choices (a rule that lists fewer or other
+// names than the enum's table would reach it).
+[[noreturn]] void ThrowUnknownChoice(const KeySpec& spec, std::string_view text,
+                                     std::string_view source);
+// A choice key: the rule (OneOf, from the same table) has already refused any other name.
+template <ChoiceEnum E>
+void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source, E& out) {
+  const std::string text = r.String(spec.path);
+  const std::optional<E> value = FindChoice<E>(text, spec.rule.case_insensitive);
+  if (!value) ThrowUnknownChoice(spec, text, source);
+  out = *value;
+}
 
 // Which key types each field type can hold.
 template <class F>
@@ -51,7 +63,7 @@ bool FieldAccepts(KeyType type) {
     return type == KeyType::kInt || type == KeyType::kIntOrAuto;  // null or "auto" = nullopt
   } else if constexpr (std::is_same_v<F, std::optional<std::vector<double>>>) {
     return type == KeyType::kFloatList;
-  } else if constexpr (std::is_same_v<F, FitMethod>) {
+  } else if constexpr (ChoiceEnum<F>) {
     return type == KeyType::kString;
   } else {
     static_assert(!sizeof(F), "no conversion from a config key to this field type");
@@ -66,7 +78,10 @@ std::string FieldText(const std::string& v);
 std::string FieldText(const std::optional<int>& v);
 std::string FieldText(const std::optional<double>& v);
 std::string FieldText(const std::optional<std::vector<double>>& v);
-std::string FieldText(FitMethod v);
+template <ChoiceEnum E>
+std::string FieldText(E v) {
+  return std::string(ChoiceName(v));
+}
 
 // A field of Config for a table entry, with the check of its key type.
 struct FieldRef {

@@ -67,7 +67,7 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Used("base_directory", T::kString, "", NoRule(),
          "Parent of output.directory (xpcsjax): the results go to base_directory/directory",
          top(&Config::output_base_directory), kNullable);
-  o.Used("layout", T::kString, "auto", OneOf({"auto", "xpcsjax", "homodyne"}),
+  o.Used("layout", T::kString, "auto", OneOf(ChoiceNames<OutputLayout>()),
          "Result files: homodyne's set, or xpcsjax's added (nlsq_result.json/.npz and its flat "
          "parameters.json, analysis_results_nlsq.json, convergence_metrics.json in the output "
          "directory, docs/outputs.md); auto: xpcsjax's for an xpcsjax config (two_component, "
@@ -88,7 +88,7 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
          "Compress the large arrays of the HDF5 result files (shuffle + deflate; 10x the "
          "write time for 20-60 % smaller files, docs/outputs.md)",
          top(&Config::compress_hdf5));
-  o.Used("fitted_data", T::kString, "model", OneOf({"full", "model", "none"}),
+  o.Used("fitted_data", T::kString, "model", OneOf(ChoiceNames<FittedDataLevel>()),
          "Arrays of fitted_data.h5: full (homodyne's six N x N arrays per angle), model (c2_exp "
          "and c2_theoretical_raw; the others are one multiply-add away) or none",
          top(&Config::fitted_data));

@@ -4,6 +4,7 @@
 namespace homodyne::config::detail {
 namespace {
 using T = KeyType;
+using PM = model::PerAngleMode;
 constexpr auto kUse = KeyStatus::kUsed;
 
 void AddCmcTop(const KeyAdder& c) {
@@ -16,7 +17,8 @@ void AddCmcTop(const KeyAdder& c) {
   c.Acc("run_id", T::kString, "null", NoRule(), "Run label", kNullable);
   c.Acc("backend", T::kString, "jax", NoRule(), "Legacy backend name");
   c.Used("per_angle_mode", T::kString, "auto",
-         OneOf({"auto", "constant", "constant_averaged", "individual"}),
+         OneOf(ChoiceNames<model::PerAngleMode>(
+             {PM::kAuto, PM::kConstant, PM::kConstantAveraged, PM::kIndividual}, false)),
          "Scaling layout of the sampled model", f(&CmcOptions::per_angle_mode));
   c.Used("constant_scaling_threshold", T::kInt, "3", AtLeast(1),
          "auto samples one shared contrast/offset when n_phi >= this",
@@ -57,7 +59,7 @@ void AddBackendAndSharding(const KeyAdder& c) {
   const FieldsOf fs([](auto& cfg) -> auto& { return cfg.optimization.cmc.sharding; });
   const KeyAdder s = c.Sub("sharding");
   s.Section("", kUse, "How the data are split into shards", kNullable);
-  s.Used("strategy", T::kString, "random", OneOf({"random", "stratified", "contiguous"}),
+  s.Used("strategy", T::kString, "random", OneOf(ChoiceNames<ShardStrategy>()),
          "Assignment of points to shards", fs(&CmcSharding::strategy));
   s.Used("num_shards", T::kIntOrAuto, "auto", AtLeast(1), "Number of shards",
          fs(&CmcSharding::num_shards));
@@ -73,8 +75,7 @@ void AddBackendAndSharding(const KeyAdder& c) {
   const FieldsOf fm([](auto& cfg) -> auto& { return cfg.optimization.cmc.combination; });
   const KeyAdder m = c.Sub("combination");
   m.Section("", kUse, "Combination of shard posteriors", kNullable);
-  m.Used("method", T::kString, "robust_consensus_mc",
-         OneOf({"robust_consensus_mc", "consensus_mc", "weighted_gaussian", "simple_average"}),
+  m.Used("method", T::kString, "robust_consensus_mc", OneOf(ChoiceNames<CombinationMethod>()),
          "Combination rule", fm(&CmcCombination::method));
   m.Used("validate_results", T::kBool, "true", NoRule(), "Validate shards before combining",
          fm(&CmcCombination::validate_results));

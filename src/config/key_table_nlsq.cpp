@@ -9,6 +9,13 @@
 namespace homodyne::config::detail {
 namespace {
 using T = KeyType;
+using PM = model::PerAngleMode;
+
+// The fit's layouts (constant_averaged is CMC's) and xpcsjax's alias independent.
+std::vector<std::string> NlsqPerAngleModes() {
+  return ChoiceNames<model::PerAngleMode>({PM::kAuto, PM::kConstant, PM::kIndividual, PM::kFourier},
+                                          /*aliases=*/true);
+}
 constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 
@@ -40,13 +47,13 @@ void AddNlsqBasics(const KeyAdder& n) {
          "Converged when every free parameter's Jacobian column is within this cosine of "
          "orthogonal to the residual",
          f(&NlsqOptions::gtol));
-  n.Used("local_solver", T::kString, "lm", OneOf({"lm", "bnls", "bntr", "bntl"}),
+  n.Used("local_solver", T::kString, "lm", OneOf(ChoiceNames<lsq::LocalMethod>()),
          "Local method: lm (Levenberg-Marquardt, checkpointable), or PETSc/TAO's bnls, bntr, "
          "bntl (no checkpoints)",
          f(&NlsqOptions::local_solver));
   n.Acc("trust_region_scale", T::kFloat, "1.0", Positive(), "Initial trust-region scale");
   n.Acc("verbose", T::kAny, "false", NoRule(), "Solver verbosity");
-  n.Used("loss", T::kString, "soft_l1", OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+  n.Used("loss", T::kString, "soft_l1", OneOf(ChoiceNames<model::LossKind>()),
          "Loss of the fit, as homodyne and xpcsjax apply it (SciPy least_squares' losses on "
          "the unscaled residual c2_exp - c2_model, z = (residual / f_scale)^2): the fit "
          "minimises sum w (f_scale/sigma)^2 rho(z), which equals chi2 for linear; the report "
@@ -112,8 +119,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Section("", kUse, "Per-angle scaling treatment of the NLSQ fit", kNullable);
   a.Used("enable", T::kBool, "true", NoRule(), "Enable the anti-degeneracy system",
          f(&AntiDegeneracy::enable));
-  a.Used("per_angle_mode", T::kString, "auto",
-         OneOf({"auto", "constant", "individual", "fourier", "independent"}),
+  a.Used("per_angle_mode", T::kString, "auto", OneOf(NlsqPerAngleModes()),
          "Scaling layout: auto, constant, individual or fourier (independent: xpcsjax's "
          "deprecated name of individual). two_component: constant holds xpcsjax's Q95 "
          "quantile estimates (fewer than 100 points per angle is an error), individual "
@@ -140,7 +146,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
          "Run the stage (laminar_flow: only where per-angle parameters can absorb the shear "
          "signal; two_component: only when written true, xpcsjax's default being false)",
          f(&AntiDegeneracy::hierarchical_enable));
-  a.Used("hierarchical.trigger", T::kString, "suspect", OneOf({"suspect", "always"}),
+  a.Used("hierarchical.trigger", T::kString, "suspect", OneOf(ChoiceNames<HierarchicalTrigger>()),
          "When the stage runs: suspect (after a plain fit that stalled or ended with a physical "
          "parameter at a bound) or always (homodyne-hpc's earlier default; docs/global.md)",
          f(&AntiDegeneracy::hierarchical_trigger));
@@ -249,7 +255,7 @@ void AddRecovery(const KeyAdder& r) {
   r.Section("", kUse,
             "What the fit does when its local answer may not be the minimum (docs/global.md)",
             kNullable);
-  r.Used("on_stall", T::kString, "restarts", OneOf({"restarts", "cmaes", "none"}),
+  r.Used("on_stall", T::kString, "restarts", OneOf(ChoiceNames<StallRecovery>()),
          "After a local fit that ends stalled or at max_iterations: restarts (local fits from "
          "the lowest-chi2 half of stall_starts Latin-hypercube starts: D0, alpha, gamma_dot_t0, "
          "beta, phi0 drawn from their bounds), cmaes (the "
@@ -264,7 +270,7 @@ void AddRecovery(const KeyAdder& r) {
          "spaced points of its bounds (the shear term's sinc^2 makes chi2 multimodal in "
          "phi0); the lowest chi2 is kept; 0: none",
          f(&NlsqRecovery::phi0_restarts));
-  r.Used("mirror_check", T::kString, "auto", OneOf({"auto", "always", "never"}),
+  r.Used("mirror_check", T::kString, "auto", OneOf(ChoiceNames<MirrorCheck>()),
          "two_component: one local fit from the answer's mirror (reference and sample "
          "transport swapped, the sample fraction replaced by the closest one to 1 - f_s); "
          "c2 is symmetric under that swap, so a fit from a start symmetric between the "
@@ -373,8 +379,7 @@ void AddCmaes(const KeyAdder& c) {
         "Not used: the refinement uses optimization.nlsq.gtol");
   c.Acc("refinement_max_nfev", T::kInt, "500", AtLeast(1),
         "Not used: the refinement uses optimization.nlsq.max_iterations");
-  c.Used("refinement_loss", T::kString, "linear",
-         OneOf({"linear", "soft_l1", "huber", "cauchy", "arctan"}),
+  c.Used("refinement_loss", T::kString, "linear", OneOf(ChoiceNames<model::LossKind>()),
          "Loss of the local fit that refines the CMA-ES answer (C = sigma = 0.01 in c2 units, as "
          "in homodyne); the "
          "warm start, the search's fitness and the choice of the answer use the fit's loss",
@@ -499,7 +504,7 @@ void AddNlsqKeys(std::vector<KeySpec>& table) {
   KeyAdder o(table, "optimization");
   o.Section("", KeyStatus::kUsed, "Optimizer settings");
   const FieldsOf f([](auto& c) -> auto& { return c.optimization; });
-  o.Used("method", T::kString, "nlsq", OneOf({"nlsq", "cmc", "both", "mcmc"}),
+  o.Used("method", T::kString, "nlsq", OneOf(ChoiceNames<FitMethod>()),
          "Default method; mcmc is a legacy name of cmc (the --method flag overrides)",
          f(&Optimization::method));
   const KeyAdder n = o.Sub("nlsq");

@@ -24,12 +24,7 @@ constexpr double kPerAngleFtol = 1e-6;
 AntiDegeneracyOptions AntiDegeneracyOptions::FromConfig(const config::AntiDegeneracy& a) {
   AntiDegeneracyOptions o;
   o.hierarchical = a.hierarchical_enable;
-  if (a.hierarchical_trigger == "always") {
-    o.always = true;
-  } else if (!a.hierarchical_trigger.empty() && a.hierarchical_trigger != "suspect") {
-    ThrowBadInput(fmt::format("trigger '{}' is not one of suspect, always", a.hierarchical_trigger),
-                  {}, config::keys::Key(config::keys::kNlsqAntiDegeneracy, "hierarchical.trigger"));
-  }
+  o.always = a.hierarchical_trigger == config::HierarchicalTrigger::kAlways;
   o.max_outer_iterations = a.hierarchical_max_outer;
   o.outer_tolerance = a.hierarchical_outer_tolerance;
   o.physical_max_iterations = a.hierarchical_physical_max_it;

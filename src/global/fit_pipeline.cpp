@@ -109,21 +109,10 @@ std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& 
 
 RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
   RecoveryOptions o;
-  if (r.on_stall == "restarts") {
-    o.on_stall = StallRecovery::kRestarts;
-  } else if (r.on_stall == "cmaes") {
-    o.on_stall = StallRecovery::kCmaes;
-  } else if (r.on_stall == "none") {
-    o.on_stall = StallRecovery::kNone;
-  } else {
-    ThrowBadInput(fmt::format("on_stall '{}' is not one of restarts, cmaes, none", r.on_stall), {},
-                  config::keys::Key(config::keys::kNlsqRecovery, "on_stall"));
-  }
+  o.on_stall = r.on_stall;
   o.stall_starts = r.stall_starts;
   o.phi0_restarts = r.phi0_restarts;
-  o.mirror_check = r.mirror_check == "always"  ? RecoveryOptions::Mirror::kAlways
-                   : r.mirror_check == "never" ? RecoveryOptions::Mirror::kNever
-                                               : RecoveryOptions::Mirror::kAuto;
+  o.mirror_check = r.mirror_check;
   o.velocity_scan = r.velocity_scan;
   o.transport_scan = r.transport_scan;
   o.start_screen = r.start_screen;

@@ -37,7 +37,7 @@
 
 namespace homodyne::global {
 
-enum class StallRecovery { kRestarts, kCmaes, kNone };
+using StallRecovery = config::StallRecovery;
 
 struct RecoveryOptions {
   StallRecovery on_stall = StallRecovery::kRestarts;
@@ -45,7 +45,8 @@ struct RecoveryOptions {
   std::uint64_t seed = 42;  // of the Latin hypercube
   int phi0_restarts = 4;
   // auto: only when the start's transport is not configured (RunNlsqPipeline).
-  enum class Mirror { kAuto, kAlways, kNever } mirror_check = Mirror::kAuto;
+  using Mirror = config::MirrorCheck;
+  Mirror mirror_check = Mirror::kAuto;
   bool velocity_scan = true;
   bool transport_scan = true;
   bool start_screen = true;

@@ -50,8 +50,7 @@ GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
   o.scale_threshold = c.scale_threshold;
   o.normalization_epsilon = c.normalization_epsilon;
   o.refine_with_nlsq = c.refine_with_nlsq;
-  o.refinement_loss = model::ParseLossKind(c.refinement_loss.empty() ? "linear" : c.refinement_loss,
-                                           CmaesKey("refinement_loss"));
+  o.refinement_loss = c.refinement_loss;
   o.search_max_points = c.search_max_points;
   if (c.search_max_points < 0) {
     ThrowBadInput(fmt::format("search_max_points must be ≥ 0 (got {})", c.search_max_points), {},

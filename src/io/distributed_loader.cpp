@@ -161,11 +161,9 @@ void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
 
 namespace {
 
-LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logger,
-               bool read_values) {
-  LocalData local;
-  local.rank = comm.rank();
-  local.meta = BroadcastMetadata(comm, options, logger);
+// The partition plan (rank 0's, broadcast) and this rank's tiles with their offsets into
+// its values; returns the number of values.
+std::size_t PlanLocalTiles(const Comm& comm, const Logger& logger, LocalData& local) {
   const DatasetMetadata& meta = local.meta;
   PartitionPlan plan;
   if (comm.is_root()) {
@@ -174,8 +172,6 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
     logger.Debug("{}", plan.Table());
   }
   local.plan = BroadcastPartitionPlan(comm, plan);
-
-  // Local buffers, checked against the per-process limit before allocating.
   for (const RowTile& t : local.plan.TilesFor(comm.rank())) {
     local.tiles.push_back({t, 0});
   }
@@ -184,13 +180,20 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
     t.offset = offset;
     offset += static_cast<std::size_t>(t.tile.count);
   }
+  return offset;
+}
+
+// Local buffers, checked against the per-process limit before allocating.
+void AllocateValues(const Comm& comm, const LoadOptions& options, std::size_t count,
+                    bool read_values, LocalData& local) {
+  const DatasetMetadata& meta = local.meta;
   RunCollectively(comm, [&] {
     if (!read_values) return;
     // values + per-angle diagonals + the two read blocks (bounded by kMaxBlockValues).
     const auto n = static_cast<std::uint64_t>(meta.n_frames);
     const std::uint64_t block = std::min<std::uint64_t>(static_cast<std::uint64_t>(kMaxBlockValues),
                                                         (local.tiles.size() + 1) * n);
-    const std::uint64_t bytes = (offset + meta.n_angles() * n * 2 + 2 * block) * sizeof(double);
+    const std::uint64_t bytes = (count + meta.n_angles() * n * 2 + 2 * block) * sizeof(double);
     if (bytes > MaxLoadBytes(options)) {
       ThrowBadInput(fmt::format("this rank's share needs {:.3g} GiB, more than the limit of "
                                 "{:.3g} GiB per process; use more ranks",
@@ -198,8 +201,104 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
                                 static_cast<double>(MaxLoadBytes(options)) / (1 << 30)),
                     meta.file);
     }
-    local.values.assign(offset, 0.0);
+    local.values.assign(count, 0.0);
   });
+}
+
+// This rank's tiles read angle by angle, each angle's non-finite values counted in `bad`.
+void ReadLocalTiles(hid_t file, const Logger& logger, bool read_values, LocalData& local,
+                    std::vector<std::int64_t>& bad) {
+  const DatasetMetadata& meta = local.meta;
+  // One batch of large row/column blocks per angle: the rank's rows of an angle are a
+  // contiguous run (its blocks are consecutive rows), even though the tiles of
+  // different angles interleave block by block.
+  std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
+  Progress progress(logger, "loading");
+  double bytes_read = 0.0;
+  for (const LocalTile& t : local.tiles) {
+    by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
+  }
+  for (std::size_t k = 0; read_values && k < by_angle.size(); ++k) {
+    auto& tiles = by_angle[k];
+    std::stable_sort(tiles.begin(), tiles.end(), [](const LocalTile& x, const LocalTile& y) {
+      return x.tile.row < y.tile.row;
+    });
+    ReadAngleTiles(file, meta, meta.bins[k], tiles, 0, tiles.size(), local.values, kMaxBlockValues);
+    for (const LocalTile& t : tiles) bytes_read += 8.0 * static_cast<double>(t.tile.count);
+    progress.Update(fmt::format("angle {}/{}, {:.1f} MB read on rank 0, {:.0f} MB/s", k + 1,
+                                by_angle.size(), bytes_read / 1e6,
+                                bytes_read / 1e6 / std::max(progress.elapsed(), 1e-9)));
+  }
+  if (read_values) {
+    progress.Done(fmt::format("{} angle(s), {:.1f} MB read on rank 0 in {:.2f} s", by_angle.size(),
+                              bytes_read / 1e6, progress.elapsed()));
+  }
+  for (const LocalTile& t : local.tiles) {
+    for (std::int64_t c = 0; read_values && c < t.tile.count; ++c) {
+      if (!std::isfinite(local.values[t.offset + static_cast<std::size_t>(c)])) {
+        ++bad[static_cast<std::size_t>(t.tile.angle)];
+      }
+    }
+  }
+}
+
+// Every angle's corrected diagonal (and with options.first_row its first row), on every
+// rank; rank 0 counts their non-finite values in `bad` and `bad_row`.
+void ReadDiagonals(hid_t file, const Comm& comm, const LoadOptions& options, bool read_values,
+                   LocalData& local, std::vector<std::int64_t>& bad,
+                   std::vector<std::int64_t>& bad_row) {
+  const DatasetMetadata& meta = local.meta;
+  for (std::size_t k = 0; k < meta.n_angles(); ++k) {
+    if (meta.n_frames < 2) {
+      std::vector<double> d(1);
+      ReadBlock(file, meta.file, meta.bins[k].dataset, meta.frame_begin, 1, meta.frame_begin, 1,
+                d.data());
+      local.diagonal.push_back(d);
+      if (options.first_row) local.first_row.push_back(d);
+      continue;
+    }
+    // C[m, m+1] for m = 0..N-2, then (first rows) C[0, j] for j = 2..N-1, in one read.
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+    for (std::int64_t m = 0; m + 1 < meta.n_frames; ++m) pairs.emplace_back(m, m + 1);
+    for (std::int64_t j = 2; options.first_row && j < meta.n_frames; ++j) {
+      pairs.emplace_back(0, j);
+    }
+    std::vector<double> read = ReadSymmetricPairs(file, meta, meta.bins[k], pairs);
+    const auto n_super = static_cast<std::size_t>(meta.n_frames - 1);
+    const std::span<const double> super(read.data(), n_super);
+    // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
+    // enters the diagonal correction: rank 0 counts it.
+    // Before the values are read (layout only), rank 0 counts the whole off-diagonal.
+    if (comm.is_root()) {
+      for (std::size_t m = 0; m < (read_values ? 1 : super.size()); ++m) {
+        if (!std::isfinite(super[m])) ++bad[k];
+      }
+    }
+    local.diagonal.push_back(CorrectedDiagonal(super, super));
+    if (options.first_row) {
+      std::vector<double> row(static_cast<std::size_t>(meta.n_frames));
+      row[0] = local.diagonal.back()[0];
+      row[1] = super[0];
+      std::copy(read.begin() + static_cast<std::ptrdiff_t>(n_super), read.end(), row.begin() + 2);
+      // Rank 0 counts the row (every rank holds it); C[0, 0] = C[0, 1] is counted above.
+      if (comm.is_root()) {
+        for (std::size_t j = 1; j < row.size(); ++j) {
+          if (!std::isfinite(row[j])) ++bad_row[k];
+        }
+      }
+      local.first_row.push_back(std::move(row));
+    }
+  }
+}
+
+LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logger,
+               bool read_values) {
+  LocalData local;
+  local.rank = comm.rank();
+  local.meta = BroadcastMetadata(comm, options, logger);
+  const DatasetMetadata& meta = local.meta;
+  const std::size_t count = PlanLocalTiles(comm, logger, local);
+  AllocateValues(comm, options, count, read_values, local);
 
   const ReadCrashGuard guard(meta.file, "this rank's share of the correlation matrices");
   h5::File file = RunCollectively(comm, [&] { return h5::OpenForRead(meta.file, comm.get()); });
@@ -207,79 +306,8 @@ LocalData Load(const Comm& comm, const LoadOptions& options, const Logger& logge
   std::vector<std::int64_t> bad_row(meta.n_angles(), 0);
   RunCollectively(comm, [&] {
     const FaultScope load("load");  // job rank: comm may be a multistart group
-    // One batch of large row/column blocks per angle: the rank's rows of an angle are a
-    // contiguous run (its blocks are consecutive rows), even though the tiles of
-    // different angles interleave block by block.
-    std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
-    Progress progress(logger, "loading");
-    double bytes_read = 0.0;
-    for (const LocalTile& t : local.tiles) {
-      by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
-    }
-    for (std::size_t k = 0; read_values && k < by_angle.size(); ++k) {
-      auto& tiles = by_angle[k];
-      std::stable_sort(tiles.begin(), tiles.end(), [](const LocalTile& x, const LocalTile& y) {
-        return x.tile.row < y.tile.row;
-      });
-      ReadAngleTiles(file.get(), meta, meta.bins[k], tiles, 0, tiles.size(), local.values,
-                     kMaxBlockValues);
-      for (const LocalTile& t : tiles) bytes_read += 8.0 * static_cast<double>(t.tile.count);
-      progress.Update(fmt::format("angle {}/{}, {:.1f} MB read on rank 0, {:.0f} MB/s", k + 1,
-                                  by_angle.size(), bytes_read / 1e6,
-                                  bytes_read / 1e6 / std::max(progress.elapsed(), 1e-9)));
-    }
-    if (read_values) {
-      progress.Done(fmt::format("{} angle(s), {:.1f} MB read on rank 0 in {:.2f} s",
-                                by_angle.size(), bytes_read / 1e6, progress.elapsed()));
-    }
-    for (const LocalTile& t : local.tiles) {
-      for (std::int64_t c = 0; read_values && c < t.tile.count; ++c) {
-        if (!std::isfinite(local.values[t.offset + static_cast<std::size_t>(c)])) {
-          ++bad[static_cast<std::size_t>(t.tile.angle)];
-        }
-      }
-    }
-    for (std::size_t k = 0; k < meta.n_angles(); ++k) {
-      if (meta.n_frames < 2) {
-        std::vector<double> d(1);
-        ReadBlock(file.get(), meta.file, meta.bins[k].dataset, meta.frame_begin, 1,
-                  meta.frame_begin, 1, d.data());
-        local.diagonal.push_back(d);
-        if (options.first_row) local.first_row.push_back(d);
-        continue;
-      }
-      // C[m, m+1] for m = 0..N-2, then (first rows) C[0, j] for j = 2..N-1, in one read.
-      std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-      for (std::int64_t m = 0; m + 1 < meta.n_frames; ++m) pairs.emplace_back(m, m + 1);
-      for (std::int64_t j = 2; options.first_row && j < meta.n_frames; ++j) {
-        pairs.emplace_back(0, j);
-      }
-      std::vector<double> read = ReadSymmetricPairs(file.get(), meta, meta.bins[k], pairs);
-      const auto n_super = static_cast<std::size_t>(meta.n_frames - 1);
-      const std::span<const double> super(read.data(), n_super);
-      // C[m, m+1] for m >= 1 are fitted points (counted by their owner); C[0, 1] only
-      // enters the diagonal correction: rank 0 counts it.
-      // Before the values are read (layout only), rank 0 counts the whole off-diagonal.
-      if (comm.is_root()) {
-        for (std::size_t m = 0; m < (read_values ? 1 : super.size()); ++m) {
-          if (!std::isfinite(super[m])) ++bad[k];
-        }
-      }
-      local.diagonal.push_back(CorrectedDiagonal(super, super));
-      if (options.first_row) {
-        std::vector<double> row(static_cast<std::size_t>(meta.n_frames));
-        row[0] = local.diagonal.back()[0];
-        row[1] = super[0];
-        std::copy(read.begin() + static_cast<std::ptrdiff_t>(n_super), read.end(), row.begin() + 2);
-        // Rank 0 counts the row (every rank holds it); C[0, 0] = C[0, 1] is counted above.
-        if (comm.is_root()) {
-          for (std::size_t j = 1; j < row.size(); ++j) {
-            if (!std::isfinite(row[j])) ++bad_row[k];
-          }
-        }
-        local.first_row.push_back(std::move(row));
-      }
-    }
+    ReadLocalTiles(file.get(), logger, read_values, local, bad);
+    ReadDiagonals(file.get(), comm, options, read_values, local, bad, bad_row);
   });
   file.Close({meta.file, ""});
 

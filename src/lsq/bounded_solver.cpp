@@ -16,10 +16,21 @@ std::string SolverOptions::Validate() const {
   for (auto [name, v] : {std::pair{"tolerance (ftol)", ftol}, {"xtol", xtol}, {"gtol", gtol}}) {
     if (!(v >= 0.0) || !std::isfinite(v)) return fmt::format("{} must be ≥ 0 (got {})", name, v);
   }
-  if (method != "lm" && method != "bnls" && method != "bntr" && method != "bntl") {
-    return fmt::format("local_solver must be lm, bnls, bntr or bntl (got '{}')", method);
-  }
   return {};
+}
+
+std::string_view ToString(LocalMethod method) {
+  switch (method) {
+    case LocalMethod::kBnls:
+      return "bnls";
+    case LocalMethod::kBntr:
+      return "bntr";
+    case LocalMethod::kBntl:
+      return "bntl";
+    case LocalMethod::kLm:
+      break;
+  }
+  return "lm";
 }
 
 std::string_view ToString(Termination t) {
@@ -172,7 +183,7 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
       options.UsesTao()
           ? detail::SolveTao(problem, x0, lower, upper, options, callback, hooks)
           : detail::SolveLevenbergMarquardt(problem, x0, lower, upper, options, callback, hooks);
-  s.method = options.method;
+  s.method = std::string(ToString(options.method));
   s.final_chi2 = s.final_equations.chi2;
   if (s.initial_chi2 < 0.0) {
     s.initial_chi2 = s.chi2_history.empty() ? s.final_chi2 : s.chi2_history.front();

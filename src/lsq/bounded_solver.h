@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "lsq/least_squares_problem.h"
+#include "lsq/local_method.h"
 #include "lsq/optimality.h"
 
 namespace homodyne::lsq {
@@ -31,8 +32,7 @@ struct SolverOptions {
   double ftol = 1e-8;         // optimality: Gauss–Newton decrement ≤ ftol (optimality.h)
   double xtol = 1e-8;         // a step ‖D·s‖ ≤ xtol·(‖D·x‖ + xtol) makes no progress
   double gtol = 1e-8;         // optimality: max column cosine ≤ gtol (optimality.h)
-  // optimization.nlsq.local_solver: "lm", or a TAO type ("bnls", "bntr", "bntl").
-  std::string method = "lm";
+  LocalMethod method = LocalMethod::kLm;  // optimization.nlsq.local_solver
   // Whether PETSc's own monitors from the command line (-tao_monitor, ...) print on this
   // rank; set it to (rank == 0) so a 64-rank job prints them once. (TAO methods only.)
   bool print_petsc_monitors = true;
@@ -40,7 +40,7 @@ struct SolverOptions {
   std::vector<std::string> parameter_names;
   // Returns an empty string if valid, else a message naming the field and the rule.
   std::string Validate() const;
-  bool UsesTao() const { return method != "lm"; }
+  bool UsesTao() const { return method != LocalMethod::kLm; }
 };
 
 enum class Termination {

@@ -27,6 +27,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -158,6 +159,137 @@ double ScaledNorm(const std::vector<double>& v, const std::vector<double>& scale
   return std::sqrt(acc);
 }
 
+// Trial points refused over a solve, for its message.
+struct Rejections {
+  int non_finite = 0;  // NaN/Inf chi2 or gradient
+  int plateau = 0;     // a parameter stopped mattering there
+};
+
+// The state at x0 (equations, damping, scaling, the first history entry), reported to the
+// callback and at_start. False when the equations at x0 are not finite.
+bool StartState(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                const std::vector<double>& lower, const std::vector<double>& upper,
+                const IterationCallback& callback, const SolverHooks& hooks, SolverState& st) {
+  st.x = x0;
+  if (hooks.equations_at_x0 != nullptr) {
+    st.equations = *hooks.equations_at_x0;
+  } else {
+    problem.Evaluate(st.x, true, st.equations);
+    ++st.evaluations;
+  }
+  if (!IsFinite(st.equations)) return false;
+  st.lambda = kInitialLambda;
+  st.nu = 2.0;
+  UpdateScale(st.scale, st.equations);
+  st.chi2_history.push_back(st.equations.chi2);
+  if (callback) {
+    callback({0, st.equations.chi2,
+              ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0,
+              st.equations.gradient});
+  }
+  if (hooks.at_start) hooks.at_start(st);
+  return true;
+}
+
+// One accepted step from st.x: trial steps with more damping after each rejection, the
+// damping restarted (at most kMaxRecoveries times over the solve) when the step becomes
+// negligible or the damping too large. Returns the accepted step's scaled norm, or nullopt
+// when no step is acceptable (a stall); st is updated in place either way.
+std::optional<double> AcceptStep(LeastSquaresProblem& problem, const std::vector<double>& lower,
+                                 const std::vector<double>& upper, const SolverOptions& options,
+                                 SolverState& st, Rejections& rejections) {
+  const std::size_t n = st.x.size();
+  // Which parameters the model barely responds to at st.x (fixed while no step is accepted).
+  const std::vector<bool> insensitive_here =
+      InsensitiveParameters(st.equations, lower, upper, kPlateauMargin);
+  // A rejected step: more damping (×2, ×4, ×8, … of the last), never below the floor.
+  const auto reject_step = [&st] {
+    st.lambda = std::max(st.lambda * st.nu, kMinLambda);
+    st.nu *= 2.0;
+  };
+  for (;;) {
+    const std::vector<double> scale = EffectiveScale(st.scale, st.equations, lower, upper);
+    const Step step = ComputeStep(st.x, st.equations, scale, st.lambda, lower, upper);
+    const double sn = step.ok ? ScaledNorm(step.s, scale) : 0.0;
+    const bool negligible =
+        step.ok && sn <= options.xtol * (ScaledNorm(st.x, scale) + options.xtol);
+    // !(λ ≤ max) also catches a NaN damping (a corrupt resumed state).
+    if (negligible || !(st.lambda <= kMaxLambda)) {
+      if (st.recoveries >= kMaxRecoveries) return std::nullopt;
+      // Restart the damping and forget the scaling history: a different step from the
+      // same best point.
+      ++st.recoveries;
+      st.lambda = kInitialLambda;
+      st.nu = 2.0;
+      st.scale.clear();
+      UpdateScale(st.scale, st.equations);
+      continue;
+    }
+    if (!step.ok || !(step.predicted > 0.0)) {
+      reject_step();
+      continue;
+    }
+    std::vector<double> trial(n);
+    for (std::size_t i = 0; i < n; ++i) trial[i] = st.x[i] + step.s[i];
+    NormalEquations eq;
+    problem.Evaluate(trial, true, eq);
+    ++st.evaluations;
+    const bool finite = IsFinite(eq);
+    if (!finite) ++rejections.non_finite;
+    const double actual = 0.5 * (st.equations.chi2 - eq.chi2);
+    const double rho = actual / step.predicted;
+    bool onto_plateau = false;
+    if (finite) {
+      const std::vector<bool> after = InsensitiveParameters(eq, lower, upper);
+      for (std::size_t i = 0; i < n; ++i)
+        onto_plateau = onto_plateau || (after[i] && !insensitive_here[i]);
+      if (onto_plateau) ++rejections.plateau;
+    }
+    if (finite && !onto_plateau && actual > 0.0 && rho > kAcceptRatio) {
+      st.x = std::move(trial);
+      st.equations = std::move(eq);
+      const double t = 2.0 * rho - 1.0;
+      st.lambda = std::max(st.lambda * std::max(1.0 / 3.0, 1.0 - t * t * t), kMinLambda);
+      st.nu = 2.0;
+      UpdateScale(st.scale, st.equations);
+      return sn;
+    }
+    reject_step();
+  }
+}
+
+// The summary of a finished solve: its message (why it ended, restarts, refused points) and
+// the final state.
+SolverSummary FinishSolve(SolverSummary out, SolverState st, const std::string& ending,
+                          const Rejections& rejections) {
+  out.message = fmt::format("Levenberg-Marquardt: {} accepted steps, {} passes", st.iteration,
+                            st.evaluations + st.objective_evaluations);
+  if (!ending.empty()) out.message += "; " + ending;
+  if (st.recoveries > 0) out.message += fmt::format("; {} damping restart(s)", st.recoveries);
+  if (rejections.plateau > 0) {
+    out.message += fmt::format(
+        "; {} trial point(s) on a plateau of the model (a parameter stopped mattering) were "
+        "rejected",
+        rejections.plateau);
+  }
+  if (rejections.non_finite > 0) {
+    out.message += fmt::format(
+        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
+        "parameter values)",
+        rejections.non_finite);
+  }
+  out.x = st.x;
+  out.final_equations = st.equations;
+  out.iterations = st.iteration;
+  out.evaluations = st.evaluations;
+  out.objective_evaluations = st.objective_evaluations;
+  out.recoveries = st.recoveries;
+  out.chi2_history = st.chi2_history;
+  out.initial_chi2 = st.chi2_history.empty() ? -1.0 : st.chi2_history.front();
+  out.final_state = std::move(st);
+  return out;
+}
+
 }  // namespace
 
 SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::vector<double>& x0,
@@ -169,37 +301,16 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
   SolverState st;
   if (hooks.resume != nullptr) {
     st = *hooks.resume;
-  } else {
-    st.x = x0;
-    if (hooks.equations_at_x0 != nullptr) {
-      st.equations = *hooks.equations_at_x0;
-    } else {
-      problem.Evaluate(st.x, true, st.equations);
-      ++st.evaluations;
-    }
-    if (!IsFinite(st.equations)) {
-      out.termination = Termination::kNumericalFailure;  // SolveBounded words the message
-      out.x = st.x;
-      out.final_equations = st.equations;
-      out.iterations = 0;
-      out.evaluations = st.evaluations;
-      return out;
-    }
-    st.lambda = kInitialLambda;
-    st.nu = 2.0;
-    UpdateScale(st.scale, st.equations);
-    st.chi2_history.push_back(st.equations.chi2);
-    if (callback) {
-      callback({0, st.equations.chi2,
-                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), 0.0,
-                st.equations.gradient});
-    }
-    if (hooks.at_start) hooks.at_start(st);
+  } else if (!StartState(problem, x0, lower, upper, callback, hooks, st)) {
+    out.termination = Termination::kNumericalFailure;  // SolveBounded words the message
+    out.x = st.x;
+    out.final_equations = st.equations;
+    out.iterations = 0;
+    out.evaluations = st.evaluations;
+    return out;
   }
 
-  const std::size_t n = st.x.size();
-  int rejected_non_finite = 0;
-  int plateau_rejections = 0;
+  Rejections rejections;
   std::string ending;
   for (;;) {
     if (IsOptimal(MeasureOptimality(st.x, st.equations, lower, upper), options.ftol,
@@ -212,69 +323,9 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       ending = fmt::format("iteration limit {} reached", options.max_iterations);
       break;
     }
-    // Find an acceptable step from st.x.
-    bool accepted = false;
-    double step_norm = 0.0;
-    // Which parameters the model barely responds to at st.x (fixed while no step is accepted).
-    const std::vector<bool> insensitive_here =
-        InsensitiveParameters(st.equations, lower, upper, kPlateauMargin);
-    // A rejected step: more damping (×2, ×4, ×8, … of the last), never below the floor.
-    const auto reject_step = [&st] {
-      st.lambda = std::max(st.lambda * st.nu, kMinLambda);
-      st.nu *= 2.0;
-    };
-    while (!accepted) {
-      const std::vector<double> scale = EffectiveScale(st.scale, st.equations, lower, upper);
-      const Step step = ComputeStep(st.x, st.equations, scale, st.lambda, lower, upper);
-      const double sn = step.ok ? ScaledNorm(step.s, scale) : 0.0;
-      const bool negligible =
-          step.ok && sn <= options.xtol * (ScaledNorm(st.x, scale) + options.xtol);
-      // !(λ ≤ max) also catches a NaN damping (a corrupt resumed state).
-      if (negligible || !(st.lambda <= kMaxLambda)) {
-        if (st.recoveries >= kMaxRecoveries) break;
-        // Restart the damping and forget the scaling history: a different step from the
-        // same best point.
-        ++st.recoveries;
-        st.lambda = kInitialLambda;
-        st.nu = 2.0;
-        st.scale.clear();
-        UpdateScale(st.scale, st.equations);
-        continue;
-      }
-      if (!step.ok || !(step.predicted > 0.0)) {
-        reject_step();
-        continue;
-      }
-      std::vector<double> trial(n);
-      for (std::size_t i = 0; i < n; ++i) trial[i] = st.x[i] + step.s[i];
-      NormalEquations eq;
-      problem.Evaluate(trial, true, eq);
-      ++st.evaluations;
-      const bool finite = IsFinite(eq);
-      if (!finite) ++rejected_non_finite;
-      const double actual = 0.5 * (st.equations.chi2 - eq.chi2);
-      const double rho = actual / step.predicted;
-      bool onto_plateau = false;
-      if (finite) {
-        const std::vector<bool> after = InsensitiveParameters(eq, lower, upper);
-        for (std::size_t i = 0; i < n; ++i)
-          onto_plateau = onto_plateau || (after[i] && !insensitive_here[i]);
-        if (onto_plateau) ++plateau_rejections;
-      }
-      if (finite && !onto_plateau && actual > 0.0 && rho > kAcceptRatio) {
-        st.x = std::move(trial);
-        st.equations = std::move(eq);
-        const double t = 2.0 * rho - 1.0;
-        st.lambda = std::max(st.lambda * std::max(1.0 / 3.0, 1.0 - t * t * t), kMinLambda);
-        st.nu = 2.0;
-        UpdateScale(st.scale, st.equations);
-        step_norm = sn;
-        accepted = true;
-      } else {
-        reject_step();
-      }
-    }
-    if (!accepted) {
+    const std::optional<double> step_norm =
+        AcceptStep(problem, lower, upper, options, st, rejections);
+    if (!step_norm) {
       out.termination = Termination::kStalled;
       ending = fmt::format(
           "no step decreases chi2 any more (damping restarted {} times from the best point)",
@@ -285,38 +336,12 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     st.chi2_history.push_back(st.equations.chi2);
     if (callback) {
       callback({st.iteration, st.equations.chi2,
-                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), step_norm,
+                ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), *step_norm,
                 st.equations.gradient});
     }
     if (hooks.after_iteration) hooks.after_iteration(st);
   }
-
-  out.message = fmt::format("Levenberg-Marquardt: {} accepted steps, {} passes", st.iteration,
-                            st.evaluations + st.objective_evaluations);
-  if (!ending.empty()) out.message += "; " + ending;
-  if (st.recoveries > 0) out.message += fmt::format("; {} damping restart(s)", st.recoveries);
-  if (plateau_rejections > 0) {
-    out.message += fmt::format(
-        "; {} trial point(s) on a plateau of the model (a parameter stopped mattering) were "
-        "rejected",
-        plateau_rejections);
-  }
-  if (rejected_non_finite > 0) {
-    out.message += fmt::format(
-        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
-        "parameter values)",
-        rejected_non_finite);
-  }
-  out.x = st.x;
-  out.final_equations = st.equations;
-  out.iterations = st.iteration;
-  out.evaluations = st.evaluations;
-  out.objective_evaluations = st.objective_evaluations;
-  out.recoveries = st.recoveries;
-  out.chi2_history = st.chi2_history;
-  out.initial_chi2 = st.chi2_history.empty() ? -1.0 : st.chi2_history.front();
-  out.final_state = std::move(st);
-  return out;
+  return FinishSolve(std::move(out), std::move(st), ending, rejections);
 }
 
 }  // namespace homodyne::lsq::detail

@@ -221,17 +221,12 @@ Termination MapReason(TaoConvergedReason reason) {
   }
 }
 
-}  // namespace
-
-SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x_start,
-                       const std::vector<double>& lower, const std::vector<double>& upper,
-                       const SolverOptions& options, const IterationCallback& callback,
-                       const SolverHooks& hooks) {
-  using petsc::Check;
-  const int n = problem.num_parameters();
-  // A resumed TAO solve restarts TAO at the saved point (its internal state is lost).
-  const std::vector<double>& x0 = hooks.resume != nullptr ? hooks.resume->x : x_start;
-  SolveContext ctx;
+// The callbacks' shared state at the start: a resumed solve continues its counters and
+// history and knows the equations at its point, as does a solve given equations_at_x0.
+void StartContext(SolveContext& ctx, LeastSquaresProblem& problem, const std::vector<double>& x0,
+                  const std::vector<double>& lower, const std::vector<double>& upper,
+                  const SolverOptions& options, const IterationCallback& callback,
+                  const SolverHooks& hooks) {
   ctx.problem = &problem;
   ctx.options = &options;
   ctx.callback = &callback;
@@ -251,52 +246,111 @@ SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& 
     ctx.cached_x = x0;
     ctx.cache_valid = true;
   }
+}
 
-  petsc::VecHandle x, xl, xu;
-  petsc::MatHandle hess;
-  petsc::TaoHandle tao;
-  Check(VecCreateSeq(PETSC_COMM_SELF, n, x.out()), "VecCreateSeq");
-  Check(VecDuplicate(x.get(), xl.out()), "VecDuplicate");
-  Check(VecDuplicate(x.get(), xu.out()), "VecDuplicate");
-  {
-    PetscScalar *px = nullptr, *pl = nullptr, *pu = nullptr;
-    VecGetArray(x.get(), &px);
-    VecGetArray(xl.get(), &pl);
-    VecGetArray(xu.get(), &pu);
-    for (int i = 0; i < n; ++i) {
-      px[i] = x0[static_cast<std::size_t>(i)];
-      pl[i] = lower[static_cast<std::size_t>(i)];
-      pu[i] = upper[static_cast<std::size_t>(i)];
-    }
-    VecRestoreArray(x.get(), &px);
-    VecRestoreArray(xl.get(), &pl);
-    VecRestoreArray(xu.get(), &pu);
+// The start point and the box as PETSc vectors.
+struct BoxVectors {
+  petsc::VecHandle x, lower, upper;
+};
+void FillBox(const std::vector<double>& x0, const std::vector<double>& lower,
+             const std::vector<double>& upper, BoxVectors& v) {
+  using petsc::Check;
+  const auto n = static_cast<PetscInt>(x0.size());
+  Check(VecCreateSeq(PETSC_COMM_SELF, n, v.x.out()), "VecCreateSeq");
+  Check(VecDuplicate(v.x.get(), v.lower.out()), "VecDuplicate");
+  Check(VecDuplicate(v.x.get(), v.upper.out()), "VecDuplicate");
+  PetscScalar *px = nullptr, *pl = nullptr, *pu = nullptr;
+  VecGetArray(v.x.get(), &px);
+  VecGetArray(v.lower.get(), &pl);
+  VecGetArray(v.upper.get(), &pu);
+  for (PetscInt i = 0; i < n; ++i) {
+    px[i] = x0[static_cast<std::size_t>(i)];
+    pl[i] = lower[static_cast<std::size_t>(i)];
+    pu[i] = upper[static_cast<std::size_t>(i)];
   }
-  Check(MatCreateSeqDense(PETSC_COMM_SELF, n, n, nullptr, hess.out()), "MatCreateSeqDense");
-  Check(TaoCreate(PETSC_COMM_SELF, tao.out()), "TaoCreate");
-  Check(TaoSetType(tao.get(), options.method.c_str()), "TaoSetType");
-  Check(TaoSetSolution(tao.get(), x.get()), "TaoSetSolution");
-  Check(TaoSetVariableBounds(tao.get(), xl.get(), xu.get()), "TaoSetVariableBounds");
-  Check(TaoSetObjective(tao.get(), ObjectiveCallback, &ctx), "TaoSetObjective");
-  Check(TaoSetObjectiveAndGradient(tao.get(), nullptr, ObjectiveGradientCallback, &ctx),
+  VecRestoreArray(v.x.get(), &px);
+  VecRestoreArray(v.lower.get(), &pl);
+  VecRestoreArray(v.upper.get(), &pu);
+}
+
+// The TAO object of the method, with our callbacks, convergence test and monitor, then the
+// command-line options.
+void ConfigureTao(Tao tao, Mat hess, const BoxVectors& v, const SolverOptions& options,
+                  SolveContext& ctx) {
+  using petsc::Check;
+  Check(TaoSetType(tao, std::string(ToString(options.method)).c_str()), "TaoSetType");
+  Check(TaoSetSolution(tao, v.x.get()), "TaoSetSolution");
+  Check(TaoSetVariableBounds(tao, v.lower.get(), v.upper.get()), "TaoSetVariableBounds");
+  Check(TaoSetObjective(tao, ObjectiveCallback, &ctx), "TaoSetObjective");
+  Check(TaoSetObjectiveAndGradient(tao, nullptr, ObjectiveGradientCallback, &ctx),
         "TaoSetObjectiveAndGradient");
-  Check(TaoSetHessian(tao.get(), hess.get(), hess.get(), HessianCallback, &ctx), "TaoSetHessian");
+  Check(TaoSetHessian(tao, hess, hess, HessianCallback, &ctx), "TaoSetHessian");
   // Our own tests decide convergence; TAO's absolute/relative gradient tests are off.
-  Check(TaoSetTolerances(tao.get(), 0.0, 0.0, 0.0), "TaoSetTolerances");
-  Check(TaoSetMaximumIterations(tao.get(),
-                                std::max(1, options.max_iterations - ctx.iteration_offset)),
+  Check(TaoSetTolerances(tao, 0.0, 0.0, 0.0), "TaoSetTolerances");
+  Check(TaoSetMaximumIterations(tao, std::max(1, options.max_iterations - ctx.iteration_offset)),
         "TaoSetMaximumIterations");
-  Check(TaoSetConvergenceTest(tao.get(), ConvergenceTest, &ctx), "TaoSetConvergenceTest");
-  Check(TaoSetMonitor(tao.get(), MonitorCallback, &ctx, nullptr), "TaoSetMonitor");
+  Check(TaoSetConvergenceTest(tao, ConvergenceTest, &ctx), "TaoSetConvergenceTest");
+  Check(TaoSetMonitor(tao, MonitorCallback, &ctx, nullptr), "TaoSetMonitor");
   // Command-line options (-tao_type, -tao_max_it, -tao_monitor, ...) override; every
   // rank parses the same options, so every rank runs the same algorithm.
-  Check(TaoSetFromOptions(tao.get()), "TaoSetFromOptions");
+  Check(TaoSetFromOptions(tao), "TaoSetFromOptions");
   if (!options.print_petsc_monitors) {
     // Same algorithm everywhere, output once: drop -tao_monitor & co. on this rank but
     // keep our own monitor (it records the χ² history).
-    Check(TaoCancelMonitors(tao.get()), "TaoCancelMonitors");
-    Check(TaoSetMonitor(tao.get(), MonitorCallback, &ctx, nullptr), "TaoSetMonitor");
+    Check(TaoCancelMonitors(tao), "TaoCancelMonitors");
+    Check(TaoSetMonitor(tao, MonitorCallback, &ctx, nullptr), "TaoSetMonitor");
   }
+}
+
+// The answer of a finished TAO solve: its reason, the point (inside the box) and the
+// equations there, the counters.
+SolverSummary SummariseTao(Tao tao, Vec x, SolveContext& ctx, const SolverOptions& options) {
+  using petsc::Check;
+  SolverSummary s;
+  TaoConvergedReason reason;
+  PetscInt its = 0;
+  PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
+  Check(TaoGetSolutionStatus(tao, &its, &f, &gnorm, &cnorm, &xdiff, &reason),
+        "TaoGetSolutionStatus");
+  s.termination = MapReason(reason);
+  s.message = fmt::format("TAO {}: {}", ToString(options.method), TaoConvergedReasons[reason]);
+  if (ctx.non_finite_evaluations > 0) {
+    s.message += fmt::format(
+        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
+        "parameter values)",
+        ctx.non_finite_evaluations);
+  }
+  s.x = ToStd(x);
+  for (std::size_t k = 0; k < s.x.size(); ++k) {  // guard against round-off outside the box
+    s.x[k] = std::clamp(s.x[k], ctx.lower[k], ctx.upper[k]);
+  }
+  s.final_equations = EvaluateFull(ctx, s.x);
+  s.chi2_history = ctx.chi2_history;
+  s.iterations = static_cast<int>(its) + ctx.iteration_offset;
+  s.evaluations = ctx.evaluations;
+  s.objective_evaluations = ctx.objective_evaluations;
+  return s;
+}
+
+}  // namespace
+
+SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x_start,
+                       const std::vector<double>& lower, const std::vector<double>& upper,
+                       const SolverOptions& options, const IterationCallback& callback,
+                       const SolverHooks& hooks) {
+  using petsc::Check;
+  const int n = problem.num_parameters();
+  // A resumed TAO solve restarts TAO at the saved point (its internal state is lost).
+  const std::vector<double>& x0 = hooks.resume != nullptr ? hooks.resume->x : x_start;
+  SolveContext ctx;
+  StartContext(ctx, problem, x0, lower, upper, options, callback, hooks);
+  BoxVectors box;
+  FillBox(x0, lower, upper, box);
+  petsc::MatHandle hess;
+  petsc::TaoHandle tao;
+  Check(MatCreateSeqDense(PETSC_COMM_SELF, n, n, nullptr, hess.out()), "MatCreateSeqDense");
+  Check(TaoCreate(PETSC_COMM_SELF, tao.out()), "TaoCreate");
+  ConfigureTao(tao.get(), hess.get(), box, options, ctx);
 
   PetscErrorCode solve_code = 0;
   {
@@ -305,32 +359,7 @@ SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& 
   }
   if (ctx.error) std::rethrow_exception(ctx.error);
   Check(solve_code, "TaoSolve");
-
-  SolverSummary s;
-  TaoConvergedReason reason;
-  PetscInt its = 0;
-  PetscReal f = 0, gnorm = 0, cnorm = 0, xdiff = 0;
-  Check(TaoGetSolutionStatus(tao.get(), &its, &f, &gnorm, &cnorm, &xdiff, &reason),
-        "TaoGetSolutionStatus");
-  s.termination = MapReason(reason);
-  s.message = fmt::format("TAO {}: {}", options.method, TaoConvergedReasons[reason]);
-  if (ctx.non_finite_evaluations > 0) {
-    s.message += fmt::format(
-        "; {} trial point(s) gave NaN/Inf chi2 or gradient and were rejected (extreme "
-        "parameter values)",
-        ctx.non_finite_evaluations);
-  }
-  s.x = ToStd(x.get());
-  for (int i = 0; i < n; ++i) {  // guard against round-off outside the box
-    const auto k = static_cast<std::size_t>(i);
-    s.x[k] = std::clamp(s.x[k], lower[k], upper[k]);
-  }
-  s.final_equations = EvaluateFull(ctx, s.x);
-  s.chi2_history = ctx.chi2_history;
-  s.iterations = static_cast<int>(its) + ctx.iteration_offset;
-  s.evaluations = ctx.evaluations;
-  s.objective_evaluations = ctx.objective_evaluations;
-  return s;
+  return SummariseTao(tao.get(), box.x.get(), ctx, options);
 }
 
 }  // namespace homodyne::lsq::detail

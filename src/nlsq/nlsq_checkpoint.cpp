@@ -102,7 +102,7 @@ lsq::SolverSummary SolveWithCheckpoints(
       ThrowBadInput(fmt::format("checkpoints need local_solver: lm (got {}; the internal state of "
                                 "PETSc/TAO's methods cannot be saved, so a resumed fit would "
                                 "take other steps)",
-                                options.method),
+                                lsq::ToString(options.method)),
                     {}, config::keys::Key(config::keys::kNlsq, "local_solver"));
     });
   }

@@ -61,7 +61,8 @@ SolverSummary SolveAgreed(const Comm& comm, Fn&& solve) {
   return summary;
 }
 
-// optimization.nlsq's settings of a local solve.
+}  // namespace
+
 lsq::SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
   lsq::SolverOptions so;
   so.max_iterations = n.max_iterations;
@@ -73,6 +74,8 @@ lsq::SolverOptions SolverOptionsOf(const config::NlsqOptions& n) {
     ThrowBadInput(msg, {}, std::string(config::keys::kNlsq));
   return so;
 }
+
+namespace {
 
 // Why the monitor cannot watch a solve of this layout (empty: it can).
 std::string MonitorInactiveReason(const GradientMonitorOptions& o,
@@ -119,9 +122,7 @@ std::string PerAngleModeKey() {
 
 model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma) {
   model::RobustLoss loss;
-  const std::string& name = cfg.optimization.nlsq.loss;
-  loss.kind = model::ParseLossKind(name.empty() ? "soft_l1" : name,
-                                   config::keys::Key(config::keys::kNlsq, "loss"), cfg.source);
+  loss.kind = cfg.optimization.nlsq.loss;
   const double f_scale = cfg.optimization.nlsq.f_scale;
   if (!(std::isfinite(f_scale) && f_scale > 0.0)) {
     ThrowBadInput(fmt::format("f_scale must be a positive finite number (got {})", f_scale),
@@ -137,8 +138,7 @@ model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma) {
 model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg) {
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
   model::LayoutOptions o;
-  o.mode = ad.enable ? model::ParsePerAngleMode(ad.per_angle_mode, PerAngleModeKey())
-                     : model::PerAngleMode::kIndividual;
+  o.mode = ad.enable ? ad.per_angle_mode : model::PerAngleMode::kIndividual;
   o.constant_scaling_threshold = ad.constant_scaling_threshold;
   o.fourier_order = ad.fourier_order;
   if (o.mode == model::PerAngleMode::kConstantAveraged) {
@@ -347,7 +347,7 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
   so.parameter_names = s.layout->names();
   so.max_iterations = max_iterations;
   so.ftol = ftol;
-  so.method = "lm";
+  so.method = lsq::LocalMethod::kLm;
   std::vector<double> lower = s.bounds.lower, upper = s.bounds.upper;
   for (std::size_t i = 0; i < x0.size(); ++i) {
     if (!free[i]) lower[i] = upper[i] = x0[i];

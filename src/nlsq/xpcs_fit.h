@@ -210,13 +210,17 @@ class XpcsFitSession {
 NlsqRunResult RunNlsqFit(const Comm& comm, const config::Config& cfg, const NlsqRunOptions& options,
                          const Logger& logger);
 
-// The fit's loss (optimization.nlsq.loss, soft_l1 when absent, as in homodyne) on residuals
-// scaled by 1/sigma: its C is optimization.nlsq.f_scale (c2 units) / sigma. A bad-input Error
-// naming the key otherwise.
+// The fit's loss (optimization.nlsq.loss) on residuals scaled by 1/sigma: its C is
+// optimization.nlsq.f_scale (c2 units) / sigma. A bad-input Error naming f_scale when it is
+// not a positive finite number.
 model::RobustLoss FitLossFromConfig(const config::Config& cfg, double sigma);
 
 // The per-angle mode the fit uses: anti_degeneracy.per_angle_mode when the system is
 // enabled, else individual. (Unlike homodyne, static mode honours it too.)
 model::LayoutOptions LayoutOptionsFromConfig(const config::Config& cfg);
+
+// optimization.nlsq's settings of a local solve (a bad-input Error naming the section when
+// they fail lsq::SolverOptions::Validate).
+lsq::SolverOptions SolverOptionsOf(const config::NlsqOptions& n);
 
 }  // namespace homodyne::nlsq

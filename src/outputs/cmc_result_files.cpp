@@ -161,11 +161,26 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
 
 }  // namespace
 
-void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
-  using nlohmann::json;
-  const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";
-  EnsureDirectory(dir);
-  const std::string timestamp = IsoTimestampNow();
+namespace {
+
+using nlohmann::json;
+
+// The sampling_summary block of parameters.json and analysis_results_cmc.json.
+json SamplingSummaryJson(const CmcRunResult& r) {
+  return {{"n_samples", r.num_samples},
+          {"n_warmup", r.num_warmup},
+          {"n_chains", r.num_chains},
+          {"n_shards", r.num_shards},
+          {"noise_sigma", NoiseSigmaJson(r)},
+          {"total_samples",
+           static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
+          {"execution_time", r.seconds},     // homodyne's name
+          {"computation_time", r.seconds}};  // ours before
+}
+
+// cmc/parameters.json: posterior means and sds, per-angle scaling averaged, convergence.
+void WriteCmcParametersJson(const std::filesystem::path& dir, const CmcRunResult& r,
+                            const std::string& timestamp, const json& sampling) {
   json params;
   double c_mean = 0, c_var = 0, o_mean = 0, o_var = 0;
   int n_angles = 0;
@@ -206,16 +221,6 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                             {"min_r_hat", NumberOrNull(min_rhat)},
                             {"min_ess", r.min_ess},
                             {"acceptance_rate", r.acceptance_rate}};
-  const json sampling = {
-      {"n_samples", r.num_samples},
-      {"n_warmup", r.num_warmup},
-      {"n_chains", r.num_chains},
-      {"n_shards", r.num_shards},
-      {"noise_sigma", NoiseSigmaJson(r)},
-      {"total_samples",
-       static_cast<std::int64_t>(r.draws.size() / std::max<std::size_t>(1, r.names.size()))},
-      {"execution_time", r.seconds},     // homodyne's name
-      {"computation_time", r.seconds}};  // ours before
   WriteFileAtomically(dir / "parameters.json", json{{"timestamp", timestamp},
                                                     {"analysis_mode", r.analysis_mode},
                                                     {"method", "cmc"},
@@ -225,6 +230,11 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
                                                     {"per_angle", per_angle}}
                                                        .dump(2) +
                                                    "\n");
+}
+
+// cmc/analysis_results_cmc.json: quality flag, dataset and the comparison with the NLSQ.
+void WriteAnalysisResultsCmc(const std::filesystem::path& dir, const CmcRunResult& r,
+                             const std::string& timestamp, const json& sampling) {
   const std::string flag = r.max_rhat < 1.05 ? "good" : r.max_rhat < 1.1 ? "acceptable" : "poor";
   json comparison = json::array();
   for (const NlsqComparison& c : r.nlsq_comparison) {
@@ -257,6 +267,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
            {"nlsq_comparison", comparison}}
               .dump(2) +
           "\n");
+}
+
+// Every shard's diagnostics, one object each (shard_diagnostics.json, diagnostics.json).
+json ShardsJson(const CmcRunResult& r) {
   json shards = json::array();
   for (const auto& d : r.shards) {
     json rhat = json::object(), ess = json::object(), bulk = json::object(), tail = json::object();
@@ -297,6 +311,12 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
          {"used_in_combination", d.used},
          {"rejection_reason", d.rejection}});
   }
+  return shards;
+}
+
+// cmc/shard_diagnostics.json and cmc/diagnostics.json.
+void WriteDiagnosticsFiles(const std::filesystem::path& dir, const CmcRunResult& r) {
+  const json shards = ShardsJson(r);
   json bimodality = json::array();
   for (const BimodalParameter& b : r.bimodality) {
     bimodality.push_back({{"parameter", b.name},
@@ -315,6 +335,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   WriteFileAtomically(dir / "shard_diagnostics.json", shards.dump(2) + "\n");
   WriteFileAtomically(dir / "diagnostics.json",
                       DiagnosticsJson(r, shards, rejected, bimodality).dump(2) + "\n");
+}
+
+// cmc/samples.h5: the combined draws and every shard's.
+void WriteSamplesH5(const std::filesystem::path& dir, const CmcRunResult& r) {
   const std::uint64_t n_draws = r.names.empty() ? 0 : r.draws.size() / r.names.size();
   io::GroupAttributes attrs;
   std::string names;
@@ -333,6 +357,10 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
          "this shard's draws, chains one after the other (constrained space)"});
   }
   io::WriteArraysFile((dir / "samples.h5").string(), arrays, attrs);
+}
+
+void WriteSamplesNpz(const std::filesystem::path& dir, const CmcRunResult& r) {
+  const std::uint64_t n_draws = r.names.empty() ? 0 : r.draws.size() / r.names.size();
   // cmc/samples.npz: homodyne's arrays. r_hat and ess as diagnostics.json's
   // per_parameter_diagnostics (the worst combined shard; NaN where not measured); no log_prob:
   // the consensus draws are combinations of shards' draws and have no joint log density.
@@ -347,6 +375,20 @@ void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
   npz.AddDoubles("ess", {n_names}, ess);
   npz.AddDoubles("acceptance_rate", {1}, std::vector<double>{r.acceptance_rate});
   npz.Commit();
+}
+
+}  // namespace
+
+void WriteCmcResultFiles(const std::string& output_dir, const CmcRunResult& r) {
+  const std::filesystem::path dir = std::filesystem::path(output_dir) / "cmc";
+  EnsureDirectory(dir);
+  const std::string timestamp = IsoTimestampNow();
+  const json sampling = SamplingSummaryJson(r);
+  WriteCmcParametersJson(dir, r, timestamp, sampling);
+  WriteAnalysisResultsCmc(dir, r, timestamp, sampling);
+  WriteDiagnosticsFiles(dir, r);
+  WriteSamplesH5(dir, r);
+  WriteSamplesNpz(dir, r);
 }
 
 std::string CmcHomodyneResultsJson(const CmcRunResult& r) {

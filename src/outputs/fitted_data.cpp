@@ -6,6 +6,7 @@
 #include <exception>
 #include <optional>
 
+#include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/error.h"
@@ -43,25 +44,9 @@ FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result) {
                      result.report.contrast, result.report.offset};
 }
 
-std::string_view ToString(FittedDataLevel level) {
-  switch (level) {
-    case FittedDataLevel::kFull:
-      return "full";
-    case FittedDataLevel::kModel:
-      return "model";
-    case FittedDataLevel::kNone:
-      return "none";
-  }
-  return "model";
-}
+std::string_view ToString(FittedDataLevel level) { return config::ChoiceName(level); }
 
-FittedDataLevel FittedDataLevelOf(const config::Config& cfg) {
-  if (cfg.fitted_data == "full") return FittedDataLevel::kFull;
-  if (cfg.fitted_data == "none") return FittedDataLevel::kNone;
-  if (cfg.fitted_data.empty() || cfg.fitted_data == "model") return FittedDataLevel::kModel;
-  ThrowBadInput(fmt::format("'{}' is not one of full, model, none", cfg.fitted_data), "",
-                config::keys::Key(config::keys::kOutput, "fitted_data"));
-}
+FittedDataLevel FittedDataLevelOf(const config::Config& cfg) { return cfg.fitted_data; }
 
 FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,
                    const FittedModel& fitted)
@@ -118,6 +103,188 @@ void Attempt(std::exception_ptr& failed, Fn&& attempt) {
 
 // The file of the ranks of `comm` (each computes the angles k ≡ rank mod size and sends
 // them, compressed, to rank 0, which writes the file), or of one process (comm = nullptr).
+constexpr const char* kCubes[] = {
+    "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
+    "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
+
+// One fitted_data.h5 being written: its shape, storage, which rank computes which angle, the
+// file (rank 0) and where the time goes.
+struct FittedWrite {
+  const Comm* comm = nullptr;
+  int rank = 0;
+  int ranks = 1;
+  std::size_t n = 0;     // angles
+  std::uint64_t nn = 0;  // points of one angle's matrix
+  bool cmc = false;      // the CMC convention (raw = g1²)
+  bool full = false;     // the level "full": the four derived cubes too
+  bool packed = false;   // compressed slab by slab here (chunks inside one angle)
+  double one = 1.0;      // raw = one + g1²
+  io::ArrayStorage storage;
+  std::vector<std::uint64_t> cube, chunk;
+  std::optional<io::ArrayFileWriter> file;  // rank 0
+  PhaseTimes parts;
+
+  // Round r computes angle r·ranks + rank on each rank (none past the last angle).
+  std::size_t AngleOf(std::size_t round, int r) const {
+    return round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r);
+  }
+};
+
+// Rank 0 creates every dataset of the file.
+void CreateFittedDatasets(FittedWrite& w, const std::filesystem::path& path,
+                          const io::DatasetMetadata& meta, const char* time_axis_note) {
+  const auto nf = static_cast<std::uint64_t>(meta.n_frames);
+  const std::vector<std::uint64_t> pairs{w.n, 2};
+  Together(w.comm, [&] {
+    if (w.rank != 0) return;
+    w.file.emplace(path.string());
+    io::ArrayFileWriter& out = *w.file;
+    const bool cmc = w.cmc;
+    out.Create(kCubes[0], w.cube, "diagonal-corrected data", w.storage);
+    out.Create(kCubes[1], w.cube, cmc ? "g1^2" : "1 + g1^2", w.storage);
+    out.Create("/per_angle_scaling", pairs,
+               cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
+                   : "[a_k, b_k] post-hoc least squares");
+    out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
+    if (w.full) {
+      out.Create(kCubes[2], w.cube, "a_k * raw + b_k (post-hoc)", w.storage);
+      out.Create(kCubes[3], w.cube, "offset_k + contrast_k * g1^2", w.storage);
+      out.Create(kCubes[4], w.cube, "c2_exp - c2_theoretical_scaled", w.storage);
+      out.Create(kCubes[5], w.cube,
+                 cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
+                     : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
+                 w.storage);
+    }
+    out.Create("/t1", {nf}, time_axis_note);
+    out.Create("/t2", {nf}, time_axis_note);
+    out.Create("/q", {1}, "1/Angstrom");
+    out.Create("/phi_angles", {w.n}, "degrees, normalised");
+  });
+}
+
+// One array's slab of every rank of the round into the file: every rank compresses its slab
+// at once (rank 0 included); rank 0 writes its own, then each other rank's in rank order.
+void DeliverSlab(FittedWrite& w, std::size_t round, bool mine, const char* name,
+                 std::span<const double> values, std::vector<double>& received) {
+  PhaseTimes::Scope t(w.parts, "deliver");
+  std::vector<std::vector<unsigned char>> chunks;
+  Together(w.comm, [&] {
+    if (mine && w.packed) chunks = io::PackSlab(w.cube, w.chunk, values, w.storage);
+  });
+  Together(w.comm, [&] {
+    if (w.rank != 0) {
+      if (!mine) return;
+      if (w.packed) {
+        SendBuffers(*w.comm, 0, chunks);
+      } else {
+        SendDoubles(*w.comm, 0, values);
+      }
+      return;
+    }
+    std::exception_ptr failed;
+    for (int r = 0; r < w.ranks && w.AngleOf(round, r) < w.n; ++r) {
+      const std::size_t kr = w.AngleOf(round, r);
+      if (w.packed) {
+        if (r > 0) chunks = RecvBuffers(*w.comm, r);
+        Attempt(failed, [&] { w.file->WritePackedSlab(name, kr, chunks); });
+      } else {
+        if (r > 0) RecvDoubles(*w.comm, r, received);
+        Attempt(failed, [&] { w.file->WriteSlab(name, kr, r > 0 ? received : values); });
+      }
+    }
+    if (failed) std::rethrow_exception(failed);
+  });
+}
+
+// One round: this rank's angle read, its model and per-angle pairs (into per_angle), then
+// every cube of the level delivered.
+void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& meta, FittedG1& model,
+                const std::vector<double>& phi, const FittedModel& result,
+                std::vector<double>& per_angle, std::vector<double>& slab,
+                std::vector<double>& received) {
+  const std::size_t n = w.n;
+  const std::size_t k = w.AngleOf(round, w.rank);
+  const bool mine = k < n;
+  std::vector<double> c, g;
+  double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
+  Together(w.comm, [&] {
+    if (!mine) return;
+    {
+      PhaseTimes::Scope t(w.parts, "read");
+      c = io::LoadAngleMatrix(meta, k);
+    }
+    PhaseTimes::Scope t(w.parts, "model");
+    g = model.AtAngle(phi[k]);
+    const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, w.one, w.cmc);
+    a = s.a;
+    b = s.b;
+    per_angle[4 * n + k] = s.a_unclipped;
+    contrast = result.contrast.at(k);
+    offset = result.offset.at(k);
+    per_angle[k] = a;
+    per_angle[n + k] = b;
+    per_angle[2 * n + k] = contrast;
+    per_angle[3 * n + k] = offset;
+  });
+  const auto write = [&](const char* name, outputs::FittedCube which) {
+    if (mine) {
+      const outputs::PostHocScaling s{a, b};
+      for (std::uint64_t p = 0; p < w.nn; ++p) {
+        slab[p] = outputs::FittedCubeValue(which, c[p], g[p], w.one, s, contrast, offset, w.cmc);
+      }
+    }
+    DeliverSlab(w, round, mine, name, slab, received);
+  };
+  DeliverSlab(w, round, mine, kCubes[0], c, received);
+  write(kCubes[1], outputs::FittedCube::kRaw);
+  if (w.full) {
+    write(kCubes[2], outputs::FittedCube::kScaled);
+    write(kCubes[3], outputs::FittedCube::kSolver);
+    write(kCubes[4], outputs::FittedCube::kResiduals);
+    write(kCubes[5], outputs::FittedCube::kNormalized);
+  }
+}
+
+// The per-angle pairs (summed over the ranks: each angle's from its rank, 0 from the others,
+// x + 0 = x exactly), the axes, q and the angles; on rank 0, into the file.
+void WriteSmallArrays(FittedWrite& w, const io::DatasetMetadata& meta,
+                      const std::vector<double>& time_axis, const std::vector<double>& phi,
+                      std::vector<double>& per_angle) {
+  const std::size_t n = w.n;
+  if (w.comm != nullptr) {
+    MPI_Allreduce(MPI_IN_PLACE, per_angle.data(), static_cast<int>(per_angle.size()), MPI_DOUBLE,
+                  MPI_SUM, w.comm->get());
+  }
+  Together(w.comm, [&] {
+    if (w.rank != 0) return;
+    for (std::size_t k = 0; k < n; ++k) {
+      w.file->WriteSlab("/per_angle_scaling", k,
+                        std::vector<double>{per_angle[k], per_angle[n + k]});
+      w.file->WriteSlab("/per_angle_scaling_solver", k,
+                        std::vector<double>{per_angle[2 * n + k], per_angle[3 * n + k]});
+    }
+    w.file->WriteSlab("/t1", 0, time_axis);
+    w.file->WriteSlab("/t2", 0, time_axis);
+    w.file->WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
+    w.file->WriteSlab("/phi_angles", 0, phi);
+  });
+}
+
+// CMC: a least-squares contrast on g1² outside (0, 1] was clipped; say so per angle.
+void WarnClippedContrasts(const FittedWrite& w, const std::filesystem::path& path,
+                          const std::vector<double>& phi, const std::vector<double>& per_angle,
+                          const Logger& logger) {
+  for (std::size_t k = 0; w.cmc && k < w.n; ++k) {
+    const double a = per_angle[4 * w.n + k];
+    if (a > 1.0 || a <= 0.0) {
+      logger.Warn(
+          "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
+          "unphysical; clipped to {}",
+          path.string(), k, phi[k], a, a > 1.0 ? "1" : "0.01");
+    }
+  }
+}
+
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
              double max_bytes, const FittedDataThreads& threads) {
@@ -129,12 +296,14 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const io::DatasetMetadata meta = comm != nullptr
                                        ? io::BroadcastMetadata(*comm, load, Logger::Silent())
                                        : io::ReadDatasetMetadata(load, Logger::Silent());
-  const std::size_t n = meta.n_angles();
+  FittedWrite w;
+  w.comm = comm;
+  w.n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
-  const std::uint64_t nn = nf * nf;
+  w.nn = nf * nf;
   // A progress line for files above 1 GiB (minutes on a slow file system), per angle.
   const double cubes = level == FittedDataLevel::kFull ? 6.0 : 2.0;
-  const double file_gib = 8.0 * cubes * static_cast<double>(n) * static_cast<double>(nn) /
+  const double file_gib = 8.0 * cubes * static_cast<double>(w.n) * static_cast<double>(w.nn) /
                           static_cast<double>(1ULL << 30);
   Progress progress(file_gib > 1.0 ? logger : Logger::Silent(),
                     "writing " + path.filename().string());
@@ -146,203 +315,72 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   FittedG1 model(cfg, meta, result);
   const std::vector<double>& time_axis = model.time_axis();
 
-  const bool cmc = result.convention == FittedDataConvention::kCmc;
-  const int rank = comm != nullptr ? comm->rank() : 0;
-  const int ranks = comm != nullptr ? comm->size() : 1;
+  w.cmc = result.convention == FittedDataConvention::kCmc;
+  w.rank = comm != nullptr ? comm->rank() : 0;
+  w.ranks = comm != nullptr ? comm->size() : 1;
   // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level),
   // by the rank that computed them (in its threads), in chunks inside one angle when several
   // ranks share the work.
-  const io::ArrayStorage storage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start,
-                                 /*chunks_in_slab=*/ranks > 1};
-  if (storage.deflate_level > 0 && !io::DeflateAvailable()) {
+  w.storage = io::ArrayStorage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start,
+                               /*chunks_in_slab=*/w.ranks > 1};
+  if (w.storage.deflate_level > 0 && !io::DeflateAvailable()) {
     logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
                 path.string());
   }
-  const std::vector<std::uint64_t> cube{n, nf, nf}, pairs{n, 2};
-  const std::vector<std::uint64_t> chunk = io::ChunkShape(cube, storage);
+  w.cube = {w.n, nf, nf};
+  w.chunk = io::ChunkShape(w.cube, w.storage);
   // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
   // process, several to a chunk).
-  const bool packed = !chunk.empty() && chunk[0] == 1;
+  w.packed = !w.chunk.empty() && w.chunk[0] == 1;
   // The file is written one angle at a time: the angle's data, its read buffer, its g1² and
   // one output matrix are held at once, whatever the number of angles, and its compressed
   // chunks or (rank 0) the matrix received from another rank.
-  const double matrices = !chunk.empty() || ranks > 1 ? 5.0 : 4.0;
-  const double working = 8.0 * matrices * static_cast<double>(nn);
+  const double matrices = !w.chunk.empty() || w.ranks > 1 ? 5.0 : 4.0;
+  const double working = 8.0 * matrices * static_cast<double>(w.nn);
   if (working > max_bytes) {
     logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
                 path.string(), working / (1ULL << 30), max_bytes / (1ULL << 30));
     return;
   }
-  const char* const kCubes[] = {
-      "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
-      "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
   // The level "model" stores the data and the model; the four other cubes are one
   // multiply-add of those and the per-angle pairs (docs/outputs.md).
-  const bool full = level == FittedDataLevel::kFull;
-  // Rank 0 alone opens the file.
-  std::optional<io::ArrayFileWriter> file;
-  Together(comm, [&] {
-    if (rank != 0) return;
-    file.emplace(path.string());
-    io::ArrayFileWriter& out = *file;
-    out.Create(kCubes[0], cube, "diagonal-corrected data", storage);
-    out.Create(kCubes[1], cube, cmc ? "g1^2" : "1 + g1^2", storage);
-    out.Create("/per_angle_scaling", pairs,
-               cmc ? "[a_k, b_k] post-hoc least squares on g1^2, clipped to [0.01, 1] x [0.5, 1.5]"
-                   : "[a_k, b_k] post-hoc least squares");
-    out.Create("/per_angle_scaling_solver", pairs, "[contrast_k, offset_k]");
-    if (full) {
-      out.Create(kCubes[2], cube, "a_k * raw + b_k (post-hoc)", storage);
-      out.Create(kCubes[3], cube, "offset_k + contrast_k * g1^2", storage);
-      out.Create(kCubes[4], cube, "c2_exp - c2_theoretical_scaled", storage);
-      out.Create(kCubes[5], cube,
-                 cmc ? "residuals / (0.05 * c2_exp), c2_exp taken as 1 where it is 0"
-                     : "residuals / (0.05 * c2_exp), 0 where c2_exp == 0",
-                 storage);
-    }
-    out.Create("/t1", {nf}, time_axis_note);
-    out.Create("/t2", {nf}, time_axis_note);
-    out.Create("/q", {1}, "1/Angstrom");
-    out.Create("/phi_angles", {n}, "degrees, normalised");
-  });
-  // raw = one + g1²: 1 + g1² (NLSQ) or g1² (CMC).
-  const double one = cmc ? 0.0 : 1.0;
+  w.full = level == FittedDataLevel::kFull;
+  CreateFittedDatasets(w, path, meta, time_axis_note);
+  w.one = w.cmc ? 0.0 : 1.0;
   // Per angle: the post-hoc a_k, b_k, the solver's contrast and offset, and the unclipped
-  // least-squares contrast (for the warnings); 0 for the other ranks' angles, summed on
-  // rank 0 at the end (x + 0 = x: exact).
-  std::vector<double> per_angle(5 * n, 0.0);
-  // In rounds: round r computes angle r·ranks + rank on each rank (none past the last angle);
-  // rank 0 writes its own, then receives and writes the others' in rank order.
-  std::vector<double> slab(nn), received(ranks > 1 && !packed ? nn : 0);
+  // least-squares contrast (for the warnings).
+  std::vector<double> per_angle(5 * w.n, 0.0);
+  std::vector<double> slab(w.nn), received(w.ranks > 1 && !w.packed ? w.nn : 0);
   const std::size_t rounds =
-      (n + static_cast<std::size_t>(ranks) - 1) / static_cast<std::size_t>(ranks);
-  const auto angle_of = [&](std::size_t round, int r) {
-    return round * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r);
-  };
-  // Where this rank's time goes (the debug line at the end).
-  PhaseTimes parts;
+      (w.n + static_cast<std::size_t>(w.ranks) - 1) / static_cast<std::size_t>(w.ranks);
   for (std::size_t round = 0; round < rounds; ++round) {
-    const std::size_t k = angle_of(round, rank);
-    const bool mine = k < n;
-    std::vector<double> c, g;
-    double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
-    Together(comm, [&] {
-      if (!mine) return;
-      {
-        PhaseTimes::Scope t(parts, "read");
-        c = io::LoadAngleMatrix(meta, k);
-      }
-      PhaseTimes::Scope t(parts, "model");
-      g = model.AtAngle(phi[k]);
-      const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, one, cmc);
-      a = s.a;
-      b = s.b;
-      per_angle[4 * n + k] = s.a_unclipped;
-      contrast = result.contrast.at(k);
-      offset = result.offset.at(k);
-      per_angle[k] = a;
-      per_angle[n + k] = b;
-      per_angle[2 * n + k] = contrast;
-      per_angle[3 * n + k] = offset;
-    });
-    // One array's slab of every rank of the round into the file.
-    const auto deliver = [&](const char* name, std::span<const double> values) {
-      PhaseTimes::Scope t(parts, "deliver");
-      std::vector<std::vector<unsigned char>> chunks;
-      // Every rank compresses its slab at once (rank 0 included).
-      Together(comm, [&] {
-        if (mine && packed) chunks = io::PackSlab(cube, chunk, values, storage);
-      });
-      Together(comm, [&] {
-        if (rank != 0) {
-          if (!mine) return;
-          if (packed) {
-            SendBuffers(*comm, 0, chunks);
-          } else {
-            SendDoubles(*comm, 0, values);
-          }
-          return;
-        }
-        // Rank 0's own slab, then each other rank's in rank order.
-        std::exception_ptr failed;
-        for (int r = 0; r < ranks && angle_of(round, r) < n; ++r) {
-          const std::size_t kr = angle_of(round, r);
-          if (packed) {
-            if (r > 0) chunks = RecvBuffers(*comm, r);
-            Attempt(failed, [&] { file->WritePackedSlab(name, kr, chunks); });
-          } else {
-            if (r > 0) RecvDoubles(*comm, r, received);
-            Attempt(failed, [&] { file->WriteSlab(name, kr, r > 0 ? received : values); });
-          }
-        }
-        if (failed) std::rethrow_exception(failed);
-      });
-    };
-    const auto write = [&](const char* name, outputs::FittedCube which) {
-      if (mine) {
-        const outputs::PostHocScaling s{a, b};
-        for (std::uint64_t p = 0; p < nn; ++p) {
-          slab[p] = outputs::FittedCubeValue(which, c[p], g[p], one, s, contrast, offset, cmc);
-        }
-      }
-      deliver(name, slab);
-    };
-    deliver(kCubes[0], c);
-    write(kCubes[1], outputs::FittedCube::kRaw);
-    if (full) {
-      write(kCubes[2], outputs::FittedCube::kScaled);
-      write(kCubes[3], outputs::FittedCube::kSolver);
-      write(kCubes[4], outputs::FittedCube::kResiduals);
-      write(kCubes[5], outputs::FittedCube::kNormalized);
-    }
-    if (rank == 0) {
-      const std::size_t done = std::min(n, angle_of(round, ranks));
-      progress.Update(fmt::format("angle {} of {}, {:.2f} of {:.2f} GiB", done, n,
-                                  file_gib * static_cast<double>(done - 1) / static_cast<double>(n),
-                                  file_gib));
+    WriteRound(w, round, meta, model, phi, result, per_angle, slab, received);
+    if (w.rank == 0) {
+      const std::size_t done = std::min(w.n, w.AngleOf(round, w.ranks));
+      progress.Update(fmt::format(
+          "angle {} of {}, {:.2f} of {:.2f} GiB", done, w.n,
+          file_gib * static_cast<double>(done - 1) / static_cast<double>(w.n), file_gib));
     }
   }
-  if (comm != nullptr) {
-    MPI_Allreduce(MPI_IN_PLACE, per_angle.data(), static_cast<int>(per_angle.size()), MPI_DOUBLE,
-                  MPI_SUM, comm->get());
-  }
-  Together(comm, [&] {
-    if (rank != 0) return;
-    for (std::size_t k = 0; k < n; ++k) {
-      file->WriteSlab("/per_angle_scaling", k, std::vector<double>{per_angle[k], per_angle[n + k]});
-      file->WriteSlab("/per_angle_scaling_solver", k,
-                      std::vector<double>{per_angle[2 * n + k], per_angle[3 * n + k]});
-    }
-    file->WriteSlab("/t1", 0, time_axis);
-    file->WriteSlab("/t2", 0, time_axis);
-    file->WriteSlab("/q", 0, std::vector<double>{meta.q_physics});
-    file->WriteSlab("/phi_angles", 0, phi);
-  });
-  for (std::size_t k = 0; cmc && k < n; ++k) {
-    const double a = per_angle[4 * n + k];
-    if (a > 1.0 || a <= 0.0) {
-      logger.Warn(
-          "{}: angle {} (phi = {:.2f} deg): least-squares contrast {:.4g} on g1^2 is "
-          "unphysical; clipped to {}",
-          path.string(), k, phi[k], a, a > 1.0 ? "1" : "0.01");
-    }
-  }
+  WriteSmallArrays(w, meta, time_axis, phi, per_angle);
+  WarnClippedContrasts(w, path, phi, per_angle, logger);
   io::GroupAttributes attrs;
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
   attrs.strings.emplace_back("fitted_data", std::string(ToString(level)));
   Together(comm, [&] {
-    if (rank == 0) file->Commit(attrs);
+    if (w.rank == 0) w.file->Commit(attrs);
   });
-  progress.Done(fmt::format("{} angles, {:.2f} GiB in {:.1f} s", n, file_gib, progress.elapsed()));
+  progress.Done(
+      fmt::format("{} angles, {:.2f} GiB in {:.1f} s", w.n, file_gib, progress.elapsed()));
   const auto part = [&](const char* name) {
-    const auto it = parts.seconds().find(name);
-    return it == parts.seconds().end() ? 0.0 : it->second;
+    const auto it = w.parts.seconds().find(name);
+    return it == w.parts.seconds().end() ? 0.0 : it->second;
   };
   logger.Debug(
       "{}: rank {}: reading the data {:.3f} s, the model and the per-angle pairs {:.3f} s, "
       "the arrays' slabs (compressed, sent, written) {:.3f} s",
-      path.filename().string(), rank, part("read"), part("model"), part("deliver"));
+      path.filename().string(), w.rank, part("read"), part("model"), part("deliver"));
 }
 
 }  // namespace

@@ -38,9 +38,9 @@ enum class FittedDataConvention { kNlsq, kCmc };
 //           phi_angles): the four other N×N arrays are one multiply-add of those, bit for bit
 //           (docs/outputs.md), and cost four times the data's size to store;
 //   kNone:  no file.
-enum class FittedDataLevel { kFull, kModel, kNone };
-std::string_view ToString(FittedDataLevel level);
-// The config's level (an empty value is the default, kModel).
+using FittedDataLevel = config::FittedDataLevel;
+std::string_view ToString(FittedDataLevel level);  // the config's name
+// The config's level (output.fitted_data).
 FittedDataLevel FittedDataLevelOf(const config::Config& cfg);
 
 inline constexpr double kFittedDataMaxBytes = 4.0 * (1ULL << 30);  // one angle's matrices

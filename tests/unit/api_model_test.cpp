@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 #include "homodyne/homodyne.h"
 #include "io/selection.h"
@@ -102,7 +103,8 @@ TEST(ApiOptions, DefaultsAreTheConfigDefaults) {
   EXPECT_EQ(o.xtol, c.optimization.nlsq.xtol);
   EXPECT_EQ(o.gtol, c.optimization.nlsq.gtol);
   EXPECT_EQ(o.stator_rotor_gap, c.analyzer.stator_rotor_gap);
-  EXPECT_EQ(c.optimization.nlsq.anti_degeneracy.per_angle_mode, "auto");
+  EXPECT_EQ(homodyne::config::ChoiceName(c.optimization.nlsq.anti_degeneracy.per_angle_mode),
+            "auto");
   EXPECT_EQ(o.per_angle, PerAngleScaling::kAuto);
   EXPECT_EQ(o.mode, c.analysis_mode);
   EXPECT_NO_THROW(o.Validate());
@@ -117,7 +119,7 @@ TEST(ApiOptions, CmcDefaultsAreTheConfigDefaults) {
   const CmcOptions o;
   EXPECT_EQ(o.mode, c.analysis_mode);
   EXPECT_EQ(o.stator_rotor_gap, c.analyzer.stator_rotor_gap);
-  EXPECT_EQ(cmc.per_angle_mode, "auto");
+  EXPECT_EQ(homodyne::config::ChoiceName(cmc.per_angle_mode), "auto");
   EXPECT_EQ(o.per_angle, PerAngleScaling::kAuto);
   EXPECT_FALSE(cmc.sharding.num_shards.has_value());
   EXPECT_EQ(o.shards, 0);

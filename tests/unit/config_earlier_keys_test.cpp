@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 
 namespace homodyne::config {
@@ -105,7 +106,7 @@ TEST(EarlierKeys, HomodyneExampleAndCmcShapes) {
   EXPECT_TRUE(c.phi_filtering.enabled);
   ASSERT_EQ(c.phi_filtering.target_ranges.size(), 1u);
   EXPECT_DOUBLE_EQ(c.phi_filtering.target_ranges[0].max_angle, 5.0);
-  EXPECT_EQ(c.optimization.cmc.sharding.strategy, "stratified");
+  EXPECT_EQ(homodyne::config::ChoiceName(c.optimization.cmc.sharding.strategy), "stratified");
   EXPECT_TRUE(AnyNote(c, "read as backend: jax; its enable_checkpoints are not used"));
   EXPECT_TRUE(AnyNote(c, "performance.memory_limit_gb: auto"));
 }
@@ -137,7 +138,7 @@ TEST(EarlierKeys, HomodyneMcmcAndStreamingShapes) {
   EXPECT_DOUBLE_EQ(cmc.validation.min_per_shard_ess, 250.0);
   EXPECT_DOUBLE_EQ(cmc.validation.max_per_shard_rhat, 1.05);
   EXPECT_DOUBLE_EQ(cmc.validation.max_between_shard_kl, 0.25);
-  EXPECT_EQ(cmc.sharding.strategy, "contiguous");
+  EXPECT_EQ(homodyne::config::ChoiceName(cmc.sharding.strategy), "contiguous");
   EXPECT_EQ(cmc.sharding.seed_base, 11);
   EXPECT_EQ(cmc.sharding.num_shards, 5);  // optimization.cmc's own value wins
   EXPECT_DOUBLE_EQ(cmc.combination.min_success_rate, 0.7);

@@ -11,6 +11,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 #include "config/key_table.h"
 #include "test_data.h"
@@ -366,8 +367,9 @@ TEST(ConfigKeyBindings, DefaultConfigIsTheReaderOnAnEmptyFile) {
   EXPECT_EQ(d.output_directory, "./homodyne_results");
   EXPECT_EQ(d.Hdf5DeflateLevel(), 0);  // uncompressed (docs/outputs.md)
   EXPECT_EQ(d.compression_level, 4);
-  EXPECT_EQ(d.fitted_data, "model");
-  EXPECT_EQ(d.optimization.nlsq.anti_degeneracy.hierarchical_trigger, "suspect");
+  EXPECT_EQ(ChoiceName(d.fitted_data), "model");
+  EXPECT_EQ(homodyne::config::ChoiceName(d.optimization.nlsq.anti_degeneracy.hierarchical_trigger),
+            "suspect");
   EXPECT_EQ(d.analyzer.dt, 1.0);
   EXPECT_EQ(d.analyzer.stator_rotor_gap, 2.0e6);
 }
@@ -454,7 +456,8 @@ TEST(ConfigKeyTable, MasterConfigRoundTripsThroughTheEffectiveConfig) {
   ASSERT_NO_THROW(again = ReadConfigString(echo, "echo.yaml")) << echo;
   EXPECT_EQ(again.analysis_mode, AnalysisMode::kLaminarFlow);
   EXPECT_EQ(again.logging.modules.at("homodyne.core"), "WARNING");
-  EXPECT_EQ(again.optimization.nlsq.anti_degeneracy.per_angle_mode, "fourier");
+  EXPECT_EQ(homodyne::config::ChoiceName(again.optimization.nlsq.anti_degeneracy.per_angle_mode),
+            "fourier");
   EXPECT_EQ(again.optimization.cmc.sharding.num_shards, 8);
   EXPECT_EQ(again.optimization.cmc.per_shard_mcmc.num_warmup, 1000);
   EXPECT_DOUBLE_EQ(again.FindParameter("gamma_dot_t0")->initial, 0.002);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 #include "core/error.h"
 #include "test_data.h"
@@ -81,8 +82,9 @@ TEST(ConfigReader, LaminarTemplateValues) {
   EXPECT_DOUBLE_EQ(c.FindParameter("gamma_dot_t0")->initial, 0.5 * (1e-6 + 0.5));
   EXPECT_DOUBLE_EQ(c.FindParameter("phi0")->min, -10.0);
   EXPECT_TRUE(c.optimization.nlsq.anti_degeneracy.section_present);
-  EXPECT_EQ(c.optimization.nlsq.anti_degeneracy.per_angle_mode, "auto");
-  EXPECT_EQ(c.optimization.cmc.sharding.strategy, "stratified");
+  EXPECT_EQ(homodyne::config::ChoiceName(c.optimization.nlsq.anti_degeneracy.per_angle_mode),
+            "auto");
+  EXPECT_EQ(homodyne::config::ChoiceName(c.optimization.cmc.sharding.strategy), "stratified");
   EXPECT_FALSE(c.optimization.cmc.sharding.num_shards.has_value());  // auto
   // optimization.mcmc (500/1500/2) overrides per_shard_mcmc (500/1500/4).
   EXPECT_EQ(c.optimization.cmc.per_shard_mcmc.num_chains, 2);
@@ -137,7 +139,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_DOUBLE_EQ(n.gtol, 3e-9);
   EXPECT_DOUBLE_EQ(n.memory_fraction, 0.6);
   EXPECT_DOUBLE_EQ(*n.memory_threshold_gb, 32.0);
-  EXPECT_EQ(n.anti_degeneracy.per_angle_mode, "fourier");
+  EXPECT_EQ(homodyne::config::ChoiceName(n.anti_degeneracy.per_angle_mode), "fourier");
   EXPECT_EQ(n.anti_degeneracy.fourier_order, 3);
   EXPECT_EQ(n.anti_degeneracy.constant_scaling_threshold, 4);
   EXPECT_TRUE(n.multi_start.enable);
@@ -151,10 +153,10 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_EQ(*s.batch_size, 50000);
   const auto& cmc = c.optimization.cmc;
   EXPECT_EQ(cmc.enable, "true");
-  EXPECT_EQ(cmc.per_angle_mode, "constant_averaged");
+  EXPECT_EQ(homodyne::config::ChoiceName(cmc.per_angle_mode), "constant_averaged");
   EXPECT_EQ(cmc.seed, 1234);
   EXPECT_FALSE(cmc.prior_tempering);
-  EXPECT_EQ(cmc.sharding.strategy, "contiguous");
+  EXPECT_EQ(homodyne::config::ChoiceName(cmc.sharding.strategy), "contiguous");
   EXPECT_EQ(*cmc.sharding.num_shards, 8);
   EXPECT_EQ(*cmc.sharding.max_points_per_shard, 250000);
   EXPECT_EQ(cmc.backend_config.checkpoint_dir, "./checkpoints/cmc_run");
@@ -164,7 +166,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_DOUBLE_EQ(cmc.validation.nlsq_prior_width_factor, 3.0);
   EXPECT_TRUE(cmc.validation.strict_mode);
   EXPECT_FALSE(cmc.reparameterization.enable_d_total);
-  EXPECT_EQ(cmc.combination.method, "weighted_gaussian");
+  EXPECT_EQ(homodyne::config::ChoiceName(cmc.combination.method), "weighted_gaussian");
   EXPECT_EQ(c.logging.level, "DEBUG");
   EXPECT_EQ(c.logging.modules.at("homodyne.core"), "WARNING");
   EXPECT_EQ(c.logging.file_name, "master.log");
