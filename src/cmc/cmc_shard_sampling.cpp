@@ -133,23 +133,12 @@ void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs) {
   }
 }
 
-// Chains in batches between checkpoint safe points (the same draws as one uninterrupted
-// run per chain). Collective: a failure on one rank reaches the others at their next safe
-// point (runner.Fail), so no rank waits in a safe point for a rank that has left; the
-// failing rank's error is the agreed one.
-std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progress& progress,
-                                                std::chrono::steady_clock::time_point t_start) {
-  const Comm& world = c.world;
+namespace {
+
+// What the chains' checkpoints are written for: the data, the start and the sampling
+// geometry (a checkpoint of other data or another start is not resumed).
+std::string ShardCheckpointDataId(const SamplingContext& c) {
   const CmcData& d = c.data;
-  const nuts::NutsOptions& no = c.sampler.nuts;
-  const int n_chains = c.sampler.chains;
-  const int n_theta = c.params.size();
-  const int k_shards = c.shards.count;
-  const double max_divergence_rate = c.cfg.optimization.cmc.validation.max_divergence_rate;
-  const int warmup_retries = c.cfg.optimization.cmc.validation.warmup_retries;
-  checkpoint::CmcCheckpointSettings cs;
-  cs.stop_on_signal = false;
-  if (c.options.checkpoints) cs = *c.options.checkpoints;
   std::string data_id =
       checkpoint::DescribeData(io::DigestMatrices(d.meta(), d.matrices()), d.meta().q_physics,
                                d.phi, d.nf, d.meta().dt, d.n_points);
@@ -160,84 +149,118 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
   if (c.cfg.optimization.cmc.reparameterization.laplace_whitening) {
     data_id += "cmc.laplace_whitening: mode and whitening per shard\n";
   }
+  return data_id;
+}
+
+// Shard s's posterior: its tiles, the sampling sites' priors and bounds, and a noise prior
+// scaled to the shard's own data (tempered as the shard's likelihood).
+ShardPosteriorSetup ShardSetup(const SamplingContext& c, std::vector<model::RowTile> tiles) {
+  const CmcData& d = c.data;
+  const double noise = NoiseScale(tiles);
+  ShardPosteriorSetup setup;
+  setup.mode = c.cfg.analysis_mode;
+  setup.geometry = d.geometry;
+  setup.t = d.t_fit;
+  setup.phi_deg = d.phi;
+  setup.tiles = std::move(tiles);
+  setup.priors = c.sites.priors;
+  setup.lower = c.sites.lower;
+  setup.upper = c.sites.upper;
+  setup.reparam = c.sites.reparam;
+  setup.sampling_geometry = c.sites.geometry;
+  setup.theta_lower = c.sites.theta_lower;
+  setup.theta_upper = c.sites.theta_upper;
+  setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(c.shards.temper)};
+  setup.known_sigma = c.cfg.optimization.cmc.known_sigma;
+  return setup;
+}
+
+// One shard's chains. A shard whose chains diverge too often is rerun with twice the warmup
+// (up to validation.warmup_retries times) instead of being dropped by the filter: short
+// warmups leave some shards' curved ridges unadapted (docs/cmc.md, step 6b). The decision
+// depends on the shard's own draws only, so it is the same on any rank and thread count, and
+// a resumed run restores the attempts it needs from the checkpoint.
+LocalShardResult SampleShard(const SamplingContext& c, checkpoint::CmcChainRunner& runner,
+                             const ShardPosteriorSetup& setup, const ShardStart& start, int s) {
+  const nuts::NutsOptions& no = c.sampler.nuts;
+  const int n_chains = c.sampler.chains;
+  const int n_theta = c.params.size();
+  const double max_divergence_rate = c.cfg.optimization.cmc.validation.max_divergence_rate;
+  const int warmup_retries = c.cfg.optimization.cmc.validation.warmup_retries;
+  ShardChainOptions chain_options;
+  chain_options.num_chains = n_chains;
+  chain_options.threads = c.options.threads;
+  chain_options.worker_start = c.options.worker_start;
+  LocalShardResult r;
+  std::int64_t discarded_gradients = 0;
+  for (int attempt = 0;; ++attempt) {
+    nuts::NutsOptions attempt_options = no;
+    attempt_options.num_warmup = no.num_warmup << attempt;
+    const int first = attempt * n_chains;  // the attempt's own chain indices and streams
+    runner.PrepareShard(s, n_chains, first);
+    ChainRounds rounds;
+    rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
+      return runner.Start(s, first + chain, post, attempt_options, q0);
+    };
+    rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, first + chain, ch); };
+    rounds.round_end = [&] { runner.RoundEnd(); };
+    RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options, rounds);
+    std::vector<nuts::ChainRun> runs;
+    for (int chain = 0; chain < n_chains; ++chain) runs.push_back(runner.Result(s, first + chain));
+    UnwhitenDraws(setup.whitening, runs);
+    r = LocalShardResult{};
+    r.shard = s;
+    r.diag.shard = s;
+    r.diag.points = c.shards.plan.Points(s);
+    SummariseChains(runs, n_theta, setup.known_sigma, attempt_options, c.sites, r);
+    r.diag.num_warmup = attempt_options.num_warmup;
+    r.diag.warmup_attempts = attempt + 1;
+    r.diag.warmup_gradient_evaluations += discarded_gradients;  // the reruns' price
+    if (r.diag.divergence_rate <= max_divergence_rate || attempt >= warmup_retries) break;
+    discarded_gradients += r.diag.warmup_gradient_evaluations + r.diag.gradient_evaluations;
+    c.logger.Info(
+        "CMC: shard {}: divergence rate {:.3f} > max_divergence_rate {:.3f} after {} warmup "
+        "iterations; rerunning its chains with {}",
+        s, r.diag.divergence_rate, max_divergence_rate, attempt_options.num_warmup,
+        2 * attempt_options.num_warmup);
+  }
+  return r;
+}
+
+}  // namespace
+
+// Chains in batches between checkpoint safe points (the same draws as one uninterrupted
+// run per chain). Collective: a failure on one rank reaches the others at their next safe
+// point (runner.Fail), so no rank waits in a safe point for a rank that has left; the
+// failing rank's error is the agreed one.
+std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progress& progress,
+                                                std::chrono::steady_clock::time_point t_start) {
+  const Comm& world = c.world;
+  const nuts::NutsOptions& no = c.sampler.nuts;
+  const int n_chains = c.sampler.chains;
+  const int k_shards = c.shards.count;
+  checkpoint::CmcCheckpointSettings cs;
+  cs.stop_on_signal = false;
+  if (c.options.checkpoints) cs = *c.options.checkpoints;
+  const bool known_sigma = c.cfg.optimization.cmc.known_sigma.has_value();
   checkpoint::CmcChainRunner runner(
-      world, cs, data_id,
-      {k_shards, n_chains, no.num_warmup, no.num_samples, n_theta + (known_sigma ? 0 : 1)},
+      world, cs, ShardCheckpointDataId(c),
+      {k_shards, n_chains, no.num_warmup, no.num_samples, c.params.size() + (known_sigma ? 0 : 1)},
       c.logger);
   std::vector<LocalShardResult> local;
   const auto run_local_shards = [&] {
     for (int s = world.rank(); s < k_shards; s += world.size()) {
       const FaultScope sampling("sampling", world.rank());  // reaches the others at a safe point
-      std::vector<model::RowTile> tiles = ShardTiles(d, c.shards, s);
+      std::vector<model::RowTile> tiles = ShardTiles(c.data, c.shards, s);
       if (tiles.empty()) continue;
       const double noise = NoiseScale(tiles);
-      ShardPosteriorSetup setup;
-      setup.mode = c.cfg.analysis_mode;
-      setup.geometry = d.geometry;
-      setup.t = d.t_fit;
-      setup.phi_deg = d.phi;
-      setup.tiles = std::move(tiles);
-      setup.priors = c.sites.priors;
-      setup.lower = c.sites.lower;
-      setup.upper = c.sites.upper;
-      setup.reparam = c.sites.reparam;
-      setup.sampling_geometry = c.sites.geometry;
-      setup.theta_lower = c.sites.theta_lower;
-      setup.theta_upper = c.sites.theta_upper;
-      setup.sigma_prior = {PriorType::kHalfNormal, 0.0, 1.5 * noise * std::sqrt(c.shards.temper)};
-      setup.known_sigma = known_sigma;
+      ShardPosteriorSetup setup = ShardSetup(c, std::move(tiles));
       ShardStart start = PrepareShardStart(
           setup, c.params.layout, c.start.theta0, noise,
           c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
       setup.whitening = std::move(start.whitening);
-      ShardChainOptions chain_options;
-      chain_options.num_chains = n_chains;
-      chain_options.threads = c.options.threads;
-      chain_options.worker_start = c.options.worker_start;
       const auto shard_start = std::chrono::steady_clock::now();
-      LocalShardResult r;
-      std::int64_t discarded_gradients = 0;
-      // A shard whose chains diverge too often is rerun with twice the warmup (up to
-      // validation.warmup_retries times) instead of being dropped by the filter: short
-      // warmups leave some shards' curved ridges unadapted (docs/cmc.md, step 6b). The
-      // decision depends on the shard's own draws only, so it is the same on any rank and
-      // thread count, and a resumed run restores the attempts it needs from the checkpoint.
-      for (int attempt = 0;; ++attempt) {
-        nuts::NutsOptions attempt_options = no;
-        attempt_options.num_warmup = no.num_warmup << attempt;
-        const int first = attempt * n_chains;  // the attempt's own chain indices and streams
-        runner.PrepareShard(s, n_chains, first);
-        ChainRounds rounds;
-        rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
-          return runner.Start(s, first + chain, post, attempt_options, q0);
-        };
-        rounds.advance = [&](int chain, nuts::NutsChain& ch) {
-          runner.Advance(s, first + chain, ch);
-        };
-        rounds.round_end = [&] { runner.RoundEnd(); };
-        RunShardChainsInRounds(setup, c.params.layout, start.theta, start.sigma, chain_options,
-                               rounds);
-        std::vector<nuts::ChainRun> runs;
-        for (int chain = 0; chain < n_chains; ++chain) {
-          runs.push_back(runner.Result(s, first + chain));
-        }
-        UnwhitenDraws(setup.whitening, runs);
-        r = LocalShardResult{};
-        r.shard = s;
-        r.diag.shard = s;
-        r.diag.points = c.shards.plan.Points(s);
-        SummariseChains(runs, n_theta, known_sigma, attempt_options, c.sites, r);
-        r.diag.num_warmup = attempt_options.num_warmup;
-        r.diag.warmup_attempts = attempt + 1;
-        r.diag.warmup_gradient_evaluations += discarded_gradients;  // the reruns' price
-        if (r.diag.divergence_rate <= max_divergence_rate || attempt >= warmup_retries) break;
-        discarded_gradients += r.diag.warmup_gradient_evaluations + r.diag.gradient_evaluations;
-        c.logger.Info(
-            "CMC: shard {}: divergence rate {:.3f} > max_divergence_rate {:.3f} after {} warmup "
-            "iterations; rerunning its chains with {}",
-            s, r.diag.divergence_rate, max_divergence_rate, attempt_options.num_warmup,
-            2 * attempt_options.num_warmup);
-      }
+      LocalShardResult r = SampleShard(c, runner, setup, start, s);
       r.diag.sampling_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
       local.push_back(std::move(r));
