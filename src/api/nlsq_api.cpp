@@ -18,6 +18,7 @@
 #include "io/dataset.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
+#include "model/parameter_layout.h"
 #include "parallel/comm.h"
 #include "translate.h"
 
@@ -82,21 +83,9 @@ std::string_view ToString(PerAngleScaling scaling) {
   return "auto";
 }
 
-// The spellings of model::ToString(model::ScalingLayout), which the result files carry.
+// The spellings the result files carry.
 std::string_view ToString(ScalingLayout layout) {
-  switch (layout) {
-    case ScalingLayout::kIndividual:
-      return "individual";
-    case ScalingLayout::kAveraged:
-      return "auto_averaged";
-    case ScalingLayout::kFixedConstant:
-      return "fixed_constant";
-    case ScalingLayout::kConstantAveraged:
-      return "constant_averaged";
-    case ScalingLayout::kFourier:
-      break;
-  }
-  return "fourier";
+  return model::ToString(api::ToModelLayout(layout));
 }
 
 std::string_view ToString(FitQuality quality) {

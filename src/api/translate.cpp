@@ -73,6 +73,22 @@ model::PerAngleMode ToPerAngleMode(PerAngleScaling scaling) {
   return model::PerAngleMode::kAuto;
 }
 
+model::ScalingLayout ToModelLayout(ScalingLayout layout) {
+  switch (layout) {
+    case ScalingLayout::kIndividual:
+      return model::ScalingLayout::kIndividual;
+    case ScalingLayout::kAveraged:
+      return model::ScalingLayout::kAveraged;
+    case ScalingLayout::kFixedConstant:
+      return model::ScalingLayout::kFixedConstant;
+    case ScalingLayout::kConstantAveraged:
+      return model::ScalingLayout::kConstantAveraged;
+    case ScalingLayout::kFourier:
+      break;
+  }
+  return model::ScalingLayout::kFourier;
+}
+
 ScalingLayout ParseScalingLayout(const std::string& text) {
   for (const ScalingLayout layout :
        {ScalingLayout::kIndividual, ScalingLayout::kAveraged, ScalingLayout::kFixedConstant,

@@ -29,6 +29,8 @@ ScalingLayout ParseScalingLayout(const std::string& text);
 
 // The config's per_angle_mode of the public setting.
 model::PerAngleMode ToPerAngleMode(PerAngleScaling scaling);
+// The model's layout of the same meaning (whose ToString spells the result files' names).
+model::ScalingLayout ToModelLayout(ScalingLayout layout);
 FitQuality ParseFitQuality(const std::string& text);
 
 // From every shard's max R-hat: kNotConverged when one is at or above 1.1, else kUnchecked

@@ -11,15 +11,6 @@
 
 namespace homodyne::cmc {
 
-ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key) {
-  if (text == "random") return ShardStrategy::kRandom;
-  if (text == "stratified") return ShardStrategy::kStratified;
-  if (text == "contiguous") return ShardStrategy::kContiguous;
-  ThrowBadInput(
-      fmt::format("unknown strategy '{}': expected random, stratified or contiguous", text), {},
-      std::string(key));
-}
-
 void ShardingOptions::Validate() const {
   const auto key = [](std::string_view leaf) {
     return config::keys::Key(config::keys::kCmcSharding, leaf);

@@ -25,8 +25,6 @@ namespace homodyne::cmc {
 // How row segments are dealt to shards: shuffled within each angle (random, homodyne's
 // angle-balanced default), whole angles per shard (stratified), or in order (contiguous).
 using ShardStrategy = config::ShardStrategy;
-// "random", "stratified" or "contiguous"; else a bad-input Error naming `key`.
-ShardStrategy ParseShardStrategy(std::string_view text, std::string_view key);
 
 struct ShardingOptions {
   ShardStrategy strategy = ShardStrategy::kRandom;

@@ -71,21 +71,6 @@ std::vector<double> LeastSquares(const std::vector<double>& a, int rows, int col
 
 }  // namespace
 
-PerAngleMode ParsePerAngleMode(std::string_view text, std::string_view key) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (lower == "individual") return PerAngleMode::kIndividual;
-  if (lower == "auto") return PerAngleMode::kAuto;
-  if (lower == "constant") return PerAngleMode::kConstant;
-  if (lower == "fourier") return PerAngleMode::kFourier;
-  if (lower == "constant_averaged") return PerAngleMode::kConstantAveraged;
-  ThrowBadInput(fmt::format("unknown per-angle mode '{}': expected one of individual, auto, "
-                            "constant, fourier, constant_averaged",
-                            text),
-                {}, std::string(key));
-}
-
 std::string_view ToString(ScalingLayout layout) {
   switch (layout) {
     case ScalingLayout::kIndividual:

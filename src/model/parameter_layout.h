@@ -35,9 +35,6 @@ enum class PerAngleMode { kIndividual, kAuto, kConstant, kFourier, kConstantAver
 // Resolved layout.
 enum class ScalingLayout { kIndividual, kAveraged, kFixedConstant, kConstantAveraged, kFourier };
 
-// "individual", "auto", "constant", "fourier", "constant_averaged" (case-insensitive);
-// bad-input Error naming `key` otherwise.
-PerAngleMode ParsePerAngleMode(std::string_view text, std::string_view key = "per_angle_mode");
 std::string_view ToString(ScalingLayout layout);
 
 struct LayoutOptions {

@@ -56,16 +56,6 @@ std::string_view ToString(LossKind kind) {
   return "linear";
 }
 
-LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file) {
-  for (const LossKind k : {LossKind::kLinear, LossKind::kSoftL1, LossKind::kHuber,
-                           LossKind::kCauchy, LossKind::kArctan}) {
-    if (text == ToString(k)) return k;
-  }
-  ThrowBadInput(fmt::format("{}: unknown loss '{}' (valid: linear, soft_l1, huber, cauchy, arctan)",
-                            key, text),
-                file, std::string(key));
-}
-
 std::string Describe(const RobustLoss& loss) {
   if (!loss.robust()) return "linear";
   return fmt::format("{} (C {:g} on the sigma-scaled residual)", ToString(loss.kind), loss.f_scale);

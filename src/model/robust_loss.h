@@ -27,9 +27,6 @@ struct RobustLoss {
 
 // "linear", "soft_l1", "huber", "cauchy", "arctan" (SciPy's names).
 std::string_view ToString(LossKind kind);
-// One of the names above (exactly, as SciPy takes them); anything else a bad-input Error that
-// names `key` (the config key) and the valid values.
-LossKind ParseLossKind(std::string_view text, std::string_view key, const std::string& file = {});
 // "soft_l1 (C 0.5 on the sigma-scaled residual)" or "linear".
 std::string Describe(const RobustLoss& loss);
 // The name of the value a fit under `loss` minimises, for log lines: "chi2" under the linear

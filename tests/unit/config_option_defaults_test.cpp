@@ -176,15 +176,28 @@ TEST(ConfigChoices, AliasesReadAsTheirValue) {
 }
 
 TEST(ConfigChoices, AnUnknownNameNamesTheKeyTheValueAndTheChoices) {
-  try {
-    ReadConfigString("analysis_mode: static\noptimization:\n  nlsq:\n    local_solver: newton\n",
-                     "bad.yaml");
-    FAIL() << "newton was accepted";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find("optimization.nlsq.local_solver"), std::string::npos) << what;
-    EXPECT_NE(what.find("newton"), std::string::npos) << what;
-    EXPECT_NE(what.find("lm, bnls, bntr, bntl"), std::string::npos) << what;
+  struct Case {
+    std::string yaml, key, value, choices;
+  };
+  const Case cases[] = {
+      {"nlsq: {local_solver: newton}", "optimization.nlsq.local_solver", "newton",
+       "lm, bnls, bntr, bntl"},
+      {"nlsq: {loss: L1}", "optimization.nlsq.loss", "L1", "soft_l1"},
+      {"nlsq: {anti_degeneracy: {per_angle_mode: averaged}}",
+       "optimization.nlsq.anti_degeneracy.per_angle_mode", "averaged", "individual"},
+      {"cmc: {sharding: {strategy: by_angle}}", "optimization.cmc.sharding.strategy", "by_angle",
+       "stratified"},
+  };
+  for (const Case& c : cases) {
+    try {
+      ReadConfigString("analysis_mode: static\noptimization:\n  " + c.yaml + "\n", "bad.yaml");
+      ADD_FAILURE() << c.value << " was accepted";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(c.key), std::string::npos) << what;
+      EXPECT_NE(what.find(c.value), std::string::npos) << what;
+      EXPECT_NE(what.find(c.choices), std::string::npos) << what;
+    }
   }
 }
 

@@ -32,9 +32,6 @@ std::vector<ParameterLayout> AllLayouts(const std::vector<double>& phi) {
 }
 
 TEST(ParameterLayoutTest, ModeParsingAndResolution) {
-  EXPECT_EQ(ParsePerAngleMode("Auto"), PerAngleMode::kAuto);
-  EXPECT_EQ(ParsePerAngleMode("constant_averaged"), PerAngleMode::kConstantAveraged);
-  EXPECT_THROW(ParsePerAngleMode("averaged"), Error);
   LayoutOptions opt;
   EXPECT_EQ(ResolveScalingLayout(opt, 2), ScalingLayout::kIndividual);
   EXPECT_EQ(ResolveScalingLayout(opt, 3), ScalingLayout::kAveraged);

@@ -121,16 +121,8 @@ TEST(ModelRobustLossTest, CauchyAndArctanRhoAreWithinTheirUlpBounds) {
   EXPECT_EQ(EvaluateLoss(LossKind::kArctan, 0x1p-1074).rho, 0x1p-1074);
 }
 
-TEST(ModelRobustLossTest, NamesParseAndBadNamesNameTheKey) {
-  for (const LossKind kind : kRobustKinds) EXPECT_EQ(ParseLossKind(ToString(kind), "k"), kind);
-  EXPECT_EQ(ParseLossKind("linear", "k"), LossKind::kLinear);
-  try {
-    ParseLossKind("L1", "optimization.nlsq.loss");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("optimization.nlsq.loss"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("soft_l1"), std::string::npos);
-  }
+// The names are read with the config (ConfigChoices in config_option_defaults_test.cpp).
+TEST(ModelRobustLossTest, BadScalesAreRefused) {
   EXPECT_THROW((RobustLoss{LossKind::kHuber, 0.0}.Validate()), Error);
   EXPECT_THROW((RobustLoss{LossKind::kHuber, NAN}.Validate()), Error);
 }
