@@ -153,10 +153,11 @@ std::string ShardCheckpointDataId(const SamplingContext& c) {
 }
 
 // Shard s's posterior: its tiles, the sampling sites' priors and bounds, and a noise prior
-// scaled to the shard's own data (tempered as the shard's likelihood).
-ShardPosteriorSetup ShardSetup(const SamplingContext& c, std::vector<model::RowTile> tiles) {
+// scaled to the shard's own data (`noise`, NoiseScale of the tiles; tempered as the shard's
+// likelihood).
+ShardPosteriorSetup ShardSetup(const SamplingContext& c, std::vector<model::RowTile> tiles,
+                               double noise) {
   const CmcData& d = c.data;
-  const double noise = NoiseScale(tiles);
   ShardPosteriorSetup setup;
   setup.mode = c.cfg.analysis_mode;
   setup.geometry = d.geometry;
@@ -254,7 +255,7 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
       std::vector<model::RowTile> tiles = ShardTiles(c.data, c.shards, s);
       if (tiles.empty()) continue;
       const double noise = NoiseScale(tiles);
-      ShardPosteriorSetup setup = ShardSetup(c, std::move(tiles));
+      ShardPosteriorSetup setup = ShardSetup(c, std::move(tiles), noise);
       ShardStart start = PrepareShardStart(
           setup, c.params.layout, c.start.theta0, noise,
           c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
