@@ -193,8 +193,9 @@ void AddOutputOptions(CLI::App& app, HomodyneCliOptions& opts) {
   app.add_flag("-v,--verbose", opts.verbosity, "more output (repeat for more)");
   app.add_flag("-q,--quiet", opts.quiet, "errors only");
   app.footer(
-      "PETSc options (-tao_monitor, -tao_type bntr, -tao_max_it 50, -log_view, ...) are\n"
-      "passed to PETSc. Exit codes (docs/errors.md): 0 ok, 1 internal error, 2 bad input,\n"
+      "PETSc options (-tao_monitor, -tao_converged_reason, -tao_max_it 50, -log_view, ...)\n"
+      "reach PETSc and every local solver, the default one too (docs/hpc-guide.md).\n"
+      "Exit codes (docs/errors.md): 0 ok, 1 internal error, 2 bad input,\n"
       "4 not converged (stalled or at max_iterations; results written and labelled),\n"
       "5 misfit (converged far above the data's noise floor; results written and labelled),\n"
       "75 checkpointed (resume with --resume). homodyne's and xpcsjax's flags:\n"

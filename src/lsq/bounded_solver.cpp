@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "lsq/tao_lm.h"
 
 namespace homodyne::lsq {
 
@@ -182,7 +183,7 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   SolverSummary s =
       options.UsesTao()
           ? detail::SolveTao(problem, x0, lower, upper, options, callback, hooks)
-          : detail::SolveLevenbergMarquardt(problem, x0, lower, upper, options, callback, hooks);
+          : detail::SolveTaoLevenbergMarquardt(problem, x0, lower, upper, options, callback, hooks);
   s.method = std::string(ToString(options.method));
   s.final_chi2 = s.final_equations.chi2;
   if (s.initial_chi2 < 0.0) {

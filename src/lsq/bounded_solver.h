@@ -7,7 +7,9 @@
 // Two local methods:
 //   lm    (default) our Levenberg–Marquardt on the reduced normal equations with a projected,
 //         bound-fixing step (lm_solver.cpp). Its whole state is SolverState, so a checkpointed
-//         or resumed solve repeats the uninterrupted one bit for bit.
+//         or resumed solve repeats the uninterrupted one bit for bit. It runs as the TAO type
+//         "homodyne_lm" (tao_lm.cpp): TaoSolve drives it, so -tao_monitor, -tao_view,
+//         -tao_converged_reason, -tao_max_it, -tao_gatol and -tao_grtol work for it too.
 //   bnls, bntr, bntl   PETSc/TAO's bounded Newton methods on the Gauss–Newton Hessian
 //         (tao_solver.cpp); their internal state cannot be saved, so they run without
 //         checkpoints.
@@ -34,7 +36,7 @@ struct SolverOptions {
   double gtol = 1e-8;         // optimality: max column cosine ≤ gtol (optimality.h)
   LocalMethod method = LocalMethod::kLm;  // optimization.nlsq.local_solver
   // Whether PETSc's own monitors from the command line (-tao_monitor, ...) print on this
-  // rank; set it to (rank == 0) so a 64-rank job prints them once. (TAO methods only.)
+  // rank; set it to (rank == 0) so a 64-rank job prints them once.
   bool print_petsc_monitors = true;
   // Names of the optimiser's parameters, for messages (empty: they say indices).
   std::vector<std::string> parameter_names;
@@ -129,14 +131,29 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
                            const SolverHooks& hooks = {});
 
 namespace detail {
+// What drives the Levenberg–Marquardt loop from outside (the TAO type of tao_lm.cpp): it is
+// told of every iterate and may end the solve on a test of its own. Neither changes an
+// iterate, so a driven solve has the bits of an undriven one until `stop` ends it.
+struct LmObserver {
+  // At the start point (or the resumed one) and after every accepted step, before the
+  // checkpoint hook; `step_norm` is 0 at the start.
+  std::function<void(const SolverState&, double step_norm)> at_iterate;
+  // Asked before each step once the optimality test has failed and the iteration limit is
+  // not reached: a non-empty answer ends the solve as kConverged with that text as its ending
+  // (SolveBounded then labels it by the optimality test, so it is a stall unless that holds).
+  std::function<std::string(const SolverState&)> stop;
+};
+
 // The two engines behind SolveBounded: they fill x, final_equations, termination, message,
 // iterations, the counters and the history; SolveBounded checks the inputs before and
-// classifies the answer after.
+// classifies the answer after. SolveLevenbergMarquardt is the bare loop; SolveBounded runs it
+// through TaoSolve (SolveTaoLevenbergMarquardt, tao_lm.h), which gives the same bits.
 SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::vector<double>& x0,
                                       const std::vector<double>& lower,
                                       const std::vector<double>& upper,
                                       const SolverOptions& options,
-                                      const IterationCallback& callback, const SolverHooks& hooks);
+                                      const IterationCallback& callback, const SolverHooks& hooks,
+                                      const LmObserver& observer = {});
 SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x0,
                        const std::vector<double>& lower, const std::vector<double>& upper,
                        const SolverOptions& options, const IterationCallback& callback,

@@ -296,7 +296,8 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
                                       const std::vector<double>& lower,
                                       const std::vector<double>& upper,
                                       const SolverOptions& options,
-                                      const IterationCallback& callback, const SolverHooks& hooks) {
+                                      const IterationCallback& callback, const SolverHooks& hooks,
+                                      const LmObserver& observer) {
   SolverSummary out;
   SolverState st;
   if (hooks.resume != nullptr) {
@@ -310,6 +311,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
     return out;
   }
 
+  if (observer.at_iterate) observer.at_iterate(st, 0.0);
   Rejections rejections;
   std::string ending;
   for (;;) {
@@ -322,6 +324,13 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       out.termination = Termination::kMaxIterations;
       ending = fmt::format("iteration limit {} reached", options.max_iterations);
       break;
+    }
+    if (observer.stop) {
+      ending = observer.stop(st);
+      if (!ending.empty()) {
+        out.termination = Termination::kConverged;
+        break;
+      }
     }
     const std::optional<double> step_norm =
         AcceptStep(problem, lower, upper, options, st, rejections);
@@ -339,6 +348,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
                 ProjectedGradientNorm(st.x, st.equations.gradient, lower, upper), *step_norm,
                 st.equations.gradient});
     }
+    if (observer.at_iterate) observer.at_iterate(st, *step_norm);
     if (hooks.after_iteration) hooks.after_iteration(st);
   }
   return FinishSolve(std::move(out), std::move(st), ending, rejections);

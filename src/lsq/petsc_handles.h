@@ -56,6 +56,7 @@ class Handle {
 using VecHandle = Handle<Vec, VecDestroy>;
 using MatHandle = Handle<Mat, MatDestroy>;
 using TaoHandle = Handle<Tao, TaoDestroy>;
+using OptionsHandle = Handle<PetscOptions, PetscOptionsDestroy>;
 
 // Makes PETSc return error codes silently (no traceback print) within a scope; our
 // code turns them into homodyne::Error.

@@ -1,8 +1,11 @@
 // The replicated TAO solver on a distributed test problem y = a·exp(−b·t) + c.
 #include <gtest/gtest.h>
+#include <petscsys.h>
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -163,6 +166,169 @@ TEST(BoundedSolver, CheckpointsNeverChangeTheIterates) {
   EXPECT_EQ(resumed.iterations, plain.iterations);
   EXPECT_EQ(std::memcmp(resumed.x.data(), plain.x.data(), plain.x.size() * sizeof(double)), 0);
   EXPECT_EQ(resumed.chi2_history, plain.chi2_history);
+}
+
+// Every iterate of a Levenberg–Marquardt solve, as the callback and the checkpoint hook see
+// them, for comparing two solves bit for bit.
+struct Trace {
+  std::vector<IterationInfo> iterations;
+  std::vector<std::vector<double>> gradients;
+  std::vector<SolverState> states;
+  IterationCallback Callback() {
+    return [this](const IterationInfo& info) {
+      iterations.push_back(info);
+      gradients.emplace_back(info.gradient.begin(), info.gradient.end());
+      iterations.back().gradient = {};
+    };
+  }
+};
+
+bool SameBits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
+
+void ExpectSameState(const SolverState& a, const SolverState& b, const std::string& what) {
+  EXPECT_EQ(a.iteration, b.iteration) << what;
+  EXPECT_TRUE(SameBits(a.x, b.x)) << what;
+  EXPECT_TRUE(SameBits(a.equations.gradient, b.equations.gradient)) << what;
+  EXPECT_TRUE(SameBits(a.equations.hessian, b.equations.hessian)) << what;
+  EXPECT_TRUE(SameBits(a.equations.chi2, b.equations.chi2)) << what;
+  EXPECT_TRUE(SameBits(a.lambda, b.lambda)) << what;
+  EXPECT_TRUE(SameBits(a.nu, b.nu)) << what;
+  EXPECT_TRUE(SameBits(a.scale, b.scale)) << what;
+  EXPECT_EQ(a.recoveries, b.recoveries) << what;
+  EXPECT_EQ(a.evaluations, b.evaluations) << what;
+  EXPECT_EQ(a.objective_evaluations, b.objective_evaluations) << what;
+  EXPECT_TRUE(SameBits(a.chi2_history, b.chi2_history)) << what;
+}
+
+// SolveBounded runs the default Levenberg–Marquardt through TaoSolve (the TAO type
+// homodyne_lm); its iterates, its saved states and its answer have the bits of the bare loop,
+// from a start point and from a resumed state, at any rank count (every rank runs both).
+TEST(BoundedSolver, TaoDrivenLevenbergMarquardtEqualsTheBareLoopBitwise) {
+  const Comm& world = testing::TestEnvironment().world();
+  ExpDecayProblem problem(world, 0.02);
+  SolverOptions options;
+  options.print_petsc_monitors = world.is_root();
+  // Free, and with b held at its upper bound (a bound-fixing step).
+  for (const double b_max : {5.0, 0.8}) {
+    const std::vector<double> x0{1.0, 0.5, 0.0}, lower{0, 0, -1}, upper{10, b_max, 1};
+    const std::string what = "upper bound of b " + std::to_string(b_max);
+    Trace tao_trace, bare_trace;
+    SolverHooks tao_hooks, bare_hooks;
+    tao_hooks.after_iteration = [&](const SolverState& st) { tao_trace.states.push_back(st); };
+    bare_hooks.after_iteration = [&](const SolverState& st) { bare_trace.states.push_back(st); };
+    const SolverSummary tao =
+        SolveBounded(problem, x0, lower, upper, options, tao_trace.Callback(), tao_hooks);
+    const SolverSummary bare = detail::SolveLevenbergMarquardt(problem, x0, lower, upper, options,
+                                                               bare_trace.Callback(), bare_hooks);
+    ASSERT_EQ(tao.termination, Termination::kConverged) << tao.BriefReport();
+    EXPECT_EQ(bare.termination, Termination::kConverged) << what;
+    ASSERT_GT(tao.iterations, 3) << what;
+    EXPECT_EQ(tao.iterations, bare.iterations) << what;
+    EXPECT_TRUE(SameBits(tao.x, bare.x)) << what;
+    EXPECT_TRUE(SameBits(tao.chi2_history, bare.chi2_history)) << what;
+    EXPECT_EQ(tao.message.find("not optimal"), std::string::npos) << tao.message;
+    ExpectSameState(tao.final_state, bare.final_state, what + ", final state");
+    ASSERT_EQ(tao_trace.iterations.size(), bare_trace.iterations.size()) << what;
+    for (std::size_t i = 0; i < tao_trace.iterations.size(); ++i) {
+      const IterationInfo &t = tao_trace.iterations[i], &u = bare_trace.iterations[i];
+      EXPECT_EQ(t.iteration, u.iteration);
+      EXPECT_TRUE(SameBits(t.chi2, u.chi2) && SameBits(t.gradient_norm, u.gradient_norm) &&
+                  SameBits(t.step_norm, u.step_norm))
+          << what << ", iteration " << t.iteration;
+      EXPECT_TRUE(SameBits(tao_trace.gradients[i], bare_trace.gradients[i])) << what;
+    }
+    ASSERT_EQ(tao_trace.states.size(), bare_trace.states.size()) << what;
+    for (std::size_t i = 0; i < tao_trace.states.size(); ++i)
+      ExpectSameState(tao_trace.states[i], bare_trace.states[i], what + ", saved state");
+    // Resumed from the state saved after the second step: the uninterrupted answer, through
+    // TAO as through the bare loop.
+    SolverHooks resume;
+    resume.resume = &tao_trace.states[1];
+    const SolverSummary tao_resumed = SolveBounded(problem, x0, lower, upper, options, {}, resume);
+    const SolverSummary bare_resumed =
+        detail::SolveLevenbergMarquardt(problem, x0, lower, upper, options, {}, resume);
+    ExpectSameState(tao_resumed.final_state, tao.final_state, what + ", resumed through TAO");
+    ExpectSameState(bare_resumed.final_state, tao.final_state, what + ", resumed bare");
+  }
+}
+
+// Sets PETSc options for a scope (as if given on the command line) and clears them after.
+class ScopedPetscOptions {
+ public:
+  explicit ScopedPetscOptions(std::vector<std::pair<std::string, std::string>> options)
+      : options_(std::move(options)) {
+    for (const auto& [name, value] : options_)
+      PetscOptionsSetValue(nullptr, name.c_str(), value.empty() ? nullptr : value.c_str());
+  }
+  ~ScopedPetscOptions() {
+    for (const auto& [name, value] : options_) PetscOptionsClearValue(nullptr, name.c_str());
+  }
+  ScopedPetscOptions(const ScopedPetscOptions&) = delete;
+  ScopedPetscOptions& operator=(const ScopedPetscOptions&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> options_;
+};
+
+// PETSc's options reach the default solver: -tao_monitor prints every iterate on the rank
+// that prints (only there) without changing a bit; -tao_max_it ends the solve at its limit;
+// a -tao_gatol met at the start ends it there, labelled a stall since the optimality test
+// does not hold; -tao_type cannot swap the method under the config's back.
+TEST(BoundedSolver, PetscOptionsReachTheDefaultSolver) {
+  const Comm& world = testing::TestEnvironment().world();
+  ExpDecayProblem problem(world, 0.02);
+  MpiTempDir dir(world, "tao_lm_monitor", /*create=*/true);
+  SolverOptions options;
+  options.print_petsc_monitors = world.is_root();
+  const std::vector<double> x0{1.0, 0.5, 0.0}, lower{0, 0, -1}, upper{10, 5, 1};
+  const SolverSummary plain = SolveBounded(problem, x0, lower, upper, options);
+  ASSERT_EQ(plain.termination, Termination::kConverged) << plain.BriefReport();
+  {
+    // One file per rank (each rank's own options): only the printing rank writes lines.
+    const auto file = dir.path() / ("monitor_" + std::to_string(world.rank()) + ".txt");
+    ScopedPetscOptions scoped({{"-tao_monitor", "ascii:" + file.string()}});
+    const SolverSummary monitored = SolveBounded(problem, x0, lower, upper, options);
+    EXPECT_TRUE(SameBits(monitored.x, plain.x));
+    EXPECT_TRUE(SameBits(monitored.chi2_history, plain.chi2_history));
+    std::ifstream in(file);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    if (world.is_root()) {
+      ASSERT_EQ(lines.size(), static_cast<std::size_t>(plain.iterations) + 1);
+      EXPECT_NE(lines.front().find("0 TAO,"), std::string::npos) << lines.front();
+      EXPECT_NE(lines.back().find(std::to_string(plain.iterations) + " TAO,"), std::string::npos)
+          << lines.back();
+    } else {
+      EXPECT_TRUE(lines.empty()) << lines.size() << " monitor lines on rank " << world.rank();
+    }
+  }
+  {
+    ScopedPetscOptions scoped({{"-tao_max_it", "2"}});
+    const SolverSummary s = SolveBounded(problem, x0, lower, upper, options);
+    EXPECT_EQ(s.termination, Termination::kMaxIterations) << s.BriefReport();
+    EXPECT_EQ(s.iterations, 2);
+    EXPECT_TRUE(SameBits(s.chi2_history[2], plain.chi2_history[2]));
+  }
+  {
+    ScopedPetscOptions scoped({{"-tao_gatol", "1e300"}});
+    const SolverSummary s = SolveBounded(problem, x0, lower, upper, options);
+    EXPECT_EQ(s.iterations, 0);
+    EXPECT_EQ(s.termination, Termination::kStalled) << s.message;
+    EXPECT_NE(s.message.find("-tao_gatol"), std::string::npos) << s.message;
+  }
+  {
+    ScopedPetscOptions scoped({{"-tao_type", "bnls"}});
+    try {
+      SolveBounded(problem, x0, lower, upper, options);
+      ADD_FAILURE() << "-tao_type bnls accepted for the lm method";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
+      EXPECT_NE(std::string(e.what()).find("-tao_type bnls"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // A NaN start or an infinite bound is bad input before TAO sees it (TaoSolve failed on it).
