@@ -255,22 +255,18 @@ TEST(BoundedSolver, TaoDrivenLevenbergMarquardtEqualsTheBareLoopBitwise) {
   }
 }
 
-// Sets PETSc options for a scope (as if given on the command line) and clears them after.
-class ScopedPetscOptions {
+// Sets a PETSc option for a scope (as if given on the command line) and clears it after.
+class ScopedPetscOption {
  public:
-  explicit ScopedPetscOptions(std::vector<std::pair<std::string, std::string>> options)
-      : options_(std::move(options)) {
-    for (const auto& [name, value] : options_)
-      PetscOptionsSetValue(nullptr, name.c_str(), value.empty() ? nullptr : value.c_str());
+  ScopedPetscOption(std::string name, const std::string& value) : name_(std::move(name)) {
+    PetscOptionsSetValue(nullptr, name_.c_str(), value.c_str());
   }
-  ~ScopedPetscOptions() {
-    for (const auto& [name, value] : options_) PetscOptionsClearValue(nullptr, name.c_str());
-  }
-  ScopedPetscOptions(const ScopedPetscOptions&) = delete;
-  ScopedPetscOptions& operator=(const ScopedPetscOptions&) = delete;
+  ~ScopedPetscOption() { PetscOptionsClearValue(nullptr, name_.c_str()); }
+  ScopedPetscOption(const ScopedPetscOption&) = delete;
+  ScopedPetscOption& operator=(const ScopedPetscOption&) = delete;
 
  private:
-  std::vector<std::pair<std::string, std::string>> options_;
+  std::string name_;
 };
 
 // PETSc's options reach the default solver: -tao_monitor prints every iterate on the rank
@@ -289,7 +285,7 @@ TEST(BoundedSolver, PetscOptionsReachTheDefaultSolver) {
   {
     // One file per rank (each rank's own options): only the printing rank writes lines.
     const auto file = dir.path() / ("monitor_" + std::to_string(world.rank()) + ".txt");
-    ScopedPetscOptions scoped({{"-tao_monitor", "ascii:" + file.string()}});
+    ScopedPetscOption scoped("-tao_monitor", file.string());
     const SolverSummary monitored = SolveBounded(problem, x0, lower, upper, options);
     EXPECT_TRUE(SameBits(monitored.x, plain.x));
     EXPECT_TRUE(SameBits(monitored.chi2_history, plain.chi2_history));
@@ -306,21 +302,21 @@ TEST(BoundedSolver, PetscOptionsReachTheDefaultSolver) {
     }
   }
   {
-    ScopedPetscOptions scoped({{"-tao_max_it", "2"}});
+    ScopedPetscOption scoped("-tao_max_it", "2");
     const SolverSummary s = SolveBounded(problem, x0, lower, upper, options);
     EXPECT_EQ(s.termination, Termination::kMaxIterations) << s.BriefReport();
     EXPECT_EQ(s.iterations, 2);
     EXPECT_TRUE(SameBits(s.chi2_history[2], plain.chi2_history[2]));
   }
   {
-    ScopedPetscOptions scoped({{"-tao_gatol", "1e300"}});
+    ScopedPetscOption scoped("-tao_gatol", "1e300");
     const SolverSummary s = SolveBounded(problem, x0, lower, upper, options);
     EXPECT_EQ(s.iterations, 0);
     EXPECT_EQ(s.termination, Termination::kStalled) << s.message;
     EXPECT_NE(s.message.find("-tao_gatol"), std::string::npos) << s.message;
   }
   {
-    ScopedPetscOptions scoped({{"-tao_type", "bnls"}});
+    ScopedPetscOption scoped("-tao_type", "bnls");
     try {
       SolveBounded(problem, x0, lower, upper, options);
       ADD_FAILURE() << "-tao_type bnls accepted for the lm method";
