@@ -75,9 +75,8 @@ nlsq::SolverSummary SolvePaths(PipelineContext& ctx, const std::vector<double>& 
     nlsq::SolverSummary other_path = SolvePath(ctx, off.x, off_where);
     const bool kept = Better(other_path, best);
     ctx.Note(fmt::format(
-        "mirror-symmetric start: the path from {} ended {} at chi2 {:.12g} against {} at "
-        "{:.12g}: {}",
-        off.what, ToString(other_path.termination), other_path.final_chi2,
+        "mirror-symmetric start: the path from {} ended {} at {} against {} at {:.12g}: {}",
+        off.what, ToString(other_path.termination), ctx.Named(other_path.final_chi2),
         ToString(best.termination), best.final_chi2, kept ? "kept" : "the answer so far stands"));
     if (kept) std::swap(other_path, best);
     // The answer goes on to the final mirror check (BasinChecks); every path not kept gets
@@ -118,15 +117,15 @@ nlsq::SolverSummary PathsFromScannedRate(PipelineContext& ctx, const std::vector
   const std::string why = WhyNotAccepted(ctx, local);
   if (why.empty()) return local;
   ctx.logger.Info(
-      "NLSQ: the answer from the transport scan's rate (chi2 {:.12g}) {}; the paths from the "
-      "registry's start follow",
-      local.final_chi2, why);
+      "NLSQ: the answer from the transport scan's rate ({}) {}; the paths from the registry's "
+      "start follow",
+      ctx.Named(local.final_chi2), why);
   nlsq::SolverSummary registry = SolvePaths(ctx, ctx.session.x0(), ctx.checkpoints);
   const bool kept = Better(registry, local);
   ctx.Note(fmt::format(
-      "transport scan: the answer from its rate {} at chi2 {:.12g} {}; the registry's start "
-      "ended {} at {:.12g}: {}",
-      ToString(local.termination), local.final_chi2, why, ToString(registry.termination),
+      "transport scan: the answer from its rate {} at {} {}; the registry's start ended {} at "
+      "{:.12g}: {}",
+      ToString(local.termination), ctx.Named(local.final_chi2), why, ToString(registry.termination),
       registry.final_chi2, kept ? "the registry's kept" : "the scan's kept"));
   if (kept) std::swap(registry, local);
   if (ctx.mirror_check) {
@@ -167,10 +166,9 @@ nlsq::SolverSummary LocalFitStage(PipelineContext& ctx) {
   }
   if (screened && Better(*screened, *local)) {
     ctx.Note(fmt::format(
-        "start screen: its answer ({} at chi2 {:.12g}) is below the other paths' ({} at "
-        "{:.12g}): kept",
-        ToString(screened->termination), screened->final_chi2, ToString(local->termination),
-        local->final_chi2));
+        "start screen: its answer ({} at {}) is below the other paths' ({} at {:.12g}): kept",
+        ToString(screened->termination), ctx.Named(screened->final_chi2),
+        ToString(local->termination), local->final_chi2));
     local = std::move(screened);
   }
   return std::move(*local);
@@ -189,17 +187,17 @@ nlsq::SolverSummary HierarchicalPath(PipelineContext& ctx, nlsq::SolverSummary p
   if (!Better(joint, plain)) {
     adr.selected = "plain";
     ctx.logger.Info(
-        "NLSQ anti-degeneracy: the joint fit after the hierarchical stage ended {} at chi2 "
-        "{:.12g}; the plain fit ({} at {:.12g}) is kept",
-        ToString(joint.termination), joint.final_chi2, ToString(plain.termination),
+        "NLSQ anti-degeneracy: the joint fit after the hierarchical stage ended {} at {}; the "
+        "plain fit ({} at {:.12g}) is kept",
+        ToString(joint.termination), ctx.Named(joint.final_chi2), ToString(plain.termination),
         plain.final_chi2);
     return plain;
   }
   adr.selected = "hierarchical";
   ctx.Note(fmt::format(
-      "anti-degeneracy: the joint fit after the hierarchical stage ended {} at chi2 {:.12g}, "
-      "below the plain fit's {} at {:.12g}: kept",
-      ToString(joint.termination), joint.final_chi2, ToString(plain.termination),
+      "anti-degeneracy: the joint fit after the hierarchical stage ended {} at {}, below the "
+      "plain fit's {} at {:.12g}: kept",
+      ToString(joint.termination), ctx.Named(joint.final_chi2), ToString(plain.termination),
       plain.final_chi2));
   return joint;
 }
@@ -233,9 +231,9 @@ nlsq::SolverSummary GlobalSearchStage(PipelineContext& ctx,
   const bool after_stall = !ctx.selection.run;
   if (after_stall) {
     ctx.logger.Warn(
-        "NLSQ: the local fit ended {} (chi2 {:.12g}); searching the box with the CMA-ES "
-        "stage (optimization.nlsq.recovery.on_stall: cmaes)",
-        ToString(local->termination), local->final_chi2);
+        "NLSQ: the local fit ended {} ({}); searching the box with the CMA-ES stage "
+        "(optimization.nlsq.recovery.on_stall: cmaes)",
+        ToString(local->termination), ctx.Named(local->final_chi2));
   }
   nlsq::GlobalSearchReport rep;
   const ScopedFaultStage stage("global");
@@ -243,10 +241,10 @@ nlsq::SolverSummary GlobalSearchStage(PipelineContext& ctx,
       RunGlobalStage(ctx.session, ctx.global, ctx.selection.scale_ratio, local, ctx.checkpoints,
                      ctx.logger, ctx.progress, rep, ctx.cmaes_seconds);
   if (after_stall) {
-    ctx.actions.push_back(fmt::format(
-        "global search after a {} local fit (chi2 {:.12g}): {} at chi2 {:.12g}, kept {}",
-        ToString(local->termination), local->final_chi2, rep.convergence_reason,
-        rep.cmaes_chi_squared, rep.selected));
+    ctx.actions.push_back(fmt::format("global search after a {} local fit ({}): {} at {}, kept {}",
+                                      ToString(local->termination), ctx.Named(local->final_chi2),
+                                      rep.convergence_reason, ctx.Named(rep.cmaes_chi_squared),
+                                      rep.selected));
   }
   ctx.global_report = rep;
   return answer;
@@ -266,16 +264,16 @@ nlsq::SolverSummary SearchStage(PipelineContext& ctx,
   // local fits; the velocity scan and the mirror check are this mode's global steps.
   if (restarts && ctx.two_component) {
     ctx.Note(fmt::format(
-        "no restarts from the box after the local fit {} (chi2 {:.12g}): two_component uses the "
-        "velocity scan and the mirror check instead",
-        WhyRestart(ctx.session, *local), local->final_chi2));
+        "no restarts from the box after the local fit {} ({}): two_component uses the velocity "
+        "scan and the mirror check instead",
+        WhyRestart(ctx.session, *local), ctx.Named(local->final_chi2)));
     return *local;
   }
   if (restarts) {
     ctx.logger.Warn(
-        "NLSQ: the local fit {} (chi2 {:.12g}); restarting from the box "
+        "NLSQ: the local fit {} ({}); restarting from the box "
         "(optimization.nlsq.recovery.on_stall: restarts)",
-        WhyRestart(ctx.session, *local), local->final_chi2);
+        WhyRestart(ctx.session, *local), ctx.Named(local->final_chi2));
     const ScopedFaultStage stage("restarts");
     return RestartAfterStall(ctx, *local);
   }

@@ -13,6 +13,7 @@
 #include "config/key_paths.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "model/robust_loss.h"
 #include "parallel/collective.h"
 
 namespace homodyne::global {
@@ -412,9 +413,10 @@ CmaesSummary SearchBox(StageRun& run, const CmaesOptions& co, const std::vector<
 // The search's counts and settings in the report.
 void ReportSearch(StageRun& run, const CmaesOptions& co, const CmaesSummary& cs) {
   run.logger.Info(
-      "CMA-ES: global search done: chi2 {:.8e} after {} generation(s), {} evaluations, {} "
+      "CMA-ES: global search done: {} {:.8e} after {} generation(s), {} evaluations, {} "
       "restart(s) ({}, {:.1f} s)",
-      cs.chi2, cs.generations, cs.evaluations, cs.restarts, ToString(cs.stop), cs.seconds);
+      model::ObjectiveName(run.session.problem_loss()), cs.chi2, cs.generations, cs.evaluations,
+      cs.restarts, ToString(cs.stop), cs.seconds);
   nlsq::GlobalSearchReport& rep = run.rep;
   rep.generations = cs.generations;
   rep.evaluations = cs.evaluations;
@@ -480,8 +482,9 @@ std::optional<nlsq::SolverSummary> Refine(StageRun& run, const CmaesSummary& cs,
   if (warm && std::isfinite(warm->final_chi2) &&
       !(cs.chi2 <= kRefineWorseFactor * warm->final_chi2)) {
     rep.refinement = "skipped_worse";
-    run.logger.Info("CMA-ES: no refinement: chi2 {:.6e} is more than {}× the warm start's {:.6e}",
-                    cs.chi2, kRefineWorseFactor, warm->final_chi2);
+    run.logger.Info("CMA-ES: no refinement: {} {:.6e} is more than {}× the warm start's {:.6e}",
+                    model::ObjectiveName(run.session.problem_loss()), cs.chi2, kRefineWorseFactor,
+                    warm->final_chi2);
     return std::nullopt;
   }
   run.logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
@@ -495,8 +498,8 @@ std::optional<nlsq::SolverSummary> Refine(StageRun& run, const CmaesSummary& cs,
   }
   rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";
   if (refined.final_chi2 < cs.chi2) {
-    run.logger.Info("CMA-ES: refinement improved chi2 {:.12g} -> {:.12g}", cs.chi2,
-                    refined.final_chi2);
+    run.logger.Info("CMA-ES: refinement improved {} {:.12g} -> {:.12g}",
+                    model::ObjectiveName(run.session.problem_loss()), cs.chi2, refined.final_chi2);
   }
   return refined;
 }
@@ -510,8 +513,9 @@ nlsq::SolverSummary KeepBetter(StageRun& run, const CmaesSummary& cs,
   const double global_chi2 = chosen ? chosen->final_chi2 : cs.chi2;
   if (warm && warm->IsUsable() && std::isfinite(warm->final_chi2) &&
       warm->final_chi2 < global_chi2) {
-    run.logger.Info("CMA-ES: the warm start is better (chi2 {:.12g} < {:.12g}): keeping it",
-                    warm->final_chi2, global_chi2);
+    run.logger.Info("CMA-ES: the warm start is better ({} {:.12g} < {:.12g}): keeping it",
+                    model::ObjectiveName(run.session.problem_loss()), warm->final_chi2,
+                    global_chi2);
     rep.selected = "nlsq_warmstart";
     return *warm;
   }

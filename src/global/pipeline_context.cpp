@@ -3,6 +3,8 @@
 #include <cmath>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "model/heterodyne_symmetry.h"
 #include "model/robust_loss.h"
 #include "parallel/collective.h"
@@ -65,6 +67,10 @@ PipelineContext::PipelineContext(const Comm& comm, const config::Config& config,
 
 std::string PipelineContext::Objective() const {
   return model::ObjectiveName(session.problem_loss());
+}
+
+std::string PipelineContext::Named(double value) const {
+  return fmt::format("{} {:.12g}", Objective(), value);
 }
 
 void PipelineContext::Note(std::string action, bool warn) {

@@ -60,6 +60,8 @@ struct PipelineContext {
   // The name of the value the local fits minimise: "chi2", or "objective (soft_l1)" under a
   // robust loss (model::ObjectiveName).
   std::string Objective() const;
+  // "<Objective()> <value>" (12 significant digits), for the actions and the log.
+  std::string Named(double value) const;
   // Adds `action` to the report and logs it ("NLSQ <action>"), as a warning when `warn`.
   void Note(std::string action, bool warn = false);
 };

@@ -109,20 +109,19 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
   }
   if (chosen_k < 0) {
     ctx.actions.push_back(fmt::format(
-        "phi0 check: {} restart(s) from phi0 = {} found no lower minimum than chi2 {:.12g} (phi0 "
-        "{:.6g})",
-        values.size(), fmt::join(values, ", "), best.final_chi2, best.x[i]));
+        "phi0 check: {} restart(s) from phi0 = {} found no lower minimum than {} (phi0 {:.6g})",
+        values.size(), fmt::join(values, ", "), ctx.Named(best.final_chi2), best.x[i]));
     logger.Info("NLSQ phi0 check: no restart found a lower minimum; the answer stands");
   } else {
     const bool lower = Lower(chosen, best);
-    ctx.Note(fmt::format("phi0 check: the restart from phi0 = {:.6g} ended {} at chi2 {:.12g} "
-                         "(phi0 {:.6g}) against "
-                         "{} at {:.12g} (phi0 {:.6g}): {}",
-                         values[chosen_k], ToString(chosen.termination), chosen.final_chi2,
-                         chosen.x[i], ToString(best.termination), best.final_chi2, best.x[i],
-                         lower ? "a lower minimum; the first answer was not the minimum"
-                               : "the same minimum, now converged"),
-             /*warn=*/lower);
+    ctx.Note(
+        fmt::format("phi0 check: the restart from phi0 = {:.6g} ended {} at {} (phi0 "
+                    "{:.6g}) against {} at {:.12g} (phi0 {:.6g}): {}",
+                    values[chosen_k], ToString(chosen.termination), ctx.Named(chosen.final_chi2),
+                    chosen.x[i], ToString(best.termination), best.final_chi2, best.x[i],
+                    lower ? "a lower minimum; the first answer was not the minimum"
+                          : "the same minimum, now converged"),
+        /*warn=*/lower);
   }
   return chosen;
 }
@@ -141,9 +140,9 @@ nlsq::SolverSummary RestartAfterStall(PipelineContext& ctx, const nlsq::SolverSu
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
   const int keep = std::min(n_starts, std::max(3, n_starts / 2));
   logger.Info(
-      "NLSQ stall recovery: local fits from the {} lowest-chi2 of {} Latin-hypercube starts "
+      "NLSQ stall recovery: local fits from the {} lowest by {} of {} Latin-hypercube starts "
       "(seed {})",
-      keep, n_starts, seed);
+      keep, ctx.Objective(), n_starts, seed);
   nlsq::SolverSummary chosen = stalled;
   int chosen_k = -1;
   for (int k = 0; k < keep; ++k) {
@@ -161,15 +160,15 @@ nlsq::SolverSummary RestartAfterStall(PipelineContext& ctx, const nlsq::SolverSu
   const std::string why = WhyRestart(session, stalled);
   if (chosen_k < 0) {
     ctx.Note(fmt::format(
-        "restarts (the local fit {}, chi2 {:.12g}): {} local fit(s) from Latin-hypercube starts "
-        "found no lower minimum",
-        why, stalled.final_chi2, keep));
+        "restarts (the local fit {}, {}): {} local fit(s) from Latin-hypercube starts found no "
+        "lower minimum",
+        why, ctx.Named(stalled.final_chi2), keep));
   } else {
     ctx.Note(fmt::format(
-        "restarts (the local fit {}, chi2 {:.12g}): the fit from Latin-hypercube start {} of {} "
-        "ended {} at chi2 {:.12g}",
-        why, stalled.final_chi2, order[chosen_k], n_starts, ToString(chosen.termination),
-        chosen.final_chi2));
+        "restarts (the local fit {}, {}): the fit from Latin-hypercube start {} of {} ended {} at "
+        "{}",
+        why, ctx.Named(stalled.final_chi2), order[chosen_k], n_starts, ToString(chosen.termination),
+        ctx.Named(chosen.final_chi2)));
   }
   return chosen;
 }

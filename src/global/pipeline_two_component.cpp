@@ -69,9 +69,8 @@ std::vector<double> ScalingFittedStart(nlsq::XpcsFitSession& session, const std:
   const nlsq::SolverSummary s = session.SolvePart(x0, free, {}, kMaxIterations, kFtol);
   if (!s.IsUsable() || s.x.size() != x0.size()) return x0;
   logger.Info(
-      "NLSQ: per-angle scaling of the start fitted with the physics held: chi2 {:.12g} -> "
-      "{:.12g}",
-      s.initial_chi2, s.final_chi2);
+      "NLSQ: per-angle scaling of the start fitted with the physics held: {} {:.12g} -> {:.12g}",
+      model::ObjectiveName(session.problem_loss()), s.initial_chi2, s.final_chi2);
   return s.x;
 }
 
@@ -114,9 +113,9 @@ nlsq::SolverSummary TwoStagePath(PipelineContext& ctx, const nlsq::SolverSummary
   const bool better = Better(s2, plain);
   report.selected = better ? "hierarchical" : "plain";
   ctx.Note(fmt::format(
-      "two-stage path: stage 1 (scaling held at the quantile estimates) ended {} at chi2 "
-      "{:.12g}, stage 2 (the joint fit) {} at {:.12g} against the plain fit's {} at {:.12g}: {}",
-      ToString(s1.termination), s1.final_chi2, ToString(s2.termination), s2.final_chi2,
+      "two-stage path: stage 1 (scaling held at the quantile estimates) ended {} at {}, stage 2 "
+      "(the joint fit) {} at {:.12g} against the plain fit's {} at {:.12g}: {}",
+      ToString(s1.termination), ctx.Named(s1.final_chi2), ToString(s2.termination), s2.final_chi2,
       ToString(plain.termination), plain.final_chi2,
       better ? "stage 2 kept" : "the plain fit kept"));
   return better ? s2 : plain;
@@ -182,12 +181,12 @@ std::vector<double> ScanTransport(PipelineContext& ctx, const std::vector<double
   out[r] = points[best][r];
   out[s] = points[best][s];
   ctx.Note(fmt::format(
-      "transport scan: chi2 of {} shared rates D0_ref = D0_sample from {:.6g} to {:.6g} and the "
-      "start's {:.6g}{}{}: the lowest at {:.6g} (chi2 {:.12g}; the start's {:.12g}){}",
-      rates.size() - 1, rates.front(), rates[rates.size() - 2], start[r],
+      "transport scan: {} of {} shared rates D0_ref = D0_sample from {:.6g} to {:.6g} and the "
+      "start's {:.6g}{}{}: the lowest at {:.6g} ({}; the start's {:.12g}){}",
+      ctx.Objective(), rates.size() - 1, rates.front(), rates[rates.size() - 2], start[r],
       velocity_configured ? "" : ", the velocity at 0",
-      stride > 1 ? fmt::format(", on every {}th row", stride) : std::string(), out[r], chi2[best],
-      chi2[points.size() - 1],
+      stride > 1 ? fmt::format(", on every {}th row", stride) : std::string(), out[r],
+      ctx.Named(chi2[best]), chi2[points.size() - 1],
       out[r] == start[r] ? ", the start's rate stands" : ", where the paths start first"));
   return out;
 }
@@ -262,10 +261,11 @@ nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vecto
   const int iv = session.ParameterIndex("v0");
   const int ib = session.ParameterIndex("v_beta");
   const int n_fits = static_cast<int>(order.size());
+  const std::string objective = model::ObjectiveName(session.problem_loss());
   logger.Info(
-      "NLSQ velocity scan: chi2 of {} (v0, v_beta) points around the start{}{}; local fits "
-      "from the {} lowest of each",
-      points.size(), points.size() > n_first ? " and its local fit" : "",
+      "NLSQ velocity scan: {} of {} (v0, v_beta) points around the start{}{}; local fits from "
+      "the {} lowest of each",
+      objective, points.size(), points.size() > n_first ? " and its local fit" : "",
       stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(), keep);
   nlsq::SolverSummary chosen = configured;
   int chosen_k = -1;
@@ -282,8 +282,7 @@ nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vecto
         session.Solve(ScalingFittedStart(session, x, logger), progress,
                       checkpoint::InSubfolder(checkpoints, fmt::format("velocity_scan_{}", k)));
     logger.Info("NLSQ velocity scan: from v0 {:.6g}, v_beta {:.6g}: {} at {} {:.12g}", x[iv], x[ib],
-                ToString(s.termination), model::ObjectiveName(session.problem_loss()),
-                s.final_chi2);
+                ToString(s.termination), objective, s.final_chi2);
     if (Better(s, chosen)) {
       chosen = std::move(s);
       chosen_k = k;
@@ -291,15 +290,16 @@ nlsq::SolverSummary ScanVelocity(nlsq::XpcsFitSession& session, const std::vecto
   }
   if (chosen_k < 0) {
     actions.push_back(fmt::format(
-        "velocity scan: {} local fit(s) from the lowest-chi2 (v0, v_beta) of {} found no lower "
-        "minimum than the configured start's ({} at chi2 {:.12g})",
-        n_fits, points.size(), ToString(configured.termination), configured.final_chi2));
+        "velocity scan: {} local fit(s) from the lowest (v0, v_beta) by {} of {} found no lower "
+        "minimum than the configured start's ({} at {} {:.12g})",
+        n_fits, objective, points.size(), ToString(configured.termination), objective,
+        configured.final_chi2));
   } else {
     const auto& x = points[order[static_cast<std::size_t>(chosen_k)]];
     actions.push_back(fmt::format(
-        "velocity scan: the local fit from v0 {:.6g}, v_beta {:.6g} ended {} at chi2 {:.12g}, "
+        "velocity scan: the local fit from v0 {:.6g}, v_beta {:.6g} ended {} at {} {:.12g}, "
         "below the configured start's {} at {:.12g}: kept",
-        x[iv], x[ib], ToString(chosen.termination), chosen.final_chi2,
+        x[iv], x[ib], ToString(chosen.termination), objective, chosen.final_chi2,
         ToString(configured.termination), configured.final_chi2));
   }
   logger.Info("NLSQ {}", actions.back());
@@ -350,17 +350,16 @@ nlsq::SolverSummary CheckMirrorBasin(PipelineContext& ctx, const nlsq::SolverSum
     start[i] = std::clamp(mirror[p], session.lower()[i], session.upper()[i]);
   }
   logger.Info(
-      "NLSQ mirror check: a local fit from the answer's reference<->sample mirror (chi2 "
-      "{:.12g}; mirrored fraction RMS {:.3g})",
-      best.final_chi2, fraction.rms);
+      "NLSQ mirror check: a local fit from the answer's reference<->sample mirror ({}; "
+      "mirrored fraction RMS {:.3g})",
+      ctx.Named(best.final_chi2), fraction.rms);
   nlsq::SolverSummary s =
       session.Solve(start, ctx.progress, checkpoint::InSubfolder(where, "mirror"));
   const bool better = Better(s, best);
   const bool lower = Lower(s, best);
-  ctx.Note(fmt::format("mirror check: the fit from the reference<->sample mirror ended {} at chi2 "
-                       "{:.12g} against "
-                       "{} at {:.12g}: {}",
-                       ToString(s.termination), s.final_chi2, ToString(best.termination),
+  ctx.Note(fmt::format("mirror check: the fit from the reference<->sample mirror ended {} at {} "
+                       "against {} at {:.12g}: {}",
+                       ToString(s.termination), ctx.Named(s.final_chi2), ToString(best.termination),
                        best.final_chi2,
                        !better ? "the answer stands"
                        : lower ? "a lower minimum; the first answer was in the mirror's basin"
