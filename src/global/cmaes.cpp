@@ -281,71 +281,77 @@ std::vector<double> Cmaes::ToParameters(std::span<const double> z) const {
   return x;
 }
 
-CmaesGeneration Cmaes::Step(const BatchObjective& f) {
-  HOMODYNE_CHECK(!state_.finished, "CMA-ES stepped after it finished");
-  CmaesState& s = state_;
-  const int n = num_searched();
-  const auto nn = static_cast<Eigen::Index>(n);
-  const int lambda = s.popsize;
-  const Parameters par(n, lambda);
+namespace {
 
-  // C = B·diag(d²)·Bᵀ; symmetrised, eigenvalues kept positive relative to the largest.
-  Matrix c = Eigen::Map<const Matrix>(s.covariance.data(), nn, nn);
-  c = 0.5 * (c + c.transpose()).eval();
-  Eigen::SelfAdjointEigenSolver<Matrix> eig(c);
-  Matrix b = eig.eigenvectors();
+// One generation's samples: z_k ~ N(0, I) from the stream of (run, generation) and the steps
+// y_k = B·D·z_k, where C = B·diag(d²)·Bᵀ; the candidates are m + σ·y_k (z space).
+struct Samples {
+  Matrix c;  // the covariance, symmetrised
+  Matrix b;  // its eigenvectors
+  std::vector<Vector> zs, ys;
+  std::vector<std::vector<double>> points;
+};
+
+Samples Sample(const CmaesState& s, std::uint64_t seed, int n, int lambda) {
+  const auto nn = static_cast<Eigen::Index>(n);
+  Samples g;
+  // Symmetrised, eigenvalues kept positive relative to the largest.
+  g.c = Eigen::Map<const Matrix>(s.covariance.data(), nn, nn);
+  g.c = 0.5 * (g.c + g.c.transpose()).eval();
+  Eigen::SelfAdjointEigenSolver<Matrix> eig(g.c);
+  g.b = eig.eigenvectors();
   Vector d2 = eig.eigenvalues();
   const double d2_max = std::max(d2.maxCoeff(), 1e-300);
   Vector d = d2.cwiseMax(1e-14 * d2_max).cwiseSqrt();
-
-  // Sample: z_k ~ N(0, I) from the stream of (run, generation); y_k = B·D·z_k.
   CounterRng rng(
-      options_.seed, kSampleStream,
+      seed, kSampleStream,
       (static_cast<std::uint64_t>(s.run) << 32) | static_cast<std::uint64_t>(s.generation));
   const Vector mean = ToVector(s.mean);
-  std::vector<Vector> zs(static_cast<std::size_t>(lambda), Vector(nn));
-  std::vector<Vector> ys(static_cast<std::size_t>(lambda));
-  std::vector<std::vector<double>> xs(static_cast<std::size_t>(lambda));
-  std::vector<std::vector<double>> points(static_cast<std::size_t>(lambda));
-  for (std::size_t k = 0; k < zs.size(); ++k) {
-    for (Eigen::Index i = 0; i < nn; ++i) zs[k][i] = rng.Normal();
-    ys[k] = b * d.cwiseProduct(zs[k]);
-    const Vector zk = mean + s.sigma * ys[k];
-    points[k] = FromVector(zk);
-    xs[k] = ToParameters(points[k]);
+  g.zs.assign(static_cast<std::size_t>(lambda), Vector(nn));
+  g.ys.resize(static_cast<std::size_t>(lambda));
+  g.points.resize(static_cast<std::size_t>(lambda));
+  for (std::size_t k = 0; k < g.zs.size(); ++k) {
+    for (Eigen::Index i = 0; i < nn; ++i) g.zs[k][i] = rng.Normal();
+    g.ys[k] = g.b * d.cwiseProduct(g.zs[k]);
+    const Vector zk = mean + s.sigma * g.ys[k];
+    g.points[k] = FromVector(zk);
   }
-  std::vector<double> chi2;
-  f(xs, chi2);
-  HOMODYNE_CHECK(chi2.size() == xs.size(), "batch objective returned the wrong count");
+  return g;
+}
+
+// The candidates' indices by χ² (non-finite values count as +inf; ties in sampling order).
+std::vector<int> Rank(std::vector<double>& chi2) {
   for (double& v : chi2) {
     if (!std::isfinite(v)) v = kInf;
   }
-  std::vector<int> order(static_cast<std::size_t>(lambda));
+  std::vector<int> order(chi2.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int bb) {
     return chi2[static_cast<std::size_t>(a)] < chi2[static_cast<std::size_t>(bb)];
   });
-  const auto best_k = static_cast<std::size_t>(order.front());
-  s.run_best_chi2 = std::min(s.run_best_chi2, chi2[best_k]);
-  if (chi2[best_k] < s.best_chi2) {
-    s.best_chi2 = chi2[best_k];
-    s.best_x = xs[best_k];
-    s.best_z = points[best_k];
-  }
+  return order;
+}
 
+// The update of the distribution from the ranked samples (mean, evolution paths, covariance,
+// step size, counters); returns the stop criterion of the run met (kNone: none).
+CmaesStop Update(CmaesState& s, const CmaesOptions& o, const Parameters& par, const Samples& g,
+                 const std::vector<int>& order, const std::vector<double>& chi2) {
+  const auto nn = static_cast<Eigen::Index>(g.b.rows());
+  const int n = static_cast<int>(nn);
+  const int lambda = static_cast<int>(order.size());
   // Recombination of the selected steps.
   Vector y_w = Vector::Zero(nn), z_w = Vector::Zero(nn);
   for (int i = 0; i < par.mu; ++i) {
     const auto k = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
-    y_w += par.weights[static_cast<std::size_t>(i)] * ys[k];
-    z_w += par.weights[static_cast<std::size_t>(i)] * zs[k];
+    y_w += par.weights[static_cast<std::size_t>(i)] * g.ys[k];
+    z_w += par.weights[static_cast<std::size_t>(i)] * g.zs[k];
   }
-  const Vector new_mean = mean + s.sigma * y_w;  // c_m = 1
+  const Vector new_mean = ToVector(s.mean) + s.sigma * y_w;  // c_m = 1
 
   // Evolution paths; C^(−1/2)·y_w = B·z_w.
   Vector ps = ToVector(s.path_sigma);
   ps = (1.0 - par.c_sigma) * ps +
-       std::sqrt(par.c_sigma * (2.0 - par.c_sigma) * par.mu_eff) * (b * z_w);
+       std::sqrt(par.c_sigma * (2.0 - par.c_sigma) * par.mu_eff) * (g.b * z_w);
   const double ps_norm = ps.norm();
   const double decay = 1.0 - std::pow(1.0 - par.c_sigma, 2.0 * (s.generation + 1));
   const bool h_sigma = ps_norm / std::sqrt(decay) < (1.4 + 2.0 / (n + 1.0)) * par.chi_n;
@@ -356,14 +362,14 @@ CmaesGeneration Cmaes::Step(const BatchObjective& f) {
   // Covariance: rank one + rank μ with active weights (the negative ones rescaled by
   // n/‖C^(−1/2)y‖² = n/‖z‖²).
   const double delta_h = h_sigma ? 0.0 : par.c_c * (2.0 - par.c_c);
-  Matrix c_new = (1.0 + par.c_1 * delta_h - par.c_1 - par.c_mu * par.weight_sum) * c +
+  Matrix c_new = (1.0 + par.c_1 * delta_h - par.c_1 - par.c_mu * par.weight_sum) * g.c +
                  par.c_1 * pc * pc.transpose();
   for (int i = 0; i < lambda; ++i) {
     double w = par.weights[static_cast<std::size_t>(i)];
     if (w == 0.0) continue;
     const auto k = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
-    if (w < 0.0) w *= n / std::max(zs[k].squaredNorm(), 1e-300);
-    c_new += par.c_mu * w * ys[k] * ys[k].transpose();
+    if (w < 0.0) w *= n / std::max(g.zs[k].squaredNorm(), 1e-300);
+    c_new += par.c_mu * w * g.ys[k] * g.ys[k].transpose();
   }
   const double sigma =
       std::min(s.sigma * std::exp((par.c_sigma / par.d_sigma) * (ps_norm / par.chi_n - 1.0)), 1e8);
@@ -378,36 +384,63 @@ CmaesGeneration Cmaes::Step(const BatchObjective& f) {
   s.evaluations += lambda;
 
   // Stop criteria of the run.
-  const double f_best = chi2[best_k];
+  const double f_best = chi2[static_cast<std::size_t>(order.front())];
   const double f_worst = chi2[static_cast<std::size_t>(order.back())];
-  const bool flat =
-      std::isfinite(f_worst) && f_worst - f_best <= options_.tol_fun * std::abs(f_best);
+  const bool flat = std::isfinite(f_worst) && f_worst - f_best <= o.tol_fun * std::abs(f_best);
   s.flat_generations = flat ? s.flat_generations + 1 : 0;
-  CmaesStop stop = CmaesStop::kNone;
   if (!c_new.allFinite() || !std::isfinite(sigma) || !new_mean.allFinite()) {
-    stop = CmaesStop::kNumerical;
-  } else if (sigma * std::sqrt(c_new.diagonal().maxCoeff()) < options_.tol_x) {
-    stop = CmaesStop::kTolX;
-  } else if (s.flat_generations >= CmaesOptions::kFlatGenerations) {
-    stop = CmaesStop::kTolFun;
-  } else if (s.generation >= options_.max_generations) {
-    stop = CmaesStop::kMaxGenerations;
+    return CmaesStop::kNumerical;
+  }
+  if (sigma * std::sqrt(c_new.diagonal().maxCoeff()) < o.tol_x) return CmaesStop::kTolX;
+  if (s.flat_generations >= CmaesOptions::kFlatGenerations) return CmaesStop::kTolFun;
+  if (s.generation >= o.max_generations) return CmaesStop::kMaxGenerations;
+  return CmaesStop::kNone;
+}
+
+}  // namespace
+
+CmaesGeneration Cmaes::Step(const BatchObjective& f) {
+  HOMODYNE_CHECK(!state_.finished, "CMA-ES stepped after it finished");
+  CmaesState& s = state_;
+  const int lambda = s.popsize;
+  const Parameters par(num_searched(), lambda);
+
+  // Sample, then evaluate: one call of f for the generation.
+  const Samples samples = Sample(s, options_.seed, num_searched(), lambda);
+  std::vector<std::vector<double>> xs(static_cast<std::size_t>(lambda));
+  for (std::size_t k = 0; k < xs.size(); ++k) xs[k] = ToParameters(samples.points[k]);
+  std::vector<double> chi2;
+  f(xs, chi2);
+  HOMODYNE_CHECK(chi2.size() == xs.size(), "batch objective returned the wrong count");
+  const std::vector<int> order = Rank(chi2);
+  const auto best_k = static_cast<std::size_t>(order.front());
+  s.run_best_chi2 = std::min(s.run_best_chi2, chi2[best_k]);
+  if (chi2[best_k] < s.best_chi2) {
+    s.best_chi2 = chi2[best_k];
+    s.best_x = xs[best_k];
+    s.best_z = samples.points[best_k];
   }
 
+  const CmaesStop stop = Update(s, options_, par, samples, order, chi2);
   CmaesGeneration g;
   g.run = s.run;
   g.generation = s.generation;
   g.total_generations = s.total_generations;
   g.popsize = lambda;
-  g.generation_best = f_best;
+  g.generation_best = chi2[best_k];
   g.best_chi2 = s.best_chi2;
-  g.sigma = sigma;
+  g.sigma = s.sigma;
   g.evaluations = s.evaluations;
   if (stop == CmaesStop::kNone) return g;
-
   g.run_ended = true;
   g.run_stop = stop;
-  s.runs.push_back({lambda, s.generation, s.run_best_chi2, stop});
+  EndRun(stop);
+  return g;
+}
+
+void Cmaes::EndRun(CmaesStop stop) {
+  CmaesState& s = state_;
+  s.runs.push_back({s.popsize, s.generation, s.run_best_chi2, stop});
   const int runs_allowed =
       options_.restart_strategy == RestartStrategy::kBipop ? 1 + options_.max_restarts : 1;
   if (s.run + 1 >= runs_allowed) {
@@ -415,14 +448,13 @@ CmaesGeneration Cmaes::Step(const BatchObjective& f) {
     s.stop = options_.restart_strategy == RestartStrategy::kBipop && options_.max_restarts > 0
                  ? CmaesStop::kMaxRestarts
                  : stop;
-    return g;
+    return;
   }
   // Next run: at the best point so far with probability ½, else where this run started.
   CounterRng coin(options_.seed, kRestartStream, static_cast<std::uint64_t>(s.run + 1));
   coin.NextU64();  // the draw of the run's population size
   std::vector<double> start = coin.Uniform() < 0.5 ? s.best_z : s.run_start;
   StartRun(s.run + 1, std::move(start));
-  return g;
 }
 
 std::vector<double> Cmaes::Setup() const {

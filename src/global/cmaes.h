@@ -159,6 +159,8 @@ class Cmaes {
 
  private:
   void StartRun(int run, std::vector<double> start);
+  // The run's record; then the next run (bipop) or the end of the search.
+  void EndRun(CmaesStop stop);
   int RunPopsize(int run) const;
 
   CmaesOptions options_;

@@ -21,7 +21,10 @@
 //   answer         the lowest χ² of all of these, labelled by its own solve.
 //
 // Every step is collective over one communicator, deterministic and replicated, so the
-// answer does not depend on ranks, threads or checkpoints.
+// answer does not depend on ranks, threads or checkpoints. RunNlsqPipeline drives these as
+// named stages (fit_pipeline.cpp) over one PipelineContext (pipeline_context.h: the session,
+// the options resolved once, the checkpoint settings, the report being built); the steps that
+// take the context are declared in pipeline_stages.h.
 #pragma once
 
 #include <cstdint>
@@ -59,24 +62,6 @@ struct RecoveryOptions {
 // The phi0 values the check restarts from: `n` midpoints of equal parts of [lo, hi].
 std::vector<double> Phi0RestartValues(double lo, double hi, int n);
 
-// Collective. The phi0 check on `best` (a no-op when there is no free parameter named
-// phi0 or n_restarts is 0): returns the summary with the lowest χ² among `best` and the
-// restarts (ties keep `best`). One line per restart goes to `actions` when the check ran.
-// Each restart checkpoints under "<dir>/phi0_restart_<k>".
-nlsq::SolverSummary CheckPhi0Basins(
-    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, int n_restarts,
-    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
-    bool progress, std::vector<std::string>& actions);
-
-// Collective. The mirror check on `best` (two_component with the transport and fraction
-// parameters free; else a no-op): one local fit from the mirror of `best` on the grid
-// t = dt·[1..N]; returns the better (Better) of the two. It checkpoints under
-// "<dir>/mirror".
-nlsq::SolverSummary CheckMirrorBasin(
-    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& best, double dt,
-    const std::optional<checkpoint::CheckpointSettings>& checkpoints, const Logger& logger,
-    bool progress, std::vector<std::string>& actions);
-
 // two_component: `base` (an optimiser-space start) with its per-angle scaling fitted to the
 // data, the physics held (the quantile estimates of the scaling assume homodyne's decay;
 // where the cross term oscillates they are far off, and a local fit from the true physics
@@ -84,35 +69,10 @@ nlsq::SolverSummary CheckMirrorBasin(
 std::vector<double> ScalingFittedStart(nlsq::XpcsFitSession& session,
                                        const std::vector<double>& base, const Logger& logger);
 
-// Collective. two_component's anti-degeneracy path (xpcsjax's L2, two stages): stage 1
-// fits the physics from the configured start with every angle's contrast and offset held
-// at the quantile estimates (nlsq::XpcsFitSession::SolveQuantileScaling); stage 2 is the joint
-// fit of the session's layout from stage 1's physics, its scaling fitted first as for the
-// plain fit (ScalingFittedStart). Returns the better (Better) of `plain` and stage 2; fills
-// the report's two-stage fields and adds one line to `actions`. The stages checkpoint
-// under "<dir>/two_stage_1" and "<dir>/two_stage_2".
-nlsq::SolverSummary TwoStagePath(nlsq::XpcsFitSession& session, const nlsq::SolverSummary& plain,
-                                 const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                                 const Logger& logger, bool progress,
-                                 std::vector<std::string>& actions,
-                                 nlsq::AntiDegeneracyReport& report);
-
 // The rates of the transport scan: D on a log grid (√2 steps) whose decay time 1/(q²·D) runs
 // from ten windows, 10·T with T = dt·n_times, down to one frame, dt. Empty for q, dt ≤ 0 or
 // fewer than 2 times.
 std::vector<double> TransportScanRates(double q, double dt, std::int64_t n_times);
-// Collective. two_component's transport scan, for a start whose transport is the registry's
-// (RunNlsqPipeline: no transport parameter configured): χ² in one batched pass (on every
-// stride-th row for large data, as the velocity scan) of `start`
-// with D0_ref = D0_sample = each TransportScanRates value and the start's own, the velocity
-// (v0, v_offset) at 0 unless `velocity_configured`. Returns `start` with both rates at the
-// lowest (the velocity as it was; ties keep the start's rate); `start` itself when D0_ref or
-// D0_sample is held or the two differ. One line to `actions`. The registry's 1e4 is tied to
-// no time scale of the data: at q = 0.0237 1/Å it decays in 2 frames of 0.1 s, and the local
-// fits from it ended on the plateau where the sample has decayed within a frame.
-std::vector<double> ScanTransport(nlsq::XpcsFitSession& session, const std::vector<double>& start,
-                                  double q, double dt, bool velocity_configured,
-                                  const Logger& logger, std::vector<std::string>& actions);
 // two_component: the points of the velocity scan, `base` with (v0, v_beta)
 // on a grid: v_beta at 4 evenly spaced points of its bounds, and for each, v0 such that the
 // mean velocity over the window t = dt·[1..n_times] runs over a log grid (3 % steps) from a
@@ -154,15 +114,6 @@ std::string WhyRestart(const nlsq::XpcsFitSession& session, const nlsq::SolverSu
 // shear rate is all offset, which are the plateaus the stalled fit is on.
 std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& session,
                                                     int n_starts, std::uint64_t seed);
-
-// Collective. Restarts after a stall: `n_starts` Latin-hypercube starts (StallRestartStarts)
-// by χ² in one batched pass, local fits from the lowest max(3, n_starts/2); returns the
-// lowest χ² among `stalled` and them. Each restart checkpoints under
-// "<dir>/stall_restart_<k>".
-nlsq::SolverSummary RestartAfterStall(
-    nlsq::XpcsFitSession& session, const nlsq::SolverSummary& stalled, int n_starts,
-    std::uint64_t seed, const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-    const Logger& logger, bool progress, std::vector<std::string>& actions);
 
 // Collective over `comm`; every rank returns the same result. The pipeline above with the
 // config's settings (optimization.nlsq.cmaes and .recovery).

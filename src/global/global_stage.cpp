@@ -13,6 +13,7 @@
 #include "config/key_paths.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "model/robust_loss.h"
 #include "parallel/collective.h"
 
 namespace homodyne::global {
@@ -278,54 +279,64 @@ int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points
   return static_cast<int>(std::min(by_points, by_rows));
 }
 
-nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalStageOptions& g,
-                                   double scale_ratio,
-                                   const std::optional<nlsq::SolverSummary>& warm,
-                                   const std::optional<checkpoint::CheckpointSettings>& checkpoints,
-                                   const Logger& logger, bool progress,
-                                   nlsq::GlobalSearchReport& rep, double& cmaes_seconds) {
+namespace {
+
+// What the steps of one global stage share.
+struct StageRun {
+  nlsq::XpcsFitSession& session;
+  const GlobalStageOptions& g;
+  const std::optional<checkpoint::CheckpointSettings>& checkpoints;
+  const Logger& logger;
+  bool progress;
+  nlsq::GlobalSearchReport& rep;
+};
+
+// The report before the stage: every χ² not yet known.
+void StartReport(nlsq::GlobalSearchReport& rep, double scale_ratio, std::uint64_t seed) {
   rep = nlsq::GlobalSearchReport{};
   rep.scale_ratio = scale_ratio;
-  rep.seed = g.seed;
+  rep.seed = seed;
   rep.warmstart_chi_squared = kNaN;
   rep.warmstart_reduced_chi2 = kNaN;
   rep.cmaes_chi_squared = kNaN;
   rep.refined_chi_squared = kNaN;
   rep.chi_squared_improvement = kNaN;
-  cmaes_seconds = 0.0;
+}
 
-  bool warm_converged = false;
-  std::vector<double> start = session.x0();
-  if (warm) {
-    rep.warmstart_ran = true;
-    rep.warmstart_termination = std::string(ToString(warm->termination));
-    rep.warmstart_chi_squared = warm->final_chi2;
-    rep.warmstart_reduced_chi2 = session.ReducedChi2(warm->final_chi2);
-    warm_converged =
-        warm->termination == lsq::Termination::kConverged && std::isfinite(warm->final_chi2);
-    if (warm_converged) start = warm->x;
-    // 2. Auto-skip: a good local answer needs no global search.
-    if (warm_converged && g.warmstart_auto_skip &&
-        rep.warmstart_reduced_chi2 < g.warmstart_skip_threshold) {
-      logger.Info(
-          "CMA-ES: the warm start converged with reduced chi2 {:.5g} < warmstart_skip_threshold "
-          "{:.5g}: keeping it, no global search",
-          rep.warmstart_reduced_chi2, g.warmstart_skip_threshold);
-      rep.cmaes_skipped = true;
-      rep.selected = "nlsq_warmstart";
-      rep.chi_squared_improvement = 0.0;
-      return *warm;
-    }
+// Step 2, auto-skip: a converged warm start with reduced χ² below warmstart_skip_threshold
+// needs no global search. Records the warm start in the report either way.
+bool SkipAfterWarmStart(StageRun& run, const nlsq::SolverSummary& warm, bool warm_converged) {
+  nlsq::GlobalSearchReport& rep = run.rep;
+  rep.warmstart_ran = true;
+  rep.warmstart_termination = std::string(ToString(warm.termination));
+  rep.warmstart_chi_squared = warm.final_chi2;
+  rep.warmstart_reduced_chi2 = run.session.ReducedChi2(warm.final_chi2);
+  if (!warm_converged || !run.g.warmstart_auto_skip ||
+      !(rep.warmstart_reduced_chi2 < run.g.warmstart_skip_threshold)) {
+    return false;
   }
+  run.logger.Info(
+      "CMA-ES: the warm start converged with reduced chi2 {:.5g} < warmstart_skip_threshold "
+      "{:.5g}: keeping it, no global search",
+      rep.warmstart_reduced_chi2, run.g.warmstart_skip_threshold);
+  rep.cmaes_skipped = true;
+  rep.selected = "nlsq_warmstart";
+  rep.chi_squared_improvement = 0.0;
+  return true;
+}
 
-  // 3. CMA-ES.
+// The strategy's options for this stage: the budget for the searched dimension and scale
+// ratio; after a converged warm start, sigma_warmstart and no restarts.
+CmaesOptions PlanSearch(const StageRun& run, double scale_ratio, bool warm_converged) {
+  const nlsq::XpcsFitSession& session = run.session;
+  const GlobalStageOptions& g = run.g;
   int n_searched = 0;
   for (std::size_t i = 0; i < session.x0().size(); ++i) {
     n_searched += session.upper()[i] - session.lower()[i] > g.normalization_epsilon ? 1 : 0;
   }
   const CmaesBudget budget = PlanCmaesBudget(g, n_searched, scale_ratio);
   if (budget.adapted) {
-    logger.Info(
+    run.logger.Info(
         "CMA-ES: adaptive scaling for bound scale ratio {:.3g}: popsize {} -> {}, "
         "max_generations {} -> {}",
         scale_ratio, budget.popsize_default, budget.popsize, budget.generations_default,
@@ -339,10 +350,11 @@ nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalSt
     co.restart_strategy = RestartStrategy::kNone;
   }
   if (warm_converged && g.restart_strategy != RestartStrategy::kNone) {
-    logger.Info("CMA-ES: warm start converged: sigma_warmstart {} and restart_strategy {} -> none",
-                g.sigma_warmstart, ToString(g.restart_strategy));
+    run.logger.Info(
+        "CMA-ES: warm start converged: sigma_warmstart {} and restart_strategy {} -> none",
+        g.sigma_warmstart, ToString(g.restart_strategy));
   }
-  logger.Info(
+  run.logger.Info(
       "CMA-ES phase 2: global search over {} parameter(s) from the {}: popsize {}, up to {} "
       "generation(s) per run, sigma {}, restarts {}, seed {}",
       n_searched, warm_converged ? "warm start" : "configured start", co.popsize,
@@ -350,19 +362,26 @@ nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalSt
       co.restart_strategy == RestartStrategy::kBipop ? fmt::format("bipop × {}", co.max_restarts)
                                                      : std::string("none"),
       co.seed);
+  return co;
+}
+
+// Step 3: the CMA-ES search from `start`, its χ² on all points at the end.
+CmaesSummary SearchBox(StageRun& run, const CmaesOptions& co, const std::vector<double>& start) {
+  nlsq::XpcsFitSession& session = run.session;
+  nlsq::GlobalSearchReport& rep = run.rep;
   // On large data the search evaluates every stride-th row of each angle only: its
   // thousands of evaluations then cost what a few local fits do (23 angles x 1000 frames:
   // 54 s on all points), while every row keeps every lag; the refinement and the comparison
   // with the warm start below use all points.
   const std::int64_t points = session.total_points();
-  const int stride = SearchRowStride(session, g.search_max_points);
+  const int stride = SearchRowStride(session, run.g.search_max_points);
   std::string identity = session.DataDescription();
   if (stride > 1) {
     const std::int64_t searched = session.PointsOnRows(stride);
-    logger.Info(
+    run.logger.Info(
         "CMA-ES: the search evaluates every {}th row of each angle ({} of {} points; "
         "search_max_points {}); the refinement uses all points",
-        stride, searched, points, g.search_max_points);
+        stride, searched, points, run.g.search_max_points);
     identity += fmt::format("; search on every {}th row", stride);
   }
   rep.search_row_stride = stride;
@@ -374,6 +393,7 @@ nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalSt
     nlsq::XpcsFitSession& session;
     ~StopCheck() { session.SetStopCheck({}); }
   } stop_check{session};
+  const auto& checkpoints = run.checkpoints;
   if (checkpoints && (checkpoints->enabled || checkpoints->resume) && checkpoints->stop_on_signal) {
     session.SetStopCheck([] { return checkpoint::LocalStopSignal() != 0; });
   }
@@ -382,112 +402,161 @@ nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalSt
       [&](std::span<const std::vector<double>> xs, std::vector<double>& chi2) {
         session.Chi2BatchOnRows(xs, chi2, stride);
       },
-      checkpoints, identity, logger, progress);
+      checkpoints, identity, run.logger, run.progress);
   if (stride > 1) {
     rep.search_chi_squared_on_rows = cs.chi2;
     cs.chi2 = session.Chi2At(cs.x);  // all points, comparable with the warm start's
   }
-  logger.Info(
-      "CMA-ES: global search done: chi2 {:.8e} after {} generation(s), {} evaluations, {} "
+  return cs;
+}
+
+// The search's counts and settings in the report.
+void ReportSearch(StageRun& run, const CmaesOptions& co, const CmaesSummary& cs) {
+  run.logger.Info(
+      "CMA-ES: global search done: {} {:.8e} after {} generation(s), {} evaluations, {} "
       "restart(s) ({}, {:.1f} s)",
-      cs.chi2, cs.generations, cs.evaluations, cs.restarts, ToString(cs.stop), cs.seconds);
+      model::ObjectiveName(run.session.problem_loss()), cs.chi2, cs.generations, cs.evaluations,
+      cs.restarts, ToString(cs.stop), cs.seconds);
+  nlsq::GlobalSearchReport& rep = run.rep;
   rep.generations = cs.generations;
   rep.evaluations = cs.evaluations;
   rep.restarts = cs.restarts;
   rep.convergence_reason = std::string(ToString(cs.stop));
   rep.restart_strategy = std::string(ToString(co.restart_strategy));
   rep.popsize = cs.base_popsize;
-  for (const CmaesRun& run : cs.runs) rep.run_popsizes.push_back(run.popsize);
+  for (const CmaesRun& r : cs.runs) rep.run_popsizes.push_back(r.popsize);
   rep.max_generations = co.max_generations;
   rep.sigma = co.sigma;
   rep.global_search_time_s = cs.seconds;
   rep.cmaes_chi_squared = cs.chi2;
+}
 
-  // 4. Refinement by the local fit from the CMA-ES point. Its checkpoints go to a
-  // subdirectory, apart from the warm start's (a resume continues each where it was).
-  std::optional<nlsq::SolverSummary> chosen;
-  if (!g.refine_with_nlsq) {
-    rep.refinement = "disabled";
-  } else if (warm && std::isfinite(warm->final_chi2) &&
-             !(cs.chi2 <= kRefineWorseFactor * warm->final_chi2)) {
-    rep.refinement = "skipped_worse";
-    logger.Info("CMA-ES: no refinement: chi2 {:.6e} is more than {}× the warm start's {:.6e}",
-                cs.chi2, kRefineWorseFactor, warm->final_chi2);
-  } else {
-    logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
-    // homodyne's refinement minimises cmaes.refinement_loss, whatever the fit's loss; every
-    // candidate is then compared (and the answer reported) under the fit's loss.
-    const model::RobustLoss fit_loss = session.loss();
-    // Its C is 1 on the sigma-scaled residual: homodyne's refinement passes sigma and no f_scale.
-    const model::RobustLoss refine_loss{g.refinement_loss, 1.0};
-    const bool other_loss = refine_loss.kind != fit_loss.kind;
-    if (other_loss) {
-      logger.Info(
-          "CMA-ES: the refinement minimises the {} loss (cmaes.refinement_loss), the fit {}",
-          model::Describe(refine_loss), model::Describe(fit_loss));
-      session.SetProblemLoss(refine_loss);
-    }
-    nlsq::SolverSummary refined;
-    try {
-      refined =
-          session.Solve(cs.x, progress, checkpoint::InSubfolder(checkpoints, "cmaes_refinement"));
-    } catch (...) {
-      session.SetProblemLoss(fit_loss);
-      throw;
-    }
-    if (other_loss) {
-      session.SetProblemLoss(fit_loss);
-      // The refined point's objective and normal equations under the fit's loss (for the
-      // comparisons below and the covariance); its label stays its own solve's.
-      const nlsq::SolverSummary at =
-          session.SummaryAt(refined.x, refined.termination, refined.message);
-      refined.final_equations = at.final_equations;
-      refined.final_chi2 = at.final_chi2;
-      refined.optimality = at.optimality;
-      refined.message += fmt::format(" (refined under the {} loss; objective under the fit's {})",
-                                     model::Describe(refine_loss), model::Describe(fit_loss));
-    }
-    rep.refined_chi_squared = refined.final_chi2;
-    if (refined.IsUsable() && std::isfinite(refined.final_chi2)) {
-      rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";
-      if (refined.final_chi2 < cs.chi2) {
-        logger.Info("CMA-ES: refinement improved chi2 {:.12g} -> {:.12g}", cs.chi2,
-                    refined.final_chi2);
-      }
-      chosen = std::move(refined);
-    } else {
-      rep.refinement = "failed";
-      logger.Warn("CMA-ES: the refinement did not converge ({}); using the CMA-ES point",
-                  refined.message);
-    }
+// The local fit from the CMA-ES point under cmaes.refinement_loss; its objective and normal
+// equations then under the fit's loss (for the comparisons and the covariance), its label
+// its own solve's. Its checkpoints go to a subdirectory, apart from the warm start's (a
+// resume continues each where it was).
+nlsq::SolverSummary SolveRefinement(StageRun& run, const std::vector<double>& x) {
+  nlsq::XpcsFitSession& session = run.session;
+  // homodyne's refinement minimises cmaes.refinement_loss, whatever the fit's loss; every
+  // candidate is then compared (and the answer reported) under the fit's loss.
+  const model::RobustLoss fit_loss = session.loss();
+  // Its C is 1 on the sigma-scaled residual: homodyne's refinement passes sigma and no f_scale.
+  const model::RobustLoss refine_loss{run.g.refinement_loss, 1.0};
+  const bool other_loss = refine_loss.kind != fit_loss.kind;
+  if (other_loss) {
+    run.logger.Info(
+        "CMA-ES: the refinement minimises the {} loss (cmaes.refinement_loss), the fit {}",
+        model::Describe(refine_loss), model::Describe(fit_loss));
+    session.SetProblemLoss(refine_loss);
   }
-  const double global_chi2 = chosen ? chosen->final_chi2 : cs.chi2;
+  nlsq::SolverSummary refined;
+  try {
+    refined = session.Solve(x, run.progress,
+                            checkpoint::InSubfolder(run.checkpoints, "cmaes_refinement"));
+  } catch (...) {
+    session.SetProblemLoss(fit_loss);
+    throw;
+  }
+  if (other_loss) {
+    session.SetProblemLoss(fit_loss);
+    const nlsq::SolverSummary at =
+        session.SummaryAt(refined.x, refined.termination, refined.message);
+    refined.final_equations = at.final_equations;
+    refined.final_chi2 = at.final_chi2;
+    refined.optimality = at.optimality;
+    refined.message += fmt::format(" (refined under the {} loss; objective under the fit's {})",
+                                   model::Describe(refine_loss), model::Describe(fit_loss));
+  }
+  return refined;
+}
 
-  // 5. Keep-better: the warm start's answer when the global stage did not beat it.
-  nlsq::SolverSummary final_summary;
+// Step 4: the refinement, unless disabled or the CMA-ES point is more than
+// kRefineWorseFactor worse than the warm start. Empty: no usable refined answer.
+std::optional<nlsq::SolverSummary> Refine(StageRun& run, const CmaesSummary& cs,
+                                          const std::optional<nlsq::SolverSummary>& warm) {
+  nlsq::GlobalSearchReport& rep = run.rep;
+  if (!run.g.refine_with_nlsq) {
+    rep.refinement = "disabled";
+    return std::nullopt;
+  }
+  if (warm && std::isfinite(warm->final_chi2) &&
+      !(cs.chi2 <= kRefineWorseFactor * warm->final_chi2)) {
+    rep.refinement = "skipped_worse";
+    run.logger.Info("CMA-ES: no refinement: {} {:.6e} is more than {}× the warm start's {:.6e}",
+                    model::ObjectiveName(run.session.problem_loss()), cs.chi2, kRefineWorseFactor,
+                    warm->final_chi2);
+    return std::nullopt;
+  }
+  run.logger.Info("CMA-ES phase 3: local fit from the CMA-ES point (refinement)");
+  nlsq::SolverSummary refined = SolveRefinement(run, cs.x);
+  rep.refined_chi_squared = refined.final_chi2;
+  if (!refined.IsUsable() || !std::isfinite(refined.final_chi2)) {
+    rep.refinement = "failed";
+    run.logger.Warn("CMA-ES: the refinement did not converge ({}); using the CMA-ES point",
+                    refined.message);
+    return std::nullopt;
+  }
+  rep.refinement = refined.final_chi2 < cs.chi2 ? "improved" : "not_improved";
+  if (refined.final_chi2 < cs.chi2) {
+    run.logger.Info("CMA-ES: refinement improved {} {:.12g} -> {:.12g}",
+                    model::ObjectiveName(run.session.problem_loss()), cs.chi2, refined.final_chi2);
+  }
+  return refined;
+}
+
+// Step 5, keep-better: the warm start's answer when the global stage did not beat it, else
+// the refined answer, else the CMA-ES point itself.
+nlsq::SolverSummary KeepBetter(StageRun& run, const CmaesSummary& cs,
+                               std::optional<nlsq::SolverSummary> chosen,
+                               const std::optional<nlsq::SolverSummary>& warm) {
+  nlsq::GlobalSearchReport& rep = run.rep;
+  const double global_chi2 = chosen ? chosen->final_chi2 : cs.chi2;
   if (warm && warm->IsUsable() && std::isfinite(warm->final_chi2) &&
       warm->final_chi2 < global_chi2) {
-    logger.Info("CMA-ES: the warm start is better (chi2 {:.12g} < {:.12g}): keeping it",
-                warm->final_chi2, global_chi2);
+    run.logger.Info("CMA-ES: the warm start is better ({} {:.12g} < {:.12g}): keeping it",
+                    model::ObjectiveName(run.session.problem_loss()), warm->final_chi2,
+                    global_chi2);
     rep.selected = "nlsq_warmstart";
-    final_summary = *warm;
-  } else if (chosen) {
-    rep.selected = "cmaes_refined";
-    final_summary = std::move(*chosen);
-  } else {
-    rep.selected = "cmaes";
-    // The strategy's own stop (not a budget running out) is converged only if the point
-    // passes the optimality test too (SummaryAt decides; else it is stalled).
-    const bool converged = cs.stop == CmaesStop::kTolX || cs.stop == CmaesStop::kTolFun;
-    final_summary = session.SummaryAt(
-        cs.x, converged ? lsq::Termination::kConverged : lsq::Termination::kMaxIterations,
-        fmt::format("CMA-ES point ({})", ToString(cs.stop)));
+    return *warm;
   }
+  if (chosen) {
+    rep.selected = "cmaes_refined";
+    return std::move(*chosen);
+  }
+  rep.selected = "cmaes";
+  // The strategy's own stop (not a budget running out) is converged only if the point
+  // passes the optimality test too (SummaryAt decides; else it is stalled).
+  const bool converged = cs.stop == CmaesStop::kTolX || cs.stop == CmaesStop::kTolFun;
+  return run.session.SummaryAt(
+      cs.x, converged ? lsq::Termination::kConverged : lsq::Termination::kMaxIterations,
+      fmt::format("CMA-ES point ({})", ToString(cs.stop)));
+}
+
+}  // namespace
+
+nlsq::SolverSummary RunGlobalStage(nlsq::XpcsFitSession& session, const GlobalStageOptions& g,
+                                   double scale_ratio,
+                                   const std::optional<nlsq::SolverSummary>& warm,
+                                   const std::optional<checkpoint::CheckpointSettings>& checkpoints,
+                                   const Logger& logger, bool progress,
+                                   nlsq::GlobalSearchReport& rep, double& cmaes_seconds) {
+  StartReport(rep, scale_ratio, g.seed);
+  cmaes_seconds = 0.0;
+  StageRun run{session, g, checkpoints, logger, progress, rep};
+  const bool warm_converged =
+      warm && warm->termination == lsq::Termination::kConverged && std::isfinite(warm->final_chi2);
+  if (warm && SkipAfterWarmStart(run, *warm, warm_converged)) return *warm;
+  const std::vector<double> start = warm_converged ? warm->x : session.x0();
+  const CmaesOptions co = PlanSearch(run, scale_ratio, warm_converged);
+  const CmaesSummary cs = SearchBox(run, co, start);
+  ReportSearch(run, co, cs);
+  std::optional<nlsq::SolverSummary> chosen = Refine(run, cs, warm);
+  nlsq::SolverSummary answer = KeepBetter(run, cs, std::move(chosen), warm);
   if (warm && std::isfinite(warm->final_chi2)) {
-    rep.chi_squared_improvement = warm->final_chi2 - final_summary.final_chi2;
+    rep.chi_squared_improvement = warm->final_chi2 - answer.final_chi2;
   }
   cmaes_seconds = cs.seconds;
-  return final_summary;
+  return answer;
 }
 
 nlsq::NlsqRunResult RunGlobalNlsqFit(const Comm& comm, const config::Config& cfg,

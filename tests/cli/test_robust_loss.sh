@@ -10,7 +10,8 @@
 # 2 ranks, 1 and 2 threads and after a checkpoint resume; TAO (bntr) agrees with SciPy too;
 # the CMA-ES refinement takes cmaes.refinement_loss; two_component fits honour the loss: SciPy
 # refits them too (two_component_loss_check.py, cauchy and the default soft_l1), the same bits at
-# 1 and 2 ranks, an answer other than the linear one; a bad loss name is refused naming the key.
+# 1 and 2 ranks, an answer other than the linear one; a bad loss name is refused naming the key;
+# the run report's recovery actions name the objective (chi2 only under the linear loss).
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -126,6 +127,21 @@ for mode in static laminar_flow; do
     fi
     "$py" "$(dirname "$0")/robust_loss_check.py" "$tmp/$mode-$loss" "$mode" "$loss" "$fs" \
       0.1 2000000 || fail "$mode $loss: SciPy disagrees"
+    if [ "$mode" = laminar_flow ]; then
+      # The run report's recovery actions (the phi0 check runs on every laminar fit with phi0
+      # free) name the value the fits minimised: chi2 under the linear loss only.
+      acts=$(sed -n '/^recovery_actions:/,/^[a-z_]*:/p' "$tmp/$mode-$loss/run_report.yaml")
+      grep -q "phi0 check" <<<"$acts" || { echo "$acts"; fail "$mode $loss: no phi0 check action"; }
+      if [ "$loss" = linear ]; then
+        grep -q "than chi2 [0-9]" <<<"$acts" \
+          || { echo "$acts"; fail "the linear fit's actions do not name chi2"; }
+      else
+        grep -Eq "chi2 [0-9]" <<<"$acts" \
+          && { echo "$acts"; fail "the $loss fit's report actions call its objective chi2"; }
+        grep -q "objective ($loss) [0-9]" <<<"$acts" \
+          || { echo "$acts"; fail "the $loss fit's report actions do not name its objective"; }
+      fi
+    fi
   done
   # Bits: 2 ranks, and 2 threads per rank.
   values "$tmp/$mode-soft_l1" > "$tmp/$mode.1.txt"

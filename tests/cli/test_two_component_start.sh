@@ -165,6 +165,6 @@ study_case "registry start after the transport scan" f \
     recovery: {start_screen: false}"
 # (Under the linear loss the scan's answer converges at 62x and is a misfit; under the default
 # soft_l1 it stalls: either way the registry start's paths run, and theirs is kept.)
-grep -qE "transport scan: the answer from its rate [a-z_]+ at chi2 [0-9.e+]* [^;]*; the registry's start ended converged at [0-9.e+]*: the registry's kept" <<<"$actions" ||
+grep -qE "transport scan: the answer from its rate [a-z_]+ at objective \(soft_l1\) [0-9.e+]* [^;]*; the registry's start ended converged at [0-9.e+]*: the registry's kept" <<<"$actions" ||
   fail "no action of the registry start after a failed answer from the transport scan: $actions"
 echo PASS

@@ -1,0 +1,176 @@
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "global/latin_hypercube.h"
+#include "global/pipeline_context.h"
+#include "global/pipeline_stages.h"
+
+// The pipeline's restarts: the rule that calls a local fit suspect, the stall recovery's
+// Latin-hypercube restarts and the phi0 check.
+namespace homodyne::global {
+namespace {
+
+// phi0's index when it is fitted (free), else −1.
+int Phi0Index(const nlsq::XpcsFitSession& session) {
+  const int i = session.ParameterIndex("phi0");
+  return i >= 0 && session.upper()[i] > session.lower()[i] ? i : -1;
+}
+
+}  // namespace
+
+std::string PhysicalAtBound(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
+  std::string out;
+  const std::size_t n = s.x.size();
+  if (s.at_lower_bound.size() != n || s.at_upper_bound.size() != n) return out;
+  for (std::size_t i = n - static_cast<std::size_t>(session.num_physical()); i < n; ++i) {
+    if (!s.at_lower_bound[i] && !s.at_upper_bound[i]) continue;
+    out += (out.empty() ? "" : ", ") + session.parameter_names()[i] +
+           (s.at_lower_bound[i] ? " at its lower bound" : " at its upper bound");
+  }
+  return out;
+}
+
+bool Suspect(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
+  return s.termination != lsq::Termination::kConverged || !PhysicalAtBound(session, s).empty();
+}
+
+std::string WhyRestart(const nlsq::XpcsFitSession& session, const nlsq::SolverSummary& s) {
+  if (s.termination != lsq::Termination::kConverged) {
+    return fmt::format("ended {}", ToString(s.termination));
+  }
+  return fmt::format("converged with {}", PhysicalAtBound(session, s));
+}
+
+std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& session,
+                                                    int n_starts, std::uint64_t seed) {
+  const std::vector<double>& x0 = session.x0();
+  const std::size_t n = x0.size();
+  const std::size_t first_physical = n - static_cast<std::size_t>(session.num_physical());
+  std::vector<double> lo = x0, hi = x0;
+  std::vector<bool> log_scale(n, false);
+  for (std::size_t i = first_physical; i < n; ++i) {
+    const std::string& name = session.parameter_names()[i];
+    if (name == "D_offset" || name == "gamma_dot_t_offset") continue;  // kept at the start's
+    lo[i] = session.lower()[i];
+    hi[i] = session.upper()[i];
+    if (lo[i] > 0.0 && hi[i] > 100.0 * lo[i]) {
+      log_scale[i] = true;
+      lo[i] = std::log(lo[i]);
+      hi[i] = std::log(hi[i]);
+    }
+  }
+  std::vector<std::vector<double>> starts = LatinHypercube(n_starts, lo, hi, seed);
+  for (auto& x : starts) {
+    for (std::size_t i = 0; i < n; ++i) {
+      if (log_scale[i]) x[i] = std::clamp(std::exp(x[i]), session.lower()[i], session.upper()[i]);
+    }
+  }
+  return starts;
+}
+
+std::vector<double> Phi0RestartValues(double lo, double hi, int n) {
+  std::vector<double> v;
+  for (int k = 0; k < n; ++k) v.push_back(lo + (hi - lo) * (k + 0.5) / n);
+  return v;
+}
+
+nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSummary& best) {
+  nlsq::XpcsFitSession& session = ctx.session;
+  const Logger& logger = ctx.logger;
+  const int n_restarts = ctx.recovery.phi0_restarts;
+  const int i = Phi0Index(session);
+  if (i < 0 || n_restarts <= 0 || !best.IsUsable() || best.x.empty()) return best;
+  const std::vector<double> values =
+      Phi0RestartValues(session.lower()[i], session.upper()[i], n_restarts);
+  logger.Info(
+      "NLSQ phi0 check: {} local fit(s) from the answer ({} {:.12g}, phi0 {:.6g}) with phi0 "
+      "at {}",
+      values.size(), model::ObjectiveName(session.problem_loss()), best.final_chi2, best.x[i],
+      fmt::join(values, ", "));
+  nlsq::SolverSummary chosen = best;
+  int chosen_k = -1;
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    std::vector<double> start = best.x;
+    start[i] = values[k];
+    nlsq::SolverSummary s =
+        session.Solve(start, ctx.progress,
+                      checkpoint::InSubfolder(ctx.checkpoints, fmt::format("phi0_restart_{}", k)));
+    logger.Info("NLSQ phi0 check: from phi0 {:.6g}: {} at {} {:.12g}, phi0 {:.6g}", values[k],
+                ToString(s.termination), model::ObjectiveName(session.problem_loss()), s.final_chi2,
+                s.x.empty() ? std::nan("") : s.x[i]);
+    if (Better(s, chosen)) {
+      chosen = std::move(s);
+      chosen_k = static_cast<int>(k);
+    }
+  }
+  if (chosen_k < 0) {
+    ctx.actions.push_back(fmt::format(
+        "phi0 check: {} restart(s) from phi0 = {} found no lower minimum than {} (phi0 {:.6g})",
+        values.size(), fmt::join(values, ", "), ctx.Named(best.final_chi2), best.x[i]));
+    logger.Info("NLSQ phi0 check: no restart found a lower minimum; the answer stands");
+  } else {
+    const bool lower = Lower(chosen, best);
+    ctx.Note(
+        fmt::format("phi0 check: the restart from phi0 = {:.6g} ended {} at {} (phi0 "
+                    "{:.6g}) against {} at {:.12g} (phi0 {:.6g}): {}",
+                    values[chosen_k], ToString(chosen.termination), ctx.Named(chosen.final_chi2),
+                    chosen.x[i], ToString(best.termination), best.final_chi2, best.x[i],
+                    lower ? "a lower minimum; the first answer was not the minimum"
+                          : "the same minimum, now converged"),
+        /*warn=*/lower);
+  }
+  return chosen;
+}
+
+nlsq::SolverSummary RestartAfterStall(PipelineContext& ctx, const nlsq::SolverSummary& stalled) {
+  nlsq::XpcsFitSession& session = ctx.session;
+  const Logger& logger = ctx.logger;
+  const int n_starts = ctx.recovery.stall_starts;
+  const std::uint64_t seed = ctx.recovery.seed;
+  const auto starts = StallRestartStarts(session, n_starts, seed);
+  std::vector<double> chi2;
+  session.Chi2Batch(starts, chi2);
+  std::vector<int> order(starts.size());
+  std::iota(order.begin(), order.end(), 0);
+  const auto key = [&](int i) { return std::isfinite(chi2[i]) ? chi2[i] : HUGE_VAL; };
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return key(a) < key(b); });
+  const int keep = std::min(n_starts, std::max(3, n_starts / 2));
+  logger.Info(
+      "NLSQ stall recovery: local fits from the {} lowest by {} of {} Latin-hypercube starts "
+      "(seed {})",
+      keep, ctx.Objective(), n_starts, seed);
+  nlsq::SolverSummary chosen = stalled;
+  int chosen_k = -1;
+  for (int k = 0; k < keep; ++k) {
+    nlsq::SolverSummary s =
+        session.Solve(starts[order[k]], ctx.progress,
+                      checkpoint::InSubfolder(ctx.checkpoints, fmt::format("stall_restart_{}", k)));
+    const std::string objective = model::ObjectiveName(session.problem_loss());
+    logger.Info("NLSQ stall recovery: start {} ({} {:.6g}): {} at {} {:.12g}", order[k], objective,
+                chi2[order[k]], ToString(s.termination), objective, s.final_chi2);
+    if (Better(s, chosen)) {
+      chosen = std::move(s);
+      chosen_k = k;
+    }
+  }
+  const std::string why = WhyRestart(session, stalled);
+  if (chosen_k < 0) {
+    ctx.Note(fmt::format(
+        "restarts (the local fit {}, {}): {} local fit(s) from Latin-hypercube starts found no "
+        "lower minimum",
+        why, ctx.Named(stalled.final_chi2), keep));
+  } else {
+    ctx.Note(fmt::format(
+        "restarts (the local fit {}, {}): the fit from Latin-hypercube start {} of {} ended {} at "
+        "{}",
+        why, ctx.Named(stalled.final_chi2), order[chosen_k], n_starts, ToString(chosen.termination),
+        ctx.Named(chosen.final_chi2)));
+  }
+  return chosen;
+}
+
+}  // namespace homodyne::global
