@@ -24,6 +24,7 @@
 #include "app/nlsq_report.h"
 #include "app/plots.h"
 #include "app/run_app.h"
+#include "app/run_log.h"
 #include "app/warm_start.h"
 #include "checkpoint/interrupt.h"
 #include "cmc/cmc_fit.h"
@@ -256,6 +257,19 @@ void ApplyFlagOverrides(const HomodyneCliOptions& opts, config::Config& c) {
 }
 
 // Every rank reads the options and the config; bad input stops all of them before any work.
+// Without --output-dir, the config's output.directory under output.base_directory (xpcsjax's
+// rule; homodyne's default directory when the config names none).
+std::string OutputDirectoryFor(const HomodyneCliOptions& opts, const config::Config& cfg) {
+  if (opts.output_dir_given || cfg.output_directory.empty()) return opts.output_dir;
+  return cfg.output_base_directory.empty()
+             ? cfg.output_directory
+             : (std::filesystem::path(cfg.output_base_directory) / cfg.output_directory).string();
+}
+
+void ResolveOutputDirectory(HomodyneCliOptions& opts, const config::Config& cfg) {
+  opts.output_dir = OutputDirectoryFor(opts, cfg);
+}
+
 RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState& state) {
   const Logger& log = env.logger();
   RunInputs in;
@@ -306,6 +320,10 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
     return c;
   });
   state.config = in.cfg;
+  const RunLogPlan log_plan = PlanRunLog(in.cfg.logging, opts.verbosity, opts.quiet,
+                                         OutputDirectoryFor(opts, in.cfg), std::time(nullptr));
+  RunCollectively(env.world(), [&] { OpenRunLog(env.logger(), log_plan, opts.config); });
+  if (log_plan.file) log.Info("log file: {}", log_plan.file->string());
   if (!in.cfg.ignored_keys.empty()) log.Warn("{}", config::IgnoredKeysWarning(in.cfg));
   for (const auto& note : in.cfg.earlier_keys) log.Info("config: {}", note);
   for (const auto& w : config::UnusedSettingWarnings(in.cfg)) log.Warn("{}: {}", opts.config, w);
@@ -501,16 +519,6 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
 }
 
 // The run, phase by phase. Each phase is collective: an error stops every rank in it.
-// Without --output-dir, the config's output.directory under output.base_directory (xpcsjax's
-// rule; homodyne's default directory when the config names none).
-void ResolveOutputDirectory(HomodyneCliOptions& opts, const config::Config& cfg) {
-  if (opts.output_dir_given || cfg.output_directory.empty()) return;
-  opts.output_dir =
-      cfg.output_base_directory.empty()
-          ? cfg.output_directory
-          : (std::filesystem::path(cfg.output_base_directory) / cfg.output_directory).string();
-}
-
 int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   // The time before the first phase, so that the report accounts for the whole job.
   state.phases.Add("launch", env.startup_times().launch_seconds);

@@ -114,4 +114,49 @@ std::span<const Choice<FittedDataLevel>> Choices(FittedDataLevel) {
   return kTable;
 }
 
+// Python's level names, as homodyne's logging section takes them (read ignoring case);
+// CRITICAL is our error level, the most severe one.
+std::span<const Choice<LogLevel>> Choices(LogLevel) {
+  static constexpr std::array<Choice<LogLevel>, 7> kTable{{
+      {LogLevel::kTrace, "TRACE"},
+      {LogLevel::kDebug, "DEBUG"},
+      {LogLevel::kInfo, "INFO"},
+      {LogLevel::kWarning, "WARNING"},
+      {LogLevel::kError, "ERROR"},
+      {LogLevel::kWarning, "WARN"},
+      {LogLevel::kError, "CRITICAL"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<GradientResponse>> Choices(GradientResponse) {
+  static constexpr std::array<Choice<GradientResponse>, 4> kTable{{
+      {GradientResponse::kWarn, "warn"},
+      {GradientResponse::kHierarchical, "hierarchical"},
+      {GradientResponse::kReset, "reset"},
+      {GradientResponse::kAbort, "abort"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<RegularizationMode>> Choices(RegularizationMode) {
+  static constexpr std::array<Choice<RegularizationMode>, 6> kTable{{
+      {RegularizationMode::kNone, "none"},
+      {RegularizationMode::kRelative, "relative"},
+      {RegularizationMode::kAbsolute, "absolute"},
+      {RegularizationMode::kAuto, "auto"},
+      {RegularizationMode::kTikhonov, "tikhonov"},
+      {RegularizationMode::kAdaptive, "adaptive"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<SamplingStrategy>> Choices(SamplingStrategy) {
+  static constexpr std::array<Choice<SamplingStrategy>, 2> kTable{{
+      {SamplingStrategy::kLatinHypercube, "latin_hypercube"},
+      {SamplingStrategy::kRandom, "random"},
+  }};
+  return kTable;
+}
+
 }  // namespace homodyne::config

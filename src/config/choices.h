@@ -40,6 +40,10 @@ std::span<const Choice<ShardStrategy>> Choices(ShardStrategy);
 std::span<const Choice<CombinationMethod>> Choices(CombinationMethod);
 std::span<const Choice<OutputLayout>> Choices(OutputLayout);
 std::span<const Choice<FittedDataLevel>> Choices(FittedDataLevel);
+std::span<const Choice<LogLevel>> Choices(LogLevel);
+std::span<const Choice<GradientResponse>> Choices(GradientResponse);
+std::span<const Choice<RegularizationMode>> Choices(RegularizationMode);
+std::span<const Choice<SamplingStrategy>> Choices(SamplingStrategy);
 
 template <class E>
 concept ChoiceEnum = requires(E e) {

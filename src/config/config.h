@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config/parameters.h"
+#include "core/log.h"
 #include "lsq/local_method.h"
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
@@ -139,6 +140,11 @@ enum class CombinationMethod {                                   // cmc.combinat
 // output.layout; kAuto only until the reader resolves it (Config::output_layout).
 enum class OutputLayout { kAuto, kHomodyne, kXpcsjax };
 enum class FittedDataLevel { kFull, kModel, kNone };  // output.fitted_data
+// anti_degeneracy.gradient_monitoring.response: xpcsjax's names, recorded only.
+enum class GradientResponse { kWarn, kHierarchical, kReset, kAbort };
+// anti_degeneracy.regularization.mode: two_component's CV rows are on for all but kNone.
+enum class RegularizationMode { kNone, kRelative, kAbsolute, kAuto, kTikhonov, kAdaptive };
+enum class SamplingStrategy { kLatinHypercube, kRandom };  // multi_start.sampling_strategy
 
 struct AntiDegeneracy {
   bool section_present = false;  // homodyne applies the system only if the section exists
@@ -164,9 +170,9 @@ struct AntiDegeneracy {
   bool gradient_monitoring_enable{};
   double gradient_ratio_threshold{};
   int gradient_consecutive_triggers{};
-  std::string gradient_response;
-  // two_component only (xpcsjax's L3): anything but "none" adds the CV penalty rows.
-  std::string regularization_mode;
+  GradientResponse gradient_response{};
+  // two_component only (xpcsjax's L3): anything but none adds the CV penalty rows.
+  RegularizationMode regularization_mode{};
   std::optional<double> regularization_lambda;  // null: xpcsjax's heterodyne default 0.01
 };
 
@@ -174,7 +180,7 @@ struct MultiStart {
   bool enable{};
   int n_starts{};
   int seed{};
-  std::string sampling_strategy;
+  SamplingStrategy sampling_strategy{};
   int n_workers{};
   bool use_screening{};
   double screen_keep_fraction{};
@@ -339,14 +345,16 @@ struct Optimization {
   CmcOptions cmc;
 };
 
+// homodyne's logging section (docs/configuration.md, "logging"); the command line's -v and
+// --quiet take precedence over the console level.
 struct LoggingOptions {
   bool enabled{};
-  std::string level;
+  LogLevel level{};
   bool console_enabled{};
-  std::string console_level;
+  std::optional<LogLevel> console_level;  // null: `level`
   bool file_enabled{};
-  std::string file_level;
-  std::string file_path;
+  LogLevel file_level{};
+  std::string file_path;  // "" (null): <output directory>/logs
   std::string file_name;
   std::map<std::string, std::string> modules;
 };

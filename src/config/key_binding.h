@@ -47,6 +47,23 @@ void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view sourc
   if (!value) ThrowUnknownChoice(spec, text, source);
   out = *value;
 }
+// A nullable choice key: null or absent is nullopt.
+template <ChoiceEnum E>
+void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source,
+               std::optional<E>& out) {
+  if (!r.Has(spec.path)) {
+    out = std::nullopt;
+    return;
+  }
+  E value{};
+  ReadField(r, spec, source, value);
+  out = value;
+}
+
+template <class F>
+struct IsOptionalChoice : std::false_type {};
+template <ChoiceEnum E>
+struct IsOptionalChoice<std::optional<E>> : std::true_type {};
 
 // Which key types each field type can hold.
 template <class F>
@@ -63,7 +80,7 @@ bool FieldAccepts(KeyType type) {
     return type == KeyType::kInt || type == KeyType::kIntOrAuto;  // null or "auto" = nullopt
   } else if constexpr (std::is_same_v<F, std::optional<std::vector<double>>>) {
     return type == KeyType::kFloatList;
-  } else if constexpr (ChoiceEnum<F>) {
+  } else if constexpr (ChoiceEnum<F> || IsOptionalChoice<F>::value) {
     return type == KeyType::kString;
   } else {
     static_assert(!sizeof(F), "no conversion from a config key to this field type");
@@ -81,6 +98,10 @@ std::string FieldText(const std::optional<std::vector<double>>& v);
 template <ChoiceEnum E>
 std::string FieldText(E v) {
   return std::string(ChoiceName(v));
+}
+template <ChoiceEnum E>
+std::string FieldText(const std::optional<E>& v) {
+  return v ? std::string(ChoiceName(*v)) : std::string("null");
 }
 
 // A field of Config for a table entry, with the check of its key type.

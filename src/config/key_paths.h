@@ -16,6 +16,7 @@ inline constexpr std::string_view kInitialParameters = "initial_parameters";
 inline constexpr std::string_view kPhiFiltering = "phi_filtering";
 inline constexpr std::string_view kParameterSpace = "parameter_space";
 inline constexpr std::string_view kOutput = "output";
+inline constexpr std::string_view kLogging = "logging";
 inline constexpr std::string_view kNlsq = "optimization.nlsq";
 inline constexpr std::string_view kNlsqAntiDegeneracy = "optimization.nlsq.anti_degeneracy";
 inline constexpr std::string_view kNlsqGradientMonitoring =

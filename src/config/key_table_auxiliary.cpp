@@ -8,31 +8,42 @@ using T = KeyType;
 constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 
-Rule LogLevels() {
-  return OneOf({"TRACE", "DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL"}, true);
-}
+Rule LogLevels() { return OneOf(ChoiceNames<LogLevel>(), true); }
 
 void AddLogging(std::vector<KeySpec>& t) {
   const FieldsOf f([](auto& c) -> auto& { return c.logging; });
   const KeyAdder l(t, "logging");
   l.Section("", kUse, "Log output", kNullable);
-  l.Used("enabled", T::kBool, "true", NoRule(), "Enable logging", f(&LoggingOptions::enabled));
-  l.Used("level", T::kString, "INFO", LogLevels(), "Overall level", f(&LoggingOptions::level));
+  l.Used("enabled", T::kBool, "true", NoRule(),
+         "false: the console shows warnings and errors only, and no log file is written",
+         f(&LoggingOptions::enabled));
+  l.Used("level", T::kString, "INFO", LogLevels(),
+         "Console level when console.level is not set (TRACE, DEBUG, INFO, WARNING, ERROR; "
+         "WARN and CRITICAL are read as WARNING and ERROR)",
+         f(&LoggingOptions::level));
   l.Section("console", kUse, "Console log", kNullable);
-  l.Used("console.enabled", T::kBool, "true", NoRule(), "Log to the console",
+  l.Used("console.enabled", T::kBool, "true", NoRule(), "false: the console shows errors only",
          f(&LoggingOptions::console_enabled));
-  l.Used("console.level", T::kString, "INFO", LogLevels(), "Console level",
-         f(&LoggingOptions::console_level));
+  l.Used("console.level", T::kString, "null", LogLevels(),
+         "Console level (null: level); -v, -vv and --quiet on the command line take "
+         "precedence",
+         f(&LoggingOptions::console_level), kNullable);
   l.Acc("console.format", T::kString, "detailed", NoRule(), "Line format");
   l.Acc("console.colors", T::kBool, "true", NoRule(), "Coloured output");
   l.Acc("console.show_progress", T::kBool, "true", NoRule(), "Progress lines");
   l.Section("file", kUse, "Log file", kNullable);
-  l.Used("file.enabled", T::kBool, "false", NoRule(), "Write a log file",
+  l.Used("file.enabled", T::kBool, "false", NoRule(),
+         "Write rank 0's log, lines stamped with time and level, to a file as well",
          f(&LoggingOptions::file_enabled));
   l.Used("file.level", T::kString, "DEBUG", LogLevels(), "File level",
          f(&LoggingOptions::file_level));
-  l.Used("file.path", T::kString, "./logs/", NoRule(), "Log folder", f(&LoggingOptions::file_path));
-  l.Used("file.filename", T::kString, "homodyne_analysis.log", NoRule(), "Log file name",
+  l.Used("file.path", T::kString, "null", NoRule(),
+         "Log folder, relative to the working directory (null: logs/ in the output "
+         "directory; created if missing)",
+         f(&LoggingOptions::file_path), kNullable);
+  l.Used("file.filename", T::kString, "homodyne_analysis.log", NoRule(),
+         "Log file name; the run's start time is added before the extension "
+         "(homodyne_analysis_20261130_004102.log), or replaces {run_id} where the name has it",
          f(&LoggingOptions::file_name));
   l.Acc("file.max_size_mb", T::kFloat, "10", Positive(), "Rotation size (MB)");
   l.Acc("file.backup_count", T::kInt, "5", NonNegative(), "Rotated files kept");

@@ -170,8 +170,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
   a.Acc("regularization.enable", T::kBool, "false", NoRule(),
         "Not read (xpcsjax reads only mode on this path: its template's enable: false with "
         "mode: relative regularises)");
-  a.Used("regularization.mode", T::kString, "none",
-         OneOf({"none", "relative", "absolute", "auto", "tikhonov", "adaptive"}),
+  a.Used("regularization.mode", T::kString, "none", OneOf(ChoiceNames<RegularizationMode>()),
          "two_component: anything but none adds two residual rows sqrt(lambda)*CV(contrast_k) "
          "and sqrt(lambda)*CV(offset_k) over the angles (CV = std/|mean|; the same rows for "
          "every mode, as in xpcsjax); averaged and constant layouts: no rows. Homodyne modes: "
@@ -203,7 +202,7 @@ void AddAntiDegeneracy(const KeyAdder& a) {
          "Triggers in a row that make a collapse event (a warning)",
          f(&AntiDegeneracy::gradient_consecutive_triggers));
   a.Used("gradient_monitoring.response", T::kString, "hierarchical",
-         OneOf({"warn", "hierarchical", "reset", "abort"}),
+         OneOf(ChoiceNames<GradientResponse>()),
          "xpcsjax's response to a collapse: recorded in the report, never executed (xpcsjax "
          "executes none either); a collapse is a warning whatever the value",
          f(&AntiDegeneracy::gradient_response));
@@ -233,8 +232,10 @@ void AddMultiStart(const KeyAdder& m) {
   m.Used("n_starts", T::kInt, "10", AtLeast(1), "Number of starting points",
          f(&MultiStart::n_starts));
   m.Used("seed", T::kInt, "42", NonNegative(), "Random seed of the sampling", f(&MultiStart::seed));
-  m.Used("sampling_strategy", T::kString, "latin_hypercube", NoRule(),
-         "How starting points are drawn (e.g. latin_hypercube)", f(&MultiStart::sampling_strategy));
+  m.Used("sampling_strategy", T::kString, "latin_hypercube", OneOf(ChoiceNames<SamplingStrategy>()),
+         "How starting points are drawn: latin_hypercube (one point per stratum of every "
+         "parameter's range) or random (independent uniform draws in the bounds)",
+         f(&MultiStart::sampling_strategy));
   m.Used("n_workers", T::kInt, "0", NonNegative(), "Parallel workers (0 = automatic)",
          f(&MultiStart::n_workers));
   m.Used("use_screening", T::kBool, "true", NoRule(), "Screen starts by initial cost",
@@ -453,7 +454,7 @@ void AddFlatWithoutEquivalent(const KeyAdder& n) {
   acc("loss_scale", T::kFloat, "xpcsjax never applies it either (the loss scale is f_scale)");
   acc("tr_solver", T::kString, "no trust-region sub-solver choice");
   acc("step_bound", T::kFloat, "no step bound");
-  acc("sampling_strategy", T::kString, "multi-start samples a Latin hypercube");
+  acc("sampling_strategy", T::kString, "multi_start.sampling_strategy sets the sampling");
   acc("hybrid_enable", T::kBool, "no hybrid streaming optimizer");
   acc("hybrid_warmup_fraction", T::kFloat, "no hybrid streaming optimizer");
   acc("hybrid_normalization", T::kBool, "no hybrid streaming optimizer");

@@ -1,5 +1,7 @@
 #include "core/log.h"
 
+#include <ctime>
+
 namespace homodyne {
 
 std::string_view ToString(LogLevel level) {
@@ -34,14 +36,46 @@ Logger Logger::Silent() {
   return logger;
 }
 
+void Logger::SetFile(std::shared_ptr<std::FILE> file, LogLevel level) {
+  file_ = std::move(file);
+  file_level_ = level;
+}
+
+namespace {
+
+bool AtMost(LogLevel level, LogLevel limit) {
+  return static_cast<int>(level) <= static_cast<int>(limit);
+}
+
+// "2026-11-30 00:41:02 INFO    message": the file of a long run is read by time.
+std::string FileLine(LogLevel level, std::string_view message) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  const std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  std::string name(ToString(level));
+  for (char& ch : name) ch = static_cast<char>(ch - 'a' + 'A');
+  return fmt::format("{} {:<7} {}\n", std::string_view(stamp, n), name, message);
+}
+
+}  // namespace
+
 bool Logger::Enabled(LogLevel level) const {
   if (silent_) return false;
   if (level == LogLevel::kError) return true;  // every rank reports its own errors
-  return rank_ == 0 && static_cast<int>(level) <= static_cast<int>(level_);
+  if (rank_ != 0) return false;
+  return AtMost(level, level_) || (file_ != nullptr && AtMost(level, file_level_));
 }
 
 void Logger::Write(LogLevel level, std::string_view message) const {
   if (!Enabled(level)) return;
+  if (rank_ == 0 && file_ != nullptr && AtMost(level, file_level_)) {
+    const std::string line = FileLine(level, message);
+    std::fwrite(line.data(), 1, line.size(), file_.get());
+    std::fflush(file_.get());
+  }
+  if (level != LogLevel::kError && !AtMost(level, level_)) return;
   std::FILE* stream = level <= LogLevel::kWarning ? err_ : out_;
   std::string line;
   if (level == LogLevel::kError) {

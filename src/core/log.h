@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,7 +35,12 @@ class Logger {
   LogLevel level() const { return level_; }
   void set_level(LogLevel level) { level_ = level; }
 
-  // True when a message at this level would be printed by this rank.
+  // Also writes rank 0's messages up to `level` to `file` (a log file of the run, lines
+  // stamped with the time and level), beside the console. The logger's copies share it.
+  void SetFile(std::shared_ptr<std::FILE> file, LogLevel level);
+  bool HasFile() const { return file_ != nullptr; }
+
+  // True when a message at this level would be printed by this rank (console or file).
   bool Enabled(LogLevel level) const;
 
   void Write(LogLevel level, std::string_view message) const;
@@ -72,6 +78,8 @@ class Logger {
   std::FILE* out_;
   std::FILE* err_;
   bool silent_ = false;
+  std::shared_ptr<std::FILE> file_;
+  LogLevel file_level_ = LogLevel::kError;
 };
 
 }  // namespace homodyne

@@ -31,4 +31,20 @@ std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<
   return points;
 }
 
+std::vector<std::vector<double>> UniformPoints(int n_points, const std::vector<double>& lower,
+                                               const std::vector<double>& upper,
+                                               std::uint64_t seed) {
+  HOMODYNE_CHECK(n_points >= 1 && lower.size() == upper.size(), "invalid uniform-points request");
+  const std::size_t dims = lower.size();
+  std::vector<std::vector<double>> points(static_cast<std::size_t>(n_points),
+                                          std::vector<double>(dims));
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    CounterRng rng(seed, /*stream_a=*/0x554e49ULL /* "UNI" */, /*stream_b=*/i);
+    for (std::size_t d = 0; d < dims; ++d) {
+      points[i][d] = lower[d] + rng.Uniform() * (upper[d] - lower[d]);
+    }
+  }
+  return points;
+}
+
 }  // namespace homodyne::global

@@ -13,4 +13,10 @@ std::vector<std::vector<double>> LatinHypercube(int n_points, const std::vector<
                                                 const std::vector<double>& upper,
                                                 std::uint64_t seed);
 
+// n_points independent uniform points inside [lower, upper] (homodyne's "random"
+// sampling_strategy); deterministic for a seed as above, a stream apart from the hypercube's.
+std::vector<std::vector<double>> UniformPoints(int n_points, const std::vector<double>& lower,
+                                               const std::vector<double>& upper,
+                                               std::uint64_t seed);
+
 }  // namespace homodyne::global

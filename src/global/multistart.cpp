@@ -41,11 +41,7 @@ MultiStartOptions MultiStartOptions::FromConfig(const config::MultiStart& m) {
   o.use_screening = m.use_screening;
   o.screen_keep_fraction = m.screen_keep_fraction;
   o.degeneracy_threshold = m.degeneracy_threshold;
-  if (m.sampling_strategy != "latin_hypercube") {
-    ThrowBadInput(fmt::format("sampling_strategy '{}' is not supported; use latin_hypercube",
-                              m.sampling_strategy),
-                  {}, config::keys::Key(config::keys::kNlsqMultiStart, "sampling_strategy"));
-  }
+  o.sampling = m.sampling_strategy;
   return o;
 }
 
@@ -78,13 +74,15 @@ struct GroupPlace {
   bool root = false;  // this rank is its group's root (the one that writes shared slots)
 };
 
-// The configured start, then the Latin hypercube (same on every rank).
+// The configured start, then the sampled ones (same on every rank).
 std::vector<StartOutcome> PlanStarts(const nlsq::XpcsFitSession& session,
                                      const MultiStartOptions& ms) {
   const int n_total = ms.n_starts + 1;
   std::vector<StartOutcome> starts(static_cast<std::size_t>(n_total));
   starts[0].start = session.x0();
-  const auto lhs = LatinHypercube(ms.n_starts, session.lower(), session.upper(), ms.seed);
+  const auto lhs = ms.sampling == config::SamplingStrategy::kRandom
+                       ? UniformPoints(ms.n_starts, session.lower(), session.upper(), ms.seed)
+                       : LatinHypercube(ms.n_starts, session.lower(), session.upper(), ms.seed);
   for (int i = 1; i < n_total; ++i) {
     starts[static_cast<std::size_t>(i)].index = i;
     starts[static_cast<std::size_t>(i)].start = lhs[static_cast<std::size_t>(i - 1)];

@@ -17,8 +17,9 @@
 namespace homodyne::global {
 
 struct MultiStartOptions {
-  int n_starts = 10;  // Latin-hypercube starts (the user's start is added)
+  int n_starts = 10;  // sampled starts (the user's start is added)
   std::uint64_t seed = 42;
+  config::SamplingStrategy sampling = config::SamplingStrategy::kLatinHypercube;
   bool use_screening = true;          // keep the lowest-χ² starts before solving
   double screen_keep_fraction = 0.5;  // keep max(3, ⌊fraction·n⌋)
   double degeneracy_threshold = 0.1;  // basins among fits within this relative χ² of the best

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "config/choices.h"
 #include "config/config.h"
 #include "config/key_paths.h"
 #include "core/error.h"
@@ -30,11 +31,6 @@ std::string GradientMonitorOptions::Validate() const {
   if (consecutive_triggers < 1) {
     return fmt::format("{} must be ≥ 1, found {}", Key("consecutive_triggers"),
                        consecutive_triggers);
-  }
-  if (response != "warn" && response != "hierarchical" && response != "reset" &&
-      response != "abort") {
-    return fmt::format("{} must be one of warn, hierarchical, reset, abort, found '{}'",
-                       Key("response"), response);
   }
   return "";
 }
@@ -68,7 +64,7 @@ GradientMonitor::GradientMonitor(const GradientMonitorOptions& options, int n_sc
   report_.enabled = true;
   report_.ratio_threshold = options.ratio_threshold;
   report_.consecutive_triggers = options.consecutive_triggers;
-  report_.response = options.response;
+  report_.response = std::string(config::ChoiceName(options.response));
 }
 
 void GradientMonitor::Observe(int iteration, std::span<const double> gradient) {
@@ -108,7 +104,7 @@ GradientMonitorReport InactiveGradientMonitor(const GradientMonitorOptions& opti
   r.inactive_reason = std::move(reason);
   r.ratio_threshold = options.ratio_threshold;
   r.consecutive_triggers = options.consecutive_triggers;
-  r.response = options.response;
+  r.response = std::string(config::ChoiceName(options.response));
   return r;
 }
 

@@ -21,9 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace homodyne::config {
-struct AntiDegeneracy;
-}  // namespace homodyne::config
+#include "config/config.h"
 
 namespace homodyne::nlsq {
 
@@ -31,9 +29,8 @@ struct GradientMonitorOptions {
   bool enable = true;
   double ratio_threshold = 0.01;
   int consecutive_triggers = 5;
-  // xpcsjax's response (warn | hierarchical | reset | abort): recorded, never executed
-  // (xpcsjax executes none of them either).
-  std::string response = "hierarchical";
+  // xpcsjax's response: recorded, never executed (xpcsjax executes none of them either).
+  config::GradientResponse response = config::GradientResponse::kHierarchical;
 
   // Empty if valid, else a message naming the key (…gradient_monitoring.<key>) and the rule.
   std::string Validate() const;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/choices.h"
 #include "core/clock.h"
 #include "lsq/covariance.h"
 #include "lsq/optimality.h"
@@ -130,7 +131,8 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   if (penalty.active()) {
     RegularizationReport& reg = rep.regularization;
     reg.active = true;
-    reg.mode = s.cfg.optimization.nlsq.anti_degeneracy.regularization_mode;
+    reg.mode = std::string(
+        config::ChoiceName(s.cfg.optimization.nlsq.anti_degeneracy.regularization_mode));
     reg.lambda = penalty.lambda();
     reg.penalty_rows = penalty.rows();
     reg.data_chi_squared = data_objective;  // the robust objective under a robust loss

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/error.h"
@@ -208,7 +209,8 @@ void BuildProblem(XpcsFitSession::Impl& s, const DataShape& shape) {
   // L3 (xpcsjax's rule, two_component only): regularization.mode other than none adds the
   // CV rows wherever there is a contrast and an offset per angle to spread.
   const auto& ad = cfg.optimization.nlsq.anti_degeneracy;
-  if (s.mode == model::AnalysisMode::kTwoComponent && ad.regularization_mode != "none" &&
+  if (s.mode == model::AnalysisMode::kTwoComponent &&
+      ad.regularization_mode != config::RegularizationMode::kNone &&
       (s.resolved == model::ScalingLayout::kIndividual ||
        s.resolved == model::ScalingLayout::kFourier)) {
     const double lambda = ad.regularization_lambda.value_or(kTwoComponentDefaultLambda);
@@ -216,7 +218,7 @@ void BuildProblem(XpcsFitSession::Impl& s, const DataShape& shape) {
     s.logger.Info(
         "NLSQ: per-angle scaling regularised (regularization.mode {}): rows sqrt({:.6g})·CV of "
         "the contrasts and of the offsets",
-        ad.regularization_mode, lambda);
+        config::ChoiceName(ad.regularization_mode), lambda);
   }
 }
 

@@ -124,6 +124,7 @@ TEST(ConfigOptionDefaults, MultiStartOptionsMatchTheTable) {
   EXPECT_EQ(plain.use_screening, built.use_screening);
   EXPECT_EQ(plain.screen_keep_fraction, built.screen_keep_fraction);
   EXPECT_EQ(plain.degeneracy_threshold, built.degeneracy_threshold);
+  EXPECT_EQ(plain.sampling, built.sampling);
 }
 
 // Every choice key reads each of its names into the enum and echoes the value's first name:
@@ -157,6 +158,8 @@ TEST(ConfigChoices, EveryNameOfTheRuleReadsBack) {
       std::string expected = name;
       if (name == "mcmc") expected = "cmc";
       if (name == "independent") expected = "individual";
+      if (name == "WARN") expected = "WARNING";  // Python's logging aliases
+      if (name == "CRITICAL") expected = "ERROR";
       if (spec.path == "output.layout" && name == "auto") expected = "homodyne";
       EXPECT_EQ(spec.field.text(c), expected) << spec.path;
       ++choice_fields;
@@ -187,6 +190,12 @@ TEST(ConfigChoices, AnUnknownNameNamesTheKeyTheValueAndTheChoices) {
        "optimization.nlsq.anti_degeneracy.per_angle_mode", "averaged", "individual"},
       {"cmc: {sharding: {strategy: by_angle}}", "optimization.cmc.sharding.strategy", "by_angle",
        "stratified"},
+      {"nlsq: {anti_degeneracy: {gradient_monitoring: {response: restart}}}",
+       "optimization.nlsq.anti_degeneracy.gradient_monitoring.response", "restart", "reset"},
+      {"nlsq: {anti_degeneracy: {regularization: {mode: l2}}}",
+       "optimization.nlsq.anti_degeneracy.regularization.mode", "l2", "tikhonov"},
+      {"nlsq: {multi_start: {sampling_strategy: sobol}}",
+       "optimization.nlsq.multi_start.sampling_strategy", "sobol", "latin_hypercube, random"},
   };
   for (const Case& c : cases) {
     try {

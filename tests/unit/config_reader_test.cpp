@@ -167,7 +167,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_TRUE(cmc.validation.strict_mode);
   EXPECT_FALSE(cmc.reparameterization.enable_d_total);
   EXPECT_EQ(homodyne::config::ChoiceName(cmc.combination.method), "weighted_gaussian");
-  EXPECT_EQ(c.logging.level, "DEBUG");
+  EXPECT_EQ(c.logging.level, homodyne::LogLevel::kDebug);
   EXPECT_EQ(c.logging.modules.at("homodyne.core"), "WARNING");
   EXPECT_EQ(c.logging.file_name, "master.log");
   EXPECT_EQ(c.output_directory, "./master_results");

@@ -94,11 +94,11 @@ TEST(ConfigXpcsjax, TheFourShippedTemplatesValidate) {
 TEST(ConfigXpcsjax, LayerSettingsAsTwoComponentReadsThem) {
   const Config t =
       ReadConfigFile(testing::TestDataPath("configs/xpcsjax/xpcsjax_two_component.yaml"));
-  EXPECT_EQ(t.optimization.nlsq.anti_degeneracy.regularization_mode, "relative");
+  EXPECT_EQ(t.optimization.nlsq.anti_degeneracy.regularization_mode, RegularizationMode::kRelative);
   ASSERT_TRUE(t.optimization.nlsq.anti_degeneracy.regularization_lambda.has_value());
   EXPECT_EQ(*t.optimization.nlsq.anti_degeneracy.regularization_lambda, 1.0);
   const Config none = Read(kHeader);
-  EXPECT_EQ(none.optimization.nlsq.anti_degeneracy.regularization_mode, "none");
+  EXPECT_EQ(none.optimization.nlsq.anti_degeneracy.regularization_mode, RegularizationMode::kNone);
   EXPECT_FALSE(none.optimization.nlsq.anti_degeneracy.regularization_lambda.has_value());
   const Config flat = Read(kHeader + "optimization:\n  nlsq:\n    group_variance_lambda: 3.5\n");
   EXPECT_EQ(flat.optimization.nlsq.anti_degeneracy.regularization_lambda.value_or(0.0), 3.5);
@@ -389,7 +389,7 @@ TEST(ConfigXpcsjax, FlatNlsqKeysWinOverTheirNestedForms) {
                       "optimization.nlsq.enable_cmaes = true (xpcsjax's flat key) overrides "
                       "optimization.nlsq.cmaes.enable (false)"));
   // two_component's L3 reads the flat mode (no nested mode here: the default would be none).
-  EXPECT_EQ(n.anti_degeneracy.regularization_mode, "relative");
+  EXPECT_EQ(n.anti_degeneracy.regularization_mode, RegularizationMode::kRelative);
   // Flat keys without an equivalent are accepted and listed; typos are still rejected.
   for (const char* key : {"optimization.nlsq.max_nfev"}) {
     EXPECT_NE(std::find(c.accepted_keys_present.begin(), c.accepted_keys_present.end(), key),

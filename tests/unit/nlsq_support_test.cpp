@@ -117,5 +117,29 @@ TEST(LatinHypercube, OnePointPerStratumAndDeterministic) {
   EXPECT_NE(pts, global::LatinHypercube(n, lo, hi, 43));
 }
 
+// homodyne's "random" sampling: inside the bounds, deterministic for a seed, and not a
+// hypercube (some stratum of some dimension holds two points among 16 draws).
+TEST(UniformPoints, InsideTheBoundsDeterministicAndNotStratified) {
+  const std::vector<double> lo = {0.0, -2.0, 100.0};
+  const std::vector<double> hi = {1.0, 2.0, 1e5};
+  const int n = 16;
+  const auto pts = global::UniformPoints(n, lo, hi, 42);
+  ASSERT_EQ(pts.size(), 16u);
+  bool some_stratum_twice = false;
+  for (std::size_t d = 0; d < lo.size(); ++d) {
+    std::set<int> strata;
+    for (const auto& p : pts) {
+      ASSERT_GE(p[d], lo[d]);
+      ASSERT_LE(p[d], hi[d]);
+      strata.insert(static_cast<int>((p[d] - lo[d]) / (hi[d] - lo[d]) * n));
+    }
+    some_stratum_twice = some_stratum_twice || strata.size() < static_cast<std::size_t>(n);
+  }
+  EXPECT_TRUE(some_stratum_twice);
+  EXPECT_EQ(pts, global::UniformPoints(n, lo, hi, 42));
+  EXPECT_NE(pts, global::UniformPoints(n, lo, hi, 43));
+  EXPECT_NE(pts, global::LatinHypercube(n, lo, hi, 42));
+}
+
 }  // namespace
 }  // namespace homodyne::nlsq
