@@ -12,10 +12,10 @@
 
 #include "config/config_digest.h"
 #include "config/parameters.h"
-#include "parallel/broadcast.h"
 #include "core/error.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
+#include "parallel/broadcast.h"
 
 namespace homodyne::api {
 
@@ -266,7 +266,6 @@ CmcSummary ToCmcSummary(const cmc::CmcRunResult& r, const std::vector<double>& p
   s.seconds = r.seconds;
   return s;
 }
-
 
 checkpoint::CheckpointSettings StopSettings(const Comm& comm, const config::Config& cfg,
                                             const std::string& dir) {

@@ -102,7 +102,9 @@ class PetscSession {
 
 struct Environment::Impl {
   Impl(int* argc, char*** argv, const EnvironmentOptions& options)
-      : mpi(argc, argv, options.adopt_mpi), world(MPI_COMM_WORLD), logger(world.rank(), options.log_level) {
+      : mpi(argc, argv, options.adopt_mpi),
+        world(MPI_COMM_WORLD),
+        logger(world.rank(), options.log_level) {
     if (options.initialize_petsc) petsc.emplace(options.petsc_args);
     if (options.load_topology) topology.emplace();
     startup_notes = options.startup_notes;
