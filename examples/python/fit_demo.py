@@ -62,7 +62,9 @@ if rank == 0:
     fig.savefig(args.plot, dpi=100)
     print("plot: %s" % args.plot)
 
-# %% A short CMC on the first 120 frames, started from the NLSQ answer.
+# %% A short CMC on the first 120 frames, started from the NLSQ answer. On this matrix the
+# data constrain D0 and D_offset only in combination (the fit's degeneracy warnings say
+# so), and chains this short do not agree: expect status not_converged, reported as such.
 first = hh.Data(c2=np.ascontiguousarray(data.c2[:, :120, :120]), phi_deg=data.phi_deg,
                 q=data.q, dt=data.dt, source=data.source)
 warm = hh.fit_nlsq(first, comm=comm, mode="static", per_angle="individual",
