@@ -26,6 +26,8 @@ PACKAGES=(
   nlohmann-json3-dev                   # JSON result files
   libeigen3-dev                        # small dense linear algebra (covariances)
   librandom123-dev                     # counter-based RNG streams (Philox), header-only
+  # the homodyne_hpc Python module (python/, docs/python.md) and its tests
+  pybind11-dev python3-pybind11 python3-dev python3-mpi4py python3-pytest
   # the emulated Slurm cluster of the `cluster` tests (scripts/cluster.sh, docs/hpc-guide.md);
   # Slurm 22.05, its PMIx plugin is in slurm-wlm-basic-plugins; scripts/cluster.sh starts its
   # own daemons (the packages' systemd services, where systemd runs, are not used)

@@ -51,6 +51,11 @@ struct CmcOptions {
   // two_component (its intervals under-cover with them: docs/cmc.md).
   std::optional<NlsqSummary> warm_start;
   std::optional<bool> nlsq_informed_priors;
+  // RequestStop() (config_fit.h) ends the run at its next safe point with homodyne::Error
+  // of kind kCheckpointed on every rank; its state is written to stop_directory (empty: a
+  // folder "homodyne-stop-<pid of rank 0>" in the system's temporary directory).
+  bool stop_on_request = false;
+  std::string stop_directory;
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
   HOMODYNE_API void Validate() const;
 };

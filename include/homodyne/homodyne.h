@@ -11,6 +11,7 @@
 #pragma once
 
 #include "homodyne/cmc.h"
+#include "homodyne/config_fit.h"
 #include "homodyne/data.h"
 #include "homodyne/error.h"
 #include "homodyne/export.h"

@@ -61,4 +61,19 @@ HOMODYNE_API std::vector<std::vector<double>> EvaluateC2(const ModelGrid& grid,
                                                          const ModelParameters& parameters,
                                                          const ModelOptions& options = {});
 
+// The derivatives of c2 with respect to every parameter, in the order of `names`:
+// [contrast_0 … contrast_{K−1}, offset_0 … offset_{K−1}, ParameterNames(mode)…].
+struct ModelJacobian {
+  std::vector<std::string> names;
+  // jacobian[k] holds angle k's derivatives, row-major N×N×P (P = names.size()):
+  // jacobian[k][(i·N + j)·P + p] = ∂c2_k(t_i, t_j)/∂names[p].
+  std::vector<std::vector<double>> jacobian;
+};
+
+// The analytic Jacobian of EvaluateC2 (the literal model's chain rule, point by point, as
+// the library's reference oracle computes it: where a floor or clip of the model is active
+// the derivative is that of the selected branch). Serial; the same errors as EvaluateC2.
+HOMODYNE_API ModelJacobian EvaluateJacobian(const ModelGrid& grid,
+                                            const ModelParameters& parameters);
+
 }  // namespace homodyne

@@ -69,6 +69,11 @@ struct NlsqOptions {
   // of its bounds. The lowest χ² is the answer.
   bool restarts_on_stall = true;
   int phi0_restarts = 4;  // 0: none
+  // RequestStop() (config_fit.h) ends the run at its next safe point with homodyne::Error
+  // of kind kCheckpointed on every rank; its state is written to stop_directory (empty: a
+  // folder "homodyne-stop-<pid of rank 0>" in the system's temporary directory).
+  bool stop_on_request = false;
+  std::string stop_directory;
   // Throws homodyne::Error (kBadInput) naming the first invalid field.
   HOMODYNE_API void Validate() const;
 };

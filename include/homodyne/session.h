@@ -27,6 +27,10 @@ namespace homodyne {
 class HOMODYNE_API Session {
  public:
   Session(int* argc, char*** argv);
+  // For a library or an interpreter (Python with or without mpi4py): initialises MPI as
+  // above when nothing has, else uses the MPI the caller initialised (thread level
+  // FUNNELED or higher, else kInternal) and leaves MPI_Finalize to the caller.
+  Session();
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;

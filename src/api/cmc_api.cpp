@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "cmc/cmc_checkpoint.h"
 #include "cmc/cmc_fit.h"
 #include "config/config.h"
 #include "config/config_reader.h"
@@ -60,36 +61,6 @@ nlsq::NlsqRunResult WarmStart(const NlsqSummary& s) {
                       r.report.physical_values.end());
   }
   return r;
-}
-
-CmcSummary ToSummary(const cmc::CmcRunResult& r, const XpcsData& data, const Comm& comm,
-                     int threads) {
-  CmcSummary s;
-  const std::size_t n_phi = data.c2.size();
-  // The expanded parameters: [contrast_k…, offset_k…, physics].
-  for (std::size_t e = 0; e < r.parameters.size(); ++e) {
-    const PosteriorEstimate p{r.parameters[e].name, r.parameters[e].mean, r.parameters[e].std,
-                              r.parameters[e].held};
-    (e < n_phi ? s.contrast : e < 2 * n_phi ? s.offset : s.physical).push_back(p);
-  }
-  s.phi_deg = data.phi_deg;
-  s.per_angle_scaling = api::ParseScalingLayout(r.per_angle_mode);
-  for (const cmc::ShardDiagnostics& d : r.shards) {
-    s.shards.push_back({d.shard, d.points, d.max_rhat, d.min_ess, d.divergence_rate,
-                        d.acceptance_rate, d.used, d.rejection});
-  }
-  s.shards_used = r.shards_used;
-  s.status = api::CmcStatusOf(r.shards);
-  s.max_rhat = r.max_rhat;
-  s.min_ess = r.min_ess;
-  s.chains = r.num_chains;
-  s.warmup = r.num_warmup;
-  s.draws = r.num_samples;
-  s.warnings = r.warnings;
-  s.ranks = comm.size();
-  s.threads_per_rank = threads;
-  s.seconds = r.seconds;
-  return s;
 }
 
 }  // namespace
@@ -192,10 +163,19 @@ CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options
   }
   run.threads = options.threads;
   run.print_progress = options.print_progress;
+  if (options.stop_on_request) {
+    const checkpoint::CheckpointSettings s = api::StopSettings(c, cfg, options.stop_directory);
+    checkpoint::CmcCheckpointSettings cs;
+    cs.enabled = false;
+    cs.stop_on_signal = true;
+    cs.dir = s.dir;
+    cs.config_description = s.config_description;
+    run.checkpoints = cs;
+  }
   const Logger logger(c.rank(), options.print_progress ? LogLevel::kInfo : LogLevel::kError);
   cmc::CmcRunResult r = cmc::RunCmcFit(c, cfg, run, logger);
   cmc::BroadcastCmcResult(c, r);
-  return ToSummary(r, data, c, options.threads);
+  return api::ToCmcSummary(r, data.phi_deg, c.size(), options.threads);
 }
 
 }  // namespace homodyne

@@ -40,12 +40,6 @@ config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
   config::ResolveParameters(c);
   return c;
 }
-
-ParameterEstimate Estimate(const std::string& name, double value, double uncertainty,
-                           bool held = false) {
-  return {name, value, uncertainty, held};
-}
-
 }  // namespace
 
 void NlsqOptions::Validate() const {
@@ -154,55 +148,11 @@ NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& opti
   run.in_memory = &dataset;
   run.threads = options.threads;
   run.print_progress = options.print_progress;
+  if (options.stop_on_request) run.checkpoints = api::StopSettings(c, cfg, options.stop_directory);
   const Logger logger(c.rank(), options.print_progress ? LogLevel::kInfo : LogLevel::kError);
   const nlsq::NlsqRunResult r = global::RunNlsqPipeline(c, cfg, run, logger);
 
-  NlsqSummary s;
-  const nlsq::FitReport& rep = r.report;
-  // The solver's termination, as Finish turns it into convergence_status.
-  switch (r.summary.termination) {
-    case lsq::Termination::kConverged:
-      s.status = NlsqStatus::kConverged;
-      break;
-    case lsq::Termination::kStalled:
-      s.status = NlsqStatus::kStalled;
-      break;
-    case lsq::Termination::kMaxIterations:
-      s.status = NlsqStatus::kMaxIterations;
-      break;
-    case lsq::Termination::kNumericalFailure:
-    case lsq::Termination::kFailure:
-      s.status = NlsqStatus::kFailed;
-      break;
-  }
-  s.solver_message = r.summary.message;
-  s.iterations = rep.iterations;
-  s.chi2 = rep.chi_squared;
-  s.reduced_chi2 = rep.reduced_chi_squared;
-  s.noise_reduced_chi2 = rep.noise_reduced_chi_squared;
-  s.misfit_reasons = rep.misfit_reasons;
-  s.points = r.unique_pairs;
-  for (std::size_t p = 0; p < rep.physical_names.size(); ++p) {
-    s.physical.push_back(Estimate(rep.physical_names[p], rep.physical_values[p],
-                                  rep.physical_uncertainties[p], rep.IsHeld(p)));
-  }
-  s.phi_deg = rep.phi_deg;
-  for (std::size_t k = 0; k < rep.contrast.size(); ++k) {
-    s.contrast.push_back(
-        Estimate(fmt::format("contrast_{}", k), rep.contrast[k], rep.contrast_uncertainty[k]));
-    s.offset.push_back(
-        Estimate(fmt::format("offset_{}", k), rep.offset[k], rep.offset_uncertainty[k]));
-  }
-  s.per_angle_scaling = api::ParseScalingLayout(rep.per_angle_mode);
-  s.quality = api::ParseFitQuality(rep.quality_flag);
-  s.warnings = rep.quality_warnings;
-  s.warnings.insert(s.warnings.end(), rep.degeneracy.warnings.begin(),
-                    rep.degeneracy.warnings.end());
-  s.recovery_actions = rep.recovery_actions;
-  s.ranks = rep.mpi_ranks;
-  s.threads_per_rank = rep.threads_per_rank;
-  s.seconds = rep.execution_time;
-  return s;
+  return api::ToNlsqSummary(r);
 }
 
 }  // namespace homodyne

@@ -1,16 +1,21 @@
 #include "translate.h"
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "config/config_digest.h"
 #include "config/parameters.h"
 #include "core/error.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
+#include "parallel/broadcast.h"
 
 namespace homodyne::api {
 
@@ -177,6 +182,105 @@ void ApplyModelSettings(config::Config& c, AnalysisMode mode, double stator_roto
     }
   }
   if (!values.empty()) ip.values = values;
+}
+
+NlsqSummary ToNlsqSummary(const nlsq::NlsqRunResult& r) {
+  const auto estimate = [](const std::string& name, double value, double uncertainty,
+                           bool held = false) {
+    return ParameterEstimate{name, value, uncertainty, held};
+  };
+  NlsqSummary s;
+  const nlsq::FitReport& rep = r.report;
+  // The solver's termination, as Finish turns it into convergence_status.
+  switch (r.summary.termination) {
+    case lsq::Termination::kConverged:
+      s.status = NlsqStatus::kConverged;
+      break;
+    case lsq::Termination::kStalled:
+      s.status = NlsqStatus::kStalled;
+      break;
+    case lsq::Termination::kMaxIterations:
+      s.status = NlsqStatus::kMaxIterations;
+      break;
+    case lsq::Termination::kNumericalFailure:
+    case lsq::Termination::kFailure:
+      s.status = NlsqStatus::kFailed;
+      break;
+  }
+  s.solver_message = r.summary.message;
+  s.iterations = rep.iterations;
+  s.chi2 = rep.chi_squared;
+  s.reduced_chi2 = rep.reduced_chi_squared;
+  s.noise_reduced_chi2 = rep.noise_reduced_chi_squared;
+  s.misfit_reasons = rep.misfit_reasons;
+  s.points = r.unique_pairs;
+  for (std::size_t p = 0; p < rep.physical_names.size(); ++p) {
+    s.physical.push_back(estimate(rep.physical_names[p], rep.physical_values[p],
+                                  rep.physical_uncertainties[p], rep.IsHeld(p)));
+  }
+  s.phi_deg = rep.phi_deg;
+  for (std::size_t k = 0; k < rep.contrast.size(); ++k) {
+    s.contrast.push_back(
+        estimate(fmt::format("contrast_{}", k), rep.contrast[k], rep.contrast_uncertainty[k]));
+    s.offset.push_back(
+        estimate(fmt::format("offset_{}", k), rep.offset[k], rep.offset_uncertainty[k]));
+  }
+  s.per_angle_scaling = ParseScalingLayout(rep.per_angle_mode);
+  s.quality = ParseFitQuality(rep.quality_flag);
+  s.warnings = rep.quality_warnings;
+  s.warnings.insert(s.warnings.end(), rep.degeneracy.warnings.begin(),
+                    rep.degeneracy.warnings.end());
+  s.recovery_actions = rep.recovery_actions;
+  s.ranks = rep.mpi_ranks;
+  s.threads_per_rank = rep.threads_per_rank;
+  s.seconds = rep.execution_time;
+  return s;
+}
+
+CmcSummary ToCmcSummary(const cmc::CmcRunResult& r, const std::vector<double>& phi_deg, int ranks,
+                        int threads) {
+  CmcSummary s;
+  const std::size_t n_phi = phi_deg.size();
+  // The expanded parameters: [contrast_k…, offset_k…, physics].
+  for (std::size_t e = 0; e < r.parameters.size(); ++e) {
+    const PosteriorEstimate p{r.parameters[e].name, r.parameters[e].mean, r.parameters[e].std,
+                              r.parameters[e].held};
+    (e < n_phi ? s.contrast : e < 2 * n_phi ? s.offset : s.physical).push_back(p);
+  }
+  s.phi_deg = phi_deg;
+  s.per_angle_scaling = ParseScalingLayout(r.per_angle_mode);
+  for (const cmc::ShardDiagnostics& d : r.shards) {
+    s.shards.push_back({d.shard, d.points, d.max_rhat, d.min_ess, d.divergence_rate,
+                        d.acceptance_rate, d.used, d.rejection});
+  }
+  s.shards_used = r.shards_used;
+  s.status = CmcStatusOf(r.shards);
+  s.max_rhat = r.max_rhat;
+  s.min_ess = r.min_ess;
+  s.chains = r.num_chains;
+  s.warmup = r.num_warmup;
+  s.draws = r.num_samples;
+  s.warnings = r.warnings;
+  s.ranks = ranks;
+  s.threads_per_rank = threads;
+  s.seconds = r.seconds;
+  return s;
+}
+
+checkpoint::CheckpointSettings StopSettings(const Comm& comm, const config::Config& cfg,
+                                            const std::string& dir) {
+  std::string where = dir;
+  if (where.empty() && comm.rank() == 0) {
+    where = (std::filesystem::temp_directory_path() / fmt::format("homodyne-stop-{}", ::getpid()))
+                .string();
+  }
+  Broadcast(comm, where);
+  checkpoint::CheckpointSettings s;
+  s.enabled = false;  // no periodic checkpoints: only the state at a stop request
+  s.stop_on_signal = true;
+  s.dir = where;
+  s.config_description = config::DescribeConfig(cfg, {});
+  return s;
 }
 
 }  // namespace homodyne::api

@@ -12,6 +12,9 @@
 #include "homodyne/data.h"
 #include "homodyne/nlsq.h"
 #include "io/dataset.h"
+#include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/xpcs_fit.h"
+#include "parallel/comm.h"
 
 namespace homodyne::api {
 
@@ -48,5 +51,19 @@ void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSet
 void ApplyModelSettings(config::Config& cfg, AnalysisMode mode, double stator_rotor_gap,
                         const std::vector<ParameterSetting>& settings, const XpcsData& data,
                         const std::string& source);
+
+// The public summary of a fit's result (rank 0's, or every rank's when they hold the same).
+NlsqSummary ToNlsqSummary(const nlsq::NlsqRunResult& r);
+
+// The public summary of a sampling's result; `phi_deg` are the data's angles (one
+// contrast/offset each in the result's expanded parameters).
+CmcSummary ToCmcSummary(const cmc::CmcRunResult& r, const std::vector<double>& phi_deg, int ranks,
+                        int threads);
+
+// The settings that make a run stop at a RequestStop(): no periodic checkpoints, the state
+// at the stop written to `dir` (empty: homodyne-stop-<pid of rank 0> in the temporary
+// directory; the same path on every rank). Collective over `comm`.
+checkpoint::CheckpointSettings StopSettings(const Comm& comm, const config::Config& cfg,
+                                            const std::string& dir);
 
 }  // namespace homodyne::api

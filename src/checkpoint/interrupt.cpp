@@ -38,6 +38,7 @@ InterruptHandlers::~InterruptHandlers() {
 
 int LocalStopSignal() { return static_cast<int>(g_stop_signal); }
 void ClearStopRequest() { g_stop_signal = 0; }
+void SetStopRequest(int signal) noexcept { g_stop_signal = signal; }
 
 bool AgreeOnStop(const Comm& comm) {
   int flag = g_stop_signal != 0 ? 1 : 0;

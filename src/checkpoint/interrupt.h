@@ -28,6 +28,9 @@ class InterruptHandlers {
 // The signal that set the stop flag on this rank (0: none).
 int LocalStopSignal();
 void ClearStopRequest();
+// Sets the stop flag as a stop signal would (async-signal-safe): for callers that receive
+// the request some other way (the public API's RequestStop).
+void SetStopRequest(int signal) noexcept;
 
 // Collective: true on every rank if any rank's stop flag is set (a safe point).
 bool AgreeOnStop(const Comm& comm);

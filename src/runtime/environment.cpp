@@ -22,9 +22,19 @@ std::atomic<bool> g_environment_active{false};
 // MPI_Init_thread / MPI_Finalize, with HDF5 started before and shut down before them.
 class MpiSession {
  public:
-  MpiSession(int* argc, char*** argv) {
+  MpiSession(int* argc, char*** argv, bool adopt) {
     int initialized = 0;
     MPI_Initialized(&initialized);
+    if (initialized && adopt) {
+      // The caller (mpi4py, a host program) initialised MPI and finalises it.
+      owned_ = false;
+      MPI_Query_thread(&provided_);
+      if (provided_ < MPI_THREAD_FUNNELED) {
+        ThrowInternal("MPI was initialised without MPI_THREAD_FUNNELED support");
+      }
+      io::h5::Hdf5Init();
+      return;
+    }
     if (initialized) ThrowInternal("MPI is already initialised: create only one Environment");
     // Open MPI's own MPI-IO (OMPIO) creates a helper file under /tmp when it opens any file
     // (its shared-file-pointer component), in a collective open: where that fails on one
@@ -45,7 +55,7 @@ class MpiSession {
     int finalized = 0;
     MPI_Finalized(&finalized);
     io::h5::Hdf5ShutDown();
-    if (!finalized) MPI_Finalize();
+    if (owned_ && !finalized) MPI_Finalize();
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -53,6 +63,7 @@ class MpiSession {
 
  private:
   int provided_ = 0;
+  bool owned_ = true;
 };
 
 // PetscInitialize / PetscFinalize on the already-initialised MPI world. PETSc's own
@@ -91,7 +102,9 @@ class PetscSession {
 
 struct Environment::Impl {
   Impl(int* argc, char*** argv, const EnvironmentOptions& options)
-      : mpi(argc, argv), world(MPI_COMM_WORLD), logger(world.rank(), options.log_level) {
+      : mpi(argc, argv, options.adopt_mpi),
+        world(MPI_COMM_WORLD),
+        logger(world.rank(), options.log_level) {
     if (options.initialize_petsc) petsc.emplace(options.petsc_args);
     if (options.load_topology) topology.emplace();
     startup_notes = options.startup_notes;

@@ -23,6 +23,9 @@ struct EnvironmentOptions {
   std::vector<std::string> petsc_args;
   bool initialize_petsc = true;  // false: MPI (and hwloc) only, e.g. for tiny tools
   bool load_topology = true;
+  // MPI already initialised by the caller (mpi4py, a host program): used as it is and left
+  // for the caller to finalise. Without it an initialised MPI is an error.
+  bool adopt_mpi = false;
   LogLevel log_level = LogLevel::kInfo;
   // Notes from start-up steps taken before the environment existed (e.g. the library
   // thread limits), for the application to log once its verbosity is known.

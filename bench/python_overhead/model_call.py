@@ -1,0 +1,23 @@
+"""The Python side of the call-overhead benchmark (run.sh): homodyne_hpc.model_c2 on the
+grid of model_call.cpp, the median time of one call over ROUNDS rounds of CALLS calls."""
+import sys
+import time
+
+import numpy as np
+
+import homodyne_hpc as hh
+
+rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 21
+calls = int(sys.argv[2]) if len(sys.argv) > 2 else 2000
+physical = np.array([2.0e4, -0.4, 10.0])
+phi = np.array([10.0])
+contrast, offset = np.array([0.3]), np.array([1.0])
+sink = 0.0
+per_call = []
+for _ in range(rounds):
+    start = time.perf_counter()
+    for _ in range(calls):
+        sink += hh.model_c2("static", physical, phi, q=0.0054, dt=0.1, n_frames=32,
+                            contrast=contrast, offset=offset)[0, 1, 1]
+    per_call.append((time.perf_counter() - start) / calls * 1e6)
+print("python_us_per_call %.3f (checksum %.6g)" % (sorted(per_call)[rounds // 2], sink))

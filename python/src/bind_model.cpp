@@ -1,0 +1,102 @@
+// The model: c2 and its Jacobian for given parameters on a grid (homodyne/model.h).
+#include "common.h"
+
+namespace homodyne::python {
+namespace {
+
+AnalysisMode ParseMode(const std::string& mode) {
+  for (const AnalysisMode m :
+       {AnalysisMode::kStatic, AnalysisMode::kLaminarFlow, AnalysisMode::kTwoComponent}) {
+    if (AnalysisModeName(m) == mode) return m;
+  }
+  throw py::value_error("mode: expected 'static', 'laminar_flow' or 'two_component', found '" +
+                        mode + "'");
+}
+
+struct Inputs {
+  ModelGrid grid;
+  ModelParameters parameters;
+};
+
+// The grid and parameters of a call; contrast/offset given as one number apply to every
+// angle.
+Inputs ReadInputs(const std::string& mode, const DoubleArray& physical, const DoubleArray& phi,
+                  double q, double dt, int n_frames, const DoubleArray& contrast,
+                  const DoubleArray& offset, double gap) {
+  Inputs in;
+  in.grid.mode = ParseMode(mode);
+  in.grid.q = q;
+  in.grid.dt = dt;
+  in.grid.n_frames = n_frames;
+  in.grid.stator_rotor_gap = gap;
+  in.grid.phi_deg = ToVector(phi, "phi");
+  in.parameters.physical = ToVector(physical, "parameters");
+  const std::size_t k = in.grid.phi_deg.size();
+  in.parameters.contrast = ToVector(contrast, "contrast");
+  in.parameters.offset = ToVector(offset, "offset");
+  if (in.parameters.contrast.size() == 1) in.parameters.contrast.assign(k, contrast.data()[0]);
+  if (in.parameters.offset.size() == 1) in.parameters.offset.assign(k, offset.data()[0]);
+  return in;
+}
+
+py::array_t<double> ModelC2(const std::string& mode, const DoubleArray& physical,
+                            const DoubleArray& phi, double q, double dt, int n_frames,
+                            const DoubleArray& contrast, const DoubleArray& offset, double gap,
+                            bool exact, int threads) {
+  const Inputs in = ReadInputs(mode, physical, phi, q, dt, n_frames, contrast, offset, gap);
+  std::vector<std::vector<double>> c2;
+  {
+    py::gil_scoped_release release;
+    c2 = EvaluateC2(in.grid, in.parameters, {.threads = threads, .exact = exact});
+  }
+  return ToArray3(c2, n_frames);
+}
+
+py::tuple ModelJacobianOf(const std::string& mode, const DoubleArray& physical,
+                          const DoubleArray& phi, double q, double dt, int n_frames,
+                          const DoubleArray& contrast, const DoubleArray& offset, double gap) {
+  const Inputs in = ReadInputs(mode, physical, phi, q, dt, n_frames, contrast, offset, gap);
+  ModelJacobian jac;
+  {
+    py::gil_scoped_release release;
+    jac = EvaluateJacobian(in.grid, in.parameters);
+  }
+  const auto k = static_cast<py::ssize_t>(jac.jacobian.size());
+  const auto n = static_cast<py::ssize_t>(n_frames);
+  const auto p = static_cast<py::ssize_t>(jac.names.size());
+  py::array_t<double> out({k, n, n, p});
+  double* dst = out.mutable_data();
+  for (const auto& angle : jac.jacobian) dst = std::copy(angle.begin(), angle.end(), dst);
+  return py::make_tuple(out, jac.names);
+}
+
+}  // namespace
+
+void RegisterModel(py::module_& m) {
+  m.def(
+      "parameter_names", [](const std::string& mode) { return ParameterNames(ParseMode(mode)); },
+      py::arg("mode"), "The physical parameter names of `mode`, in the model's order.");
+  const auto doc_grid =
+      "mode: 'static', 'laminar_flow' or 'two_component'; parameters: the physical values "
+      "(parameter_names(mode)); phi: angles [deg]; q [1/A]; dt [s]; n_frames N (times "
+      "dt*[0..N-1], two_component dt*[1..N]); contrast, offset: one per angle or one for all; "
+      "stator_rotor_gap [A] (laminar_flow).";
+  m.def("model_c2", &ModelC2, py::arg("mode"), py::arg("parameters"), py::arg("phi"), py::kw_only(),
+        py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,
+        py::arg("offset") = 1.0, py::arg("stator_rotor_gap") = 2.0e6, py::arg("exact") = false,
+        py::arg("threads") = 1,
+        (std::string("c2 of every angle as an array (angles, N, N). ") + doc_grid +
+         " exact: the literal model's expressions (bit-identical to the library's reference), "
+         "else the fast kernel (within a few 1e-15). The GIL is released during the "
+         "evaluation.")
+            .c_str());
+  m.def("model_jacobian", &ModelJacobianOf, py::arg("mode"), py::arg("parameters"), py::arg("phi"),
+        py::kw_only(), py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,
+        py::arg("offset") = 1.0, py::arg("stator_rotor_gap") = 2.0e6,
+        (std::string("(jacobian, names): d c2 / d theta as an array (angles, N, N, P) and the "
+                     "P parameter names [contrast_k..., offset_k..., physical...]. ") +
+         doc_grid)
+            .c_str());
+}
+
+}  // namespace homodyne::python
