@@ -7,6 +7,7 @@
 # verdict at 119x the truth start's chi2 (exit 5). With a rising and a falling fraction on the
 # grid, and a short fit from the lowest point of each fraction while none is acceptable, the
 # template start converges at the truth start's chi2, exit 0, through the screen's answer.
+# The same template at 2 ranks with checkpoints written every 2 iterations gives the same bits.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -57,4 +58,20 @@ grep -q "start screen: the fit from its point ended converged at chi2 [0-9.e+]*:
   <<<"$actions" || fail "no accepted start-screen answer: $actions"
 grep -q "points on every 9th row at 5 sample fractions" <<<"$actions" ||
   fail "the screen's grid is not on every 9th row at 5 sample fractions: $actions"
+cp "$tmp/template.yaml" "$tmp/template_ckpt.yaml"
+cat >> "$tmp/template_ckpt.yaml" <<YAML
+optimization:
+  streaming:
+    enable_checkpoints: true
+    checkpoint_dir: $tmp/ckpt
+    checkpoint_frequency: 2
+YAML
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/template_ckpt.yaml" -o "$tmp/template2" \
+  > "$tmp/template2.log" 2>&1
+rc2=$?
+read -r chi_2 st_2 _ < <(result "$tmp/template2")
+echo "2 ranks, checkpoints on: $chi_2 ($st_2, exit $rc2)"
+[ -n "$(ls -A "$tmp/ckpt" 2>/dev/null)" ] || fail "no checkpoint was written at 2 ranks"
+[ "$rc2" -eq 0 ] && [ "$chi_2" = "$chi_m" ] ||
+  fail "2 ranks with checkpoints gave $chi_2 ($st_2, exit $rc2), 1 rank without $chi_m"
 echo PASS
