@@ -1,18 +1,26 @@
 // Consensus Monte Carlo combination (Scott et al. 2016): shard s contributes draws θ_s,j
 // with a weight matrix W_s; the j-th combined draw is (Σ_s W_s)⁻¹ Σ_s W_s θ_s,j. Two
 // choices of W_s (ConsensusShape):
-//   kPooled    W_s = κ_s Σ̄⁻¹: every shard has one common shape Σ̄ and its own scale,
-//              κ_s ∝ det(Σ̂_s)^(−1/d) (the precision per dimension by volume, which a
-//              rotation of Σ̂_s does not change); Σ̄ cancels and the combined draw is
-//              Σ_s κ_s θ_s,j / Σ_s κ_s. For exchangeable shards (random sharding: the
-//              same angles and lags in every shard) the shard posteriors have one shape up
-//              to Monte-Carlo error and the ridge's curvature; on a near-degenerate ridge
-//              (correlations of 0.999) small differences of orientation between the Σ̂_s
-//              make the product of per-shard Gaussians far narrower along the ridge than
-//              the full-data posterior, while the pooled shape does not. Where the shards'
-//              covariances are proportional (Σ̂_s = c_s Σ) both choices are the same.
+//   kPooled    pooled directions, per-shard precisions: the axes are the eigenvectors e_k of
+//              the shards' mean correlation matrix (coordinates scaled by the sds of their
+//              mean covariance, D̄); along e_k shard s weighs 1/v_sk, v_sk its own variance
+//              along e_k, so W_s = D̄⁻¹ E diag(1/v_sk) Eᵀ D̄⁻¹ and each combined coordinate
+//              along e_k has the variance 1/Σ_s(1/v_sk) (the product of the shards' marginals
+//              along it). Why not Σ̂_s⁻¹ for exchangeable shards (random sharding): on a
+//              near-degenerate ridge (correlations of 0.999) small differences of
+//              orientation between the Σ̂_s make the product of per-shard Gaussians far
+//              narrower along the ridge than the full-data posterior; along fixed common
+//              axes they cannot. Why not one scalar precision per shard (W_s = κ_s Σ̄⁻¹,
+//              the rule before): random shards hold the same angles and lags but not the
+//              same information in every direction (one shard of issue #38's laminar
+//              studies pinned the shear rates 2-2.5x more loosely than the others and D0 as
+//              well as they did), and a scalar weight averages the shards' variances along
+//              such a direction instead of adding their precisions: the consensus came out
+//              up to 1.33x the full-data sd (docs/cmc.md, step 8). Where the shards'
+//              covariances are proportional (Σ̂_s = c_s Σ) all three rules agree.
 //   kPerShard  W_s = Σ̂_s⁻¹ (Gaussian-optimal for shards of different shapes: stratified or
 //              contiguous sharding).
+// One shard is returned unchanged (bit for bit) under either choice.
 #pragma once
 
 #include <vector>
