@@ -46,36 +46,24 @@ RowMatrix CombinePerShard(const std::vector<ShardDraws>& shards,
   return combined;
 }
 
-// Pooled directions, per-shard precisions (consensus.h): the axes e_k are the eigenvectors
-// of the shards' mean correlation matrix (coordinates scaled by D̄, the sds of the mean
-// covariance); along e_k shard s has the variance v_sk = e_kᵀ D̄⁻¹ Σ̂_s D̄⁻¹ e_k and
-// weight 1/v_sk. In y = Eᵀ D̄⁻¹ θ the combined draw is y_k = Σ_s y_sk / v_sk / Σ_s 1/v_sk,
-// i.e. W_s = D̄⁻¹ E diag(1/v_sk) Eᵀ D̄⁻¹.
-RowMatrix CombinePooledDirections(const std::vector<ShardDraws>& shards,
-                                  const std::vector<Eigen::MatrixXd>& covs, int n) {
+// Per-coordinate precisions (consensus.h): shard s weighs coordinate i by 1/v_si, v_si its
+// own variance of it; the combined coordinate is Σ_s θ_si,j / v_si / Σ_s 1/v_si.
+RowMatrix CombinePerCoordinate(const std::vector<ShardDraws>& shards,
+                               const std::vector<Eigen::MatrixXd>& covs, int n) {
   const auto d = static_cast<int>(covs.front().rows());
-  Eigen::MatrixXd mean_cov = Eigen::MatrixXd::Zero(d, d);
-  for (const auto& cov : covs) mean_cov += cov / static_cast<double>(covs.size());
-  const Eigen::VectorXd scale = mean_cov.diagonal().cwiseSqrt();
-  const Eigen::MatrixXd corr =
-      scale.cwiseInverse().asDiagonal() * mean_cov * scale.cwiseInverse().asDiagonal();
-  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> eig(corr);
-  // to_y = Eᵀ D̄⁻¹; back = D̄ E.
-  const Eigen::MatrixXd to_y = eig.eigenvectors().transpose() * scale.cwiseInverse().asDiagonal();
-  const Eigen::MatrixXd back = scale.asDiagonal() * eig.eigenvectors();
-  std::vector<Eigen::VectorXd> precision;  // 1/v_sk per shard
+  std::vector<Eigen::VectorXd> precision;  // 1/v_si per shard
   Eigen::VectorXd total = Eigen::VectorXd::Zero(d);
   for (const auto& cov : covs) {
-    precision.push_back((to_y * cov * to_y.transpose()).diagonal().cwiseInverse());
+    precision.push_back(cov.diagonal().cwiseInverse());
     total += precision.back();
   }
   RowMatrix combined(n, d);
   for (int j = 0; j < n; ++j) {
     Eigen::VectorXd acc = Eigen::VectorXd::Zero(d);
     for (std::size_t s = 0; s < shards.size(); ++s) {
-      acc += precision[s].cwiseProduct(to_y * DrawOf(shards[s], j));
+      acc += precision[s].cwiseProduct(DrawOf(shards[s], j));
     }
-    combined.row(j) = (back * acc.cwiseQuotient(total)).transpose();
+    combined.row(j) = acc.cwiseQuotient(total).transpose();
   }
   return combined;
 }
@@ -119,7 +107,7 @@ ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards, Consensu
   } else if (shape == ConsensusShape::kPerShard) {
     combined = CombinePerShard(shards, covs, n);
   } else {
-    combined = CombinePooledDirections(shards, covs, n);
+    combined = CombinePerCoordinate(shards, covs, n);
   }
   out.draws.assign(combined.data(), combined.data() + combined.size());
   const Eigen::RowVectorXd mean = combined.colwise().mean();
