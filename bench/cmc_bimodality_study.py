@@ -301,7 +301,8 @@ def summarise(records, out_json, out_md, planned=None):
         "# CMC consensus against the full-data posterior (bimodality rule)", "",
         "Written by `bench/run_cmc_bimodality_study.sh`. Each dataset: homodyne's template "
         "(dt 0.1, 100 frames, 4 angles of which phi_filtering keeps 2, noise 0.003), "
-        f"`homodyne --method both` at 2 ranks ({summary['draws']}), then the full-data posterior (`--method cmc "
+        f"`homodyne --method cmc --nlsq-result ...` at 2 ranks ({summary['draws']}), then the "
+        "full-data posterior (`--method cmc "
         "--nlsq-result ... --cmc-num-shards 1`: one shard = all data, one long run: "
         f"{summary['reference']}). Both start from the same NLSQ answer (`--method nlsq` at "
         "2 ranks); one shard is its own consensus, bit for bit, so the reference does not "
