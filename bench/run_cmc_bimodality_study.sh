@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # CMC consensus against the full-data posterior on >= 20 unimodal synthetic datasets
 # (laminar_flow and static, homodyne's templates, issue #38 item 4's case first), with the
-# bimodality verdicts of every shard (docs/cmc.md, step 7b). Writes
-# $out/cmc_bimodality_<stamp>.json and .md. OLD=<homodyne binary> also runs the rule before
-# where homodyne's screen alone would split a shard.
-#   bash bench/run_cmc_bimodality_study.sh [build] [out]     (about 30-60 min on 2 cores)
+# bimodality verdicts of every shard (docs/cmc.md, step 7b), against a full-data reference
+# sampled by one long run whose own R-hat, ESS and divergences decide whether it counts.
+# Writes $out/cmc_bimodality_<stamp>.json and .md. OLD=<homodyne binary> also runs the rule
+# before where homodyne's screen alone would split a shard. WORK=<dir> keeps the runs (and
+# reuses those already there); FIRST=<i,j,...> runs those datasets first.
+#   bash bench/run_cmc_bimodality_study.sh [build] [out]
+# (the references of the hard laminar datasets take 20-60 min each on a loaded 2-core machine)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 old=()

@@ -149,8 +149,9 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
 }
 
 // The consensus weights (consensus.h): random sharding deals every angle and lag to every
-// shard alike, so the shards share one posterior shape; whole angles (stratified) or
-// consecutive rows (contiguous) give shards of different shapes.
+// shard alike, so the shards share the posterior's directions (not always its width along
+// each); whole angles (stratified) or consecutive rows (contiguous) give shards of
+// different shapes.
 ConsensusShape ConsensusShapeOf(const config::Config& cfg) {
   return cfg.optimization.cmc.sharding.strategy == ShardStrategy::kRandom
              ? ConsensusShape::kPooled
@@ -165,8 +166,8 @@ void CombinePhase(const std::vector<ShardDraws>& kept, const std::vector<ShardDr
                   ConsensusShape shape, CmcRunResult& result, const Logger& logger) {
   logger.Info("CMC: consensus weights: {}",
               shape == ConsensusShape::kPooled
-                  ? "the shards' pooled covariance shape, each shard scaled by its precision "
-                    "(random sharding: exchangeable shards)"
+                  ? "the shards' pooled directions, each shard weighed by its precision along "
+                    "each (random sharding)"
                   : "each shard's own inverse covariance (shards of different shapes)");
   std::vector<double> combined;
   const bool bimodal = std::any_of(result.bimodality.begin(), result.bimodality.end(),

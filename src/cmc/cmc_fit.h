@@ -1,9 +1,9 @@
 // Consensus Monte Carlo fit of XPCS two-time data (algorithms spec §2):
 // shards of row segments (sharding.h), each sampled by our NUTS on its shard posterior
 // (shard_posterior.h) with tempered priors (1/K), optionally NLSQ-informed; the shards'
-// draws are combined by the consensus (consensus.h: one pooled shape for randomly sharded,
-// exchangeable shards, each shard's own covariance otherwise) in the unconstrained
-// sampling coordinates and transformed back.
+// draws are combined by the consensus (consensus.h: pooled directions with per-shard
+// precisions for randomly sharded shards, each shard's own covariance otherwise) in the
+// unconstrained sampling coordinates and transformed back.
 //
 // Parallel layout: shard s runs on rank s mod P, its chains in parallel on the rank's
 // threads (shard_chains.h); every RNG stream is keyed by (seed, shard, chain), so the result

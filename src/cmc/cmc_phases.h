@@ -263,8 +263,8 @@ void BimodalityPhase(const config::Config& cfg, const SampledParameters& sp,
                      const std::vector<ShardDraws>& theta_draws, CmcRunResult& result,
                      const Logger& logger);
 
-// The consensus weights for the configured sharding: one pooled shape for randomly sharded
-// (exchangeable) shards, each shard's own covariance otherwise.
+// The consensus weights for the configured sharding: pooled directions with per-shard
+// precisions for randomly sharded shards, each shard's own covariance otherwise.
 ConsensusShape ConsensusShapeOf(const config::Config& cfg);
 
 // The consensus of the kept shards, in the model parameters (result.draws).

@@ -20,6 +20,54 @@ Eigen::MatrixXd SampleCovariance(const Eigen::Map<const RowMatrix>& x) {
   return (centred.transpose() * centred) / static_cast<double>(x.rows() - 1);
 }
 
+Eigen::VectorXd DrawOf(const ShardDraws& shard, int j) {
+  const auto d = static_cast<std::size_t>(shard.dims);
+  return Eigen::Map<const Eigen::VectorXd>(shard.draws.data() + static_cast<std::size_t>(j) * d,
+                                           shard.dims);
+}
+
+// W_s = Σ̂_s⁻¹: the j-th draw is (Σ_s W_s)⁻¹ Σ_s W_s θ_s,j.
+RowMatrix CombinePerShard(const std::vector<ShardDraws>& shards,
+                          const std::vector<Eigen::MatrixXd>& covs, int n) {
+  const auto d = static_cast<int>(covs.front().rows());
+  Eigen::MatrixXd w_sum = Eigen::MatrixXd::Zero(d, d);
+  std::vector<Eigen::MatrixXd> weights;
+  for (const auto& cov : covs) {
+    weights.push_back(Eigen::LLT<Eigen::MatrixXd>(cov).solve(Eigen::MatrixXd::Identity(d, d)));
+    w_sum += weights.back();
+  }
+  const Eigen::LLT<Eigen::MatrixXd> total(w_sum);
+  RowMatrix combined(n, d);
+  for (int j = 0; j < n; ++j) {
+    Eigen::VectorXd acc = Eigen::VectorXd::Zero(d);
+    for (std::size_t s = 0; s < shards.size(); ++s) acc += weights[s] * DrawOf(shards[s], j);
+    combined.row(j) = total.solve(acc).transpose();
+  }
+  return combined;
+}
+
+// Per-coordinate precisions (consensus.h): shard s weighs coordinate i by 1/v_si, v_si its
+// own variance of it; the combined coordinate is Σ_s θ_si,j / v_si / Σ_s 1/v_si.
+RowMatrix CombinePerCoordinate(const std::vector<ShardDraws>& shards,
+                               const std::vector<Eigen::MatrixXd>& covs, int n) {
+  const auto d = static_cast<int>(covs.front().rows());
+  std::vector<Eigen::VectorXd> precision;  // 1/v_si per shard
+  Eigen::VectorXd total = Eigen::VectorXd::Zero(d);
+  for (const auto& cov : covs) {
+    precision.push_back(cov.diagonal().cwiseInverse());
+    total += precision.back();
+  }
+  RowMatrix combined(n, d);
+  for (int j = 0; j < n; ++j) {
+    Eigen::VectorXd acc = Eigen::VectorXd::Zero(d);
+    for (std::size_t s = 0; s < shards.size(); ++s) {
+      acc += precision[s].cwiseProduct(DrawOf(shards[s], j));
+    }
+    combined.row(j) = acc.cwiseQuotient(total).transpose();
+  }
+  return combined;
+}
+
 }  // namespace
 
 ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards, ConsensusShape shape) {
@@ -39,8 +87,6 @@ ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards, Consensu
   ConsensusResult out;
   out.dims = d;
   std::vector<Eigen::MatrixXd> covs;
-  std::vector<double> log_dets;
-  double mean_log_det = 0.0;
   for (std::size_t s = 0; s < shards.size(); ++s) {
     const Eigen::Map<const RowMatrix> x(shards[s].draws.data(), shards[s].count(), d);
     covs.push_back(SampleCovariance(x));
@@ -53,33 +99,15 @@ ConsensusResult CombineConsensus(const std::vector<ShardDraws>& shards, Consensu
                       "(a parameter did not move?)",
                       s));
     }
-    log_dets.push_back(2.0 * llt.matrixLLT().diagonal().array().log().sum());
-    mean_log_det += log_dets.back() / static_cast<double>(shards.size());
   }
-  Eigen::MatrixXd w_sum = Eigen::MatrixXd::Zero(d, d);
-  std::vector<Eigen::MatrixXd> weights;
-  for (std::size_t s = 0; s < shards.size(); ++s) {
-    if (shape == ConsensusShape::kPerShard) {
-      weights.push_back(
-          Eigen::LLT<Eigen::MatrixXd>(covs[s]).solve(Eigen::MatrixXd::Identity(d, d)));
-    } else {
-      // W_s = κ_s Σ̄⁻¹; the common Σ̄⁻¹ cancels in (Σ_s W_s)⁻¹ Σ_s W_s θ_s,j, so the weight
-      // is the scalar κ_s (relative to the geometric mean of the shards' scales).
-      const double kappa = std::exp(-(log_dets[s] - mean_log_det) / static_cast<double>(d));
-      weights.push_back(kappa * Eigen::MatrixXd::Identity(d, d));
-    }
-    w_sum += weights.back();
-  }
-  const Eigen::LLT<Eigen::MatrixXd> total(w_sum);
   RowMatrix combined(n, d);
-  for (int j = 0; j < n; ++j) {
-    Eigen::VectorXd acc = Eigen::VectorXd::Zero(d);
-    for (std::size_t s = 0; s < shards.size(); ++s) {
-      const Eigen::Map<const Eigen::VectorXd> theta(
-          shards[s].draws.data() + static_cast<std::size_t>(j) * static_cast<std::size_t>(d), d);
-      acc += weights[s] * theta;
-    }
-    combined.row(j) = total.solve(acc).transpose();
+  if (shards.size() == 1) {
+    // One shard is its own consensus: its draws, bit for bit (the full-data posterior).
+    combined = Eigen::Map<const RowMatrix>(shards.front().draws.data(), n, d);
+  } else if (shape == ConsensusShape::kPerShard) {
+    combined = CombinePerShard(shards, covs, n);
+  } else {
+    combined = CombinePerCoordinate(shards, covs, n);
   }
   out.draws.assign(combined.data(), combined.data() + combined.size());
   const Eigen::RowVectorXd mean = combined.colwise().mean();

@@ -175,8 +175,8 @@ TEST(Consensus, ProportionalShardsGiveTheProductUnderBothWeightings) {
 // across, as a shard of 3 holds; correlation 0.999 999), whose Gaussian fits differ in
 // orientation by ±0.02 rad (what the curvature of the ridge and a few tens of effective
 // draws do to a sample covariance). The product of the three per-shard Gaussians is
-// pinned along the ridge by the others' narrow directions: sd ≈ 0.1 instead of 1. With the
-// pooled shape the consensus keeps the full-data width, 1.73/√3 = 1, along the ridge.
+// pinned along the ridge by the others' narrow directions: sd ≈ 0.1 instead of 1.
+// Parameter by parameter the consensus keeps the full-data width, 1.73/√3 = 1, along it.
 TEST(Consensus, PooledShapeKeepsTheWidthAlongARidge) {
   const int n = 20000;
   const double eps[3] = {-0.02, 0.0, 0.02};
@@ -186,10 +186,55 @@ TEST(Consensus, PooledShapeKeepsTheWidthAlongARidge) {
   EXPECT_LT(std::sqrt(per_shard.covariance[0]), 0.3);
   const ConsensusResult pooled = CombineConsensus(shards, ConsensusShape::kPooled);
   EXPECT_NEAR(std::sqrt(pooled.covariance[0]), 1.0, 0.03);
-  // Equal volumes, equal weights: the mean of three independent draws, one per shard.
+  // In y each shard weighs 1/its variance of y: the rotated shards' sin²ε·3 makes them
+  // count far less there than the unrotated one.
   const double sn = std::sin(0.02), cs = std::cos(0.02);
-  const double var_y = (2.0 * (3.0 * sn * sn + 3e-6 * cs * cs) + 3e-6) / 9.0;
+  const double v_rot = 3.0 * sn * sn + 3e-6 * cs * cs;
+  const double var_y = 1.0 / (2.0 / v_rot + 1.0 / 3e-6);
   EXPECT_NEAR(pooled.covariance[3], var_y, 0.05 * var_y);
+}
+
+// Random shards hold the same angles and lags but not the same information in every
+// direction: here three shards of one 6-parameter posterior agree in five directions and
+// shard 2 is 3x wider (in sd) along a ridge of parameters 0 and 1 (at 45°, correlation
+// 0.9998). The full-data posterior along the ridge is the product of the three,
+// variance 1/(1/3 + 1/3 + 1/27) = 1.42, and so is the consensus with per-coordinate
+// precisions. One scalar precision per shard (the rule before: κ_s ∝ det(Σ̂_s)^(−1/6), which
+// a width in one direction of six barely changes) averaged the variances instead: 2.62,
+// sd 1.36x.
+TEST(Consensus, RandomShardsAddPrecisionsPerParameter) {
+  const int n = 20000, d = 6;
+  const double along[3] = {3.0, 3.0, 27.0}, across = 3e-4, other = 3.0;
+  std::vector<ShardDraws> shards;
+  for (int s = 0; s < 3; ++s) {
+    CounterRng rng(29, static_cast<std::uint64_t>(s), 0);
+    ShardDraws draws;
+    draws.dims = d;
+    for (int j = 0; j < n; ++j) {
+      const double u = std::sqrt(along[s]) * rng.Normal(), v = std::sqrt(across) * rng.Normal();
+      draws.draws.push_back((u - v) / std::sqrt(2.0));
+      draws.draws.push_back((u + v) / std::sqrt(2.0));
+      for (int k = 2; k < d; ++k) draws.draws.push_back(std::sqrt(other) * rng.Normal());
+    }
+    shards.push_back(draws);
+  }
+  const ConsensusResult r = CombineConsensus(shards, ConsensusShape::kPooled);
+  const auto c = [&](int i, int k) { return r.covariance[static_cast<std::size_t>(i * d + k)]; };
+  const double var_along = 0.5 * (c(0, 0) + c(1, 1) + 2.0 * c(0, 1));
+  const double var_across = 0.5 * (c(0, 0) + c(1, 1) - 2.0 * c(0, 1));
+  const double product_along = 1.0 / (1.0 / 3.0 + 1.0 / 3.0 + 1.0 / 27.0);
+  EXPECT_NEAR(var_along, product_along, 0.05 * product_along);
+  // Across the ridge the shards are alike (product: across/3) but weigh as along it, by
+  // w_s ∝ 2/(along_s + across) on both parameters: Σ w_s²·across / (Σ w_s)², 1.35x the
+  // product's variance (the cost of per-coordinate weights, docs/cmc.md step 8).
+  double w_sum = 0.0, w2_sum = 0.0;
+  for (const double a : along) {
+    w_sum += 2.0 / (a + across);
+    w2_sum += 4.0 / ((a + across) * (a + across));
+  }
+  const double rule_across = w2_sum * across / (w_sum * w_sum);
+  EXPECT_NEAR(var_across, rule_across, 0.05 * rule_across);
+  for (int k = 2; k < d; ++k) EXPECT_NEAR(c(k, k), other / 3.0, 0.05 * other / 3.0);
 }
 
 TEST(Consensus, DegenerateShardIsRejected) {
