@@ -243,6 +243,26 @@ int ScreenRowStride(const nlsq::XpcsFitSession& session) {
   return std::max(SearchRowStride(session, kScanMaxPoints), by_rows);
 }
 
+namespace {
+
+// In `order`, the lowest point of each sample fraction that `first` does not hold.
+std::vector<std::size_t> LowestOfOtherFractions(
+    const Grid& g, const std::vector<std::pair<std::size_t, std::size_t>>& kept,
+    const std::vector<std::size_t>& order, const std::vector<std::size_t>& first) {
+  std::vector<std::size_t> more;
+  for (const std::size_t k : order) {
+    const std::size_t f = g.fraction_of[kept[k].second];
+    const auto same = [&](std::size_t c) { return g.fraction_of[kept[c].second] == f; };
+    if (std::none_of(first.begin(), first.end(), same) &&
+        std::none_of(more.begin(), more.end(), same)) {
+      more.push_back(k);
+    }
+  }
+  return more;
+}
+
+}  // namespace
+
 ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<double>& start, double q,
                           double dt, double ftol, const Logger& logger,
                           std::vector<std::string>& actions) {
@@ -294,15 +314,7 @@ ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<doubl
   std::vector<std::size_t> first(
       order.begin(), order.begin() + static_cast<std::ptrdiff_t>(
                                          std::min<std::size_t>(order.size(), kScreenPairsKept)));
-  std::vector<std::size_t> more;
-  for (const std::size_t k : order) {
-    const std::size_t f = g.fraction_of[kept[k].second];
-    const auto same = [&](std::size_t c) { return g.fraction_of[kept[c].second] == f; };
-    if (std::none_of(first.begin(), first.end(), same) &&
-        std::none_of(more.begin(), more.end(), same)) {
-      more.push_back(k);
-    }
-  }
+  const std::vector<std::size_t> more = LowestOfOtherFractions(g, kept, order, first);
   std::vector<std::string> tried;
   const std::vector<bool> all_free(start.size(), true);
   out.chi2 = HUGE_VAL;
