@@ -142,6 +142,57 @@ void CheckCv(double cv, double q, int dof, double mean, const std::string& name,
   }
 }
 
+// Outliers by the modified z-score of the shard means, parameter by parameter: each shard of
+// `alive`'s first reason ("" for none), indexed by shard.
+std::vector<std::string> MeanOutliers(const std::vector<Moments>& mom,
+                                      const std::vector<std::size_t>& alive, int dims,
+                                      const std::vector<std::string>& names) {
+  std::vector<std::string> why(mom.size());
+  for (int p = 0; p < dims && alive.size() >= 3; ++p) {
+    const auto pp = static_cast<std::size_t>(p);
+    std::vector<double> m;
+    for (std::size_t s : alive) m.push_back(mom[s].mean[pp]);
+    const double med = Median(m);
+    std::vector<double> dev;
+    for (double x : m) dev.push_back(std::abs(x - med));
+    const double mad = Median(dev);
+    if (!(mad > 0.0)) continue;
+    for (std::size_t s : alive) {
+      const double z = 0.6745 * std::abs(mom[s].mean[pp] - med) / mad;
+      if (z >= 3.5 && why[s].empty()) {
+        why[s] = fmt::format("outlier in {} (mean {:.6g}, modified z = {:.2f} >= 3.5)", names[pp],
+                             mom[s].mean[pp], z);
+      }
+    }
+  }
+  return why;
+}
+
+// Shards of `alive` with a variance below 1e-6 of the shards' median on some parameter.
+std::vector<std::string> DegenerateVariances(const std::vector<Moments>& mom,
+                                             const std::vector<std::size_t>& alive, int dims,
+                                             const std::vector<std::string>& names) {
+  std::vector<std::string> deg(mom.size());
+  for (int p = 0; p < dims; ++p) {
+    const auto pp = static_cast<std::size_t>(p);
+    std::vector<double> v;
+    for (std::size_t s : alive) v.push_back(mom[s].var[pp]);
+    const double med = Median(v);
+    for (std::size_t s : alive) {
+      if (mom[s].var[pp] < 1e-6 * med && deg[s].empty()) {
+        deg[s] = fmt::format("degenerate: variance of {} {:.3g} < 1e-6 x median {:.3g}", names[pp],
+                             mom[s].var[pp], med);
+      }
+    }
+  }
+  return deg;
+}
+
+std::size_t Marked(const std::vector<std::string>& reasons, const std::vector<std::size_t>& alive) {
+  return static_cast<std::size_t>(std::count_if(
+      alive.begin(), alive.end(), [&](std::size_t s) { return !reasons[s].empty(); }));
+}
+
 }  // namespace
 
 ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
@@ -180,52 +231,17 @@ ShardFilterResult FilterShards(const std::vector<ShardDraws>& draws,
   const int dims = draws[kept().front()].dims;
 
   if (o.robust) {
-    // Outliers by the modified z-score of the shard means, parameter by parameter.
     std::vector<std::size_t> alive = kept();
-    std::vector<std::string> why(k);
-    for (int p = 0; p < dims && alive.size() >= 3; ++p) {
-      const auto pp = static_cast<std::size_t>(p);
-      std::vector<double> m;
-      for (std::size_t s : alive) m.push_back(mom[s].mean[pp]);
-      const double med = Median(m);
-      std::vector<double> dev;
-      for (double x : m) dev.push_back(std::abs(x - med));
-      const double mad = Median(dev);
-      if (!(mad > 0.0)) continue;
-      for (std::size_t s : alive) {
-        const double z = 0.6745 * std::abs(mom[s].mean[pp] - med) / mad;
-        if (z >= 3.5 && why[s].empty()) {
-          why[s] = fmt::format("outlier in {} (mean {:.6g}, modified z = {:.2f} >= 3.5)", names[pp],
-                               mom[s].mean[pp], z);
-        }
-      }
-    }
-    const auto outliers =
-        std::count_if(alive.begin(), alive.end(), [&](std::size_t s) { return !why[s].empty(); });
-    if (static_cast<std::size_t>(outliers) + 3 <= alive.size()) {
+    const std::vector<std::string> why = MeanOutliers(mom, alive, dims, names);
+    if (Marked(why, alive) + 3 <= alive.size()) {
       for (std::size_t s : alive) {
         if (!why[s].empty()) reject(s, why[s]);
       }
     }
-    // Degenerate variances.
     alive = kept();
     if (alive.size() >= 3) {
-      std::vector<std::string> deg(k);
-      for (int p = 0; p < dims; ++p) {
-        const auto pp = static_cast<std::size_t>(p);
-        std::vector<double> v;
-        for (std::size_t s : alive) v.push_back(mom[s].var[pp]);
-        const double med = Median(v);
-        for (std::size_t s : alive) {
-          if (mom[s].var[pp] < 1e-6 * med && deg[s].empty()) {
-            deg[s] = fmt::format("degenerate: variance of {} {:.3g} < 1e-6 x median {:.3g}",
-                                 names[pp], mom[s].var[pp], med);
-          }
-        }
-      }
-      const auto n_deg =
-          std::count_if(alive.begin(), alive.end(), [&](std::size_t s) { return !deg[s].empty(); });
-      if (static_cast<std::size_t>(n_deg) < alive.size()) {
+      const std::vector<std::string> deg = DegenerateVariances(mom, alive, dims, names);
+      if (Marked(deg, alive) < alive.size()) {
         for (std::size_t s : alive) {
           if (!deg[s].empty()) reject(s, deg[s]);
         }
