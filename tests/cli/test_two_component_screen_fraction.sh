@@ -10,52 +10,11 @@
 # The same template at 2 ranks with checkpoints written every 2 iterations gives the same bits.
 set -uo pipefail
 bindir=$1; mpiexec=$2
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-py=/usr/bin/python3
-fail() { echo "FAIL: $*"; exit 1; }
-names="[D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]"
-write_cfg() {  # write_cfg <file> <values>
-  cat > "$1" <<YAML
-analysis_mode: two_component
-analyzer_parameters:
-  dt: 0.1
-  scattering: {wavevector_q: 0.0054}
-experimental_data:
-  data_folder_path: $tmp
-  data_file_name: g.h5
-initial_parameters:
-  parameter_names: $names
-  values: $2
-  fixed_parameters: {f2: 0.0}
-YAML
-}
-result() {  # result <dir>: chi2, status and the recovery actions
-  "$py" - "$1" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1] + "/nlsq/parameters.json"))
-m = json.load(open(sys.argv[1] + "/nlsq/convergence_metrics.json"))
-print(repr(d["chi_squared"]), d["convergence_status"], "|".join(m.get("recovery_actions") or []))
-PY
-}
+label="start screen, sloped fractions"
 truth="[2395.884912252697, 0.26862176004164784, 12.402617804235614, 8509.972178446727, -0.3723331329971381, 114.95033216545686, 772.2395173819232, 0.24159131701228267, 2.5541197202493438, 0.28432151930725, 0.07252520804237741, 0.0, 0.008863764959578148, -2.5958509038152053]"
-write_cfg "$tmp/truth.yaml" "$truth"
-"$bindir/homodyne-synth" --config "$tmp/truth.yaml" -o "$tmp/g.h5" --frames 151 \
-  --angles "8.5,12.3,96.8,99.7,140.7" --contrast 0.1830630174279489 --offset 0.9879326121041694 \
-  --noise 0.0005358703453987488 --seed 115583509 -q || fail "synth"
-write_cfg "$tmp/template.yaml" null
-"$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/truth.yaml" -o "$tmp/truth" > "$tmp/truth.log" 2>&1
-rc=$?
-[ "$rc" -eq 0 ] || { cat "$tmp/truth.log"; fail "truth fit exited $rc"; }
-"$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/template.yaml" -o "$tmp/template" > "$tmp/template.log" 2>&1
-rc=$?
-read -r chi_t _ _ < <(result "$tmp/truth")
-read -r chi_m st_m actions < <(result "$tmp/template")
-echo "start screen, sloped fractions: truth start chi2 $chi_t; template start $chi_m ($st_m, exit $rc)"
-"$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
-  "$chi_t" "$chi_m" || fail "template start $chi_m ($st_m) vs truth $chi_t"
-[ "$st_m" = converged ] && [ "$rc" -eq 0 ] || fail "the template start ended $st_m, exit $rc"
-grep -q "start screen: the fit from its point ended converged at chi2 [0-9.e+]*: converged and no misfit" \
-  <<<"$actions" || fail "no accepted start-screen answer: $actions"
+frames=151 angles="8.5,12.3,96.8,99.7,140.7" contrast=0.1830630174279489 offset=0.9879326121041694
+noise=0.0005358703453987488 seed=115583509
+source "$(dirname "$0")/two_component_screen_case.bash"
 grep -q "points on every 9th row at 5 sample fractions" <<<"$actions" ||
   fail "the screen's grid is not on every 9th row at 5 sample fractions: $actions"
 cp "$tmp/template.yaml" "$tmp/template_ckpt.yaml"
