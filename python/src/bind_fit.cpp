@@ -111,6 +111,17 @@ py::dict EstimateDict(const ParameterEstimate& p) {
   return d;
 }
 
+// d[name] and d[name + "_uncertainty"]: the estimates' values and uncertainties, per angle.
+void AddColumns(py::dict& d, const std::string& name, const std::vector<ParameterEstimate>& es) {
+  std::vector<double> values, uncertainties;
+  for (const ParameterEstimate& p : es) {
+    values.push_back(p.value);
+    uncertainties.push_back(p.uncertainty);
+  }
+  d[py::str(name)] = values;
+  d[py::str(name + "_uncertainty")] = uncertainties;
+}
+
 py::dict NlsqDict(const NlsqSummary& s) {
   py::dict d;
   d["method"] = "nlsq";
@@ -126,19 +137,8 @@ py::dict NlsqDict(const NlsqSummary& s) {
   for (const ParameterEstimate& p : s.physical) physical[py::str(p.name)] = EstimateDict(p);
   d["parameters"] = physical;
   d["phi_deg"] = s.phi_deg;
-  std::vector<double> c, cu, o, ou;
-  for (const ParameterEstimate& p : s.contrast) {
-    c.push_back(p.value);
-    cu.push_back(p.uncertainty);
-  }
-  for (const ParameterEstimate& p : s.offset) {
-    o.push_back(p.value);
-    ou.push_back(p.uncertainty);
-  }
-  d["contrast"] = c;
-  d["contrast_uncertainty"] = cu;
-  d["offset"] = o;
-  d["offset_uncertainty"] = ou;
+  AddColumns(d, "contrast", s.contrast);
+  AddColumns(d, "offset", s.offset);
   d["per_angle_scaling"] = std::string(ToString(s.per_angle_scaling));
   d["quality"] = std::string(ToString(s.quality));
   d["warnings"] = s.warnings;
