@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

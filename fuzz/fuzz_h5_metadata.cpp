@@ -10,7 +10,7 @@
 #include <exception>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "io/dataset.h"
 #include "io/metadata_internal.h"

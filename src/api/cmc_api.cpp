@@ -12,7 +12,7 @@
 #include "cmc/cmc_fit.h"
 #include "config/config.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "homodyne/cmc.h"
 #include "io/dataset.h"

@@ -12,7 +12,7 @@
 #include "cmc/cmc_fit.h"
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "global/fit_pipeline.h"
 #include "global/global_stage.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "homodyne/model.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"

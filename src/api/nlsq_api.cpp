@@ -11,7 +11,7 @@
 #include "config/config.h"
 #include "config/config_reader.h"
 #include "config/parameters.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "global/fit_pipeline.h"
 #include "homodyne/nlsq.h"

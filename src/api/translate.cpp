@@ -12,7 +12,7 @@
 
 #include "config/config_digest.h"
 #include "config/parameters.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/selection.h"
 #include "model/analysis_mode.h"
 #include "parallel/broadcast.h"

@@ -13,7 +13,7 @@
 
 #include "core/atomic_file.h"
 #include "core/clock.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fnv1a.h"
 #include "core/placement.h"
 #include "model/kernel.h"

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/library_versions.h"
 #include "core/topology.h"
 #include "core/topology_report.h"
-#include "core/version.h"
 
 namespace homodyne {
 

@@ -14,7 +14,7 @@
 #include "app/command_line.h"
 #include "batch_task.h"
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/placement.h"
 #include "parallel/broadcast.h"
 #include "parallel/collective.h"

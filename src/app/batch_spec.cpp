@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fnv1a.h"
 
 namespace homodyne::batch {

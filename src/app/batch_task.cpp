@@ -11,7 +11,7 @@
 
 #include "app/fit_phases.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "nlsq/xpcs_fit.h"
 #include "outputs/run_report.h"

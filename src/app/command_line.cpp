@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 

@@ -19,7 +19,7 @@
 #include "config/key_paths.h"
 #include "config/key_table.h"
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/parameter_layout.h"
 #include "nlsq/xpcs_fit.h"
 

@@ -13,7 +13,7 @@
 
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "core/output_paths.h"
 #include "outputs/cmc_result_files.h"

@@ -8,7 +8,7 @@
 
 #include "app/command_line.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 

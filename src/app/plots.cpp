@@ -15,7 +15,7 @@
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/dataset.h"
 #include "io/writers.h"
 #include "synth/synthetic_dataset.h"

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/library_threads.h"
 
 namespace homodyne {

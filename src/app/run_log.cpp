@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

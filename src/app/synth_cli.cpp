@@ -9,7 +9,7 @@
 
 #include "app/command_line.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "synth/synthetic_dataset.h"
 
 namespace homodyne::synth {

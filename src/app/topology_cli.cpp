@@ -8,7 +8,7 @@
 
 #include "app/autotune.h"
 #include "app/command_line.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/topology_report.h"
 
 namespace homodyne {

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 

@@ -7,7 +7,7 @@
 
 #include "checkpoint/interrupt.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "nuts/nuts_chain.h"
 #include "parallel/collective.h"
 

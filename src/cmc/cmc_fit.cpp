@@ -25,7 +25,7 @@
 #include "config/config_reader.h"
 #include "config/key_paths.h"
 #include "config/parameters.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "core/progress.h"
 #include "io/content_digest.h"

@@ -9,7 +9,7 @@
 #include <Eigen/Dense>
 
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/kernel_factory.h"
 
 namespace homodyne::cmc {

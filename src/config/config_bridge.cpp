@@ -9,7 +9,7 @@
 
 #include "config/key_paths.h"
 #include "config/parameters.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 

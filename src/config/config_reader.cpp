@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "config_builder.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "key_binding.h"
 #include "schema_check.h"
 

@@ -5,7 +5,7 @@
 
 #include "config/config_reader.h"
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "raw_config.h"
 
 namespace homodyne::config {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::config::keys {
 

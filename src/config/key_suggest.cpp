@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "problem_list.h"
 #include "schema_check.h"
 

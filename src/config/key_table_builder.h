@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "key_binding.h"
 
 namespace homodyne::config::detail {

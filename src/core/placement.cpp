@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <utility>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
-#include "core/version.h"
+#include "core/errors.h"
+#include "core/library_versions.h"
 
 namespace homodyne {
 namespace {

@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::global {
 namespace {

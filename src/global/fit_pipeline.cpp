@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "global/anti_degeneracy.h"
 #include "global/pipeline_context.h"

@@ -11,7 +11,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/progress.h"
 #include "model/robust_loss.h"
 #include "parallel/collective.h"

@@ -3,7 +3,7 @@
 #include <numeric>
 #include <utility>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne::global {

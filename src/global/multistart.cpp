@@ -14,7 +14,7 @@
 #include "checkpoint/checkpoint_store.h"
 #include "checkpoint/interrupt.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "global/latin_hypercube.h"
 #include "parallel/collective.h"
 

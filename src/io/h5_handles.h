@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::io::h5 {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::io {
 namespace {

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/metadata_internal.h"
 
 namespace homodyne::io {

@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/h5_handles.h"
 #include "io/lzf_filter.h"
 #include "io/read_crash_guard.h"

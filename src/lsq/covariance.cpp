@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::lsq {
 

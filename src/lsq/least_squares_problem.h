@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::lsq {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::petsc {
 

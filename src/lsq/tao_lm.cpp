@@ -29,7 +29,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "lsq/petsc_handles.h"
 
 namespace homodyne::lsq::detail {

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "lsq/bounded_solver.h"
 #include "lsq/petsc_handles.h"
 

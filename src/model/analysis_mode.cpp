@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/heterodyne_reference.h"
 
 namespace homodyne::model {

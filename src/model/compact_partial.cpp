@@ -1,6 +1,6 @@
 #include "model/compact_partial.h"
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::model {
 

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/compact_partial.h"
 #include "model/heterodyne_kernel.h"
 #include "model/heterodyne_reference.h"

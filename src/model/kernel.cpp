@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "kernel_impl.h"
 #include "model/compact_partial.h"
 #include "model/fast_sincos.h"

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/constants.h"
 #include "model/reference_model.h"
 #include "model/sinc_derivative.h"

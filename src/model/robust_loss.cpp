@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/loss_math.h"
 
 namespace homodyne::model {

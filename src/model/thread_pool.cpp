@@ -1,6 +1,6 @@
 #include "model/thread_pool.h"
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::model {
 

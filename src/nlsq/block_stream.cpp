@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/content_digest.h"
 #include "nlsq/memory_plan.h"
 #include "parallel/collective.h"

@@ -8,7 +8,7 @@
 #include "config/choices.h"
 #include "config/config.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::nlsq {
 namespace {

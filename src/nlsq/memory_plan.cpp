@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::nlsq {
 namespace {

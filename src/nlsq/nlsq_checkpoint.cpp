@@ -6,7 +6,7 @@
 
 #include "checkpoint/interrupt.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "parallel/collective.h"
 
 namespace homodyne::checkpoint {

@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "parallel/collective.h"
 
 namespace homodyne::nlsq {

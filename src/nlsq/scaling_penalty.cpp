@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::nlsq {
 namespace {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "parallel/collective.h"
 #include "parallel/radix_select.h"

@@ -15,7 +15,7 @@
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/clock.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/progress.h"
 #include "io/content_digest.h"
 #include "io/distributed_loader.h"

@@ -11,7 +11,7 @@
 #include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "nlsq/initial_scaling.h"
 #include "nlsq/streaming_scaling.h"
 #include "nlsq/xpcs_fit_impl.h"

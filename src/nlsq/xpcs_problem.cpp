@@ -5,7 +5,7 @@
 #include <limits>
 #include <thread>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "model/expanded_parameters.h"
 #include "model/kernel_factory.h"

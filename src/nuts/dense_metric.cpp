@@ -4,7 +4,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne::nuts {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne::nuts {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 #include "nuts/dense_metric.h"
 #include "nuts/diag_metric.h"

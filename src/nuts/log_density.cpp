@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::nuts {
 

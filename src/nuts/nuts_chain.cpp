@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 #include "nuts/dense_metric.h"
 #include "nuts/diag_metric.h"

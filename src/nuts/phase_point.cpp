@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "nuts/log_density.h"
 
 namespace homodyne::nuts {

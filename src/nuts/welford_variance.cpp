@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::nuts {
 

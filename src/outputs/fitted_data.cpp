@@ -9,7 +9,7 @@
 #include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/phase_timer.h"
 #include "core/progress.h"
 #include "io/dataset.h"

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::outputs {
 

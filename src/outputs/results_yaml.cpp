@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "outputs/npz_file.h"
 
 namespace homodyne {

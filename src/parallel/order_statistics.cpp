@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "ordered_key.h"
 
 namespace homodyne {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "ordered_key.h"
 
 namespace homodyne {

@@ -2,7 +2,7 @@
 
 #include <exception>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

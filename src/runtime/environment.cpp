@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/clock.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/h5_handles.h"
 
 namespace homodyne {

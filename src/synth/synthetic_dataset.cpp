@@ -10,9 +10,9 @@
 
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
-#include "core/error.h"
+#include "core/errors.h"
+#include "core/library_versions.h"
 #include "core/random.h"
-#include "core/version.h"
 #include "io/selection.h"
 #include "io/writers.h"
 #include "model/kernel_factory.h"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "checkpoint/checkpoint_store.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 

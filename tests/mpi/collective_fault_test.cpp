@@ -9,7 +9,7 @@
 #include <string>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/fault_injection.h"
 #include "global/multistart.h"
 #include "mpi_temp_dir.h"

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "mpi_test_env.h"
 #include "parallel/collective.h"
 

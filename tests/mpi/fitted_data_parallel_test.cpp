@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "h5_read.h"
 #include "io/writers.h"
 #include "mpi_temp_dir.h"

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"

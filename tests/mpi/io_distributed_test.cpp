@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/dataset.h"
 #include "io/distributed_loader.h"
 #include "io/writers.h"

@@ -14,7 +14,7 @@
 #include "checkpoint/interrupt.h"
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "global/cmaes.h"
 #include "global/global_stage.h"

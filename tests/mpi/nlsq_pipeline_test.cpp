@@ -17,7 +17,7 @@
 
 #include "checkpoint/interrupt.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "global/anti_degeneracy.h"
 #include "global/fit_pipeline.h"

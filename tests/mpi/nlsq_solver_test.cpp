@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "core/random.h"
 #include "lsq/bounded_solver.h"

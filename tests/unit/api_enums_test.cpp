@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "api/translate.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "homodyne/homodyne.h"
 #include "model/parameter_layout.h"
 #include "nlsq/fit_quality.h"

@@ -12,7 +12,7 @@
 
 #include "app/run_log.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "temp_dir.h"
 
 namespace homodyne {

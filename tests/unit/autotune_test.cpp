@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "temp_dir.h"
 
 namespace homodyne {

@@ -9,7 +9,7 @@
 #include "app/batch.h"
 #include "app/batch_spec.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "temp_dir.h"
 
 namespace homodyne::batch {

@@ -9,7 +9,7 @@
 #include "cmc/bounded_transform.h"
 #include "cmc/consensus.h"
 #include "cmc/prior.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne::cmc {

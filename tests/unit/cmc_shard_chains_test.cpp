@@ -8,7 +8,7 @@
 #include <set>
 
 #include "cmc/shard_chains.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 #include "model/reference_model.h"
 #include "nuts/nuts_chain.h"

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "cmc/shard_filter.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne::cmc {

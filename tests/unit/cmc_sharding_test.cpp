@@ -5,7 +5,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::cmc {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "config/key_paths.h"
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 
 namespace homodyne::config::keys {
 namespace {

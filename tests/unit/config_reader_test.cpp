@@ -7,7 +7,7 @@
 
 #include "config/choices.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "test_data.h"
 
 namespace homodyne::config {

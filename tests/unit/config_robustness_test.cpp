@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "test_data.h"
 
 namespace homodyne::config {

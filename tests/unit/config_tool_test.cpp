@@ -18,7 +18,7 @@
 #include "config/config_reader.h"
 #include "config/config_template.h"
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "temp_dir.h"
 
 namespace homodyne::config {

@@ -12,7 +12,7 @@
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "config/key_table.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "test_data.h"
 
 namespace homodyne::config {

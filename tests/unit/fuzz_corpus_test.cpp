@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/log.h"
 #include "io/dataset.h"
 

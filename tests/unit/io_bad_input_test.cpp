@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/dataset.h"
 #include "io/writers.h"
 #include "temp_dir.h"

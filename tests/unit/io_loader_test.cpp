@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "h5_read.h"
 #include "io/dataset.h"
 #include "io/lzf_filter.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "parallel/partition.h"
 
 namespace homodyne {

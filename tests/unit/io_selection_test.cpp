@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/selection.h"
 
 namespace homodyne::io {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/analysis_mode.h"
 #include "model/expanded_parameters.h"
 #include "model/geometry.h"

@@ -13,7 +13,7 @@
 #include <tuple>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "heterodyne_problem.h"
 #include "model/heterodyne_kernel.h"
 #include "model/heterodyne_reference.h"

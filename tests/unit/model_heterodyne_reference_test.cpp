@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/heterodyne_reference.h"
 #include "test_data.h"
 

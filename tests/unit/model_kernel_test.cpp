@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/kernel.h"
 #include "model/reference_accumulate.h"
 

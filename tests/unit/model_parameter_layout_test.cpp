@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/parameter_layout.h"
 
 namespace homodyne::model {

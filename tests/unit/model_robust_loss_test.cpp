@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/kernel.h"
 #include "model/reference_accumulate.h"
 #include "model/robust_loss.h"

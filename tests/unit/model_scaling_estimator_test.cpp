@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/scaling_estimator.h"
 #include "scaling_oracle.h"
 

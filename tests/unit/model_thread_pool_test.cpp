@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "model/thread_pool.h"
 
 namespace homodyne::model {

@@ -12,7 +12,7 @@
 
 #include "checkpoint/checkpoint_store.h"
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "global/cmaes.h"
 #include "global/global_stage.h"
 #include "outputs/nlsq_result_files.h"

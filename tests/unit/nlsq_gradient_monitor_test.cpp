@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "outputs/nlsq_result_files.h"
 
 namespace homodyne::nlsq {

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "nlsq/memory_plan.h"
 
 namespace homodyne::nlsq {

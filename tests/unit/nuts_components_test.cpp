@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 #include "nuts/dense_metric.h"
 #include "nuts/diag_metric.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "nuts/log_density.h"
 #include "nuts/nuts_chain.h"
 #include "nuts/run_sampler.h"

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "temp_dir.h"
 
 namespace homodyne {

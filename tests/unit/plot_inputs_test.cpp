@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "config/config_reader.h"
-#include "core/error.h"
+#include "core/errors.h"
 #include "h5_read.h"
 #include "io/writers.h"
 #include "temp_dir.h"

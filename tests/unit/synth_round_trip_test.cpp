@@ -5,7 +5,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "io/dataset.h"
 #include "model/reference_model.h"
 #include "synth/synthetic_dataset.h"

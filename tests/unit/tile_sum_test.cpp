@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/error.h"
+#include "core/errors.h"
 #include "core/random.h"
 
 namespace homodyne {

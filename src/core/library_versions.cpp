@@ -1,4 +1,4 @@
-#include "core/version.h"
+#include "core/library_versions.h"
 
 #include <hdf5.h>
 #include <hwloc.h>

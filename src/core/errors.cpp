@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include "core/errors.h"
 
 #include <utility>
 
