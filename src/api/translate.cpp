@@ -103,10 +103,11 @@ ScalingLayout ParseScalingLayout(const std::string& text) {
   ThrowInternal(fmt::format("unknown per-angle scaling layout '{}'", text));
 }
 
-CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards) {
+CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards, double rhat_threshold,
+                      double ess_threshold) {
   bool unknown = shards.empty();
   for (const cmc::ShardDiagnostics& d : shards) {
-    if (d.max_rhat >= 1.1) return CmcStatus::kNotConverged;
+    if (d.max_rhat >= rhat_threshold || d.min_ess < ess_threshold) return CmcStatus::kNotConverged;
     unknown = unknown || !std::isfinite(d.max_rhat);
   }
   return unknown ? CmcStatus::kUnchecked : CmcStatus::kConverged;
@@ -254,7 +255,7 @@ CmcSummary ToCmcSummary(const cmc::CmcRunResult& r, const std::vector<double>& p
                         d.acceptance_rate, d.used, d.rejection});
   }
   s.shards_used = r.shards_used;
-  s.status = CmcStatusOf(r.shards);
+  s.status = CmcStatusOf(r.shards, r.rhat_threshold, r.ess_threshold);
   s.max_rhat = r.max_rhat;
   s.min_ess = r.min_ess;
   s.chains = r.num_chains;

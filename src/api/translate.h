@@ -36,10 +36,12 @@ model::PerAngleMode ToPerAngleMode(PerAngleScaling scaling);
 model::ScalingLayout ToModelLayout(ScalingLayout layout);
 FitQuality ParseFitQuality(const std::string& text);
 
-// From every shard's max R-hat: kNotConverged when one is at or above 1.1, else kUnchecked
-// when one is NaN (one chain, or draws without variance) or there are no shards, else
+// From every shard's max R-hat and min ESS: kNotConverged when an R-hat is at or above
+// rhat_threshold or an ESS below ess_threshold (the run's: CmcRunResult), else kUnchecked
+// when an R-hat is NaN (one chain, or draws without variance) or there are no shards, else
 // kConverged. CmcRunResult::all_converged counts a NaN as converged; the status does not.
-CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards);
+CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards, double rhat_threshold = 1.1,
+                      double ess_threshold = 0.0);
 
 // Throws homodyne::Error (kBadInput) naming `source`'s field parameters[<name>] when a
 // setting is not a parameter of `mode` or its values are not finite or ordered.

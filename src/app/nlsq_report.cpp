@@ -141,7 +141,9 @@ std::string FormatCmcSummary(const cmc::CmcRunResult& r) {
   out += fmt::format("  per-angle scaling  {}\n", r.per_angle_mode);
   out += fmt::format("  max R-hat          {:.4f}   min ESS {:.0f}   acceptance {:.2f}   {}\n",
                      r.max_rhat, r.min_ess, r.acceptance_rate,
-                     r.all_converged ? "converged" : "NOT converged (R-hat ≥ 1.1)");
+                     r.all_converged ? "converged"
+                                     : fmt::format("NOT converged (R-hat ≥ {:.3g} or ESS < {:.0f})",
+                                                   r.rhat_threshold, r.ess_threshold));
   double c = 0, o = 0;
   int n = 0;
   for (const auto& p : r.parameters) {

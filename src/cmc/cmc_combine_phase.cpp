@@ -1,6 +1,13 @@
 #include "cmc/cmc_phases.h"
 #include "config/choices.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 namespace homodyne::cmc::phases {
 
 // ---------------------------------------------------------------------------------------
@@ -225,6 +232,39 @@ void CompareWithNlsqPhase(const nlsq::NlsqRunResult* warm, CmcRunResult& result,
   }
 }
 
+namespace {
+
+// Why shard d misses the convergence thresholds of `result` (R̂ at or above, ESS below),
+// naming the parameters; nothing when it meets both. A NaN (one chain) is not judged here.
+std::optional<std::string> ShardNotConverged(const CmcRunResult& result,
+                                             const ShardDiagnostics& d) {
+  std::vector<std::string> rhat_names, ess_names;
+  for (std::size_t p = 0; p < result.names.size() && p < d.rhat.size(); ++p) {
+    if (d.rhat[p] >= result.rhat_threshold) rhat_names.push_back(result.names[p]);
+    if (p < d.ess_bulk.size() && p < d.ess_tail.size() && d.Ess(p) < result.ess_threshold) {
+      ess_names.push_back(result.names[p]);
+    }
+  }
+  const bool rhat_bad = d.max_rhat >= result.rhat_threshold;
+  const bool ess_bad = d.min_ess < result.ess_threshold;
+  if (!rhat_bad && !ess_bad) return std::nullopt;
+  std::vector<std::string> parts;
+  if (rhat_bad) {
+    parts.push_back(fmt::format("R-hat {:.3f} >= {:.3g} ({})", d.max_rhat, result.rhat_threshold,
+                                fmt::join(rhat_names, ", ")));
+  }
+  if (ess_bad) {
+    parts.push_back(fmt::format("min ESS {:.0f} < {:.0f} ({})", d.min_ess, result.ess_threshold,
+                                fmt::join(ess_names, ", ")));
+  }
+  return fmt::format(
+      "CMC shard {} not converged: {} (optimization.cmc.validation.max_per_shard_rhat, "
+      "min_per_shard_ess); the posterior is labelled not_converged",
+      d.shard, fmt::join(parts, "; "));
+}
+
+}  // namespace
+
 // Posterior means and standard deviations of the expanded parameters (physical +
 // per-angle scaling), and the convergence summary of the shards.
 void Summarise(model::AnalysisMode mode, const SampledParameters& sp, CmcRunResult& result) {
@@ -256,7 +296,10 @@ void Summarise(model::AnalysisMode mode, const SampledParameters& sp, CmcRunResu
     if (std::isfinite(d.max_rhat)) result.max_rhat = std::max(result.max_rhat, d.max_rhat);
     result.min_ess = std::min(result.min_ess, d.min_ess);
     acc += d.acceptance_rate;
-    result.all_converged = result.all_converged && !(d.max_rhat >= 1.1);
+    if (auto why = ShardNotConverged(result, d)) {
+      result.all_converged = false;
+      result.warnings.push_back(std::move(*why));
+    }
   }
   result.acceptance_rate =
       acc / static_cast<double>(std::max<std::size_t>(1, result.shards.size()));
@@ -298,6 +341,9 @@ void LogShards(const CmcRunResult& result, const Logger& logger) {
         "  shard {:>4}: {:>8} points  R-hat {:.3f}  min ESS {:>7.0f}  divergences {:.1f}%  "
         "accept {:.2f}",
         d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate);
+  }
+  for (const auto& d : result.shards) {
+    if (auto why = ShardNotConverged(result, d)) logger.Warn("{}", *why);
   }
 }
 

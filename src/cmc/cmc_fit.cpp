@@ -81,6 +81,8 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   result.q = data.meta().q_physics;
   result.known_sigma = cfg.optimization.cmc.known_sigma.value_or(0.0);
   result.sampled_coordinates = SampledCoordinates(cfg, sites);
+  result.rhat_threshold = cfg.optimization.cmc.validation.max_per_shard_rhat;
+  result.ess_threshold = cfg.optimization.cmc.validation.min_per_shard_ess;
   RunCollectively(world, [&] {
     if (!world.is_root()) return;
     result.shards = std::move(gathered.diagnostics);

@@ -132,7 +132,12 @@ struct CmcRunResult {
   int n_time_points = 0;
   std::int64_t n_points = 0;
   double q = 0.0;
-  bool all_converged = false;  // every shard's max R̂ < 1.1
+  // Every shard's max R̂ < rhat_threshold and min ESS >= ess_threshold (the config's
+  // optimization.cmc.validation.max_per_shard_rhat and min_per_shard_ess, as homodyne's
+  // convergence check reads them); a shard that misses either is named in `warnings`.
+  bool all_converged = false;
+  double rhat_threshold = 1.1;
+  double ess_threshold = 100.0;
 };
 
 // Every physical parameter of `nlsq` that the posterior summarises, compared (NlsqComparison).

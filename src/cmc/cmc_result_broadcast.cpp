@@ -148,6 +148,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
   p(r.acceptance_rate);
   p(r.seconds);
   p(r.all_converged);
+  p(r.rhat_threshold);
+  p(r.ess_threshold);
 }
 
 }  // namespace

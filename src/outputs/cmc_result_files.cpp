@@ -82,6 +82,8 @@ nlohmann::json DiagnosticsJson(const CmcRunResult& r, const nlohmann::json& shar
                   {"reason", r.mode_aware.reason},
                   {"populations", clusters}};
   }
+  // homodyne's fixed thresholds of this file (its per-parameter flags); the run's verdict,
+  // all_chains_converged, uses the configured ones (CmcRunResult::rhat_threshold).
   constexpr double kRhatThreshold = 1.1;
   constexpr double kEssThreshold = 400.0;
   const WorstShard worst = WorstShardDiagnostics(r);

@@ -406,7 +406,9 @@ void EmitSelfChecks(YAML::Emitter& y, const RunReportInput& in, const RankFacts&
     const bool finite = std::all_of(in.cmc->draws.begin(), in.cmc->draws.end(),
                                     [](double x) { return std::isfinite(x); });
     check("CMC draws finite", finite && !in.cmc->draws.empty());
-    check("CMC every shard R-hat < 1.1", in.cmc->all_converged);
+    check(fmt::format("CMC every shard R-hat < {:.3g} and ESS >= {:.0f}", in.cmc->rhat_threshold,
+                      in.cmc->ess_threshold),
+          in.cmc->all_converged);
   }
   if (in.plots != "not requested") check("plots written", in.plots == "written");
   y << YAML::EndSeq;

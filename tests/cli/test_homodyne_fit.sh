@@ -164,12 +164,17 @@ assert a["sampling_summary"]["execution_time"] > 0, a["sampling_summary"]
 p = json.load(open(os.path.join(sys.argv[1], "parameters.json")))
 cv = p["convergence"]
 assert 0.9 < cv["min_r_hat"] <= cv["max_r_hat"], cv
+# The run's verdict uses the configured thresholds (defaults: R-hat 1.1, ESS 100), every shard.
+sh = d["cmc_specific"]["shards"]
+ok = all(x["max_r_hat"] < 1.1 and x["min_ess"] >= 100 for x in sh)
+assert c["all_chains_converged"] == ok, (c["all_chains_converged"], sh)
 PY
 
 # --method cmc with the warm start read back from the previous run's NLSQ files; with
 # output.fitted_data: none, no fitted_data.h5; sigma fixed at a known noise level.
 { cat "$tmp/static.yaml"; echo "output: {fitted_data: none}"
-  echo "optimization: {cmc: {known_sigma: 0.003}}"; } > "$tmp/static_none.yaml"
+  echo "optimization: {cmc: {known_sigma: 0.003, validation: {min_per_shard_ess: 1.0e9}}}"
+} > "$tmp/static_none.yaml"
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static_none.yaml" --output-dir "$tmp/outw" \
       --method cmc --nlsq-result "$tmp/outc" --n-warmup 80 --n-samples 80 --n-chains 2 \
       --cmc-num-shards 2 2>&1); code=$?
@@ -184,7 +189,14 @@ assert p["sampling_summary"]["noise_sigma"] == {"sampled": False, "value": 0.003
 d = json.load(open(os.path.join(sys.argv[1], "diagnostics.json")))
 assert d["cmc_specific"]["noise_sigma"] == {"sampled": False, "value": 0.003}
 assert all(sh["sigma_mean"] == 0.003 for sh in d["cmc_specific"]["shards"])
+# The configured min_per_shard_ess (1e9, out of reach) decides the verdict, and each shard
+# that misses it is named in the warnings.
+assert d["convergence"]["all_chains_converged"] is False
+notes = [w for w in d["cmc_specific"]["warnings"] if "not converged" in w]
+assert len(notes) == 2 and all("min ESS" in w and "< 1000000000" in w for w in notes), notes
 PY
+grep -q 'NOT converged (R-hat ≥ 1.1 or ESS < 1000000000)' <<<"$out" ||
+  { echo "FAIL: the summary does not give the configured ESS threshold"; exit 1; }
 out=$("$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/static.yaml" --output-dir "$tmp/outx" \
       --method cmc --nlsq-result "$tmp/nowhere" 2>&1); code=$?
 [ $code -eq 2 ] && grep -q 'nowhere' <<<"$out" || { echo "FAIL: missing --nlsq-result gave $code"; exit 1; }

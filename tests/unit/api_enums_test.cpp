@@ -69,5 +69,16 @@ TEST(ApiEnums, CmcStatusNamesWhatRhatCannotJudge) {
   EXPECT_EQ(api::CmcStatusOf({}), CmcStatus::kUnchecked);
 }
 
+TEST(ApiEnums, CmcStatusUsesTheRunsThresholds) {
+  // The configured max_per_shard_rhat (the laminar template's 1.2) and min_per_shard_ess.
+  EXPECT_EQ(api::CmcStatusOf(Shards({1.01, 1.15}), 1.2, 0.0), CmcStatus::kConverged);
+  EXPECT_EQ(api::CmcStatusOf(Shards({1.01, 1.2}), 1.2, 0.0), CmcStatus::kNotConverged);
+  std::vector<cmc::ShardDiagnostics> shards = Shards({1.01, 1.02});
+  shards[0].min_ess = 250;
+  shards[1].min_ess = 40;
+  EXPECT_EQ(api::CmcStatusOf(shards, 1.1, 30.0), CmcStatus::kConverged);
+  EXPECT_EQ(api::CmcStatusOf(shards, 1.1, 100.0), CmcStatus::kNotConverged);
+}
+
 }  // namespace
 }  // namespace homodyne
