@@ -97,14 +97,14 @@ void RegisterModel(py::module_& m) {
       "(parameter_names(mode)); phi: angles [deg]; q [1/A]; dt [s]; n_frames N (times "
       "dt*[0..N-1], two_component dt*[1..N]); contrast, offset: one per angle or one for all; "
       "stator_rotor_gap [A] (laminar_flow).";
-  m.def("model_c2", &ModelC2, py::arg("mode"), py::arg("parameters"), py::arg("phi"), py::kw_only(),
-        py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,
-        py::arg("offset") = 1.0, py::arg("stator_rotor_gap") = 2.0e6, py::arg("exact") = false,
-        py::arg("threads") = 1,
-        (std::string("c2 of every angle as an array (angles, N, N). ") + doc_grid +
-         " exact: the literal model's expressions (bit-identical to the library's reference), "
-         "else the fast kernel (within a few 1e-15). The GIL is released during an "
-         "evaluation of 32768 points or more, or with threads > 1.")
+  // Positional: homodyne_hpc.model_c2 (model.py) takes the keywords. pybind11's keyword
+  // dispatch copies the keyword dict and looks every name up by a new string, a few
+  // microseconds per call, as much as a small evaluation itself.
+  m.def("_model_c2", &ModelC2, py::arg("mode"), py::arg("parameters"), py::arg("phi"), py::arg("q"),
+        py::arg("dt"), py::arg("n_frames"), py::arg("contrast"), py::arg("offset"),
+        py::arg("stator_rotor_gap"), py::arg("exact"), py::arg("threads"),
+        (std::string("c2 of every angle as an array (angles, N, N): homodyne_hpc.model_c2. ") +
+         doc_grid)
             .c_str());
   m.def("model_jacobian", &ModelJacobianOf, py::arg("mode"), py::arg("parameters"), py::arg("phi"),
         py::kw_only(), py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,
