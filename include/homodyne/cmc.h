@@ -115,5 +115,9 @@ struct CmcSummary {
 // same summary. Needs MPI and PETSc initialised: construct a homodyne::Session first
 // (session.h). Bad options or data throw homodyne::Error (kBadInput) on every rank alike.
 HOMODYNE_API CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options);
+// The same sampling of matrices held by the caller, read in place (the shards take their
+// rows from them: no copy). Every rank's view shows the same values. Bit for bit the
+// sampling of the XpcsData with the same values.
+HOMODYNE_API CmcSummary FitCmc(MPI_Comm comm, const XpcsDataView& data, const CmcOptions& options);
 
 }  // namespace homodyne

@@ -21,6 +21,23 @@ struct XpcsData {
   HOMODYNE_API int n_frames() const;  // N, from the first matrix (0 without angles)
 };
 
+// The same data with the matrices held by the caller (a numpy array, a memory map, a
+// buffer of another library): FitNlsq and FitCmc read them in place, without an owned copy.
+// The matrices must stay alive and unchanged until the call returns.
+struct XpcsDataView {
+  std::string source;           // where the data came from, for messages
+  double q = 0.0;               // scattering wavevector [1/Å]
+  double dt = 0.0;              // frame interval [s]
+  std::vector<double> phi_deg;  // one angle per matrix [deg]
+  int n_frames = 0;             // N
+  // c2[k] points to angle k's full N×N matrix, row-major (c2[k][i·N + j] = c2(t_i, t_j)),
+  // laid out as XpcsData::c2[k]; not owned.
+  std::vector<const double*> c2;
+};
+
+// A view of `data`'s matrices (which must outlive it).
+HOMODYNE_API XpcsDataView ViewOf(const XpcsData& data);
+
 // Which part of an APS file to load (the keys of the YAML config's analyzer_parameters,
 // experimental_data and phi_filtering sections).
 struct DataSelection {

@@ -138,5 +138,10 @@ struct NlsqSummary {
 // same summary. Needs MPI and PETSc initialised: construct a homodyne::Session first
 // (session.h). Bad options or data throw homodyne::Error (kBadInput) on every rank alike.
 HOMODYNE_API NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options);
+// The same fit of matrices held by the caller, read in place: the fit keeps its share of
+// the fitted (upper-triangle) points, not a copy of the matrices. Every rank's view shows
+// the same values. Bit for bit the fit of the XpcsData with the same values.
+HOMODYNE_API NlsqSummary FitNlsq(MPI_Comm comm, const XpcsDataView& data,
+                                 const NlsqOptions& options);
 
 }  // namespace homodyne

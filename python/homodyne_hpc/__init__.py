@@ -5,7 +5,8 @@ command writes), collective over MPI when the process runs under ``mpiexec`` (pa
 mpi4py communicator as ``comm``). docs/python.md is the guide.
 """
 from . import _core
-from ._core import __version__, model_c2, model_jacobian, parameter_names
+from ._core import __version__, model_jacobian, parameter_names
+from .model import model_c2
 from .errors import (BadInputError, Error, FileError, InternalError, NumericalError,
                      StoppedError)
 from .data import Data, load_aps, load_data

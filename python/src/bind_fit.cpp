@@ -262,9 +262,9 @@ void RegisterFits(py::module_& m) {
          const std::string& source, const py::dict& options, const py::object& comm) {
         NlsqOptions o = ParseNlsqOptions(options);
         o.stop_on_request = true;
-        const XpcsData data = ToXpcsData(c2, ToVector(phi, "phi"), q, dt, source);
+        const ArrayData data = ToDataView(c2, ToVector(phi, "phi"), q, dt, source);
         const MPI_Comm c = ToComm(comm);
-        return CallInterruptible([&] { return FitNlsq(c, data, o); });
+        return CallInterruptible([&] { return FitNlsq(c, data.view, o); });
       },
       py::arg("c2"), py::arg("phi"), py::arg("q"), py::arg("dt"), py::arg("source"),
       py::arg("options"), py::arg("comm"));
@@ -274,9 +274,9 @@ void RegisterFits(py::module_& m) {
          const std::string& source, const py::dict& options, const py::object& comm) {
         CmcOptions o = ParseCmcOptions(options);
         o.stop_on_request = true;
-        const XpcsData data = ToXpcsData(c2, ToVector(phi, "phi"), q, dt, source);
+        const ArrayData data = ToDataView(c2, ToVector(phi, "phi"), q, dt, source);
         const MPI_Comm c = ToComm(comm);
-        return CmcDict(CallInterruptible([&] { return FitCmc(c, data, o); }));
+        return CmcDict(CallInterruptible([&] { return FitCmc(c, data.view, o); }));
       },
       py::arg("c2"), py::arg("phi"), py::arg("q"), py::arg("dt"), py::arg("source"),
       py::arg("options"), py::arg("comm"));

@@ -13,6 +13,10 @@ AnalysisMode ParseMode(const std::string& mode) {
                         mode + "'");
 }
 
+// Model evaluations of at least this many points release the GIL (about a millisecond of
+// work on one core).
+constexpr std::size_t kReleaseGilPoints = 1 << 15;
+
 struct Inputs {
   ModelGrid grid;
   ModelParameters parameters;
@@ -44,12 +48,24 @@ py::array_t<double> ModelC2(const std::string& mode, const DoubleArray& physical
                             const DoubleArray& contrast, const DoubleArray& offset, double gap,
                             bool exact, int threads) {
   const Inputs in = ReadInputs(mode, physical, phi, q, dt, n_frames, contrast, offset, gap);
+  const ModelOptions options{.threads = threads, .exact = exact};
   std::vector<std::vector<double>> c2;
-  {
+  // Releasing and retaking the GIL is only worth it for an evaluation long enough that
+  // another Python thread could use the time; a small grid is over in microseconds.
+  const auto points = static_cast<std::size_t>(n_frames) * static_cast<std::size_t>(n_frames) *
+                      in.grid.phi_deg.size();
+  if (points >= kReleaseGilPoints || threads > 1) {
     py::gil_scoped_release release;
-    c2 = EvaluateC2(in.grid, in.parameters, {.threads = threads, .exact = exact});
+    c2 = EvaluateC2(in.grid, in.parameters, options);
+  } else {
+    c2 = EvaluateC2(in.grid, in.parameters, options);
   }
-  return ToArray3(c2, n_frames);
+  if (c2.size() != 1) return ToArray3(c2, n_frames);
+  // One angle: the array adopts the library's matrix instead of copying it.
+  auto* matrix = new std::vector<double>(std::move(c2.front()));
+  const py::capsule owner(matrix, [](void* m) { delete static_cast<std::vector<double>*>(m); });
+  const auto n = static_cast<py::ssize_t>(n_frames);
+  return py::array_t<double>({py::ssize_t{1}, n, n}, matrix->data(), owner);
 }
 
 py::tuple ModelJacobianOf(const std::string& mode, const DoubleArray& physical,
@@ -81,14 +97,14 @@ void RegisterModel(py::module_& m) {
       "(parameter_names(mode)); phi: angles [deg]; q [1/A]; dt [s]; n_frames N (times "
       "dt*[0..N-1], two_component dt*[1..N]); contrast, offset: one per angle or one for all; "
       "stator_rotor_gap [A] (laminar_flow).";
-  m.def("model_c2", &ModelC2, py::arg("mode"), py::arg("parameters"), py::arg("phi"), py::kw_only(),
-        py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,
-        py::arg("offset") = 1.0, py::arg("stator_rotor_gap") = 2.0e6, py::arg("exact") = false,
-        py::arg("threads") = 1,
-        (std::string("c2 of every angle as an array (angles, N, N). ") + doc_grid +
-         " exact: the literal model's expressions (bit-identical to the library's reference), "
-         "else the fast kernel (within a few 1e-15). The GIL is released during the "
-         "evaluation.")
+  // Positional: homodyne_hpc.model_c2 (model.py) takes the keywords. pybind11's keyword
+  // dispatch copies the keyword dict and looks every name up by a new string, a few
+  // microseconds per call, as much as a small evaluation itself.
+  m.def("_model_c2", &ModelC2, py::arg("mode"), py::arg("parameters"), py::arg("phi"), py::arg("q"),
+        py::arg("dt"), py::arg("n_frames"), py::arg("contrast"), py::arg("offset"),
+        py::arg("stator_rotor_gap"), py::arg("exact"), py::arg("threads"),
+        (std::string("c2 of every angle as an array (angles, N, N): homodyne_hpc.model_c2. ") +
+         doc_grid)
             .c_str());
   m.def("model_jacobian", &ModelJacobianOf, py::arg("mode"), py::arg("parameters"), py::arg("phi"),
         py::kw_only(), py::arg("q"), py::arg("dt"), py::arg("n_frames"), py::arg("contrast") = 1.0,

@@ -28,10 +28,15 @@ std::vector<double> ToVector(const DoubleArray& a, const char* name);
 // Matrices [k][i·N + j] as one new (K, N, N) array.
 py::array_t<double> ToArray3(const std::vector<std::vector<double>>& m, int n);
 
-// (K, N, N) float64 → XpcsData (one copy of the matrices: the library's in-memory data
-// type owns them).
-XpcsData ToXpcsData(const py::handle& c2, const std::vector<double>& phi_deg, double q, double dt,
-                    const std::string& source);
+// (K, N, N) array → the library's view of it. A C-contiguous float64 array is used in
+// place; another (other dtype, strides) is converted once into a new array, which `array`
+// keeps alive. The array must not change while a fit reads it.
+struct ArrayData {
+  DoubleArray array;
+  XpcsDataView view;
+};
+ArrayData ToDataView(const py::handle& c2, const std::vector<double>& phi_deg, double q, double dt,
+                     const std::string& source);
 
 // MPI (and PETSc, HDF5) for the fits: started on the first call in this process, by
 // homodyne::Session's interpreter constructor (which uses an MPI mpi4py started).

@@ -53,24 +53,22 @@ py::array_t<double> ToArray3(const std::vector<std::vector<double>>& m, int n) {
   return out;
 }
 
-XpcsData ToXpcsData(const py::handle& c2_obj, const std::vector<double>& phi_deg, double q,
-                    double dt, const std::string& source) {
-  const auto c2 = DoubleArray::ensure(c2_obj);
+ArrayData ToDataView(const py::handle& c2_obj, const std::vector<double>& phi_deg, double q,
+                     double dt, const std::string& source) {
+  ArrayData d{DoubleArray::ensure(c2_obj), {}};
+  const DoubleArray& c2 = d.array;
   if (!c2) throw py::type_error("c2: expected an array of numbers");
   if (c2.ndim() != 3 || c2.shape(1) != c2.shape(2)) {
     throw py::value_error("c2: expected shape (angles, N, N)");
   }
-  XpcsData data;
-  data.source = source;
-  data.q = q;
-  data.dt = dt;
-  data.phi_deg = phi_deg;
-  const auto size = static_cast<std::size_t>(c2.shape(1) * c2.shape(2));
-  for (py::ssize_t k = 0; k < c2.shape(0); ++k) {
-    const double* src = c2.data(k, 0, 0);
-    data.c2.emplace_back(src, src + size);
-  }
-  return data;
+  XpcsDataView& v = d.view;
+  v.source = source;
+  v.q = q;
+  v.dt = dt;
+  v.phi_deg = phi_deg;
+  v.n_frames = static_cast<int>(c2.shape(1));
+  for (py::ssize_t k = 0; k < c2.shape(0); ++k) v.c2.push_back(c2.data(k, 0, 0));
+  return d;
 }
 
 void EnsureSession() {

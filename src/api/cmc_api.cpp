@@ -26,7 +26,7 @@ namespace {
 
 // The config a YAML file of the same sampling would give: the defaults of config::Config,
 // the options on top (optimization.cmc.*, initial_parameters, parameter_space.bounds).
-config::Config ToConfig(const CmcOptions& o, const XpcsData& data) {
+config::Config ToConfig(const CmcOptions& o, const XpcsDataView& data) {
   config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "CmcOptions");
   config::CmcOptions& cmc = c.optimization.cmc;
@@ -149,6 +149,12 @@ std::string CmcSummary::FullReport() const {
 }
 
 CmcSummary FitCmc(MPI_Comm comm, const XpcsData& data, const CmcOptions& options) {
+  options.Validate();
+  api::CheckData(data);
+  return FitCmc(comm, ViewOf(data), options);
+}
+
+CmcSummary FitCmc(MPI_Comm comm, const XpcsDataView& data, const CmcOptions& options) {
   options.Validate();
   api::CheckData(data);
   const Comm c(comm);

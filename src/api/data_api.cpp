@@ -13,6 +13,17 @@ int XpcsData::n_frames() const {
   return static_cast<int>(std::lround(std::sqrt(static_cast<double>(c2.front().size()))));
 }
 
+XpcsDataView ViewOf(const XpcsData& data) {
+  XpcsDataView view;
+  view.source = data.source;
+  view.q = data.q;
+  view.dt = data.dt;
+  view.phi_deg = data.phi_deg;
+  view.n_frames = data.n_frames();
+  for (const std::vector<double>& m : data.c2) view.c2.push_back(m.data());
+  return view;
+}
+
 XpcsData LoadXpcsData(const DataSelection& selection) {
   io::LoadOptions options;
   options.path = selection.file;

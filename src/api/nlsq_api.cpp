@@ -25,7 +25,7 @@
 namespace homodyne {
 namespace {
 
-config::Config ToConfig(const NlsqOptions& o, const XpcsData& data) {
+config::Config ToConfig(const NlsqOptions& o, const XpcsDataView& data) {
   config::Config c = config::DefaultConfig();
   api::ApplyModelSettings(c, o.mode, o.stator_rotor_gap, o.parameters, data, "NlsqOptions");
   config::NlsqOptions& nlsq = c.optimization.nlsq;
@@ -139,6 +139,12 @@ std::string NlsqSummary::FullReport() const {
 }
 
 NlsqSummary FitNlsq(MPI_Comm comm, const XpcsData& data, const NlsqOptions& options) {
+  options.Validate();
+  api::CheckData(data);
+  return FitNlsq(comm, ViewOf(data), options);
+}
+
+NlsqSummary FitNlsq(MPI_Comm comm, const XpcsDataView& data, const NlsqOptions& options) {
   options.Validate();
   api::CheckData(data);
   const Comm c(comm);

@@ -22,12 +22,7 @@ namespace homodyne::api {
 void CheckData(const XpcsData& data) {
   const std::string& src = data.source;
   if (data.c2.empty()) ThrowBadInput("no angles", src, "c2");
-  if (data.phi_deg.size() != data.c2.size()) {
-    ThrowBadInput(fmt::format("{} angles for {} matrices", data.phi_deg.size(), data.c2.size()),
-                  src, "phi_deg");
-  }
   const auto n = static_cast<std::size_t>(data.n_frames());
-  if (n < 3) ThrowBadInput(fmt::format("{} frame(s); a fit needs at least 3", n), src, "c2");
   for (std::size_t k = 0; k < data.c2.size(); ++k) {
     if (data.c2[k].size() != n * n) {
       ThrowBadInput(
@@ -35,6 +30,21 @@ void CheckData(const XpcsData& data) {
           "c2");
     }
   }
+  CheckData(ViewOf(data));
+}
+
+void CheckData(const XpcsDataView& data) {
+  const std::string& src = data.source;
+  if (data.c2.empty()) ThrowBadInput("no angles", src, "c2");
+  if (data.phi_deg.size() != data.c2.size()) {
+    ThrowBadInput(fmt::format("{} angles for {} matrices", data.phi_deg.size(), data.c2.size()),
+                  src, "phi_deg");
+  }
+  for (std::size_t k = 0; k < data.c2.size(); ++k) {
+    if (data.c2[k] == nullptr) ThrowBadInput(fmt::format("matrix {} is missing", k), src, "c2");
+  }
+  const int n = data.n_frames;
+  if (n < 3) ThrowBadInput(fmt::format("{} frame(s); a fit needs at least 3", n), src, "c2");
   if (!(data.q > 0.0) || !std::isfinite(data.q)) {
     ThrowBadInput(fmt::format("expected a positive q, found {}", data.q), src, "q");
   }
@@ -43,10 +53,10 @@ void CheckData(const XpcsData& data) {
   }
 }
 
-io::DatasetView ToDatasetView(const XpcsData& data) {
+io::DatasetView ToDatasetView(const XpcsDataView& data) {
   io::DatasetView ds;
   io::DatasetMetadata& m = ds.meta;
-  const auto n = static_cast<std::int64_t>(data.n_frames());
+  const auto n = static_cast<std::int64_t>(data.n_frames);
   m.file = data.source.empty() ? std::string("(in memory)") : data.source;
   for (std::size_t k = 0; k < data.c2.size(); ++k) {
     m.bins.push_back({static_cast<std::int64_t>(k), fmt::format("c2[{}]", k), data.q,
@@ -60,7 +70,7 @@ io::DatasetView ToDatasetView(const XpcsData& data) {
   m.end_frame = n;
   m.dt = data.dt;
   m.t = io::LoaderTimeGrid(data.dt, n);
-  ds.c2 = &data.c2;
+  ds.c2 = data.c2;
   return ds;
 }
 
@@ -152,7 +162,7 @@ void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSet
 }
 
 void ApplyModelSettings(config::Config& c, AnalysisMode mode, double stator_rotor_gap,
-                        const std::vector<ParameterSetting>& settings, const XpcsData& data,
+                        const std::vector<ParameterSetting>& settings, const XpcsDataView& data,
                         const std::string& source) {
   const auto n_angles = data.c2.size();
   c.source = source;

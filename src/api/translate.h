@@ -18,12 +18,16 @@
 
 namespace homodyne::api {
 
-// Throws homodyne::Error (kBadInput) naming the first inconsistent field of `data`.
+// Throws homodyne::Error (kBadInput) naming the first inconsistent field of `data`: the
+// owned matrices' sizes, then what CheckData of its view checks.
 void CheckData(const XpcsData& data);
+// The same for matrices held elsewhere, whose sizes the view cannot know: a null matrix,
+// fewer than 3 frames, the angle count, q and dt.
+void CheckData(const XpcsDataView& data);
 
 // The data as the loader would present the same matrices (frames 1…N, loader time grid),
-// viewing data.c2 (no copy): `data` must outlive the view.
-io::DatasetView ToDatasetView(const XpcsData& data);
+// viewing data.c2 (no copy): the matrices must outlive the view.
+io::DatasetView ToDatasetView(const XpcsDataView& data);
 
 // The public enum of a resolved layout or a quality flag as the library's reports spell
 // them (model::ToString(ScalingLayout), nlsq::ToString(FitQuality)); an unknown spelling is
@@ -51,7 +55,7 @@ void ValidateParameterSettings(AnalysisMode mode, const std::vector<ParameterSet
 // The analysis mode, data geometry and parameter settings in `cfg` (before
 // config::ResolveParameters): what a YAML config of the same fit would set.
 void ApplyModelSettings(config::Config& cfg, AnalysisMode mode, double stator_rotor_gap,
-                        const std::vector<ParameterSetting>& settings, const XpcsData& data,
+                        const std::vector<ParameterSetting>& settings, const XpcsDataView& data,
                         const std::string& source);
 
 // The public summary of a fit's result (rank 0's, or every rank's when they hold the same).

@@ -55,11 +55,18 @@ struct CmcData {
   model::Geometry geometry;
 
   const io::DatasetMetadata& meta() const { return loaded ? loaded->meta : borrowed->meta; }
-  const std::vector<std::vector<double>>& matrices() const {
-    return loaded ? loaded->c2 : *borrowed->c2;
+  // Angle k's N×N row-major matrix, wherever it is held.
+  const double* matrix(int angle) const {
+    const auto k = static_cast<std::size_t>(angle);
+    return loaded ? loaded->c2[k].data() : borrowed->c2[k];
+  }
+  std::vector<const double*> matrices() const {
+    std::vector<const double*> all;
+    for (int k = 0; k < n_phi; ++k) all.push_back(matrix(k));
+    return all;
   }
   double at(int angle, std::int64_t i, std::int64_t j) const {
-    return matrices()[static_cast<std::size_t>(angle)][static_cast<std::size_t>(i * nf + j)];
+    return matrix(angle)[static_cast<std::size_t>(i * nf + j)];
   }
 };
 

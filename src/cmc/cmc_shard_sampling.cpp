@@ -21,8 +21,8 @@ double NoiseScale(const std::vector<model::RowTile>& tiles) {
 std::vector<model::RowTile> ShardTiles(const CmcData& d, const Shards& shards, int s) {
   std::vector<model::RowTile> tiles;
   for (const auto& seg : shards.plan.shards[static_cast<std::size_t>(s)]) {
-    const double* row = d.matrices()[static_cast<std::size_t>(seg.angle)].data() +
-                        static_cast<std::size_t>(seg.row * d.nf + seg.col_begin);
+    const double* row =
+        d.matrix(seg.angle) + static_cast<std::size_t>(seg.row * d.nf + seg.col_begin);
     tiles.push_back({seg.angle, static_cast<int>(seg.row - 1), static_cast<int>(seg.col_begin - 1),
                      static_cast<int>(seg.count), row, nullptr, 1.0});
   }

@@ -83,10 +83,16 @@ std::string DigestLocalData(const Comm& comm, const LocalData& local) {
 
 std::string DigestMatrices(const DatasetMetadata& meta,
                            const std::vector<std::vector<double>>& c2) {
+  std::vector<const double*> matrices;
+  for (const std::vector<double>& m : c2) matrices.push_back(m.data());
+  return DigestMatrices(meta, matrices);
+}
+
+std::string DigestMatrices(const DatasetMetadata& meta, const std::vector<const double*>& c2) {
   ContentDigest digest;
   const std::int64_t n = meta.n_frames;
   for (std::size_t a = 0; a < c2.size(); ++a) {
-    const double* m = c2[a].data();
+    const double* m = c2[a];
     for (std::int64_t i = 1; i < n; ++i) {
       for (std::int64_t j = i + 1; j < n; ++j) digest.Add(kFitted, a, i, j, m[i * n + j]);
     }

@@ -46,5 +46,7 @@ std::string DigestLocalData(const Comm& comm, const LocalData& local);
 // points, diagonal and first row as DigestLocalData of the same selection with first rows
 // (loader indices 1 ≤ i < j ≤ N − 1, the corrected diagonal, C[0, j]).
 std::string DigestMatrices(const DatasetMetadata& meta, const std::vector<std::vector<double>>& c2);
+// The same of matrices held elsewhere (a DatasetView's): c2[k] is angle k's N×N matrix.
+std::string DigestMatrices(const DatasetMetadata& meta, const std::vector<const double*>& c2);
 
 }  // namespace homodyne::io

@@ -60,11 +60,15 @@ struct Dataset {
 };
 
 // What a Dataset holds, with the matrices owned by the caller (the public API's data in
-// memory, fitted without a copy of them). The matrices must outlive the view.
+// memory, which may be a numpy buffer: fitted without a copy of them). The matrices must
+// outlive the view.
 struct DatasetView {
   DatasetMetadata meta;
-  const std::vector<std::vector<double>>* c2 = nullptr;  // as Dataset::c2
+  std::vector<const double*> c2;  // c2[k]: angle k's N×N row-major matrix, as Dataset::c2[k]
 };
+
+// A view of a loaded Dataset (which must outlive it).
+DatasetView ViewOf(const Dataset& data);
 
 // Opens the file, detects the layout, applies the q/phi/frame selection and validates
 // shapes and sizes. Reads no matrix data. Throws kBadInput naming file and dataset.

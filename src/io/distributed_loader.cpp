@@ -344,7 +344,7 @@ LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool fir
   local.values.resize(offset);
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   for (const LocalTile& t : local.tiles) {
-    const std::vector<double>& c2 = (*data.c2)[static_cast<std::size_t>(t.tile.angle)];
+    const double* c2 = data.c2[static_cast<std::size_t>(t.tile.angle)];
     const std::size_t row = static_cast<std::size_t>(t.tile.row) * n;
     for (std::int64_t c = 0; c < t.tile.count; ++c) {
       const double v = c2[row + static_cast<std::size_t>(t.tile.col_begin + c)];
@@ -352,15 +352,15 @@ LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool fir
       local.values[t.offset + static_cast<std::size_t>(c)] = v;
     }
   }
-  for (const std::vector<double>& c2 : *data.c2) {
+  for (const double* c2 : data.c2) {
     std::vector<double> diagonal(n);
     for (std::size_t m = 0; m < n; ++m) diagonal[m] = c2[m * n + m];
     local.diagonal.push_back(std::move(diagonal));
   }
   std::vector<std::int64_t> bad_row(meta.n_angles(), 0);
-  for (std::size_t k = 0; first_row && k < data.c2->size(); ++k) {
-    const std::vector<double>& c2 = (*data.c2)[k];
-    local.first_row.emplace_back(c2.begin(), c2.begin() + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t k = 0; first_row && k < data.c2.size(); ++k) {
+    const double* c2 = data.c2[k];
+    local.first_row.emplace_back(c2, c2 + n);
     // Every rank holds the data: rank 0 counts.
     for (std::size_t j = 0; comm.is_root() && j < n; ++j) {
       if (!std::isfinite(c2[j])) ++bad_row[k];

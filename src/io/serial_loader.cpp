@@ -66,6 +66,12 @@ std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t ang
   return CorrectedMatrix(file.get(), meta.file, meta, meta.bins[angle], half);
 }
 
+DatasetView ViewOf(const Dataset& data) {
+  DatasetView view{data.meta, {}};
+  for (const std::vector<double>& m : data.c2) view.c2.push_back(m.data());
+  return view;
+}
+
 Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
   options.Validate();
   const ReadCrashGuard guard(options.path, "the correlation matrices");

@@ -139,6 +139,69 @@ TEST_F(ApiFit, FixedParametersHaveTheBitsOfTheConfigFit) {
   EXPECT_NE(api.FullReport().find("(held, not fitted)"), std::string::npos);
 }
 
+// A view of matrices the caller holds (here one buffer of all angles, as a numpy array
+// lays them out) is fitted in place, to the bits of the owned data's fit.
+TEST_F(ApiFit, ViewOfCallersBufferHasTheBitsOfTheOwnedDataFit) {
+  const Comm& world = testing::TestEnvironment().world();
+  const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1});
+  const NlsqSummary owned = FitNlsq(world.get(), data, ApiOptions());
+
+  const auto n = static_cast<std::size_t>(data.n_frames());
+  std::vector<double> buffer;
+  for (const std::vector<double>& m : data.c2) buffer.insert(buffer.end(), m.begin(), m.end());
+  XpcsDataView view;
+  view.source = "caller's buffer";
+  view.q = data.q;
+  view.dt = data.dt;
+  view.phi_deg = data.phi_deg;
+  view.n_frames = data.n_frames();
+  for (std::size_t k = 0; k < data.c2.size(); ++k) view.c2.push_back(buffer.data() + k * n * n);
+  const NlsqSummary viewed = FitNlsq(world.get(), view, ApiOptions());
+
+  EXPECT_EQ(viewed.status, owned.status);
+  EXPECT_EQ(viewed.iterations, owned.iterations);
+  EXPECT_EQ(viewed.chi2, owned.chi2);  // the same bits, not just close
+  EXPECT_EQ(viewed.points, owned.points);
+  ASSERT_EQ(viewed.physical.size(), owned.physical.size());
+  for (std::size_t p = 0; p < owned.physical.size(); ++p) {
+    EXPECT_EQ(viewed.physical[p].value, owned.physical[p].value) << owned.physical[p].name;
+    EXPECT_EQ(viewed.physical[p].uncertainty, owned.physical[p].uncertainty);
+  }
+  for (std::size_t k = 0; k < owned.contrast.size(); ++k) {
+    EXPECT_EQ(viewed.contrast[k].value, owned.contrast[k].value);
+    EXPECT_EQ(viewed.offset[k].value, owned.offset[k].value);
+  }
+  EXPECT_EQ(ViewOf(data).c2, (std::vector<const double*>{data.c2[0].data(), data.c2[1].data(),
+                                                         data.c2[2].data(), data.c2[3].data()}));
+  EXPECT_EQ(ViewOf(data).n_frames, 60);
+}
+
+TEST_F(ApiFit, BadViewIsBadInputNamingTheField) {
+  const Comm& world = testing::TestEnvironment().world();
+  const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1});
+  const auto expect_bad = [&](const XpcsDataView& v, const std::string& key) {
+    try {
+      FitNlsq(world.get(), v, ApiOptions());
+      ADD_FAILURE() << "accepted; expected an error naming " << key;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kBadInput) << e.what();
+      EXPECT_EQ(e.context().key, key) << e.what();
+    }
+  };
+  XpcsDataView missing = ViewOf(data);
+  missing.c2[2] = nullptr;
+  expect_bad(missing, "c2");
+  XpcsDataView short_side = ViewOf(data);
+  short_side.n_frames = 2;
+  expect_bad(short_side, "c2");
+  XpcsDataView short_phi = ViewOf(data);
+  short_phi.phi_deg.pop_back();
+  expect_bad(short_phi, "phi_deg");
+  XpcsDataView no_q = ViewOf(data);
+  no_q.q = -1.0;
+  expect_bad(no_q, "q");
+}
+
 TEST_F(ApiFit, LoadXpcsDataIsTheLoadersSelection) {
   const XpcsData data = LoadXpcsData({.file = path_, .dt = 0.1, .phi_ranges = {{0.0, 90.0}}});
   io::LoadOptions lo;

@@ -129,7 +129,7 @@ void ExpectMatchesSerial(const Comm& comm, const LoadOptions& options) {
   EXPECT_EQ(rows.values, local.values);
   EXPECT_EQ(rows.diagonal, local.diagonal);
   EXPECT_EQ(LoadDistributedLayout(comm, with_row, Logger::Silent()).first_row, rows.first_row);
-  const DatasetView view{serial.meta, &serial.c2};
+  const DatasetView view = ViewOf(serial);
   EXPECT_EQ(DistributeInMemory(comm, view, /*first_row=*/true).first_row, rows.first_row);
   EXPECT_TRUE(DistributeInMemory(comm, view).first_row.empty());
 }

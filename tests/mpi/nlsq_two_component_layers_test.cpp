@@ -354,7 +354,7 @@ TEST(NlsqTwoComponentLayers, ConstantAndStageOneHoldQ95EstimatesAveragedStartsFr
   EXPECT_TRUE(SameBits(constant.expanded, constant_streamed.expanded));
   // From the data in memory (the public API's path): the same.
   const io::Dataset data = io::LoadDataset(LoadOptionsFromConfig(constant_cfg), Logger::Silent());
-  const io::DatasetView view{data.meta, &data.c2};
+  const io::DatasetView view = io::ViewOf(data);
   NlsqRunOptions from_memory = quiet;
   from_memory.in_memory = &view;
   const NlsqRunResult constant_in_memory =
