@@ -150,8 +150,8 @@ std::vector<std::string> HoldUnidentified(const config::Config& cfg, SampledPara
   const auto hold = [&](int p, std::string_view why) {
     vary[static_cast<std::size_t>(p)] = false;
     notes.push_back(fmt::format(
-        "CMC: {} held at its start {:.6g}: {}; the data cannot see it, so its prior alone "
-        "describes it (hold it in fixed_parameters to choose the value)",
+        "CMC: {} held at its start {:.6g}, not sampled: {}; the data do not tell it apart, "
+        "so only its prior would describe it (fixed_parameters chooses the value)",
         names[static_cast<std::size_t>(p)], value(p), why));
   };
   if (layout.PhysicalVaries(f2) && f1_held_at_zero) {
@@ -210,12 +210,10 @@ std::vector<std::string> HoldUnidentified(const config::Config& cfg, SampledPara
         for (const auto& [name, c] : w->components) {
           d += fmt::format("{}{:+.2f}·{}", d.empty() ? "" : " ", c, name);
         }
-        directions +=
-            fmt::format("{}{} ({:.2g})", directions.empty() ? "" : ", ", d, w->relative_eigenvalue);
+        directions += fmt::format("{}{} (relative eigenvalue {:.2g})",
+                                  directions.empty() ? "" : ", ", d, w->relative_eigenvalue);
       }
-      hold(p, fmt::format("the NLSQ answer's JᵀJ does not see the direction(s) {} (relative "
-                          "eigenvalue)",
-                          directions));
+      hold(p, fmt::format("the NLSQ answer's JᵀJ does not see {}", directions));
     }
   }
   if (notes.empty()) return notes;
