@@ -37,10 +37,8 @@ Progress::Progress(const Logger& logger, std::string phase, ProgressOptions opti
     char* end = nullptr;
     const double s = std::strtod(env, &end);
     if (end == env || *end != '\0' || !std::isfinite(s) || s <= 0.0 || s > 3600.0) {
-      ThrowBadInput(fmt::format("HOMODYNE_PROGRESS_INTERVAL must be a number of seconds in (0, "
-                                "3600], found '{}'",
-                                env),
-                    {}, "HOMODYNE_PROGRESS_INTERVAL");
+      ThrowBadInput(fmt::format("must be a number of seconds in (0, 3600], found '{}'", env), {},
+                    "HOMODYNE_PROGRESS_INTERVAL");
     }
     options_.log_interval_s = s;
   }
