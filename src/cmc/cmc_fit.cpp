@@ -46,7 +46,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   Progress progress(logger, "CMC");
   const model::AnalysisMode mode = cfg.analysis_mode;
   const CmcData data = LoadData(world, cfg, options, logger);
-  const SampledParameters params = ResolveSampledParameters(cfg, data);
+  SampledParameters params = ResolveSampledParameters(cfg, data);
   if (params.size() == 0) {
     RunCollectively(world, [&] {
       ThrowBadInput(fmt::format("nothing to sample: every physical parameter is held and the {} "
@@ -56,7 +56,9 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
                     config::keys::Key(config::keys::kInitialParameters, "fixed_parameters"));
     });
   }
-  const StartingPoint start = WarmStart(world, cfg, params, options.warm_start);
+  StartingPoint start = WarmStart(world, cfg, params, options.warm_start);
+  const std::vector<std::string> held_notes = HoldUnidentified(cfg, params, start);
+  for (const std::string& note : held_notes) logger.Info("{}", note);
   const SamplerSettings sampler = SamplerFromConfig(world, cfg, options);
   const Shards shards = PlanShards(world, cfg, options, data, params.size(), sampler);
   logger.Info(
@@ -94,6 +96,7 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
     CombinePhase(kept, theta_draws, sites, start, params.size(), ConsensusShapeOf(cfg), result,
                  logger);
     Summarise(mode, params, result);
+    result.warnings.insert(result.warnings.begin(), held_notes.begin(), held_notes.end());
     CompareWithNlsqPhase(start.warm_physics, result, logger);
   });
   result.seconds =

@@ -176,6 +176,15 @@ SampledParameters ResolveSampledParameters(const config::Config& cfg, const CmcD
 StartingPoint WarmStart(const Comm& world, const config::Config& cfg, const SampledParameters& sp,
                         const nlsq::NlsqRunResult* warm);
 
+// two_component: holds at the start (`sp`'s layout and `s` lose their columns) the sample
+// fraction's parameters the likelihood cannot tell apart, so the sampler does not walk an
+// exact ridge: f2 when f0 is sampled too (f0·e^(−f1·f2) is one parameter; with f1 = 0 f2
+// has no effect at all), f0 when f1 is held at 0 (then only f0 + f3 is seen). Returns one
+// note per hold (for the log and the results); the prior alone describes a held parameter.
+// The same on every rank (the config and the broadcast start only). Other modes: no-op.
+std::vector<std::string> HoldUnidentified(const config::Config& cfg, SampledParameters& sp,
+                                          StartingPoint& s);
+
 SamplerSettings SamplerFromConfig(const Comm& world, const config::Config& cfg,
                                   const CmcRunOptions& options);
 

@@ -1,5 +1,11 @@
 #include "cmc/cmc_phases.h"
 
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace homodyne::cmc::phases {
 
 // ---------------------------------------------------------------------------------------
@@ -135,6 +141,59 @@ void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs) {
 
 namespace {
 
+// Progress inside this rank's shards. The chains (on the worker threads) only bump
+// `iterations`; a ProgressTicker on rank 0 reads it and prints, so no chain waits for
+// output and nothing here changes a draw. Counts are warmup + sampling iterations of all
+// chains ("draws" on the line), including a discarded warmup attempt's.
+class ShardWatch {
+ public:
+  ShardWatch(Progress& progress, int my_total, int k_shards, std::int64_t per_shard)
+      : progress_(progress),
+        my_total_(my_total),
+        k_shards_(k_shards),
+        per_shard_(per_shard),
+        start_(std::chrono::steady_clock::now()) {}
+
+  std::atomic<std::int64_t>& iterations() { return iterations_; }
+
+  // Shard s (this rank's mine-th, from 1) starts an attempt of `total` iterations.
+  void BeginAttempt(int s, int mine, std::int64_t total) {
+    const std::lock_guard lock(mutex_);
+    done_before_ += iterations_.exchange(0);
+    shard_ = s;
+    mine_ = mine;
+    total_ = total;
+  }
+
+  // Called by the ticker, and after every shard.
+  void Show(std::string_view what) {
+    const std::lock_guard lock(mutex_);
+    if (shard_ < 0) return;
+    const std::int64_t n = iterations_.load(std::memory_order_relaxed);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = elapsed > 0 ? static_cast<double>(done_before_ + n) / elapsed : 0.0;
+    const std::int64_t left = std::max<std::int64_t>(total_ - n, 0) +
+                              static_cast<std::int64_t>(my_total_ - mine_) * per_shard_;
+    const std::string eta = rate > 0 ? fmt::format("ETA {:.0f} s", static_cast<double>(left) / rate)
+                                     : std::string("ETA unknown");
+    progress_.Update(
+        fmt::format("shard {} {}({}/{} on rank 0, {} in all): {}/{} draws, {:.1f} draws/s, {}",
+                    shard_, what, mine_, my_total_, k_shards_, n, total_, rate, eta));
+  }
+
+ private:
+  Progress& progress_;
+  const int my_total_, k_shards_;
+  const std::int64_t per_shard_;  // iterations of a shard without warmup reruns
+  const std::chrono::steady_clock::time_point start_;
+  std::mutex mutex_;
+  std::atomic<std::int64_t> iterations_{0};
+  std::int64_t done_before_ = 0;  // earlier shards' and attempts' iterations
+  int shard_ = -1, mine_ = 0;
+  std::int64_t total_ = 0;
+};
+
 // What the chains' checkpoints are written for: the data, the start and the sampling
 // geometry (a checkpoint of other data or another start is not resumed).
 std::string ShardCheckpointDataId(const SamplingContext& c) {
@@ -182,7 +241,8 @@ ShardPosteriorSetup ShardSetup(const SamplingContext& c, std::vector<model::RowT
 // depends on the shard's own draws only, so it is the same on any rank and thread count, and
 // a resumed run restores the attempts it needs from the checkpoint.
 LocalShardResult SampleShard(const SamplingContext& c, checkpoint::CmcChainRunner& runner,
-                             const ShardPosteriorSetup& setup, const ShardStart& start, int s) {
+                             const ShardPosteriorSetup& setup, const ShardStart& start, int s,
+                             int mine, ShardWatch& watch) {
   const nuts::NutsOptions& no = c.sampler.nuts;
   const int n_chains = c.sampler.chains;
   const int n_theta = c.params.size();
@@ -199,9 +259,15 @@ LocalShardResult SampleShard(const SamplingContext& c, checkpoint::CmcChainRunne
     attempt_options.num_warmup = no.num_warmup << attempt;
     const int first = attempt * n_chains;  // the attempt's own chain indices and streams
     runner.PrepareShard(s, n_chains, first);
+    const std::int64_t per_chain = attempt_options.num_warmup + attempt_options.num_samples;
+    watch.BeginAttempt(s, mine, per_chain * n_chains);
     ChainRounds rounds;
     rounds.start = [&](const ShardPosterior& post, int chain, std::span<const double> q0) {
-      return runner.Start(s, first + chain, post, attempt_options, q0);
+      auto ch = runner.Start(s, first + chain, post, attempt_options, q0);
+      // A chain restored from a checkpoint counts what it has already run.
+      watch.iterations().fetch_add(ch ? ch->iteration() : per_chain);
+      if (ch) ch->CountIterationsIn(&watch.iterations());
+      return ch;
     };
     rounds.advance = [&](int chain, nuts::NutsChain& ch) { runner.Advance(s, first + chain, ch); };
     rounds.round_end = [&] { runner.RoundEnd(); };
@@ -234,8 +300,10 @@ LocalShardResult SampleShard(const SamplingContext& c, checkpoint::CmcChainRunne
 // run per chain). Collective: a failure on one rank reaches the others at their next safe
 // point (runner.Fail), so no rank waits in a safe point for a rank that has left; the
 // failing rank's error is the agreed one.
+// The progress line's rate counts from the start of sampling, not of the run (the run's
+// start time is not needed).
 std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progress& progress,
-                                                std::chrono::steady_clock::time_point t_start) {
+                                                std::chrono::steady_clock::time_point /*t_start*/) {
   const Comm& world = c.world;
   const nuts::NutsOptions& no = c.sampler.nuts;
   const int n_chains = c.sampler.chains;
@@ -249,7 +317,16 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
       {k_shards, n_chains, no.num_warmup, no.num_samples, c.params.size() + (known_sigma ? 0 : 1)},
       c.logger);
   std::vector<LocalShardResult> local;
+  const int my_total = (k_shards - world.rank() + world.size() - 1) / world.size();
+  ShardWatch watch(progress, my_total, k_shards,
+                   static_cast<std::int64_t>(n_chains) * (no.num_warmup + no.num_samples));
   const auto run_local_shards = [&] {
+    // Rank 0's line stands for the others (same shard sizes, same settings); only rank 0's
+    // Progress is active, so other ranks start no ticker.
+    std::optional<ProgressTicker> ticker;
+    if (progress.active()) {
+      ticker.emplace(std::min(progress.interval() / 4, 1.0), [&watch] { watch.Show(""); });
+    }
     for (int s = world.rank(); s < k_shards; s += world.size()) {
       const FaultScope sampling("sampling", world.rank());  // reaches the others at a safe point
       std::vector<model::RowTile> tiles = ShardTiles(c.data, c.shards, s);
@@ -261,20 +338,12 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
           c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
       setup.whitening = std::move(start.whitening);
       const auto shard_start = std::chrono::steady_clock::now();
-      LocalShardResult r = SampleShard(c, runner, setup, start, s);
+      const int mine = static_cast<int>(local.size()) + 1;
+      LocalShardResult r = SampleShard(c, runner, setup, start, s, mine, watch);
       r.diag.sampling_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
       local.push_back(std::move(r));
-      // Progress (rank 0's own shards stand for the others: same size, same settings).
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      const int mine = static_cast<int>(local.size());
-      const int my_total = (k_shards - world.rank() + world.size() - 1) / world.size();
-      progress.Update(fmt::format(
-          "shard {} done ({}/{} on rank 0, {} in all), {:.0f} draws/s, ETA {:.0f} s", s, mine,
-          my_total, k_shards,
-          static_cast<double>(mine) * n_chains * (no.num_warmup + no.num_samples) / elapsed,
-          elapsed / mine * (my_total - mine)));
+      watch.Show("done ");
     }
   };
   RunCollectively(world, [&] {

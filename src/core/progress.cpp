@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "core/errors.h"
 
 namespace homodyne {
 
@@ -29,6 +32,16 @@ Progress::Progress(const Logger& logger, std::string phase, ProgressOptions opti
     }
   }
   in_place_ = *options_.in_place;
+  if (const char* env = std::getenv("HOMODYNE_PROGRESS_INTERVAL"); env != nullptr) {
+    // A shorter interval for tests and short jobs' logs, a longer one for quiet logs.
+    char* end = nullptr;
+    const double s = std::strtod(env, &end);
+    if (end == env || *end != '\0' || !std::isfinite(s) || s <= 0.0 || s > 3600.0) {
+      ThrowBadInput(fmt::format("must be a number of seconds in (0, 3600], found '{}'", env), {},
+                    "HOMODYNE_PROGRESS_INTERVAL");
+    }
+    options_.log_interval_s = s;
+  }
 }
 
 Progress::~Progress() {
@@ -72,6 +85,27 @@ void Progress::Show(std::string_view text, bool final_line) {
   line_open_ = !final_line;
   if (final_line) std::fputc('\n', options_.stream);
   std::fflush(options_.stream);
+}
+
+ProgressTicker::ProgressTicker(double period_s, std::function<void()> tick) {
+  const auto period = std::chrono::duration<double>(period_s);
+  thread_ = std::thread([this, period, tick = std::move(tick)] {
+    std::unique_lock lock(mutex_);
+    while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+      lock.unlock();
+      tick();
+      lock.lock();
+    }
+  });
+}
+
+ProgressTicker::~ProgressTicker() {
+  {
+    const std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
 }
 
 }  // namespace homodyne

@@ -4,13 +4,18 @@
 // terminal the line is redrawn in place ("\r", at most every min_interval_s); otherwise
 // (a batch job's log file) a plain log line is written for the first update and then at
 // most every log_interval_s, so logs stay short. Done() always shows the final state.
-// HOMODYNE_PROGRESS=inplace|lines forces either display.
+// HOMODYNE_PROGRESS=inplace|lines forces either display; HOMODYNE_PROGRESS_INTERVAL=<s>
+// (0 < s <= 3600) replaces log_interval_s.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "core/log.h"
 
@@ -33,6 +38,8 @@ class Progress {
   bool active() const { return active_; }
   bool in_place() const { return in_place_; }
   double elapsed() const;  // seconds since construction
+  // The shortest time between two shown lines (min_interval_s or log_interval_s).
+  double interval() const { return in_place_ ? options_.min_interval_s : options_.log_interval_s; }
 
   // "<phase>: <text>", throttled as described above.
   void Update(std::string_view text);
@@ -52,6 +59,25 @@ class Progress {
   std::size_t last_width_ = 0;
   std::chrono::steady_clock::time_point start_;
   std::optional<std::chrono::steady_clock::time_point> last_shown_;
+};
+
+// Calls `tick` on a thread of its own about every `period_s` seconds until destroyed (the
+// destructor stops and joins it; a tick in progress finishes first). For a phase whose work
+// runs on other threads, e.g. CMC's chains: the work only bumps counters, the ticker reads
+// them and updates a Progress, so the work never waits for output. `tick` must be safe to
+// run concurrently with the caller's thread.
+class ProgressTicker {
+ public:
+  ProgressTicker(double period_s, std::function<void()> tick);
+  ~ProgressTicker();
+  ProgressTicker(const ProgressTicker&) = delete;
+  ProgressTicker& operator=(const ProgressTicker&) = delete;
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 }  // namespace homodyne

@@ -206,7 +206,11 @@ NutsChain::NutsChain(NutsChain&&) noexcept = default;
 NutsChain& NutsChain::operator=(NutsChain&&) noexcept = default;
 NutsChain::~NutsChain() = default;
 
-IterationResult NutsChain::Step() { return impl_->Step(); }
+IterationResult NutsChain::Step() {
+  IterationResult result = impl_->Step();
+  if (counter_ != nullptr) counter_->fetch_add(1, std::memory_order_relaxed);
+  return result;
+}
 bool NutsChain::Done() const { return impl_->Done(); }
 std::int64_t NutsChain::iteration() const { return impl_->iteration(); }
 bool NutsChain::InWarmup() const { return impl_->iteration() < impl_->options().num_warmup; }

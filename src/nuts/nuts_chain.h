@@ -8,6 +8,7 @@
 // Iterations num_warmup .. num_warmup + num_samples − 1 are draws.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -58,11 +59,16 @@ class NutsChain {
 
   NutsChainState SaveState() const;
 
+  // Every later Step adds 1 to *counter (relaxed; null: none), so a caller's other thread can
+  // watch the chains' progress. Counting never touches the chain's state or draws.
+  void CountIterationsIn(std::atomic<std::int64_t>* counter) { counter_ = counter; }
+
   class Impl;
 
  private:
   explicit NutsChain(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
+  std::atomic<std::int64_t>* counter_ = nullptr;
 };
 
 }  // namespace homodyne::nuts

@@ -4,8 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <thread>
+
+#include "core/errors.h"
 
 namespace homodyne {
 namespace {
@@ -103,6 +108,45 @@ TEST(Progress, SilentWhenQuietOrNotRankZero) {
   }
   EXPECT_EQ(ReadAll(f), "");
   std::fclose(f);
+}
+
+// HOMODYNE_PROGRESS_INTERVAL replaces log_interval_s; a value that is not a number of
+// seconds in (0, 3600] is bad input naming the variable.
+TEST(Progress, IntervalFromTheEnvironment) {
+  Logger log(0, LogLevel::kInfo, stdout, stdout);
+  ProgressOptions o;
+  o.in_place = false;
+  ::setenv("HOMODYNE_PROGRESS_INTERVAL", "0.25", 1);
+  EXPECT_DOUBLE_EQ(Progress(log, "CMC", o).interval(), 0.25);
+  for (const char* bad : {"soon", "0", "-1", "1e9", "nan", "2s", ""}) {
+    ::setenv("HOMODYNE_PROGRESS_INTERVAL", bad, 1);
+    try {
+      Progress q(log, "CMC", o);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("HOMODYNE_PROGRESS_INTERVAL"), std::string::npos);
+    }
+  }
+  ::unsetenv("HOMODYNE_PROGRESS_INTERVAL");
+  EXPECT_DOUBLE_EQ(Progress(log, "CMC", o).interval(), ProgressOptions{}.log_interval_s);
+}
+
+// The ticker calls its function on its own thread until it is destroyed, and not after.
+TEST(ProgressTicker, TicksOnItsOwnThreadUntilDestroyed) {
+  std::atomic<int> ticks{0};
+  std::atomic<bool> other_thread{false};
+  const auto caller = std::this_thread::get_id();
+  {
+    ProgressTicker t(0.001, [&] {
+      other_thread = std::this_thread::get_id() != caller;
+      ++ticks;
+    });
+    while (ticks.load() < 3) std::this_thread::yield();
+  }
+  const int at_end = ticks.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(ticks.load(), at_end);
+  EXPECT_TRUE(other_thread.load());
 }
 
 }  // namespace
