@@ -536,22 +536,14 @@ TEST(ConfigReader, EmptyOrNonMappingFilesAreRejected) {
 // parameter_space.priors, whose names are read ignoring case.
 TEST(ConfigReader, PriorsAreResolvedWithTheParameters) {
   const Config c = Read(kData +
-                        "analysis_mode: static
-"
-                        "parameter_space:
-"
-                        "  bounds:
-"
-                        "    - {name: D0, min: 100, max: 1000, type: lognormal, prior_mu: 5.0}
-"
-                        "    - {name: alpha, min: -1.0, max: 1.0}
-"
-                        "  priors:
-"
-                        "    contrast: {dist_type: uniform, sigma: 0.3}
-"
-                        "    alpha: {dist_type: HalfNormal, mu: 0.25}
-");
+                        "analysis_mode: static\n"
+                        "parameter_space:\n"
+                        "  bounds:\n"
+                        "    - {name: D0, min: 100, max: 1000, type: lognormal, prior_mu: 5.0}\n"
+                        "    - {name: alpha, min: -1.0, max: 1.0}\n"
+                        "  priors:\n"
+                        "    contrast: {dist_type: uniform, sigma: 0.3}\n"
+                        "    alpha: {dist_type: HalfNormal, mu: 0.25}\n");
   const ParameterPrior& d0 = c.FindParameter("D0")->prior;
   EXPECT_EQ(d0.type, PriorType::kLogNormal);
   EXPECT_EQ(d0.mu, 5.0);
@@ -562,7 +554,8 @@ TEST(ConfigReader, PriorsAreResolvedWithTheParameters) {
   EXPECT_EQ(alpha.sigma, 0.5);
   const ParameterPrior& d_offset = c.FindParameter("D_offset")->prior;  // built-in bounds
   EXPECT_EQ(d_offset.type, PriorType::kTruncatedNormal);
-  EXPECT_EQ(d_offset.mu, 0.5 * (c.FindParameter("D_offset")->min + c.FindParameter("D_offset")->max));
+  EXPECT_EQ(d_offset.mu,
+            0.5 * (c.FindParameter("D_offset")->min + c.FindParameter("D_offset")->max));
   EXPECT_EQ(d_offset.sigma,
             0.25 * (c.FindParameter("D_offset")->max - c.FindParameter("D_offset")->min));
   EXPECT_EQ(c.contrast.prior.type, PriorType::kUniform);
@@ -575,14 +568,10 @@ TEST(ConfigReader, PriorsAreResolvedWithTheParameters) {
 // two_component centres the default prior on the registry's start when the bounds hold it.
 TEST(ConfigReader, TwoComponentPriorsCentreOnTheRegistryStart) {
   const Config c = Read(kData +
-                        "analysis_mode: two_component
-"
-                        "parameter_space:
-"
-                        "  bounds:
-"
-                        "    - {name: D0_sample, min: 2.0e4, max: 1.0e5}
-");
+                        "analysis_mode: two_component\n"
+                        "parameter_space:\n"
+                        "  bounds:\n"
+                        "    - {name: D0_sample, min: 2.0e4, max: 1.0e5}\n");
   const EffectiveParameter* ref = c.FindParameter("D0_ref");
   ASSERT_NE(ref, nullptr);
   EXPECT_EQ(ref->prior.mu, DefaultParameterBounds("D0_ref")->nlsq_start);
@@ -595,20 +584,14 @@ TEST(ConfigReader, TwoComponentPriorsCentreOnTheRegistryStart) {
 
 TEST(ConfigReader, PriorTypeOutsideTheFamiliesNamesKeyAndChoices) {
   const std::string bounds = ErrorOf(kData +
-                                     "parameter_space:
-  bounds:
-"
-                                     "    - {name: D0, min: 1, max: 2, type: Cauchy}
-");
+                                     "parameter_space:\n  bounds:\n"
+                                     "    - {name: D0, min: 1, max: 2, type: Cauchy}\n");
   EXPECT_THAT(bounds, HasSubstr("parameter_space.bounds"));
   EXPECT_THAT(bounds, HasSubstr("Cauchy"));
   EXPECT_THAT(bounds, HasSubstr("TruncatedNormal, Normal, Uniform, LogNormal, HalfNormal"));
   const std::string priors = ErrorOf(kData +
-                                     "parameter_space:
-  priors:
-"
-                                     "    D0: {dist_type: StudentT}
-");
+                                     "parameter_space:\n  priors:\n"
+                                     "    D0: {dist_type: StudentT}\n");
   EXPECT_THAT(priors, HasSubstr("parameter_space.priors.D0.dist_type"));
   EXPECT_THAT(priors, HasSubstr("StudentT"));
 }
@@ -616,39 +599,23 @@ TEST(ConfigReader, PriorTypeOutsideTheFamiliesNamesKeyAndChoices) {
 // The true/false/auto keys and the remaining string choices are enums after the read.
 TEST(ConfigReader, SwitchAndChoiceKeysAreReadIntoEnums) {
   const Config c = Read(kData +
-                        "optimization:
-"
-                        "  cmc:
-"
-                        "    enable: false
-"
-                        "    validation:
-"
-                        "      use_nlsq_informed_priors: true
-"
-                        "  nlsq:
-"
-                        "    cmaes:
-"
-                        "      preset: cmaes-global
-"
-                        "      restart_strategy: none
-");
+                        "optimization:\n"
+                        "  cmc:\n"
+                        "    enable: false\n"
+                        "    validation:\n"
+                        "      use_nlsq_informed_priors: true\n"
+                        "  nlsq:\n"
+                        "    cmaes:\n"
+                        "      preset: cmaes-global\n"
+                        "      restart_strategy: none\n");
   EXPECT_EQ(c.optimization.cmc.enable, AutoSwitch::kFalse);
   EXPECT_EQ(c.optimization.cmc.validation.use_nlsq_informed_priors, AutoSwitch::kTrue);
   EXPECT_EQ(c.optimization.nlsq.cmaes.preset, CmaesPreset::kGlobal);
   EXPECT_EQ(c.optimization.nlsq.cmaes.restart_strategy, CmaesRestart::kNone);
   EXPECT_EQ(c.cache_strategy, CacheStrategy::kIntelligent);
-  EXPECT_THAT(ErrorOf(kData + "optimization:
-  nlsq:
-    cmaes:
-      preset: cmaes-huge
-"),
+  EXPECT_THAT(ErrorOf(kData + "optimization:\n  nlsq:\n    cmaes:\n      preset: cmaes-huge\n"),
               HasSubstr("optimization.nlsq.cmaes.preset"));
-  EXPECT_THAT(ErrorOf(kData + "optimization:
-  cmc:
-    enable: sometimes
-"),
+  EXPECT_THAT(ErrorOf(kData + "optimization:\n  cmc:\n    enable: sometimes\n"),
               HasSubstr("optimization.cmc.enable"));
 }
 
