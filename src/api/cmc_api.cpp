@@ -38,8 +38,9 @@ config::Config ToConfig(const CmcOptions& o, const XpcsDataView& data) {
   cmc.per_shard_mcmc.num_samples = o.draws;
   cmc.per_shard_mcmc.target_accept_prob = o.target_accept;
   cmc.per_shard_mcmc.max_tree_depth = o.max_tree_depth;
-  cmc.validation.use_nlsq_informed_priors =
-      o.nlsq_informed_priors ? (*o.nlsq_informed_priors ? "true" : "false") : "auto";
+  cmc.validation.use_nlsq_informed_priors = !o.nlsq_informed_priors   ? config::AutoSwitch::kAuto
+                                            : *o.nlsq_informed_priors ? config::AutoSwitch::kTrue
+                                                                      : config::AutoSwitch::kFalse;
   cmc.known_sigma = o.known_sigma;
   config::ResolveParameters(c);
   return c;

@@ -27,6 +27,7 @@
 #include "cmc/shard_filter.h"
 #include "cmc/shard_posterior.h"
 #include "cmc/sharding.h"
+#include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
 #include "config/key_paths.h"

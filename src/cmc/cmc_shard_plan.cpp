@@ -76,46 +76,33 @@ Shards PlanShards(const Comm& world, const config::Config& cfg, const CmcRunOpti
 // ---------------------------------------------------------------------------------------
 // Phase 4: priors and sampling sites.
 
-// The configured prior of a parameter (parameter_space), else TruncatedNormal(centre, w/4)
-// on its bounds [lo, hi] of width w. The centre is the bounds' midpoint for homodyne's modes;
-// for two_component the registry default when it lies inside the bounds (else the midpoint),
-// which is the prior the two_component template writes (its bounds are the registry's).
-Prior ConfigPrior(const config::Config& cfg, const std::string& base, double lo, double hi) {
-  double centre = 0.5 * (lo + hi);
-  if (cfg.analysis_mode == model::AnalysisMode::kTwoComponent) {
-    if (const auto d = config::DefaultParameterBounds(base);
-        d && d->nlsq_start >= lo && d->nlsq_start <= hi) {
-      centre = d->nlsq_start;
-    }
-  }
-  Prior p{PriorType::kTruncatedNormal, centre, 0.25 * (hi - lo), lo, hi};
-  for (const auto& b : cfg.parameter_space.bounds) {
-    if (b.name != base) continue;
-    p.type = ParsePriorType(b.prior_type,
-                            config::keys::Key(config::keys::kParameterSpace, "bounds[].type"));
-    if (b.prior_mu) p.mu = *b.prior_mu;
-    if (b.prior_sigma) p.sigma = *b.prior_sigma;
-  }
-  if (auto it = cfg.parameter_space.priors.find(base); it != cfg.parameter_space.priors.end()) {
-    p.type = ParsePriorType(
-        it->second.dist_type,
-        config::keys::Key(config::keys::kParameterSpace, "priors." + base + ".dist_type"));
-    if (it->second.mu) p.mu = *it->second.mu;
-    if (it->second.sigma) p.sigma = *it->second.sigma;
-  }
-  p.lower = lo;
-  p.upper = hi;
+const config::EffectiveParameter& ConfiguredParameter(const config::Config& cfg,
+                                                      const SampledParameters& sp, int i) {
+  const int first_physical = sp.first_physical();
+  const config::EffectiveParameter& p =
+      i >= first_physical
+          ? cfg.parameters.at(static_cast<std::size_t>(sp.SampledPhysical(i - first_physical)))
+      : 2 * i < first_physical ? cfg.contrast
+                               : cfg.offset;
+  HOMODYNE_CHECK(sp.names()[static_cast<std::size_t>(i)].starts_with(p.name),
+                 "a sampled column is matched with its configured parameter");
   return p;
 }
 
-// Whether the physical priors are centred on the NLSQ answer (validation.
-// use_nlsq_informed_priors). auto: homodyne's default for its modes; not for two_component:
-// in its calibration study (docs/cmc.md) the 90 % intervals with them covered the truth
-// 70 % of the time, with the configured priors 90 %.
+Prior ConfigPrior(const config::EffectiveParameter& p, double lo, double hi) {
+  return Prior{p.prior.type, p.prior.mu, p.prior.sigma, lo, hi};
+}
+
 bool NlsqInformedPriors(const config::Config& cfg) {
-  const std::string& v = cfg.optimization.cmc.validation.use_nlsq_informed_priors;
-  if (v == "auto") return cfg.analysis_mode != model::AnalysisMode::kTwoComponent;
-  return v == "true";
+  switch (cfg.optimization.cmc.validation.use_nlsq_informed_priors) {
+    case config::AutoSwitch::kAuto:
+      return cfg.analysis_mode != model::AnalysisMode::kTwoComponent;
+    case config::AutoSwitch::kTrue:
+      return true;
+    case config::AutoSwitch::kFalse:
+      return false;
+  }
+  return false;
 }
 
 // The coordinate change that straightens the posterior (sampling_geometry.h) on the
@@ -148,7 +135,7 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
         "CMC: the physical priors are {} (optimization.cmc.validation."
         "use_nlsq_informed_priors: {})",
         informed ? "centred on the NLSQ answer" : "the configured ones",
-        cfg.optimization.cmc.validation.use_nlsq_informed_priors);
+        config::ChoiceName(v.use_nlsq_informed_priors));
   }
   SamplingSites s;
   for (int i = 0; i < n_theta; ++i) {
@@ -167,7 +154,7 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
       pr.temper = temper;
       s.priors.push_back(pr);
     } else {
-      Prior pr = ConfigPrior(cfg, config::BaseParameterName(names[k]), lo, hi);
+      Prior pr = ConfigPrior(ConfiguredParameter(cfg, sp, i), lo, hi);
       pr.temper = temper;
       s.priors.push_back(pr);
     }
@@ -199,7 +186,7 @@ SamplingSites BuildSamplingSites(const config::Config& cfg, const CmcData& d,
     const auto k = static_cast<std::size_t>(i);
     if (site_names[k] != names[k]) {
       logger.Info("CMC: sampling {} ~ {}({:.4g}, {:.4g}) instead of {} (t_ref {:.4g} s)",
-                  site_names[k], ToString(s.priors[k].type), s.priors[k].mu, s.priors[k].sigma,
+                  site_names[k], cmc::ToString(s.priors[k].type), s.priors[k].mu, s.priors[k].sigma,
                   names[k], s.reparam.t_ref);
     }
   }

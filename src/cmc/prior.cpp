@@ -1,23 +1,15 @@
 #include "cmc/prior.h"
 
-#include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "config/choices.h"
 #include "core/errors.h"
 
 namespace homodyne::cmc {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -33,37 +25,7 @@ void BetaShape(const Prior& p, double& a, double& b) {
 
 }  // namespace
 
-PriorType ParsePriorType(std::string_view name, std::string_view key) {
-  const std::string n = Lower(name);
-  if (n == "truncatednormal") return PriorType::kTruncatedNormal;
-  if (n == "normal") return PriorType::kNormal;
-  if (n == "uniform") return PriorType::kUniform;
-  if (n == "lognormal") return PriorType::kLogNormal;
-  if (n == "halfnormal") return PriorType::kHalfNormal;
-  if (n == "betascaled") return PriorType::kBetaScaled;
-  ThrowBadInput(fmt::format("unknown prior type '{}': expected TruncatedNormal, Normal, Uniform, "
-                            "LogNormal, HalfNormal or BetaScaled",
-                            name),
-                {}, std::string(key));
-}
-
-std::string_view ToString(PriorType type) {
-  switch (type) {
-    case PriorType::kTruncatedNormal:
-      return "TruncatedNormal";
-    case PriorType::kNormal:
-      return "Normal";
-    case PriorType::kUniform:
-      return "Uniform";
-    case PriorType::kLogNormal:
-      return "LogNormal";
-    case PriorType::kHalfNormal:
-      return "HalfNormal";
-    case PriorType::kBetaScaled:
-      return "BetaScaled";
-  }
-  return "Uniform";
-}
+std::string_view ToString(PriorType type) { return config::ChoiceName(type); }
 
 void Prior::Validate(std::string_view name) const {
   const std::string key = fmt::format("parameter_space prior of {}", name);

@@ -4,17 +4,15 @@
 // does not need. Prior tempering for K shards (prior^(1/K)) divides the log density by K.
 #pragma once
 
-#include <string>
 #include <string_view>
+
+#include "config/config.h"
 
 namespace homodyne::cmc {
 
-enum class PriorType { kTruncatedNormal, kNormal, kUniform, kLogNormal, kHalfNormal, kBetaScaled };
-
-// Accepts homodyne's names case-insensitively ("TruncatedNormal", "normal", "Uniform",
-// "LogNormal", "HalfNormal", "BetaScaled"); a bad-input Error names `key` otherwise.
-PriorType ParsePriorType(std::string_view name, std::string_view key = "type");
-std::string_view ToString(PriorType type);
+// The families are the config's (the config reader reads their names, config/choices.h).
+using PriorType = config::PriorType;
+std::string_view ToString(PriorType type);  // the name a config gives it
 
 struct Prior {
   PriorType type = PriorType::kUniform;

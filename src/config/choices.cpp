@@ -159,4 +159,52 @@ std::span<const Choice<SamplingStrategy>> Choices(SamplingStrategy) {
   return kTable;
 }
 
+// homodyne's names, read ignoring case (the key table's rule says so).
+std::span<const Choice<PriorType>> Choices(PriorType) {
+  static constexpr std::array<Choice<PriorType>, 6> kTable{{
+      {PriorType::kTruncatedNormal, "TruncatedNormal"},
+      {PriorType::kNormal, "Normal"},
+      {PriorType::kUniform, "Uniform"},
+      {PriorType::kLogNormal, "LogNormal"},
+      {PriorType::kHalfNormal, "HalfNormal"},
+      {PriorType::kBetaScaled, "BetaScaled"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<CmaesPreset>> Choices(CmaesPreset) {
+  static constexpr std::array<Choice<CmaesPreset>, 3> kTable{{
+      {CmaesPreset::kFast, "cmaes-fast"},
+      {CmaesPreset::kStandard, "cmaes"},
+      {CmaesPreset::kGlobal, "cmaes-global"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<CmaesRestart>> Choices(CmaesRestart) {
+  static constexpr std::array<Choice<CmaesRestart>, 2> kTable{{
+      {CmaesRestart::kNone, "none"},
+      {CmaesRestart::kBipop, "bipop"},
+  }};
+  return kTable;
+}
+
+// The names ValueReader::BoolOrAuto gives a true/false/auto key (YAML's booleans read).
+std::span<const Choice<AutoSwitch>> Choices(AutoSwitch) {
+  static constexpr std::array<Choice<AutoSwitch>, 3> kTable{{
+      {AutoSwitch::kAuto, "auto"},
+      {AutoSwitch::kTrue, "true"},
+      {AutoSwitch::kFalse, "false"},
+  }};
+  return kTable;
+}
+
+std::span<const Choice<CacheStrategy>> Choices(CacheStrategy) {
+  static constexpr std::array<Choice<CacheStrategy>, 2> kTable{{
+      {CacheStrategy::kIntelligent, "intelligent"},
+      {CacheStrategy::kNone, "none"},
+  }};
+  return kTable;
+}
+
 }  // namespace homodyne::config

@@ -44,6 +44,11 @@ std::span<const Choice<LogLevel>> Choices(LogLevel);
 std::span<const Choice<GradientResponse>> Choices(GradientResponse);
 std::span<const Choice<RegularizationMode>> Choices(RegularizationMode);
 std::span<const Choice<SamplingStrategy>> Choices(SamplingStrategy);
+std::span<const Choice<PriorType>> Choices(PriorType);
+std::span<const Choice<CmaesPreset>> Choices(CmaesPreset);
+std::span<const Choice<CmaesRestart>> Choices(CmaesRestart);
+std::span<const Choice<AutoSwitch>> Choices(AutoSwitch);
+std::span<const Choice<CacheStrategy>> Choices(CacheStrategy);
 
 template <class E>
 concept ChoiceEnum = requires(E e) {

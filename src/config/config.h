@@ -64,11 +64,15 @@ struct InitialParameters {
   std::map<std::string, double> fixed_parameters;             // canonical name → value
 };
 
+// The CMC prior families a parameter_space may name (physics spec §1.7–1.8); the densities
+// are cmc/prior.h's.
+enum class PriorType { kTruncatedNormal, kNormal, kUniform, kLogNormal, kHalfNormal, kBetaScaled };
+
 struct ParameterBound {
   std::string name;  // canonical base name (physical, "contrast" or "offset")
   double min = 0.0;
   double max = 0.0;
-  std::string prior_type = "TruncatedNormal";
+  PriorType prior_type = PriorType::kTruncatedNormal;
   std::optional<double> prior_mu;     // default: midpoint
   std::optional<double> prior_sigma;  // default: (max - min) / 4
   std::string unit;
@@ -77,7 +81,7 @@ struct ParameterBound {
 };
 
 struct PriorSpec {
-  std::string dist_type = "TruncatedNormal";
+  PriorType dist_type = PriorType::kTruncatedNormal;
   std::optional<double> mu;
   std::optional<double> sigma;
   std::optional<double> min_val;
@@ -108,6 +112,17 @@ struct ScalingSection {
   std::optional<double> initial_offset;
 };
 
+// The CMC prior of one parameter on its bounds [min, max] of width w, resolved with the
+// parameter (ResolveParameters): parameter_space.priors.<name>, else its bounds entry's
+// type/prior_mu/prior_sigma, else TruncatedNormal(centre, w/4). The centre is the midpoint
+// for homodyne's modes; for two_component the registry default when it lies inside the
+// bounds (else the midpoint), the prior the two_component template writes.
+struct ParameterPrior {
+  PriorType type = PriorType::kTruncatedNormal;
+  double mu = 0.0;
+  double sigma = 0.0;
+};
+
 // Effective bounds and starting value of one parameter.
 struct EffectiveParameter {
   std::string name;
@@ -123,6 +138,7 @@ struct EffectiveParameter {
   // false: held at `initial` (fixed_parameters, left out of active_parameters, or vary: false);
   // the fit leaves it out of the optimiser vector, the DOF and the global search.
   bool vary = true;
+  ParameterPrior prior;  // the sampled parameter's configured CMC prior
 };
 
 // The choice keys without an enum of a lower layer; their names are in choices.h, the one
@@ -145,6 +161,13 @@ enum class GradientResponse { kWarn, kHierarchical, kReset, kAbort };
 // anti_degeneracy.regularization.mode: two_component's CV rows are on for all but kNone.
 enum class RegularizationMode { kNone, kRelative, kAbsolute, kAuto, kTikhonov, kAdaptive };
 enum class SamplingStrategy { kLatinHypercube, kRandom };  // multi_start.sampling_strategy
+// cmaes.preset: the generations per run (50, 100, 200) unless max_generations is set.
+enum class CmaesPreset { kFast, kStandard, kGlobal };
+// cmaes.restart_strategy; CMA-ES checkpoints store the value: keep the order.
+enum class CmaesRestart { kNone, kBipop };
+// A key that takes true, false or auto (its rule decides what auto means where it is used).
+enum class AutoSwitch { kAuto, kTrue, kFalse };
+enum class CacheStrategy { kIntelligent, kNone };  // v2_features.cache_strategy
 
 struct AntiDegeneracy {
   bool section_present = false;  // homodyne applies the system only if the section exists
@@ -192,7 +215,7 @@ struct MultiStart {
 // optimization.nlsq.cmaes (the CMA-ES global stage, src/global/global_stage.h).
 struct Cmaes {
   bool enable{};
-  std::string preset;                  // cmaes-fast | cmaes | cmaes-global
+  CmaesPreset preset{};
   std::optional<int> max_generations;  // overrides the preset's
   double sigma{};
   double sigma_warmstart{};
@@ -202,7 +225,7 @@ struct Cmaes {
   std::optional<int> popsize;
   double tol_fun{};
   double tol_x{};
-  std::string restart_strategy;  // none | bipop
+  CmaesRestart restart_strategy{};
   int max_restarts{};
   bool auto_select{};
   double scale_threshold{};
@@ -289,7 +312,7 @@ struct CmcValidation {
   double max_divergence_rate{};
   int warmup_retries{};  // reruns of a shard whose divergence rate is above the maximum
   bool require_nlsq_warmstart{};
-  std::string use_nlsq_informed_priors;  // "auto" | "true" | "false"
+  AutoSwitch use_nlsq_informed_priors{};  // auto: not for two_component (cmc_phases.h)
   double nlsq_prior_width_factor{};
   double max_parameter_cv{};
   bool heterogeneity_abort{};
@@ -313,7 +336,7 @@ struct CmcCombination {
 };
 
 struct CmcOptions {
-  std::string enable;  // "auto", "true" or "false"
+  AutoSwitch enable{};
   long long min_points_for_cmc{};
   model::PerAngleMode per_angle_mode{};
   int constant_scaling_threshold{};
@@ -395,7 +418,7 @@ struct Config {
   int Hdf5DeflateLevel() const { return compress_hdf5 ? compression_level : 0; }
   // output.fitted_data: which arrays fitted_data.h5 holds ("full", "model" or "none").
   FittedDataLevel fitted_data{};
-  std::string cache_strategy;       // v2_features.cache_strategy
+  CacheStrategy cache_strategy{};
   bool legacy_flat_layout = false;  // converted from the flat legacy layout
   std::vector<std::string> notes;   // notes for the user (fallbacks, overrides)
   // Compatibility notes: keys of earlier homodyne/xpcsjax versions read under today's keys,

@@ -4,10 +4,12 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config_builder.h"
 #include "schema_check.h"
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 
 namespace homodyne::config::detail {
@@ -82,6 +84,16 @@ void ReadInitialParameters(const ValueReader& r, Config& c, ProblemList& problem
   }
 }
 
+// The key table's rule has refused other names already; a Config built without it (tests,
+// the API) meets the same message here.
+PriorType ReadPriorType(const std::string& text, const std::string& key, const YAML::Node& at,
+                        ProblemList& problems) {
+  if (const auto type = FindChoice<PriorType>(text, true)) return *type;
+  problems.Add(key, fmt::format("'{}' is not one of {}{}", text,
+                                fmt::join(ChoiceNames<PriorType>(), ", "), LineSuffix(at)));
+  return PriorType::kTruncatedNormal;
+}
+
 std::string KnownBaseName(AnalysisMode mode, const std::string& raw, const std::string& key,
                           const YAML::Node& at, ProblemList& problems) {
   const std::string base = CanonicalParameterName(mode, BaseParameterName(raw));
@@ -133,7 +145,9 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
     b.name = name;
     b.min = *lo;
     b.max = *hi;
-    if (auto type = ScalarField(entry, "type")) b.prior_type = *type;
+    if (auto type = ScalarField(entry, "type")) {
+      b.prior_type = ReadPriorType(*type, key + ".type", entry, problems);
+    }
     b.prior_mu = OptField(entry, "prior_mu");
     b.prior_sigma = OptField(entry, "prior_sigma");
     if (auto unit = ScalarField(entry, "unit")) b.unit = *unit;
@@ -149,7 +163,9 @@ void ReadParameterSpace(const ValueReader& r, Config& c, ProblemList& problems) 
           KnownBaseName(c.analysis_mode, kv.first.Scalar(), key, kv.first, problems);
       if (name.empty() || !kv.second.IsMap()) continue;
       PriorSpec p;
-      if (auto dist = ScalarField(kv.second, "dist_type")) p.dist_type = *dist;
+      if (auto dist = ScalarField(kv.second, "dist_type")) {
+        p.dist_type = ReadPriorType(*dist, key + ".dist_type", kv.second, problems);
+      }
       p.mu = OptField(kv.second, "mu");
       p.sigma = OptField(kv.second, "sigma");
       p.min_val = OptField(kv.second, "min_val");
@@ -370,6 +386,31 @@ EffectiveParameter ResolveScaling(Config& c, const std::string& name,
   return p;
 }
 
+// EffectiveParameter::prior's rule, on the parameter's resolved bounds.
+ParameterPrior ResolvePrior(const Config& c, const EffectiveParameter& p) {
+  const double lo = p.min, hi = p.max;
+  double centre = 0.5 * (lo + hi);
+  if (c.analysis_mode == AnalysisMode::kTwoComponent) {
+    if (const auto d = DefaultParameterBounds(p.name);
+        d && d->nlsq_start >= lo && d->nlsq_start <= hi) {
+      centre = d->nlsq_start;
+    }
+  }
+  ParameterPrior prior{PriorType::kTruncatedNormal, centre, 0.25 * (hi - lo)};
+  for (const auto& b : c.parameter_space.bounds) {
+    if (b.name != p.name) continue;
+    prior.type = b.prior_type;
+    if (b.prior_mu) prior.mu = *b.prior_mu;
+    if (b.prior_sigma) prior.sigma = *b.prior_sigma;
+  }
+  if (const auto it = c.parameter_space.priors.find(p.name); it != c.parameter_space.priors.end()) {
+    prior.type = it->second.dist_type;
+    if (it->second.mu) prior.mu = *it->second.mu;
+    if (it->second.sigma) prior.sigma = *it->second.sigma;
+  }
+  return prior;
+}
+
 }  // namespace
 
 void ResolveParameters(Config& c) {
@@ -399,10 +440,13 @@ void ResolveParameters(Config& c) {
     std::string start_key;
     ApplyOverlays(c, p, start_key);
     NoteOutsideBounds(c, p);
+    p.prior = ResolvePrior(c, p);
     c.parameters.push_back(p);
   }
   c.contrast = ResolveScaling(c, "contrast", c.scaling.initial_contrast, ip.contrast);
+  c.contrast.prior = ResolvePrior(c, c.contrast);
   c.offset = ResolveScaling(c, "offset", c.scaling.initial_offset, ip.offset);
+  c.offset.prior = ResolvePrior(c, c.offset);
 }
 
 }  // namespace homodyne::config

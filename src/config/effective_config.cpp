@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "config/choices.h"
 #include "config/config_reader.h"
 #include "config/key_table.h"
 #include "core/errors.h"
@@ -40,13 +41,13 @@ YAML::Node ListOf(const std::vector<std::string>& items) {
   return list;
 }
 
-YAML::Node BoundsEntry(const EffectiveParameter& p, const std::string& type,
-                       std::optional<double> mu, std::optional<double> sigma) {
+YAML::Node BoundsEntry(const EffectiveParameter& p, PriorType type, std::optional<double> mu,
+                       std::optional<double> sigma) {
   YAML::Node entry(YAML::NodeType::Map);
   entry["name"] = p.name;
   entry["min"] = Num(p.min);
   entry["max"] = Num(p.max);
-  entry["type"] = type;
+  entry["type"] = std::string(ChoiceName(type));
   entry["prior_mu"] = Num(mu.value_or(0.5 * (p.min + p.max)));
   entry["prior_sigma"] = Num(sigma.value_or(0.25 * (p.max - p.min)));
   // The physical starts are echoed in initial_parameters.values; a configured scalar start
@@ -64,7 +65,7 @@ YAML::Node EffectiveBoundsList(const Config& c) {
   all.push_back(c.contrast);
   all.push_back(c.offset);
   for (const auto& p : all) {
-    std::string type = "TruncatedNormal";
+    PriorType type = PriorType::kTruncatedNormal;
     std::optional<double> mu;
     std::optional<double> sigma;
     for (const auto& b : c.parameter_space.bounds) {

@@ -20,7 +20,7 @@ void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view, doub
   out = r.Number(spec.path);
 }
 void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view, std::string& out) {
-  out = spec.type == KeyType::kBoolOrAuto ? r.BoolOrAuto(spec.path) : r.String(spec.path);
+  out = r.String(spec.path);
 }
 void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view,
                std::optional<int>& out) {

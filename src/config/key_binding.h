@@ -40,9 +40,11 @@ void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view sourc
 [[noreturn]] void ThrowUnknownChoice(const KeySpec& spec, std::string_view text,
                                      std::string_view source);
 // A choice key: the rule (OneOf, from the same table) has already refused any other name.
+// A true/false/auto key (kBoolOrAuto) reads YAML's booleans first.
 template <ChoiceEnum E>
 void ReadField(const ValueReader& r, const KeySpec& spec, std::string_view source, E& out) {
-  const std::string text = r.String(spec.path);
+  const std::string text =
+      spec.type == KeyType::kBoolOrAuto ? r.BoolOrAuto(spec.path) : r.String(spec.path);
   const std::optional<E> value = FindChoice<E>(text, spec.rule.case_insensitive);
   if (!value) ThrowUnknownChoice(spec, text, source);
   out = *value;
@@ -75,11 +77,13 @@ bool FieldAccepts(KeyType type) {
   } else if constexpr (std::is_same_v<F, double> || std::is_same_v<F, std::optional<double>>) {
     return type == KeyType::kFloat;
   } else if constexpr (std::is_same_v<F, std::string>) {
-    return type == KeyType::kString || type == KeyType::kBoolOrAuto;  // "auto"/"true"/"false"
+    return type == KeyType::kString;  // a true/false/auto key is an AutoSwitch
   } else if constexpr (std::is_same_v<F, std::optional<int>>) {
     return type == KeyType::kInt || type == KeyType::kIntOrAuto;  // null or "auto" = nullopt
   } else if constexpr (std::is_same_v<F, std::optional<std::vector<double>>>) {
     return type == KeyType::kFloatList;
+  } else if constexpr (std::is_same_v<F, AutoSwitch>) {
+    return type == KeyType::kBoolOrAuto;
   } else if constexpr (ChoiceEnum<F> || IsOptionalChoice<F>::value) {
     return type == KeyType::kString;
   } else {

@@ -145,7 +145,7 @@ void AddLoaderExtras(std::vector<KeySpec>& t) {
   v.Acc("output_format", T::kString, "auto", NoRule(), "Loader output format");
   v.Acc("validation_level", T::kString, "basic", NoRule(), "Loader validation level");
   v.Acc("physics_validation", T::kBool, "false", NoRule(), "Physics checks of the data");
-  v.Used("cache_strategy", T::kString, "intelligent", OneOf({"intelligent", "none"}),
+  v.Used("cache_strategy", T::kString, "intelligent", OneOf(ChoiceNames<CacheStrategy>()),
          "NPZ caching of the selected data (none disables it)", top(&Config::cache_strategy));
 
   const KeyAdder d(t, "data_filtering");

@@ -8,10 +8,7 @@ using T = KeyType;
 constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 
-Rule PriorTypes() {
-  return OneOf({"TruncatedNormal", "Normal", "Uniform", "LogNormal", "HalfNormal", "BetaScaled"},
-               true);
-}
+Rule PriorTypes() { return OneOf(ChoiceNames<PriorType>(), true); }
 
 void AddMetadata(std::vector<KeySpec>& t) {
   KeyAdder m(t, "metadata");

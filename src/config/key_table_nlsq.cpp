@@ -308,7 +308,7 @@ void AddCmaes(const KeyAdder& c) {
   c.Used("enable", T::kBool, "false", NoRule(),
          "Warm start, CMA-ES, refinement and keep-better instead of the plain local fit",
          f(&Cmaes::enable));
-  c.Used("preset", T::kString, "cmaes", OneOf({"cmaes-fast", "cmaes", "cmaes-global"}),
+  c.Used("preset", T::kString, "cmaes", OneOf(ChoiceNames<CmaesPreset>()),
          "Generations per run: cmaes-fast 50, cmaes 100, cmaes-global 200", f(&Cmaes::preset));
   c.Used("max_generations", T::kInt, "null", AtLeast(1),
          "Generations per run; overrides the preset (and is not adapted)",
@@ -336,7 +336,7 @@ void AddCmaes(const KeyAdder& c) {
   c.Used("tol_x", T::kFloat, "1e-8", Positive(),
          "A run ends when the largest step standard deviation (logit units) is below this",
          f(&Cmaes::tol_x));
-  c.Used("restart_strategy", T::kString, "bipop", OneOf({"none", "bipop"}),
+  c.Used("restart_strategy", T::kString, "bipop", OneOf(ChoiceNames<CmaesRestart>()),
          "none or bipop (alternating large/small populations); none after a converged warm start",
          f(&Cmaes::restart_strategy));
   c.Used("max_restarts", T::kInt, "9", NonNegative(),

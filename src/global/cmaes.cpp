@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "config/choices.h"
 #include "config/key_paths.h"
 #include "core/errors.h"
 #include "core/random.h"
@@ -88,16 +89,7 @@ std::vector<double> FromVector(const Vector& v) { return {v.data(), v.data() + v
 
 }  // namespace
 
-std::string_view ToString(RestartStrategy s) {
-  return s == RestartStrategy::kBipop ? "bipop" : "none";
-}
-
-RestartStrategy ParseRestartStrategy(std::string_view text, std::string_view key) {
-  if (text == "bipop") return RestartStrategy::kBipop;
-  if (text == "none") return RestartStrategy::kNone;
-  ThrowBadInput(fmt::format("restart_strategy '{}' is not supported; use none or bipop", text), {},
-                std::string(key));
-}
+std::string_view ToString(RestartStrategy s) { return config::ChoiceName(s); }
 
 std::string_view ToString(CmaesStop s) {
   switch (s) {

@@ -28,13 +28,13 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_store.h"
+#include "config/config.h"
 
 namespace homodyne::global {
 
-enum class RestartStrategy { kNone, kBipop };
-std::string_view ToString(RestartStrategy s);
-// "none" | "bipop"; anything else is bad input naming `key`.
-RestartStrategy ParseRestartStrategy(std::string_view text, std::string_view key);
+// The choice of optimization.nlsq.cmaes.restart_strategy, read by the config reader.
+using RestartStrategy = config::CmaesRestart;
+std::string_view ToString(RestartStrategy s);  // its name in the config
 
 struct CmaesOptions {
   int popsize = 0;            // base population λ; 0: 4 + ⌊3 ln n⌋ (n = searched entries)

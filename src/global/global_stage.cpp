@@ -45,7 +45,7 @@ GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
   o.popsize = c.popsize;
   o.tol_fun = c.tol_fun;
   o.tol_x = c.tol_x;
-  o.restart_strategy = ParseRestartStrategy(c.restart_strategy, CmaesKey("restart_strategy"));
+  o.restart_strategy = c.restart_strategy;
   o.max_restarts = c.max_restarts;
   o.auto_select = c.auto_select;
   o.scale_threshold = c.scale_threshold;
@@ -65,11 +65,15 @@ GlobalStageOptions GlobalStageOptions::FromConfig(const config::Cmaes& c) {
 }
 
 int GlobalStageOptions::PresetGenerations() const {
-  if (preset == "cmaes-fast") return 50;
-  if (preset == "cmaes") return 100;
-  if (preset == "cmaes-global") return 200;
-  ThrowBadInput(fmt::format("preset '{}' is not one of cmaes-fast, cmaes, cmaes-global", preset),
-                {}, CmaesKey("preset"));
+  switch (preset) {
+    case config::CmaesPreset::kFast:
+      return 50;
+    case config::CmaesPreset::kStandard:
+      return 100;
+    case config::CmaesPreset::kGlobal:
+      return 200;
+  }
+  ThrowInternal("CMA-ES preset outside its enum");
 }
 
 void GlobalStageOptions::Validate() const {

@@ -31,7 +31,7 @@ namespace homodyne::global {
 
 struct GlobalStageOptions {
   bool enable = false;
-  std::string preset = "cmaes";  // cmaes-fast (50) | cmaes (100) | cmaes-global (200)
+  config::CmaesPreset preset = config::CmaesPreset::kStandard;
   std::optional<int> max_generations;
   double sigma = 0.5;
   double sigma_warmstart = 0.05;

@@ -92,7 +92,9 @@ def check(library, header_dir):
     if not functions or not classes:
         return [f"no HOMODYNE_API declarations found in {header_dir}"]
     problems, seen = [], collections.Counter()
-    for symbol in exported(library):
+    # A constructor or destructor is listed once per ABI variant (complete, base) under the
+    # same demangled name: each distinct signature counts once.
+    for symbol in sorted(set(exported(library))):
         if symbol in TOOLCHAIN:
             continue
         name = base_name(symbol)
@@ -109,10 +111,15 @@ def check(library, header_dir):
             seen[name if name in functions or name in classes else owner] += 1
         else:
             problems.append(f"exported but not in the public API: {symbol}")
-    for name in sorted(functions):  # every overload (ToString of each public enum)
+    # Every overload (ToString of each public enum) and no other: an exported overload
+    # that the headers do not declare, of public types only, is caught by the count.
+    for name in sorted(functions):
         if seen[name] < functions[name]:
             problems.append(f"marked HOMODYNE_API but not exported: {name} ({seen[name]} of "
                             f"{functions[name]} declaration(s))")
+        elif seen[name] > functions[name]:
+            problems.append(f"exported but not in the public API: {seen[name]} overloads of "
+                            f"{name}, the headers declare {functions[name]}")
     for name in sorted(classes):
         if not seen[name]:
             problems.append(f"marked HOMODYNE_API but not exported: {name}")

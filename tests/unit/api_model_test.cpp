@@ -130,7 +130,7 @@ TEST(ApiOptions, CmcDefaultsAreTheConfigDefaults) {
   EXPECT_EQ(o.target_accept, cmc.per_shard_mcmc.target_accept_prob);
   EXPECT_EQ(o.max_tree_depth, cmc.per_shard_mcmc.max_tree_depth);
   EXPECT_FALSE(o.nlsq_informed_priors.has_value());
-  EXPECT_EQ(cmc.validation.use_nlsq_informed_priors, "auto");
+  EXPECT_EQ(cmc.validation.use_nlsq_informed_priors, config::AutoSwitch::kAuto);
   EXPECT_NO_THROW(o.Validate());
 }
 

@@ -357,7 +357,7 @@ TEST(ConfigKeyBindings, DefaultConfigIsTheReaderOnAnEmptyFile) {
   EXPECT_EQ(d.optimization.nlsq.max_iterations, 1000);
   EXPECT_EQ(d.optimization.nlsq.tolerance, 1e-8);
   EXPECT_FALSE(d.optimization.nlsq.memory_threshold_gb.has_value());
-  EXPECT_EQ(d.optimization.cmc.enable, "auto");
+  EXPECT_EQ(d.optimization.cmc.enable, AutoSwitch::kAuto);
   EXPECT_EQ(d.optimization.cmc.min_points_for_cmc, 100000);
   EXPECT_FALSE(d.optimization.cmc.sharding.num_shards.has_value());
   EXPECT_EQ(d.optimization.cmc.per_shard_mcmc.num_samples, 1500);
@@ -397,9 +397,10 @@ TEST(ConfigKeyBindings, EachKeyFillsItsOwnField) {
 // Elements of lists and wildcard mappings are built by explicit code; their structs keep the
 // table's defaults in-class, which must stay equal.
 TEST(ConfigKeyBindings, ElementDefaultsAreTheTables) {
-  EXPECT_EQ(ParameterBound{}.prior_type,
+  EXPECT_EQ(ChoiceName(ParameterBound{}.prior_type),
             FindKeySpec("parameter_space.bounds[].type")->default_yaml);
-  EXPECT_EQ(PriorSpec{}.dist_type, FindKeySpec("parameter_space.priors.*.dist_type")->default_yaml);
+  EXPECT_EQ(ChoiceName(PriorSpec{}.dist_type),
+            FindKeySpec("parameter_space.priors.*.dist_type")->default_yaml);
 }
 
 // A used scalar key either fills a typed field through the table or is read by explicit

@@ -108,7 +108,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_DOUBLE_EQ(c.q_tolerance_fraction, 0.05);
   EXPECT_FALSE(c.experimental_data.cache_compression);
   EXPECT_EQ(c.experimental_data.cache_file_path, "/scratch/cache/");
-  EXPECT_EQ(c.cache_strategy, "none");
+  EXPECT_EQ(c.cache_strategy, CacheStrategy::kNone);
   // Aliases canonicalised in names, bounds, fixed parameters and x_scale_map.
   EXPECT_EQ(c.initial_parameters.parameter_names[3], "gamma_dot_t0");
   EXPECT_EQ(c.initial_parameters.parameter_names[5], "gamma_dot_t_offset");
@@ -130,7 +130,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_DOUBLE_EQ(c.contrast.min, 0.05);
   EXPECT_DOUBLE_EQ(c.offset.max, 1.1);
   EXPECT_EQ(c.parameter_space.priors.count("offset"), 1u);  // from "offset_0"
-  EXPECT_EQ(c.parameter_space.bounds[0].prior_type, "LogNormal");
+  EXPECT_EQ(c.parameter_space.bounds[0].prior_type, PriorType::kLogNormal);
   // Optimizer sections.
   const auto& n = c.optimization.nlsq;
   EXPECT_EQ(c.optimization.method, FitMethod::kBoth);
@@ -152,7 +152,7 @@ TEST(ConfigReader, MasterTemplateValues) {
   EXPECT_EQ(s.checkpoint_frequency, 5);
   EXPECT_EQ(*s.batch_size, 50000);
   const auto& cmc = c.optimization.cmc;
-  EXPECT_EQ(cmc.enable, "true");
+  EXPECT_EQ(cmc.enable, AutoSwitch::kTrue);
   EXPECT_EQ(homodyne::config::ChoiceName(cmc.per_angle_mode), "constant_averaged");
   EXPECT_EQ(cmc.seed, 1234);
   EXPECT_FALSE(cmc.prior_tempering);
@@ -499,7 +499,7 @@ TEST(ConfigReader, CodeDefaultsWhenSectionsAreAbsent) {
   EXPECT_DOUBLE_EQ(c.q_tolerance_fraction, 0.1);
   EXPECT_EQ(c.experimental_data.cache_filename_template,
             "cached_c2_frames_${start_frame}_${end_frame}.npz");
-  EXPECT_EQ(c.optimization.cmc.enable, "auto");
+  EXPECT_EQ(c.optimization.cmc.enable, AutoSwitch::kAuto);
   EXPECT_EQ(c.output_directory, "./homodyne_results");
 }
 
@@ -529,6 +529,94 @@ TEST(ConfigReader, EmptyOrNonMappingFilesAreRejected) {
     EXPECT_EQ(e.kind(), ErrorKind::kBadInput);
     EXPECT_THAT(e.what(), HasSubstr("/nonexistent/config.yaml"));
   }
+}
+
+// Each parameter's CMC prior is resolved with the parameter: the table's TruncatedNormal on
+// its bounds (midpoint, width / 4), a bounds entry's type and prior_mu/prior_sigma, then
+// parameter_space.priors, whose names are read ignoring case.
+TEST(ConfigReader, PriorsAreResolvedWithTheParameters) {
+  const Config c = Read(kData +
+                        "analysis_mode: static\n"
+                        "parameter_space:\n"
+                        "  bounds:\n"
+                        "    - {name: D0, min: 100, max: 1000, type: lognormal, prior_mu: 5.0}\n"
+                        "    - {name: alpha, min: -1.0, max: 1.0}\n"
+                        "  priors:\n"
+                        "    contrast: {dist_type: uniform, sigma: 0.3}\n"
+                        "    alpha: {dist_type: HalfNormal, mu: 0.25}\n");
+  const ParameterPrior& d0 = c.FindParameter("D0")->prior;
+  EXPECT_EQ(d0.type, PriorType::kLogNormal);
+  EXPECT_EQ(d0.mu, 5.0);
+  EXPECT_EQ(d0.sigma, 0.25 * (1000.0 - 100.0));
+  const ParameterPrior& alpha = c.FindParameter("alpha")->prior;
+  EXPECT_EQ(alpha.type, PriorType::kHalfNormal);
+  EXPECT_EQ(alpha.mu, 0.25);
+  EXPECT_EQ(alpha.sigma, 0.5);
+  const ParameterPrior& d_offset = c.FindParameter("D_offset")->prior;  // built-in bounds
+  EXPECT_EQ(d_offset.type, PriorType::kTruncatedNormal);
+  EXPECT_EQ(d_offset.mu,
+            0.5 * (c.FindParameter("D_offset")->min + c.FindParameter("D_offset")->max));
+  EXPECT_EQ(d_offset.sigma,
+            0.25 * (c.FindParameter("D_offset")->max - c.FindParameter("D_offset")->min));
+  EXPECT_EQ(c.contrast.prior.type, PriorType::kUniform);
+  EXPECT_EQ(c.contrast.prior.mu, 0.5 * (c.contrast.min + c.contrast.max));
+  EXPECT_EQ(c.contrast.prior.sigma, 0.3);
+  EXPECT_EQ(c.offset.prior.type, PriorType::kTruncatedNormal);
+  EXPECT_EQ(c.offset.prior.sigma, 0.25 * (c.offset.max - c.offset.min));
+}
+
+// two_component centres the default prior on the registry's start when the bounds hold it.
+TEST(ConfigReader, TwoComponentPriorsCentreOnTheRegistryStart) {
+  const Config c = Read(kData +
+                        "analysis_mode: two_component\n"
+                        "parameter_space:\n"
+                        "  bounds:\n"
+                        "    - {name: D0_sample, min: 2.0e4, max: 1.0e5}\n");
+  const EffectiveParameter* ref = c.FindParameter("D0_ref");
+  ASSERT_NE(ref, nullptr);
+  EXPECT_EQ(ref->prior.mu, DefaultParameterBounds("D0_ref")->nlsq_start);
+  EXPECT_NE(ref->prior.mu, 0.5 * (ref->min + ref->max));
+  EXPECT_EQ(ref->prior.sigma, 0.25 * (ref->max - ref->min));
+  // The registry's 1e4 lies below these bounds: the midpoint.
+  EXPECT_EQ(c.FindParameter("D0_sample")->prior.mu, 6.0e4);
+  EXPECT_EQ(c.contrast.prior.mu, DefaultParameterBounds("contrast")->nlsq_start);
+}
+
+TEST(ConfigReader, PriorTypeOutsideTheFamiliesNamesKeyAndChoices) {
+  const std::string bounds = ErrorOf(kData +
+                                     "parameter_space:\n  bounds:\n"
+                                     "    - {name: D0, min: 1, max: 2, type: Cauchy}\n");
+  EXPECT_THAT(bounds, HasSubstr("parameter_space.bounds"));
+  EXPECT_THAT(bounds, HasSubstr("Cauchy"));
+  EXPECT_THAT(bounds, HasSubstr("TruncatedNormal, Normal, Uniform, LogNormal, HalfNormal"));
+  const std::string priors = ErrorOf(kData +
+                                     "parameter_space:\n  priors:\n"
+                                     "    D0: {dist_type: StudentT}\n");
+  EXPECT_THAT(priors, HasSubstr("parameter_space.priors.D0.dist_type"));
+  EXPECT_THAT(priors, HasSubstr("StudentT"));
+}
+
+// The true/false/auto keys and the remaining string choices are enums after the read.
+TEST(ConfigReader, SwitchAndChoiceKeysAreReadIntoEnums) {
+  const Config c = Read(kData +
+                        "optimization:\n"
+                        "  cmc:\n"
+                        "    enable: false\n"
+                        "    validation:\n"
+                        "      use_nlsq_informed_priors: true\n"
+                        "  nlsq:\n"
+                        "    cmaes:\n"
+                        "      preset: cmaes-global\n"
+                        "      restart_strategy: none\n");
+  EXPECT_EQ(c.optimization.cmc.enable, AutoSwitch::kFalse);
+  EXPECT_EQ(c.optimization.cmc.validation.use_nlsq_informed_priors, AutoSwitch::kTrue);
+  EXPECT_EQ(c.optimization.nlsq.cmaes.preset, CmaesPreset::kGlobal);
+  EXPECT_EQ(c.optimization.nlsq.cmaes.restart_strategy, CmaesRestart::kNone);
+  EXPECT_EQ(c.cache_strategy, CacheStrategy::kIntelligent);
+  EXPECT_THAT(ErrorOf(kData + "optimization:\n  nlsq:\n    cmaes:\n      preset: cmaes-huge\n"),
+              HasSubstr("optimization.nlsq.cmaes.preset"));
+  EXPECT_THAT(ErrorOf(kData + "optimization:\n  cmc:\n    enable: sometimes\n"),
+              HasSubstr("optimization.cmc.enable"));
 }
 
 }  // namespace

@@ -379,7 +379,7 @@ TEST(ConfigXpcsjax, FlatNlsqKeysWinOverTheirNestedForms) {
   EXPECT_TRUE(n.cmaes.enable);
   ASSERT_TRUE(n.cmaes.max_generations.has_value());
   EXPECT_EQ(*n.cmaes.max_generations, 40);
-  EXPECT_EQ(n.cmaes.restart_strategy, "none");
+  EXPECT_EQ(n.cmaes.restart_strategy, homodyne::config::CmaesRestart::kNone);
   EXPECT_TRUE(n.multi_start.enable);
   EXPECT_EQ(n.multi_start.n_starts, 7);
   EXPECT_EQ(homodyne::config::ChoiceName(n.anti_degeneracy.per_angle_mode),

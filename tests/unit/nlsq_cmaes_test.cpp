@@ -135,7 +135,7 @@ TEST(NlsqCmaes, NonFiniteValuesRankLast) {
 
 TEST(NlsqCmaes, BudgetFollowsPresetAndScaleRatio) {
   GlobalStageOptions o;
-  o.preset = "cmaes-global";
+  o.preset = config::CmaesPreset::kGlobal;
   // Laminar averaged: n = 9 → λ0 = 10; default bounds give ratio 1e6 (middle branch).
   CmaesBudget b = PlanCmaesBudget(o, 9, 1e6);
   EXPECT_TRUE(b.adapted);
@@ -158,7 +158,7 @@ TEST(NlsqCmaes, BudgetFollowsPresetAndScaleRatio) {
   EXPECT_FALSE(b.adapted);
   EXPECT_EQ(b.popsize, 12);
   EXPECT_EQ(b.max_generations, 30);
-  o.preset = "cmaes-fast";
+  o.preset = config::CmaesPreset::kFast;
   o.max_generations.reset();
   EXPECT_EQ(PlanCmaesBudget(o, 9, 1.0).max_generations, 50);
 }
