@@ -98,25 +98,43 @@ class PetscSession {
   char** argv_ = nullptr;
 };
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// MPI_Init_thread, timed: a member initialised first so that the timing covers it.
+struct TimedMpiSession {
+  TimedMpiSession(int* argc, char*** argv, bool adopt, double& seconds)
+      : start(std::chrono::steady_clock::now()), session(argc, argv, adopt) {
+    seconds = SecondsSince(start);
+  }
+  std::chrono::steady_clock::time_point start;
+  MpiSession session;
+};
+
 }  // namespace
 
 struct Environment::Impl {
   Impl(int* argc, char*** argv, const EnvironmentOptions& options)
-      : mpi(argc, argv, options.adopt_mpi),
+      : mpi(argc, argv, options.adopt_mpi, startup.mpi_init_seconds),
         world(MPI_COMM_WORLD),
         logger(world.rank(), options.log_level) {
+    auto start = std::chrono::steady_clock::now();
     if (options.initialize_petsc) petsc.emplace(options.petsc_args);
+    startup.petsc_init_seconds = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
     if (options.load_topology) topology.emplace();
+    startup.topology_seconds = SecondsSince(start);
     startup_notes = options.startup_notes;
   }
   // Member order = initialisation order; destruction runs in reverse.
-  MpiSession mpi;
+  StartupTimes startup;  // first: the members below record into it
+  TimedMpiSession mpi;
   Comm world;
   Logger logger;
   std::optional<PetscSession> petsc;
   std::optional<Topology> topology;
   std::vector<std::string> startup_notes;
-  StartupTimes startup;
 };
 
 Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
@@ -127,29 +145,53 @@ Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
     const double launch = SecondsSinceProcessStart();
     const auto start = std::chrono::steady_clock::now();
     impl_ = std::make_unique<Impl>(argc, argv, options);
-    impl_->startup.launch_seconds = launch;
-    impl_->startup.init_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    StartupTimes& s = impl_->startup;
+    s.launch_seconds = launch;
+    s.init_seconds = SecondsSince(start);
+    if (options.main_entry && std::isfinite(options.process_start_to_main_seconds)) {
+      s.exec_and_loading_seconds = options.process_start_to_main_seconds;
+      s.before_environment_seconds =
+          std::chrono::duration<double>(start - *options.main_entry).count();
+    }
+    fixed_costs_.Add("exec_and_loading", s.exec_and_loading_seconds);
+    fixed_costs_.Add("before_environment", s.before_environment_seconds);
+    fixed_costs_.Add("mpi_init", s.mpi_init_seconds);
+    fixed_costs_.Add("petsc_init", s.petsc_init_seconds);
+    fixed_costs_.Add("topology", s.topology_seconds);
   } catch (...) {
     g_environment_active = false;
     throw;
   }
 }
 
-Environment::~Environment() {
+Environment::~Environment() { Shutdown(); }
+
+ShutdownTimes Environment::Shutdown() {
+  ShutdownTimes t;
+  if (!impl_) return t;
+  auto start = std::chrono::steady_clock::now();
+  impl_->topology.reset();
+  t.topology_seconds = SecondsSince(start);
+  start = std::chrono::steady_clock::now();
+  impl_->petsc.reset();
+  t.petsc_finalize_seconds = SecondsSince(start);
+  start = std::chrono::steady_clock::now();
   impl_.reset();
+  t.mpi_finalize_seconds = SecondsSince(start);
   g_environment_active = false;
+  return t;
 }
 
 bool Environment::Active() { return g_environment_active.load(); }
 
 const Comm& Environment::world() const { return impl_->world; }
-int Environment::thread_level() const { return impl_->mpi.provided(); }
+int Environment::thread_level() const { return impl_->mpi.session.provided(); }
 bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
 Logger& Environment::logger() { return impl_->logger; }
 const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
 
 const StartupTimes& Environment::startup_times() const { return impl_->startup; }
+FixedCosts& Environment::fixed_costs() { return fixed_costs_; }
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");
