@@ -547,6 +547,7 @@ int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   // The time before the first phase, so that the report accounts for the whole job.
   state.phases.Add("launch", env.startup_times().launch_seconds);
   state.phases.Add("init", env.startup_times().init_seconds);
+  if (!env.mpi_transport_note().empty()) env.logger().Debug("{}", env.mpi_transport_note());
   std::optional<PhaseTimes::Scope> config_phase(std::in_place, state.phases, "config");
   const RunInputs in = ReadInputs(env, opts, state);
   ResolveOutputDirectory(opts, in.cfg);

@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/errors.h"
@@ -18,6 +21,33 @@ namespace homodyne {
 namespace {
 
 std::atomic<bool> g_environment_active{false};
+
+// Open MPI's start-up for a job whose ranks all share one node: a process started without a
+// launcher (a singleton; no ORTE or PMIx variables) or one that Open MPI's mpiexec placed
+// with every other rank on its node. Such a job needs shared memory only, so the UCX and
+// network transports are not initialised (pml ob1, btl self,vader: 0.1-0.3 s of
+// MPI_Init_thread here), and a singleton starts no helper daemon (ess_singleton_isolated:
+// about half of its MPI_Init_thread and most of MPI_Finalize; it gives up only MPI's
+// dynamic processes, which homodyne does not use). A variable set in the environment
+// (or on mpiexec's command line) is kept; srun's direct launch is left alone.
+std::string ChooseOneNodeTransports() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const bool singleton = size == nullptr && std::getenv("PMIX_RANK") == nullptr &&
+                         std::getenv("PMI_RANK") == nullptr && std::getenv("PMI_FD") == nullptr;
+  const bool one_node = singleton || (size != nullptr && local != nullptr &&
+                                      std::string_view(size) == std::string_view(local));
+  if (!one_node) return {};
+  setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  setenv("OMPI_MCA_btl", "self,vader", /*overwrite=*/0);
+  if (singleton) setenv("OMPI_MCA_ess_singleton_isolated", "1", /*overwrite=*/0);
+  return fmt::format("one-node job ({}): Open MPI pml {}, btl {}{}",
+                     singleton ? "no launcher" : "every rank on this node",
+                     std::getenv("OMPI_MCA_pml"), std::getenv("OMPI_MCA_btl"),
+                     singleton ? fmt::format(", singleton isolated {}",
+                                             std::getenv("OMPI_MCA_ess_singleton_isolated"))
+                               : std::string());
+}
 
 // MPI_Init_thread / MPI_Finalize, with HDF5 started before and shut down before them.
 class MpiSession {
@@ -42,6 +72,7 @@ class MpiSession {
     // MPI_File_open and wait for each other forever, even to read the data. ROMIO (Open MPI's
     // default on Lustre) creates nothing on open. A choice made in the environment is kept.
     setenv("OMPI_MCA_io", "^ompio", /*overwrite=*/0);
+    transport_note_ = ChooseOneNodeTransports();
     io::h5::Hdf5InitBeforeMpi();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_) != MPI_SUCCESS) {
       ThrowInternal("MPI_Init_thread failed");
@@ -60,9 +91,11 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   int provided() const { return provided_; }
+  const std::string& transport_note() const { return transport_note_; }
 
  private:
   int provided_ = 0;
+  std::string transport_note_;
   bool owned_ = true;
 };
 
@@ -192,6 +225,9 @@ const std::vector<std::string>& Environment::startup_notes() const { return impl
 
 const StartupTimes& Environment::startup_times() const { return impl_->startup; }
 FixedCosts& Environment::fixed_costs() { return fixed_costs_; }
+const std::string& Environment::mpi_transport_note() const {
+  return impl_->mpi.session.transport_note();
+}
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");

@@ -97,6 +97,8 @@ class Environment {
   Logger& logger();
   const std::vector<std::string>& startup_notes() const;
   const StartupTimes& startup_times() const;
+  // The Open MPI transports chosen for a one-node job before MPI started ("" when none was).
+  const std::string& mpi_transport_note() const;
   // Start-up items first; the application adds the rest of its fixed costs, and RunMpiApp
   // logs them with the shutdown's once the run ends.
   FixedCosts& fixed_costs();
