@@ -11,9 +11,11 @@
 # phases that are not fitting, the report, PETSc and MPI finalisation) and its wall time is
 # taken from outside. Two variants alternate within every repeat, so that machine load hits
 # both alike:
-#   before  Open MPI's own start-up choices: OMPI_MCA_pml, OMPI_MCA_btl empty and
-#           OMPI_MCA_ess_singleton_isolated=0 (what homodyne did before it chose them itself)
-#   isolated_only  Open MPI's own pml and btl, homodyne's isolated singleton
+#   before  Open MPI's own start-up choices, as before homodyne chose them itself: pml and btl
+#           as the site's openmpi-mca-params.conf sets them (an empty variable would not do:
+#           it replaces the file's setting, e.g. its exclusion of openib), and
+#           OMPI_MCA_ess_singleton_isolated=0
+#   isolated_only  the site's pml and btl, homodyne's isolated singleton
 #   after   homodyne's choices for a one-node job (src/runtime/environment.cpp)
 # Rows with output.fitted_data none keep the data-sized output files out; one row per variant
 # with the default outputs (fitted_data.h5 and .npz) shows what writing them costs.
@@ -53,9 +55,27 @@ subprocess.run([f"{build}/apps/homodyne-synth", "--config", cfg_default, "-o", d
                 str(w.OFFSET), "--noise", str(w.NOISE), "--seed", str(w.SEED), "--force", "-q"],
                check=True)
 
-VARIANTS = {"before": {"OMPI_MCA_pml": "", "OMPI_MCA_btl": "",
-                       "OMPI_MCA_ess_singleton_isolated": "0"},
-            "isolated_only": {"OMPI_MCA_pml": "", "OMPI_MCA_btl": ""},
+
+
+def site_mca():
+    """pml and btl of Open MPI's system parameter file ("" where it sets none)."""
+    conf = subprocess.run(["ompi_info", "--path", "sysconfdir", "--parsable"], capture_output=True,
+                          text=True).stdout
+    d = conf.strip().rsplit(":", 1)[-1] if conf.strip() else "/etc/openmpi"
+    out = {"OMPI_MCA_pml": "", "OMPI_MCA_btl": ""}
+    try:
+        for line in open(os.path.join(d, "openmpi-mca-params.conf")):
+            k, _, v = line.split("#")[0].partition("=")
+            if k.strip() in ("pml", "btl"):
+                out["OMPI_MCA_" + k.strip()] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+SITE = site_mca()
+VARIANTS = {"before": dict(SITE, OMPI_MCA_ess_singleton_isolated="0"),
+            "isolated_only": dict(SITE),
             "after": {}}
 LAUNCHERS = {"1 rank, no launcher": [], "1 rank, mpiexec": ["mpiexec", "-n", "1"],
              "2 ranks, mpiexec": ["mpiexec", "-n", "2"]}
