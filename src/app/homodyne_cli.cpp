@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -518,11 +519,35 @@ int ReportFit(Environment& env, const HomodyneCliOptions& opts, const RunInputs&
   return exit_code;
 }
 
+// The phases that are not fitting work (fit, global search, sampling, plots asked for)
+// join the start-up items as fixed costs, the known ones in the order a run meets them;
+// launch and init are itemised already.
+void AddPhaseFixedCosts(const PhaseTimes& phases, FixedCosts& costs) {
+  static const std::vector<std::string> kOrder = {"config",
+                                                  "load",
+                                                  "setup",
+                                                  "initial_scaling",
+                                                  "noise_level",
+                                                  "write_outputs",
+                                                  "write_fitted_data",
+                                                  "write_fitted_data_npz"};
+  static const std::set<std::string> kNotFixed = {"launch", "init", "fit", "cmaes", "cmc", "plots"};
+  const auto& seconds = phases.seconds();
+  for (const auto& name : kOrder) {
+    if (auto it = seconds.find(name); it != seconds.end()) costs.Add(name, it->second);
+  }
+  for (const auto& [name, s] : seconds) {
+    const bool listed = std::find(kOrder.begin(), kOrder.end(), name) != kOrder.end();
+    if (!listed && kNotFixed.count(name) == 0) costs.Add(name, s);
+  }
+}
+
 // The run, phase by phase. Each phase is collective: an error stops every rank in it.
 int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   // The time before the first phase, so that the report accounts for the whole job.
   state.phases.Add("launch", env.startup_times().launch_seconds);
   state.phases.Add("init", env.startup_times().init_seconds);
+  if (!env.mpi_transport_note().empty()) env.logger().Debug("{}", env.mpi_transport_note());
   std::optional<PhaseTimes::Scope> config_phase(std::in_place, state.phases, "config");
   const RunInputs in = ReadInputs(env, opts, state);
   ResolveOutputDirectory(opts, in.cfg);
@@ -557,9 +582,17 @@ int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   for (const auto& [name, seconds] : state.phases.seconds()) phases.Add(name, seconds);
   state.phases = phases;
 
+  AddPhaseFixedCosts(state.phases, env.fixed_costs());
+
   RunReportInput report = BaseReport(opts, state);
+  report.fixed_costs = env.fixed_costs().items;
   DrawRequestedPlots(env, opts.output_dir, in.plots, report);
-  return ReportFit(env, opts, in, nlsq, sampled, threads.pin, report);
+  const auto report_start = std::chrono::steady_clock::now();
+  const int code = ReportFit(env, opts, in, nlsq, sampled, threads.pin, report);
+  env.fixed_costs().Add(
+      "run_report",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - report_start).count());
+  return code;
 }
 
 // A run that stops on an agreed error (not bad input: that leaves nothing behind) still

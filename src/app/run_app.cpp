@@ -1,12 +1,16 @@
 #include "app/run_app.h"
 
+#include <chrono>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include <fmt/format.h>
 
+#include "core/clock.h"
 #include "core/errors.h"
 #include "core/library_threads.h"
+#include "core/log.h"
 
 namespace homodyne {
 namespace {
@@ -20,9 +24,27 @@ int ReportLocalFailure(Environment& env, const std::string& text, ExitCode code)
   return static_cast<int>(code);
 }
 
+// One line on rank 0 at the end of a run whose body itemised its fixed costs: every item
+// of this rank, the shutdown's included (the run report, written before, cannot hold those).
+void LogFixedCosts(const FixedCosts& before, const ShutdownTimes& shutdown, int rank,
+                   LogLevel level) {
+  FixedCosts all = before;
+  all.Add("topology_free", shutdown.topology_seconds);
+  all.Add("petsc_finalize", shutdown.petsc_finalize_seconds);
+  all.Add("mpi_finalize", shutdown.mpi_finalize_seconds);
+  std::string items;
+  for (const auto& [name, seconds] : all.items) {
+    items += fmt::format("{}{} {:.3f}", items.empty() ? "" : ", ", name, seconds);
+  }
+  Logger(rank, level).Info("fixed costs (rank 0, s): {}; total {:.3f} s", items, all.total());
+}
+
 }  // namespace
 
 int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions options) {
+  // The launch's two parts: process start to here (exec, loading) and here to MPI's start.
+  options.main_entry = std::chrono::steady_clock::now();
+  options.process_start_to_main_seconds = SecondsSinceProcessStart();
   // Before MPI/PETSc start (and before any compute thread): libraries stay single-threaded.
   for (auto& note : LimitLibraryThreads()) options.startup_notes.push_back(std::move(note));
   SplitArguments split = SplitPetscArguments(argc, argv);
@@ -36,6 +58,7 @@ int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions opt
     return static_cast<int>(ExitCode::kInternalError);
   }
 
+  const std::size_t startup_items = env->fixed_costs().items.size();
   int code = 0;
   try {
     code = body(*env, split.program_args);
@@ -59,7 +82,15 @@ int RunMpiApp(int argc, char** argv, const AppBody& body, EnvironmentOptions opt
   } catch (...) {
     code = ReportLocalFailure(*env, "unknown exception", ExitCode::kInternalError);
   }
-  env.reset();  // finalise PETSc and MPI before returning from main
+  // Finalise PETSc and MPI before returning from main.
+  const int rank = env->rank();
+  const LogLevel level = env->logger().level();
+  const ShutdownTimes shutdown = env->Shutdown();
+  // Only a body that added its own items (a fit) ran long enough for the line to matter.
+  if (rank == 0 && env->fixed_costs().items.size() > startup_items) {
+    LogFixedCosts(env->fixed_costs(), shutdown, rank, level);
+  }
+  env.reset();
   return code;
 }
 

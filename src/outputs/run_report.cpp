@@ -349,6 +349,62 @@ void EmitTiming(YAML::Emitter& y, const Comm& world, const RankFacts& f) {
   y << YAML::EndMap;
 }
 
+// The fixed costs' items (rank 0's names), each the slowest rank's, and the slowest rank's
+// total (collective; rank 0 holds the result). An item a rank could not measure is NaN.
+struct FixedCostFacts {
+  std::vector<std::string> names;
+  std::vector<double> max;
+  double total_max = 0.0;
+};
+
+FixedCostFacts GatherFixedCosts(const Comm& world, const RunReportInput& in) {
+  FixedCostFacts f;
+  std::string joined;
+  if (world.is_root()) {
+    for (const auto& item : in.fixed_costs) joined += item.first + "\n";
+  }
+  int length = static_cast<int>(joined.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, world.get());
+  joined.resize(static_cast<std::size_t>(length));
+  MPI_Bcast(joined.data(), length, MPI_CHAR, 0, world.get());
+  for (std::size_t a = 0, b; (b = joined.find('\n', a)) != std::string::npos; a = b + 1) {
+    f.names.push_back(joined.substr(a, b - a));
+  }
+  // Unmeasured (NaN) items go as -1, below every measured time, and come back as NaN.
+  std::vector<double> mine;
+  double total = 0.0;
+  for (const auto& name : f.names) {
+    double v = -1.0;
+    for (const auto& [n, seconds] : in.fixed_costs) {
+      if (n == name && std::isfinite(seconds)) v = seconds;
+    }
+    mine.push_back(v);
+    total += std::max(v, 0.0);
+  }
+  f.max.resize(mine.size());
+  MPI_Reduce(mine.data(), f.max.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX, 0,
+             world.get());
+  for (double& v : f.max) v = v < 0.0 ? std::nan("") : v;
+  MPI_Reduce(&total, &f.total_max, 1, MPI_DOUBLE, MPI_MAX, 0, world.get());
+  return f;
+}
+
+// What a job pays besides its fit, item by item (docs/performance.md, "Fixed costs").
+void EmitFixedCosts(YAML::Emitter& y, const FixedCostFacts& f) {
+  if (f.names.empty()) return;
+  y << YAML::Key << "fixed_costs" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "seconds_max_over_ranks" << YAML::Value << YAML::BeginMap;
+  for (std::size_t i = 0; i < f.names.size(); ++i) {
+    y << YAML::Key << f.names[i] << YAML::Value;
+    EmitNumberOrNull(y, f.max[i]);
+  }
+  y << YAML::EndMap;
+  y << YAML::Key << "total_seconds" << YAML::Value << f.total_max;
+  y << YAML::Key << "after_this_report" << YAML::Value
+    << "run_report, PETSc and MPI finalisation: the log's closing 'fixed costs' line";
+  y << YAML::EndMap;
+}
+
 // Points, passes and draws per second.
 void EmitThroughput(YAML::Emitter& y, const Comm& world, const RunReportInput& in) {
   const nlsq::NlsqRunResult* r = in.nlsq;
@@ -449,6 +505,7 @@ std::optional<RunDataSummary> SummariseData(const config::Config& cfg, const std
 std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
                            const RunReportInput& in) {
   const RankFacts facts = GatherRankFacts(world, in);
+  const FixedCostFacts fixed = GatherFixedCosts(world, in);
   if (!world.is_root()) return {};
 
   YAML::Emitter y;
@@ -462,6 +519,7 @@ std::string WriteRunReport(const Comm& world, const std::filesystem::path& dir,
   EmitGlobalSearch(y, in.nlsq);
   EmitMemory(y, in.nlsq, facts);
   EmitTiming(y, world, facts);
+  EmitFixedCosts(y, fixed);
   EmitThroughput(y, world, in);
   EmitSelfChecks(y, in, facts);
   y << YAML::EndMap;

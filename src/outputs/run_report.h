@@ -51,6 +51,8 @@ struct RunReportInput {
   PhaseTimes phases;                          // this rank
   PlacementPlan placement;                    // this rank
   std::vector<RankPlacement> placements;      // every rank (GatherPlacements)
+  // This rank's fixed costs so far (Environment::fixed_costs), the same names on every rank.
+  std::vector<std::pair<std::string, double>> fixed_costs;
 };
 
 // Collective over `world` (reduces the phase times); rank 0 writes the file

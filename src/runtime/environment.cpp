@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdlib>
 #include <optional>
+#include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "core/clock.h"
 #include "core/errors.h"
@@ -18,6 +21,33 @@ namespace homodyne {
 namespace {
 
 std::atomic<bool> g_environment_active{false};
+
+// Open MPI's start-up for a job whose ranks all share one node: a process started without a
+// launcher (a singleton; no ORTE or PMIx variables) or one that Open MPI's mpiexec placed
+// with every other rank on its node. Such a job needs shared memory only, so the UCX and
+// network transports are not initialised (pml ob1, btl self,vader: 0.1-0.3 s of
+// MPI_Init_thread here), and a singleton starts no helper daemon (ess_singleton_isolated:
+// about half of its MPI_Init_thread and most of MPI_Finalize; it gives up only MPI's
+// dynamic processes, which homodyne does not use). A variable set in the environment
+// (or on mpiexec's command line) is kept; srun's direct launch is left alone.
+std::string ChooseOneNodeTransports() {
+  const char* size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const bool singleton = size == nullptr && std::getenv("PMIX_RANK") == nullptr &&
+                         std::getenv("PMI_RANK") == nullptr && std::getenv("PMI_FD") == nullptr;
+  const bool one_node = singleton || (size != nullptr && local != nullptr &&
+                                      std::string_view(size) == std::string_view(local));
+  if (!one_node) return {};
+  setenv("OMPI_MCA_pml", "ob1", /*overwrite=*/0);
+  setenv("OMPI_MCA_btl", "self,vader", /*overwrite=*/0);
+  if (singleton) setenv("OMPI_MCA_ess_singleton_isolated", "1", /*overwrite=*/0);
+  return fmt::format("one-node job ({}): Open MPI pml {}, btl {}{}",
+                     singleton ? "no launcher" : "every rank on this node",
+                     std::getenv("OMPI_MCA_pml"), std::getenv("OMPI_MCA_btl"),
+                     singleton ? fmt::format(", singleton isolated {}",
+                                             std::getenv("OMPI_MCA_ess_singleton_isolated"))
+                               : std::string());
+}
 
 // MPI_Init_thread / MPI_Finalize, with HDF5 started before and shut down before them.
 class MpiSession {
@@ -42,6 +72,7 @@ class MpiSession {
     // MPI_File_open and wait for each other forever, even to read the data. ROMIO (Open MPI's
     // default on Lustre) creates nothing on open. A choice made in the environment is kept.
     setenv("OMPI_MCA_io", "^ompio", /*overwrite=*/0);
+    transport_note_ = ChooseOneNodeTransports();
     io::h5::Hdf5InitBeforeMpi();
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided_) != MPI_SUCCESS) {
       ThrowInternal("MPI_Init_thread failed");
@@ -60,9 +91,11 @@ class MpiSession {
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
   int provided() const { return provided_; }
+  const std::string& transport_note() const { return transport_note_; }
 
  private:
   int provided_ = 0;
+  std::string transport_note_;
   bool owned_ = true;
 };
 
@@ -98,25 +131,43 @@ class PetscSession {
   char** argv_ = nullptr;
 };
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// MPI_Init_thread, timed: a member initialised first so that the timing covers it.
+struct TimedMpiSession {
+  TimedMpiSession(int* argc, char*** argv, bool adopt, double& seconds)
+      : start(std::chrono::steady_clock::now()), session(argc, argv, adopt) {
+    seconds = SecondsSince(start);
+  }
+  std::chrono::steady_clock::time_point start;
+  MpiSession session;
+};
+
 }  // namespace
 
 struct Environment::Impl {
   Impl(int* argc, char*** argv, const EnvironmentOptions& options)
-      : mpi(argc, argv, options.adopt_mpi),
+      : mpi(argc, argv, options.adopt_mpi, startup.mpi_init_seconds),
         world(MPI_COMM_WORLD),
         logger(world.rank(), options.log_level) {
+    auto start = std::chrono::steady_clock::now();
     if (options.initialize_petsc) petsc.emplace(options.petsc_args);
+    startup.petsc_init_seconds = SecondsSince(start);
+    start = std::chrono::steady_clock::now();
     if (options.load_topology) topology.emplace();
+    startup.topology_seconds = SecondsSince(start);
     startup_notes = options.startup_notes;
   }
   // Member order = initialisation order; destruction runs in reverse.
-  MpiSession mpi;
+  StartupTimes startup;  // first: the members below record into it
+  TimedMpiSession mpi;
   Comm world;
   Logger logger;
   std::optional<PetscSession> petsc;
   std::optional<Topology> topology;
   std::vector<std::string> startup_notes;
-  StartupTimes startup;
 };
 
 Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
@@ -127,29 +178,56 @@ Environment::Environment(int* argc, char*** argv, EnvironmentOptions options) {
     const double launch = SecondsSinceProcessStart();
     const auto start = std::chrono::steady_clock::now();
     impl_ = std::make_unique<Impl>(argc, argv, options);
-    impl_->startup.launch_seconds = launch;
-    impl_->startup.init_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    StartupTimes& s = impl_->startup;
+    s.launch_seconds = launch;
+    s.init_seconds = SecondsSince(start);
+    if (options.main_entry && std::isfinite(options.process_start_to_main_seconds)) {
+      s.exec_and_loading_seconds = options.process_start_to_main_seconds;
+      s.before_environment_seconds =
+          std::chrono::duration<double>(start - *options.main_entry).count();
+    }
+    fixed_costs_.Add("exec_and_loading", s.exec_and_loading_seconds);
+    fixed_costs_.Add("before_environment", s.before_environment_seconds);
+    fixed_costs_.Add("mpi_init", s.mpi_init_seconds);
+    fixed_costs_.Add("petsc_init", s.petsc_init_seconds);
+    fixed_costs_.Add("topology", s.topology_seconds);
   } catch (...) {
     g_environment_active = false;
     throw;
   }
 }
 
-Environment::~Environment() {
+Environment::~Environment() { Shutdown(); }
+
+ShutdownTimes Environment::Shutdown() {
+  ShutdownTimes t;
+  if (!impl_) return t;
+  auto start = std::chrono::steady_clock::now();
+  impl_->topology.reset();
+  t.topology_seconds = SecondsSince(start);
+  start = std::chrono::steady_clock::now();
+  impl_->petsc.reset();
+  t.petsc_finalize_seconds = SecondsSince(start);
+  start = std::chrono::steady_clock::now();
   impl_.reset();
+  t.mpi_finalize_seconds = SecondsSince(start);
   g_environment_active = false;
+  return t;
 }
 
 bool Environment::Active() { return g_environment_active.load(); }
 
 const Comm& Environment::world() const { return impl_->world; }
-int Environment::thread_level() const { return impl_->mpi.provided(); }
+int Environment::thread_level() const { return impl_->mpi.session.provided(); }
 bool Environment::petsc_initialized() const { return impl_->petsc.has_value(); }
 Logger& Environment::logger() { return impl_->logger; }
 const std::vector<std::string>& Environment::startup_notes() const { return impl_->startup_notes; }
 
 const StartupTimes& Environment::startup_times() const { return impl_->startup; }
+FixedCosts& Environment::fixed_costs() { return fixed_costs_; }
+const std::string& Environment::mpi_transport_note() const {
+  return impl_->mpi.session.transport_note();
+}
 
 const Topology& Environment::topology() const {
   if (!impl_->topology) ThrowInternal("the hwloc topology was not loaded");

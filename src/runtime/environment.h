@@ -7,8 +7,12 @@
 // Finalisation runs in reverse.
 #pragma once
 
+#include <chrono>
+#include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/log.h"
@@ -30,12 +34,43 @@ struct EnvironmentOptions {
   // Notes from start-up steps taken before the environment existed (e.g. the library
   // thread limits), for the application to log once its verbosity is known.
   std::vector<std::string> startup_notes;
+  // When main() was entered and how long after the process's start (RunMpiApp sets both):
+  // the launch splits into exec and loading before main() and the work before MPI starts.
+  std::optional<std::chrono::steady_clock::time_point> main_entry;
+  double process_start_to_main_seconds = std::nan("");
 };
 
 // Where a process's time went before its Environment was ready.
 struct StartupTimes {
   double launch_seconds = 0.0;  // process start to the Environment's construction (exec, loading)
-  double init_seconds = 0.0;    // MPI, PETSc and hwloc initialisation
+  double init_seconds = 0.0;    // MPI, PETSc and hwloc initialisation (the three below)
+  // The launch's parts, when main() recorded its entry (else NaN): exec, dynamic loading and
+  // static constructors; then main() up to the Environment (library thread limits, arguments).
+  double exec_and_loading_seconds = std::nan("");
+  double before_environment_seconds = std::nan("");
+  double mpi_init_seconds = 0.0;    // HDF5's start and MPI_Init_thread
+  double petsc_init_seconds = 0.0;  // PetscInitialize (0 when not initialised)
+  double topology_seconds = 0.0;    // hwloc topology load (0 when not loaded)
+};
+
+// Where a process's time went after its run: measured by Environment::Shutdown.
+struct ShutdownTimes {
+  double topology_seconds = 0.0;  // hwloc topology destroyed
+  double petsc_finalize_seconds = 0.0;
+  double mpi_finalize_seconds = 0.0;  // HDF5's shutdown, the world's handles, MPI_Finalize
+  double total() const { return topology_seconds + petsc_finalize_seconds + mpi_finalize_seconds; }
+};
+
+// Named costs of a job that do not go into fitting (start-up, reading, writing, shutdown),
+// in the order they were added; one rank's values.
+struct FixedCosts {
+  std::vector<std::pair<std::string, double>> items;
+  void Add(const std::string& name, double seconds) { items.emplace_back(name, seconds); }
+  double total() const {
+    double t = 0.0;
+    for (const auto& [name, seconds] : items) t += std::isfinite(seconds) ? seconds : 0.0;
+    return t;
+  }
 };
 
 class Environment {
@@ -62,10 +97,21 @@ class Environment {
   Logger& logger();
   const std::vector<std::string>& startup_notes() const;
   const StartupTimes& startup_times() const;
+  // The Open MPI transports chosen for a one-node job before MPI started ("" when none was).
+  const std::string& mpi_transport_note() const;
+  // Start-up items first; the application adds the rest of its fixed costs, and RunMpiApp
+  // logs them with the shutdown's once the run ends.
+  FixedCosts& fixed_costs();
+
+  // Finalises hwloc, PETSc, HDF5 and MPI in that order and says how long each took. Once
+  // called, only fixed_costs() remains usable; the destructor calls it
+  // when nobody did.
+  ShutdownTimes Shutdown();
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
+  FixedCosts fixed_costs_;  // outlives the Impl: logged after the shutdown
 };
 
 // Splits a command line into PETSc options (-tao_*, -ksp_*, -pc_*, -log_*, -snes_*,

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Fixed costs of a whole job, item by item (issue 43): everything a `homodyne --method nlsq`
+# job pays besides its fit, at 1 rank (no launcher, and under mpiexec) and at 2 ranks.
+#
+#   bash bench/run_fixed_costs_bench.sh [build dir] [output dir]
+#        (defaults: build, docs/bench; writes fixed_costs_<date>.json)
+#
+# Data: laminar_flow, 23 angles x FRAMES frames from homodyne-synth (seeded), the whole-job
+# benchmark's config (bench/whole_job/whole_job_run.py), started at the truth, default
+# pipeline. Each run's items come from its closing "fixed costs" log line (rank 0: start-up,
+# phases that are not fitting, the report, PETSc and MPI finalisation) and its wall time is
+# taken from outside. Two variants alternate within every repeat, so that machine load hits
+# both alike:
+#   before  Open MPI's own start-up choices, as before homodyne chose them itself: pml and btl
+#           as the site's openmpi-mca-params.conf sets them (an empty variable would not do:
+#           it replaces the file's setting, e.g. its exclusion of openib), and
+#           OMPI_MCA_ess_singleton_isolated=0
+#   isolated_only  the site's pml and btl, homodyne's isolated singleton
+#   after   homodyne's choices for a one-node job (src/runtime/environment.cpp)
+# Rows with output.fitted_data none keep the data-sized output files out; one row per variant
+# with the default outputs (fitted_data.h5 and .npz) shows what writing them costs.
+#
+# Parameters (environment): FRAMES (200), REPEATS (5; medians and every value are kept),
+# DATA_DIR (scratch; ${WORK:-/tmp}/fixed_costs_data), BENCH_STAMP (date part of the name).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+for app in homodyne homodyne-synth homodyne-config; do
+  [ -x "$build/apps/$app" ] || { echo "error: $build/apps/$app missing (build the apps)" >&2; exit 2; }
+done
+FRAMES=${FRAMES:-200}
+REPEATS=${REPEATS:-5}
+DATA_DIR=${DATA_DIR:-${WORK:-/tmp}/fixed_costs_data}
+mkdir -p "$DATA_DIR"
+export BENCH_ROOT=$root BENCH_BUILD=$build BENCH_DATA_DIR=$DATA_DIR FRAMES REPEATS
+export BENCH_JSON="$out/fixed_costs_${stamp}.json"
+python3 - <<'EOF'
+import json, os, re, statistics, subprocess, sys, time
+root, build, data_dir = os.environ["BENCH_ROOT"], os.environ["BENCH_BUILD"], os.environ["BENCH_DATA_DIR"]
+frames, repeats = int(os.environ["FRAMES"]), int(os.environ["REPEATS"])
+sys.path.insert(0, os.path.join(root, "bench", "whole_job"))
+import whole_job_run as w  # the whole-job benchmark's config and dataset
+import yaml
+
+data = os.path.join(data_dir, f"laminar_23x{frames}.h5")
+cfg_default = os.path.join(data_dir, "default.yaml")
+cfg_nofd = os.path.join(data_dir, "no_fitted_data.yaml")
+base = w.base_config(data)
+w.write_config(cfg_default, base, build)
+nofd = w.base_config(data)
+nofd["output"] = {"fitted_data": "none"}
+w.write_config(cfg_nofd, nofd, build)
+angles = ",".join(f"{a:.10g}" for a in w.angles_deg())
+subprocess.run([f"{build}/apps/homodyne-synth", "--config", cfg_default, "-o", data, "--frames",
+                str(frames), "--angles", angles, "--contrast", str(w.CONTRAST), "--offset",
+                str(w.OFFSET), "--noise", str(w.NOISE), "--seed", str(w.SEED), "--force", "-q"],
+               check=True)
+
+
+
+def site_mca():
+    """pml and btl of Open MPI's system parameter file ("" where it sets none)."""
+    conf = subprocess.run(["ompi_info", "--path", "sysconfdir", "--parsable"], capture_output=True,
+                          text=True).stdout
+    d = conf.strip().rsplit(":", 1)[-1] if conf.strip() else "/etc/openmpi"
+    out = {"OMPI_MCA_pml": "", "OMPI_MCA_btl": ""}
+    try:
+        for line in open(os.path.join(d, "openmpi-mca-params.conf")):
+            k, _, v = line.split("#")[0].partition("=")
+            if k.strip() in ("pml", "btl"):
+                out["OMPI_MCA_" + k.strip()] = v.strip()
+    except OSError:
+        pass
+    return out
+
+
+SITE = site_mca()
+VARIANTS = {"before": dict(SITE, OMPI_MCA_ess_singleton_isolated="0"),
+            "isolated_only": dict(SITE),
+            "after": {}}
+LAUNCHERS = {"1 rank, no launcher": [], "1 rank, mpiexec": ["mpiexec", "-n", "1"],
+             "2 ranks, mpiexec": ["mpiexec", "-n", "2"]}
+LINE = re.compile(r"fixed costs \(rank 0, s\): (.*); total ([0-9.]+) s")
+
+
+def one_run(variant, launcher, config, out):
+    env = dict(os.environ, **VARIANTS[variant])
+    cmd = LAUNCHERS[launcher] + [f"{build}/apps/homodyne", "--config", config, "--method",
+                                 "nlsq", "-o", out, "--threads", "1"]
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    m = LINE.search(p.stdout)
+    if p.returncode != 0 or m is None:
+        sys.exit(f"error: {' '.join(cmd)} exited {p.returncode} without its fixed-costs line:\n"
+                 f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    items = {k: float(v) for k, v in (x.rsplit(" ", 1) for x in m.group(1).split(", "))}
+    with open(os.path.join(out, "nlsq", "parameters.json")) as f:
+        params = f.read()
+    return {"wall": wall, "items": items, "total": float(m.group(2)),
+            "chi2_text": re.search(r'"chi_squared"\s*:\s*([^,\n]+)', params).group(1)
+            if '"chi_squared"' in params else None}
+
+
+def version_wall(variant):
+    env = dict(os.environ, **VARIANTS[variant])
+    t0 = time.perf_counter()
+    subprocess.run([f"{build}/apps/homodyne", "--version"], env=env, check=True,
+                   capture_output=True)
+    return time.perf_counter() - t0
+
+
+rows = {}
+for rep in range(repeats):
+    for launcher in LAUNCHERS:
+        for variant in VARIANTS:
+            key = f"{launcher} | {variant}"
+            out = os.path.join(data_dir, f"out_{variant}_{launcher.split()[0]}_{len(LAUNCHERS[launcher])}")
+            rows.setdefault(key, []).append(one_run(variant, launcher, cfg_nofd, out))
+            print(f"repeat {rep + 1}/{repeats} {key}: wall {rows[key][-1]['wall']:.3f} s, "
+                  f"fixed {rows[key][-1]['total']:.3f} s", flush=True)
+    for variant in VARIANTS:
+        rows.setdefault(f"homodyne --version | {variant}", []).append({"wall": version_wall(variant)})
+outputs = {}
+for variant in ("before", "after"):  # the default outputs, once: their writing is data-sized, not fixed
+    r = one_run(variant, "1 rank, no launcher", cfg_default, os.path.join(data_dir, f"out_full_{variant}"))
+    outputs[variant] = {k: r["items"].get(k) for k in
+                        ("write_outputs", "write_fitted_data", "write_fitted_data_npz")}
+    outputs[variant]["wall"] = r["wall"]
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+summary = {}
+for key, runs in rows.items():
+    s = {"runs": len(runs), "wall_median": med([r["wall"] for r in runs]),
+         "wall_all": [round(r["wall"], 4) for r in runs]}
+    if "items" in runs[0]:
+        s["fixed_total_median"] = med([r["total"] for r in runs])
+        s["items_median"] = {k: med([r["items"][k] for r in runs]) for k in runs[0]["items"]}
+        s["chi2"] = sorted({r["chi2_text"] for r in runs if r["chi2_text"]})
+    summary[key] = s
+load = open("/proc/loadavg").read().split()[:3]
+result = {"benchmark": "fixed costs of a whole job (bench/run_fixed_costs_bench.sh)",
+          "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+          "data": f"laminar_flow 23 x {frames}, homodyne-synth seed {w.SEED}, start at the truth",
+          "pipeline": "default NLSQ pipeline, --method nlsq, --threads 1, output.fitted_data none",
+          "variants": VARIANTS, "repeats": repeats, "loadavg_at_end": load,
+          "nproc": os.cpu_count(), "rows": summary, "default_outputs_one_run": outputs}
+with open(os.environ["BENCH_JSON"], "w") as f:
+    json.dump(result, f, indent=1)
+print(f"wrote {os.environ['BENCH_JSON']}")
+for key, s in summary.items():
+    extra = f", fixed {s['fixed_total_median']:.3f} s" if "fixed_total_median" in s else ""
+    print(f"{key}: wall {s['wall_median']:.3f} s{extra}")
+EOF
