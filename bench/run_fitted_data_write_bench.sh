@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# fitted_data.h5's write at APS-U size: a laminar_flow set of 23 angles × FRAMES frames made by
+# homodyne-synth (the whole-job benchmark's truth, contrast, offset, noise and seed), fitted at
+# RANKS ranks by two homodyne binaries in alternation — OLD (e.g. main's) and this build's —
+# REPEATS times each. Per run: the run report's write_fitted_data phase (max over ranks), the
+# job's wall time, and each rank's own split of the write (the debug line of
+# outputs/fitted_data.cpp: read, model, slabs, and — new binaries — close, fsync and rename).
+# The disk's own rate is measured beside them: the same number of bytes written with dd and
+# fsync'ed (the floor of any write that is synced before it is renamed into place), and
+# written without the fsync (the page cache). Every file made is removed at the end.
+# Writes docs/bench/fitted_data_write_<date>.json and .md.
+#   OLD=/path/to/old/homodyne bash bench/run_fitted_data_write_bench.sh [build dir] [output dir]
+# Environment: OLD (required), RANKS (2), FRAMES (2500), REPEATS (3), ITERATIONS (5: the fit
+# is cut short, its answer does not change the file's size or the write's work), WORK (a
+# directory on the disk under test, default $TMPDIR or /tmp), DATA (an existing data file of
+# that set, made by an earlier run's homodyne-synth call: linked instead of generated).
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+old=${OLD:?set OLD to the homodyne binary to compare against}
+ranks=${RANKS:-2}
+frames=${FRAMES:-2500}
+repeats=${REPEATS:-3}
+iterations=${ITERATIONS:-5}
+work=$(mktemp -d "${WORK:-${TMPDIR:-/tmp}}/homodyne_fitted_write.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+new="$build/apps/homodyne"
+angles=$(/usr/bin/python3 -c "print(','.join('%.10g' % (-90 + 180 / 23 * k) for k in range(23)))")
+
+cat > "$work/config.yaml" <<YAML
+analysis_mode: laminar_flow
+analyzer_parameters:
+  dt: 0.1
+  start_frame: 1
+  end_frame: -1
+  scattering: {wavevector_q: 0.0054}
+  geometry: {stator_rotor_gap: 2000000}
+experimental_data:
+  data_folder_path: $work
+  data_file_name: data.h5
+phi_filtering: {enabled: false}
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
+  values: [12000.0, -0.4, 5.0, 0.003, 0.15, 0.0002, 3.0]
+optimization:
+  method: nlsq
+  nlsq:
+    max_iterations: $iterations
+    recovery: {on_stall: none, phi0_restarts: 0}
+    anti_degeneracy: {per_angle_mode: individual, hierarchical: {enable: false}}
+YAML
+if [ -n "${DATA:-}" ]; then
+  ln -s "$(realpath "$DATA")" "$work/data.h5"
+else
+  echo "== generating 23 x $frames"
+  "$build/apps/homodyne-synth" --config "$work/config.yaml" -o "$work/data.h5" \
+    --frames "$frames" --angles "$angles" --contrast 0.3 --offset 1.0 --noise 0.01 --seed 5 \
+    --force -q
+fi
+
+disk_rate() {  # $1 = bytes, $2 = label; appends "disk LABEL seconds_synced seconds_cached"
+  local mib=$(($1 / 1048576)) t0 t1 t2
+  t0=$(date +%s.%N)
+  dd if=/dev/zero of="$work/dd.bin" bs=1M count="$mib" conv=fsync status=none
+  t1=$(date +%s.%N)
+  rm -f "$work/dd.bin"
+  dd if=/dev/zero of="$work/dd.bin" bs=1M count="$mib" status=none
+  t2=$(date +%s.%N)
+  rm -f "$work/dd.bin"
+  sync
+  echo "disk $2 $(echo "$t1 - $t0" | bc) $(echo "$t2 - $t1" | bc)" >> "$work/runs.txt"
+}
+
+file_bytes=0
+for r in $(seq 1 "$repeats"); do
+  for label in old new; do
+    bin=$old; [ $label = new ] && bin=$new
+    dir="$work/out_${label}_$r"
+    echo "== $label, repeat $r, $ranks ranks"
+    start=$(date +%s.%N)
+    mpiexec -n "$ranks" "$bin" --config "$work/config.yaml" --output-dir "$dir" --threads 1 \
+      -vv > "$work/log_${label}_$r.txt" 2>&1
+    end=$(date +%s.%N)
+    file_bytes=$(stat -c %s "$dir/nlsq/fitted_data.h5")
+    echo "run $label $r $(echo "$end - $start" | bc) $dir/run_report.yaml $work/log_${label}_$r.txt $file_bytes" >> "$work/runs.txt"
+    # The first run's file against this one's: the same values and attributes.
+    if [ "$r$label" != 1old ]; then
+      h5diff "$work/out_old_1/nlsq/fitted_data.h5" "$dir/nlsq/fitted_data.h5" > /dev/null ||
+        { echo "FAIL: $dir/nlsq/fitted_data.h5 differs from the old binary's"; exit 1; }
+    fi
+    [ "$r$label" = 1old ] || rm -rf "$dir"
+    sync
+  done
+  [ "$r" = 1 ] && disk_rate "$file_bytes" "after_repeat_1"
+done
+disk_rate "$file_bytes" "at_end"
+
+/usr/bin/python3 - "$work/runs.txt" "$out/fitted_data_write_${stamp}" "$ranks" "$frames" \
+  "$old" "$new" "$iterations" <<'PY'
+import json, platform, re, socket, statistics, sys, yaml
+runs_file, dest, ranks, frames, old, new, iterations = sys.argv[1:8]
+line_re = re.compile(r"fitted_data\.h5: rank (\d+): reading the data ([\d.]+) s, the model and the "
+                     r"per-angle pairs ([\d.]+) s, the arrays' slabs \([^)]*\) ([\d.]+) s"
+                     r"(?:, closing, syncing and renaming the file ([\d.]+) s)?")
+runs, disk = [], []
+for line in open(runs_file):
+    f = line.split()
+    if f[0] == "disk":
+        disk.append({"when": f[1], "bytes_synced_seconds": float(f[2]),
+                     "bytes_cached_seconds": float(f[3])})
+        continue
+    _, label, rep, wall, report, log, size = f
+    r = yaml.safe_load(open(report))
+    ranks_split = {}
+    for m in line_re.finditer(open(log, errors="replace").read()):
+        ranks_split[int(m.group(1))] = {
+            "read": float(m.group(2)), "model": float(m.group(3)), "slabs": float(m.group(4)),
+            "close_fsync_rename": float(m.group(5)) if m.group(5) else None}
+    runs.append({"binary": label, "repeat": int(rep), "job_wall_seconds": round(float(wall), 3),
+                 "write_fitted_data_seconds_max_rank":
+                     r["timing_seconds"]["write_fitted_data"]["max"],
+                 "file_bytes": int(size),
+                 "per_rank_split_seconds": [ranks_split[k] for k in sorted(ranks_split)]})
+summary = {}
+for label in ("old", "new"):
+    w = [x["write_fitted_data_seconds_max_rank"] for x in runs if x["binary"] == label]
+    summary[label] = {"write_fitted_data_median_s": statistics.median(w),
+                      "write_fitted_data_min_s": min(w), "write_fitted_data_max_s": max(w)}
+    commits = [x["per_rank_split_seconds"][0]["close_fsync_rename"] for x in runs
+               if x["binary"] == label and x["per_rank_split_seconds"]
+               and x["per_rank_split_seconds"][0]["close_fsync_rename"] is not None]
+    if commits:
+        summary[label]["rank0_close_fsync_rename_median_s"] = statistics.median(commits)
+        summary[label]["write_without_close_fsync_rename_median_s"] = statistics.median(
+            [x["write_fitted_data_seconds_max_rank"] - x["per_rank_split_seconds"][0]["close_fsync_rename"]
+             for x in runs if x["binary"] == label and x["per_rank_split_seconds"]
+             and x["per_rank_split_seconds"][0]["close_fsync_rename"] is not None])
+doc = {"benchmark": "fitted_data.h5 write phase, old vs new binary, alternating runs",
+       "dataset": f"laminar_flow, 23 angles x {frames} frames (homodyne-synth, seed 5)",
+       "ranks": int(ranks), "threads_per_rank": 1, "fit_max_iterations": int(iterations),
+       "old_binary": old, "new_binary": new, "host": socket.gethostname(),
+       "machine": platform.machine(), "summary": summary, "disk": disk, "runs": runs,
+       "files_identical": "h5diff of every run's file against the first old run's: no difference"}
+json.dump(doc, open(dest + ".json", "w"), indent=1)
+with open(dest + ".md", "w") as md:
+    md.write(f"# fitted_data.h5 write, 23 x {frames}, {ranks} ranks\n\n")
+    md.write("Run report `write_fitted_data` (max over ranks), median (min-max) of "
+             f"{len([x for x in runs if x['binary'] == 'old'])} alternating runs; rank 0's close + "
+             "fsync + rename where the binary reports it.\n\n")
+    md.write("| binary | write_fitted_data | of which close, fsync, rename (rank 0) | file |\n|---|---|---|---|\n")
+    for label in ("old", "new"):
+        s = summary[label]
+        c = s.get("rank0_close_fsync_rename_median_s")
+        md.write(f"| {label} | {s['write_fitted_data_median_s']:.2f} s ({s['write_fitted_data_min_s']:.2f}-"
+                 f"{s['write_fitted_data_max_s']:.2f}) | {'%.2f s' % c if c is not None else 'not reported'} | "
+                 f"{runs[0]['file_bytes'] / 1e6:.0f} MB |\n")
+    md.write("\nThe disk, the same bytes with dd: ")
+    md.write("; ".join(f"{d['when']}: {d['bytes_synced_seconds']:.2f} s fsync'ed, "
+                       f"{d['bytes_cached_seconds']:.2f} s to the page cache" for d in disk) + ".\n")
+print(json.dumps(summary, indent=1))
+PY
