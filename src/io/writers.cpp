@@ -357,7 +357,6 @@ void WriteSlabOf(const std::string& file_name, const std::string& array_path,
                  const std::vector<std::uint64_t>& dims, hid_t ds, std::uint64_t index,
                  std::span<const double> values) {
   const Where where{file_name, array_path};
-  auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   // A 1-D array is one slab: all of it.
   std::vector<hsize_t> start(dims.size(), 0), count(dims.begin(), dims.end());
   if (dims.size() > 1) {
@@ -368,6 +367,7 @@ void WriteSlabOf(const std::string& file_name, const std::string& array_path,
   for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
   HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
   HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
+  auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
                          "creating a memory space", where);
