@@ -97,11 +97,13 @@ void DiscardFile(File& file, const std::string& path, MPI_Comm comm) noexcept {
   if (rank == 0 && !swapped) (void)::truncate(path.c_str(), 0);
   if (comm != MPI_COMM_NULL) MPI_Barrier(comm);
   if (id >= 0) {
-    // A file size limit (ulimit -f) applies to the memory file too: the soft limit is raised
-    // to the hard one for the close.
+    // A file size limit (ulimit -f) applies to the memory file too, and to a shared file's
+    // close, whose metadata flush must succeed on every rank (HDF5's parallel close leaves
+    // the other ranks waiting for a rank whose flush failed): the soft limit is raised to the
+    // hard one for the close.
     rlimit saved{};
-    const bool raise =
-        swapped && ::getrlimit(RLIMIT_FSIZE, &saved) == 0 && saved.rlim_cur != saved.rlim_max;
+    const bool raise = (swapped || comm != MPI_COMM_NULL) &&
+                       ::getrlimit(RLIMIT_FSIZE, &saved) == 0 && saved.rlim_cur != saved.rlim_max;
     if (raise) {
       rlimit raised = saved;
       raised.rlim_cur = saved.rlim_max;

@@ -243,6 +243,12 @@ struct ArrayFileWriter::Impl {
   std::string path, tmp;
   h5::File file;
   bool committed = false;
+  // A file of several ranks: their communicator, this rank, and whether the file has been
+  // closed on every rank (Commit's collective close; nothing collective is left after it).
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  bool closed = false;
+  bool shared() const { return comm != MPI_COMM_NULL; }
   struct Array {
     std::string name;
     std::vector<std::uint64_t> dims;
@@ -275,10 +281,37 @@ ArrayFileWriter::ArrayFileWriter(const std::string& path) : impl_(std::make_uniq
   }
 }
 
+ArrayFileWriter::ArrayFileWriter(const std::string& path, MPI_Comm comm)
+    : impl_(std::make_unique<Impl>()) {
+  h5::Hdf5Init();
+  impl_->path = path;
+  impl_->tmp = path + ".tmp";
+  impl_->comm = comm;
+  MPI_Comm_rank(comm, &impl_->rank);
+  // MPI_File_open is collective: the file is created on every rank or on none.
+  h5::PropList fapl = h5::MakeFileAccess(impl_->tmp, comm);
+  const hid_t id = H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
+  if (id >= 0) {
+    impl_->file = h5::File(id);
+    return;
+  }
+  const std::string detail = h5::TakeHdf5ErrorStack();
+  MPI_Barrier(comm);  // every rank past its failed open before the temporary goes
+  if (impl_->rank == 0) {
+    std::error_code ignored;
+    std::filesystem::remove(impl_->tmp, ignored);
+  }
+  ThrowIoError("HDF5 creating the file (parallel) failed" + (detail.empty() ? "" : ": " + detail),
+               impl_->tmp);
+}
+
 ArrayFileWriter::~ArrayFileWriter() {
   if (impl_->committed) return;
   impl_->arrays.clear();
-  h5::DiscardFile(impl_->file, impl_->tmp);  // closed (it may fail: full disk) before removal
+  // Closed (it may fail: full disk) before removal; a shared file by every rank together,
+  // unless Commit already closed it everywhere.
+  if (!impl_->closed) h5::DiscardFile(impl_->file, impl_->tmp, impl_->comm);
+  if (impl_->rank != 0) return;
   std::error_code ignored;
   std::filesystem::remove(impl_->tmp, ignored);
 }
@@ -291,6 +324,8 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
   const std::vector<hsize_t> shape(dims.begin(), dims.end());
   const Where where{impl_->tmp, array_path};
   std::vector<std::uint64_t> chunk_shape = ChunkShape(dims, storage);
+  HOMODYNE_CHECK(!impl_->shared() || chunk_shape.empty(),
+                 "a file of several ranks stores its arrays uncompressed");
   auto dcpl = Own<h5::PropList>(H5Pcreate(H5P_DATASET_CREATE), "dataset properties", where);
   if (!chunk_shape.empty()) {
     const std::vector<hsize_t> chunk(chunk_shape.begin(), chunk_shape.end());
@@ -300,6 +335,10 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
     Check(H5Pset_deflate(dcpl.get(), static_cast<unsigned>(storage.deflate_level)),
           "adding the deflate filter", where);
     // Every element is written: no fill values.
+    Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
+  } else if (impl_->shared()) {
+    // Parallel HDF5 allocates a contiguous array when it is created; every element is
+    // written, so it is not filled first.
     Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
   }
   auto ds =
@@ -312,7 +351,8 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
 
 namespace {
 
-// Writes slab `index` of the dataset `ds` of shape `dims`.
+// Writes slab `index` of the dataset `ds` of shape `dims` (a file of several ranks:
+// independently, with the default transfer properties).
 void WriteSlabOf(const std::string& file_name, const std::string& array_path,
                  const std::vector<std::uint64_t>& dims, hid_t ds, std::uint64_t index,
                  std::span<const double> values) {
@@ -526,8 +566,26 @@ void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
     h5::WriteDoubleAttribute(file, name, value, {impl_->tmp, "/"});
   }
   impl_->arrays.clear();
-  FlushAndClose(impl_->file, impl_->tmp);
-  PublishAtomically(impl_->tmp, impl_->path);
+  if (!impl_->shared()) {
+    FlushAndClose(impl_->file, impl_->tmp);
+    PublishAtomically(impl_->tmp, impl_->path);
+    impl_->committed = true;
+    return;
+  }
+  // The close (collective; it flushes) on every rank, whatever happens on the others; then
+  // every rank knows whether all closed it, and rank 0 alone publishes it.
+  std::exception_ptr failed;
+  try {
+    impl_->file.Close({impl_->tmp, ""});
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  impl_->closed = true;
+  int ok = failed ? 0 : 1;
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, impl_->comm);
+  if (failed) std::rethrow_exception(failed);
+  if (ok == 0) ThrowIoError("closing the file failed on another rank", impl_->tmp);
+  if (impl_->rank == 0) PublishAtomically(impl_->tmp, impl_->path);
   impl_->committed = true;
 }
 

@@ -5,6 +5,8 @@
 // writer writes "<path>.tmp" first and renames it over `path` when complete.
 #pragma once
 
+#include <mpi.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -94,10 +96,19 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 // to be held whole: Create() an array, then WriteSlab() each index of its first dimension
 // (e.g. one angle's N×N matrix at a time). The file is "<path>.tmp" until Commit() renames
 // it over `path`; a writer destroyed uncommitted (an error on the way, a full disk) removes
-// it. One process writes it (ranks that share the work send it their slabs, PackSlab).
+// it. One process writes it (ranks that share the work send it their slabs, PackSlab), or
+// the ranks of a communicator together (below).
 class ArrayFileWriter {
  public:
   explicit ArrayFileWriter(const std::string& path);
+  // The file written by the ranks of `comm` together (parallel HDF5, the MPI-IO driver):
+  // construction, Create, Commit and destruction are collective (the same arrays, attributes
+  // and descriptions on every rank); WriteSlab is not: each rank writes its own slabs
+  // (independent MPI-IO: a rank whose write fails is never left inside a collective call that
+  // the others have left; the caller agrees on errors). The arrays are stored uncompressed
+  // (compressed slabs go to a one-process writer). Commit() closes the file on every rank
+  // before rank 0 renames it; destroyed uncommitted on every rank, the file is removed.
+  ArrayFileWriter(const std::string& path, MPI_Comm comm);
   ~ArrayFileWriter();
   ArrayFileWriter(const ArrayFileWriter&) = delete;
   ArrayFileWriter& operator=(const ArrayFileWriter&) = delete;
@@ -116,7 +127,9 @@ class ArrayFileWriter {
                        const std::vector<std::vector<unsigned char>>& chunks);
   // Create + WriteSlab of a whole array.
   void Write(const NamedArray& array, ArrayStorage storage = {});
-  // Root attributes, flush, fsync and rename. Throws on failure (the file is removed).
+  // Root attributes, flush, fsync and rename. Throws on failure (the file is removed). A writer
+  // of several ranks closes the file together, then rank 0 publishes it; a failure there is
+  // thrown on rank 0 alone (the caller agrees on errors, e.g. RunCollectively).
   void Commit(const GroupAttributes& root_attributes = {});
 
  private:

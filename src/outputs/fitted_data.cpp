@@ -90,7 +90,8 @@ void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes)
 }
 
 // Runs `attempt` unless an earlier one failed (whose error is kept): rank 0 goes on
-// receiving every rank's slabs after a failed write, so that no sender is left waiting.
+// receiving every rank's compressed slabs after a failed write, so that no sender is left
+// waiting.
 template <typename Fn>
 void Attempt(std::exception_ptr& failed, Fn&& attempt) {
   if (failed) return;
@@ -101,8 +102,9 @@ void Attempt(std::exception_ptr& failed, Fn&& attempt) {
   }
 }
 
-// The file of the ranks of `comm` (each computes the angles k ≡ rank mod size and sends
-// them, compressed, to rank 0, which writes the file), or of one process (comm = nullptr).
+// The file of the ranks of `comm` (each computes the angles k ≡ rank mod size and writes
+// them into the shared file, or, compressed, sends their chunks to rank 0, which writes the
+// file), or of one process (comm = nullptr).
 constexpr const char* kCubes[] = {
     "/c2_exp",           "/c2_theoretical_raw", "/c2_theoretical_scaled",
     "/c2_solver_scaled", "/residuals",          "/residuals_normalized"};
@@ -118,10 +120,11 @@ struct FittedWrite {
   bool cmc = false;      // the CMC convention (raw = g1²)
   bool full = false;     // the level "full": the four derived cubes too
   bool packed = false;   // compressed slab by slab here (chunks inside one angle)
+  bool shared = false;   // every rank writes its own angles (parallel HDF5, uncompressed)
   double one = 1.0;      // raw = one + g1²
   io::ArrayStorage storage;
   std::vector<std::uint64_t> cube, chunk;
-  std::optional<io::ArrayFileWriter> file;  // rank 0
+  std::optional<io::ArrayFileWriter> file;  // every rank when shared, else rank 0
   PhaseTimes parts;
 
   // Round r computes angle r·ranks + rank on each rank (none past the last angle).
@@ -130,14 +133,19 @@ struct FittedWrite {
   }
 };
 
-// Rank 0 creates every dataset of the file.
+// Every rank (shared) or rank 0 creates every dataset of the file.
 void CreateFittedDatasets(FittedWrite& w, const std::filesystem::path& path,
                           const io::DatasetMetadata& meta, const char* time_axis_note) {
   const auto nf = static_cast<std::uint64_t>(meta.n_frames);
   const std::vector<std::uint64_t> pairs{w.n, 2};
   Together(w.comm, [&] {
-    if (w.rank != 0) return;
-    w.file.emplace(path.string());
+    if (w.shared) {
+      w.file.emplace(path.string(), w.comm->get());
+    } else if (w.rank == 0) {
+      w.file.emplace(path.string());
+    } else {
+      return;
+    }
     io::ArrayFileWriter& out = *w.file;
     const bool cmc = w.cmc;
     out.Create(kCubes[0], w.cube, "diagonal-corrected data", w.storage);
@@ -162,11 +170,19 @@ void CreateFittedDatasets(FittedWrite& w, const std::filesystem::path& path,
   });
 }
 
-// One array's slab of every rank of the round into the file: every rank compresses its slab
-// at once (rank 0 included); rank 0 writes its own, then each other rank's in rank order.
+// One array's slab of every rank of the round into the file. Shared: every rank writes its
+// own (independently; errors agreed after). Otherwise every rank compresses its slab at once (rank
+// 0 included); rank 0 writes its own, then each other rank's in rank order (or, one process, writes
+// it).
 void DeliverSlab(FittedWrite& w, std::size_t round, bool mine, const char* name,
-                 std::span<const double> values, std::vector<double>& received) {
+                 std::span<const double> values) {
   PhaseTimes::Scope t(w.parts, "deliver");
+  if (w.shared) {
+    Together(w.comm, [&] {
+      if (mine) w.file->WriteSlab(name, w.AngleOf(round, w.rank), values);
+    });
+    return;
+  }
   std::vector<std::vector<unsigned char>> chunks;
   Together(w.comm, [&] {
     if (mine && w.packed) chunks = io::PackSlab(w.cube, w.chunk, values, w.storage);
@@ -174,11 +190,8 @@ void DeliverSlab(FittedWrite& w, std::size_t round, bool mine, const char* name,
   Together(w.comm, [&] {
     if (w.rank != 0) {
       if (!mine) return;
-      if (w.packed) {
-        SendBuffers(*w.comm, 0, chunks);
-      } else {
-        SendDoubles(*w.comm, 0, values);
-      }
+      // Several ranks without a shared file: compressed (w.packed).
+      SendBuffers(*w.comm, 0, chunks);
       return;
     }
     std::exception_ptr failed;
@@ -188,8 +201,7 @@ void DeliverSlab(FittedWrite& w, std::size_t round, bool mine, const char* name,
         if (r > 0) chunks = RecvBuffers(*w.comm, r);
         Attempt(failed, [&] { w.file->WritePackedSlab(name, kr, chunks); });
       } else {
-        if (r > 0) RecvDoubles(*w.comm, r, received);
-        Attempt(failed, [&] { w.file->WriteSlab(name, kr, r > 0 ? received : values); });
+        Attempt(failed, [&] { w.file->WriteSlab(name, kr, values); });
       }
     }
     if (failed) std::rethrow_exception(failed);
@@ -200,8 +212,7 @@ void DeliverSlab(FittedWrite& w, std::size_t round, bool mine, const char* name,
 // every cube of the level delivered.
 void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& meta, FittedG1& model,
                 const std::vector<double>& phi, const FittedModel& result,
-                std::vector<double>& per_angle, std::vector<double>& slab,
-                std::vector<double>& received) {
+                std::vector<double>& per_angle, std::vector<double>& slab) {
   const std::size_t n = w.n;
   const std::size_t k = w.AngleOf(round, w.rank);
   const bool mine = k < n;
@@ -233,9 +244,9 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
         slab[p] = outputs::FittedCubeValue(which, c[p], g[p], w.one, s, contrast, offset, w.cmc);
       }
     }
-    DeliverSlab(w, round, mine, name, slab, received);
+    DeliverSlab(w, round, mine, name, slab);
   };
-  DeliverSlab(w, round, mine, kCubes[0], c, received);
+  DeliverSlab(w, round, mine, kCubes[0], c);
   write(kCubes[1], outputs::FittedCube::kRaw);
   if (w.full) {
     write(kCubes[2], outputs::FittedCube::kScaled);
@@ -246,7 +257,7 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
 }
 
 // The per-angle pairs (summed over the ranks: each angle's from its rank, 0 from the others,
-// x + 0 = x exactly), the axes, q and the angles; on rank 0, into the file.
+// x + 0 = x exactly), the axes, q and the angles; from rank 0, into the file.
 void WriteSmallArrays(FittedWrite& w, const io::DatasetMetadata& meta,
                       const std::vector<double>& time_axis, const std::vector<double>& phi,
                       std::vector<double>& per_angle) {
@@ -332,10 +343,14 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
   // process, several to a chunk).
   w.packed = !w.chunk.empty() && w.chunk[0] == 1;
+  // Several ranks write one shared file (parallel HDF5) unless the arrays are compressed
+  // (then each rank compresses its angles' chunks and rank 0 writes them: HDF5's direct
+  // chunk writes are serial).
+  w.shared = w.ranks > 1 && w.chunk.empty();
   // The file is written one angle at a time: the angle's data, its read buffer, its g1² and
   // one output matrix are held at once, whatever the number of angles, and its compressed
-  // chunks or (rank 0) the matrix received from another rank.
-  const double matrices = !w.chunk.empty() || w.ranks > 1 ? 5.0 : 4.0;
+  // chunks.
+  const double matrices = !w.chunk.empty() ? 5.0 : 4.0;
   const double working = 8.0 * matrices * static_cast<double>(w.nn);
   if (working > max_bytes) {
     logger.Warn("{} not written: one angle's matrices would take {:.2f} GiB (limit {:.2f} GiB)",
@@ -350,11 +365,11 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   // Per angle: the post-hoc a_k, b_k, the solver's contrast and offset, and the unclipped
   // least-squares contrast (for the warnings).
   std::vector<double> per_angle(5 * w.n, 0.0);
-  std::vector<double> slab(w.nn), received(w.ranks > 1 && !w.packed ? w.nn : 0);
+  std::vector<double> slab(w.nn);
   const std::size_t rounds =
       (w.n + static_cast<std::size_t>(w.ranks) - 1) / static_cast<std::size_t>(w.ranks);
   for (std::size_t round = 0; round < rounds; ++round) {
-    WriteRound(w, round, meta, model, phi, result, per_angle, slab, received);
+    WriteRound(w, round, meta, model, phi, result, per_angle, slab);
     if (w.rank == 0) {
       const std::size_t done = std::min(w.n, w.AngleOf(round, w.ranks));
       progress.Update(fmt::format(
@@ -368,9 +383,13 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   attrs.strings.emplace_back("analysis_mode", result.analysis_mode);
   attrs.strings.emplace_back("source", meta.file);
   attrs.strings.emplace_back("fitted_data", std::string(ToString(level)));
-  Together(comm, [&] {
-    if (w.rank == 0) w.file->Commit(attrs);
-  });
+  {
+    // Flush, fsync and rename: on a slow disk most of the write's time.
+    PhaseTimes::Scope t(w.parts, "commit");
+    Together(comm, [&] {
+      if (w.rank == 0 || w.shared) w.file->Commit(attrs);
+    });
+  }
   progress.Done(
       fmt::format("{} angles, {:.2f} GiB in {:.1f} s", w.n, file_gib, progress.elapsed()));
   const auto part = [&](const char* name) {
@@ -379,8 +398,10 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   };
   logger.Debug(
       "{}: rank {}: reading the data {:.3f} s, the model and the per-angle pairs {:.3f} s, "
-      "the arrays' slabs (compressed, sent, written) {:.3f} s",
-      path.filename().string(), w.rank, part("read"), part("model"), part("deliver"));
+      "the arrays' slabs (compressed, sent, written) {:.3f} s, closing, syncing and renaming "
+      "the file {:.3f} s",
+      path.filename().string(), w.rank, part("read"), part("model"), part("deliver"),
+      part("commit"));
 }
 
 }  // namespace

@@ -83,11 +83,12 @@ class FittedG1 {
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
-// The same file written by the ranks of `comm` together (collective; parallel HDF5): each
-// rank computes and writes the angles k ≡ rank (mod ranks), so the time and the memory per
-// rank shrink with the ranks; the values do not depend on them. `threads` compress the
-// chunks when comm has one rank (with more, HDF5's filters compress them in the collective
-// writes, one thread per rank).
+// The same file written by the ranks of `comm` together (collective): each rank computes the
+// angles k ≡ rank (mod ranks), so the time and the memory per rank shrink with the ranks; the
+// values do not depend on them. Uncompressed (the default), every rank writes its angles into
+// the one file (parallel HDF5, collective writes; rank 0 renames it once every rank closed
+// it); compressed, each rank compresses its angles' chunks (`threads` threads when comm has
+// one rank, one per rank otherwise) and rank 0 writes them.
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});

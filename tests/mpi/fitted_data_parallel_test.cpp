@@ -1,8 +1,8 @@
-// fitted_data.h5 written by all ranks together (each rank computes and compresses its share
-// of the angles, rank 0 writes them), at 1 and 2 ranks: the file has the bits of the
-// one-process writer's, the model and limit are rank 0's (other ranks may pass an incomplete
-// result), and a bad data file or a failed write ends in the same error on every rank with
-// no file and no temporary left.
+// fitted_data.h5 written by all ranks together (each rank computes its share of the angles
+// and writes it into the one file, or, compressed, compresses it for rank 0 to write), at 1
+// and 2 ranks: the file has the bits of the one-process writer's, the model and limit are
+// rank 0's (other ranks may pass an incomplete result), and a bad data file or a failed write
+// on any rank ends in the same error on every rank with no file and no temporary left.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -284,6 +284,24 @@ TEST(FittedDataParallel, FailedWriteOnRankZeroFailsEverywhereAndLeavesNothing) {
               ErrorKind::kIo)
         << (compress ? "compressed" : "uncompressed");
   }
+}
+
+// Uncompressed at several ranks, every rank writes its own angles into the file: when rank
+// 1's writes fail (its files may not grow past 16 KiB; its first angle lies beyond) and rank
+// 0's succeed, every rank ends with the error and nothing is left behind.
+TEST(FittedDataParallel, FailedWriteOnAnotherRankFailsEverywhereAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  if (world.size() < 2) GTEST_SKIP() << "needs a second rank";
+  MpiTempDir dir(world, "fitted_rank1_full", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path(), -1, kCompressedFrames,
+                                         "output: {compress_hdf5: false, fitted_data: full}\n");
+  const fs::path out = dir.path() / "fitted_data.h5";
+  FileSizeLimit limit(world.rank() == 1 ? 16 * 1024 : 0);
+  if (world.rank() == 1) {
+    ASSERT_TRUE(limit.active());
+  }
+  EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "fitted_data.h5"),
+            ErrorKind::kIo);
 }
 
 // A disk that is full from the start: the file cannot even be created (its temporary is a
