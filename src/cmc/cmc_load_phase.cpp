@@ -130,6 +130,37 @@ StartingPoint WarmStart(const Comm& world, const config::Config& cfg, const Samp
 // do not see the direction (the exact degeneracies give 0 to 1e-16).
 constexpr double kUnseenEigenvalue = 1e-12;
 
+namespace {
+
+// Holds the physical parameters with vary[p] false at physics[p]: the layout drops them and
+// the starting point loses their columns (physics last, in physical order; see
+// WithHeldPhysics).
+void ApplyHolds(const std::vector<bool>& vary, const std::vector<double>& physics,
+                SampledParameters& sp, StartingPoint& s) {
+  const model::ParameterLayout& layout = sp.layout;
+  std::vector<std::size_t> keep;
+  const int first = sp.first_physical();
+  for (int c = 0; c < first; ++c) keep.push_back(static_cast<std::size_t>(c));
+  for (int p = 0, col = first; p < sp.index.n_phys; ++p) {
+    if (!layout.PhysicalVaries(p)) continue;
+    if (vary[static_cast<std::size_t>(p)]) keep.push_back(static_cast<std::size_t>(col));
+    ++col;
+  }
+  sp.layout = layout.WithHeldPhysics(vary, physics);
+  StartingPoint out = s;
+  out.theta0.clear();
+  out.bounds.lower.clear();
+  out.bounds.upper.clear();
+  for (std::size_t c : keep) {
+    out.theta0.push_back(s.theta0[c]);
+    out.bounds.lower.push_back(s.bounds.lower[c]);
+    out.bounds.upper.push_back(s.bounds.upper[c]);
+  }
+  s = std::move(out);
+}
+
+}  // namespace
+
 std::vector<std::string> HoldUnidentified(const config::Config& cfg, SampledParameters& sp,
                                           StartingPoint& s) {
   std::vector<std::string> notes;
@@ -217,28 +248,9 @@ std::vector<std::string> HoldUnidentified(const config::Config& cfg, SampledPara
     }
   }
   if (notes.empty()) return notes;
-  // The sampled columns that stay (physics last, in physical order; see WithHeldPhysics).
-  std::vector<std::size_t> keep;
-  const int first = sp.first_physical();
-  for (int c = 0; c < first; ++c) keep.push_back(static_cast<std::size_t>(c));
-  for (int p = 0, col = first; p < sp.index.n_phys; ++p) {
-    if (!layout.PhysicalVaries(p)) continue;
-    if (vary[static_cast<std::size_t>(p)]) keep.push_back(static_cast<std::size_t>(col));
-    ++col;
-  }
   std::vector<double> physics(static_cast<std::size_t>(sp.index.n_phys));
   for (int p = 0; p < sp.index.n_phys; ++p) physics[static_cast<std::size_t>(p)] = value(p);
-  sp.layout = layout.WithHeldPhysics(vary, physics);
-  StartingPoint out = s;
-  out.theta0.clear();
-  out.bounds.lower.clear();
-  out.bounds.upper.clear();
-  for (std::size_t c : keep) {
-    out.theta0.push_back(s.theta0[c]);
-    out.bounds.lower.push_back(s.bounds.lower[c]);
-    out.bounds.upper.push_back(s.bounds.upper[c]);
-  }
-  s = std::move(out);
+  ApplyHolds(vary, physics, sp, s);
   return notes;
 }
 

@@ -296,6 +296,33 @@ void WarnClippedContrasts(const FittedWrite& w, const std::filesystem::path& pat
   }
 }
 
+// Who writes which angles of `path`, and how: compression, chunks, one shared file.
+void ChooseStorage(FittedWrite& w, std::size_t nf, const config::Config& cfg,
+                   const FittedDataThreads& threads, const std::filesystem::path& path,
+                   const Logger& logger) {
+  const Comm* comm = w.comm;
+  w.rank = comm != nullptr ? comm->rank() : 0;
+  w.ranks = comm != nullptr ? comm->size() : 1;
+  // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level),
+  // by the rank that computed them (in its threads), in chunks inside one angle when several
+  // ranks share the work.
+  w.storage = io::ArrayStorage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start,
+                               /*chunks_in_slab=*/w.ranks > 1};
+  if (w.storage.deflate_level > 0 && !io::DeflateAvailable()) {
+    logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
+                path.string());
+  }
+  w.cube = {w.n, nf, nf};
+  w.chunk = io::ChunkShape(w.cube, w.storage);
+  // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
+  // process, several to a chunk).
+  w.packed = !w.chunk.empty() && w.chunk[0] == 1;
+  // Several ranks write one shared file (parallel HDF5) unless the arrays are compressed
+  // (then each rank compresses its angles' chunks and rank 0 writes them: HDF5's direct
+  // chunk writes are serial).
+  w.shared = w.ranks > 1 && w.chunk.empty();
+}
+
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
              double max_bytes, const FittedDataThreads& threads) {
@@ -327,26 +354,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   const std::vector<double>& time_axis = model.time_axis();
 
   w.cmc = result.convention == FittedDataConvention::kCmc;
-  w.rank = comm != nullptr ? comm->rank() : 0;
-  w.ranks = comm != nullptr ? comm->size() : 1;
-  // The N×N arrays compressed as the config says (output.compress_hdf5, compression_level),
-  // by the rank that computed them (in its threads), in chunks inside one angle when several
-  // ranks share the work.
-  w.storage = io::ArrayStorage{cfg.Hdf5DeflateLevel(), std::max(1, threads.count), threads.start,
-                               /*chunks_in_slab=*/w.ranks > 1};
-  if (w.storage.deflate_level > 0 && !io::DeflateAvailable()) {
-    logger.Warn("{}: written uncompressed (this HDF5 library has no deflate filter)",
-                path.string());
-  }
-  w.cube = {w.n, nf, nf};
-  w.chunk = io::ChunkShape(w.cube, w.storage);
-  // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
-  // process, several to a chunk).
-  w.packed = !w.chunk.empty() && w.chunk[0] == 1;
-  // Several ranks write one shared file (parallel HDF5) unless the arrays are compressed
-  // (then each rank compresses its angles' chunks and rank 0 writes them: HDF5's direct
-  // chunk writes are serial).
-  w.shared = w.ranks > 1 && w.chunk.empty();
+  ChooseStorage(w, nf, cfg, threads, path, logger);
   // The file is written one angle at a time: the angle's data, its read buffer, its g1² and
   // one output matrix are held at once, whatever the number of angles, and its compressed
   // chunks.
