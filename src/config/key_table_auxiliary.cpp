@@ -97,7 +97,8 @@ void AddPlottingAndOutput(std::vector<KeySpec>& t) {
   o.Acc("timestamp_dirs", T::kBool, "false", NoRule(), "Timestamped folders");
   o.Used("compress_hdf5", T::kBool, "false", NoRule(),
          "Compress the large arrays of the HDF5 result files (shuffle + deflate; 10x the "
-         "write time for 20-60 % smaller files, docs/outputs.md)",
+         "write time for 20-60 % smaller files, docs/outputs.md) and of fitted_data.npz "
+         "(deflate; false: stored, as numpy.savez)",
          top(&Config::compress_hdf5));
   o.Used("fitted_data", T::kString, "model", OneOf(ChoiceNames<FittedDataLevel>()),
          "Arrays of fitted_data.h5: full (homodyne's six N x N arrays per angle), model (c2_exp "

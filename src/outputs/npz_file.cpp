@@ -113,7 +113,8 @@ struct NpzArchive::Member {
   std::filesystem::path file;  // a .npy file on disk
 };
 
-NpzArchive::NpzArchive(std::filesystem::path path) : path_(std::move(path)) {}
+NpzArchive::NpzArchive(std::filesystem::path path, int deflate_level)
+    : path_(std::move(path)), deflate_level_(deflate_level) {}
 NpzArchive::~NpzArchive() = default;
 
 void NpzArchive::AddBytes(const std::string& name, std::string bytes) {
@@ -191,9 +192,13 @@ void NpzArchive::Commit() {
         ThrowZip(archive, "cannot add " + m->name, path_.string());
       }
       const auto i = static_cast<zip_uint64_t>(index);
-      // Deflate at zlib's default level, as numpy.savez_compressed; members dated
-      // 1980-01-01 00:00 (as NumPy dates them), so that equal arrays give equal archives.
-      if (zip_set_file_compression(archive, i, ZIP_CM_DEFLATE, 0) != 0 ||
+      // Deflated (libzip's level 0 is zlib's default, numpy.savez_compressed's) or stored;
+      // members dated 1980-01-01 00:00 (as NumPy dates them), so that equal arrays give
+      // equal archives.
+      const bool stored = deflate_level_ == 0;
+      const auto level = static_cast<zip_uint32_t>(std::max(deflate_level_, 0));
+      if (zip_set_file_compression(archive, i, stored ? ZIP_CM_STORE : ZIP_CM_DEFLATE,
+                                   stored ? 0 : level) != 0 ||
           zip_file_set_dostime(archive, i, 0, (1 << 5) | 1, 0) != 0) {
         ThrowZip(archive, "cannot set up " + m->name, path_.string());
       }

@@ -42,7 +42,11 @@ class NpyStream {
 // leaves no archive. Without Commit nothing is written.
 class NpzArchive {
  public:
-  explicit NpzArchive(std::filesystem::path path);
+  // Members deflated at zlib's default level, as numpy.savez_compressed writes them.
+  static constexpr int kNumpyDeflate = -1;
+  // deflate_level: kNumpyDeflate, 1 (fastest) … 9 (smallest), or 0: stored uncompressed, as
+  // numpy.savez writes them (numpy.load reads either the same way).
+  explicit NpzArchive(std::filesystem::path path, int deflate_level = kNumpyDeflate);
   ~NpzArchive();
   NpzArchive(const NpzArchive&) = delete;
   NpzArchive& operator=(const NpzArchive&) = delete;
@@ -63,6 +67,7 @@ class NpzArchive {
   struct Member;
   void AddBytes(const std::string& name, std::string bytes);
   std::filesystem::path path_;
+  int deflate_level_;
   std::vector<std::unique_ptr<Member>> members_;
 };
 

@@ -69,4 +69,18 @@ for name in c2_exp c2_theoretical_raw c2_theoretical_scaled c2_solver_scaled res
 done
 attrs=$(h5dump -A -g / "$tmp/two/nlsq/fitted_data.h5" | grep -c 'ATTRIBUTE "\(analysis_mode\|source\|fitted_data\)"')
 [ "$attrs" -eq 3 ] || { echo "FAIL: root attributes at 2 ranks: $attrs of 3"; exit 1; }
+# fitted_data.npz follows the same keys: stored (numpy.savez) by default, deflated with
+# compress_hdf5 (numpy.savez_compressed); numpy.load reads the same arrays from both.
+/usr/bin/python3 - "$tmp/two/nlsq/fitted_data.npz" "$tmp/two_deflate/nlsq/fitted_data.npz" <<'PY' ||
+import sys, zipfile
+import numpy as np
+plain, deflated = sys.argv[1:3]
+assert {i.compress_type for i in zipfile.ZipFile(plain).infolist()} == {zipfile.ZIP_STORED}
+assert {i.compress_type for i in zipfile.ZipFile(deflated).infolist()} == {zipfile.ZIP_DEFLATED}
+a, b = np.load(plain), np.load(deflated)
+assert a.files == b.files and "c2_exp" in a.files, (a.files, b.files)
+for k in a.files:
+    assert np.array_equal(a[k], b[k]), k
+PY
+  { echo "FAIL: fitted_data.npz stored/deflated as output.compress_hdf5 says"; exit 1; }
 echo "PASS"
