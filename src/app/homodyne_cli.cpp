@@ -32,6 +32,7 @@
 #include "config/config_bridge.h"
 #include "config/config_digest.h"
 #include "config/config_reader.h"
+#include "config/key_paths.h"
 #include "core/errors.h"
 #include "core/fault_injection.h"
 #include "core/library_versions.h"
@@ -317,6 +318,16 @@ RunInputs ReadInputs(Environment& env, const HomodyneCliOptions& opts, RunState&
           "--mode two_component needs a two_component config (14 physical parameters; "
           "homodyne-config --mode two_component writes one)",
           opts.config, "analysis_mode");
+    }
+    // homodyne's rule: laminar_flow's seven parameters span orders of magnitude, and a
+    // config may ask that CMC never starts without an NLSQ answer.
+    if (opts.method == config::FitMethod::kCmc && opts.no_nlsq_warmstart &&
+        opts.nlsq_result.empty() && c.analysis_mode == config::AnalysisMode::kLaminarFlow &&
+        c.optimization.cmc.validation.require_nlsq_warmstart) {
+      ThrowBadInput(
+          "laminar_flow CMC needs an NLSQ warm start when this key is true: drop "
+          "--no-nlsq-warmstart, give --nlsq-result, or set the key to false",
+          opts.config, config::keys::Key(config::keys::kCmcValidation, "require_nlsq_warmstart"));
     }
     return c;
   });

@@ -113,6 +113,7 @@ std::vector<ShardDraws> FilterPhase(const config::Config& cfg, const SampledPara
     if (filter.keep[sh]) kept.push_back(std::move(gathered.draws[sh]));
   }
   result.shards_used = static_cast<int>(kept.size());
+  WarnOnSuccessRate(cfg, result, logger);
   return kept;
 }
 
@@ -348,3 +349,28 @@ void LogShards(const CmcRunResult& result, const Logger& logger) {
 }
 
 }  // namespace homodyne::cmc::phases
+
+namespace homodyne::cmc {
+
+void WarnOnSuccessRate(const config::Config& cfg, CmcRunResult& result, const Logger& logger) {
+  const auto& c = cfg.optimization.cmc.combination;
+  const std::size_t total = result.shards.size();
+  if (total == 0) return;
+  const double rate = static_cast<double>(result.shards_used) / static_cast<double>(total);
+  const bool critical = rate < c.min_success_rate_warning;
+  if (!critical && !(rate < c.min_success_rate)) return;
+  result.warnings.push_back(fmt::format(
+      "CMC: {} of {} shards kept ({:.0f} %), below {} {:.0f} % "
+      "(optimization.cmc.combination.{}): {}",
+      result.shards_used, total, 100.0 * rate, critical ? "the minimum" : "the recommended",
+      100.0 * (critical ? c.min_success_rate_warning : c.min_success_rate),
+      critical ? "min_success_rate_warning" : "min_success_rate",
+      critical ? "the posterior may be unreliable" : "look at the rejected shards"));
+  if (critical) {
+    logger.Error("{}", result.warnings.back());
+  } else {
+    logger.Warn("{}", result.warnings.back());
+  }
+}
+
+}  // namespace homodyne::cmc

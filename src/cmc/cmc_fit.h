@@ -140,6 +140,12 @@ struct CmcRunResult {
   double ess_threshold = 100.0;
 };
 
+// homodyne's check of the fraction of shards kept (optimization.cmc.combination.
+// min_success_rate and min_success_rate_warning): a warning below the first, an error-level
+// line below the second, each added to result.warnings; the posterior is still combined
+// from the kept shards (result.shards_used of result.shards).
+void WarnOnSuccessRate(const config::Config& cfg, CmcRunResult& result, const Logger& logger);
+
 // Every physical parameter of `nlsq` that the posterior summarises, compared (NlsqComparison).
 std::vector<NlsqComparison> CompareWithNlsq(const nlsq::FitReport& nlsq,
                                             const std::vector<ParameterSummary>& posterior);

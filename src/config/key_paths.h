@@ -28,6 +28,7 @@ inline constexpr std::string_view kStreaming = "optimization.streaming";
 inline constexpr std::string_view kMcmc = "optimization.mcmc";
 inline constexpr std::string_view kCmc = "optimization.cmc";
 inline constexpr std::string_view kCmcSharding = "optimization.cmc.sharding";
+inline constexpr std::string_view kCmcValidation = "optimization.cmc.validation";
 inline constexpr std::string_view kCmcPerShardMcmc = "optimization.cmc.per_shard_mcmc";
 inline constexpr std::string_view kCmcBackendConfig = "optimization.cmc.backend_config";
 

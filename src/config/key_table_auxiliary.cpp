@@ -146,8 +146,10 @@ void AddLoaderExtras(std::vector<KeySpec>& t) {
   v.Acc("output_format", T::kString, "auto", NoRule(), "Loader output format");
   v.Acc("validation_level", T::kString, "basic", NoRule(), "Loader validation level");
   v.Acc("physics_validation", T::kBool, "false", NoRule(), "Physics checks of the data");
-  v.Used("cache_strategy", T::kString, "intelligent", OneOf(ChoiceNames<CacheStrategy>()),
-         "NPZ caching of the selected data (none disables it)", top(&Config::cache_strategy));
+  v.Acc("cache_strategy", T::kString, "intelligent", OneOf(ChoiceNames<CacheStrategy>()),
+        "NPZ caching of the selected data (no effect here: every run reads the APS file, each "
+        "rank its own part)",
+        top(&Config::cache_strategy));
 
   const KeyAdder d(t, "data_filtering");
   d.Section("", kUse, "Loader-level pre-filtering (disabled by default)", kOpen | kNullable);

@@ -30,10 +30,13 @@ void AddCmcTop(const KeyAdder& c) {
          f(&CmcOptions::known_sigma), kNullable);
   c.Used("seed", T::kInt, "42", NonNegative(), "Random seed (homodyne code default 42)",
          f(&CmcOptions::seed));
-  c.Used("per_shard_timeout", T::kFloat, "3600", Positive(), "Seconds per shard",
-         f(&CmcOptions::per_shard_timeout));
-  c.Used("heartbeat_timeout", T::kFloat, "600", Positive(), "Seconds without progress",
-         f(&CmcOptions::heartbeat_timeout));
+  c.Acc("per_shard_timeout", T::kFloat, "3600", Positive(),
+        "Seconds per shard (no effect here: no shard runs apart to be timed out; the job's "
+        "wall time and CMC checkpoints bound a run)",
+        f(&CmcOptions::per_shard_timeout));
+  c.Acc("heartbeat_timeout", T::kFloat, "600", Positive(),
+        "Seconds without progress (no effect here: no worker processes to watch)",
+        f(&CmcOptions::heartbeat_timeout));
 }
 
 void AddBackendAndSharding(const KeyAdder& c) {
@@ -69,16 +72,20 @@ void AddBackendAndSharding(const KeyAdder& c) {
          fs(&CmcSharding::min_points_per_shard));
   s.Used("seed_base", T::kInt, "0", NonNegative(), "Base of per-shard seeds",
          fs(&CmcSharding::seed_base));
-  s.Used("min_points_per_param", T::kInt, "1500", AtLeast(1), "Points per parameter per shard",
-         fs(&CmcSharding::min_points_per_param));
+  s.Acc("min_points_per_param", T::kInt, "1500", AtLeast(1),
+        "Points per parameter per shard (no effect here: a shard needs 10 points per sampled "
+        "parameter, docs/cmc.md)",
+        fs(&CmcSharding::min_points_per_param));
 
   const FieldsOf fm([](auto& cfg) -> auto& { return cfg.optimization.cmc.combination; });
   const KeyAdder m = c.Sub("combination");
   m.Section("", kUse, "Combination of shard posteriors", kNullable);
   m.Used("method", T::kString, "robust_consensus_mc", OneOf(ChoiceNames<CombinationMethod>()),
          "Combination rule", fm(&CmcCombination::method));
-  m.Used("validate_results", T::kBool, "true", NoRule(), "Validate shards before combining",
-         fm(&CmcCombination::validate_results));
+  m.Acc("validate_results", T::kBool, "true", NoRule(),
+        "Validate shards before combining (no effect here: the shard filters always run; "
+        "homodyne does not read it either)",
+        fm(&CmcCombination::validate_results));
   m.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1),
          "Minimum fraction of successful shards (laminar template 0.80)",
          fm(&CmcCombination::min_success_rate));
@@ -112,16 +119,21 @@ void AddSamplerAndChecks(const KeyAdder& c) {
   const FieldsOf fv([](auto& cfg) -> auto& { return cfg.optimization.cmc.validation; });
   const KeyAdder v = c.Sub("validation");
   v.Section("", kUse, "Convergence checks of shards", kNullable);
-  v.Used("strict_mode", T::kBool, "false", NoRule(), "Fail instead of warn",
-         fv(&CmcValidation::strict_mode));
+  v.Acc("strict_mode", T::kBool, "false", NoRule(),
+        "Fail instead of warn (no effect here: the checks label the result and warn)",
+        fv(&CmcValidation::strict_mode));
   v.Used("min_per_shard_ess", T::kFloat, "100", NonNegative(), "Minimum effective sample size",
          fv(&CmcValidation::min_per_shard_ess));
   v.Used("max_per_shard_rhat", T::kFloat, "1.1", AtLeast(1), "Maximum R-hat (laminar 1.2)",
          fv(&CmcValidation::max_per_shard_rhat));
-  v.Used("max_between_shard_kl", T::kFloat, "2.0", NonNegative(), "Maximum shard divergence",
-         fv(&CmcValidation::max_between_shard_kl));
-  v.Used("min_success_rate", T::kFloat, "0.90", InRange(0, 1), "Minimum fraction of shards",
-         fv(&CmcValidation::min_success_rate));
+  v.Acc("max_between_shard_kl", T::kFloat, "2.0", NonNegative(),
+        "Maximum shard divergence (no effect here, nor in homodyne: the shard filter's "
+        "heterogeneity check stands in)",
+        fv(&CmcValidation::max_between_shard_kl));
+  v.Acc("min_success_rate", T::kFloat, "0.90", InRange(0, 1),
+        "Minimum fraction of shards (no effect here: combination.min_success_rate is the one "
+        "homodyne checks)",
+        fv(&CmcValidation::min_success_rate));
   v.Used("max_divergence_rate", T::kFloat, "0.10", InRange(0, 1), "Maximum divergent fraction",
          fv(&CmcValidation::max_divergence_rate));
   v.Used("warmup_retries", T::kInt, "1", InRange(0, 4),

@@ -236,16 +236,19 @@ void AddMultiStart(const KeyAdder& m) {
          "How starting points are drawn: latin_hypercube (one point per stratum of every "
          "parameter's range) or random (independent uniform draws in the bounds)",
          f(&MultiStart::sampling_strategy));
-  m.Used("n_workers", T::kInt, "0", NonNegative(), "Parallel workers (0 = automatic)",
-         f(&MultiStart::n_workers));
+  m.Acc("n_workers", T::kInt, "0", NonNegative(),
+        "Parallel workers (no effect here: the starts are shared among the MPI ranks)",
+        f(&MultiStart::n_workers));
   m.Used("use_screening", T::kBool, "true", NoRule(), "Screen starts by initial cost",
          f(&MultiStart::use_screening));
   m.Used("screen_keep_fraction", T::kFloat, "0.5", Fraction(), "Fraction kept by screening",
          f(&MultiStart::screen_keep_fraction));
-  m.Used("refine_top_k", T::kInt, "3", AtLeast(1), "Best starts refined",
-         f(&MultiStart::refine_top_k));
-  m.Used("refinement_ftol", T::kFloat, "1e-12", Positive(), "Refinement tolerance",
-         f(&MultiStart::refinement_ftol));
+  m.Acc("refine_top_k", T::kInt, "3", AtLeast(1),
+        "Best starts refined (no effect here: every kept start is solved to its end)",
+        f(&MultiStart::refine_top_k));
+  m.Acc("refinement_ftol", T::kFloat, "1e-12", Positive(),
+        "Refinement tolerance (no effect here: the starts use optimization.nlsq's tolerances)",
+        f(&MultiStart::refinement_ftol));
   m.Used("degeneracy_threshold", T::kFloat, "0.1", NonNegative(),
          "Relative cost gap below which solutions count as degenerate",
          f(&MultiStart::degeneracy_threshold));

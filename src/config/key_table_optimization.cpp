@@ -28,14 +28,19 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
          "A checkpoint that cannot be written ends the run (NLSQ, CMA-ES, multistart, CMC); "
          "false: a warning, the previous checkpoint stays valid and the fit goes on",
          f(&StreamingOptions::fatal_checkpoint_errors));
-  s.Used("enable_fault_tolerance", T::kBool, "true", NoRule(), "Retry failed batches",
-         f(&StreamingOptions::enable_fault_tolerance));
-  s.Used("max_retries_per_batch", T::kInt, "2", NonNegative(), "Retries per batch",
-         f(&StreamingOptions::max_retries_per_batch));
-  s.Used("min_success_rate", T::kFloat, "0.5", InRange(0, 1), "Minimum fraction of batches",
-         f(&StreamingOptions::min_success_rate));
-  s.Used("batch_size", T::kInt, "null", AtLeast(1), "Points per batch; null = automatic",
-         f(&StreamingOptions::batch_size), kNullable);
+  s.Acc("enable_fault_tolerance", T::kBool, "true", NoRule(),
+        "Retry failed batches (no effect here: a failed read ends the run; checkpoints resume it)",
+        f(&StreamingOptions::enable_fault_tolerance));
+  s.Acc("max_retries_per_batch", T::kInt, "2", NonNegative(),
+        "Retries per batch (no effect here, as enable_fault_tolerance)",
+        f(&StreamingOptions::max_retries_per_batch));
+  s.Acc("min_success_rate", T::kFloat, "0.5", InRange(0, 1),
+        "Minimum fraction of batches (no effect here, as enable_fault_tolerance)",
+        f(&StreamingOptions::min_success_rate));
+  s.Acc("batch_size", T::kInt, "null", AtLeast(1),
+        "Points per batch (no effect here: the memory plan sets the blocks: memory_fraction, "
+        "--memory-limit)",
+        f(&StreamingOptions::batch_size), kNullable);
   s.Acc("adaptive_batching", T::kBool, "true", NoRule(), "Adapt the batch size");
 
   const KeyAdder st(table, "optimization.stratification");

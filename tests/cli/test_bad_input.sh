@@ -69,6 +69,12 @@ expect_bad conflicting_flags '--static-mode excludes --laminar-flow' \
   --config "$tmp/cfg.yaml" --static-mode --laminar-flow "${out[@]}"
 expect_bad flag_vs_config 'cfg.yaml: analysis_mode: --laminar-flow needs a laminar_flow config' \
   --config "$tmp/cfg.yaml" --laminar-flow "${out[@]}"
+# homodyne's require_nlsq_warmstart: laminar_flow CMC refused without an NLSQ warm start.
+sed -e 's/analysis_mode: static/analysis_mode: laminar_flow/' "$tmp/cfg.yaml" > "$tmp/warm.yaml"
+echo "optimization: {cmc: {validation: {require_nlsq_warmstart: true}}}" >> "$tmp/warm.yaml"
+expect_bad require_nlsq_warmstart \
+  'warm.yaml: optimization.cmc.validation.require_nlsq_warmstart: laminar_flow CMC needs an NLSQ warm start' \
+  --config "$tmp/warm.yaml" --method cmc --no-nlsq-warmstart "${out[@]}"
 expect_bad flag_out_of_range '--n-samples: expected an integer >= 1, found -5' \
   --config "$tmp/cfg.yaml" --method cmc --n-samples -5 "${out[@]}"
 expect_bad flag_not_an_integer "--threads: expected an integer, found 'abc'" \
