@@ -8,7 +8,9 @@ constexpr auto kAcc = KeyStatus::kAccepted;
 constexpr auto kUse = KeyStatus::kUsed;
 }  // namespace
 
-void AddOptimizationKeys(std::vector<KeySpec>& table) {
+namespace {
+
+void AddStreamingKeys(std::vector<KeySpec>& table) {
   const FieldsOf f([](auto& c) -> auto& { return c.optimization.streaming; });
   const KeyAdder s(table, "optimization.streaming");
   s.Section("", kUse, "Batch-wise fitting, checkpoints and fault tolerance", kNullable);
@@ -42,7 +44,12 @@ void AddOptimizationKeys(std::vector<KeySpec>& table) {
         "--memory-limit)",
         f(&StreamingOptions::batch_size), kNullable);
   s.Acc("adaptive_batching", T::kBool, "true", NoRule(), "Adapt the batch size");
+}
 
+}  // namespace
+
+void AddOptimizationKeys(std::vector<KeySpec>& table) {
+  AddStreamingKeys(table);
   const KeyAdder st(table, "optimization.stratification");
   st.Section("", kAcc, "Angle-stratified chunking of the residuals", kNullable);
   st.Acc("enabled", T::kBoolOrAuto, "auto", NoRule(), "Stratify chunks by angle");
