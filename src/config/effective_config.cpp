@@ -41,15 +41,16 @@ YAML::Node ListOf(const std::vector<std::string>& items) {
   return list;
 }
 
-YAML::Node BoundsEntry(const EffectiveParameter& p, PriorType type, std::optional<double> mu,
-                       std::optional<double> sigma) {
+// The prior echoed is the one resolved with the parameter (ParameterPrior: bounds entry,
+// parameter_space.priors and the mode's default centre), the prior CMC samples under.
+YAML::Node BoundsEntry(const EffectiveParameter& p) {
   YAML::Node entry(YAML::NodeType::Map);
   entry["name"] = p.name;
   entry["min"] = Num(p.min);
   entry["max"] = Num(p.max);
-  entry["type"] = std::string(ChoiceName(type));
-  entry["prior_mu"] = Num(mu.value_or(0.5 * (p.min + p.max)));
-  entry["prior_sigma"] = Num(sigma.value_or(0.25 * (p.max - p.min)));
+  entry["type"] = std::string(ChoiceName(p.prior.type));
+  entry["prior_mu"] = Num(p.prior.mu);
+  entry["prior_sigma"] = Num(p.prior.sigma);
   // The physical starts are echoed in initial_parameters.values; a configured scalar start
   // of contrast/offset and a held parameter are said here.
   if (p.initial_from_config && (p.name == "contrast" || p.name == "offset")) {
@@ -64,18 +65,7 @@ YAML::Node EffectiveBoundsList(const Config& c) {
   std::vector<EffectiveParameter> all = c.parameters;
   all.push_back(c.contrast);
   all.push_back(c.offset);
-  for (const auto& p : all) {
-    PriorType type = PriorType::kTruncatedNormal;
-    std::optional<double> mu;
-    std::optional<double> sigma;
-    for (const auto& b : c.parameter_space.bounds) {
-      if (b.name != p.name) continue;
-      type = b.prior_type;
-      mu = b.prior_mu;
-      sigma = b.prior_sigma;
-    }
-    list.push_back(BoundsEntry(p, type, mu, sigma));
-  }
+  for (const auto& p : all) list.push_back(BoundsEntry(p));
   return list;
 }
 

@@ -11,6 +11,7 @@
 #include "core/fault_injection.h"
 #include "global/fit_pipeline.h"
 #include "global/global_stage.h"
+#include "model/robust_loss.h"
 
 namespace homodyne::global {
 namespace {
@@ -346,13 +347,13 @@ ScreenedStart ScreenStart(nlsq::XpcsFitSession& session, const std::vector<doubl
     }
   }
   actions.push_back(fmt::format(
-      "start screen: chi2 of {} (D0_ref, D0_sample, v0, v_beta) points{} at {} sample "
+      "start screen: {} of {} (D0_ref, D0_sample, v0, v_beta) points{} at {} sample "
       "fractions, {} more for the {} lowest rate pairs and fractions; short fits ({} iterations "
       "at most) from {} of them with their scaling fitted (the {} lowest, then each fraction's "
       "lowest until one is converged with no misfit): {}{}",
-      g.points.size(), stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(),
-      g.fractions, n_fine, kept.size(), kScreenShortIterations, n_short, first.size(),
-      fmt::join(tried, "; "),
+      model::ObjectiveName(session.problem_loss()), g.points.size(),
+      stride > 1 ? fmt::format(" on every {}th row", stride) : std::string(), g.fractions, n_fine,
+      kept.size(), kScreenShortIterations, n_short, first.size(), fmt::join(tried, "; "),
       out.x.empty() ? "; none usable"
                     : fmt::format("; the paths start first from {:.12g}", out.chi2)));
   logger.Info("NLSQ {}", actions.back());
@@ -383,8 +384,8 @@ ScreenOutcome RunStartScreen(nlsq::XpcsFitSession& session, const config::Config
     accept = acceptable(fit);
   }
   actions.push_back(fmt::format(
-      "start screen: the fit from its point ended {} at chi2 {:.12g}: {}",
-      ToString(fit.termination), fit.final_chi2,
+      "start screen: the fit from its point ended {} at {} {:.12g}: {}", ToString(fit.termination),
+      model::ObjectiveName(session.problem_loss()), fit.final_chi2,
       accept ? "converged and no misfit by the noise level, taken"
              : "not acceptable alone; the transport scan's and the registry's paths follow"));
   logger.Info("NLSQ {}", actions.back());

@@ -205,6 +205,7 @@ json AntiDegeneracyJson(const FitReport& r) {
                     {"hierarchical_stage2_chi2", Number(a.stage2_chi_squared)},
                     {"stage_chi_squared", Number(a.stage_chi_squared)},
                     {"plain_chi_squared", Number(a.plain_chi_squared)},
+                    {"chi_squared_fields_hold", StageValuesText(r)},
                     {"selected", a.selected}};
   } else if (a.hierarchical_active) {
     hierarchical = {{"outer_iterations", a.outer_iterations},
@@ -213,6 +214,7 @@ json AntiDegeneracyJson(const FitReport& r) {
                     {"last_physical_change", Number(a.physical_change)},
                     {"stage_chi_squared", Number(a.stage_chi_squared)},
                     {"plain_chi_squared", Number(a.plain_chi_squared)},
+                    {"chi_squared_fields_hold", StageValuesText(r)},
                     {"selected", a.selected}};
   }
   json shear = a.inactive_reason.empty() ? json("not weighted") : json(a.inactive_reason);
@@ -288,6 +290,14 @@ std::string LossObjectiveText(const FitReport& r) {
       r.loss, r.f_scale);
 }
 
+std::string StageValuesText(const FitReport& r) {
+  if (r.loss == "linear" || r.loss.empty()) return "chi_squared (linear loss)";
+  return fmt::format(
+      "the {} objective (f_scale {:g}) the fit minimised, not the plain chi_squared; the "
+      "fields keep homodyne's names",
+      r.loss, r.f_scale);
+}
+
 std::string AnalysisResultsJson(const FitReport& r) {
   json j = {
       {"method", "nlsq"},
@@ -321,7 +331,10 @@ std::string AnalysisResultsJson(const FitReport& r) {
       {"degeneracy", DegeneracyJson(r.degeneracy)},
       {"nlsq_diagnostics", AntiDegeneracyJson(r)},
       {"recovery_actions", r.recovery_actions}};
-  if (r.global_search) j["global_search"] = GlobalSearchJson(*r.global_search);
+  if (r.global_search) {
+    j["global_search"] = GlobalSearchJson(*r.global_search);
+    j["global_search"]["chi_squared_fields_hold"] = StageValuesText(r);
+  }
   return j.dump(2) + "\n";
 }
 

@@ -17,6 +17,9 @@ void WriteNlsqResultFiles(const std::filesystem::path& output_dir, const FitRepo
 
 // One line naming the objective the solver minimised (the loss, f_scale, what chi_squared is).
 std::string LossObjectiveText(const FitReport& r);
+// What the stage values named *_chi_squared / *_chi2 (homodyne's field names) hold: the
+// plain chi-squared under the linear loss, the robust objective otherwise.
+std::string StageValuesText(const FitReport& r);
 
 // The JSON texts (exposed for tests).
 std::string ParametersJson(const FitReport& r);

@@ -238,12 +238,16 @@ void EmitNlsqAnswer(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
       y << YAML::Key << "hierarchical_stage2_chi2" << YAML::Value << a.stage2_chi_squared;
       y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
       y << YAML::Key << "plain_chi_squared" << YAML::Value << a.plain_chi_squared;
+      y << YAML::Key << "chi_squared_fields_hold" << YAML::Value
+        << outputs::StageValuesText(r->report);
       y << YAML::Key << "selected" << YAML::Value << a.selected;
     } else if (a.hierarchical_active) {
       y << YAML::Key << "outer_iterations" << YAML::Value << a.outer_iterations;
       y << YAML::Key << "stop" << YAML::Value << a.stop;
       y << YAML::Key << "stage_chi_squared" << YAML::Value << a.stage_chi_squared;
       y << YAML::Key << "plain_chi_squared" << YAML::Value << a.plain_chi_squared;
+      y << YAML::Key << "chi_squared_fields_hold" << YAML::Value
+        << outputs::StageValuesText(r->report);
       y << YAML::Key << "selected" << YAML::Value << a.selected;
       y << YAML::Key << "shear_weights" << YAML::Value << YAML::Flow << a.shear_weights;
     } else {
@@ -307,6 +311,8 @@ void EmitGlobalSearch(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
     y << YAML::Key << "refinement" << YAML::Value << g.refinement;
     y << YAML::Key << "refined_chi_squared" << YAML::Value << g.refined_chi_squared;
     y << YAML::Key << "chi_squared_improvement" << YAML::Value << g.chi_squared_improvement;
+    y << YAML::Key << "chi_squared_fields_hold" << YAML::Value
+      << outputs::StageValuesText(r->report);
     y << YAML::EndMap;
   }
 }

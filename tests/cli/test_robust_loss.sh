@@ -186,6 +186,16 @@ grep -q "the refinement minimises the soft_l1 (C 1 on the sigma-scaled residual)
   || { echo "$out"; fail "CMA-ES: the refinement does not take refinement_loss"; }
 "$py" "$(dirname "$0")/robust_loss_check.py" "$tmp/static-cmaes" static cauchy "$fs" 0.1 2000000 \
   --no-refit || fail "CMA-ES: objective or chi2"
+# The global search's values keep homodyne's *_chi_squared names; both outputs say that they
+# hold the cauchy objective.
+grep -A40 "^global_search:" "$tmp/static-cmaes/run_report.yaml" \
+  | grep -q "chi_squared_fields_hold: the cauchy objective" \
+  || fail "run report: the global search does not say its values are the cauchy objective"
+"$py" - "$tmp/static-cmaes/nlsq/analysis_results_nlsq.json" <<'PY' || fail "analysis results"
+import json, sys
+g = json.load(open(sys.argv[1]))["global_search"]
+assert g["chi_squared_fields_hold"].startswith("the cauchy objective"), g
+PY
 
 # two_component: the same loss through its own kernel; SciPy refits the same residuals
 # (two_component_loss_check.py, with a model written from the heterodyne spec and checked

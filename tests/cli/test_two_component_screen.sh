@@ -16,7 +16,7 @@ truth="[889.3663792957777, -0.43466951483377525, 12.954138492611962, 2684.837187
 frames=125 angles="8.8,14.4,98.4,101.4" contrast=0.17140975994923469 offset=0.9887741278001272
 noise=0.0007597827304178852 seed=907060011
 source "$(dirname "$0")/two_component_screen_case.bash"
-grep -q "start screen: chi2 of [0-9]* (D0_ref, D0_sample, v0, v_beta) points on every 7th row" \
+grep -Eq "start screen: (chi2|objective \([a-z_0-9]+\)) of [0-9]* \(D0_ref, D0_sample, v0, v_beta\) points on every 7th row" \
   <<<"$actions" || fail "the screen's grid is not on every 7th row: $actions"
 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/template.yaml" -o "$tmp/template2" > "$tmp/template2.log" 2>&1
 rc2=$?

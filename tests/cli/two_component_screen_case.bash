@@ -47,5 +47,5 @@ echo "$label: truth start chi2 $chi_t; template start $chi_m ($st_m, exit $rc)"
 "$py" -c "import sys; t,a=map(float,sys.argv[1:3]); sys.exit(0 if a <= 1.001*t else 1)" \
   "$chi_t" "$chi_m" || fail "template start $chi_m ($st_m) vs truth $chi_t"
 [ "$st_m" = converged ] && [ "$rc" -eq 0 ] || fail "the template start ended $st_m, exit $rc"
-grep -q "start screen: the fit from its point ended converged at chi2 [0-9.e+]*: converged and no misfit" \
+grep -Eq "start screen: the fit from its point ended converged at (chi2|objective \([a-z_0-9]+\)) [0-9.e+]*: converged and no misfit" \
   <<<"$actions" || fail "no accepted start-screen answer (is the screen on by default?): $actions"

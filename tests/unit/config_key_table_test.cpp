@@ -165,6 +165,48 @@ TEST(ConfigKeyTable, DefaultsRoundTripThroughTheEffectiveConfig) {
   }
 }
 
+// The bounds entries echo each parameter's resolved prior (the one CMC samples under):
+// parameter_space.priors wins over the bounds entry's prior_mu/prior_sigma, and a parameter
+// with no prior of its own gets the default centre and width of its range.
+TEST(ConfigKeyTable, EffectiveConfigEchoesTheResolvedPriors) {
+  const Config c = ReadConfigString(
+      "analysis_mode: static\n"
+      "experimental_data: {data_folder_path: ./d/, data_file_name: x.hdf}\n"
+      "parameter_space:\n"
+      "  bounds:\n"
+      "    - {name: D0, min: 100.0, max: 5000.0, prior_mu: 1000.0, prior_sigma: 10.0}\n"
+      "    - {name: alpha, min: -1.0, max: 1.0}\n"
+      "  priors:\n"
+      "    D0: {dist_type: Normal, mu: 2000.0, sigma: 20.0}\n",
+      "priors.yaml");
+  ASSERT_DOUBLE_EQ(c.FindParameter("D0")->prior.mu, 2000.0);
+  const std::string echo = EffectiveConfigYaml(c);
+  const YAML::Node bounds = YAML::Load(echo)["parameter_space"]["bounds"];
+  bool saw_d0 = false, saw_alpha = false;
+  for (const auto& b : bounds) {
+    const std::string name = b["name"].as<std::string>();
+    if (name == "D0") {
+      saw_d0 = true;
+      EXPECT_EQ(b["type"].as<std::string>(), "Normal") << echo;
+      EXPECT_DOUBLE_EQ(b["prior_mu"].as<double>(), 2000.0) << echo;
+      EXPECT_DOUBLE_EQ(b["prior_sigma"].as<double>(), 20.0) << echo;
+    } else if (name == "alpha") {
+      saw_alpha = true;
+      EXPECT_DOUBLE_EQ(b["prior_mu"].as<double>(), 0.0) << echo;
+      EXPECT_DOUBLE_EQ(b["prior_sigma"].as<double>(), 0.5) << echo;
+    }
+  }
+  EXPECT_TRUE(saw_d0 && saw_alpha) << echo;
+  Config again;
+  ASSERT_NO_THROW(again = ReadConfigString(echo, "echo.yaml")) << echo;
+  for (const auto* name : {"D0", "alpha", "D_offset"}) {
+    EXPECT_EQ(again.FindParameter(name)->prior.type, c.FindParameter(name)->prior.type) << name;
+    EXPECT_DOUBLE_EQ(again.FindParameter(name)->prior.mu, c.FindParameter(name)->prior.mu) << name;
+    EXPECT_DOUBLE_EQ(again.FindParameter(name)->prior.sigma, c.FindParameter(name)->prior.sigma)
+        << name;
+  }
+}
+
 TEST(ConfigKeyTable, MarkdownReferenceCoversEveryKey) {
   const std::string md = RenderConfigReferenceMarkdown();
   for (const auto& spec : ConfigKeyTable()) {
