@@ -99,6 +99,11 @@ def summarise(a, doc, ds, rows):
         m = {k: median([r.get(k) for r in ok]) for k in ("wall_s", "fit_s", "chi2",
                                                          "peak_rss_mib")}
         m["n_ok"], m["n_runs"] = len(ok), len(row["runs"])
+        for k in ("wall_s", "fit_s"):
+            v = [r[k] for r in ok if r.get(k) is not None]
+            m[k + "_range"] = [min(v), max(v)] if v else None
+        m["iterations"] = median([r.get("iterations") for r in ok])
+        m["load_1min_before_runs"] = [r.get("load_1min_before") for r in row["runs"]]
         chi2s = sorted({r["chi2"] for r in ok})
         m["chi2_distinct_values"] = len(chi2s)
         if key[0] == "homodyne-hpc" and ok:
@@ -135,6 +140,13 @@ def fmt(x, spec=".2f"):
     return "–" if x is None else format(x, spec)
 
 
+def span(m, key):
+    """median (min–max) of a tool's successful runs."""
+    r = m.get(key + "_range")
+    rng = f" ({r[0]:.2f}–{r[1]:.2f})" if r else ""
+    return f"{fmt(m.get(key))} s{rng}"
+
+
 def write_md(doc, path):
     m = doc["machine"]
     out = [f"# Against a direct Ceres fit ({doc['date_utc']})", "",
@@ -144,7 +156,7 @@ def write_md(doc, path):
            f"start {', '.join(f'{x:.1f}' for x in m['load_average_start'])}, at the end "
            f"{', '.join(f'{x:.1f}' for x in m.get('load_average_end', []))}** (other jobs "
            "shared the 2 cores: every time is inflated and noisy).", "",
-           f"laminar_flow, 23 angles, truth start, {doc['settings']['repeats']} rounds, the "
+           f"laminar_flow, 23 angles, truth start, {doc['settings']['repeats']} round(s), the "
            "three tools alternating within each round; medians of the successful runs. "
            "Whole = the whole process from outside; fit = each tool's own report (Ceres "
            "`wall_fit_s`; homodyne-hpc `timing_seconds.fit`, slowest rank).", "",
@@ -166,6 +178,15 @@ def write_md(doc, path):
             f"{fmt(s.get('ratio_whole_local'))}× | {fmt(c.get('chi2'), '.12g')} | "
             f"{fmt(s.get('chi2_rel_diff_default_vs_ceres'), '.1e')} / "
             f"{fmt(s.get('chi2_rel_diff_local_vs_ceres'), '.1e')} |")
+    out += ["", "Every tool, median (min–max) over the rounds:", "",
+            "| data | tool | whole job | fit | iterations | peak RSS (MiB) | χ² | distinct χ² |",
+            "|---|---|---|---|---|---|---|---|"]
+    for s in doc["summary"]:
+        for name, m in s["tools"].items():
+            out.append(f"| 23 × {s['frames']} | {name} | {span(m, 'wall_s')} | "
+                       f"{span(m, 'fit_s')} | {fmt(m.get('iterations'), 'g')} | "
+                       f"{fmt(m.get('peak_rss_mib'), '.0f')} | {fmt(m.get('chi2'), '.13g')} | "
+                       f"{m.get('chi2_distinct_values')} |")
     out += ["", f"Fixed costs of the default pipeline's job (`run_report.yaml` "
             f"`fixed_costs`, slowest rank, median; bar ≤ {FIXED_COST_BAR_S} s):", ""]
     names = []
