@@ -334,11 +334,11 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     });
   } else {
     // Three sweeps over the block: the linear terms into a row buffer, the loss over the stored
-    // residuals, the sums over the stored rows. Fused in one loop the loss's chain (z, the
-    // series or the square root, ρ′/s²) ahead of every weight product kept few vectors in
-    // flight: the pass cost 1.13–1.65× the linear one, in sweeps 0.92–1.11× (the 23 × 1000
-    // benchmark, docs/performance.md). Each point's terms and the order of every sum are the
-    // fused loop's, so the bits (and the χ² of the other passes) are unchanged.
+    // residuals, the sums over the stored rows. Fused in one loop, with the loss's chain (z,
+    // the series or the square root, ρ′/s²) ahead of every weight product, the pass cost
+    // 1.13–1.65× the linear one, in sweeps 0.92–1.11× (medians, the 23 × 1000 benchmark,
+    // docs/performance.md). Each point's terms and the order of every sum are the fused loop's,
+    // so the bits (and the χ² of the other passes) are unchanged.
     RowBuffer row;
     ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
       Store(row.alpha + c, t.alpha);
