@@ -182,38 +182,49 @@ TEST(ModelPointTermsTest, Avx512CopyGivesTheBaselineBits) {
 }
 
 // A block of unit weights (no weight array, uniform weight 1) goes through the loops without
-// weight products, whose masked last-vector lanes rely on Terms zeroing them; the same block
-// with a weight array of ones goes through the weighted loops. Same bits in every sum.
+// weight products, whose masked last-vector lanes rely on Terms zeroing them (and, under a
+// robust loss, on the loss step weighting only the last vector's lanes); the same block with a
+// weight array of ones goes through the weighted loops. Same bits in every sum, for every loss
+// (soft_l1 also across the end of its series).
 TEST(ModelPointTermsTest, UnitWeightLoopsGiveTheBitsOfTheWeightedLoops) {
   std::mt19937_64 rng(11);
+  const std::pair<int, double> losses[] = {{0, 0.0}, {1, 8.0}, {2, 8.0},
+                                           {3, 8.0}, {4, 8.0}, {1, 0.5}};
   for (int n : {1, 7, 8, 61, 100, kMaxBlock}) {
     for (int variant = 0; variant < 4; ++variant) {
-      const bool laminar = variant % 2 == 0;
-      // Variants 2, 3: every g1 at the floor, so the padded lanes' floor values (which the
-      // unit-weight loops must mask) are as large as the real ones.
-      const bool at_floor = variant >= 2;
-      const std::uint64_t seed = rng();
-      std::mt19937_64 r1(seed), r2(seed);
-      Block a(r1, n, laminar, /*weighted=*/false), b(r2, n, laminar, /*weighted=*/true);
-      std::fill(b.weight.begin(), b.weight.end(), 1.0);
-      if (at_floor) {
+      for (const auto& [loss, inv_scale] : losses) {
+        const bool laminar = variant % 2 == 0;
+        // Variants 2, 3: every g1 at the floor, so the padded lanes' floor values (which the
+        // unit-weight loops must mask) are as large as the real ones.
+        const bool at_floor = variant >= 2;
+        const std::uint64_t seed = rng();
+        std::mt19937_64 r1(seed), r2(seed);
+        Block a(r1, n, laminar, /*weighted=*/false), b(r2, n, laminar, /*weighted=*/true);
+        std::fill(b.weight.begin(), b.weight.end(), 1.0);
         for (Block* x : {&a, &b}) {
-          std::fill(x->g1d.begin(), x->g1d.begin() + n, 1e-13);
-          std::fill(x->g1d_inv_ig2.begin(), x->g1d_inv_ig2.begin() + n, 1e-13);
+          if (at_floor) {
+            std::fill(x->g1d.begin(), x->g1d.begin() + n, 1e-13);
+            std::fill(x->g1d_inv_ig2.begin(), x->g1d_inv_ig2.begin() + n, 1e-13);
+          }
+          x->in.loss = loss;
+          x->in.loss_inv_scale = inv_scale;
+          x->in.loss_scale_sq = loss != 0 ? 0.25 * 0.25 / (1.7 * 1.7) : 0.0;
         }
+        ASSERT_EQ(a.in.uniform_weight, 1.0);
+        double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
+        laminar ? NormalLaminarBlock(a.in, sa) : NormalStaticBlock(a.in, sa);
+        laminar ? NormalLaminarBlock(b.in, sb) : NormalStaticBlock(b.in, sb);
+        ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
+        if (loss == 0) {
+          EXPECT_EQ(sa[kSumW], static_cast<double>(n));
+        }
+        double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
+        laminar ? GradientLaminarBlock(a.in, ga) : GradientStaticBlock(a.in, ga);
+        laminar ? GradientLaminarBlock(b.in, gb) : GradientStaticBlock(b.in, gb);
+        ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
+        EXPECT_TRUE(SameBits(Chi2Block(a.in), Chi2Block(b.in))) << n << " loss " << loss;
+        EXPECT_TRUE(SameBits(Chi2Block(a.in), sa[kSumChi2])) << n << " loss " << loss;
       }
-      ASSERT_EQ(a.in.uniform_weight, 1.0);
-      double sa[kNumTileSums] = {}, sb[kNumTileSums] = {};
-      laminar ? NormalLaminarBlock(a.in, sa) : NormalStaticBlock(a.in, sa);
-      laminar ? NormalLaminarBlock(b.in, sb) : NormalStaticBlock(b.in, sb);
-      ExpectSameBits(a, b, sa, sb, kNumTileSums, "normal");
-      EXPECT_EQ(sa[kSumW], static_cast<double>(n));
-      double ga[kNumTileSums] = {}, gb[kNumTileSums] = {};
-      laminar ? GradientLaminarBlock(a.in, ga) : GradientStaticBlock(a.in, ga);
-      laminar ? GradientLaminarBlock(b.in, gb) : GradientStaticBlock(b.in, gb);
-      ExpectSameBits(a, b, ga, gb, kNumTileSums, "gradient");
-      EXPECT_TRUE(SameBits(Chi2Block(a.in), Chi2Block(b.in))) << n;
-      EXPECT_TRUE(SameBits(Chi2Block(a.in), sa[kSumChi2])) << n;
     }
   }
 }
