@@ -19,11 +19,13 @@ the ratios to the roofline bound and to the kernel bound (docs/performance.md, "
 bounds per pass").
 """
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LANES = 8
 # Flops per point of the cheapest formulation we know (docs/performance.md, "Counting").
 FLOPS = {("laminar", "chi2"): 15.0, ("laminar", "normal"): 87.0,
@@ -186,7 +188,7 @@ def main():
               "clock_hz": clock,
               "this_run_wall_clock_ceilings": {"bandwidth_bytes_per_s": bandwidth,
                                                "peak_flops_per_s": peak},
-              "roofline_ceilings": {"source": ceilings_path, **quiet,
+              "roofline_ceilings": {"source": os.path.relpath(ceilings_path, ROOT), **quiet,
                                     "flops_per_cycle": flops_per_cycle,
                                     "clock_hz": quiet_clock,
                                     "bytes_per_cycle": bytes_per_cycle},
