@@ -175,7 +175,9 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
            c);
     }
   };
-  // The loops' llvm-mca region numbers: site · 64 + the template arguments (kSite below).
+  // The loops' llvm-mca region numbers (HOMODYNE_MCA_BEGIN): site · 64 + this id, site 1 the
+  // χ² loop over separable columns, 2 the other passes' loop over them, 3 the loop over columns
+  // from the arrays (bench/kernel_bounds.py picks each pass's loop by these numbers).
   constexpr int kId = (kLaminar ? 1 : 0) + (kDerivs ? 2 : 0) + (kUnit ? 4 : 0) + 8 * kRobust;
   // [lo, hi) is empty or a range of whole vectors.
   const int lo = kLaminar && in.sep_lo < in.sep_hi ? in.sep_lo : 0;
