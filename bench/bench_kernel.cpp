@@ -14,9 +14,11 @@
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -546,6 +548,168 @@ void BM_PointBlock(benchmark::State& state) {
   state.counters["avx512_copy"] = d::HasAvx512() ? 1.0 : 0.0;
 }
 BENCHMARK(BM_PointBlock)->ArgName("normal")->Arg(0)->Arg(1);
+
+// ---- Bounds per pass (bench/run_kernel_bounds.sh, docs/performance.md "Kernels: bounds") ----
+//
+// Cycles per point measured by the thread's CPU time (not the wall clock: on a loaded host a
+// descheduled thread would count) times the core clock, the minimum over the benchmark's
+// iterations. The clock is measured the same way, by a chain of dependent integer adds (one per
+// cycle).
+
+double ThreadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Cycles per CPU second: the best of 5 runs of 8·10⁷ dependent adds.
+double MeasureClockHz() {
+  constexpr long kSteps = 10'000'000;  // 8 adds each
+  double best = 0.0;
+  for (int run = 0; run < 5; ++run) {
+    std::uint64_t x = 0;
+    const double t0 = ThreadCpuSeconds();
+    for (long i = 0; i < kSteps; ++i) {
+      __asm__ volatile(
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\t"
+          "add $1, %0\n\tadd $1, %0\n\tadd $1, %0\n\tadd $1, %0"
+          : "+r"(x));
+    }
+    const double t1 = ThreadCpuSeconds();
+    benchmark::DoNotOptimize(x);
+    best = std::max(best, 8.0 * static_cast<double>(kSteps) / (t1 - t0));
+  }
+  return best;
+}
+double TheClockHz() {
+  static const double hz = MeasureClockHz();
+  return hz;
+}
+
+void BM_CeilingClock(benchmark::State& state) {
+  double hz = 0.0;
+  for (auto _ : state) hz = MeasureClockHz();
+  state.counters["clock_hz"] = hz;
+}
+BENCHMARK(BM_CeilingClock)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// Times `calls` calls of f per benchmark iteration and sets the bound counters for `points`
+// points per call: the minimum and median CPU time per point, in ns and in cycles.
+template <typename F>
+void TimeCpu(benchmark::State& state, double points, int calls, F&& f) {
+  std::vector<double> per_call;
+  for (auto _ : state) {
+    const double t0 = ThreadCpuSeconds();
+    for (int i = 0; i < calls; ++i) f();
+    per_call.push_back((ThreadCpuSeconds() - t0) / calls);
+  }
+  std::sort(per_call.begin(), per_call.end());
+  const double hz = TheClockHz();
+  const double best = per_call.front(), median = per_call[per_call.size() / 2];
+  state.counters["points_per_call"] = points;
+  state.counters["clock_hz"] = hz;
+  state.counters["cpu_ns_per_point_min"] = 1e9 * best / points;
+  state.counters["cpu_ns_per_point_median"] = 1e9 * median / points;
+  state.counters["cycles_per_point_min"] = best * hz / points;
+  state.counters["cycles_per_point_median"] = median * hz / points;
+#ifdef HOMODYNE_BENCH_STANDINS
+  state.SetLabel("standins");
+#endif
+}
+
+// range(0): 0 static, 1 laminar; range(1): 0 χ² pass, 1 normal-equation pass. One thread,
+// pinned; the laminar set-up of the other benchmarks (static: its first 2·23 + 3 parameters).
+void BM_BoundPass(benchmark::State& state) {
+  const Setup& s = TheSetup();
+  const bool laminar = state.range(0) != 0, normal = state.range(1) != 0;
+  homodyne::model::KernelOptions options{.threads = 1};
+  const PinnedThreads pin(options);
+  const ModelKernel kernel(laminar ? AnalysisMode::kLaminarFlow : AnalysisMode::kStatic, s.geometry,
+                           s.t, s.phi, s.tiles, options);
+  std::vector<double> params = s.params;
+  if (!laminar) params.resize(2 * kAngles + 3);
+  TimeCpu(state, s.points(), 1, [&] {
+    benchmark::DoNotOptimize(normal ? kernel.Accumulate(params).chi2 : kernel.Chi2(params));
+  });
+  state.counters["pinned"] = pin.pinned() ? 1.0 : 0.0;
+}
+BENCHMARK(BM_BoundPass)
+    ->ArgNames({"laminar", "normal"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Iterations(15)
+    ->Unit(benchmark::kMillisecond);
+
+// The point loop alone on one cache-resident block, as BM_PointBlock: range(0) 0 static,
+// 1 laminar (every column separable); range(1) 0 χ², 1 normal equations. 2000 calls per
+// iteration (a block takes well under a microsecond).
+void BM_BoundPointBlock(benchmark::State& state) {
+  namespace d = homodyne::model::detail;
+  const bool laminar = state.range(0) != 0, normal = state.range(1) != 0;
+  const int n = normal ? homodyne::model::kernel_internal::kBlock
+                       : homodyne::model::kernel_internal::kWideBlock;
+  std::vector<double> g1d(n, 0.5), shift(n, 1e-12), inv_ig(n), g1d_inv_ig2(n), ig(n), ts(n), tc(n),
+      data(n, 1.1), sfac(n, 0.8), dsfac(n, -0.1), fac(n, 0.1), e(3 * n, 0.3), f(3 * n, 0.2),
+      sums(9 * n, 0.0);
+  for (int c = 0; c < n; ++c) {
+    const auto u = static_cast<size_t>(c);
+    ig[u] = 10.0 + c;
+    inv_ig[u] = 1.0 / (10.0 + c);
+    g1d_inv_ig2[u] = 0.5 / ((10.0 + c) * (10.0 + c));
+    ts[u] = std::sin(0.1 * c);
+    tc[u] = std::cos(0.1 * c);
+  }
+  d::PointBlock in;
+  in.n = n;
+  in.g1d = g1d.data();
+  in.fac = fac.data();
+  in.ig = ig.data();
+  for (int q = 0; q < 3; ++q) {
+    in.e[q] = e.data() + q * n;
+    in.f[q] = f.data() + q * n;
+  }
+  if (laminar) {
+    in.s = sfac.data();
+    in.ds = dsfac.data();
+    in.sep_lo = 0;
+    in.sep_hi = n;
+    in.sep = d::SeparableRow{ts.data(),     tc.data(),         0.3, 0.95, 100.0, 0.01, shift.data(),
+                             inv_ig.data(), g1d_inv_ig2.data()};
+  }
+  in.data = data.data();
+  in.uniform_weight = 1.0;  // the unit-weight loops, as the kernel's tiles of weight 2 take
+  in.contrast = 0.2;
+  in.offset = 1.0;
+  in.inv_sigma = 1.0;
+  in.a = 3.0;
+  in.b = 0.1;
+  double* col[9];
+  for (int k = 0; k < 9; ++k) col[k] = sums.data() + k * n;
+  in.saa = col[0];
+  in.sab = col[1];
+  in.sbb = col[2];
+  in.sag = col[3];
+  in.sbg = col[4];
+  in.sgg = col[5];
+  in.sar = col[6];
+  in.sbr = col[7];
+  in.sgr = col[8];
+  TimeCpu(state, n, 2000, [&] {
+    double out[d::kNumTileSums] = {};
+    if (normal) {
+      laminar ? d::NormalLaminarBlock(in, out) : d::NormalStaticBlock(in, out);
+    } else {
+      out[0] = d::Chi2Block(in);
+    }
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+  });
+  state.counters["avx512_copy"] = d::HasAvx512() ? 1.0 : 0.0;
+}
+BENCHMARK(BM_BoundPointBlock)
+    ->ArgNames({"laminar", "normal"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Iterations(30)
+    ->Unit(benchmark::kMicrosecond);
 
 // Naive χ²: every point of every angle recomputes sqrt, exp and sin (no sharing across
 // angles, no per-column reuse), single thread.

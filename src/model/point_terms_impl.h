@@ -175,6 +175,10 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
            c);
     }
   };
+  // The loops' llvm-mca region numbers (HOMODYNE_MCA_BEGIN): site · 64 + this id, site 1 the
+  // χ² loop over separable columns, 2 the other passes' loop over them, 3 the loop over columns
+  // from the arrays (bench/kernel_bounds.py picks each pass's loop by these numbers).
+  constexpr int kId = (kLaminar ? 1 : 0) + (kDerivs ? 2 : 0) + (kUnit ? 4 : 0) + 8 * kRobust;
   // [lo, hi) is empty or a range of whole vectors.
   const int lo = kLaminar && in.sep_lo < in.sep_hi ? in.sep_lo : 0;
   const int hi = kLaminar && in.sep_lo < in.sep_hi ? in.sep_hi : 0;
@@ -189,6 +193,7 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
       V g1_raw, s, ds;
       SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
       for (; c + kLanes < hi; c += kLanes) {
+        HOMODYNE_MCA_BEGIN(64 + kId);
         V g1_next, s_next, ds_next;
         SeparableLanes<kDerivs>(row, k, c + kLanes, g1_next, s_next, ds_next);
         body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
@@ -197,6 +202,7 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
         g1_raw = g1_next;
         s = s_next;
         ds = ds_next;
+        HOMODYNE_MCA_END(64 + kId);
       }
       body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
                                                  ds),
@@ -204,14 +210,20 @@ __attribute__((always_inline)) inline void ForEachVector(const PointBlock& in, B
       c += kLanes;
     }
     for (; c < hi; c += kLanes) {
+      HOMODYNE_MCA_BEGIN(128 + kId);
       V g1_raw, s, ds;
       SeparableLanes<kDerivs>(row, k, c, g1_raw, s, ds);
       body(Terms<true, kDerivs, !kUnit, kRobust>(in, k, c, LoadInputs<true>(in, k, c), g1_raw, s,
                                                  ds),
            c);
+      HOMODYNE_MCA_END(128 + kId);
     }
   }
-  for (; c + kLanes <= n; c += kLanes) from_arrays.template operator()<true>(c);
+  for (; c + kLanes <= n; c += kLanes) {
+    HOMODYNE_MCA_BEGIN(192 + kId);
+    from_arrays.template operator()<true>(c);
+    HOMODYNE_MCA_END(192 + kId);
+  }
   if (c < n) from_arrays.template operator()<false>(c);
 }
 
@@ -286,7 +298,11 @@ template <bool kLaminar, bool kUnit, int kRobust = kLossNone>
 __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* sums) {
   Sum4 acc[kNumTileSums];
   for (auto& v : acc) v = Zero4();
-  acc[kSumChi2] = Chi2Start(in);
+  // The loop's sums in registers: four alone and eight pairs (Sum4Pair), copied into acc
+  // after it; every sum takes the same operations in the same order as alone (the same bits).
+  Sum4 chi2 = Chi2Start(in), wsum = Zero4(), ucg = wsum, gsum = wsum;
+  Sum4Pair ucuc_ucr = ZeroPair(), uc_r = ZeroPair(), ae[3], bf[3];
+  for (int q = 0; q < 3; ++q) ae[q] = bf[q] = ZeroPair();
   const auto body = [&](const Lanes& t, int c) __attribute__((always_inline)) {
     const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
     // Per-column sums over the angles.
@@ -306,30 +322,26 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     // Per-tile sums.
     const V wr = Weighted<kUnit, kRobust>(t, t.r0), wuc = Weighted<kUnit, kRobust>(t, t.g1sq),
             wuca = wuc * t.alpha;
-    acc[kSumUcUc].AddProduct(wuc, t.g1sq);
-    acc[kSumUc] += wuc;
-    if constexpr (!kUnit || kRobust != kLossNone) acc[kSumW] += t.w;
-    acc[kSumUcR].AddProduct(t.g1sq, wr);
-    acc[kSumR] += wr;
+    ucuc_ucr.AddProducts(wuc, t.g1sq, t.g1sq, wr);
+    uc_r.Add(wuc, wr);
+    if constexpr (!kUnit || kRobust != kLossNone) wsum += t.w;
     for (int q = 0; q < 3; ++q) {
       const V e = Load(in.e[q] + c);
-      acc[kSumUcAlphaE + q].AddProduct(wuca, e);
-      acc[kSumAlphaE + q].AddProduct(wa, e);
+      ae[q].AddProducts(wuca, e, wa, e);
     }
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit, kRobust>(t, t.beta), wucb = wuc * t.beta;
       for (int q = 0; q < 3; ++q) {
         const V f = Load(in.f[q] + c);
-        acc[kSumUcBetaF + q].AddProduct(wucb, f);
-        acc[kSumBetaF + q].AddProduct(wb, f);
+        bf[q].AddProducts(wucb, f, wb, f);
       }
-      acc[kSumUcGamma].AddProduct(wuc, t.gamma);
-      acc[kSumGamma] += Weighted<kUnit, kRobust>(t, t.gamma);
+      ucg.AddProduct(wuc, t.gamma);
+      gsum += Weighted<kUnit, kRobust>(t, t.gamma);
     }
   };
   if constexpr (kRobust == kLossNone) {
     ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
-      AddChi2<kUnit>(acc[kSumChi2], t);
+      AddChi2<kUnit>(chi2, t);
       body(t, c);
     });
   } else {
@@ -350,7 +362,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       Store(row.r0 + c, t.r0);
       Store(row.w + c, t.w);
     });
-    RobustRows<kUnit, kRobust>(in, row, acc[kSumChi2]);
+    RobustRows<kUnit, kRobust>(in, row, chi2);
     for (int c = 0; c < in.n; c += kLanes) {
       Lanes t{};
       t.alpha = Load(row.alpha + c);
@@ -364,6 +376,20 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       body(t, c);
     }
   }
+  acc[kSumChi2] = chi2;
+  acc[kSumUcUc] = ucuc_ucr.First();
+  acc[kSumUcR] = ucuc_ucr.Second();
+  acc[kSumUc] = uc_r.First();
+  acc[kSumR] = uc_r.Second();
+  acc[kSumW] = wsum;
+  for (int q = 0; q < 3; ++q) {
+    acc[kSumUcAlphaE + q] = ae[q].First();
+    acc[kSumAlphaE + q] = ae[q].Second();
+    acc[kSumUcBetaF + q] = bf[q].First();
+    acc[kSumBetaF + q] = bf[q].Second();
+  }
+  acc[kSumUcGamma] = ucg;
+  acc[kSumGamma] = gsum;
   Chi2Carry(acc[kSumChi2], in);
   sums[kSumChi2] = Chi2Sum(acc[kSumChi2], in);
   // Unit weights: Σ w is the number of columns (exact, as the lane sums of ones were).

@@ -32,6 +32,18 @@ namespace homodyne::model::detail::HOMODYNE_POINT_TERMS_NS {
 namespace {
 
 #define HOMODYNE_INLINE __attribute__((always_inline)) inline
+// llvm-mca's region markers (assembler comments) around a point loop's body, numbered by the
+// loop's site and template arguments, for bench/run_kernel_bounds.sh, which compiles the copies
+// with -S -DHOMODYNE_MCA_MARKERS to find the loops in the assembly. Empty in every other build.
+#ifndef HOMODYNE_MCA_BEGIN
+#ifdef HOMODYNE_MCA_MARKERS
+#define HOMODYNE_MCA_BEGIN(id) __asm__ volatile("# LLVM-MCA-BEGIN loop%c0" : : "i"(id))
+#define HOMODYNE_MCA_END(id) __asm__ volatile("# LLVM-MCA-END loop%c0" : : "i"(id))
+#else
+#define HOMODYNE_MCA_BEGIN(id) static_cast<void>(id)
+#define HOMODYNE_MCA_END(id) static_cast<void>(id)
+#endif
+#endif
 static_assert(kLanes == 8);
 #if HOMODYNE_POINT_TERMS_NATIVE_V8
 typedef double V __attribute__((vector_size(64)));
@@ -318,6 +330,49 @@ struct Sum4 {
   HOMODYNE_INLINE void AddProduct(V x, V y) { v += HalfDot(x, y); }
 };
 HOMODYNE_INLINE Sum4 Zero4() { return Sum4{V4{0.0, 0.0, 0.0, 0.0}}; }
+
+// Two tile sums, each updated lane by lane exactly as Sum4 updates it (the same operations, so
+// the same bits). The AVX-512 copy holds both in one 8-lane register (the first sum in lanes
+// 0–3, the second in 4–7): one 512-bit multiply, FMA and add per pair instead of two 256-bit
+// ones each, and half the registers, so that the normal-equation loop's sums stay in registers
+// (as separate Sum4, 20 of them, GCC kept them on the stack: a load and a store each per
+// vector). The other copies hold two Sum4.
+#if HOMODYNE_POINT_TERMS_NATIVE_V8
+struct Sum4Pair {
+  V v;
+  // (lo x0, lo x1) and (hi x0, hi x1) as one vector each.
+  static HOMODYNE_INLINE V Los(V x0, V x1) {
+    return __builtin_shufflevector(x0, x1, 0, 1, 2, 3, 8, 9, 10, 11);
+  }
+  static HOMODYNE_INLINE V His(V x0, V x1) {
+    return __builtin_shufflevector(x0, x1, 4, 5, 6, 7, 12, 13, 14, 15);
+  }
+  // Sum4::AddProduct(x0, y0) on the first, (x1, y1) on the second.
+  HOMODYNE_INLINE void AddProducts(V x0, V y0, V x1, V y1) {
+    v += Fma(Los(x0, x1), Los(y0, y1), His(x0, x1) * His(y0, y1));
+  }
+  // Sum4::operator+=(x0) on the first, (x1) on the second.
+  HOMODYNE_INLINE void Add(V x0, V x1) { v += Los(x0, x1) + His(x0, x1); }
+  HOMODYNE_INLINE Sum4 First() const { return Sum4{Lo(v)}; }
+  HOMODYNE_INLINE Sum4 Second() const { return Sum4{Hi(v)}; }
+};
+HOMODYNE_INLINE Sum4Pair ZeroPair() { return Sum4Pair{Splat(0.0)}; }
+#else
+struct Sum4Pair {
+  Sum4 a, b;
+  HOMODYNE_INLINE void AddProducts(V x0, V y0, V x1, V y1) {
+    a.AddProduct(x0, y0);
+    b.AddProduct(x1, y1);
+  }
+  HOMODYNE_INLINE void Add(V x0, V x1) {
+    a += x0;
+    b += x1;
+  }
+  HOMODYNE_INLINE Sum4 First() const { return a; }
+  HOMODYNE_INLINE Sum4 Second() const { return b; }
+};
+HOMODYNE_INLINE Sum4Pair ZeroPair() { return Sum4Pair{Zero4(), Zero4()}; }
+#endif
 HOMODYNE_INLINE double Fold(Sum4 a) {
   double l[4];
   std::memcpy(l, &a.v, sizeof(l));
