@@ -531,6 +531,7 @@ def main():
         return
     work = os.path.abspath(a.work or os.path.join(out, "work"))
     os.makedirs(work, exist_ok=True)
+    os.makedirs(out, exist_ok=True)
     mpiexec = ["mpiexec", "-n", "1", "--map-by", "slot:PE=2", "--bind-to", "core"]
     rows = a.rows.split(",")
     seeds = [int(s) for s in a.seeds.split(",")]
