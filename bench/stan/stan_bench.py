@@ -451,8 +451,8 @@ def compare_posteriors(runs):
                 q = h["sd"] / rsd
                 worst_sd = q if abs(q - 1) > abs(worst_sd - 1) else worst_sd
             out.append({"shard": shard, "row": r["row"], "seed": r["seed"],
-                        "worst_mean_z": worst_z, "worst_sd_ratio": worst_sd,
-                        "agrees": abs(worst_z) <= 3 and abs(worst_sd - 1) <= 0.10})
+                        "worst_mean_z": float(worst_z), "worst_sd_ratio": float(worst_sd),
+                        "agrees": bool(abs(worst_z) <= 3 and abs(worst_sd - 1) <= 0.10)})
     return out
 
 
@@ -512,7 +512,10 @@ def write_report(result, out):
     result["aggregate"] = aggregate(result["runs"])
     result["ratios"] = ratios(result["aggregate"])
     result["posterior_check"] = compare_posteriors(result["runs"])
-    json.dump(result, open(os.path.join(out, "stan_bench.json"), "w"), indent=1)
+    path = os.path.join(out, "stan_bench.json")
+    text = json.dumps(result, indent=1)  # fails before the file is touched
+    open(path + ".tmp", "w").write(text)
+    os.replace(path + ".tmp", path)
     open(os.path.join(out, "stan_bench.md"), "w").write(markdown(result))
 
 
