@@ -7,8 +7,9 @@
 # r-cran-jsonlite for the Stan side (apt-get install -y r-cran-rstan r-cran-jsonlite);
 # without them only homodyne-hpc is measured. Run it alone on the machine: CPU seconds are
 # compared. Resumable: runs already in the output's stan_bench.json are kept. Shard a takes
-# about 20 CPU-minutes; shard b's stan_user and stan_unitscale rows about 30 CPU-minutes per
-# seed (--shards a, or --rows / --seeds to choose).
+# about 10 CPU-minutes (5 seeds, 4 rows) plus compiling the three Stan models once; on shard
+# b a stan_user run takes about 2,000 CPU s, a stan_unitscale run about 75 and the others
+# under 30 (--shards, --rows and --seeds choose).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
