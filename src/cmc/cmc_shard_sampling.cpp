@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "cmc/shard_map_export.h"
+
 namespace homodyne::cmc::phases {
 
 // ---------------------------------------------------------------------------------------
@@ -105,12 +107,15 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
                              const Logger& logger) {
   ShardStart start{{theta0.begin(), theta0.end()}, sigma0, {}};
   if (!whiten) return start;
+  const double cpu_start = ThreadCpuSeconds();
   ShardPosteriorSetup one = setup;
   one.threads = 1;
   one.worker_start = nullptr;
   const ShardPosterior post(std::move(one), layout);
   const ShardMode mode = post.FindMode(theta0, sigma0, 200);
   start.whitening = post.LaplaceAt(mode.u);
+  ExportShardMapIfRequested(
+      {shard, layout.names(), &setup, &mode, &start.whitening, ThreadCpuSeconds() - cpu_start});
   if (start.whitening.empty()) {
     logger.Info(
         "CMC: shard {}: no Laplace whitening (the Hessian at the mode is not positive "
