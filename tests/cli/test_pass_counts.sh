@@ -52,7 +52,7 @@ YAML
 
 /usr/bin/python3 - "$tmp/lp/run_report.yaml" "$tmp/ic/run_report.yaml" "$line" <<'PY' || fail "pass counts"
 import re, sys, yaml
-kinds = ["chi2", "normal", "chi2_batch", "model", "data", "row_subset"]
+kinds = ["chi2", "normal", "chi2_batch", "model", "fused", "data", "row_subset"]
 
 def check(path, streamed, must_have):
     r = yaml.safe_load(open(path))
@@ -95,7 +95,8 @@ assert stage["phi0"]["accepted_steps"] > 0 and stage["phi0"]["normal"] >= 4, sta
 assert stage["local"]["accepted_steps"] > 0 and stage["local"]["normal"] > 0, stage["local"]
 assert stage["initial_scaling"]["data"] > 0 and stage["initial_scaling"]["total"] == \
     stage["initial_scaling"]["data"], stage["initial_scaling"]
-assert stage["report"]["model"] >= 1, stage["report"]  # chi2 per angle
+# Streamed, the report's plain chi2 (soft_l1, the default loss) and chi2 per angle: one read.
+assert stage["report"]["fused"] == 1 and stage["report"]["model"] == 0, stage["report"]
 m = re.search(r"NLSQ data passes: (\d+) for (\d+) accepted steps", sys.argv[3])
 assert m and int(m.group(1)) == lam["total"] and int(m.group(2)) == lam["accepted_steps"], \
     (sys.argv[3], lam["total"], lam["accepted_steps"])
