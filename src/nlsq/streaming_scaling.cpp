@@ -137,7 +137,8 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   // Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
   // while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
   // more memory than the window's buffer); once a pass kept them all, the remaining passes
-  // replay them instead of reading the data again. The first passes want nearly every value
+  // replay them instead of reading the data again — on every rank alike, so that every rank
+  // makes the same reads (agreed after each pass). The first passes want nearly every value
   // (they fix sign and exponent), the third about a thousandth (the prefix then holds 10
   // bits of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
   struct Candidate {
@@ -147,6 +148,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   };
   std::vector<Candidate> candidates;
   bool replay = false;
+  bool kept = false;  // this pass kept every wanted value of the rank
   std::size_t max_candidates = 0;
   auto pass = [&] {
     const bool check = !select.first_pass_done();
@@ -181,7 +183,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
           }
         }
       });
-      replay = keep;
+      kept = keep;
     }
     if (comm.is_root()) {
       for (int k = 0; k < n_angles; ++k) {
@@ -239,7 +241,20 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     a.offset = AskPercentile(select, far, levels.low);
     a.ceiling = AskPercentile(select, near, levels.high);
   }
-  RunPasses(comm, select, pass);
+  while (!select.done()) {
+    kept = false;
+    RunCollectively(comm, [&] {
+      const FaultScope scaling("scaling");  // job rank: comm may be a multistart group
+      pass();
+    });
+    if (!replay) {
+      int all = kept ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_MIN, comm.get());
+      replay = all != 0;
+      if (!replay) std::vector<Candidate>().swap(candidates);
+    }
+    select.FinishPass(comm);
+  }
   for (int k = 0; k < n_angles; ++k) {
     const AngleQueries& a = queries[static_cast<std::size_t>(k)];
     out.push_back(

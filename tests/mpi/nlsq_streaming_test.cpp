@@ -127,11 +127,20 @@ int Kind(const StagePasses& s, PassKind k) { return s.by_kind[static_cast<std::s
 
 // The pass ledger of a robust (soft_l1, the default) fit: every streamed pass read the stream
 // once; the report's plain χ² and χ² per angle took two passes in core and one streamed
-// (fused), the other stages the same passes and steps.
+// (fused), the solve and the noise level the same passes and steps. (The initial scaling's
+// passes replay kept values once they fit in a quarter of a window, so their number depends
+// on the window size: at most the six of the radix selection.)
 void ExpectPassesCounted(const NlsqRunResult& in_core, const NlsqRunResult& streamed) {
   EXPECT_EQ(in_core.stream_reads, -1);
   EXPECT_EQ(streamed.stream_reads, TotalPasses(streamed));
-  EXPECT_EQ(TotalPasses(streamed), TotalPasses(in_core) - 1);
+  const StagePasses* scaling_ic = FindStage(in_core, "initial_scaling");
+  const StagePasses* scaling_st = FindStage(streamed, "initial_scaling");
+  ASSERT_NE(scaling_ic, nullptr);
+  ASSERT_NE(scaling_st, nullptr);
+  EXPECT_LE(scaling_st->total(), 6);
+  EXPECT_LE(scaling_ic->total(), 6);
+  EXPECT_EQ(TotalPasses(streamed) - scaling_st->total(),
+            TotalPasses(in_core) - scaling_ic->total() - 1);
   const StagePasses* ic = FindStage(in_core, "report");
   const StagePasses* st = FindStage(streamed, "report");
   ASSERT_NE(ic, nullptr);
@@ -140,7 +149,7 @@ void ExpectPassesCounted(const NlsqRunResult& in_core, const NlsqRunResult& stre
   EXPECT_EQ(Kind(*ic, PassKind::kModel), 1);
   EXPECT_EQ(Kind(*st, PassKind::kFused), 1);
   EXPECT_EQ(Kind(*st, PassKind::kModel) + Kind(*st, PassKind::kChi2), 0);
-  for (const char* stage : {"initial_scaling", "fit", "noise_level"}) {
+  for (const char* stage : {"fit", "noise_level"}) {
     const StagePasses* a = FindStage(in_core, stage);
     const StagePasses* b = FindStage(streamed, stage);
     ASSERT_NE(a, nullptr) << stage;
