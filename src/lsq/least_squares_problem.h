@@ -64,6 +64,9 @@ class LeastSquaresProblem {
   // and, when any rank's says true, ends early on every rank with PassInterrupted instead
   // of a result. For callers that can save their state at the last completed step.
   virtual void SetStopCheck(std::function<bool()> stop) { (void)stop; }
+  // Told of every step a solver accepts (not collective; every rank's solver accepts the
+  // same steps): for the passes per accepted step of the run report.
+  virtual void StepAccepted() {}
 };
 
 // Thrown on every rank (after they agreed on it) by a pass a stop request cut short. The

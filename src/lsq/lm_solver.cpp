@@ -342,6 +342,7 @@ SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::v
       break;
     }
     ++st.iteration;
+    problem.StepAccepted();
     st.chi2_history.push_back(st.equations.chi2);
     if (callback) {
       callback({st.iteration, st.equations.chi2,

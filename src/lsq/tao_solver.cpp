@@ -174,6 +174,7 @@ PetscErrorCode MonitorCallback(Tao tao, void* raw) {
   if (it == 0 && ctx.iteration_offset > 0) return 0;  // the resumed point was recorded before
   ctx.chi2_history.push_back(2.0 * f);
   const int iteration = static_cast<int>(it) + ctx.iteration_offset;
+  if (it > 0) ctx.problem->StepAccepted();  // TAO monitors once per iteration
   try {
     if (*ctx.callback) {
       // Jᵀr from the cache when TAO's last full evaluation was at this iterate (the usual

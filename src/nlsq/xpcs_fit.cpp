@@ -108,6 +108,7 @@ class LayoutView : public lsq::LeastSquaresProblem {
   double ZeroModelChi2(std::span<const double> x) override {
     return data_.ZeroScalingChi2(layout_.Expand(x));
   }
+  void StepAccepted() override { data_.StepAccepted(); }
   // The stop check is the data problem's (XpcsFitSession::SetStopCheck sets it there).
 
  private:
@@ -180,8 +181,11 @@ std::string XpcsFitSession::DataDescription() {
   // The digest costs a look at every value: in core a pass over memory, streamed one read
   // of the file; computed once, when the first checkpoint store needs it.
   if (s.content_digest.empty()) {
+    const std::int64_t before = s.stream ? s.stream->windows_loaded() : 0;
     s.content_digest = s.stream ? DigestStreamedData(s.comm, s.local, *s.stream)
                                 : io::DigestLocalData(s.comm, s.local);
+    s.ledger->CountIn("checkpoint_digest", PassKind::kData,
+                      s.stream ? detail::StreamReadsSince(*s.stream, before) : 1);
   }
   const io::DatasetMetadata& meta = s.local.meta;
   return checkpoint::DescribeData(s.content_digest, meta.q_physics, s.phi, meta.n_frames, meta.dt,

@@ -24,6 +24,7 @@
 #include "nlsq/memory_plan.h"
 #include "nlsq/nlsq_checkpoint.h"
 #include "nlsq/noise_level.h"
+#include "nlsq/pass_ledger.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 
@@ -77,7 +78,13 @@ struct NlsqRunResult {
   double q = 0.0;
   std::vector<double> phi_deg;
   std::vector<double> t_full;  // loader grid from 0 (for output files)
-  int passes = 0;
+  int passes = 0;              // the problem's passes up to the answer (before the report's own)
+  // Every data pass of the session by stage and kind, with the steps each stage accepted:
+  // the problem's passes (the report's included) and the reads of the data alone.
+  std::vector<StagePasses> pass_stages;
+  // Streamed: the whole reads of the rank's stream up to the report (−1 in core): every pass
+  // but a row subset's reads it once, so it checks the ledger.
+  int stream_reads = -1;
   std::string data_file;
   std::string data_format;  // aps_old | aps_u
   double dt = 0.0;
@@ -188,8 +195,9 @@ class XpcsFitSession {
  private:
   XpcsProblem& RowsProblem(int stride);  // collective when it builds one
   // Collective: the report's nlsq_diagnostics fields for the answer `summary` (one model pass
-  // for the χ² split by angle).
-  void FillDiagnostics(const SolverSummary& summary, FitReport& rep);
+  // for the χ² split by angle unless `chi2_per_angle` gives it).
+  void FillDiagnostics(const SolverSummary& summary, FitReport& rep,
+                       std::optional<std::vector<double>> chi2_per_angle);
   // Collective: the report's noise-based reduced χ², the held-scaling check and the quality
   // verdict (needs FillDiagnostics' χ² per angle).
   void AssessQuality(const SolverSummary& summary, const std::vector<double>& expanded,

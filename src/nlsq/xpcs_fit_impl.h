@@ -13,6 +13,7 @@
 
 #include "config/config_bridge.h"
 #include "io/distributed_loader.h"
+#include "nlsq/block_stream.h"
 #include "nlsq/fit_data.h"
 #include "nlsq/gradient_monitor.h"
 #include "nlsq/noise_level.h"
@@ -46,6 +47,8 @@ struct XpcsFitSession::Impl {
   model::Bounds bounds;
   std::vector<double> x0;
   std::unique_ptr<XpcsProblem> problem;
+  // The job's data passes by stage and kind (the problem's, and the reads of the data alone).
+  std::shared_ptr<PassLedger> ledger = std::make_shared<PassLedger>();
   std::map<int, std::unique_ptr<XpcsProblem>> row_problems;  // problem->OnRows, by row stride
   std::function<bool()> stop;                                // SetStopCheck, for new row problems
   std::int64_t n_t = 0;
@@ -61,6 +64,10 @@ struct XpcsFitSession::Impl {
 };
 
 namespace detail {
+
+// Streamed: the whole reads of the rank's stream since it had loaded `windows_before`
+// windows (a pass cut short counts as one).
+int StreamReadsSince(const BlockStream& stream, std::int64_t windows_before);
 
 // The optimiser's scaling parameters: its first entries (model/parameter_layout.h).
 int NumScaling(const model::ParameterLayout& layout);

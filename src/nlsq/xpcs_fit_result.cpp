@@ -65,10 +65,25 @@ void FillParameterValues(const XpcsFitSession::Impl& s, const NlsqRunResult& r, 
   }
 }
 
+// The closing line of the data passes: a streamed fit's cost is their number times a read.
+void LogPasses(const PassLedger& ledger, const Logger& logger) {
+  std::string stages;
+  for (const StagePasses& st : ledger.stages()) {
+    stages += (stages.empty() ? "" : "; ") + DescribePasses(st);
+  }
+  const int steps = ledger.accepted_steps();
+  logger.Info("NLSQ data passes: {} for {} accepted steps ({} per accepted step): {}",
+              ledger.total(), steps,
+              steps > 0 ? fmt::format("{:.2f}", static_cast<double>(ledger.total()) / steps)
+                        : std::string("n/a"),
+              stages);
+}
+
 }  // namespace
 
 NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   Impl& s = *impl_;
+  const PassLedger::Label report_passes(*s.ledger, "report");
   const model::ParameterLayout& layout = *s.layout;
   const model::ExpandedIndex& index = s.index;
   const io::DatasetMetadata& meta = s.local.meta;
@@ -83,7 +98,16 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   const double data_objective =
       penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
   const model::RobustLoss& loss = s.problem->loss();
-  const double data_chi2 = loss.robust() ? s.problem->PlainChi2(summary.x) : data_objective;
+  // Streamed, the plain χ² and the χ² per angle share one read of the data.
+  double data_chi2 = data_objective;
+  std::optional<std::vector<double>> chi2_per_angle;
+  if (loss.robust() && s.stream) {
+    XpcsProblem::PlainAndPerAngle both = s.problem->PlainChi2AndPerAngle(summary.x);
+    data_chi2 = both.plain_chi2;
+    chi2_per_angle = std::move(both.per_angle);
+  } else if (loss.robust()) {
+    data_chi2 = s.problem->PlainChi2(summary.x);
+  }
   if (loss.robust()) {
     // The progress lines gave the objective; here the plain χ² beside it, once.
     s.logger.Info("NLSQ: {} {:.10g} at the answer; plain chi2 {:.10g} (reduced {:.6g})",
@@ -146,7 +170,7 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   const auto& opt_names = layout.names();
   rep.degeneracy =
       DiagnoseDegeneracy(opt_names, cov, summary.at_lower_bound, summary.at_upper_bound);
-  FillDiagnostics(summary, rep);
+  FillDiagnostics(summary, rep, std::move(chi2_per_angle));
   AssessQuality(summary, r.expanded, rep);
   r.phases = s.phases;  // with the noise level's pass, timed on first use
   rep.mpi_ranks = s.comm.size();
@@ -157,6 +181,9 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   rep.execution_time =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count();
   rep.diagnostics.wall_time_seconds = rep.execution_time;
+  r.pass_stages = s.ledger->stages();
+  if (s.stream) r.stream_reads = detail::StreamReadsSince(*s.stream, 0);
+  LogPasses(*s.ledger, s.logger);
   return r;
 }
 
@@ -164,8 +191,11 @@ const NoiseLevel& XpcsFitSession::DataNoise() {
   Impl& s = *impl_;
   if (!s.noise) {
     PhaseTimes::Scope t(s.phases, "noise_level");
+    const std::int64_t before = s.stream ? s.stream->windows_loaded() : 0;
     s.noise = s.stream ? EstimateNoiseStreaming(s.comm, s.local, *s.stream)
                        : EstimateNoise(s.comm, s.local);
+    s.ledger->CountIn("noise_level", PassKind::kData,
+                      s.stream ? detail::StreamReadsSince(*s.stream, before) : 1);
   }
   return *s.noise;
 }
@@ -269,11 +299,13 @@ void XpcsFitSession::AssessQuality(const SolverSummary& summary,
   rep.misfit_reasons = q.misfit;
 }
 
-void XpcsFitSession::FillDiagnostics(const SolverSummary& summary, FitReport& rep) {
+void XpcsFitSession::FillDiagnostics(const SolverSummary& summary, FitReport& rep,
+                                     std::optional<std::vector<double>> chi2_per_angle) {
   Impl& s = *impl_;
   const model::ParameterLayout& layout = *s.layout;
   NlsqDiagnosticsReport& d = rep.diagnostics;
-  d.chi2_per_angle = s.problem->Chi2PerAngle(summary.x);
+  d.chi2_per_angle =
+      chi2_per_angle ? std::move(*chi2_per_angle) : s.problem->Chi2PerAngle(summary.x);
   const int n_scaling = detail::NumScaling(layout);
   const auto& names = layout.names();
   for (int i = n_scaling; i < layout.num_optimised(); ++i) {

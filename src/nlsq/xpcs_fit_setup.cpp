@@ -202,6 +202,7 @@ void BuildProblem(XpcsFitSession::Impl& s, const DataShape& shape) {
   setup.loss = s.loss;
   setup.threads = options.threads;
   setup.worker_start = options.worker_start;
+  setup.ledger = s.ledger;
   {
     PhaseTimes::Scope t(s.phases, "setup");
     s.problem = std::make_unique<XpcsProblem>(s.comm, std::move(setup), *s.layout);
@@ -243,9 +244,29 @@ std::vector<model::ScalingEstimate> detail::EstimateScaling(XpcsFitSession::Impl
   // xpcsjax pools two_component's full matrix; homodyne pools its fit grid.
   const ScalingPool pool = s.mode == model::AnalysisMode::kTwoComponent ? ScalingPool::kFullMatrix
                                                                         : ScalingPool::kFitGrid;
-  return s.stream ? EstimateInitialScalingStreaming(s.comm, s.local, *s.stream, s.scaling_bounds,
-                                                    rule, pool)
-                  : EstimateInitialScaling(s.comm, s.local, s.scaling_bounds, rule, pool);
+  if (s.stream) {
+    const std::int64_t before = s.stream->windows_loaded();
+    auto estimates =
+        EstimateInitialScalingStreaming(s.comm, s.local, *s.stream, s.scaling_bounds, rule, pool);
+    s.ledger->CountIn("initial_scaling", PassKind::kData, StreamReadsSince(*s.stream, before));
+    return estimates;
+  }
+  // EstimateInitialScaling's visit of the one in-core window, counted.
+  int passes = 0;
+  auto estimates = EstimateInitialScalingOverWindows(
+      s.comm, s.local,
+      [&](const ScalingWindowVisit& visit) {
+        ++passes;
+        visit(s.local.tiles, s.local.values);
+      },
+      s.scaling_bounds, rule, pool);
+  s.ledger->CountIn("initial_scaling", PassKind::kData, passes);
+  return estimates;
+}
+
+int detail::StreamReadsSince(const BlockStream& stream, std::int64_t windows_before) {
+  const std::int64_t windows = std::max(1, stream.num_windows());
+  return static_cast<int>((stream.windows_loaded() - windows_before + windows - 1) / windows);
 }
 
 XpcsFitSession::XpcsFitSession(const Comm& comm, const config::Config& cfg,

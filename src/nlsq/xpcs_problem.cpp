@@ -57,13 +57,17 @@ struct XpcsProblem::Impl {
                       std::size_t width);
   // All local blocks' partials, in core or window by window from the stream (each window
   // read once for the whole batch). False when the stop check cut the pass short.
+  // `also`, when set, is called with every streamed window after its partials (more work on
+  // the same read).
   bool LocalPartials(std::span<const std::vector<double>> expanded, bool with_derivatives,
-                     std::size_t width, int rank);
+                     std::size_t width, int rank,
+                     const std::function<void(const StreamWindow&)>* also = nullptr);
   // One pass's local work as a unit of the fault tests (the "fit" stage and the solver
   // stage now running), agreed on, then — with a stop check — the agreement on a stop:
   // lsq::PassInterrupted on every rank if any rank's pass was cut short.
   void AgreedLocalPartials(const Comm& comm, std::span<const std::vector<double>> expanded,
-                           bool with_derivatives, std::size_t width);
+                           bool with_derivatives, std::size_t width,
+                           const std::function<void(const StreamWindow&)>* also = nullptr);
   // `in` with every point of angle k weighted by angle_weights[k]: uniform weights scaled,
   // per-point weight arrays copied scaled into `storage` (which must outlive the tiles).
   std::vector<model::RowTile> Weighted(std::vector<model::RowTile> in,
@@ -127,7 +131,8 @@ bool XpcsProblem::Impl::KernelPartials(const model::PassKernel& k, std::size_t b
 }
 
 bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expanded,
-                                      bool with_derivatives, std::size_t width, int rank) {
+                                      bool with_derivatives, std::size_t width, int rank,
+                                      const std::function<void(const StreamWindow&)>* also) {
   partials.resize(static_cast<std::size_t>(local_blocks) * expanded.size() * width);
   if (stream == nullptr) return KernelPartials(*kernel, 0, expanded, with_derivatives, width);
   for (int w = 0; w < stream->num_windows(); ++w) {
@@ -144,13 +149,15 @@ bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
                         width)) {
       return false;
     }
+    if (also != nullptr) (*also)(win);
   }
   return true;
 }
 
 void XpcsProblem::Impl::AgreedLocalPartials(const Comm& comm,
                                             std::span<const std::vector<double>> expanded,
-                                            bool with_derivatives, std::size_t width) {
+                                            bool with_derivatives, std::size_t width,
+                                            const std::function<void(const StreamWindow&)>* also) {
   int cut = 0;
   RunCollectively(comm, [&] {
     const FaultScope any_pass("fit");  // job rank: comm may be a multistart group
@@ -162,7 +169,7 @@ void XpcsProblem::Impl::AgreedLocalPartials(const Comm& comm,
         return stop && stop();
       };
     }
-    cut = LocalPartials(expanded, with_derivatives, width, comm.rank()) ? 0 : 1;
+    cut = LocalPartials(expanded, with_derivatives, width, comm.rank(), also) ? 0 : 1;
   });
   if (!stop) return;  // every rank has the same setting: no rank waits below alone
   MPI_Allreduce(MPI_IN_PLACE, &cut, 1, MPI_INT, MPI_MAX, comm.get());
@@ -172,7 +179,10 @@ void XpcsProblem::Impl::AgreedLocalPartials(const Comm& comm,
 void XpcsProblem::SetStopCheck(std::function<bool()> stop) { impl_->stop = std::move(stop); }
 
 XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::ParameterLayout layout)
-    : impl_(std::make_unique<Impl>()), comm_(comm), layout_(std::move(layout)) {
+    : impl_(std::make_unique<Impl>()),
+      comm_(comm),
+      layout_(std::move(layout)),
+      ledger_(setup.ledger ? setup.ledger : std::make_shared<PassLedger>()) {
   HOMODYNE_CHECK(setup.threads >= 1, "need at least one thread");
   HOMODYNE_CHECK(
       setup.first_block >= 0 &&
@@ -248,9 +258,16 @@ std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
   setup.worker_start = im.window_options.worker_start;
   setup.blocks = im.BlocksOnRows(stride);
   // The search on rows minimises the same objective: the same penalty rows.
+  setup.ledger = ledger_;
   auto rows = std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);
+  rows->on_rows_ = true;
   rows->SetScalingPenalty(penalty_);
   return rows;
+}
+
+void XpcsProblem::CountPass(PassKind kind) {
+  ++passes_;
+  ledger_->Count(on_rows_ ? PassKind::kRows : kind);
 }
 
 int XpcsProblem::num_parameters() const { return layout_.num_optimised(); }
@@ -259,7 +276,7 @@ std::int64_t XpcsProblem::local_points() const { return impl_->local_points; }
 
 model::NormalEquations XpcsProblem::EvaluateExpanded(std::span<const double> expanded,
                                                      bool with_derivatives) {
-  ++passes_;
+  CountPass(with_derivatives ? PassKind::kNormal : PassKind::kChi2);
   const model::PassKernel& kernel = *impl_->kernel;
   const std::size_t width = kernel.partial_size(with_derivatives);
   // Per-block sums on this rank's threads (fixed order inside each block) ... A failure
@@ -290,7 +307,7 @@ void XpcsProblem::EvaluateChi2Batch(std::span<const std::vector<double>> xs,
                                     std::vector<double>& chi2) {
   chi2.assign(xs.size(), 0.0);
   if (xs.empty()) return;
-  ++passes_;
+  CountPass(xs.size() == 1 ? PassKind::kChi2 : PassKind::kChi2Batch);
   std::vector<std::vector<double>> expanded;
   expanded.reserve(xs.size());
   for (const auto& x : xs) expanded.push_back(layout_.Expand(x));
@@ -350,61 +367,114 @@ void AddAngleTerms(std::span<const model::RowTile> tiles, std::span<const int> b
 
 }  // namespace
 
-std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
-  Impl& im = *impl_;
-  ++passes_;
-  const std::vector<double> expanded = layout_.Expand(x);
-  const std::size_t n_angles = im.phi.size();
-  const double inv_sigma = 1.0 / im.window_options.sigma;
-  std::vector<double> sums(static_cast<std::size_t>(im.local_blocks) * n_angles, 0.0);
+// The per-angle χ² sums of the blocks a pass visits: AddBlocks for each run of blocks (in
+// core all of them, streamed each window's), then Reduce along the block tree.
+class XpcsProblem::AngleSums {
+ public:
+  AngleSums(const Impl& im, std::span<const double> x_expanded)
+      : im_(im),
+        expanded_(x_expanded),
+        n_angles_(im.phi.size()),
+        inv_sigma_(1.0 / im.window_options.sigma),
+        sums_(static_cast<std::size_t>(im.local_blocks) * n_angles_, 0.0) {}
+
+  // Blocks in pieces of about kChi2PerAnglePiecePoints points (at least one block each).
+  void AddBlocks(const std::vector<std::vector<model::RowTile>>& blocks, int block0) {
+    std::size_t first = 0;
+    std::int64_t points = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      for (const model::RowTile& tile : blocks[b]) points += tile.count;
+      if (points >= kChi2PerAnglePiecePoints || b + 1 == blocks.size()) {
+        Piece(blocks, first, b + 1, block0);
+        first = b + 1;
+        points = 0;
+      }
+    }
+  }
+
+  std::vector<double> Reduce(const Comm& comm) const {
+    const std::int64_t b0 = im_.first_block;
+    return ReproducibleTileSum(
+        comm, im_.total_blocks, b0, b0 + im_.local_blocks, n_angles_,
+        [&](std::int64_t block, std::span<double> out) {
+          const auto offset = static_cast<std::size_t>(block - b0) * n_angles_;
+          std::copy_n(sums_.begin() + static_cast<std::ptrdiff_t>(offset), n_angles_, out.begin());
+        });
+  }
+
+ private:
   // The blocks [first, last) of `blocks` (local indices from `block0`) through one kernel.
-  const auto piece = [&](const std::vector<std::vector<model::RowTile>>& blocks, std::size_t first,
-                         std::size_t last, int block0) {
-    model::KernelOptions ko = im.window_options;
+  void Piece(const std::vector<std::vector<model::RowTile>>& blocks, std::size_t first,
+             std::size_t last, int block0) {
+    model::KernelOptions ko = im_.window_options;
     ko.chunk_tile_starts.clear();
     std::vector<int> block_of;
     for (std::size_t b = first; b < last; ++b) {
       block_of.insert(block_of.end(), blocks[b].size(), block0 + static_cast<int>(b));
     }
     std::vector<std::vector<double>> storage;
-    const std::vector<model::RowTile> tiles = im.Weighted(
+    const std::vector<model::RowTile> tiles = im_.Weighted(
         ChunkedTiles(std::span(blocks).subspan(first, last - first), ko.chunk_tile_starts),
         storage);
-    const auto kernel = model::MakePassKernel(im.mode, im.geometry, im.t, im.phi, tiles, ko);
+    const auto kernel = model::MakePassKernel(im_.mode, im_.geometry, im_.t, im_.phi, tiles, ko);
     std::vector<double> values(static_cast<std::size_t>(kernel->num_points()));
-    kernel->EvaluateModel(expanded, values);
-    AddAngleTerms(tiles, block_of, values, inv_sigma, n_angles, sums);
-  };
-  // Blocks in pieces of about kChi2PerAnglePiecePoints points (at least one block each).
-  const auto pieces = [&](const std::vector<std::vector<model::RowTile>>& blocks, int block0) {
-    std::size_t first = 0;
-    std::int64_t points = 0;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      for (const model::RowTile& tile : blocks[b]) points += tile.count;
-      if (points >= kChi2PerAnglePiecePoints || b + 1 == blocks.size()) {
-        piece(blocks, first, b + 1, block0);
-        first = b + 1;
-        points = 0;
-      }
-    }
-  };
+    kernel->EvaluateModel(expanded_, values);
+    AddAngleTerms(tiles, block_of, values, inv_sigma_, n_angles_, sums_);
+  }
+
+  const Impl& im_;
+  std::span<const double> expanded_;
+  std::size_t n_angles_;
+  double inv_sigma_;
+  std::vector<double> sums_;
+};
+
+std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
+  Impl& im = *impl_;
+  CountPass(PassKind::kModel);
+  const std::vector<double> expanded = layout_.Expand(x);
+  AngleSums sums(im, expanded);
   RunCollectively(comm_, [&] {
     if (im.stream != nullptr) {
       for (int w = 0; w < im.stream->num_windows(); ++w) {
         const StreamWindow& win = im.stream->Load(w);
-        pieces(win.blocks, win.first_block);
+        sums.AddBlocks(win.blocks, win.first_block);
       }
       return;
     }
-    pieces(im.BlocksOnRows(1), 0);
+    sums.AddBlocks(im.BlocksOnRows(1), 0);
   });
+  return sums.Reduce(comm_);
+}
+
+XpcsProblem::PlainAndPerAngle XpcsProblem::PlainChi2AndPerAngle(std::span<const double> x) {
+  Impl& im = *impl_;
+  if (im.stream == nullptr) return {PlainChi2(x), Chi2PerAngle(x)};
+  // Streamed: PlainChi2's pass (its kernels and partials, the linear loss, the penalty rows
+  // left out), each window's model values for the per-angle sums taken from the same read.
+  CountPass(PassKind::kFused);
+  const model::RobustLoss loss = im.window_options.loss;
+  const std::vector<double> expanded = layout_.Expand(x);
+  AngleSums sums(im, expanded);
+  const std::function<void(const StreamWindow&)> also = [&](const StreamWindow& win) {
+    sums.AddBlocks(win.blocks, win.first_block);
+  };
+  SetLoss({});  // as PlainChi2: the window kernels are built with the linear loss
+  try {
+    im.AgreedLocalPartials(comm_, std::span<const std::vector<double>>(&expanded, 1), false, 1,
+                           &also);
+  } catch (...) {
+    SetLoss(loss);
+    throw;
+  }
+  SetLoss(loss);
   const std::int64_t b0 = im.first_block;
-  return ReproducibleTileSum(comm_, im.total_blocks, b0, b0 + im.local_blocks, n_angles,
-                             [&](std::int64_t block, std::span<double> out) {
-                               const auto offset = static_cast<std::size_t>(block - b0) * n_angles;
-                               std::copy_n(sums.begin() + static_cast<std::ptrdiff_t>(offset),
-                                           n_angles, out.begin());
-                             });
+  const auto chi2 = ReproducibleTileSum(comm_, im.total_blocks, b0, b0 + im.local_blocks, 1,
+                                        [&](std::int64_t block, std::span<double> out) {
+                                          out[0] =
+                                              im.partials[static_cast<std::size_t>(block - b0)];
+                                        });
+  return {chi2[0], sums.Reduce(comm_)};
 }
 
 double XpcsProblem::DataChi2(std::span<const double> x) {

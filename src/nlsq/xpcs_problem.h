@@ -26,6 +26,7 @@
 #include "model/parameter_layout.h"
 #include "model/robust_loss.h"
 #include "model/row_tile.h"
+#include "nlsq/pass_ledger.h"
 #include "nlsq/scaling_penalty.h"
 #include "parallel/comm.h"
 
@@ -55,6 +56,9 @@ struct XpcsProblemSetup {
   // Optional, run once in each of the kernel's spawned worker threads (1..threads−1) before
   // any work: the driver pins them to their cores here (homodyne::PinCurrentThread).
   std::function<void(int thread_index)> worker_start;
+  // Where the passes are counted (shared with the session and the row problems); empty: the
+  // problem's own.
+  std::shared_ptr<PassLedger> ledger;
 };
 
 class XpcsProblem : public lsq::LeastSquaresProblem {
@@ -81,6 +85,13 @@ class XpcsProblem : public lsq::LeastSquaresProblem {
   // pieces of at most kChi2PerAnglePiecePoints points at a time.
   std::vector<double> Chi2PerAngle(std::span<const double> x);
   static constexpr std::int64_t kChi2PerAnglePiecePoints = std::int64_t{1} << 21;
+  // Collective: PlainChi2(x) and Chi2PerAngle(x), the same bits as each alone. Streamed, one
+  // read of the data serves both (a fused pass); in core, the two passes.
+  struct PlainAndPerAngle {
+    double plain_chi2 = 0.0;
+    std::vector<double> per_angle;
+  };
+  PlainAndPerAngle PlainChi2AndPerAngle(std::span<const double> x);
 
   // Reduced normal equations of the data in the expanded (individual per-angle) space (no
   // penalty rows).
@@ -120,14 +131,22 @@ class XpcsProblem : public lsq::LeastSquaresProblem {
   std::int64_t total_points() const { return total_points_; }  // unique pairs, all ranks
   std::int64_t local_points() const;
   int passes() const { return passes_; }
+  PassLedger& ledger() { return *ledger_; }
+  void StepAccepted() override { ledger_->StepAccepted(); }
 
  private:
   struct Impl;
+  class AngleSums;
   std::unique_ptr<Impl> impl_;
   const Comm& comm_;
   model::ParameterLayout layout_;
   std::int64_t total_points_ = 0;
   int passes_ = 0;
+  // Every pass of the problem is also counted here, by stage and kind; a row problem's as
+  // PassKind::kRows (OnRows).
+  std::shared_ptr<PassLedger> ledger_;
+  bool on_rows_ = false;
+  void CountPass(PassKind kind);
   ScalingSpreadPenalty penalty_;
 };
 

@@ -3,6 +3,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -411,6 +412,57 @@ void EmitFixedCosts(YAML::Emitter& y, const FixedCostFacts& f) {
   y << YAML::EndMap;
 }
 
+// passes / accepted steps, null without an accepted step.
+void EmitPerStep(YAML::Emitter& y, int passes, int steps) {
+  y << YAML::Key << "per_accepted_step" << YAML::Value;
+  EmitNumberOrNull(y, steps > 0 ? static_cast<double>(passes) / steps : std::nan(""));
+}
+
+// Every data pass of the NLSQ session by pipeline stage and kind (nlsq/pass_ledger.h), with
+// the steps each stage's solves accepted. A streamed pass reads the rank's share of the file
+// once (row_subset passes excepted), so `stream_reads` — counted by the stream itself —
+// equals the total less the row-subset passes.
+void EmitPasses(YAML::Emitter& y, const nlsq::NlsqRunResult& r) {
+  std::array<int, nlsq::kNumPassKinds> kinds{};
+  int total = 0, steps = 0;
+  for (const nlsq::StagePasses& s : r.pass_stages) {
+    for (std::size_t k = 0; k < kinds.size(); ++k) kinds[k] += s.by_kind[k];
+    total += s.total();
+    steps += s.accepted_steps;
+  }
+  const auto emit_kinds = [&y](const std::array<int, nlsq::kNumPassKinds>& by_kind) {
+    for (std::size_t k = 0; k < by_kind.size(); ++k) {
+      y << YAML::Key << std::string(nlsq::ToString(static_cast<nlsq::PassKind>(k))) << YAML::Value
+        << by_kind[k];
+    }
+  };
+  y << YAML::Key << "passes" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "total" << YAML::Value << total;
+  y << YAML::Key << "accepted_steps" << YAML::Value << steps;
+  EmitPerStep(y, total, steps);
+  y << YAML::Key << "stream_reads" << YAML::Value;
+  if (r.stream_reads >= 0) {
+    y << r.stream_reads;
+  } else {
+    y << YAML::Null;
+  }
+  y << YAML::Key << "by_kind" << YAML::Value << YAML::Flow << YAML::BeginMap;
+  emit_kinds(kinds);
+  y << YAML::EndMap;
+  y << YAML::Key << "by_stage" << YAML::Value << YAML::BeginSeq;
+  for (const nlsq::StagePasses& s : r.pass_stages) {
+    y << YAML::Flow << YAML::BeginMap;
+    y << YAML::Key << "stage" << YAML::Value << s.stage;
+    y << YAML::Key << "total" << YAML::Value << s.total();
+    emit_kinds(s.by_kind);
+    y << YAML::Key << "accepted_steps" << YAML::Value << s.accepted_steps;
+    EmitPerStep(y, s.total(), s.accepted_steps);
+    y << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::EndMap;
+}
+
 // Points, passes and draws per second.
 void EmitThroughput(YAML::Emitter& y, const Comm& world, const RunReportInput& in) {
   const nlsq::NlsqRunResult* r = in.nlsq;
@@ -434,6 +486,7 @@ void EmitThroughput(YAML::Emitter& y, const Comm& world, const RunReportInput& i
                             : std::nan(""));
     y << YAML::Key << "gradient_evaluations_per_second" << YAML::Value;
     EmitNumberOrNull(y, fit_s > 0 ? r->summary.evaluations / fit_s : std::nan(""));
+    EmitPasses(y, *r);
   }
   if (in.cmc != nullptr) {
     const cmc::CmcRunResult& c = *in.cmc;

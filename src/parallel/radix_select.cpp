@@ -101,6 +101,16 @@ int RadixSelect::AddQuery(int set, std::int64_t k) {
   return static_cast<int>(queries_.size()) - 1;
 }
 
+bool RadixSelect::Wanted(int set, double value) const {
+  if (first_pass_) return true;
+  const std::uint64_t key = Key(value);
+  for (int id : set_queries_[static_cast<std::size_t>(set)]) {
+    const Query& q = queries_[static_cast<std::size_t>(id)];
+    if (q.bits == 0 || (q.bits < 64 && (key >> (64 - q.bits)) == q.prefix)) return true;
+  }
+  return false;
+}
+
 bool RadixSelect::done() const {
   if (first_pass_) return false;
   for (const Query& q : queries_) {

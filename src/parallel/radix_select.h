@@ -41,6 +41,11 @@ class RadixSelect {
   // True when every query is resolved (possibly right after the first pass).
   bool done() const;
   double result(int query) const;
+  // After the first pass: true when the next pass's Add(set, value, ·) would count (the value
+  // shares the prefix fixed so far of an unresolved query of `set`). Those values are a
+  // superset of what every later pass counts, so a caller that keeps them can replay them
+  // instead of streaming all values past again, with the same histograms and results.
+  bool Wanted(int set, double value) const;
 
  private:
   struct Query {

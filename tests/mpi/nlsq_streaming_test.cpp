@@ -107,6 +107,58 @@ void ExpectSameFit(const NlsqRunResult& in_core, const NlsqRunResult& streamed) 
   EXPECT_EQ(std::bit_cast<std::uint64_t>(in_core.report.chi_squared),
             std::bit_cast<std::uint64_t>(streamed.report.chi_squared));
   EXPECT_EQ(in_core.expanded, streamed.expanded);
+  EXPECT_EQ(in_core.report.diagnostics.chi2_per_angle, streamed.report.diagnostics.chi2_per_angle);
+}
+
+const StagePasses* FindStage(const NlsqRunResult& r, const std::string& stage) {
+  for (const StagePasses& s : r.pass_stages) {
+    if (s.stage == stage) return &s;
+  }
+  return nullptr;
+}
+
+int TotalPasses(const NlsqRunResult& r) {
+  int n = 0;
+  for (const StagePasses& s : r.pass_stages) n += s.total();
+  return n;
+}
+
+int Kind(const StagePasses& s, PassKind k) { return s.by_kind[static_cast<std::size_t>(k)]; }
+
+// The pass ledger of a robust (soft_l1, the default) fit: every streamed pass read the stream
+// once; the report's plain χ² and χ² per angle took two passes in core and one streamed
+// (fused), the solve and the noise level the same passes and steps. (The initial scaling's
+// passes replay kept values once they fit in a quarter of a window, so their number depends
+// on the window size: at most the six of the radix selection.)
+void ExpectPassesCounted(const NlsqRunResult& in_core, const NlsqRunResult& streamed) {
+  EXPECT_EQ(in_core.stream_reads, -1);
+  EXPECT_EQ(streamed.stream_reads, TotalPasses(streamed));
+  const StagePasses* scaling_ic = FindStage(in_core, "initial_scaling");
+  const StagePasses* scaling_st = FindStage(streamed, "initial_scaling");
+  ASSERT_NE(scaling_ic, nullptr);
+  ASSERT_NE(scaling_st, nullptr);
+  EXPECT_LE(scaling_st->total(), 6);
+  EXPECT_LE(scaling_ic->total(), 6);
+  EXPECT_EQ(TotalPasses(streamed) - scaling_st->total(),
+            TotalPasses(in_core) - scaling_ic->total() - 1);
+  const StagePasses* ic = FindStage(in_core, "report");
+  const StagePasses* st = FindStage(streamed, "report");
+  ASSERT_NE(ic, nullptr);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(Kind(*ic, PassKind::kChi2), 1);
+  EXPECT_EQ(Kind(*ic, PassKind::kModel), 1);
+  EXPECT_EQ(Kind(*st, PassKind::kFused), 1);
+  EXPECT_EQ(Kind(*st, PassKind::kModel) + Kind(*st, PassKind::kChi2), 0);
+  for (const char* stage : {"fit", "noise_level"}) {
+    const StagePasses* a = FindStage(in_core, stage);
+    const StagePasses* b = FindStage(streamed, stage);
+    ASSERT_NE(a, nullptr) << stage;
+    ASSERT_NE(b, nullptr) << stage;
+    EXPECT_GT(a->total(), 0) << stage;
+    EXPECT_EQ(a->by_kind, b->by_kind) << stage;
+    EXPECT_EQ(a->accepted_steps, b->accepted_steps) << stage;
+  }
+  EXPECT_EQ(FindStage(streamed, "fit")->accepted_steps, streamed.summary.iterations);
 }
 
 const Case kStatic{"static", "3000, -0.6, 20", "1000, 0.0, 0.0", "individual", {0, 60, 120}};
@@ -125,6 +177,7 @@ TEST(NlsqStreaming, StaticStreamingEqualsInCore) {
   const NlsqRunResult b = Fit(kStatic, path, FitStrategy::kStreaming, window);
   EXPECT_LE(b.memory.window_points, std::max<std::int64_t>(window, 1) * 2);
   ExpectSameFit(a, b);
+  ExpectPassesCounted(a, b);
 }
 
 TEST(NlsqStreaming, LaminarStreamingEqualsInCoreWithThreads) {
