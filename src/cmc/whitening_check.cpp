@@ -1,0 +1,82 @@
+#include "cmc/whitening_check.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/errors.h"
+
+namespace homodyne::cmc {
+
+void WhiteningCheckOptions::Validate() const {
+  if (!(max_scale_error > 1.0 && std::isfinite(max_scale_error))) {
+    ThrowBadInput(
+        fmt::format("the whitening check's max_scale_error must be > 1, got {}", max_scale_error));
+  }
+}
+
+std::string WhiteningCheck::Describe(const std::vector<std::string>& axis_names) const {
+  const std::string name =
+      axis >= 0 && static_cast<std::size_t>(axis) < axis_names.size()
+          ? fmt::format("axis {} ({})", axis, axis_names[static_cast<std::size_t>(axis)])
+          : fmt::format("axis {}", axis);
+  const std::string at =
+      std::isfinite(drop)
+          ? fmt::format(
+                "the log density drops {:.3g} at {:+g} Laplace sds (a Gaussian: {:.3g}), "
+                "an implied sd of {:.3g} Laplace sds",
+                drop, k, 0.5 * k * k, scale)
+          : fmt::format("the posterior is zero at {:+g} Laplace sds", k);
+  return fmt::format("{} along {}; implied sds {:.3g} … {:.3g} over all axes", at, name, min_scale,
+                     max_scale);
+}
+
+WhiteningCheck CheckWhiteningAxes(const nuts::LogDensity& density, const Whitening& w,
+                                  const WhiteningCheckOptions& options) {
+  options.Validate();
+  WhiteningCheck c;
+  if (w.empty()) return c;
+  const std::size_t d = w.centre.size();
+  std::vector<double> g(d);
+  const double lp0 = density.LogDensityGradient(w.centre, g);
+  ++c.evaluations;
+  if (!std::isfinite(lp0)) {
+    c.poor = true;
+    c.scale = c.min_scale = 0.0;
+    c.drop = std::numeric_limits<double>::infinity();
+    return c;
+  }
+  const double log_limit = std::log(options.max_scale_error);
+  c.min_scale = std::numeric_limits<double>::infinity();
+  double worst = -1.0;
+  std::vector<double> u(d);
+  for (std::size_t i = 0; i < d; ++i) {
+    for (const double k : {-2.0, -1.0, 1.0, 2.0}) {
+      for (std::size_t r = 0; r < d; ++r) u[r] = w.centre[r] + k * w.chol[r * d + i];
+      const double lp = density.LogDensityGradient(u, g);
+      ++c.evaluations;
+      // Outside the support: the implied sd is 0. A rise (the centre is not the mode along
+      // this axis) or no change: an infinitely wide direction.
+      const double drop = std::isfinite(lp) ? lp0 - lp : std::numeric_limits<double>::infinity();
+      const double scale = !std::isfinite(drop) ? 0.0
+                           : drop > 0.0         ? std::abs(k) / std::sqrt(2.0 * drop)
+                                                : std::numeric_limits<double>::infinity();
+      c.min_scale = std::min(c.min_scale, scale);
+      c.max_scale = std::max(c.max_scale, scale);
+      const double error =
+          scale > 0.0 ? std::abs(std::log(scale)) : std::numeric_limits<double>::infinity();
+      if (error > worst) {
+        worst = error;
+        c.axis = static_cast<int>(i);
+        c.k = k;
+        c.drop = drop;
+        c.scale = scale;
+      }
+    }
+  }
+  c.poor = worst > log_limit;
+  return c;
+}
+
+}  // namespace homodyne::cmc
