@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """ESS per gradient of CMC shards in the Laplace-whitened and the unwhitened coordinates,
-and with the automatic choice (optimization.cmc.reparameterization.laplace_whitening:
-true / false / auto; docs/cmc.md step 5b).
+and with the per-shard choice between them (docs/cmc.md step 5b).
 
-  cmc_map_choice.py --build BUILD --work DIR [--cases demo,lam1,lam2] [--variants auto,true,false]
-                    [--seeds 1,2] [--warmup 400] [--samples 300]
+  cmc_map_choice.py --build BUILD --work DIR --label NAME --whitening true|false
+                    [--cases demo,lam1,lam2] [--seeds 1,2] [--warmup 400] [--samples 300]
   cmc_map_choice.py --work DIR --collect OUT.json     (every run under DIR into one JSON)
+
+`--whitening` is optimization.cmc.reparameterization.laplace_whitening; `--label` names the
+rows (e.g. `choice` for a build with the axis check, `whitened` for a build without it and
+true, `unwhitened` for false), so builds before and after the check can be compared on the
+same cases and seeds.
 
 Cases: demo = the demo's CMC run (scripts/demo.sh: build/examples/laminar_demo.h5, first
 40 frames, 2 shards, warm start from the NLSQ fit of the whole dataset, which is run once);
@@ -94,11 +98,11 @@ def prepare(build, work, case):
     return h, ["--no-nlsq-warmstart"], 1
 
 
-def run(build, work, case, variant, seed, warmup, samples):
+def run(build, work, case, label, whitening, seed, warmup, samples):
     h, extra, shards = prepare(build, work, case)
-    tag = f"{case}_{variant}_s{seed}"
+    tag = f"{case}_{label}_s{seed}"
     cfg = os.path.join(work, tag + ".yaml")
-    open(cfg, "w").write(h + cmc_block(seed, warmup, samples, shards, variant))
+    open(cfg, "w").write(h + cmc_block(seed, warmup, samples, shards, whitening))
     out = os.path.join(work, tag)
     shutil.rmtree(out, ignore_errors=True)
     cmd = ["mpiexec", "-n", "1", "--map-by", "slot:PE=2", "--bind-to", "none",
@@ -112,7 +116,8 @@ def run(build, work, case, variant, seed, warmup, samples):
         hist = s["tree_depth_histogram"]
         n = sum(hist)
         rows.append({
-            "case": case, "shard": s["shard"], "variant": variant, "seed": seed,
+            "case": case, "shard": s["shard"], "variant": label, "laplace_whitening": whitening,
+            "seed": seed,
             "coordinates": s.get("coordinates"), "coordinates_reason": s.get("coordinates_reason"),
             "min_ess": s["min_ess"], "sampling_gradients": s["gradient_evaluations"],
             "warmup_gradients": s["warmup_gradient_evaluations"],
@@ -154,7 +159,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--work", required=True)
     ap.add_argument("--cases", default="demo,lam1,lam2")
-    ap.add_argument("--variants", default="auto,true,false")
+    ap.add_argument("--label", default=None)
+    ap.add_argument("--whitening", choices=["true", "false"], default="true")
     ap.add_argument("--seeds", default="1,2")
     ap.add_argument("--warmup", type=int, default=400)
     ap.add_argument("--samples", type=int, default=300)
@@ -169,9 +175,8 @@ def main():
         return
     for seed in a.seeds.split(","):
         for case in a.cases.split(","):
-            for variant in a.variants.split(","):
-                run(os.path.abspath(a.build), work, case, variant, int(seed), a.warmup,
-                    a.samples)
+            run(os.path.abspath(a.build), work, case, a.label or a.whitening, a.whitening,
+                int(seed), a.warmup, a.samples)
 
 
 if __name__ == "__main__":
