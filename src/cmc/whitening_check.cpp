@@ -27,7 +27,7 @@ std::string WhiteningCheck::Describe(const std::vector<std::string>& axis_names)
                 "the log density drops {:.3g} at {:+g} Laplace sds (a Gaussian: {:.3g}), "
                 "an implied sd of {:.3g} Laplace sds",
                 drop, k, 0.5 * k * k, scale)
-          : fmt::format("the posterior is zero at {:+g} Laplace sds", k);
+          : fmt::format("the posterior is zero at {:+g} Laplace sd", k);
   return fmt::format("{} along {}; implied sds {:.3g} … {:.3g} over all axes", at, name, min_scale,
                      max_scale);
 }
@@ -52,7 +52,7 @@ WhiteningCheck CheckWhiteningAxes(const nuts::LogDensity& density, const Whiteni
   double worst = -1.0;
   std::vector<double> u(d);
   for (std::size_t i = 0; i < d; ++i) {
-    for (const double k : {-2.0, -1.0, 1.0, 2.0}) {
+    for (const double k : {-1.0, 1.0}) {
       for (std::size_t r = 0; r < d; ++r) u[r] = w.centre[r] + k * w.chol[r * d + i];
       const double lp = density.LogDensityGradient(u, g);
       ++c.evaluations;

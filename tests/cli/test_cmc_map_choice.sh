@@ -2,7 +2,8 @@
 # CMC's choice of coordinates per shard (docs/cmc.md step 5b, laplace_whitening: true):
 # where the Laplace map describes the shard's posterior the chains sample the whitened
 # coordinates; where it does not (here: D0's lower bound, a wall of the log D0 coordinate,
-# a fraction of a posterior sd below the mode, so the map reaches past it) they sample the
+# a small fraction of a posterior sd below the start, so the map's axes cross it within
+# 1 sd) they sample the
 # unwhitened coordinates from the mode, and shard_diagnostics.json and the log say which
 # and why. The fallback's draws are the same at 1 and 2 ranks, 1 and 2 threads, and after
 # a kill and a resume on the other rank count.
@@ -38,7 +39,7 @@ optimization:
 YAML
 }
 config 100 > "$tmp/open.yaml"
-config 29900 > "$tmp/wall.yaml"
+config 29995 > "$tmp/wall.yaml"
 "$bindir/homodyne-synth" --config "$tmp/open.yaml" -o "$tmp/static.h5" --frames 24 \
   --angles "0,60,120" --param D0=30000 --param alpha=-0.6 --noise 0.003 -q || fail "synth"
 args=(--method cmc --no-nlsq-warmstart --n-warmup 60 --n-samples 40 --n-chains 2
