@@ -109,8 +109,15 @@ def run(build, work, case, label, whitening, seed, warmup, samples):
            os.path.join(build, "apps", "homodyne"), "--config", cfg, "--method", "cmc",
            "--threads", "2", "--output-dir", out, "-q"] + extra
     t0 = time.time()
-    subprocess.run(cmd, check=True, env=env())
+    proc = subprocess.run(cmd, env=env(), capture_output=True, text=True)
     wall = time.time() - t0
+    if proc.returncode not in (0, 4):  # 4: sampled, not converged (the table says so)
+        err = [ln for ln in proc.stderr.splitlines() if ln.startswith("error")]
+        row = {"case": case, "variant": label, "laplace_whitening": whitening, "seed": seed,
+               "failed": f"exit {proc.returncode}: {err[0] if err else proc.stderr[-300:]}"}
+        json.dump([row], open(out + ".json", "w"), indent=1)
+        print(f"{tag}: {row['failed']}", flush=True)
+        return
     rows = []
     for s in json.load(open(os.path.join(out, "cmc", "shard_diagnostics.json"))):
         hist = s["tree_depth_histogram"]
@@ -141,6 +148,8 @@ def collect(work, out, settings):
         rows += json.load(open(p))
     summary = {}
     for r in rows:
+        if "failed" in r:
+            continue
         key = f"{r['case']}/shard {r['shard']}/{r['variant']}"
         summary.setdefault(key, []).append(r["ess_per_1k_sampling_gradients"])
     med = {k: sorted(v)[len(v) // 2] if len(v) % 2 else 0.5 * (sorted(v)[len(v) // 2 - 1]

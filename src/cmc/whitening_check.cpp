@@ -24,7 +24,7 @@ std::string WhiteningCheck::Describe(const std::vector<std::string>& axis_names)
   const std::string at =
       std::isfinite(drop)
           ? fmt::format(
-                "the log density drops {:.3g} at {:+g} Laplace sds (a Gaussian: {:.3g}), "
+                "the log density drops {:.3g} at {:+g} Laplace sd (a Gaussian: {:.3g}), "
                 "an implied sd of {:.3g} Laplace sds",
                 drop, k, 0.5 * k * k, scale)
           : fmt::format("the posterior is zero at {:+g} Laplace sd", k);
