@@ -9,10 +9,9 @@
 // falls 6x faster than the map's Gaussian at +2 sds, yet ESS per gradient is 3-5x the
 // unwhitened coordinates'; docs/cmc.md, "Choosing the coordinates"). The map is called poor
 // only where the sampler cannot recover: the posterior is zero within 1 map sd (a wall or
-// bound cuts the bulk), the density rises along an axis (the centre is not the mode), or
-// the implied sd |k|/√(2·drop) is off by more than max_scale_error (there the adaptation's
-// regularisation toward the identity and its unadapted first window dominate). 2·d density
-// evaluations (no gradients) against a shard's tens of thousands of gradients; the check is
+// bound cuts the bulk), or the implied sd |k|/√(2·drop) is off by more than max_scale_error (there
+// the adaptation's regularisation toward the identity and its unadapted first window dominate). 2·d
+// density evaluations (no gradients) against a shard's tens of thousands of gradients; the check is
 // a deterministic function of the shard's posterior, so the choice is the same on every
 // rank and thread count and after a resume.
 #pragma once
@@ -39,6 +38,7 @@ struct WhiteningCheck {
   double drop = 0.0;  // log π(centre) − log π(centre + k·L·e_axis); +inf: outside the support
   double scale = 1.0;  // implied sd there, in Laplace sds (0: outside the support)
   double min_scale = 0.0, max_scale = 0.0;  // over every axis and k
+  bool rises = false;  // the density rises along some axis (reported, not decisive)
   int evaluations = 0;
   // One line for the log and the report: what was found and what it means.
   std::string Describe(const std::vector<std::string>& axis_names = {}) const;

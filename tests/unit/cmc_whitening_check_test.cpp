@@ -1,8 +1,8 @@
 // The Laplace map's axis check (cmc/whitening_check.h) on constructed targets: a Gaussian
 // and its exact map pass, and so do a moderately curved ridge, a moderately skewed density
 // and a map off by 10x (the sampler's adaptation recovers those); an extreme banana, an
-// extremely skewed density, a wall within 1 map sd, a map off by 50x and a map away from
-// the mode fail, each with the axis and the implied scale that say why.
+// extremely skewed density, a wall within 1 map sd and a map off by 50x fail (a map away
+// from the mode is reported and kept), each with the axis and the implied scale that say why.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,11 +141,12 @@ TEST(WhiteningCheck, GrossScaleErrorOrWrongCentreFails) {
   const Whitening off10 = Map({0.0, 0.0}, {10.0, 0.0, 0.0, 0.1});
   EXPECT_FALSE(CheckWhiteningAxes(normal, off10).poor);
   EXPECT_TRUE(CheckWhiteningAxes(normal, off10, {4.0}).poor);
-  // Centred 3 sds away from the mode: the density rises along that axis.
+  // Centred 3 sds away from the mode: the density rises along that axis; reported, not
+  // decisive (the warmup moves the chains to the mode), so the map is kept.
   const WhiteningCheck away = CheckWhiteningAxes(normal, Map({3.0, 0.0}, {1.0, 0.0, 0.0, 1.0}));
-  EXPECT_TRUE(away.poor);
-  EXPECT_EQ(away.axis, 0);
-  EXPECT_TRUE(std::isinf(away.scale));
+  EXPECT_TRUE(away.rises);
+  EXPECT_FALSE(away.poor) << away.Describe();
+  EXPECT_NE(away.Describe().find("stopped short"), std::string::npos) << away.Describe();
 }
 
 TEST(WhiteningCheck, RejectsABadTolerance) {
