@@ -146,6 +146,9 @@ def collect(work, out, settings):
     rows = []
     for p in sorted(glob.glob(os.path.join(work, "*_s*.json"))):
         rows += json.load(open(p))
+    for r in rows:  # runs of the first version of this script were labelled by the key
+        if r["variant"] in ("true", "false"):
+            r["variant"] = {"true": "whitened", "false": "unwhitened"}[r["variant"]]
     summary = {}
     for r in rows:
         if "failed" in r:
@@ -156,7 +159,17 @@ def collect(work, out, settings):
                                                                 + sorted(v)[len(v) // 2])
            for k, v in summary.items()}
     json.dump({"benchmark": "CMC shard coordinates: Laplace-whitened, unwhitened, automatic",
-               "settings": settings, "runs": rows,
+               "settings": settings,
+               "variants": {
+                   "whitened": "laplace_whitening: true with the code before the map check "
+                               "(commit 4995b65): the Laplace map on every shard",
+                   "unwhitened": "laplace_whitening: false (code unchanged by the check)",
+                   "choice": "laplace_whitening: true with the map check (branch whiten)",
+                   "check_4x_rejected_rule": "an earlier version of the check (±1, ±2 sds, "
+                                             "4x tolerance), not kept",
+                   "check_rise_rejected_rule": "an earlier version of the check that also "
+                                               "failed a rising density, not kept"},
+               "runs": rows,
                "median_ess_per_1k_sampling_gradients": med,
                "per_seed_ess_per_1k_sampling_gradients": summary}, open(out, "w"), indent=1)
     print(json.dumps(med, indent=1))
