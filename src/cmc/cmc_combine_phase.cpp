@@ -316,7 +316,9 @@ std::string SampledCoordinates(const config::Config& cfg, const SamplingSites& s
                        sites.reparam.shear ? "log gamma_ref" : "", sites.reparam.t_ref);
   }
   if (cfg.optimization.cmc.reparameterization.laplace_whitening) {
-    out += "; whitened by the Laplace covariance at each shard's mode, where the chains start";
+    out +=
+        "; chains start at each shard's mode, whitened by the Laplace covariance there where "
+        "the map passes its axis check (per shard: shard_diagnostics.json coordinates)";
   }
   return out;
 }
@@ -340,8 +342,9 @@ void LogShards(const CmcRunResult& result, const Logger& logger) {
   for (const auto& d : result.shards) {
     logger.Info(
         "  shard {:>4}: {:>8} points  R-hat {:.3f}  min ESS {:>7.0f}  divergences {:.1f}%  "
-        "accept {:.2f}",
-        d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate);
+        "accept {:.2f}  {}",
+        d.shard, d.points, d.max_rhat, d.min_ess, 100.0 * d.divergence_rate, d.acceptance_rate,
+        d.coordinates);
   }
   for (const auto& d : result.shards) {
     if (auto why = ShardNotConverged(result, d)) logger.Warn("{}", *why);

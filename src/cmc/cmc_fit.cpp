@@ -74,7 +74,9 @@ CmcRunResult RunCmcFit(const Comm& world, const config::Config& cfg, const CmcRu
   const std::vector<LocalShardResult> local =
       SampleLocalShards({world, cfg, options, data, params, start, sampler, shards, sites, logger},
                         progress, t_start);
-  GatheredShards gathered = GatherShards(world, local, shards.count, params.size());
+  GatheredShards gathered =
+      GatherShards(world, local, shards.count, params.size(),
+                   UnwhitenedAxisNames(sites, params.names(), !cfg.optimization.cmc.known_sigma));
 
   CmcRunResult result = ResultOfSettings(mode, params, sampler, shards);
   result.n_angles = data.n_phi;

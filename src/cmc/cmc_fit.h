@@ -82,6 +82,10 @@ struct ShardDiagnostics {
   // (validation.warmup_retries: a rerun doubles the warmup; 1 = no rerun).
   int num_warmup = 0;
   int warmup_attempts = 1;
+  // The coordinates its chains sampled (docs/cmc.md step 5b): "whitened" by the shard's
+  // Laplace map or "unwhitened", and why (laplace_whitening, the map's axis check).
+  std::string coordinates;
+  std::string coordinates_reason;
   bool used = true;       // kept by the shard filters (shard_filter.h)
   std::string rejection;  // why not
 };

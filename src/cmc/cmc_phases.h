@@ -27,6 +27,7 @@
 #include "cmc/shard_filter.h"
 #include "cmc/shard_posterior.h"
 #include "cmc/sharding.h"
+#include "cmc/whitening_check.h"
 #include "config/choices.h"
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
@@ -124,8 +125,30 @@ struct SamplingSites {
   }
 };
 
+// Which coordinates a shard's chains sample and why (docs/cmc.md step 5b).
+struct CoordinateChoice {
+  enum class Why {
+    kOff = 0,                  // laplace_whitening: false
+    kChecked = 1,              // the map passed the axis check (whitened)
+    kPoor = 2,                 // the map failed it (unwhitened, from the mode)
+    kNotPositiveDefinite = 3,  // no map: the Hessian at the mode is not positive definite
+  };
+  Why why = Why::kOff;
+  WhiteningCheck check;  // filled for kChecked and kPoor
+  bool whitened() const { return why == Why::kChecked; }
+  // "whitened" / "unwhitened" and a sentence saying why, with the axis named from
+  // `axis_names` (the sampled coordinates before the whitening).
+  std::string Coordinates() const { return whitened() ? "whitened" : "unwhitened"; }
+  std::string Reason(const std::vector<std::string>& axis_names) const;
+  // Packed as 7 numbers (GatherShards) and back.
+  void Pack(std::vector<double>& out) const;
+  static CoordinateChoice Unpack(const double* in);
+  static constexpr std::size_t kPacked = 7;
+};
+
 struct LocalShardResult {
   int shard = 0;
+  CoordinateChoice coordinates;
   ShardDiagnostics diag;
   std::vector<double> draws;  // unconstrained θ (σ dropped), chains pooled
 };
@@ -139,6 +162,7 @@ struct ShardStart {
   std::vector<double> theta;
   double sigma = 0.0;
   Whitening whitening;
+  CoordinateChoice choice;
 };
 
 struct SamplingContext {
@@ -227,9 +251,17 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
                      std::optional<double> known_sigma, const nuts::NutsOptions& no,
                      const SamplingSites& sites, LocalShardResult& r);
 
+// `whiten` (laplace_whitening): the map is kept only where CheckWhiteningAxes finds it
+// good; otherwise the chains sample the unwhitened coordinates from the mode.
 ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
                              std::span<const double> theta0, double sigma0, bool whiten, int shard,
                              const Logger& logger);
+
+// The names of the coordinates before the whitening (the sites, then log_sigma when σ is
+// sampled): what the axis check's axes are named after.
+std::vector<std::string> UnwhitenedAxisNames(const SamplingSites& sites,
+                                             const std::vector<std::string>& names,
+                                             bool samples_sigma);
 
 // Chain draws in whitened coordinates q → the coordinates u before the whitening.
 void UnwhitenDraws(const Whitening& w, std::vector<nuts::ChainRun>& runs);
@@ -244,9 +276,9 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
 // Collective; the result is filled on rank 0 only. Packed per shard as [shard, points, rhat,
 // ess, div, acc, sigma, saturation, gradient evaluations, divergences, depth hits, warmup
 // gradients, R̂…, bulk ESS…, tail ESS…, step size, seconds, depth histogram size, histogram…,
-// n, draws…].
+// coordinate choice (7), n, draws…]. `axis_names` name the axis check's axes in the reasons.
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
-                            int k_shards, int n_theta);
+                            int k_shards, int n_theta, const std::vector<std::string>& axis_names);
 
 Combination ParseCombination(const config::Config& cfg, const Logger& logger);
 

@@ -110,6 +110,8 @@ void PackResult(Packer& p, CmcRunResult& r) {
     p(d.sampling_seconds);
     p(d.num_warmup);
     p(d.warmup_attempts);
+    p(d.coordinates);
+    p(d.coordinates_reason);
     p(d.used);
     p(d.rejection);
   });

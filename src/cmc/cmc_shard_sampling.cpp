@@ -102,10 +102,55 @@ void SummariseChains(const std::vector<nuts::ChainRun>& runs, int n_theta,
       draws > 0 ? static_cast<double>(saturated) / static_cast<double>(draws) : 0.0;
 }
 
+std::string CoordinateChoice::Reason(const std::vector<std::string>& axis_names) const {
+  switch (why) {
+    case Why::kOff:
+      return "laplace_whitening is false: the unwhitened coordinates from the configured start";
+    case Why::kChecked:
+      return "the Laplace map at the shard's mode passed the axis check (" +
+             check.Describe(axis_names) + ")";
+    case Why::kPoor:
+      return "the Laplace map at the shard's mode failed the axis check (" +
+             check.Describe(axis_names) + "): the unwhitened coordinates from the mode";
+    case Why::kNotPositiveDefinite:
+      return "the Hessian at the shard's mode is not positive definite: the unwhitened "
+             "coordinates from the configured start";
+  }
+  return {};
+}
+
+void CoordinateChoice::Pack(std::vector<double>& out) const {
+  out.insert(out.end(), {static_cast<double>(why), static_cast<double>(check.axis), check.k,
+                         check.drop, check.scale, check.min_scale, check.max_scale});
+}
+
+CoordinateChoice CoordinateChoice::Unpack(const double* in) {
+  CoordinateChoice c;
+  c.why = static_cast<Why>(static_cast<int>(in[0]));
+  c.check.axis = static_cast<int>(in[1]);
+  c.check.k = in[2];
+  c.check.drop = in[3];
+  c.check.scale = in[4];
+  c.check.min_scale = in[5];
+  c.check.max_scale = in[6];
+  c.check.poor = c.why == Why::kPoor;
+  return c;
+}
+
+std::vector<std::string> UnwhitenedAxisNames(const SamplingSites& sites,
+                                             const std::vector<std::string>& names,
+                                             bool samples_sigma) {
+  std::vector<std::string> out = sites.geometry.active()
+                                     ? sites.geometry.SiteNames(sites.reparam.SiteNames(names))
+                                     : sites.reparam.SiteNames(names);
+  if (samples_sigma) out.emplace_back("log_sigma");
+  return out;
+}
+
 ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::ParameterLayout& layout,
                              std::span<const double> theta0, double sigma0, bool whiten, int shard,
                              const Logger& logger) {
-  ShardStart start{{theta0.begin(), theta0.end()}, sigma0, {}};
+  ShardStart start{{theta0.begin(), theta0.end()}, sigma0, {}, {}};
   if (!whiten) return start;
   const double cpu_start = ThreadCpuSeconds();
   ShardPosteriorSetup one = setup;
@@ -117,6 +162,7 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
   ExportShardMapIfRequested(
       {shard, layout.names(), &setup, &mode, &start.whitening, ThreadCpuSeconds() - cpu_start});
   if (start.whitening.empty()) {
+    start.choice.why = CoordinateChoice::Why::kNotPositiveDefinite;
     logger.Info(
         "CMC: shard {}: no Laplace whitening (the Hessian at the mode is not positive "
         "definite); sampling the unwhitened coordinates from the configured start",
@@ -128,6 +174,20 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
   logger.Debug("CMC: shard {}: mode after {} step(s){}, log density {:.6g} -> {:.6g} at {:.5g}",
                shard, mode.iterations, mode.converged ? "" : " (step limit)",
                mode.start_log_density, mode.log_density, fmt::join(mode.theta, ", "));
+  // `post` has no whitening: its density is the one in u, which the map's axes live in.
+  start.choice.check = CheckWhiteningAxes(post, start.whitening);
+  if (start.choice.check.poor) {
+    start.choice.why = CoordinateChoice::Why::kPoor;
+    start.whitening = {};
+  } else {
+    start.choice.why = CoordinateChoice::Why::kChecked;
+  }
+  const std::vector<std::string> names = UnwhitenedAxisNames(
+      SamplingSites{setup.priors, setup.lower, setup.upper, setup.reparam, setup.sampling_geometry,
+                    setup.theta_lower, setup.theta_upper},
+      layout.names(), post.samples_sigma());
+  logger.Info("CMC: shard {}: sampling the {} coordinates: {}", shard, start.choice.Coordinates(),
+              start.choice.Reason(names));
   return start;
 }
 
@@ -211,7 +271,8 @@ std::string ShardCheckpointDataId(const SamplingContext& c) {
   if (known_sigma) data_id += fmt::format("cmc.known_sigma: {:a}\n", *known_sigma);
   data_id += "cmc.sampling_geometry: " + c.sites.geometry.Describe() + "\n";
   if (c.cfg.optimization.cmc.reparameterization.laplace_whitening) {
-    data_id += "cmc.laplace_whitening: mode and whitening per shard\n";
+    // The axis check is a deterministic function of the shard: a resume makes the same choice.
+    data_id += "cmc.laplace_whitening: mode, whitening and axis check per shard\n";
   }
   return data_id;
 }
@@ -342,9 +403,11 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
           setup, c.params.layout, c.start.theta0, noise,
           c.cfg.optimization.cmc.reparameterization.laplace_whitening, s, c.logger);
       setup.whitening = std::move(start.whitening);
+      const CoordinateChoice choice = start.choice;
       const auto shard_start = std::chrono::steady_clock::now();
       const int mine = static_cast<int>(local.size()) + 1;
       LocalShardResult r = SampleShard(c, runner, setup, start, s, mine, watch);
+      r.coordinates = choice;
       r.diag.sampling_seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - shard_start).count();
       local.push_back(std::move(r));
@@ -377,7 +440,7 @@ std::vector<LocalShardResult> SampleLocalShards(const SamplingContext& c, Progre
 // size, histogram…,
 // n, draws…].
 GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResult>& local,
-                            int k_shards, int n_theta) {
+                            int k_shards, int n_theta, const std::vector<std::string>& axis_names) {
   std::vector<double> packed;
   for (const auto& r : local) {
     packed.insert(
@@ -396,6 +459,7 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
     packed.push_back(static_cast<double>(r.diag.warmup_attempts));
     packed.push_back(static_cast<double>(r.diag.tree_depth_histogram.size()));
     for (std::int64_t c : r.diag.tree_depth_histogram) packed.push_back(static_cast<double>(c));
+    r.coordinates.Pack(packed);
     packed.push_back(static_cast<double>(r.draws.size()));
     packed.insert(packed.end(), r.draws.begin(), r.draws.end());
   }
@@ -450,6 +514,10 @@ GatheredShards GatherShards(const Comm& world, const std::vector<LocalShardResul
         d.tree_depth_histogram.push_back(static_cast<std::int64_t>(all[pos + 5 + k]));
       }
       pos += 5 + n_depths;
+      const CoordinateChoice choice = CoordinateChoice::Unpack(&all[pos]);
+      d.coordinates = choice.Coordinates();
+      d.coordinates_reason = choice.Reason(axis_names);
+      pos += CoordinateChoice::kPacked;
       const auto n = static_cast<std::size_t>(all[pos]);
       g.draws[s].draws.assign(at(pos + 1), at(pos + 1 + n));
       pos += 1 + n;

@@ -295,6 +295,8 @@ json ShardsJson(const CmcRunResult& r) {
          {"warmup_gradient_evaluations", d.warmup_gradient_evaluations},
          {"num_warmup", d.num_warmup},
          {"warmup_attempts", d.warmup_attempts},
+         {"coordinates", d.coordinates},
+         {"coordinates_reason", d.coordinates_reason},
          {"divergences", d.divergences},
          {"treedepth_hits", d.treedepth_hits},
          {"tree_depth_histogram", d.tree_depth_histogram},
