@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -198,8 +199,8 @@ TEST(NlsqPipeline, RowScreenKeepsOnlyRowFitsThatMayEndLower) {
   EXPECT_EQ(required, (std::vector<bool>{true, true, false, false}));
   // A stalled answer's value is no minimum: a row fit at it is another start's, kept.
   const std::vector<global::RowScreenStart> after_stall = global::SelectByRows(rows, 100.0, false);
-  ASSERT_FALSE(after_stall.empty());
-  EXPECT_EQ(after_stall.back().index, 0);
+  EXPECT_TRUE(std::any_of(after_stall.begin(), after_stall.end(),
+                          [](const global::RowScreenStart& k) { return k.index == 0; }));
 }
 
 // Above recovery.screen_max_points the phi0 check fits its four starts on every k-th row
