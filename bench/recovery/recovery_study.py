@@ -62,11 +62,24 @@ CONFIGURATIONS = {
         "about": "default start, checkpoints every 3 iterations"},
     "cmaes": {"start": "default", "settings": {"optimization.nlsq.cmaes.enable": True},
               "about": "default start, CMA-ES global search on"},
+    # The datasets are below the default screen_max_points: these force the screen on rows
+    # of the restarts and the phi0 check (every 3rd to 7th row) to check its rule.
+    "screened": {"start": "default",
+                 "settings": {"optimization.nlsq.recovery.screen_max_points": 2000},
+                 "about": "default start, restarts and phi0 check screened on rows "
+                          "(screen_max_points 2000)"},
+    "screened+checkpoints": {
+        "start": "default",
+        "settings": {"optimization.nlsq.recovery.screen_max_points": 2000,
+                     "optimization.streaming.enable_checkpoints": True,
+                     "optimization.streaming.checkpoint_frequency": 3,
+                     "optimization.streaming.checkpoint_dir": "{run}/checkpoints"},
+        "about": "the screened configuration with checkpoints every 3 iterations"},
 }
 DEFAULT_CONFIGS = ["truth", "default", "default+checkpoints", "cmaes"]
 # Pairs whose final parameters must be bitwise identical (checkpoints must not change the
 # answer).
-BITWISE_PAIRS = [("default", "default+checkpoints")]
+BITWISE_PAIRS = [("default", "default+checkpoints"), ("screened", "screened+checkpoints")]
 
 
 def log(msg):

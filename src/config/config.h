@@ -245,6 +245,7 @@ struct NlsqRecovery {
   bool velocity_scan{};
   bool transport_scan{};
   bool start_screen{};
+  long long screen_max_points{};  // 0: the restarts and the phi0 check on all points
 };
 
 struct NlsqOptions {

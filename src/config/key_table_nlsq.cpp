@@ -302,6 +302,13 @@ void AddRecovery(const KeyAdder& r) {
          "lowest is taken when it converges and is no misfit by the noise level, else the "
          "transport scan's and the registry's paths follow and the lowest answer goes on",
          f(&NlsqRecovery::start_screen));
+  r.Used("screen_max_points", T::kInt, "250000", AtLeast(0),
+         "Above this many points the restarts after a stall and the phi0 check first fit each "
+         "start on every k-th row of each angle (k as cmaes.search_max_points's) and run a "
+         "full local fit only from those whose row fit is within 0.1 % of, or below, the "
+         "answer's on the same rows and not the same minimum (docs/global.md); 0: every "
+         "start's fit on all points",
+         f(&NlsqRecovery::screen_max_points));
 }
 
 void AddCmaes(const KeyAdder& c) {

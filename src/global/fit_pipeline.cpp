@@ -29,6 +29,7 @@ RecoveryOptions RecoveryOptions::FromConfig(const config::NlsqRecovery& r) {
   o.velocity_scan = r.velocity_scan;
   o.transport_scan = r.transport_scan;
   o.start_screen = r.start_screen;
+  o.screen_max_points = r.screen_max_points;
   o.Validate();
   return o;
 }
@@ -41,6 +42,10 @@ void RecoveryOptions::Validate() const {
   if (stall_starts < 1 || stall_starts > 100000) {
     ThrowBadInput(fmt::format("stall_starts must be in [1, 100000] (got {})", stall_starts), {},
                   config::keys::Key(config::keys::kNlsqRecovery, "stall_starts"));
+  }
+  if (screen_max_points < 0) {
+    ThrowBadInput(fmt::format("screen_max_points must be at least 0 (got {})", screen_max_points),
+                  {}, config::keys::Key(config::keys::kNlsqRecovery, "screen_max_points"));
   }
 }
 

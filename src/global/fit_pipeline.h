@@ -53,6 +53,9 @@ struct RecoveryOptions {
   bool velocity_scan = true;
   bool transport_scan = true;
   bool start_screen = true;
+  // Above this many points the restarts and the phi0 check are screened on rows (ScreenOnRows
+  // in pipeline_stages.h); 0: never.
+  std::int64_t screen_max_points = 250000;
 
   // Validates (bad input naming optimization.nlsq.recovery.<key>).
   static RecoveryOptions FromConfig(const config::NlsqRecovery& r);

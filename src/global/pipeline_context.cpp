@@ -12,12 +12,8 @@
 namespace homodyne::global {
 namespace {
 
-// A restart replaces the incumbent when it ends lower by more than a converged fit's
-// distance to its own minimum (the Gauss–Newton decrement test stops within about ftol =
-// 1e-8 of it, relative): the same minimum reached again is not a new answer. A converged
-// restart also replaces a stalled incumbent at the same χ² (to rounding): the label then
-// tells the truth about that point.
-constexpr double kLowerMinimumRelTol = 1e-6;
+// A converged restart also replaces a stalled incumbent at the same χ² (to rounding): the
+// label then tells the truth about that point.
 constexpr double kSameChi2RelTol = 1e-9;
 
 bool Usable(const nlsq::SolverSummary& s) { return s.IsUsable() && std::isfinite(s.final_chi2); }

@@ -66,6 +66,11 @@ struct PipelineContext {
   void Note(std::string action, bool warn = false);
 };
 
+// A restart replaces the incumbent when it ends lower by more than a converged fit's
+// distance to its own minimum (the Gauss–Newton decrement test stops within about ftol =
+// 1e-8 of it, relative): the same minimum reached again is not a new answer.
+inline constexpr double kLowerMinimumRelTol = 1e-6;
+
 // A candidate ends lower than the incumbent: usable, and lower by more than a converged
 // fit's distance to its own minimum.
 bool Lower(const nlsq::SolverSummary& candidate, const nlsq::SolverSummary& incumbent);

@@ -72,6 +72,127 @@ std::vector<std::vector<double>> StallRestartStarts(const nlsq::XpcsFitSession& 
   return starts;
 }
 
+int RecoveryRowStride(const PipelineContext& ctx) {
+  return SearchRowStride(ctx.session, ctx.recovery.screen_max_points);
+}
+
+std::vector<RowScreenStart> SelectByRows(std::vector<nlsq::SolverSummary> rows, double reference,
+                                         bool reference_is_minimum) {
+  const auto converged = [](const nlsq::SolverSummary& s) {
+    return s.termination == lsq::Termination::kConverged;
+  };
+  // Two converged row fits at one value, to Lower's tolerance, are the same minimum.
+  const auto same = [](double a, double b) {
+    return std::abs(a - b) <= kLowerMinimumRelTol * std::max(std::abs(a), std::abs(b));
+  };
+  std::vector<RowScreenStart> candidates;
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const nlsq::SolverSummary& r = rows[k];
+    if (!r.IsUsable() || r.x.empty() || !std::isfinite(r.final_chi2)) continue;
+    if (std::isfinite(reference) && r.final_chi2 >= reference * (1.0 + kScreenKeepRelTol)) {
+      continue;
+    }
+    if (reference_is_minimum && converged(r) && same(r.final_chi2, reference)) continue;
+    candidates.push_back({static_cast<int>(k), std::move(rows[k]), false});
+  }
+  // By row value, ties by index: the order does not depend on anything but the values.
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const RowScreenStart& a, const RowScreenStart& b) {
+                     return a.rows.final_chi2 < b.rows.final_chi2;
+                   });
+  std::vector<RowScreenStart> kept;
+  for (RowScreenStart& c : candidates) {
+    const bool duplicate =
+        converged(c.rows) && std::any_of(kept.begin(), kept.end(), [&](const RowScreenStart& k) {
+          return converged(k.rows) && same(k.rows.final_chi2, c.rows.final_chi2);
+        });
+    if (duplicate) continue;
+    c.required = kept.empty() ||
+                 c.rows.final_chi2 <= kept.front().rows.final_chi2 * (1.0 + kScreenKeepRelTol);
+    kept.push_back(std::move(c));
+  }
+  return kept;
+}
+
+RowScreen ScreenOnRows(PipelineContext& ctx, const nlsq::SolverSummary& incumbent,
+                       const std::vector<std::vector<double>>& starts, int stride) {
+  nlsq::XpcsFitSession& session = ctx.session;
+  RowScreen screen;
+  screen.stride = stride;
+  screen.starts = static_cast<int>(starts.size());
+  screen.points = session.PointsOnRows(stride);
+  // A converged incumbent's own minimum on the rows; else its value there (a row fit from a
+  // stalled point may travel to another minimum, which must not hide the starts that reach it).
+  screen.reference_fit = incumbent.termination == lsq::Termination::kConverged;
+  if (screen.reference_fit) {
+    const nlsq::SolverSummary own = session.SolveOnRows(incumbent.x, stride);
+    screen.reference_fit = own.termination == lsq::Termination::kConverged;
+    screen.reference = own.final_chi2;
+    screen.passes += own.evaluations + own.objective_evaluations;
+  }
+  if (!screen.reference_fit) {
+    std::vector<double> value;
+    session.Chi2BatchOnRows(std::vector<std::vector<double>>{incumbent.x}, value, stride);
+    screen.reference = value.at(0);
+    screen.passes += 1;
+  }
+  std::vector<nlsq::SolverSummary> rows;
+  for (const std::vector<double>& x : starts) {
+    rows.push_back(session.SolveOnRows(x, stride));
+    const nlsq::SolverSummary& r = rows.back();
+    screen.passes += r.evaluations + r.objective_evaluations;
+    ctx.logger.Info("NLSQ screen on rows: start {}: {} at {} {:.12g} ({} iterations)",
+                    rows.size() - 1, ToString(r.termination), ctx.Objective(), r.final_chi2,
+                    r.iterations);
+  }
+  screen.kept = SelectByRows(std::move(rows), screen.reference, screen.reference_fit);
+  return screen;
+}
+
+std::string RowScreen::Describe() const {
+  std::vector<int> which;
+  for (const RowScreenStart& k : kept) which.push_back(k.index);
+  return fmt::format(
+      "screened on every {}th row ({} points, {} row passes): the answer's {} there {:.12g}; "
+      "{} of {} start(s) kept for a full fit{}{}",
+      stride, points, passes, reference_fit ? "row minimum" : "value", reference, kept.size(),
+      starts, kept.empty() ? "" : ": ", fmt::join(which, ", "));
+}
+
+namespace {
+
+// The full fits from the screen's kept starts, each from the end of its row fit, in order:
+// every required one, the others only while no full fit so far is acceptable (!Suspect).
+// Returns the best (Better) of `incumbent` and them, and the start it came from (−1: the
+// incumbent). Each fit checkpoints under "<dir>/<prefix>_<start index>".
+struct FullFits {
+  nlsq::SolverSummary chosen;
+  int chosen_index = -1;
+  int fits = 0;
+};
+FullFits SolveKept(PipelineContext& ctx, const nlsq::SolverSummary& incumbent,
+                   const RowScreen& screen, const std::string& prefix) {
+  FullFits out{incumbent, -1, 0};
+  bool acceptable = false;
+  for (const RowScreenStart& k : screen.kept) {
+    if (!k.required && acceptable) break;
+    nlsq::SolverSummary s = ctx.session.Solve(
+        k.rows.x, ctx.progress,
+        checkpoint::InSubfolder(ctx.checkpoints, fmt::format("{}_{}", prefix, k.index)));
+    ++out.fits;
+    ctx.logger.Info("NLSQ screen on rows: full fit from start {}'s row fit: {} at {}", k.index,
+                    ToString(s.termination), ctx.Named(s.final_chi2));
+    acceptable = acceptable || !Suspect(ctx.session, s);
+    if (Better(s, out.chosen)) {
+      out.chosen = std::move(s);
+      out.chosen_index = k.index;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<double> Phi0RestartValues(double lo, double hi, int n) {
   std::vector<double> v;
   for (int k = 0; k < n; ++k) v.push_back(lo + (hi - lo) * (k + 0.5) / n);
@@ -93,7 +214,21 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
       fmt::join(values, ", "));
   nlsq::SolverSummary chosen = best;
   int chosen_k = -1;
-  for (std::size_t k = 0; k < values.size(); ++k) {
+  std::string screened;
+  if (const int stride = RecoveryRowStride(ctx); stride > 1) {
+    std::vector<std::vector<double>> starts;
+    for (double v : values) {
+      starts.push_back(best.x);
+      starts.back()[i] = v;
+    }
+    const RowScreen screen = ScreenOnRows(ctx, best, starts, stride);
+    screened = screen.Describe() + "; ";
+    logger.Info("NLSQ phi0 check: {}", screen.Describe());
+    FullFits full = SolveKept(ctx, best, screen, "phi0_restart");
+    chosen = std::move(full.chosen);
+    chosen_k = full.chosen_index;
+  }
+  for (std::size_t k = 0; screened.empty() && k < values.size(); ++k) {
     std::vector<double> start = best.x;
     start[i] = values[k];
     nlsq::SolverSummary s =
@@ -109,19 +244,19 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
   }
   if (chosen_k < 0) {
     ctx.actions.push_back(fmt::format(
-        "phi0 check: {} restart(s) from phi0 = {} found no lower minimum than {} (phi0 {:.6g})",
-        values.size(), fmt::join(values, ", "), ctx.Named(best.final_chi2), best.x[i]));
+        "phi0 check: {} restart(s) from phi0 = {} {}found no lower minimum than {} (phi0 {:.6g})",
+        values.size(), fmt::join(values, ", "), screened, ctx.Named(best.final_chi2), best.x[i]));
     logger.Info("NLSQ phi0 check: no restart found a lower minimum; the answer stands");
   } else {
     const bool lower = Lower(chosen, best);
-    ctx.Note(
-        fmt::format("phi0 check: the restart from phi0 = {:.6g} ended {} at {} (phi0 "
-                    "{:.6g}) against {} at {:.12g} (phi0 {:.6g}): {}",
-                    values[chosen_k], ToString(chosen.termination), ctx.Named(chosen.final_chi2),
-                    chosen.x[i], ToString(best.termination), best.final_chi2, best.x[i],
-                    lower ? "a lower minimum; the first answer was not the minimum"
-                          : "the same minimum, now converged"),
-        /*warn=*/lower);
+    ctx.Note(fmt::format("phi0 check: {}the restart from phi0 = {:.6g} ended {} at {} (phi0 "
+                         "{:.6g}) against {} at {:.12g} (phi0 {:.6g}): {}",
+                         screened, values[chosen_k], ToString(chosen.termination),
+                         ctx.Named(chosen.final_chi2), chosen.x[i], ToString(best.termination),
+                         best.final_chi2, best.x[i],
+                         lower ? "a lower minimum; the first answer was not the minimum"
+                               : "the same minimum, now converged"),
+             /*warn=*/lower);
   }
   return chosen;
 }
@@ -132,6 +267,28 @@ nlsq::SolverSummary RestartAfterStall(PipelineContext& ctx, const nlsq::SolverSu
   const int n_starts = ctx.recovery.stall_starts;
   const std::uint64_t seed = ctx.recovery.seed;
   const auto starts = StallRestartStarts(session, n_starts, seed);
+  if (const int stride = RecoveryRowStride(ctx); stride > 1) {
+    // Every start's row fit costs 1/stride of a full one: all of them are fitted, where the
+    // full check fits only the lowest half by the value at the start.
+    logger.Info("NLSQ stall recovery: {} Latin-hypercube starts (seed {}) fitted on rows first",
+                n_starts, seed);
+    const RowScreen screen = ScreenOnRows(ctx, stalled, starts, stride);
+    logger.Info("NLSQ stall recovery: {}", screen.Describe());
+    FullFits full = SolveKept(ctx, stalled, screen, "stall_restart");
+    const std::string why = WhyRestart(session, stalled);
+    if (full.chosen_index < 0) {
+      ctx.Note(fmt::format(
+          "restarts (the local fit {}, {}): {}; {} local fit(s) from them found no lower minimum",
+          why, ctx.Named(stalled.final_chi2), screen.Describe(), full.fits));
+    } else {
+      ctx.Note(fmt::format(
+          "restarts (the local fit {}, {}): {}; the fit from Latin-hypercube start {} of {} ended "
+          "{} at {}",
+          why, ctx.Named(stalled.final_chi2), screen.Describe(), full.chosen_index, n_starts,
+          ToString(full.chosen.termination), ctx.Named(full.chosen.final_chi2)));
+    }
+    return full.chosen;
+  }
   std::vector<double> chi2;
   session.Chi2Batch(starts, chi2);
   std::vector<int> order(starts.size());

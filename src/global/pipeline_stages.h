@@ -4,6 +4,7 @@
 // checkpoints in its own subfolder of the run's checkpoint directory.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,45 @@ struct OffMirrorStart {
 };
 std::vector<OffMirrorStart> OffTheMirrorSet(const nlsq::XpcsFitSession& session,
                                             const std::vector<double>& x);
+
+// The screen on rows of the restarts and the phi0 check (docs/global.md, "The screen on
+// rows"). Above recovery.screen_max_points points, a start is first fitted on every k-th row
+// of each angle (k = SearchRowStride, as the CMA-ES search's rows; the rows' problem is built
+// once and kept by the session) and only the row fits that may end below the incumbent get a
+// full fit, started where the row fit ended. The reference R is the incumbent's objective on
+// the rows: the row fit from it when it converged, else its value there. A row fit is dropped
+// when it ended at or above R·(1 + kScreenKeepRelTol); when it converged at R or at the value
+// of a kept one's, to the tolerance of Lower (the same minimum); or when it is not usable. The
+// rest are ordered by their row value; every one within kScreenKeepRelTol of the lowest gets
+// a full fit, and the others, in order, only while no full fit so far has an acceptable answer
+// (converged, no physical parameter at a bound: !Suspect).
+inline constexpr double kScreenKeepRelTol = 1e-3;
+
+// One start's row fit and whether the screen keeps it.
+struct RowScreenStart {
+  int index = 0;  // into the starts
+  nlsq::SolverSummary rows;
+  bool required = false;  // within kScreenKeepRelTol of the lowest kept
+};
+struct RowScreen {
+  int stride = 1;              // 1: no screen, every start gets its full fit
+  std::int64_t points = 0;     // on the rows
+  double reference = 0.0;      // R
+  bool reference_fit = false;  // R is the incumbent's row fit's (it converged)
+  int starts = 0;
+  int passes = 0;                    // over the rows (with and without derivatives)
+  std::vector<RowScreenStart> kept;  // in the order of the full fits
+  std::string Describe() const;      // for the recovery actions
+};
+// The row stride of the screen: SearchRowStride(recovery.screen_max_points); 1 when off.
+int RecoveryRowStride(const PipelineContext& ctx);
+// The rule above on row fits already made (rows[k] from start k, `reference` as R): the
+// kept starts in the order of their full fits. Pure: unit-tested on values.
+std::vector<RowScreenStart> SelectByRows(std::vector<nlsq::SolverSummary> rows, double reference,
+                                         bool reference_is_minimum);
+// Collective: the row fits of `starts` and of `incumbent` (or its row value), and the rule.
+RowScreen ScreenOnRows(PipelineContext& ctx, const nlsq::SolverSummary& incumbent,
+                       const std::vector<std::vector<double>>& starts, int stride);
 
 // The phi0 check on `best` (a no-op when there is no free parameter named phi0 or
 // recovery.phi0_restarts is 0): returns the summary with the lowest objective among `best`

@@ -367,6 +367,15 @@ SolverSummary XpcsFitSession::SolvePart(const std::vector<double>& x0,
                      [&] { return lsq::SolveBounded(*s.problem, x0, lower, upper, so, {}); });
 }
 
+SolverSummary XpcsFitSession::SolveOnRows(const std::vector<double>& x0, int stride) {
+  Impl& s = *impl_;
+  lsq::SolverOptions so = SolverOptionsOf(s.cfg.optimization.nlsq);
+  so.parameter_names = s.layout->names();
+  XpcsProblem& rows = RowsProblem(stride);
+  PhaseTimes::Scope t(s.phases, "fit");
+  return SolveOn(rows, x0, s.bounds.lower, s.bounds.upper, so, {}, std::nullopt);
+}
+
 SolverSummary XpcsFitSession::SolveQuantileScaling(
     const std::vector<double>& physics, bool print_progress,
     const std::optional<checkpoint::CheckpointSettings>& checkpoints) {

@@ -160,6 +160,13 @@ class XpcsFitSession {
   SolverSummary SolvePart(const std::vector<double>& x0, const std::vector<bool>& free,
                           const std::vector<double>& angle_weights, int max_iterations,
                           double ftol);
+  // Collective: a local solve with optimization.nlsq's settings on the points of every
+  // `stride`-th row only (the problem of Chi2BatchOnRows: the full problem's blocks and
+  // reduction, so the bits do not depend on the ranks), for a screen of candidate starts on
+  // large data. No checkpoints (the solve costs 1/stride of a full one, and a resume recomputes
+  // it with the same bits), no progress lines; χ² and the summary are the rows'. stride ≤ 1, or
+  // a streamed fit: the whole problem.
+  SolverSummary SolveOnRows(const std::vector<double>& x0, int stride);
   // Collective: a solve of the physical parameters alone with every angle's contrast and
   // offset held at the Q95 quantile estimates of the data (two_component's constant layout's
   // values, heterodyne spec §6 L2 stage 1; held physics stay held). `physics` and the summary's x

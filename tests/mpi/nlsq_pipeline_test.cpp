@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "core/log.h"
 #include "global/anti_degeneracy.h"
 #include "global/fit_pipeline.h"
+#include "global/pipeline_stages.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/xpcs_fit.h"
@@ -160,6 +162,80 @@ TEST(NlsqPipeline, Phi0CheckLeavesALocalMinimumInPhi0) {
       global::RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""), ck, Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, checkpointed.expanded));
   EXPECT_TRUE(std::filesystem::exists(dir.file("ck/phi0_restart_3")));
+}
+
+// The screen's rule on row values (global::SelectByRows): a row fit at or above
+// R·(1 + 1e-3), or converged at the answer's own row minimum or at a kept one's value (to
+// Lower's 1e-6), or unusable, gets no full fit; the rest are ordered by value, and those
+// more than 1e-3 above the lowest kept are optional.
+TEST(NlsqPipeline, RowScreenKeepsOnlyRowFitsThatMayEndLower) {
+  const auto fit = [](double value, lsq::Termination t = lsq::Termination::kConverged) {
+    SolverSummary s;
+    s.termination = t;
+    s.final_chi2 = value;
+    s.x = {value};
+    return s;
+  };
+  using lsq::Termination;
+  const std::vector<SolverSummary> rows = {
+      fit(100.00001),                              // 0: the answer's minimum again
+      fit(99.5),                                   // 1: lower, but 5e-3 above the lowest
+      fit(100.2),                                  // 2: above R·(1 + 1e-3)
+      fit(99.0),                                   // 3: the lowest
+      fit(99.0000001),                             // 4: 3's minimum again
+      fit(99.05),                                  // 5: within 1e-3 of the lowest
+      fit(100.05, Termination::kStalled),          // 6: not a minimum, below R·(1 + 1e-3)
+      fit(std::nan(""), Termination::kConverged),  // 7: not finite
+      fit(50.0, Termination::kNumericalFailure),   // 8: not usable
+  };
+  const std::vector<global::RowScreenStart> kept = global::SelectByRows(rows, 100.0, true);
+  std::vector<int> order;
+  std::vector<bool> required;
+  for (const auto& k : kept) {
+    order.push_back(k.index);
+    required.push_back(k.required);
+  }
+  EXPECT_EQ(order, (std::vector<int>{3, 5, 1, 6}));
+  EXPECT_EQ(required, (std::vector<bool>{true, true, false, false}));
+  // A stalled answer's value is no minimum: a row fit at it is another start's, kept.
+  const std::vector<global::RowScreenStart> after_stall = global::SelectByRows(rows, 100.0, false);
+  EXPECT_TRUE(std::any_of(after_stall.begin(), after_stall.end(),
+                          [](const global::RowScreenStart& k) { return k.index == 0; }));
+}
+
+// Above recovery.screen_max_points the phi0 check fits its four starts on every k-th row
+// first (here k = 6 of 98 rows) and runs full fits only from the row fits that may end below
+// the answer: it finds the minimum the full check finds, with fewer full fits, and the same
+// bits on one rank alone and with checkpoints.
+TEST(NlsqPipeline, Phi0CheckScreenedOnRowsFindsTheSameMinimum) {
+  const Comm& world = TestEnvironment().world();
+  const MpiTempDir dir(world, "pipeline_phi0_rows");
+  const std::string path = WritePhi0Data(dir);
+  const std::string rows = "    recovery:\n      screen_max_points: 3000\n";
+  const NlsqRunResult full = global::RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, ""),
+                                                     Quiet(), Logger::Silent());
+  const NlsqRunResult r = global::RunNlsqPipeline(world, LaminarConfig(kDefaultStart, path, rows),
+                                                  Quiet(), Logger::Silent());
+  EXPECT_EQ(r.report.convergence_status, "converged");
+  EXPECT_NEAR(r.report.chi_squared, full.report.chi_squared, 1e-8 * full.report.chi_squared);
+  EXPECT_NEAR(Phi0Of(r), 1.70451, 0.05);
+  ASSERT_EQ(r.report.recovery_actions.size(), 1u);
+  const std::string& action = r.report.recovery_actions[0];
+  EXPECT_NE(action.find("a lower minimum"), std::string::npos) << action;
+  EXPECT_NE(action.find("screened on every 6th row"), std::string::npos) << action;
+  // Not every start: the row fits that return to the answer's lobe or end above it are dropped.
+  EXPECT_EQ(action.find("4 of 4 start(s) kept"), std::string::npos) << action;
+  EXPECT_EQ(action.find("0 of 4 start(s) kept"), std::string::npos) << action;
+
+  const Comm self = world.Split(world.rank(), 0);
+  const NlsqRunResult alone = global::RunNlsqPipeline(
+      self, LaminarConfig(kDefaultStart, path, rows), Quiet(), Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+  NlsqRunOptions ck = Quiet();
+  ck.checkpoints = Checkpoints(dir.path() / "ck", 3);
+  const NlsqRunResult checkpointed = global::RunNlsqPipeline(
+      world, LaminarConfig(kDefaultStart, path, rows), ck, Logger::Silent());
+  EXPECT_TRUE(SameBits(r.expanded, checkpointed.expanded));
 }
 
 // The whole pipeline (the local fit and the four phi0 restarts, each checkpointed) on
@@ -402,6 +478,18 @@ TEST(NlsqPipeline, StalledLocalFitIsRecoveredFromTheBox) {
   const NlsqRunResult alone = global::RunNlsqPipeline(self, LaminarConfig(kStuckStart, path, small),
                                                       Quiet(), Logger::Silent());
   EXPECT_TRUE(SameBits(r.expanded, alone.expanded));
+
+  // Screened on rows (every 6th): the row fits of all 10 starts, full fits from the kept.
+  const NlsqRunResult screened = global::RunNlsqPipeline(
+      world,
+      LaminarConfig(kStuckStart, path, small + "    recovery:\n      screen_max_points: 3000\n"),
+      Quiet(), Logger::Silent());
+  EXPECT_LT(screened.report.chi_squared, 0.1 * stuck.report.chi_squared);
+  EXPECT_NEAR(screened.report.chi_squared, r.report.chi_squared, 1e-6 * r.report.chi_squared);
+  ASSERT_FALSE(screened.report.recovery_actions.empty());
+  EXPECT_NE(screened.report.recovery_actions[0].find("screened on every 6th row"),
+            std::string::npos)
+      << screened.report.recovery_actions[0];
 
   // on_stall: cmaes: the CMA-ES stage searches the box from the configured start.
   const NlsqRunResult g = global::RunNlsqPipeline(

@@ -87,6 +87,7 @@ TEST(ConfigOptionDefaults, RecoveryOptionsMatchTheTable) {
   EXPECT_EQ(plain.velocity_scan, built.velocity_scan);
   EXPECT_EQ(plain.transport_scan, built.transport_scan);
   EXPECT_EQ(plain.start_screen, built.start_screen);
+  EXPECT_EQ(plain.screen_max_points, built.screen_max_points);
 }
 
 TEST(ConfigOptionDefaults, GlobalStageOptionsMatchTheTable) {
