@@ -95,6 +95,72 @@ std::pair<double, double> LagPercentiles(const Comm& comm, const io::LocalData& 
   return {Answer(select, q80), Answer(select, q20)};
 }
 
+// The queries of each angle after the first pass: its offset and ceiling percentiles, or the
+// fallback for too few points. The counts are summed over the ranks: every rank takes the
+// same branch, and under Q95 every rank throws the same (agreed) error.
+struct AngleQueries {
+  bool fallback = false;
+  PercentileQuery offset, ceiling;
+};
+
+std::string AngleName(const std::vector<double>& phi, int k) {
+  return fmt::format("angle {} (phi = {:g} deg)", k, phi[static_cast<std::size_t>(k)]);
+}
+
+std::vector<AngleQueries> AskAngleQueries(RadixSelect& select, int n_angles,
+                                          model::ScalingQuantiles rule, bool first_row,
+                                          const std::string& file, const std::vector<double>& phi) {
+  const model::ValuePercentiles levels = model::ValuePercentilesOf(rule);
+  std::vector<AngleQueries> queries(static_cast<std::size_t>(n_angles));
+  for (int k = 0; k < n_angles; ++k) {
+    AngleQueries& a = queries[static_cast<std::size_t>(k)];
+    const std::int64_t count = select.count(3 * k);
+    if (count < model::kMinScalingPoints) {
+      if (rule == model::ScalingQuantiles::kQ95) {
+        throw MarkAgreed(Error(
+            ErrorKind::kBadInput,
+            fmt::format("{} ({}; this estimate holds the scaling of two_component's "
+                        "constant per-angle mode and of its two-stage path's stage 1)",
+                        model::FewScalingPointsMessage(count, AngleName(phi, k)),
+                        first_row ? "it pools the full matrix, N^2 points per angle for N "
+                                    "selected frames: select at least 10 frames"
+                                  : "it pools the fit grid, n_t^2 points per angle, n_t = the "
+                                    "selected frames - 1: select at least 11 frames"),
+            {file, config::keys::FrameWindowKey(), -1}));
+      }
+      a.fallback = true;
+      continue;
+    }
+    const int far = select.count(3 * k + 1) >= 10 ? 3 * k + 1 : 3 * k;
+    const int near = select.count(3 * k + 2) >= 10 ? 3 * k + 2 : 3 * k;
+    a.offset = AskPercentile(select, far, levels.low);
+    a.ceiling = AskPercentile(select, near, levels.high);
+  }
+  return queries;
+}
+
+// Rank 0's points beside the tiles: frame 0's row (weight 2; checked finite by the loader)
+// and the diagonal's (weight 1).
+template <typename Add>
+void AddRootPoints(const io::LocalData& local, const PoolShape& shape, Add& add) {
+  const std::vector<double>& t = shape.t;
+  for (int k = 0; k < static_cast<int>(local.meta.n_angles()); ++k) {
+    const auto uk = static_cast<std::size_t>(k);
+    for (std::size_t j = 1; shape.first_row && j < t.size(); ++j) {
+      add(k, local.first_row[uk][j], std::abs(t[0] - t[j]), 2);
+    }
+    const auto& diag = local.diagonal[uk];
+    for (std::size_t m = shape.FirstDiagonal(); m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
+  }
+}
+
+// A value kept for the replay of a pass (EstimateInitialScalingOverWindows).
+struct Candidate {
+  int angle;
+  double value, lag;
+  std::int64_t weight;
+};
+
 }  // namespace
 
 std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
@@ -111,6 +177,13 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
       bounds, rule, pool);
 }
 
+// Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
+// while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
+// more memory than the window's buffer); once a pass kept them all, the remaining passes
+// replay them instead of reading the data again — on every rank alike, so that every rank
+// makes the same reads (agreed after each pass). The first passes want nearly every value
+// (they fix sign and exponent), the third about a thousandth (the prefix then holds 10
+// bits of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& local,
     const std::function<void(const ScalingWindowVisit&)>& windows,
@@ -133,18 +206,6 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   };
   const auto wanted = [&](int k, double v) {
     return select.Wanted(3 * k, v) || select.Wanted(3 * k + 1, v) || select.Wanted(3 * k + 2, v);
-  };
-  // Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
-  // while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
-  // more memory than the window's buffer); once a pass kept them all, the remaining passes
-  // replay them instead of reading the data again — on every rank alike, so that every rank
-  // makes the same reads (agreed after each pass). The first passes want nearly every value
-  // (they fix sign and exponent), the third about a thousandth (the prefix then holds 10
-  // bits of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
-  struct Candidate {
-    int angle;
-    double value, lag;
-    std::int64_t weight;
   };
   std::vector<Candidate> candidates;
   bool replay = false;
@@ -185,17 +246,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
       });
       kept = keep;
     }
-    if (comm.is_root()) {
-      for (int k = 0; k < n_angles; ++k) {
-        const auto uk = static_cast<std::size_t>(k);
-        // Checked finite by the loader.
-        for (std::size_t j = 1; shape.first_row && j < t.size(); ++j) {
-          add(k, local.first_row[uk][j], std::abs(t[0] - t[j]), 2);
-        }
-        const auto& diag = local.diagonal[uk];
-        for (std::size_t m = shape.FirstDiagonal(); m < diag.size(); ++m) add(k, diag[m], 0.0, 1);
-      }
-    }
+    if (comm.is_root()) AddRootPoints(local, shape, add);
   };
   // First pass: counts (and the finite check), then the queries each angle needs.
   RunCollectively(comm, [&] {
@@ -204,43 +255,9 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   });
   io::AgreeOnNonFinite(comm, local.meta, bad);
   select.FinishPass(comm);
-  struct AngleQueries {
-    bool fallback = false;
-    PercentileQuery offset, ceiling;
-  };
-  // The counts are summed over the ranks: every rank takes the same branch below, and under
-  // Q95 every rank throws the same (agreed) error.
   const std::vector<double> phi = local.meta.phi_values();
-  auto angle_name = [&](int k) {
-    return fmt::format("angle {} (phi = {:g} deg)", k, phi[static_cast<std::size_t>(k)]);
-  };
-  const model::ValuePercentiles levels = model::ValuePercentilesOf(rule);
-  std::vector<AngleQueries> queries(static_cast<std::size_t>(n_angles));
-  for (int k = 0; k < n_angles; ++k) {
-    AngleQueries& a = queries[static_cast<std::size_t>(k)];
-    const std::int64_t count = select.count(3 * k);
-    if (count < model::kMinScalingPoints) {
-      if (rule == model::ScalingQuantiles::kQ95) {
-        throw MarkAgreed(
-            Error(ErrorKind::kBadInput,
-                  fmt::format("{} ({}; this estimate holds the scaling of two_component's "
-                              "constant per-angle mode and of its two-stage path's stage 1)",
-                              model::FewScalingPointsMessage(count, angle_name(k)),
-                              shape.first_row
-                                  ? "it pools the full matrix, N^2 points per angle for N "
-                                    "selected frames: select at least 10 frames"
-                                  : "it pools the fit grid, n_t^2 points per angle, n_t = the "
-                                    "selected frames - 1: select at least 11 frames"),
-                  {local.meta.file, config::keys::FrameWindowKey(), -1}));
-      }
-      a.fallback = true;
-      continue;
-    }
-    const int far = select.count(3 * k + 1) >= 10 ? 3 * k + 1 : 3 * k;
-    const int near = select.count(3 * k + 2) >= 10 ? 3 * k + 2 : 3 * k;
-    a.offset = AskPercentile(select, far, levels.low);
-    a.ceiling = AskPercentile(select, near, levels.high);
-  }
+  const std::vector<AngleQueries> queries =
+      AskAngleQueries(select, n_angles, rule, shape.first_row, local.meta.file, phi);
   while (!select.done()) {
     kept = false;
     RunCollectively(comm, [&] {
@@ -257,10 +274,10 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   }
   for (int k = 0; k < n_angles; ++k) {
     const AngleQueries& a = queries[static_cast<std::size_t>(k)];
-    out.push_back(
-        a.fallback ? model::ScalingFromFewPoints(rule, select.count(3 * k), angle_name(k), bounds)
-                   : model::CombineScaling(rule, Answer(select, a.offset),
-                                           Answer(select, a.ceiling), bounds));
+    out.push_back(a.fallback ? model::ScalingFromFewPoints(rule, select.count(3 * k),
+                                                           AngleName(phi, k), bounds)
+                             : model::CombineScaling(rule, Answer(select, a.offset),
+                                                     Answer(select, a.ceiling), bounds));
   }
   return out;
 }

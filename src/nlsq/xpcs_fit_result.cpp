@@ -79,6 +79,32 @@ void LogPasses(const PassLedger& ledger, const Logger& logger) {
               stages);
 }
 
+// The plain χ² at the answer (the objective itself under the linear loss). Streamed under a
+// robust loss, the plain χ² and the χ² per angle share one read of the data.
+struct PlainAtAnswer {
+  double chi2 = 0.0;
+  std::optional<std::vector<double>> per_angle;
+};
+
+PlainAtAnswer PlainChi2AtAnswer(XpcsFitSession::Impl& s, const std::vector<double>& x,
+                                double data_objective) {
+  PlainAtAnswer out{data_objective, std::nullopt};
+  const model::RobustLoss& loss = s.problem->loss();
+  if (!loss.robust()) return out;
+  if (s.stream) {
+    XpcsProblem::PlainAndPerAngle both = s.problem->PlainChi2AndPerAngle(x);
+    out.chi2 = both.plain_chi2;
+    out.per_angle = std::move(both.per_angle);
+  } else {
+    out.chi2 = s.problem->PlainChi2(x);
+  }
+  // The progress lines gave the objective; here the plain χ² beside it, once.
+  s.logger.Info("NLSQ: {} {:.10g} at the answer; plain chi2 {:.10g} (reduced {:.6g})",
+                model::ObjectiveName(loss), data_objective, out.chi2,
+                out.chi2 / static_cast<double>(s.n_data - s.p_eff));
+  return out;
+}
+
 }  // namespace
 
 NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
@@ -98,22 +124,9 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
   const double data_objective =
       penalty.active() ? s.problem->DataChi2(summary.x) : summary.final_chi2;
   const model::RobustLoss& loss = s.problem->loss();
-  // Streamed, the plain χ² and the χ² per angle share one read of the data.
-  double data_chi2 = data_objective;
-  std::optional<std::vector<double>> chi2_per_angle;
-  if (loss.robust() && s.stream) {
-    XpcsProblem::PlainAndPerAngle both = s.problem->PlainChi2AndPerAngle(summary.x);
-    data_chi2 = both.plain_chi2;
-    chi2_per_angle = std::move(both.per_angle);
-  } else if (loss.robust()) {
-    data_chi2 = s.problem->PlainChi2(summary.x);
-  }
-  if (loss.robust()) {
-    // The progress lines gave the objective; here the plain χ² beside it, once.
-    s.logger.Info("NLSQ: {} {:.10g} at the answer; plain chi2 {:.10g} (reduced {:.6g})",
-                  model::ObjectiveName(loss), data_objective, data_chi2,
-                  data_chi2 / static_cast<double>(s.n_data - s.p_eff));
-  }
+  PlainAtAnswer plain = PlainChi2AtAnswer(s, summary.x, data_objective);
+  const double data_chi2 = plain.chi2;
+  std::optional<std::vector<double>> chi2_per_angle = std::move(plain.per_angle);
   const lsq::CovarianceResult cov = lsq::CovarianceFromNormalEquations(
       summary.final_equations.hessian, layout.num_optimised(), data_objective,
       s.problem->total_points(), layout.num_optimised());
