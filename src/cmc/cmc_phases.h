@@ -132,10 +132,11 @@ struct CoordinateChoice {
     kChecked = 1,              // the map passed the axis check (whitened)
     kPoor = 2,                 // the map failed it (unwhitened, from the mode)
     kNotPositiveDefinite = 3,  // no map: the Hessian at the mode is not positive definite
+    kScaleErrorKept = 4,       // the check found a scale error only: the map is kept (whitened)
   };
   Why why = Why::kOff;
-  WhiteningCheck check;  // filled for kChecked and kPoor
-  bool whitened() const { return why == Why::kChecked; }
+  WhiteningCheck check;  // filled for kChecked, kPoor and kScaleErrorKept
+  bool whitened() const { return why == Why::kChecked || why == Why::kScaleErrorKept; }
   // "whitened" / "unwhitened" and a sentence saying why, with the axis named from
   // `axis_names` (the sampled coordinates before the whitening).
   std::string Coordinates() const { return whitened() ? "whitened" : "unwhitened"; }
