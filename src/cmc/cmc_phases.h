@@ -130,9 +130,9 @@ struct CoordinateChoice {
   enum class Why {
     kOff = 0,                  // laplace_whitening: false
     kChecked = 1,              // the map passed the axis check (whitened)
-    kPoor = 2,                 // the map failed it (unwhitened, from the mode)
+    kPoor = 2,                 // the map failed it (unwhitened, from the mode; no longer chosen)
     kNotPositiveDefinite = 3,  // no map: the Hessian at the mode is not positive definite
-    kScaleErrorKept = 4,       // the check found a scale error only: the map is kept (whitened)
+    kScaleErrorKept = 4,       // the map failed the check and is kept (whitened)
   };
   Why why = Why::kOff;
   WhiteningCheck check;  // filled for kChecked, kPoor and kScaleErrorKept

@@ -171,8 +171,8 @@ void AddSamplerAndChecks(const KeyAdder& c) {
          fr(&CmcReparameterization::log_d0));
   r.Used("laplace_whitening", T::kBool, "true", NoRule(),
          "Sample coordinates whitened by the shard's Laplace covariance at its mode "
-         "(Gauss-Newton), per shard where the log density along the map's axes is near the "
-         "Gaussian's (else the unwhitened coordinates from the mode); same posterior",
+         "(Gauss-Newton; the map is checked along its axes and a failed check is reported); "
+         "same posterior",
          fr(&CmcReparameterization::laplace_whitening));
   r.Used("bimodal_min_weight", T::kFloat, "0.2", InRange(0, 1), "Bimodality weight threshold",
          fr(&CmcReparameterization::bimodal_min_weight));

@@ -154,6 +154,10 @@ void AddRootPoints(const io::LocalData& local, const PoolShape& shape, Add& add)
   }
 }
 
+// At most this many values (32 bytes each, 32 MiB) are kept for a replay, whatever the window:
+// in core the window is the whole data, and a quarter of its points would be a copy of it.
+constexpr std::size_t kMaxReplayValues = std::size_t{1} << 20;
+
 // A value kept for the replay of a pass (EstimateInitialScalingOverWindows).
 struct Candidate {
   int angle;
@@ -179,11 +183,11 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
 
 // Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
 // while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
-// more memory than the window's buffer); once a pass kept them all, the remaining passes
-// replay them instead of reading the data again — on every rank alike, so that every rank
-// makes the same reads (agreed after each pass). The first passes want nearly every value
-// (they fix sign and exponent), the third about a thousandth (the prefix then holds 10
-// bits of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
+// more memory than the window's buffer) and in kMaxReplayValues; once a pass kept them all, the
+// remaining passes replay them instead of reading the data again — on every rank alike, so that
+// every rank makes the same reads (agreed after each pass). The first passes want nearly every
+// value (they fix sign and exponent), the third about a thousandth (the prefix then holds 10 bits
+// of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& local,
     const std::function<void(const ScalingWindowVisit&)>& windows,
@@ -221,7 +225,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
       windows([&](std::span<const io::LocalTile> tiles, std::span<const double> values) {
         std::size_t points = 0;
         for (const io::LocalTile& lt : tiles) points += static_cast<std::size_t>(lt.tile.count);
-        max_candidates = std::max(max_candidates, points / 4);
+        max_candidates = std::min(std::max(max_candidates, points / 4), kMaxReplayValues);
         for (const io::LocalTile& lt : tiles) {
           const int k = lt.tile.angle;
           const auto i = static_cast<std::size_t>(lt.tile.row);

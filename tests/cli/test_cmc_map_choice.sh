@@ -3,10 +3,10 @@
 # where the Laplace map describes the shard's posterior the chains sample the whitened
 # coordinates; where it does not (here: D0's lower bound, a wall of the log D0 coordinate,
 # a small fraction of a posterior sd below the start, so the map's axes cross it within
-# 1 sd) they sample the
-# unwhitened coordinates from the mode, and shard_diagnostics.json and the log say which
-# and why. The fallback's draws are the same at 1 and 2 ranks, 1 and 2 threads, and after
-# a kill and a resume on the other rank count.
+# 1 sd) the check fails, shard_diagnostics.json and the log say so and why, and the map is
+# kept (the unwhitened coordinates sampled worse on every shard measured, docs/cmc.md).
+# Those draws are the same at 1 and 2 ranks, 1 and 2 threads, and after a kill and a
+# resume on the other rank count.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -82,9 +82,9 @@ for c in open wall; do
 done
 echo "open box:"; expect "$tmp/open" whitened "passed the axis check" || fail "open box"
 echo "D0's wall within the map's reach:"
-expect "$tmp/wall" unwhitened "the posterior is zero within 1 Laplace sd" || fail "wall"
-grep -q "sampling the unwhitened coordinates: the posterior is zero within 1 Laplace sd" \
-  "$tmp/wall.log" || { cat "$tmp/wall.log"; fail "the fallback is not logged"; }
+expect "$tmp/wall" whitened "failed the axis check (the posterior is zero at" || fail "wall"
+grep -q "sampling the whitened coordinates: the Laplace map at the shard's mode failed the axis check" \
+  "$tmp/wall.log" || { cat "$tmp/wall.log"; fail "the failed check is not logged"; }
 
 run wall 1 "$tmp/t" -q --threads 2 > "$tmp/t.log" 2>&1; ok $? || { cat "$tmp/t.log"; fail "1 rank"; }
 echo -n "fallback, 1 rank, 2 threads: "; same "$tmp/wall" "$tmp/t" || fail "1 rank differs"
