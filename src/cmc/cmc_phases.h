@@ -128,15 +128,15 @@ struct SamplingSites {
 // Which coordinates a shard's chains sample and why (docs/cmc.md step 5b).
 struct CoordinateChoice {
   enum class Why {
-    kOff = 0,                  // laplace_whitening: false
-    kChecked = 1,              // the map passed the axis check (whitened)
-    kPoor = 2,                 // the map failed it (unwhitened, from the mode; no longer chosen)
+    kOff = 0,      // laplace_whitening: false
+    kChecked = 1,  // the map passed the axis check (whitened)
+    // 2 is not used: it meant a failed check sampled unwhitened, which no longer happens.
     kNotPositiveDefinite = 3,  // no map: the Hessian at the mode is not positive definite
-    kScaleErrorKept = 4,       // the map failed the check and is kept (whitened)
+    kFailedKept = 4,           // the map failed the check and is kept (whitened)
   };
   Why why = Why::kOff;
-  WhiteningCheck check;  // filled for kChecked, kPoor and kScaleErrorKept
-  bool whitened() const { return why == Why::kChecked || why == Why::kScaleErrorKept; }
+  WhiteningCheck check;  // filled for kChecked and kFailedKept
+  bool whitened() const { return why == Why::kChecked || why == Why::kFailedKept; }
   // "whitened" / "unwhitened" and a sentence saying why, with the axis named from
   // `axis_names` (the sampled coordinates before the whitening).
   std::string Coordinates() const { return whitened() ? "whitened" : "unwhitened"; }

@@ -109,10 +109,7 @@ std::string CoordinateChoice::Reason(const std::vector<std::string>& axis_names)
     case Why::kChecked:
       return "the Laplace map at the shard's mode passed the axis check (" +
              check.Describe(axis_names) + ")";
-    case Why::kPoor:
-      return "the posterior is zero within 1 Laplace sd of the shard's mode (" +
-             check.Describe(axis_names) + "): the unwhitened coordinates from the mode";
-    case Why::kScaleErrorKept:
+    case Why::kFailedKept:
       return "the Laplace map at the shard's mode failed the axis check (" +
              check.Describe(axis_names) +
              "); kept: the unwhitened coordinates sampled worse on every shard measured where "
@@ -138,7 +135,7 @@ CoordinateChoice CoordinateChoice::Unpack(const double* in) {
   c.check.scale = in[4];
   c.check.min_scale = in[5];
   c.check.max_scale = in[6];
-  c.check.poor = c.why == Why::kPoor || c.why == Why::kScaleErrorKept;
+  c.check.poor = c.why == Why::kFailedKept;
   return c;
 }
 
@@ -187,7 +184,7 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
   // tests/cli/test_cmc_two_component_hold.sh: depth-cap share 77 % against 15 %; the shipped
   // real_static example at 60 frames: 34 % divergent draws, the shard rejected, against none).
   if (start.choice.check.poor) {
-    start.choice.why = CoordinateChoice::Why::kScaleErrorKept;
+    start.choice.why = CoordinateChoice::Why::kFailedKept;
   } else {
     start.choice.why = CoordinateChoice::Why::kChecked;
   }
