@@ -197,19 +197,19 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
                         PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
       }
     }
-    RunCollectively(scope.comm, [&] {
-      // fitted_data.npz (homodyne's file): rank 0, which holds the whole result.
+    {
+      // fitted_data.npz (homodyne's file): collective, each rank its share of the angles.
       PhaseTimes::Scope t(phases, "write_fitted_data_npz");
-      if (!scope.comm.is_root()) return;
       if (write_nlsq) {
-        WriteFittedDataNpz(OutputFilePath(out, "nlsq/fitted_data.npz"), scope.cfg, scope.data_file,
-                           NlsqFittedModel(nlsq.result), scope.log, FittedDataLimit(nlsq.result));
+        WriteFittedDataNpz(scope.comm, OutputFilePath(out, "nlsq/fitted_data.npz"), scope.cfg,
+                           scope.data_file, NlsqFittedModel(nlsq.result), scope.log,
+                           FittedDataLimit(nlsq.result));
       }
       if (cmc != nullptr) {
-        WriteFittedDataNpz(out / "cmc" / "fitted_data.npz", scope.cfg, scope.data_file,
+        WriteFittedDataNpz(scope.comm, out / "cmc" / "fitted_data.npz", scope.cfg, scope.data_file,
                            PosteriorMeanModel(*cmc), scope.log);
       }
-    });
+    }
     RunCollectively(scope.comm, [&] {
       if (!scope.comm.is_root()) return;
       if (write_nlsq) {

@@ -67,18 +67,7 @@ std::vector<double> FittedG1::AtAngle(double phi_deg) {
   return std::move(synth::ModelMatrices(model_, 1, /*exact=*/false).front());
 }
 
-namespace {
-
-// fn on every rank with its errors agreed (parallel/collective.h), or fn alone.
-template <typename Fn>
-auto Together(const Comm* comm, Fn&& fn) {
-  if (comm != nullptr) return RunCollectively(*comm, std::forward<Fn>(fn));
-  return fn();
-}
-
-// Rank 0's model and limit on every rank (the fit's result is complete on rank 0 only, and
-// the memory limit is rank 0's: all ranks must take the same decisions).
-void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes) {
+void BroadcastFittedModel(const Comm& comm, FittedModel& fitted, double& max_bytes) {
   Broadcast(comm, fitted.physical);
   Broadcast(comm, fitted.contrast);
   Broadcast(comm, fitted.offset);
@@ -87,6 +76,15 @@ void BroadcastFromRoot(const Comm& comm, FittedModel& fitted, double& max_bytes)
   MPI_Bcast(&convention, 1, MPI_INT, 0, comm.get());
   fitted.convention = static_cast<FittedDataConvention>(convention);
   MPI_Bcast(&max_bytes, 1, MPI_DOUBLE, 0, comm.get());
+}
+
+namespace {
+
+// fn on every rank with its errors agreed (parallel/collective.h), or fn alone.
+template <typename Fn>
+auto Together(const Comm* comm, Fn&& fn) {
+  if (comm != nullptr) return RunCollectively(*comm, std::forward<Fn>(fn));
+  return fn();
 }
 
 // Runs `attempt` unless an earlier one failed (whose error is kept): rank 0 goes on
@@ -328,7 +326,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
              double max_bytes, const FittedDataThreads& threads) {
   const FittedDataLevel level = FittedDataLevelOf(cfg);
   if (level == FittedDataLevel::kNone) return;
-  if (comm != nullptr) BroadcastFromRoot(*comm, result, max_bytes);
+  if (comm != nullptr) BroadcastFittedModel(*comm, result, max_bytes);
   // The size check comes before the data are read (from the metadata alone).
   const io::LoadOptions load = LoadOptionsFromConfig(cfg, data_file);
   const io::DatasetMetadata meta = comm != nullptr

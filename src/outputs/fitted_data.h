@@ -108,12 +108,18 @@ FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result);
 // c2_theoretical_scaled, per_angle_scaling, per_angle_scaling_solver, residuals,
 // residuals_normalized, t1, t2, q, c2_solver_scaled; for kCmc the same without the solver's
 // two. Every array at any output.fitted_data level but none (then no file); the values are
-// fitted_data.h5's bit for bit. One process (the caller's rank 0), one angle at a time: the
-// memory held is three N×N matrices (none above `max_bytes`: a warning, no file), the disk
-// the archive's members uncompressed beside it until it is written.
-void WriteFittedDataNpz(const std::filesystem::path& path, const config::Config& cfg,
-                        const std::string& data_file, const FittedModel& fitted,
+// fitted_data.h5's bit for bit. Collective over `comm` (rank 0's `fitted` and `max_bytes`
+// count). Stored members (the default): each rank computes the angles k ≡ rank (mod ranks)
+// and writes their slabs in place in the one file (MPI-IO), holding three N×N matrices (none
+// above `max_bytes`: a warning, no file). Deflated members (output.compress_hdf5): rank 0
+// alone, with the members uncompressed on disk beside the archive until it is written.
+// Atomic: a failure leaves neither the file nor its temporary.
+void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
+                        const config::Config& cfg, const std::string& data_file, FittedModel fitted,
                         const Logger& logger, double max_bytes = kFittedDataMaxBytes);
+// Rank 0's model and limit on every rank (the fit's result is complete on rank 0 only, and
+// the memory limit is rank 0's: all ranks must take the same decisions).
+void BroadcastFittedModel(const Comm& comm, FittedModel& fitted, double& max_bytes);
 
 // The model at the posterior mean (physical parameters and per-angle contrast/offset from
 // `parameters`, expanded order) for DIR/cmc/fitted_data.h5.

@@ -12,10 +12,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "config/config_reader.h"
+#include "core/atomic_file.h"
 #include "core/errors.h"
 #include "h5_read.h"
 #include "io/writers.h"
@@ -330,6 +333,117 @@ TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
   world.Barrier();
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+}
+
+// ---- fitted_data.npz (stored members: every rank writes its angles' slabs in place) ----
+
+// The directory's entries other than the dataset: what a writer left behind.
+std::vector<std::string> LeftBeside(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != "data.h5") names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+std::string FileBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(FittedDataNpzParallel, EveryRankCountWritesTheOneProcessFile) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "npz_bits", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path());
+  for (auto convention : {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
+    const fs::path serial = dir.path() / "serial.npz", shared = dir.path() / "shared.npz";
+    if (world.is_root()) {
+      const Comm self(MPI_COMM_SELF);
+      WriteFittedDataNpz(self, serial, cfg, "", Model(convention), Logger::Silent());
+    }
+    // The other ranks pass an empty model and a zero limit: rank 0's are used.
+    const FittedModel model = world.is_root() ? Model(convention) : FittedModel{};
+    WriteFittedDataNpz(world, shared, cfg, "", model, Logger::Silent(),
+                       world.is_root() ? kFittedDataMaxBytes : 0.0);
+    world.Barrier();
+    if (world.is_root()) {
+      const std::string a = FileBytes(serial), b = FileBytes(shared);
+      // 5 cubes of 5 × 9 × 9 doubles at least, and the zip's end record at the end.
+      EXPECT_GT(a.size(), 5u * 5 * 81 * 8);
+      EXPECT_EQ(a.substr(a.size() - 22, 4), std::string("PK\x05\x06", 4));
+      EXPECT_TRUE(a == b) << "the archive written by " << world.size() << " rank(s) differs";
+      fs::remove(serial);
+      fs::remove(shared);
+      EXPECT_EQ(LeftBeside(dir.path()), (std::vector<std::string>{}))
+          << "besides serial.npz and shared.npz";
+    }
+    world.Barrier();
+  }
+}
+
+// Writes fitted_data.npz (stored) on every rank and expects an Error naming `needle` on each,
+// then nothing in the directory but the dataset; returns the error's kind.
+ErrorKind ExpectNpzFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
+                                                 const config::Config& cfg,
+                                                 const std::string& needle) {
+  bool threw = false;
+  ErrorKind kind = ErrorKind::kInternal;
+  try {
+    WriteFittedDataNpz(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
+  } catch (const Error& e) {
+    threw = true;
+    kind = e.kind();
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(threw);
+  world.Barrier();
+  if (world.is_root()) {
+    EXPECT_EQ(LeftBeside(out.parent_path()), (std::vector<std::string>{}));
+  }
+  world.Barrier();
+  return kind;
+}
+
+// Angle 3 is computed by rank 1 of 2 only: its error reaches every rank, nothing is left.
+TEST(FittedDataNpzParallel, OneRanksBadAngleFailsOnEveryRankAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "npz_nan", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path(), /*nan_angle=*/3);
+  EXPECT_EQ(
+      ExpectNpzFailsEverywhereLeavingNothing(world, dir.path() / "fitted_data.npz", cfg, "NaN/Inf"),
+      ErrorKind::kBadInput);
+}
+
+// A rank whose writes fail (its files may not grow past 16 KiB, as on a full disk): rank 0,
+// which writes the headers and directory last, or rank 1, whose first slabs lie beyond.
+TEST(FittedDataNpzParallel, FailedWriteOnAnyRankFailsEverywhereAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  for (int failing = 0; failing < world.size(); ++failing) {
+    MpiTempDir dir(world, "npz_full_" + std::to_string(failing), /*create=*/true);
+    const config::Config cfg = MakeDataset(world, dir.path(), -1, kCompressedFrames,
+                                           "output: {compress_hdf5: false, fitted_data: full}\n");
+    FileSizeLimit limit(world.rank() == failing ? 16 * 1024 : 0);
+    if (world.rank() == failing) {
+      ASSERT_TRUE(limit.active());
+    }
+    EXPECT_EQ(ExpectNpzFailsEverywhereLeavingNothing(world, dir.path() / "fitted_data.npz", cfg,
+                                                     "fitted_data.npz"),
+              ErrorKind::kIo)
+        << "failing rank " << failing;
+  }
+}
+
+// The temporary cannot be written (it is a link to /dev/full): the error reaches every rank
+// and the link is removed.
+TEST(FittedDataNpzParallel, UnwritableTemporaryFailsEverywhereAndLeavesNothing) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "npz_devfull", /*create=*/true);
+  const config::Config cfg = MakeDataset(world, dir.path());
+  const fs::path out = dir.path() / "fitted_data.npz";
+  if (world.is_root()) fs::create_symlink("/dev/full", TemporaryPathFor(out));
+  world.Barrier();
+  EXPECT_EQ(ExpectNpzFailsEverywhereLeavingNothing(world, out, cfg, "fitted_data.npz"),
+            ErrorKind::kIo);
 }
 
 }  // namespace
