@@ -20,6 +20,7 @@
 
 #include "config/config_bridge.h"
 #include "core/atomic_file.h"
+#include "core/phase_timer.h"
 #include "core/progress.h"
 #include "io/dataset.h"
 #include "model/kernel_factory.h"
@@ -201,7 +202,7 @@ outputs::StoredZipLayout LayoutOf(const std::vector<StoredMember>& members) {
 void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, FittedG1& model,
                    const FittedModel& fitted, const std::vector<StoredMember>& members,
                    const outputs::StoredZipLayout& layout, std::vector<std::uint64_t>& crcs,
-                   std::vector<double>& pairs, Progress& progress) {
+                   std::vector<double>& pairs, Progress& progress, PhaseTimes& parts) {
   const std::vector<Cube> cubes = CubesOf(job.cmc);
   const std::uint64_t slab_bytes = 8 * job.nn;
   // Where each cube's values start in the file.
@@ -214,20 +215,31 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
   }
   const auto put = [&](int cube, std::size_t k, std::span<const double> values) {
     const auto c = static_cast<std::size_t>(cube);
-    crcs[c * job.n + k] = outputs::Crc32(0, Bytes(values));
+    {
+      PhaseTimes::Scope t(parts, "crc");
+      crcs[c * job.n + k] = outputs::Crc32(0, Bytes(values));
+    }
+    PhaseTimes::Scope t(parts, "write");
     file.WriteAt(values_at[c] + k * slab_bytes, Bytes(values));
   };
   std::vector<double> slab(job.nn);
   const auto ranks = static_cast<std::size_t>(comm.size());
   for (std::size_t k = static_cast<std::size_t>(comm.rank()); k < job.n; k += ranks) {
-    const AngleArrays a = ComputeAngle(job, model, fitted, k);
+    AngleArrays a;
+    {
+      PhaseTimes::Scope t(parts, "compute");
+      a = ComputeAngle(job, model, fitted, k);
+    }
     pairs[4 * k] = a.s.a;
     pairs[4 * k + 1] = a.s.b;
     pairs[4 * k + 2] = a.contrast;
     pairs[4 * k + 3] = a.offset;
     put(0, k, a.c);
     for (std::size_t i = 0; i < cubes.size(); ++i) {
-      FillCube(job, a, cubes[i].which, slab);
+      {
+        PhaseTimes::Scope t(parts, "compute");
+        FillCube(job, a, cubes[i].which, slab);
+      }
       put(static_cast<int>(i) + 1, k, slab);
     }
     if (comm.is_root()) {
@@ -297,13 +309,14 @@ void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJ
       if (comm.is_root() && !published) std::filesystem::remove(tmp, ec);
     }
   } guard{comm, tmp};
+  PhaseTimes parts;
   std::optional<SharedFile> file;
   RunCollectively(comm, [&] { file.emplace(comm, tmp); });
   const std::size_t n_cubes = 1 + CubesOf(job.cmc).size();
   std::vector<std::uint64_t> crcs(n_cubes * job.n, 0);
   std::vector<double> pairs(4 * job.n, 0.0);
   RunCollectively(comm, [&] {
-    WriteOwnSlabs(comm, *file, job, model, fitted, members, layout, crcs, pairs, progress);
+    WriteOwnSlabs(comm, *file, job, model, fitted, members, layout, crcs, pairs, progress, parts);
   });
   // Each angle's entries come from its rank, 0 from the others: the sums are the values.
   MPI_Allreduce(MPI_IN_PLACE, crcs.data(), static_cast<int>(crcs.size()), MPI_UINT64_T, MPI_SUM,
@@ -315,15 +328,31 @@ void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJ
       WriteRootParts(*file, job, model.time_axis(), members, layout, crcs, pairs);
     }
   });
-  RunCollectively(comm, [&] { file->Close(); });
-  RunCollectively(comm, [&] {
-    if (comm.is_root()) {
-      PublishAtomically(tmp, path);
-      guard.published = true;
-    }
-  });
+  {
+    PhaseTimes::Scope t(parts, "close");
+    RunCollectively(comm, [&] { file->Close(); });
+  }
+  {
+    PhaseTimes::Scope t(parts, "publish");
+    RunCollectively(comm, [&] {
+      if (comm.is_root()) {
+        PublishAtomically(tmp, path);
+        guard.published = true;
+      }
+    });
+  }
   progress.Done(
       fmt::format("{} angles, {:.2f} GiB in {:.1f} s", job.n, file_gib, progress.elapsed()));
+  const auto part = [&](const char* name) {
+    const auto it = parts.seconds().find(name);
+    return it == parts.seconds().end() ? 0.0 : it->second;
+  };
+  logger.Debug(
+      "{}: rank {}: reading the data and computing the arrays {:.3f} s, their CRC-32s {:.3f} s, "
+      "writing the slabs {:.3f} s, flushing and closing the file {:.3f} s, syncing and renaming "
+      "it {:.3f} s",
+      path.filename().string(), comm.rank(), part("compute"), part("crc"), part("write"),
+      part("close"), part("publish"));
 }
 
 }  // namespace
