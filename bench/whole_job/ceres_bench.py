@@ -14,6 +14,7 @@ import datetime
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -27,11 +28,43 @@ TARGET_RATIO = {200: 1.0, 500: 2.0, 1000: 3.0}
 FIXED_COST_BAR_S = 0.2
 # Same objective, same data, same start: the answers must agree to this (relative χ²).
 CHI2_AGREEMENT = 1e-9
-TOOLS = [("ceres", None), ("homodyne-hpc", "default"), ("homodyne-hpc", "local")]
+TOOLS = [("ceres", None), ("homodyne-hpc", "default"), ("homodyne-hpc", "local"),
+         ("homodyne-hpc", "default_no_fitted_data")]
+KINDS = [kind for tool, kind in TOOLS if tool == "homodyne-hpc"]
 
 
 def log(msg):
     print(msg, flush=True)
+
+
+def dd_rate(path, sync):
+    """GB/s of writing 1 GiB of zeros to `path` with dd (into the page cache, or with
+    fdatasync); the file is removed."""
+    cmd = ["dd", "if=/dev/zero", f"of={path}", "bs=8M", "count=128"]
+    if sync:
+        cmd.append("conv=fdatasync")
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dt = time.perf_counter() - t
+    os.remove(path)
+    return (1 << 30) / dt / 1e9
+
+
+def warm_memory(gib):
+    """Touches `gib` GiB of memory once (a tmpfs file, then removed) and returns the seconds.
+
+    On a virtual machine whose memory the host backs lazily, the first touch of a guest page
+    is slow: there, writing 1 GiB of new files into the page cache ran at ~0.2 GB/s before
+    and ~2 GB/s after (docs/performance.md). A job that writes its result files into pages
+    not touched since boot then measures the host, not the job."""
+    path = "/dev/shm/homodyne_bench_warm"
+    t = time.perf_counter()
+    with open(path, "wb") as f:
+        block = bytes(64 << 20)
+        for _ in range(gib * 16):
+            f.write(block)
+    os.remove(path)
+    return time.perf_counter() - t
 
 
 def median(values):
@@ -122,7 +155,7 @@ def summarise(a, doc, ds, rows):
                                 for n in names}
         s["tools"]["/".join(x for x in key if x)] = m
     c = s["tools"].get("ceres", {})
-    for kind in ("default", "local"):
+    for kind in KINDS:
         o = s["tools"].get(f"homodyne-hpc/{kind}", {})
         if c.get("wall_s") and o.get("wall_s"):
             s[f"ratio_whole_{kind}"] = c["wall_s"] / o["wall_s"]
@@ -166,14 +199,26 @@ def write_md(doc, path):
            f"start {', '.join(f'{x:.1f}' for x in m['load_average_start'])}, at the end "
            f"{', '.join(f'{x:.1f}' for x in m.get('load_average_end', []))}** (other jobs "
            "shared the 2 cores: every time is inflated and noisy).", "",
+           "Writing 1 GiB with dd into the data directory (GB/s, page cache / fdatasync): " +
+           "; ".join(f"{k.replace('_', ' ')} {v['page_cache_gb_s']:.2f} / "
+                     f"{v['fdatasync_gb_s']:.2f}"
+                     for k, v in m.get("write_rates", {}).items() if "page_cache_gb_s" in v) +
+           (f" (warm-up: {m['write_rates']['warm_up']['gib']} GiB touched once, "
+            f"{m['write_rates']['warm_up']['seconds']:.0f} s)"
+            if "warm_up" in m.get("write_rates", {}) else "") + ".", "",
            f"laminar_flow, 23 angles, truth start, {doc['settings']['repeats']} round(s), the "
-           "three tools alternating within each round; medians of the successful runs. "
+           "tools alternating within each round; medians of the successful runs. "
            "Whole = the whole process from outside; fit = each tool's own report (Ceres "
            "`wall_fit_s`; homodyne-hpc `timing_seconds.fit`, slowest rank).", "",
            "| data | Ceres whole (fit) | ours default whole (fit) | ours local whole (fit) | "
            "Ceres/ours whole, default | target | Ceres/ours whole, local | "
            "Ceres/ours fit, default / local | χ² Ceres | χ² rel. diff default / local |",
            "|---|---|---|---|---|---|---|---|---|---|"]
+    nofiles = ["", "The default pipeline writing no fitted-data files (`output.fitted_data: "
+               "none`: parameters and reports only, the kind of files the Ceres peer writes), "
+               "measured in the same rounds:", "",
+               "| data | Ceres whole | ours default, no fitted-data files, whole (fit) | "
+               "Ceres/ours whole | bar of the default | χ² rel. diff |", "|---|---|---|---|---|---|"]
     for s in doc["summary"]:
         t = s["tools"]
         c, d, loc = (t.get("ceres", {}), t.get("homodyne-hpc/default", {}),
@@ -190,6 +235,15 @@ def write_md(doc, path):
             f"{fmt(s.get('ratio_fit_local'))}× | {fmt(c.get('chi2'), '.12g')} | "
             f"{fmt(s.get('chi2_rel_diff_default_vs_ceres'), '.1e')} / "
             f"{fmt(s.get('chi2_rel_diff_local_vs_ceres'), '.1e')} |")
+        n = t.get("homodyne-hpc/default_no_fitted_data", {})
+        r = s.get("ratio_whole_default_no_fitted_data")
+        bar = s.get("target_ratio_whole_default")
+        verdict = "" if r is None or bar is None else ("met" if r >= bar else "NOT met")
+        nofiles.append(
+            f"| 23 × {s['frames']} | {fmt(c.get('wall_s'))} s | {fmt(n.get('wall_s'))} s "
+            f"({fmt(n.get('fit_s'))}) | {fmt(r)}× | ≥ {fmt(bar, 'g')}× {verdict} | "
+            f"{fmt(s.get('chi2_rel_diff_default_no_fitted_data_vs_ceres'), '.1e')} |")
+    out += nofiles
     out += ["", "Every tool, median (min–max) over the rounds (distinct χ²: how many "
             "different χ² bits the rounds gave):", "",
             "| data | tool | whole job | fit | iterations | peak RSS (MiB) | χ² | "
@@ -240,6 +294,8 @@ def main():
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--command", default="")
+    ap.add_argument("--warm-memory-gib", type=int, default=0,
+                    help="touch this much memory once before the runs (see warm_memory)")
     ap.add_argument("--markdown-only", metavar="JSON",
                     help="recompute the summary of a stored JSON, rewrite it and its .md, "
                          "exit (no runs)")
@@ -279,6 +335,8 @@ def main():
                 "default": "bench/whole_job/whole_job_run.py base_config: the default NLSQ "
                            "pipeline, initial_parameters.values = truth, per_angle_mode "
                            "individual, tolerance 1e-10",
+                "default_no_fitted_data": "default plus output.fitted_data none: no "
+                                          "fitted_data.h5 or .npz",
                 "local": "plus recovery {on_stall: none, phi0_restarts: 0} and "
                          "anti_degeneracy.hierarchical.enable false: one local fit",
             },
@@ -292,6 +350,19 @@ def main():
         "datasets": [], "rows": [], "summary": [],
     }
     md_path = os.path.splitext(a.out)[0] + ".md"
+    # The disk and page cache the result files go to, before and after the warm-up.
+    rates = {"before_warm_up": {"page_cache_gb_s": dd_rate(os.path.join(a.data_dir, "dd"), False),
+                                "fdatasync_gb_s": dd_rate(os.path.join(a.data_dir, "dd"), True)}}
+    if a.warm_memory_gib > 0:
+        try:
+            rates["warm_up"] = {"gib": a.warm_memory_gib,
+                                "seconds": warm_memory(a.warm_memory_gib)}
+        except OSError as e:  # /dev/shm too small or absent: measured without it
+            rates["warm_up"] = {"gib": 0, "seconds": 0.0, "error": str(e)}
+        rates["after_warm_up"] = {
+            "page_cache_gb_s": dd_rate(os.path.join(a.data_dir, "dd"), False),
+            "fdatasync_gb_s": dd_rate(os.path.join(a.data_dir, "dd"), True)}
+    doc["machine"]["write_rates"] = rates
 
     def save():
         doc["machine"]["load_average_end"] = os.getloadavg()

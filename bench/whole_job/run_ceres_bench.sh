@@ -30,6 +30,10 @@
 #   CERES_PEER_BUILD  build dir of the peer (/tmp/ceres_peer_build)
 #   RUN_TIMEOUT       seconds before one run is killed and recorded as a timeout (1800)
 #   BENCH_STAMP       the date part of the output names
+#   WARM_MEMORY_GIB   memory touched once before the runs (8; 0: none). On a virtual machine
+#                     whose memory the host backs lazily, writing result files into pages not
+#                     touched since boot ran ~10x slower than into touched ones; the rates
+#                     of dd before and after are recorded either way
 set -euo pipefail
 source "$(dirname "$0")/../lib.sh" "$@"
 for app in homodyne homodyne-synth homodyne-config; do
@@ -41,6 +45,7 @@ REPEATS=${REPEATS:-3}
 DATA_DIR=${DATA_DIR:-${WORK:-/tmp}/ceres_bench_data}
 CERES_PEER_BUILD=${CERES_PEER_BUILD:-/tmp/ceres_peer_build}
 RUN_TIMEOUT=${RUN_TIMEOUT:-1800}
+WARM_MEMORY_GIB=${WARM_MEMORY_GIB:-8}
 
 data_abs=$(realpath -m "$DATA_DIR")
 case "$data_abs/" in
@@ -62,4 +67,5 @@ command="SIZES='$SIZES' REPEATS=$REPEATS bash bench/whole_job/run_ceres_bench.sh
 echo "Ceres benchmark: sizes [$SIZES] frames × 23 angles, $REPEATS round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$root/bench/whole_job/ceres_bench.py" --root "$root" --build "$build" --peer "$peer" \
   --out "$out/ceres_${stamp}.json" --data-dir "$data_abs" --sizes "$SIZES" \
-  --repeats "$REPEATS" --timeout "$RUN_TIMEOUT" --command "$command"
+  --repeats "$REPEATS" --timeout "$RUN_TIMEOUT" --command "$command" \
+  --warm-memory-gib "$WARM_MEMORY_GIB"

@@ -78,7 +78,18 @@ def local_config(data_file):
     return cfg
 
 
-CONFIGS = {"default": base_config, "local": local_config}
+def no_fitted_data_config(data_file):
+    """`default` without the fitted-data files (output.fitted_data none): the run writes its
+    parameters and reports only, as a fitting peer does (the Ceres side-by-side)."""
+    cfg = base_config(data_file)
+    cfg["output"] = {"fitted_data": "none"}
+    return cfg
+
+
+CONFIGS = {"default": base_config, "local": local_config,
+           "default_no_fitted_data": no_fitted_data_config}
+# The configurations the whole-job benchmark runs (the others serve other benchmarks).
+WHOLE_JOB_KINDS = ("default", "local")
 
 
 def write_config(path, cfg, build):
@@ -543,7 +554,7 @@ def main():
         ds = make_dataset(a.build, a.data_dir, frames, cores)
         doc["datasets"].append(ds)
         # The tools of one repeat, in the order they alternate.
-        tools = [(HPC, kind, r) for kind in CONFIGS for r in ranks_list]
+        tools = [(HPC, kind, r) for kind in WHOLE_JOB_KINDS for r in ranks_list]
         tools += [(p, "x0 truth", 1) for p in PEERS]
         rows = {}
         for tool, kind, r in tools:
