@@ -117,7 +117,7 @@ CmcStatus CmcStatusOf(const std::vector<cmc::ShardDiagnostics>& shards, double r
                       double ess_threshold) {
   bool unknown = shards.empty();
   for (const cmc::ShardDiagnostics& d : shards) {
-    if (d.max_rhat >= rhat_threshold || d.min_ess < ess_threshold) return CmcStatus::kNotConverged;
+    if (!d.Converged(rhat_threshold, ess_threshold)) return CmcStatus::kNotConverged;
     unknown = unknown || !std::isfinite(d.max_rhat);
   }
   return unknown ? CmcStatus::kUnchecked : CmcStatus::kConverged;

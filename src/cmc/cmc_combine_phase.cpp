@@ -246,9 +246,9 @@ std::optional<std::string> ShardNotConverged(const CmcRunResult& result,
       ess_names.push_back(result.names[p]);
     }
   }
-  const bool rhat_bad = d.max_rhat >= result.rhat_threshold;
-  const bool ess_bad = d.min_ess < result.ess_threshold;
-  if (!rhat_bad && !ess_bad) return std::nullopt;
+  if (d.Converged(result.rhat_threshold, result.ess_threshold)) return std::nullopt;
+  const bool rhat_bad = d.RhatFails(result.rhat_threshold);
+  const bool ess_bad = d.EssFails(result.ess_threshold);
   std::vector<std::string> parts;
   if (rhat_bad) {
     parts.push_back(fmt::format("R-hat {:.3f} >= {:.3g} ({})", d.max_rhat, result.rhat_threshold,

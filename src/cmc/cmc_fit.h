@@ -73,6 +73,14 @@ struct ShardDiagnostics {
   // split rank-normalised R̂ (NaN with one chain), bulk and tail ESS.
   std::vector<double> rhat, ess_bulk, ess_tail;
   double Ess(std::size_t p) const { return std::min(ess_bulk[p], ess_tail[p]); }  // the smaller
+  // The shard's convergence rule (docs/cmc.md, homodyne's): max R̂ below `rhat_threshold`
+  // and min ESS at least `ess_threshold`. A NaN R̂ (one chain) does not fail it: it is not
+  // judged (the result is then "unchecked").
+  bool RhatFails(double rhat_threshold) const { return max_rhat >= rhat_threshold; }
+  bool EssFails(double ess_threshold) const { return min_ess < ess_threshold; }
+  bool Converged(double rhat_threshold, double ess_threshold) const {
+    return !RhatFails(rhat_threshold) && !EssFails(ess_threshold);
+  }
   std::vector<std::int64_t> tree_depth_histogram;  // draws per tree depth 0…max_tree_depth
   double step_size_mean = 0.0;                     // ε used by the draws (after jitter)
   // Wall seconds of the shard's chains (warmup and sampling, all chains, in this process:

@@ -13,6 +13,9 @@ namespace homodyne::cmc::phases {
 // ---------------------------------------------------------------------------------------
 // Phase 5: sampling this rank's shards (shard s on rank s mod P).
 
+// Levenberg–Marquardt steps of a shard's mode search before its Laplace map is built.
+constexpr int kModeSearchSteps = 200;
+
 double Median(std::vector<double> v) { return model::Percentile(std::move(v), 50.0); }
 
 // 1.4826·MAD of the shard's values, floored at 0.001 (homodyne's noise scale).
@@ -159,7 +162,7 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
   one.threads = 1;
   one.worker_start = nullptr;
   const ShardPosterior post(std::move(one), layout);
-  const ShardMode mode = post.FindMode(theta0, sigma0, 200);
+  const ShardMode mode = post.FindMode(theta0, sigma0, kModeSearchSteps);
   start.whitening = post.LaplaceAt(mode.u);
   ExportShardMapIfRequested(
       {shard, layout.names(), &setup, &mode, &start.whitening, ThreadCpuSeconds() - cpu_start});
@@ -176,6 +179,14 @@ ShardStart PrepareShardStart(const ShardPosteriorSetup& setup, const model::Para
   logger.Debug("CMC: shard {}: mode after {} step(s){}, log density {:.6g} -> {:.6g} at {:.5g}",
                shard, mode.iterations, mode.converged ? "" : " (step limit)",
                mode.start_log_density, mode.log_density, fmt::join(mode.theta, ", "));
+  if (!mode.converged) {
+    // Said where a user reads it: the map below is the curvature where the search stopped,
+    // which need not be the shard's mode (the axis check then judges that map).
+    logger.Info(
+        "CMC: shard {}: the mode search stopped at its limit of {} steps before converging "
+        "(log density {:.6g} -> {:.6g}); the Laplace map is built where it stopped",
+        shard, kModeSearchSteps, mode.start_log_density, mode.log_density);
+  }
   // `post` has no whitening: its density is the one in u, which the map's axes live in.
   start.choice.check = CheckWhiteningAxes(post, start.whitening);
   // A map that fails the check is named and kept: on every shard measured where the check
