@@ -31,18 +31,22 @@ std::vector<std::string> Candidates() {
   if (const char* env = std::getenv("HOMODYNE_PETSC_MODULE"); env != nullptr && *env != '\0') {
     out.emplace_back(env);
   }
+  // The object holding this code (a library, or the executable: dladdr names it by argv[0],
+  // so /proc/self/exe too).
+  std::vector<fs::path> selves = {"/proc/self/exe"};
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&PetscStarted), &info) != 0 && info.dli_fname != nullptr) {
+    selves.insert(selves.begin(), fs::path(info.dli_fname));
+  }
+  for (const fs::path& object : selves) {
     std::error_code ec;
-    const fs::path self = fs::canonical(fs::path(info.dli_fname), ec);
-    if (!ec) {
-      const fs::path dir = self.parent_path();
-      out.push_back((dir / "homodyne" / HOMODYNE_PETSC_MODULE_NAME).string());
-      out.push_back(
-          (dir / ".." / HOMODYNE_INSTALL_LIBDIR / "homodyne" / HOMODYNE_PETSC_MODULE_NAME)
-              .lexically_normal()
-              .string());
-    }
+    const fs::path self = fs::canonical(object, ec);
+    if (ec) continue;
+    const fs::path dir = self.parent_path();
+    out.push_back((dir / "homodyne" / HOMODYNE_PETSC_MODULE_NAME).string());
+    out.push_back((dir / ".." / HOMODYNE_INSTALL_LIBDIR / "homodyne" / HOMODYNE_PETSC_MODULE_NAME)
+                      .lexically_normal()
+                      .string());
   }
   out.emplace_back(HOMODYNE_INSTALL_FULL_LIBDIR "/homodyne/" HOMODYNE_PETSC_MODULE_NAME);
   out.emplace_back(HOMODYNE_PETSC_MODULE_BUILD_PATH);
