@@ -138,7 +138,8 @@ result = {"benchmark": "fixed costs of a whole job (bench/run_fixed_costs_bench.
           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
           "data": f"laminar_flow 23 x {frames}, homodyne-synth seed {w.SEED}, start at the truth",
           "pipeline": "default NLSQ pipeline, --method nlsq, --threads 1, output.fitted_data none",
-          "variants": {k: {"build": b, "env": e} for k, (b, e) in VARIANTS.items()},
+          "variants": {k: {"build": "BEFORE_BUILD" if b == before_build else "this build",
+                           "env": e} for k, (b, e) in VARIANTS.items()},
           "repeats": repeats, "loadavg_at_end": load,
           "nproc": os.cpu_count(), "rows": summary, "default_outputs_one_run": outputs}
 with open(os.environ["BENCH_JSON"], "w") as f:
