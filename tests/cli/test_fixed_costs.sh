@@ -63,6 +63,7 @@ check_report "$tmp/o1/run_report.yaml" || { echo "FAIL: 1-rank fixed_costs secti
 check_line "$out" || { echo "$out" | tail -3; echo "FAIL: 1-rank closing line"; exit 1; }
 grep -q 'one-node job (no launcher): Open MPI pml ob1, btl self,vader, singleton isolated 1' <<<"$out" \
   || { echo "FAIL: singleton transports"; exit 1; }
+grep -q 'PETSc not loaded' <<<"$out" || { echo "FAIL: PETSc's state not logged at -v"; exit 1; }
 # -q: no closing line.
 out=$("$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/oq" -q 2>&1)
 grep -q 'fixed costs' <<<"$out" && { echo "FAIL: closing line under -q"; exit 1; }
