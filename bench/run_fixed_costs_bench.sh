@@ -9,19 +9,21 @@
 # benchmark's config (bench/whole_job/whole_job_run.py), started at the truth, default
 # pipeline. Each run's items come from its closing "fixed costs" log line (rank 0: start-up,
 # phases that are not fitting, the report, PETSc and MPI finalisation) and its wall time is
-# taken from outside. Two variants alternate within every repeat, so that machine load hits
-# both alike:
-#   before  Open MPI's own start-up choices, as before homodyne chose them itself: pml and btl
-#           as the site's openmpi-mca-params.conf sets them (an empty variable would not do:
-#           it replaces the file's setting, e.g. its exclusion of openib), and
-#           OMPI_MCA_ess_singleton_isolated=0
-#   isolated_only  the site's pml and btl, homodyne's isolated singleton
-#   after   homodyne's choices for a one-node job (src/runtime/environment.cpp)
+# taken from outside. The variants alternate within every repeat, so that machine load hits
+# them alike:
+#   before        BEFORE_BUILD's homodyne (a build of the commit before the change measured),
+#                 when BEFORE_BUILD is set
+#   after         this build's homodyne
+#   petsc_at_start  this build, PETSc loaded and started with MPI as before it was loaded on
+#                 demand (a harmless PETSc option, PETSC_OPTIONS=-no_signal_handler, asks for it)
+#   hwloc_full    this build, hwloc's PCI and I/O discovery and plugins left on (the variables
+#                 homodyne would set given empty, which hwloc reads as unset)
 # Rows with output.fitted_data none keep the data-sized output files out; one row per variant
 # with the default outputs (fitted_data.h5 and .npz) shows what writing them costs.
 #
 # Parameters (environment): FRAMES (200), REPEATS (5; medians and every value are kept),
-# DATA_DIR (scratch; ${WORK:-/tmp}/fixed_costs_data), BENCH_STAMP (date part of the name).
+# DATA_DIR (scratch; ${WORK:-/tmp}/fixed_costs_data), BENCH_STAMP (date part of the name),
+# BEFORE_BUILD (a build directory of the baseline; unset: no "before" rows).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 for app in homodyne homodyne-synth homodyne-config; do
@@ -32,6 +34,7 @@ REPEATS=${REPEATS:-5}
 DATA_DIR=${DATA_DIR:-${WORK:-/tmp}/fixed_costs_data}
 mkdir -p "$DATA_DIR"
 export BENCH_ROOT=$root BENCH_BUILD=$build BENCH_DATA_DIR=$DATA_DIR FRAMES REPEATS
+export BENCH_BEFORE_BUILD=${BEFORE_BUILD:-}
 export BENCH_JSON="$out/fixed_costs_${stamp}.json"
 python3 - <<'EOF'
 import json, os, re, statistics, subprocess, sys, time
@@ -57,34 +60,22 @@ subprocess.run([f"{build}/apps/homodyne-synth", "--config", cfg_default, "-o", d
 
 
 
-def site_mca():
-    """pml and btl of Open MPI's system parameter file ("" where it sets none)."""
-    conf = subprocess.run(["ompi_info", "--path", "sysconfdir", "--parsable"], capture_output=True,
-                          text=True).stdout
-    d = conf.strip().rsplit(":", 1)[-1] if conf.strip() else "/etc/openmpi"
-    out = {"OMPI_MCA_pml": "", "OMPI_MCA_btl": ""}
-    try:
-        for line in open(os.path.join(d, "openmpi-mca-params.conf")):
-            k, _, v = line.split("#")[0].partition("=")
-            if k.strip() in ("pml", "btl"):
-                out["OMPI_MCA_" + k.strip()] = v.strip()
-    except OSError:
-        pass
-    return out
-
-
-SITE = site_mca()
-VARIANTS = {"before": dict(SITE, OMPI_MCA_ess_singleton_isolated="0"),
-            "isolated_only": dict(SITE),
-            "after": {}}
+before_build = os.environ.get("BENCH_BEFORE_BUILD") or None
+# variant: (build directory of its homodyne, environment it adds)
+VARIANTS = {"after": (build, {}),
+            "petsc_at_start": (build, {"PETSC_OPTIONS": "-no_signal_handler"}),
+            "hwloc_full": (build, {"HWLOC_COMPONENTS": "", "HWLOC_PLUGINS_BLACKLIST": ""})}
+if before_build:
+    VARIANTS = dict({"before": (before_build, {})}, **VARIANTS)
 LAUNCHERS = {"1 rank, no launcher": [], "1 rank, mpiexec": ["mpiexec", "-n", "1"],
              "2 ranks, mpiexec": ["mpiexec", "-n", "2"]}
 LINE = re.compile(r"fixed costs \(rank 0, s\): (.*); total ([0-9.]+) s")
 
 
 def one_run(variant, launcher, config, out):
-    env = dict(os.environ, **VARIANTS[variant])
-    cmd = LAUNCHERS[launcher] + [f"{build}/apps/homodyne", "--config", config, "--method",
+    vbuild, venv = VARIANTS[variant]
+    env = dict(os.environ, **venv)
+    cmd = LAUNCHERS[launcher] + [f"{vbuild}/apps/homodyne", "--config", config, "--method",
                                  "nlsq", "-o", out, "--threads", "1"]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -102,9 +93,10 @@ def one_run(variant, launcher, config, out):
 
 
 def version_wall(variant):
-    env = dict(os.environ, **VARIANTS[variant])
+    vbuild, venv = VARIANTS[variant]
+    env = dict(os.environ, **venv)
     t0 = time.perf_counter()
-    subprocess.run([f"{build}/apps/homodyne", "--version"], env=env, check=True,
+    subprocess.run([f"{vbuild}/apps/homodyne", "--version"], env=env, check=True,
                    capture_output=True)
     return time.perf_counter() - t0
 
@@ -121,7 +113,7 @@ for rep in range(repeats):
     for variant in VARIANTS:
         rows.setdefault(f"homodyne --version | {variant}", []).append({"wall": version_wall(variant)})
 outputs = {}
-for variant in ("before", "after"):  # the default outputs, once: their writing is data-sized, not fixed
+for variant in [v for v in ("before", "after") if v in VARIANTS]:  # the default outputs, once: their writing is data-sized, not fixed
     r = one_run(variant, "1 rank, no launcher", cfg_default, os.path.join(data_dir, f"out_full_{variant}"))
     outputs[variant] = {k: r["items"].get(k) for k in
                         ("write_outputs", "write_fitted_data", "write_fitted_data_npz")}
@@ -146,7 +138,9 @@ result = {"benchmark": "fixed costs of a whole job (bench/run_fixed_costs_bench.
           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
           "data": f"laminar_flow 23 x {frames}, homodyne-synth seed {w.SEED}, start at the truth",
           "pipeline": "default NLSQ pipeline, --method nlsq, --threads 1, output.fitted_data none",
-          "variants": VARIANTS, "repeats": repeats, "loadavg_at_end": load,
+          "variants": {k: {"build": "BEFORE_BUILD" if b == before_build else "this build",
+                           "env": e} for k, (b, e) in VARIANTS.items()},
+          "repeats": repeats, "loadavg_at_end": load,
           "nproc": os.cpu_count(), "rows": summary, "default_outputs_one_run": outputs}
 with open(os.environ["BENCH_JSON"], "w") as f:
     json.dump(result, f, indent=1)

@@ -14,7 +14,7 @@
 #include "homodyne/homodyne.h"
 
 int main(int argc, char** argv) {
-  homodyne::Session session(&argc, &argv);  // MPI, PETSc and HDF5 for the whole program
+  homodyne::Session session(&argc, &argv);  // MPI and HDF5 (PETSc when asked for)
   try {
     homodyne::DataSelection selection;
     selection.file = argc > 1 ? argv[1] : "examples/data/bnl_twotime_350.h5";

@@ -9,19 +9,21 @@
 
 namespace homodyne {
 
-// What the API needs before its first collective call: FitNlsq and FitCmc run on MPI and on
-// PETSc (the least-squares solvers' vectors and options), and the data files are read with
-// HDF5. A Session does all of it. Construct one at the top of main(), before any other
-// homodyne call, and let it end after the last:
+// What the API needs before its first collective call: FitNlsq and FitCmc run on MPI (and
+// PETSc for TAO's local methods), and the data files are read with HDF5. A Session does all
+// of it. Construct one at the top of main(), before any other homodyne call, and let it end
+// after the last:
 //
 //   int main(int argc, char** argv) {
-//     homodyne::Session session(&argc, &argv);  // HDF5, MPI_Init_thread, PetscInitialize
+//     homodyne::Session session(&argc, &argv);  // HDF5, MPI_Init_thread
 //     ...                                      // FitNlsq(session.world(), …)
-//   }                                          // PetscFinalize, HDF5, MPI_Finalize
+//   }                                          // PetscFinalize if started, HDF5, MPI_Finalize
 //
-// It calls MPI_Init_thread with MPI_THREAD_FUNNELED (the compute threads never call MPI),
-// then PetscInitialize on MPI_COMM_WORLD with PETSc's signal handler off and no options
-// from the command line; the destructor finalises them in reverse order. MPI must not be
+// It calls MPI_Init_thread with MPI_THREAD_FUNNELED (the compute threads never call MPI).
+// PETSc is loaded and started only when needed: on MPI_COMM_WORLD at once when PETSc options
+// reach the process (PETSC_OPTIONS, an options file), else by the first fit with a TAO local
+// method (on MPI_COMM_SELF), always with PETSc's signal handler off and no options from the
+// command line; the destructor finalises them in reverse order. MPI must not be
 // initialised before (homodyne::Error, kInternal, if it is). EvaluateC2 needs no Session.
 // Not copyable; one per process.
 class HOMODYNE_API Session {

@@ -559,6 +559,9 @@ int RunFitBody(Environment& env, HomodyneCliOptions& opts, RunState& state) {
   state.phases.Add("launch", env.startup_times().launch_seconds);
   state.phases.Add("init", env.startup_times().init_seconds);
   if (!env.mpi_transport_note().empty()) env.logger().Debug("{}", env.mpi_transport_note());
+  env.logger().Debug("PETSc {}", env.petsc_initialized()
+                                     ? "started with MPI (PETSc options were given)"
+                                     : "not loaded (a TAO local method loads it)");
   std::optional<PhaseTimes::Scope> config_phase(std::in_place, state.phases, "config");
   const RunInputs in = ReadInputs(env, opts, state);
   ResolveOutputDirectory(opts, in.cfg);

@@ -3,7 +3,7 @@
 #include <hdf5.h>
 #include <hwloc.h>
 #include <mpi.h>
-#include <petscsys.h>
+#include <petscversion.h>  // macros only: PETSc itself is loaded on demand
 
 #include <fmt/format.h>
 
@@ -27,10 +27,10 @@ LibraryVersions QueryLibraryVersions() {
   MPI_Get_version(&major, &minor);
   v.mpi = fmt::format("{} (MPI standard {}.{})", mpi_lib, major, minor);
 
-  char petsc_text[256] = {};
-  PetscGetVersion(petsc_text, sizeof(petsc_text));
-  v.petsc = petsc_text;
-  if (auto cut = v.petsc.find(','); cut != std::string::npos) v.petsc.resize(cut);
+  // PetscGetVersion's words, from the headers the PETSc module is built with.
+  v.petsc =
+      fmt::format("Petsc {} Version {}.{}.{}", PETSC_VERSION_RELEASE ? "Release" : "Development",
+                  PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR);
 
   unsigned h_major = 0;
   unsigned h_minor = 0;

@@ -8,7 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.h"
-#include "lsq/tao_lm.h"
+#include "core/petsc_module.h"
 
 namespace homodyne::lsq {
 
@@ -150,6 +150,25 @@ void Classify(LeastSquaresProblem& problem, SolverSummary& s, const SolverOption
   s.message = fmt::format("not optimal: {}; {}", measures, s.message);
 }
 
+// The bare Levenberg–Marquardt loop unless PETSc is running (PETSc options were given: then
+// through TaoSolve, so that they reach it, with the same bits); TAO's methods in the PETSc
+// module, which is loaded and started for them when it is not.
+SolverSummary RunEngine(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                        const std::vector<double>& lower, const std::vector<double>& upper,
+                        const SolverOptions& options, const IterationCallback& callback,
+                        const SolverHooks& hooks) {
+  if (!options.UsesTao() && !PetscStarted()) {
+    return detail::SolveLevenbergMarquardt(problem, x0, lower, upper, options, callback, hooks);
+  }
+  static constexpr detail::PetscModuleHost kHost{
+      &detail::SolveLevenbergMarquardt, &detail::ProjectedGradientNorm,
+      static_cast<std::string_view (*)(LocalMethod)>(&ToString), &MeasureOptimality};
+  if (options.UsesTao()) EnsurePetscStarted();
+  auto solve = reinterpret_cast<detail::PetscSolveEntry>(PetscModuleEntry(
+      options.UsesTao() ? "homodyne_petsc_solve_tao" : "homodyne_petsc_solve_tao_lm"));
+  return solve(kHost, problem, x0, lower, upper, options, callback, hooks);
+}
+
 }  // namespace
 
 SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
@@ -180,10 +199,7 @@ SolverSummary SolveBounded(LeastSquaresProblem& problem, std::vector<double> x0,
   HOMODYNE_CHECK(hooks.resume == nullptr || !options.UsesTao(),
                  "a TAO solve cannot resume a saved state");
 
-  SolverSummary s =
-      options.UsesTao()
-          ? detail::SolveTao(problem, x0, lower, upper, options, callback, hooks)
-          : detail::SolveTaoLevenbergMarquardt(problem, x0, lower, upper, options, callback, hooks);
+  SolverSummary s = RunEngine(problem, x0, lower, upper, options, callback, hooks);
   s.method = std::string(ToString(options.method));
   s.final_chi2 = s.final_equations.chi2;
   if (s.initial_chi2 < 0.0) {

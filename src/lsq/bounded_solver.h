@@ -144,22 +144,39 @@ struct LmObserver {
   std::function<std::string(const SolverState&)> stop;
 };
 
-// The two engines behind SolveBounded: they fill x, final_equations, termination, message,
+// The engines behind SolveBounded: they fill x, final_equations, termination, message,
 // iterations, the counters and the history; SolveBounded checks the inputs before and
-// classifies the answer after. SolveLevenbergMarquardt is the bare loop; SolveBounded runs it
-// through TaoSolve (SolveTaoLevenbergMarquardt, tao_lm.h), which gives the same bits.
+// classifies the answer after. SolveLevenbergMarquardt is the bare loop. When PETSc is running
+// (PETSc options were given: core/petsc_module.h) SolveBounded runs it through TaoSolve instead
+// (SolveTaoLevenbergMarquardt, src/petsc/tao_lm.h), which gives the same bits; TAO's own
+// methods (SolveTao, src/petsc/tao_solver.cpp) start PETSc when it is not running. Both live in
+// the PETSc module, which calls back into this layer through PetscModuleHost.
 SolverSummary SolveLevenbergMarquardt(LeastSquaresProblem& problem, const std::vector<double>& x0,
                                       const std::vector<double>& lower,
                                       const std::vector<double>& upper,
                                       const SolverOptions& options,
                                       const IterationCallback& callback, const SolverHooks& hooks,
                                       const LmObserver& observer = {});
-SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x0,
-                       const std::vector<double>& lower, const std::vector<double>& upper,
-                       const SolverOptions& options, const IterationCallback& callback,
-                       const SolverHooks& hooks);
 double ProjectedGradientNorm(const std::vector<double>& x, const std::vector<double>& g,
                              const std::vector<double>& lower, const std::vector<double>& upper);
+
+// What the PETSc module calls in this layer (the module links none of homodyne's layers).
+struct PetscModuleHost {
+  SolverSummary (*solve_lm)(LeastSquaresProblem&, const std::vector<double>&,
+                            const std::vector<double>&, const std::vector<double>&,
+                            const SolverOptions&, const IterationCallback&, const SolverHooks&,
+                            const LmObserver&);
+  double (*projected_gradient_norm)(const std::vector<double>&, const std::vector<double>&,
+                                    const std::vector<double>&, const std::vector<double>&);
+  std::string_view (*method_name)(LocalMethod);
+  OptimalityMeasure (*measure_optimality)(const std::vector<double>&, const NormalEquations&,
+                                          const std::vector<double>&, const std::vector<double>&);
+};
+// The module's solve entries (homodyne_petsc_solve_tao, homodyne_petsc_solve_tao_lm).
+using PetscSolveEntry = SolverSummary (*)(const PetscModuleHost&, LeastSquaresProblem&,
+                                          const std::vector<double>&, const std::vector<double>&,
+                                          const std::vector<double>&, const SolverOptions&,
+                                          const IterationCallback&, const SolverHooks&);
 }  // namespace detail
 
 }  // namespace homodyne::lsq

@@ -3,7 +3,8 @@
 // Construct exactly one Environment at the top of main() and keep every other object
 // that holds an MPI/PETSc/HDF5/hwloc handle in a scope that ends before it, so that
 // nothing outlives MPI_Finalize. Initialisation order: MPI (thread level FUNNELED or
-// higher) → PETSc (on the same world, so PETSc does not own MPI) → hwloc topology.
+// higher) → PETSc when asked for (core/petsc_module.h; on the same world, so PETSc does
+// not own MPI) → hwloc topology.
 // Finalisation runs in reverse.
 #pragma once
 
@@ -25,7 +26,12 @@ struct EnvironmentOptions {
   // Options handed to PetscInitialize (e.g. "-tao_monitor", "-tao_gatol", "1e-9").
   // PETSc never sees the rest of the command line.
   std::vector<std::string> petsc_args;
-  bool initialize_petsc = true;  // false: MPI (and hwloc) only, e.g. for tiny tools
+  // PETSc (core/petsc_module.h) starts with MPI only when PETSc options reach the process
+  // (petsc_args, PETSC_OPTIONS, an options file) or petsc_at_start asks for it; otherwise a TAO
+  // method starts it on its first solve, and a run without one never loads it.
+  // initialize_petsc false: never at start-up (tiny tools).
+  bool initialize_petsc = true;
+  bool petsc_at_start = false;
   bool load_topology = true;
   // MPI already initialised by the caller (mpi4py, a host program): used as it is and left
   // for the caller to finalise. Without it an initialised MPI is an error.
@@ -49,7 +55,7 @@ struct StartupTimes {
   double exec_and_loading_seconds = std::nan("");
   double before_environment_seconds = std::nan("");
   double mpi_init_seconds = 0.0;    // HDF5's start and MPI_Init_thread
-  double petsc_init_seconds = 0.0;  // PetscInitialize (0 when not initialised)
+  double petsc_init_seconds = 0.0;  // PetscInitialize (≈ 0 when PETSc waits for a TAO method)
   double topology_seconds = 0.0;    // hwloc topology load (0 when not loaded)
 };
 
@@ -89,6 +95,7 @@ class Environment {
 
   // MPI thread support level actually provided (MPI_THREAD_*).
   int thread_level() const;
+  // Whether PETSc is running (started at start-up or by a TAO method).
   bool petsc_initialized() const;
 
   // Throws if the topology was not loaded (EnvironmentOptions::load_topology).

@@ -3,7 +3,7 @@
 # that are not fitting) with their total, rank 0 closes the run with a line that adds the
 # report and the shutdown; a one-node job starts Open MPI with shared-memory transports
 # only, and a choice made in the environment is kept. The answer is the same bits at 1 and
-# 2 ranks with homodyne's transports and over TCP.
+# 2 ranks with homodyne's transports and over TCP. PETSc is loaded only when asked for.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -63,6 +63,7 @@ check_report "$tmp/o1/run_report.yaml" || { echo "FAIL: 1-rank fixed_costs secti
 check_line "$out" || { echo "$out" | tail -3; echo "FAIL: 1-rank closing line"; exit 1; }
 grep -q 'one-node job (no launcher): Open MPI pml ob1, btl self,vader, singleton isolated 1' <<<"$out" \
   || { echo "FAIL: singleton transports"; exit 1; }
+grep -q 'PETSc not loaded' <<<"$out" || { echo "FAIL: PETSc's state not logged at -v"; exit 1; }
 # -q: no closing line.
 out=$("$bindir/homodyne" --config "$tmp/cfg.yaml" --output-dir "$tmp/oq" -q 2>&1)
 grep -q 'fixed costs' <<<"$out" && { echo "FAIL: closing line under -q"; exit 1; }
@@ -90,4 +91,30 @@ for o in o1 o3 o4; do
          <(grep '"chi_squared"' "$tmp/$o/nlsq/parameters.json") \
     || { echo "FAIL: chi2 of $o differs from o2"; exit 1; }
 done
+# PETSc on demand: a default fit never maps PETSc (glibc's LD_DEBUG=files lists every object
+# loaded, dlopen's too); PETSc options or a TAO method load it. Through TaoSolve (PETSc
+# options given) the default solve gives the bits of the bare loop.
+petsc_loaded() { grep -q 'file=.*libpetsc' "$1".*; }
+LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld0" "$bindir/homodyne" --config "$tmp/cfg.yaml" \
+  --output-dir "$tmp/p0" -q || { echo "FAIL: default fit under LD_DEBUG"; exit 1; }
+petsc_loaded "$tmp/ld0" && { echo "FAIL: a default fit loaded PETSc"; exit 1; }
+LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld1" "$bindir/homodyne" --config "$tmp/cfg.yaml" \
+  --output-dir "$tmp/p1" -q -tao_converged_reason >/dev/null \
+  || { echo "FAIL: fit with a PETSc option"; exit 1; }
+petsc_loaded "$tmp/ld1" || { echo "FAIL: PETSc options did not load PETSc"; exit 1; }
+cmp -s <(grep '"chi_squared"' "$tmp/p0/nlsq/parameters.json") \
+       <(grep '"chi_squared"' "$tmp/p1/nlsq/parameters.json") \
+  || { echo "FAIL: chi2 through TaoSolve differs from the bare loop's"; exit 1; }
+sed 's/^output: {fitted_data: none}$/output: {fitted_data: none}\noptimization: {nlsq: {local_solver: bnls}}/' \
+  "$tmp/cfg.yaml" > "$tmp/cfg_bnls.yaml"
+grep -q 'local_solver: bnls' "$tmp/cfg_bnls.yaml" || { echo "FAIL: bnls config"; exit 1; }
+for n in 1 2; do
+  LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ldb$n" "$mpiexec" -n $n "$bindir/homodyne" \
+    --config "$tmp/cfg_bnls.yaml" --output-dir "$tmp/b$n" -q \
+    || { echo "FAIL: bnls fit at $n rank(s)"; exit 1; }
+  petsc_loaded "$tmp/ldb$n" || { echo "FAIL: bnls did not load PETSc"; exit 1; }
+done
+cmp -s <(grep '"chi_squared"' "$tmp/b1/nlsq/parameters.json") \
+       <(grep '"chi_squared"' "$tmp/b2/nlsq/parameters.json") \
+  || { echo "FAIL: bnls chi2 differs between 1 and 2 ranks"; exit 1; }
 echo "PASS"

@@ -15,6 +15,13 @@ for f in include/homodyne/homodyne.h lib/cmake/homodyne/homodyneConfig.cmake \
   [ -e "$tmp/prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done
 ls "$tmp/prefix"/lib*/libhomodyne.so* > /dev/null
+# The PETSc module (loaded on demand, found beside the library or the executables).
+ls "$tmp/prefix"/lib*/homodyne/libhomodyne_petsc.so > /dev/null
+# ... and the installed homodyne finds the installed module (PETSc options start PETSc).
+PETSC_OPTIONS=-no_signal_handler LD_DEBUG=files LD_DEBUG_OUTPUT="$tmp/ld" \
+  "$tmp/prefix/bin/homodyne" --version > /dev/null
+grep -q "file=$tmp/prefix/lib[^ ]*/homodyne/libhomodyne_petsc.so" "$tmp"/ld.* ||
+  { echo "the installed homodyne did not load the installed PETSc module"; exit 1; }
 # The public headers stand alone: none includes a header that is not installed.
 if grep -rhn '#include "' "$tmp/prefix/include/homodyne" | grep -v '"homodyne/'; then
   echo "a public header includes an internal one"; exit 1

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   options.log_level = homodyne::LogLevel::kWarning;
   // PETSc options on the command line (-tao_monitor, ...) reach PETSc, as in the apps.
   options.petsc_args = homodyne::SplitPetscArguments(argc, argv).petsc_args;
+  options.petsc_at_start = true;  // the tests call PETSc themselves
   int result = 1;
   {
     homodyne::Environment env(&argc, &argv, options);

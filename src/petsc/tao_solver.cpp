@@ -10,7 +10,8 @@
 
 #include "core/errors.h"
 #include "lsq/bounded_solver.h"
-#include "lsq/petsc_handles.h"
+#include "petsc/petsc_handles.h"
+#include "petsc/tao_lm.h"
 
 namespace homodyne::lsq::detail {
 namespace {

@@ -23,6 +23,13 @@ namespace homodyne::lsq::detail {
 // The TAO type name (-tao_view shows it; -tao_type must leave it).
 inline constexpr const char* kTaoLmType = "homodyne_lm";
 
+// TAO's bounded Newton methods (bnls, bntr, bntl) on the Gauss–Newton Hessian
+// (tao_solver.cpp). PETSc must be initialised.
+SolverSummary SolveTao(LeastSquaresProblem& problem, const std::vector<double>& x0,
+                       const std::vector<double>& lower, const std::vector<double>& upper,
+                       const SolverOptions& options, const IterationCallback& callback,
+                       const SolverHooks& hooks);
+
 // The lm engine of SolveBounded, through TaoSolve. PETSc must be initialised.
 SolverSummary SolveTaoLevenbergMarquardt(
     LeastSquaresProblem& problem, const std::vector<double>& x0, const std::vector<double>& lower,

@@ -19,7 +19,7 @@
 // CONVERGED_STEPTOL never appears. A stop request (signal, checkpoint) ends the solve with
 // an exception, not a reason. The label in the outputs is SolveBounded's, from the
 // optimality test at the answer; the reason says only why the iteration ended.
-#include "lsq/tao_lm.h"
+#include "petsc/tao_lm.h"
 
 #include <petsc/private/taoimpl.h>
 
@@ -30,7 +30,7 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
-#include "lsq/petsc_handles.h"
+#include "petsc/petsc_handles.h"
 
 namespace homodyne::lsq::detail {
 namespace {
