@@ -182,18 +182,26 @@ TEST(FittedDataParallel, CompressedArraysHoldTheUncompressedOneProcessBits) {
   world.Barrier();
 }
 
-// Writes fitted_data.h5 from `data_file` (empty: the config's) on every rank and expects an
-// Error naming `needle` on each, then neither the file nor its temporary; returns the error's
-// kind (kInternal if nothing was thrown, which the EXPECT already reports).
-ErrorKind ExpectFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
-                                              const config::Config& cfg,
-                                              const std::string& data_file,
-                                              const std::string& needle) {
+// The directory's entries other than the dataset: what a writer left behind.
+std::vector<std::string> LeftBeside(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename() != "data.h5") names.push_back(e.path().filename().string());
+  }
+  return names;
+}
+
+// Runs `write` (one writer's call, on every rank) and expects an Error naming `needle` on
+// each, then nothing in the output's directory but the dataset (neither the file nor a
+// temporary); returns the error's kind (kInternal if nothing was thrown, which the EXPECT
+// already reports).
+template <typename Write>
+ErrorKind ExpectWriteFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
+                                                   Write&& write, const std::string& needle) {
   bool threw = false;
   ErrorKind kind = ErrorKind::kInternal;
   try {
-    WriteFittedData(world, out, cfg, data_file, Model(FittedDataConvention::kNlsq),
-                    Logger::Silent());
+    write();
   } catch (const Error& e) {
     threw = true;
     kind = e.kind();
@@ -201,9 +209,38 @@ ErrorKind ExpectFailsEverywhereLeavingNothing(const Comm& world, const fs::path&
   }
   EXPECT_TRUE(threw);
   world.Barrier();
-  EXPECT_FALSE(fs::exists(out));
-  EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
+  if (world.is_root()) {
+    EXPECT_EQ(LeftBeside(out.parent_path()), (std::vector<std::string>{})) << out.filename();
+  }
+  world.Barrier();
   return kind;
+}
+
+// fitted_data.h5 from `data_file` (empty: the config's).
+ErrorKind ExpectFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
+                                              const config::Config& cfg,
+                                              const std::string& data_file,
+                                              const std::string& needle) {
+  return ExpectWriteFailsEverywhereLeavingNothing(
+      world, out,
+      [&] {
+        WriteFittedData(world, out, cfg, data_file, Model(FittedDataConvention::kNlsq),
+                        Logger::Silent());
+      },
+      needle);
+}
+
+// fitted_data.npz, stored (the config's own data file).
+ErrorKind ExpectNpzFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
+                                                 const config::Config& cfg,
+                                                 const std::string& needle) {
+  return ExpectWriteFailsEverywhereLeavingNothing(
+      world, out,
+      [&] {
+        WriteFittedDataNpz(world, out, cfg, "", Model(FittedDataConvention::kNlsq),
+                           Logger::Silent());
+      },
+      needle);
 }
 
 TEST(FittedDataParallel, BadDataFileFailsOnEveryRankAndLeavesNothing) {
@@ -337,15 +374,6 @@ TEST(FittedDataParallel, OneAngleAboveTheLimitSkipsOnEveryRank) {
 
 // ---- fitted_data.npz (stored members: every rank writes its angles' slabs in place) ----
 
-// The directory's entries other than the dataset: what a writer left behind.
-std::vector<std::string> LeftBeside(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().filename() != "data.h5") names.push_back(e.path().filename().string());
-  }
-  return names;
-}
-
 std::string FileBytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -379,29 +407,6 @@ TEST(FittedDataNpzParallel, EveryRankCountWritesTheOneProcessFile) {
     }
     world.Barrier();
   }
-}
-
-// Writes fitted_data.npz (stored) on every rank and expects an Error naming `needle` on each,
-// then nothing in the directory but the dataset; returns the error's kind.
-ErrorKind ExpectNpzFailsEverywhereLeavingNothing(const Comm& world, const fs::path& out,
-                                                 const config::Config& cfg,
-                                                 const std::string& needle) {
-  bool threw = false;
-  ErrorKind kind = ErrorKind::kInternal;
-  try {
-    WriteFittedDataNpz(world, out, cfg, "", Model(FittedDataConvention::kNlsq), Logger::Silent());
-  } catch (const Error& e) {
-    threw = true;
-    kind = e.kind();
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-  EXPECT_TRUE(threw);
-  world.Barrier();
-  if (world.is_root()) {
-    EXPECT_EQ(LeftBeside(out.parent_path()), (std::vector<std::string>{}));
-  }
-  world.Barrier();
-  return kind;
 }
 
 // Angle 3 is computed by rank 1 of 2 only: its error reaches every rank, nothing is left.
