@@ -12,6 +12,11 @@ class PhaseTimes {
  public:
   void Add(const std::string& phase, double seconds) { seconds_[phase] += seconds; }
   const std::map<std::string, double>& seconds() const { return seconds_; }
+  // The seconds of `phase`, 0 when it never ran.
+  double Of(const std::string& phase) const {
+    const auto it = seconds_.find(phase);
+    return it == seconds_.end() ? 0.0 : it->second;
+  }
 
   // Adds the time from construction to destruction to `phase`.
   class Scope {

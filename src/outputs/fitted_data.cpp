@@ -398,16 +398,12 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   }
   progress.Done(
       fmt::format("{} angles, {:.2f} GiB in {:.1f} s", w.n, file_gib, progress.elapsed()));
-  const auto part = [&](const char* name) {
-    const auto it = w.parts.seconds().find(name);
-    return it == w.parts.seconds().end() ? 0.0 : it->second;
-  };
   logger.Debug(
       "{}: rank {}: reading the data {:.3f} s, the model and the per-angle pairs {:.3f} s, "
       "the arrays' slabs (compressed, sent, written) {:.3f} s, closing, syncing and renaming "
       "the file {:.3f} s",
-      path.filename().string(), w.rank, part("read"), part("model"), part("deliver"),
-      part("commit"));
+      path.filename().string(), w.rank, w.parts.Of("read"), w.parts.Of("model"),
+      w.parts.Of("deliver"), w.parts.Of("commit"));
 }
 
 }  // namespace

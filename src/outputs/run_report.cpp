@@ -71,8 +71,7 @@ RankFacts GatherRankFacts(const Comm& world, const RunReportInput& in) {
   }
   std::vector<double> values;
   for (const auto& n : f.names) {
-    auto it = in.phases.seconds().find(n);
-    values.push_back(it == in.phases.seconds().end() ? 0.0 : it->second);
+    values.push_back(in.phases.Of(n));
   }
   f.vmin.resize(values.size());
   f.vmax.resize(values.size());
@@ -470,8 +469,7 @@ void EmitThroughput(YAML::Emitter& y, const Comm& world, const RunReportInput& i
   if (have_nlsq || in.cmc != nullptr)
     y << YAML::Key << "throughput" << YAML::Value << YAML::BeginMap;
   if (have_nlsq) {
-    auto fit = in.phases.seconds().find("fit");
-    const double fit_s = fit != in.phases.seconds().end() ? fit->second : 0.0;
+    const double fit_s = in.phases.Of("fit");
     const double cores = static_cast<double>(world.size()) *
                          static_cast<double>(std::max<std::size_t>(1, in.placement.slots.size()));
     y << YAML::Key << "data_passes" << YAML::Value << r->passes;
