@@ -98,12 +98,76 @@ std::span<const unsigned char> Bytes(const std::string& text) {
   return {reinterpret_cast<const unsigned char*>(text.data()), text.size()};
 }
 
+// The archive's members in homodyne's order. The N×N ones carry `cube`, their index in the
+// order of the slabs (c2_exp, then CubesOf's); the others (-1) are rank 0's small arrays.
+struct Member {
+  std::string name;
+  std::vector<std::uint64_t> shape;
+  int cube = -1;
+  std::uint64_t values() const {
+    std::uint64_t count = 1;
+    for (std::uint64_t d : shape) count *= d;
+    return count;
+  }
+  std::string NpyHeader() const { return outputs::NpyHeader("<f8", shape); }
+};
+
+std::vector<Member> MembersOf(const NpzJob& job) {
+  const std::vector<std::uint64_t> cube{job.n, job.nf, job.nf};
+  const std::vector<Cube> cubes = CubesOf(job.cmc);
+  const auto cube_index = [&](const char* name) {
+    for (std::size_t i = 0; i < cubes.size(); ++i) {
+      if (std::string(cubes[i].name) == name) return static_cast<int>(i) + 1;
+    }
+    return -1;
+  };
+  std::vector<Member> m = {{"phi_angles", {job.n}},
+                           {"c2_exp", cube, 0},
+                           {"c2_theoretical_raw", cube, cube_index("c2_theoretical_raw")},
+                           {"c2_theoretical_scaled", cube, cube_index("c2_theoretical_scaled")},
+                           {"per_angle_scaling", {job.n, 2}}};
+  if (!job.cmc) m.push_back({"per_angle_scaling_solver", {job.n, 2}});
+  m.push_back({"residuals", cube, cube_index("residuals")});
+  m.push_back({"residuals_normalized", cube, cube_index("residuals_normalized")});
+  m.push_back({"t1", {job.nf}});
+  m.push_back({"t2", {job.nf}});
+  m.push_back({"q", {1}});
+  if (!job.cmc) m.push_back({"c2_solver_scaled", cube, cube_index("c2_solver_scaled")});
+  return m;
+}
+
+// The small members' values, from the per-angle pairs (4k..4k+3: post-hoc a, b; the solver's
+// contrast, offset).
+std::map<std::string, std::vector<double>> SmallArrays(const NpzJob& job,
+                                                       const std::vector<double>& time_axis,
+                                                       const std::vector<double>& pairs) {
+  std::vector<double> scaling, solver;
+  for (std::size_t k = 0; k < job.n; ++k) {
+    scaling.insert(scaling.end(), {pairs[4 * k], pairs[4 * k + 1]});
+    solver.insert(solver.end(), {pairs[4 * k + 2], pairs[4 * k + 3]});
+  }
+  return {{"phi_angles", job.phi},
+          {"per_angle_scaling", scaling},
+          {"per_angle_scaling_solver", solver},
+          {"t1", time_axis},
+          {"t2", time_axis},
+          {"q", {job.meta.q_physics}}};
+}
+
+void StorePairs(const AngleArrays& a, std::size_t k, std::vector<double>& pairs) {
+  pairs[4 * k] = a.s.a;
+  pairs[4 * k + 1] = a.s.b;
+  pairs[4 * k + 2] = a.contrast;
+  pairs[4 * k + 3] = a.offset;
+}
+
 // ---- Deflated: rank 0, through .npy files and libzip ------------------------------------
 
 void WriteDeflated(const std::filesystem::path& path, const NpzJob& job, FittedG1& model,
                    const FittedModel& fitted, int level) {
   namespace fs = std::filesystem;
   const std::vector<Cube> cubes = CubesOf(job.cmc);
+  const std::vector<Member> members = MembersOf(job);
   const fs::path parts = path.parent_path() / (path.filename().string() + ".parts");
   struct RemoveParts {
     fs::path dir;
@@ -113,86 +177,45 @@ void WriteDeflated(const std::filesystem::path& path, const NpzJob& job, FittedG
     }
   } cleanup{parts};
   EnsureDirectory(parts);
-  const std::vector<std::uint64_t> cube_shape{job.n, job.nf, job.nf};
-  std::map<std::string, std::unique_ptr<outputs::NpyStream>> streams;
-  const auto open = [&](const std::string& name) {
-    streams[name] = std::make_unique<outputs::NpyStream>(parts / (name + ".npy"), cube_shape);
-  };
-  open("c2_exp");
-  for (const Cube& c : cubes) open(c.name);
-  std::vector<double> scaling, scaling_solver, slab(job.nn);
-  for (std::size_t k = 0; k < job.n; ++k) {
-    const AngleArrays a = ComputeAngle(job, model, fitted, k);
-    scaling.insert(scaling.end(), {a.s.a, a.s.b});
-    scaling_solver.insert(scaling_solver.end(), {a.contrast, a.offset});
-    streams["c2_exp"]->Append(a.c);
-    for (const Cube& cube : cubes) {
-      FillCube(job, a, cube.which, slab);
-      streams[cube.name]->Append(slab);
+  const auto npy_file = [&](const Member& m) { return parts / (m.name + ".npy"); };
+  // One .npy file per N×N member, indexed by its `cube`.
+  std::vector<std::unique_ptr<outputs::NpyStream>> streams(1 + cubes.size());
+  for (const Member& m : members) {
+    if (m.cube >= 0) {
+      streams[static_cast<std::size_t>(m.cube)] =
+          std::make_unique<outputs::NpyStream>(npy_file(m), m.shape);
     }
   }
-  for (auto& [name, stream] : streams) stream->Close();
+  std::vector<double> pairs(4 * job.n), slab(job.nn);
+  for (std::size_t k = 0; k < job.n; ++k) {
+    const AngleArrays a = ComputeAngle(job, model, fitted, k);
+    StorePairs(a, k, pairs);
+    streams[0]->Append(a.c);
+    for (std::size_t i = 0; i < cubes.size(); ++i) {
+      FillCube(job, a, cubes[i].which, slab);
+      streams[i + 1]->Append(slab);
+    }
+  }
+  for (auto& stream : streams) stream->Close();
+  const std::map<std::string, std::vector<double>> small =
+      SmallArrays(job, model.time_axis(), pairs);
   outputs::NpzArchive npz(path, level);
-  npz.AddDoubles("phi_angles", {job.n}, job.phi);
-  npz.AddNpyFile("c2_exp", parts / "c2_exp.npy");
-  npz.AddNpyFile("c2_theoretical_raw", parts / "c2_theoretical_raw.npy");
-  npz.AddNpyFile("c2_theoretical_scaled", parts / "c2_theoretical_scaled.npy");
-  npz.AddDoubles("per_angle_scaling", {job.n, 2}, scaling);
-  if (!job.cmc) npz.AddDoubles("per_angle_scaling_solver", {job.n, 2}, scaling_solver);
-  npz.AddNpyFile("residuals", parts / "residuals.npy");
-  npz.AddNpyFile("residuals_normalized", parts / "residuals_normalized.npy");
-  npz.AddDoubles("t1", {job.nf}, model.time_axis());
-  npz.AddDoubles("t2", {job.nf}, model.time_axis());
-  npz.AddDoubles("q", {1}, std::vector<double>{job.meta.q_physics});
-  if (!job.cmc) npz.AddNpyFile("c2_solver_scaled", parts / "c2_solver_scaled.npy");
+  for (const Member& m : members) {
+    if (m.cube >= 0) {
+      npz.AddNpyFile(m.name, npy_file(m));
+    } else {
+      npz.AddDoubles(m.name, m.shape, small.at(m.name));
+    }
+  }
   npz.Commit();
 }
 
 // ---- Stored: every rank, in place -------------------------------------------------------
 
-// The archive's members in homodyne's order; the N×N ones are `cube` (index into the slabs'
-// CRC table, c2_exp first), the others are written whole by rank 0.
-struct StoredMember {
-  std::string name;
-  std::string npy_header;
-  std::uint64_t values = 0;
-  int cube = -1;
-};
-
-std::vector<StoredMember> StoredMembers(const NpzJob& job) {
-  const std::vector<std::uint64_t> cube{job.n, job.nf, job.nf};
-  std::vector<StoredMember> m;
-  const auto add = [&](const std::string& name, std::vector<std::uint64_t> shape, int cube_index) {
-    std::uint64_t count = 1;
-    for (std::uint64_t d : shape) count *= d;
-    m.push_back({name, outputs::NpyHeader("<f8", shape), count, cube_index});
-  };
-  const std::vector<Cube> cubes = CubesOf(job.cmc);
-  const auto cube_index = [&](const char* name) {
-    for (std::size_t i = 0; i < cubes.size(); ++i) {
-      if (std::string(cubes[i].name) == name) return static_cast<int>(i) + 1;
-    }
-    return -1;
-  };
-  add("phi_angles", {job.n}, -1);
-  add("c2_exp", cube, 0);
-  add("c2_theoretical_raw", cube, cube_index("c2_theoretical_raw"));
-  add("c2_theoretical_scaled", cube, cube_index("c2_theoretical_scaled"));
-  add("per_angle_scaling", {job.n, 2}, -1);
-  if (!job.cmc) add("per_angle_scaling_solver", {job.n, 2}, -1);
-  add("residuals", cube, cube_index("residuals"));
-  add("residuals_normalized", cube, cube_index("residuals_normalized"));
-  add("t1", {job.nf}, -1);
-  add("t2", {job.nf}, -1);
-  add("q", {1}, -1);
-  if (!job.cmc) add("c2_solver_scaled", cube, cube_index("c2_solver_scaled"));
-  return m;
-}
-
-outputs::StoredZipLayout LayoutOf(const std::vector<StoredMember>& members) {
+outputs::StoredZipLayout LayoutOf(const std::vector<Member>& members) {
   std::vector<outputs::StoredZipLayout::Member> zip;
-  for (const StoredMember& m : members) {
-    zip.push_back({m.name + ".npy", m.npy_header.size() + 8 * m.values});
+  for (const Member& m : members) {
+    zip.push_back({m.name + ".npy", m.NpyHeader().size() + 8 * m.values()});
   }
   return outputs::StoredZipLayout(std::move(zip));
 }
@@ -200,7 +223,7 @@ outputs::StoredZipLayout LayoutOf(const std::vector<StoredMember>& members) {
 // This rank's angles: each slab written at its place, its CRC-32 into crcs[cube·n + k], its
 // pairs into pairs[4k..4k+3].
 void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, FittedG1& model,
-                   const FittedModel& fitted, const std::vector<StoredMember>& members,
+                   const FittedModel& fitted, const std::vector<Member>& members,
                    const outputs::StoredZipLayout& layout, std::vector<std::uint64_t>& crcs,
                    std::vector<double>& pairs, Progress& progress, PhaseTimes& parts) {
   const std::vector<Cube> cubes = CubesOf(job.cmc);
@@ -210,7 +233,7 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
   for (std::size_t i = 0; i < members.size(); ++i) {
     if (members[i].cube >= 0) {
       values_at[static_cast<std::size_t>(members[i].cube)] =
-          layout.data_offset(i) + members[i].npy_header.size();
+          layout.data_offset(i) + members[i].NpyHeader().size();
     }
   }
   const auto put = [&](int cube, std::size_t k, std::span<const double> values) {
@@ -230,10 +253,7 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
       PhaseTimes::Scope t(parts, "compute");
       a = ComputeAngle(job, model, fitted, k);
     }
-    pairs[4 * k] = a.s.a;
-    pairs[4 * k + 1] = a.s.b;
-    pairs[4 * k + 2] = a.contrast;
-    pairs[4 * k + 3] = a.offset;
+    StorePairs(a, k, pairs);
     put(0, k, a.c);
     for (std::size_t i = 0; i < cubes.size(); ++i) {
       {
@@ -251,30 +271,21 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
 // Rank 0: the small members, the N×N members' .npy headers, every local header and the
 // central directory.
 void WriteRootParts(SharedFile& file, const NpzJob& job, const std::vector<double>& time_axis,
-                    const std::vector<StoredMember>& members,
-                    const outputs::StoredZipLayout& layout,
+                    const std::vector<Member>& members, const outputs::StoredZipLayout& layout,
                     const std::vector<std::uint64_t>& slab_crcs, const std::vector<double>& pairs) {
-  std::vector<double> scaling, solver;
-  for (std::size_t k = 0; k < job.n; ++k) {
-    scaling.insert(scaling.end(), {pairs[4 * k], pairs[4 * k + 1]});
-    solver.insert(solver.end(), {pairs[4 * k + 2], pairs[4 * k + 3]});
-  }
-  const std::map<std::string, std::vector<double>> small = {{"phi_angles", job.phi},
-                                                            {"per_angle_scaling", scaling},
-                                                            {"per_angle_scaling_solver", solver},
-                                                            {"t1", time_axis},
-                                                            {"t2", time_axis},
-                                                            {"q", {job.meta.q_physics}}};
+  const std::map<std::string, std::vector<double>> small = SmallArrays(job, time_axis, pairs);
   const std::uint64_t slab_bytes = 8 * job.nn;
   std::vector<std::uint32_t> crcs;
   for (std::size_t i = 0; i < members.size(); ++i) {
-    const StoredMember& m = members[i];
-    std::uint32_t crc = outputs::Crc32(0, Bytes(m.npy_header));
+    const Member& m = members[i];
+    const std::string npy_header = m.NpyHeader();
+    std::uint32_t crc = outputs::Crc32(0, Bytes(npy_header));
     if (m.cube < 0) {
       const std::vector<double>& values = small.at(m.name);
-      HOMODYNE_CHECK(values.size() == m.values, "npz: a small array's size differs from its shape");
+      HOMODYNE_CHECK(values.size() == m.values(),
+                     "npz: a small array's size differs from its shape");
       crc = outputs::Crc32(crc, Bytes(values));
-      file.WriteAt(layout.data_offset(i) + m.npy_header.size(), Bytes(values));
+      file.WriteAt(layout.data_offset(i) + npy_header.size(), Bytes(values));
     } else {
       for (std::size_t k = 0; k < job.n; ++k) {
         const auto piece =
@@ -282,7 +293,7 @@ void WriteRootParts(SharedFile& file, const NpzJob& job, const std::vector<doubl
         crc = outputs::Crc32Combine(crc, piece, slab_bytes);
       }
     }
-    file.WriteAt(layout.data_offset(i), Bytes(m.npy_header));
+    file.WriteAt(layout.data_offset(i), Bytes(npy_header));
     file.WriteAt(layout.header_offset(i), Bytes(layout.LocalHeader(i, crc)));
     crcs.push_back(crc);
   }
@@ -291,7 +302,7 @@ void WriteRootParts(SharedFile& file, const NpzJob& job, const std::vector<doubl
 
 void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJob& job,
                  FittedG1& model, const FittedModel& fitted, const Logger& logger) {
-  const std::vector<StoredMember> members = StoredMembers(job);
+  const std::vector<Member> members = MembersOf(job);
   const outputs::StoredZipLayout layout = LayoutOf(members);
   const double file_gib =
       static_cast<double>(layout.total_bytes()) / static_cast<double>(1ULL << 30);
@@ -343,16 +354,12 @@ void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJ
   }
   progress.Done(
       fmt::format("{} angles, {:.2f} GiB in {:.1f} s", job.n, file_gib, progress.elapsed()));
-  const auto part = [&](const char* name) {
-    const auto it = parts.seconds().find(name);
-    return it == parts.seconds().end() ? 0.0 : it->second;
-  };
   logger.Debug(
       "{}: rank {}: reading the data and computing the arrays {:.3f} s, their CRC-32s {:.3f} s, "
       "writing the slabs {:.3f} s, flushing and closing the file {:.3f} s, syncing and renaming "
       "it {:.3f} s",
-      path.filename().string(), comm.rank(), part("compute"), part("crc"), part("write"),
-      part("close"), part("publish"));
+      path.filename().string(), comm.rank(), parts.Of("compute"), parts.Of("crc"),
+      parts.Of("write"), parts.Of("close"), parts.Of("publish"));
 }
 
 }  // namespace
