@@ -82,8 +82,8 @@ run_until_written() {  # $1 = binary, $2 = output directory, $3 = log
     > "$3" 2>&1 &
   local job=$! seen
   while kill -0 "$job" 2> /dev/null; do
-    seen=$(grep -c 'fitted_data.h5: rank [0-9]*: reading' "$3" || true)
-    if [ "$seen" -ge 1 ] && grep -q 'writing fitted_data.h5: .* in [0-9.]* s' "$3"; then
+    seen=$(grep -c 'fitted_data.h5: rank [0-9]*: reading' "$3" 2> /dev/null || true)
+    if [ "${seen:-0}" -ge 1 ] && grep -q 'writing fitted_data.h5: .* in [0-9.]* s' "$3"; then
       kill "$job"
       break
     fi

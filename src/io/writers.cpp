@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include "io/h5_handles.h"
 #include "io/lzf_filter.h"
 #include "io/read_crash_guard.h"
+#include "parallel/collective.h"
+#include "parallel/shared_file.h"
 
 namespace homodyne::io {
 namespace {
@@ -123,6 +126,17 @@ void PutAttributes(hid_t file, const std::string& name, const std::string& group
   }
   for (const auto& [key, value] : attributes.numbers) {
     h5::WriteDoubleAttribute(g.get(), key, value, where);
+  }
+}
+
+// The root attributes of the file `file` (named `file_name`).
+void WriteRootAttributes(hid_t file, const std::string& file_name,
+                         const GroupAttributes& attributes) {
+  for (const auto& [name, value] : attributes.strings) {
+    h5::WriteStringAttribute(file, name, value, {file_name, "/"});
+  }
+  for (const auto& [name, value] : attributes.numbers) {
+    h5::WriteDoubleAttribute(file, name, value, {file_name, "/"});
   }
 }
 
@@ -243,16 +257,20 @@ struct ArrayFileWriter::Impl {
   std::string path, tmp;
   h5::File file;
   bool committed = false;
-  // A file of several ranks: their communicator, this rank, and whether the file has been
-  // closed on every rank (Commit's collective close; nothing collective is left after it).
+  // A file of several ranks: their communicator and this rank. Its HDF5 file is rank 0's alone (its
+  // structure and attributes); the arrays' bytes go through `raw`, every rank's.
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
-  bool closed = false;
+  std::unique_ptr<SharedFile> raw;
   bool shared() const { return comm != MPI_COMM_NULL; }
+  void CreateShared(const std::string& array_path, const std::vector<std::uint64_t>& dims,
+                    const std::string& description, hid_t dcpl);
+  void CommitShared(const GroupAttributes& root_attributes);
   struct Array {
     std::string name;
     std::vector<std::uint64_t> dims;
-    h5::Dataset dataset;  // open from Create to Commit (no metadata reads in WriteSlab)
+    h5::Dataset dataset;       // open from Create to Commit (no metadata reads in WriteSlab)
+    std::uint64_t offset = 0;  // a file of several ranks: where its bytes start
     std::vector<std::uint64_t> chunk;  // ChunkShape: empty when contiguous and uncompressed
     ArrayStorage storage;
     // Compressed slab by slab (PackSlab), its chunks inside one slab.
@@ -288,29 +306,42 @@ ArrayFileWriter::ArrayFileWriter(const std::string& path, MPI_Comm comm)
   impl_->tmp = path + ".tmp";
   impl_->comm = comm;
   MPI_Comm_rank(comm, &impl_->rank);
-  // MPI_File_open is collective: the file is created on every rank or on none.
-  h5::PropList fapl = h5::MakeFileAccess(impl_->tmp, comm);
-  const hid_t id = H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get());
-  if (id >= 0) {
-    impl_->file = h5::File(id);
-    return;
+  const Comm ranks(comm);
+  try {
+    // Rank 0 lays the file out with HDF5's own driver: large arrays start on a 4 KiB page,
+    // so that their slabs go to the device directly (parallel/shared_file.h).
+    RunCollectively(ranks, [&] {
+      if (impl_->rank != 0) return;
+      h5::PropList fapl = h5::MakeFileAccess(impl_->tmp);
+      Check(H5Pset_alignment(fapl.get(), 64 * 1024, 4096), "aligning large arrays",
+            {impl_->tmp, ""});
+      impl_->file =
+          Own<h5::File>(H5Fcreate(impl_->tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()),
+                        "creating the file", {impl_->tmp, ""});
+    });
+    impl_->raw = std::make_unique<SharedFile>(ranks, impl_->tmp, SharedFile::Open::kExisting);
+  } catch (...) {
+    // The same failure on every rank (agreed, or a collective open): nothing is left behind.
+    if (impl_->rank == 0) {
+      h5::DiscardFile(impl_->file, impl_->tmp);
+      std::error_code ignored;
+      std::filesystem::remove(impl_->tmp, ignored);
+    }
+    throw;
   }
-  const std::string detail = h5::TakeHdf5ErrorStack();
-  MPI_Barrier(comm);  // every rank past its failed open before the temporary goes
-  if (impl_->rank == 0) {
-    std::error_code ignored;
-    std::filesystem::remove(impl_->tmp, ignored);
-  }
-  ThrowIoError("HDF5 creating the file (parallel) failed" + (detail.empty() ? "" : ": " + detail),
-               impl_->tmp);
 }
 
 ArrayFileWriter::~ArrayFileWriter() {
   if (impl_->committed) return;
   impl_->arrays.clear();
-  // Closed (it may fail: full disk) before removal; a shared file by every rank together,
-  // unless Commit already closed it everywhere.
-  if (!impl_->closed) h5::DiscardFile(impl_->file, impl_->tmp, impl_->comm);
+  if (!impl_->shared()) {
+    h5::DiscardFile(impl_->file, impl_->tmp);
+  } else {
+    // Closed by every rank together (every rank unwinds after an agreed error), unless
+    // Commit already closed it; rank 0's HDF5 file is its own.
+    impl_->raw.reset();
+    if (impl_->rank == 0) h5::DiscardFile(impl_->file, impl_->tmp);
+  }
   if (impl_->rank != 0) return;
   std::error_code ignored;
   std::filesystem::remove(impl_->tmp, ignored);
@@ -336,20 +367,57 @@ void ArrayFileWriter::Create(const std::string& array_path, const std::vector<st
           "adding the deflate filter", where);
     // Every element is written: no fill values.
     Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
-  } else if (impl_->shared()) {
-    // Parallel HDF5 allocates a contiguous array when it is created; every element is
-    // written, so it is not filled first.
-    Check(H5Pset_fill_time(dcpl.get(), H5D_FILL_TIME_NEVER), "fill time", where);
+  }
+  if (impl_->shared()) {
+    impl_->CreateShared(array_path, dims, description, dcpl.get());
+    return;
   }
   auto ds =
       CreateDataset(impl_->file.get(), impl_->tmp, array_path, shape, H5T_IEEE_F64LE, dcpl.get());
   if (!description.empty()) {
     h5::WriteStringAttribute(ds.get(), "description", description, where);
   }
-  impl_->arrays.push_back({array_path, dims, std::move(ds), std::move(chunk_shape), storage});
+  impl_->arrays.push_back({array_path, dims, std::move(ds), 0, std::move(chunk_shape), storage});
+}
+
+void ArrayFileWriter::Impl::CreateShared(const std::string& array_path,
+                                         const std::vector<std::uint64_t>& dims,
+                                         const std::string& description, hid_t dcpl) {
+  // The array's bytes are written by the ranks at its offset in the file, as HDF5 stores a
+  // contiguous float64 array: little-endian, row-major. Its storage is allocated now and
+  // never filled (every element is written).
+  static_assert(std::endian::native == std::endian::little,
+                "the ranks write float64 bytes as HDF5 stores them (little-endian)");
+  const Where where{tmp, array_path};
+  const Comm ranks(comm);
+  h5::Dataset ds;
+  std::uint64_t offset = 0;
+  RunCollectively(ranks, [&] {
+    if (rank != 0) return;
+    Check(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY), "allocation time", where);
+    Check(H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER), "fill time", where);
+    const std::vector<hsize_t> shape(dims.begin(), dims.end());
+    ds = CreateDataset(file.get(), tmp, array_path, shape, H5T_IEEE_F64LE, dcpl);
+    if (!description.empty()) {
+      h5::WriteStringAttribute(ds.get(), "description", description, where);
+    }
+    const haddr_t at = H5Dget_offset(ds.get());
+    if (at == HADDR_UNDEF) ThrowIoError("HDF5 did not place the array's storage", where.file);
+    offset = static_cast<std::uint64_t>(at);
+  });
+  MPI_Bcast(&offset, 1, MPI_UINT64_T, 0, comm);
+  arrays.push_back({array_path, dims, std::move(ds), offset, {}, ArrayStorage{}});
 }
 
 namespace {
+
+// The values of slab `index` of an array of shape `dims` (a 1-D array is one slab: all of it).
+std::uint64_t SlabValues(const std::vector<std::uint64_t>& dims, std::uint64_t index) {
+  HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
+  std::uint64_t n = 1;
+  for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
+  return n;
+}
 
 // Writes slab `index` of the dataset `ds` of shape `dims` (a file of several ranks:
 // independently, with the default transfer properties).
@@ -363,10 +431,8 @@ void WriteSlabOf(const std::string& file_name, const std::string& array_path,
     start[0] = index;
     count[0] = 1;
   }
-  std::uint64_t n = 1;
-  for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
-  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
-  HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
+  HOMODYNE_CHECK(values.size() == SlabValues(dims, index),
+                 "slab size does not match the array's dimensions");
   auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
@@ -542,6 +608,14 @@ void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t ind
     WritePackedSlab(array_path, index, PackSlab(array.dims, array.chunk, values, array.storage));
     return;
   }
+  if (impl_->shared()) {
+    const std::uint64_t n = SlabValues(array.dims, index);
+    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+    const std::span<const unsigned char> bytes(
+        reinterpret_cast<const unsigned char*>(values.data()), values.size_bytes());
+    impl_->raw->WriteAt(array.offset + index * n * sizeof(double), bytes);
+    return;
+  }
   WriteSlabOf(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values);
 }
 
@@ -558,35 +632,45 @@ void ArrayFileWriter::Write(const NamedArray& array, ArrayStorage storage) {
 }
 
 void ArrayFileWriter::Commit(const GroupAttributes& root_attributes) {
-  const hid_t file = impl_->file.get();
-  for (const auto& [name, value] : root_attributes.strings) {
-    h5::WriteStringAttribute(file, name, value, {impl_->tmp, "/"});
-  }
-  for (const auto& [name, value] : root_attributes.numbers) {
-    h5::WriteDoubleAttribute(file, name, value, {impl_->tmp, "/"});
-  }
-  impl_->arrays.clear();
-  if (!impl_->shared()) {
-    FlushAndClose(impl_->file, impl_->tmp);
-    PublishAtomically(impl_->tmp, impl_->path);
-    impl_->committed = true;
+  if (impl_->shared()) {
+    impl_->CommitShared(root_attributes);
     return;
   }
-  // The close (collective; it flushes) on every rank, whatever happens on the others; then
-  // every rank knows whether all closed it, and rank 0 alone publishes it.
+  const hid_t file = impl_->file.get();
+  WriteRootAttributes(file, impl_->tmp, root_attributes);
+  impl_->arrays.clear();
+  FlushAndClose(impl_->file, impl_->tmp);
+  PublishAtomically(impl_->tmp, impl_->path);
+  impl_->committed = true;
+}
+
+void ArrayFileWriter::Impl::CommitShared(const GroupAttributes& root_attributes) {
+  // Every rank's bytes synced and its descriptors closed (together), then rank 0's HDF5
+  // structure flushed and closed; every rank knows whether all of it held before rank 0
+  // publishes the file.
   std::exception_ptr failed;
   try {
-    impl_->file.Close({impl_->tmp, ""});
+    raw->Close();
   } catch (...) {
     failed = std::current_exception();
   }
-  impl_->closed = true;
+  raw.reset();
+  if (rank == 0 && !failed) {
+    try {
+      WriteRootAttributes(file.get(), tmp, root_attributes);
+      arrays.clear();
+      FlushAndClose(file, tmp);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  }
+  arrays.clear();
   int ok = failed ? 0 : 1;
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, impl_->comm);
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   if (failed) std::rethrow_exception(failed);
-  if (ok == 0) ThrowIoError("closing the file failed on another rank", impl_->tmp);
-  if (impl_->rank == 0) PublishAtomically(impl_->tmp, impl_->path);
-  impl_->committed = true;
+  if (ok == 0) ThrowIoError("writing the file failed on another rank", tmp);
+  if (rank == 0) PublishAtomically(tmp, path);
+  committed = true;
 }
 
 }  // namespace homodyne::io

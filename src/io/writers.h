@@ -101,13 +101,16 @@ void WriteArraysFile(const std::string& path, const std::vector<NamedArray>& arr
 class ArrayFileWriter {
  public:
   explicit ArrayFileWriter(const std::string& path);
-  // The file written by the ranks of `comm` together (parallel HDF5, the MPI-IO driver):
-  // construction, Create, Commit and destruction are collective (the same arrays, attributes
-  // and descriptions on every rank); WriteSlab is not: each rank writes its own slabs
-  // (independent MPI-IO: a rank whose write fails is never left inside a collective call that
-  // the others have left; the caller agrees on errors). The arrays are stored uncompressed
-  // (compressed slabs go to a one-process writer). Commit() closes the file on every rank
-  // before rank 0 renames it; destroyed uncommitted on every rank, the file is removed.
+  // The file written by the ranks of `comm` together: rank 0 lays it out with HDF5 (every
+  // array contiguous, uncompressed, its storage allocated when it is created, large ones on a
+  // 4 KiB page) and writes its structure and attributes; every rank writes its own slabs'
+  // bytes where HDF5 placed them (parallel/shared_file.h: MPI-IO, and O_DIRECT for whole
+  // pages). Construction, Create, Commit and destruction are collective (the same arrays,
+  // attributes and descriptions on every rank); WriteSlab is not (a rank whose write fails is
+  // never left inside a collective call that the others have left; the caller agrees on
+  // errors). Compressed slabs go to a one-process writer. Commit() syncs and closes the file
+  // on every rank before rank 0 closes its HDF5 file and renames it; destroyed uncommitted
+  // on every rank, the file is removed.
   ArrayFileWriter(const std::string& path, MPI_Comm comm);
   ~ArrayFileWriter();
   ArrayFileWriter(const ArrayFileWriter&) = delete;

@@ -118,7 +118,7 @@ struct FittedWrite {
   bool cmc = false;      // the CMC convention (raw = g1²)
   bool full = false;     // the level "full": the four derived cubes too
   bool packed = false;   // compressed slab by slab here (chunks inside one angle)
-  bool shared = false;   // every rank writes its own angles (parallel HDF5, uncompressed)
+  bool shared = false;   // every rank writes its own angles (uncompressed)
   double one = 1.0;      // raw = one + g1²
   io::ArrayStorage storage;
   std::vector<std::uint64_t> cube, chunk;
@@ -315,10 +315,11 @@ void ChooseStorage(FittedWrite& w, std::size_t nf, const config::Config& cfg,
   // Compressed slab by slab here (chunks inside one angle), or by HDF5 (small angles of one
   // process, several to a chunk).
   w.packed = !w.chunk.empty() && w.chunk[0] == 1;
-  // Several ranks write one shared file (parallel HDF5) unless the arrays are compressed
-  // (then each rank compresses its angles' chunks and rank 0 writes them: HDF5's direct
-  // chunk writes are serial).
-  w.shared = w.ranks > 1 && w.chunk.empty();
+  // The ranks write their angles into one shared file (rank 0 lays it out, io/writers.h),
+  // one rank too: its large slabs then go to the device directly. Compressed arrays are
+  // not shared: each rank compresses its angles' chunks and rank 0 writes them (HDF5's
+  // direct chunk writes are serial).
+  w.shared = comm != nullptr && w.chunk.empty();
 }
 
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,

@@ -1,14 +1,22 @@
-// A file written by the ranks of a communicator together through MPI-IO (RAII): created
+// A file written by the ranks of a communicator together (RAII): created (or opened)
 // collectively, each rank writing its own byte ranges independently at explicit offsets,
-// synced and closed collectively. MPI-IO rather than each rank's own pwrite, because on the
-// parallel file systems of a cluster (and NFS) only MPI-IO keeps concurrent writes of
-// neighbouring, unaligned ranges from clobbering each other.
+// synced and closed collectively.
+//
+// Two routes to the file. Through MPI-IO, because on the parallel file systems of a cluster
+// (and NFS) only MPI-IO keeps concurrent writes of neighbouring, unaligned ranges from
+// clobbering each other. And, for the whole 4 KiB pages inside a large range, each rank's own
+// descriptor opened with O_DIRECT (where the file system allows it): no page-cache copy, and
+// no page that two ranks or the two routes share, since every page written directly is
+// written by one rank alone, whole, and by no MPI-IO write. Result files of gigabytes are
+// written at the device's rate rather than the page cache's (docs/outputs.md).
+// HOMODYNE_NO_DIRECT_IO=1 keeps every byte on the MPI-IO route.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <span>
 
 #include "parallel/comm.h"
@@ -17,22 +25,35 @@ namespace homodyne {
 
 class SharedFile {
  public:
-  // Collective: creates `path` (truncated if it exists), write-only. An I/O Error names it.
-  SharedFile(const Comm& comm, std::filesystem::path path);
+  enum class Open {
+    kCreate,    // created, truncated if it exists
+    kExisting,  // an existing file (e.g. laid out by one rank first), its bytes kept
+  };
+  // Collective, write-only. An I/O Error names the file.
+  SharedFile(const Comm& comm, std::filesystem::path path, Open open = Open::kCreate);
   // Closes the file if Close() was not reached (collective, as every rank unwinds after an
   // agreed error).
   ~SharedFile();
   SharedFile(const SharedFile&) = delete;
   SharedFile& operator=(const SharedFile&) = delete;
 
-  // Independent: `bytes` at `offset` (in pieces below MPI's int count limit).
+  // Independent: `bytes` at `offset`.
   void WriteAt(std::uint64_t offset, std::span<const unsigned char> bytes);
   // Collective: flushes the ranks' writes to storage and closes the file.
   void Close();
 
+  // Bytes this rank wrote with O_DIRECT so far (0 when the file system refused it).
+  std::uint64_t direct_bytes() const;
+
  private:
+  void WriteThroughMpi(std::uint64_t offset, std::span<const unsigned char> bytes);
+  // Whole aligned pages; false (nothing written) when O_DIRECT turns out to be refused.
+  bool WriteDirect(std::uint64_t offset, std::span<const unsigned char> bytes);
+
   std::filesystem::path path_;
   MPI_File file_ = MPI_FILE_NULL;
+  struct Direct;
+  std::unique_ptr<Direct> direct_;
 };
 
 }  // namespace homodyne

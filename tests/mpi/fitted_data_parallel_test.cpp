@@ -98,10 +98,11 @@ const char* const kArrays[] = {"/c2_exp",
                                "/q",
                                "/phi_angles"};
 
-TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
+// The shared file's arrays hold the one-process writer's bits, at `frames` frames.
+void ExpectTheOneProcessBits(int frames) {
   const Comm& world = TestEnvironment().world();
   MpiTempDir dir(world, "fitted_bits", /*create=*/true);
-  const config::Config cfg = MakeDataset(world, dir.path());
+  const config::Config cfg = MakeDataset(world, dir.path(), -1, frames);
   for (auto convention : {FittedDataConvention::kNlsq, FittedDataConvention::kCmc}) {
     const fs::path serial = dir.path() / "serial.h5", shared = dir.path() / "shared.h5";
     if (world.is_root()) WriteFittedData(serial, cfg, "", Model(convention), Logger::Silent());
@@ -131,6 +132,16 @@ TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
     }
     world.Barrier();
   }
+}
+
+TEST(FittedDataParallel, EveryRankCountWritesTheOneProcessBits) {
+  ExpectTheOneProcessBits(kFrames);
+}
+
+// 380 frames: each angle's slab (1.1 MiB) is written in whole pages with O_DIRECT where the
+// file system takes it, and its ends through MPI-IO (parallel/shared_file.h).
+TEST(FittedDataParallel, SlabsAboveAMebibyteWriteTheOneProcessBits) {
+  ExpectTheOneProcessBits(380);
 }
 
 // 48 frames: the five 48 × 48 matrices (11520 values) are compressed (shuffle + deflate),

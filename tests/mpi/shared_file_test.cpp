@@ -1,0 +1,182 @@
+// SharedFile at 1 and 2 ranks: ranges of every size and alignment, written by the ranks side
+// by side, land byte for byte whether their whole pages go through O_DIRECT or through
+// MPI-IO; a rank whose direct write fails (a full disk) gets an I/O error naming the file;
+// an existing file opened to be written keeps the bytes no rank writes.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "core/errors.h"
+#include "mpi_temp_dir.h"
+#include "mpi_test_env.h"
+#include "parallel/shared_file.h"
+
+namespace homodyne {
+namespace {
+
+namespace fs = std::filesystem;
+using homodyne::testing::MpiTempDir;
+using homodyne::testing::TestEnvironment;
+
+// The byte expected at position p of a file.
+unsigned char ByteAt(std::uint64_t p) {
+  return static_cast<unsigned char>((p * 2654435761ULL) >> 13);
+}
+
+std::vector<unsigned char> Pattern(std::uint64_t from, std::uint64_t n) {
+  std::vector<unsigned char> bytes(n);
+  for (std::uint64_t i = 0; i < n; ++i) bytes[i] = ByteAt(from + i);
+  return bytes;
+}
+
+std::vector<unsigned char> ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Whether this directory's file system takes O_DIRECT (tmpfs does not).
+bool DirectIoAccepted(const fs::path& dir) {
+  const fs::path probe = dir / "direct_probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_DIRECT | O_CLOEXEC, 0600);
+  if (fd >= 0) ::close(fd);
+  fs::remove(probe);
+  return fd >= 0;
+}
+
+// Sets HOMODYNE_NO_DIRECT_IO while it lives.
+class NoDirectIo {
+ public:
+  explicit NoDirectIo(bool on) : on_(on) {
+    if (on_) ::setenv("HOMODYNE_NO_DIRECT_IO", "1", 1);
+  }
+  ~NoDirectIo() {
+    if (on_) ::unsetenv("HOMODYNE_NO_DIRECT_IO");
+  }
+  NoDirectIo(const NoDirectIo&) = delete;
+  NoDirectIo& operator=(const NoDirectIo&) = delete;
+
+ private:
+  bool on_;
+};
+
+// Ranges that tile [0, end): a 37-byte header, then pieces of 1 MiB ± odd amounts (below and
+// above the direct threshold, starting and ending off the page grid), the last one short.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> Ranges(std::uint64_t& end) {
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges{{0, 37}};
+  const std::uint64_t sizes[] = {(1u << 20) - 3,   (3u << 20) + 4095, 4096,
+                                 (1u << 20) + 1,   (5u << 20) + 777,  12288,
+                                 (2u << 20) + 4096};
+  std::uint64_t at = 37;
+  for (std::uint64_t size : sizes) {
+    ranges.emplace_back(at, size);
+    at += size;
+  }
+  end = at;
+  return ranges;
+}
+
+void WriteAndCheck(bool no_direct) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, no_direct ? "shared_mpi" : "shared_direct", /*create=*/true);
+  const fs::path out = dir.path() / "out.bin";
+  std::uint64_t end = 0;
+  const auto ranges = Ranges(end);
+  std::uint64_t direct = 0;
+  {
+    NoDirectIo env(no_direct);
+    SharedFile file(world, out);
+    // Range i is rank (i mod ranks)'s: neighbours written by different ranks.
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      if (static_cast<int>(i % static_cast<std::size_t>(world.size())) != world.rank()) continue;
+      const auto [at, n] = ranges[i];
+      const std::vector<unsigned char> bytes = Pattern(at, n);
+      file.WriteAt(at, bytes);
+    }
+    direct = file.direct_bytes();
+    file.Close();
+  }
+  world.Barrier();
+  if (no_direct || !DirectIoAccepted(dir.path())) {
+    EXPECT_EQ(direct, 0u);
+  } else {
+    // Every rank has at least one range above the threshold whose whole pages went direct.
+    EXPECT_GT(direct, 0u) << "rank " << world.rank();
+    EXPECT_EQ(direct % 4096, 0u);
+  }
+  const std::vector<unsigned char> got = ReadAll(out);
+  ASSERT_EQ(got.size(), end);
+  EXPECT_TRUE(got == Pattern(0, end)) << "the file's bytes differ from what the ranks wrote";
+}
+
+TEST(SharedFile, RangesOfEveryAlignmentLandByteForByteWithDirectPages) { WriteAndCheck(false); }
+
+TEST(SharedFile, RangesLandByteForByteThroughMpiIoAlone) { WriteAndCheck(true); }
+
+TEST(SharedFile, ExistingFileKeepsTheBytesNoRankWrites) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "shared_existing", /*create=*/true);
+  const fs::path out = dir.path() / "out.bin";
+  const std::uint64_t size = (4u << 20) + 100;
+  if (world.is_root()) {
+    const std::vector<unsigned char> zeros(size, 0);
+    std::ofstream(out, std::ios::binary)
+        .write(reinterpret_cast<const char*>(zeros.data()), static_cast<std::streamsize>(size));
+  }
+  world.Barrier();
+  const std::uint64_t from = 4096 + 11, n = (3u << 20) + 5;
+  {
+    SharedFile file(world, out, SharedFile::Open::kExisting);
+    if (world.is_root()) file.WriteAt(from, Pattern(from, n));
+    file.Close();
+  }
+  world.Barrier();
+  const std::vector<unsigned char> got = ReadAll(out);
+  ASSERT_EQ(got.size(), size);
+  std::vector<unsigned char> expected(size, 0);
+  const std::vector<unsigned char> written = Pattern(from, n);
+  std::copy(written.begin(), written.end(), expected.begin() + static_cast<std::ptrdiff_t>(from));
+  EXPECT_TRUE(got == expected);
+}
+
+// A rank whose files may not grow past 1 MiB (as on a full disk) writes 6 MiB: it gets an I/O
+// error naming the file; the others write theirs, and the file is closed together.
+TEST(SharedFile, FullDiskDuringALargeWriteIsAnIoErrorNamingTheFile) {
+  const Comm& world = TestEnvironment().world();
+  MpiTempDir dir(world, "shared_full", /*create=*/true);
+  const fs::path out = dir.path() / "out.bin";
+  const int failing = world.size() - 1;
+  SharedFile file(world, out);
+  if (world.rank() == failing) {
+    rlimit saved{};
+    getrlimit(RLIMIT_FSIZE, &saved);
+    auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = saved;
+    limited.rlim_cur = 1u << 20;
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    const std::uint64_t at = 4096u * static_cast<std::uint64_t>(3 * world.rank()) + 5;
+    try {
+      file.WriteAt(at, Pattern(at, 6u << 20));
+      ADD_FAILURE() << "a write past the file size limit succeeded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kIo);
+      EXPECT_NE(std::string(e.what()).find(out.string()), std::string::npos) << e.what();
+    }
+    setrlimit(RLIMIT_FSIZE, &saved);
+    std::signal(SIGXFSZ, previous);
+  }
+  file.Close();
+}
+
+}  // namespace
+}  // namespace homodyne
