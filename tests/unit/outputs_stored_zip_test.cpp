@@ -4,9 +4,12 @@
 #include "outputs/stored_zip.h"
 
 #include <zip.h>
+#include <zlib.h>
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -103,6 +106,21 @@ TEST(OutputsStoredZip, CombinedCrcEqualsTheWholeOnesAtEverySplit) {
   }
   // The standard check value of CRC-32 (ISO-HDLC): "123456789" → 0xCBF43926.
   EXPECT_EQ(Crc32(0, Bytes("123456789")), 0xCBF43926u);
+}
+
+// Long buffers take the library's vector code: the same CRC as zlib's, from any start.
+TEST(OutputsStoredZip, CrcOfLongBuffersIsZlibs) {
+  std::vector<unsigned char> bytes((1u << 20) + 13);
+  std::uint32_t x = 12345;
+  for (unsigned char& b : bytes) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<unsigned char>(x >> 24);
+  }
+  for (std::size_t from : {std::size_t{0}, std::size_t{1}, std::size_t{4095}}) {
+    const std::span<const unsigned char> part(bytes.data() + from, bytes.size() - from);
+    EXPECT_EQ(Crc32(0, part), crc32_z(0, part.data(), part.size())) << from;
+    EXPECT_EQ(Crc32(0x1234u, part), crc32_z(0x1234u, part.data(), part.size())) << from;
+  }
 }
 
 TEST(OutputsStoredZip, RejectsAnEmptyName) { EXPECT_ANY_THROW(StoredZipLayout({{"", 3}})); }
