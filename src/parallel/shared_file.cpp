@@ -5,9 +5,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -29,29 +34,110 @@ std::string MpiErrorText(int code) {
 // page with a buffered one. Ranges shorter than kMinDirect stay on the MPI-IO route.
 constexpr std::uint64_t kPage = 4096;
 constexpr std::uint64_t kMinDirect = std::uint64_t{1} << 20;
-// Directly written bytes pass through an aligned buffer of this size (O_DIRECT wants the
-// memory aligned too; a copy within the cache costs far less than the page cache's).
-constexpr std::size_t kBounce = std::size_t{4} << 20;
+// Directly written bytes are copied into aligned buffers (O_DIRECT wants the memory aligned
+// too) and written by a thread of their own while the caller computes the next ones: a ring
+// of kBuffers buffers of kBuffer bytes, so that a rank's device writes overlap its work.
+constexpr std::size_t kBuffer = std::size_t{8} << 20;
+constexpr std::size_t kBuffers = 4;
 
 bool DirectIoWanted() {
   const char* off = std::getenv("HOMODYNE_NO_DIRECT_IO");
   return off == nullptr || off[0] == '\0' || std::string(off) == "0";
 }
 
+// pwrite of all of `n` bytes at `offset`; "" or what went wrong (errno's text, or a short
+// write off the block grid: a full disk).
+std::string WriteAll(int fd, const unsigned char* data, std::size_t n, std::uint64_t offset,
+                     int& error) {
+  for (std::size_t put = 0; put < n;) {
+    const ssize_t w = ::pwrite(fd, data + put, n - put, static_cast<off_t>(offset + put));
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) {
+      error = errno;
+      return fmt::format("write failed at byte {}: {}", offset + put, std::strerror(errno));
+    }
+    if (w == 0 || static_cast<std::uint64_t>(w) % kPage != 0) {
+      error = ENOSPC;
+      return fmt::format("short write at byte {} ({} of {} bytes; disk full?)", offset + put, w,
+                         n - put);
+    }
+    put += static_cast<std::size_t>(w);
+  }
+  return {};
+}
+
 }  // namespace
 
-// This rank's O_DIRECT descriptor of the file (-1: refused or not wanted) and its buffer.
+// This rank's O_DIRECT descriptor of the file (-1: refused or not wanted), its buffers and
+// the thread that writes them.
 struct SharedFile::Direct {
   int fd = -1;
-  unsigned char* buffer = nullptr;
   std::uint64_t bytes = 0;
+  bool probed = false;  // a first write went through (the file system takes the alignment)
+  std::vector<unsigned char*> buffers;
+  struct Job {
+    std::size_t buffer;
+    std::uint64_t offset;
+    std::size_t size;
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<Job> jobs;
+  std::vector<std::size_t> free;
+  std::string failure;  // the first failed write's message ("" while none failed)
+  bool stop = false;
+  std::thread writer;
+
   ~Direct() {
+    Stop();
     if (fd >= 0) ::close(fd);
-    std::free(buffer);
+    for (unsigned char* b : buffers) std::free(b);
   }
-  void Drop() {
-    if (fd >= 0) ::close(fd);
-    fd = -1;
+  // Waits for every queued write, then ends the thread.
+  void Stop() {
+    {
+      std::lock_guard lock(mutex);
+      stop = true;
+    }
+    changed.notify_all();
+    if (writer.joinable()) writer.join();
+  }
+  void Run() {
+    std::unique_lock lock(mutex);
+    for (;;) {
+      changed.wait(lock, [&] { return stop || !jobs.empty(); });
+      if (jobs.empty()) return;
+      const Job job = jobs.front();
+      jobs.pop_front();
+      if (failure.empty()) {
+        lock.unlock();
+        int error = 0;
+        std::string what = WriteAll(fd, buffers[job.buffer], job.size, job.offset, error);
+        lock.lock();
+        if (!what.empty() && failure.empty()) failure = std::move(what);
+      }
+      free.push_back(job.buffer);
+      changed.notify_all();
+    }
+  }
+  // A free buffer (waits for one).
+  std::size_t Take() {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return !free.empty(); });
+    const std::size_t b = free.back();
+    free.pop_back();
+    return b;
+  }
+  void Queue(Job job) {
+    {
+      std::lock_guard lock(mutex);
+      jobs.push_back(job);
+    }
+    changed.notify_all();
+  }
+  std::string Failure() {
+    std::lock_guard lock(mutex);
+    return failure;
   }
 };
 
@@ -76,15 +162,11 @@ SharedFile::SharedFile(const Comm& comm, std::filesystem::path path, Open open)
   }
   // Each rank's own: a file system that refuses O_DIRECT (tmpfs, some network ones) leaves
   // this rank on the MPI-IO route, which is always correct.
-  if (!DirectIoWanted()) return;
-  direct_->buffer = static_cast<unsigned char*>(std::aligned_alloc(kPage, kBounce));
-  if (direct_->buffer != nullptr) {
-    direct_->fd = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
-  }
+  if (DirectIoWanted()) direct_->fd = ::open(path_.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
 }
 
 SharedFile::~SharedFile() {
-  direct_->Drop();
+  direct_.reset();
   if (file_ != MPI_FILE_NULL) MPI_File_close(&file_);
 }
 
@@ -106,33 +188,42 @@ void SharedFile::WriteAt(std::uint64_t offset, std::span<const unsigned char> by
 }
 
 bool SharedFile::WriteDirect(std::uint64_t offset, std::span<const unsigned char> bytes) {
-  for (std::size_t done = 0; done < bytes.size();) {
-    const std::size_t n = std::min(kBounce, bytes.size() - done);
-    std::memcpy(direct_->buffer, bytes.data() + done, n);
-    std::size_t put = 0;
-    while (put < n) {
-      const ssize_t w = ::pwrite(direct_->fd, direct_->buffer + put, n - put,
-                                 static_cast<off_t>(offset + done + put));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && errno == EINVAL && direct_->bytes == 0) {
-        // The file system accepted the open but not the write's alignment: buffered from now.
-        direct_->Drop();
-        return false;
-      }
-      if (w < 0) {
-        ThrowIoError(
-            fmt::format("write failed at byte {}: {}", offset + done + put, std::strerror(errno)),
-            path_.string());
-      }
-      // A short direct write ends on a block: the rest cannot follow aligned (disk full).
-      if (w == 0 || static_cast<std::uint64_t>(w) % kPage != 0) {
-        ThrowIoError(fmt::format("short write at byte {} ({} of {} bytes; disk full?)",
-                                 offset + done + put, w, n - put),
-                     path_.string());
-      }
-      put += static_cast<std::size_t>(w);
-      direct_->bytes += static_cast<std::uint64_t>(w);
+  Direct& d = *direct_;
+  if (!d.probed) {
+    // The first piece in this thread: a file system that opens with O_DIRECT but refuses
+    // the write's alignment (EINVAL) leaves the rank on MPI-IO; then the writer thread.
+    d.buffers.push_back(static_cast<unsigned char*>(std::aligned_alloc(kPage, kBuffer)));
+    if (d.buffers.back() == nullptr) ThrowInternal("cannot allocate an aligned write buffer");
+    const std::size_t n = std::min(kBuffer, bytes.size());
+    std::memcpy(d.buffers[0], bytes.data(), n);
+    int error = 0;
+    const std::string what = WriteAll(d.fd, d.buffers[0], n, offset, error);
+    if (error == EINVAL) {
+      ::close(d.fd);
+      d.fd = -1;
+      return false;
     }
+    if (!what.empty()) ThrowIoError(what, path_.string());
+    d.bytes += n;
+    d.probed = true;
+    for (std::size_t b = 1; b < kBuffers; ++b) {
+      d.buffers.push_back(static_cast<unsigned char*>(std::aligned_alloc(kPage, kBuffer)));
+      if (d.buffers.back() == nullptr) ThrowInternal("cannot allocate an aligned write buffer");
+    }
+    for (std::size_t b = 0; b < kBuffers; ++b) d.free.push_back(b);
+    d.writer = std::thread([&d] { d.Run(); });
+    offset += n;
+    bytes = bytes.subspan(n);
+  }
+  for (std::size_t done = 0; done < bytes.size();) {
+    // A write that failed earlier (in the writer thread) is reported at the next one.
+    const std::string failure = d.Failure();
+    if (!failure.empty()) ThrowIoError(failure, path_.string());
+    const std::size_t n = std::min(kBuffer, bytes.size() - done);
+    const std::size_t b = d.Take();
+    std::memcpy(d.buffers[b], bytes.data() + done, n);
+    d.Queue({b, offset + done, n});
+    d.bytes += n;
     done += n;
   }
   return true;
@@ -160,17 +251,19 @@ void SharedFile::WriteThroughMpi(std::uint64_t offset, std::span<const unsigned 
 }
 
 void SharedFile::Close() {
-  // The direct descriptor first: its writes are on the device already, and MPI-IO's sync
-  // below flushes the device's cache for the whole file.
-  const int direct_rc = direct_->fd >= 0 ? ::close(direct_->fd) : 0;
-  const int direct_errno = errno;
+  // The direct writes first (queued ones finished, the thread ended, the descriptor closed):
+  // their bytes are then on the device, and MPI-IO's sync below flushes the device's cache
+  // for the whole file.
+  direct_->Stop();
+  std::string failure = direct_->Failure();
+  if (direct_->fd >= 0 && ::close(direct_->fd) != 0 && failure.empty()) {
+    failure = fmt::format("cannot close: {}", std::strerror(errno));
+  }
   direct_->fd = -1;
   const int sync_rc = MPI_File_sync(file_);
   const int close_rc = MPI_File_close(&file_);
   file_ = MPI_FILE_NULL;
-  if (direct_rc != 0) {
-    ThrowIoError(fmt::format("cannot close: {}", std::strerror(direct_errno)), path_.string());
-  }
+  if (!failure.empty()) ThrowIoError(failure, path_.string());
   if (sync_rc != MPI_SUCCESS || close_rc != MPI_SUCCESS) {
     ThrowIoError(
         "cannot flush and close: " + MpiErrorText(sync_rc != MPI_SUCCESS ? sync_rc : close_rc),

@@ -37,9 +37,12 @@ class SharedFile {
   SharedFile(const SharedFile&) = delete;
   SharedFile& operator=(const SharedFile&) = delete;
 
-  // Independent: `bytes` at `offset`.
+  // Independent: `bytes` at `offset`. The whole pages of a large range are copied and
+  // written by a thread of this rank's while the caller goes on; a failure there is thrown
+  // by a later WriteAt or by Close.
   void WriteAt(std::uint64_t offset, std::span<const unsigned char> bytes);
-  // Collective: flushes the ranks' writes to storage and closes the file.
+  // Collective: waits for this rank's writes, flushes every rank's to storage and closes the
+  // file; throws what failed on this rank (the caller agrees on errors).
   void Close();
 
   // Bytes this rank wrote with O_DIRECT so far (0 when the file system refused it).
