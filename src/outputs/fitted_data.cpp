@@ -34,9 +34,31 @@ double FittedDataLimit(const nlsq::NlsqRunResult& result) {
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger, const FittedDataThreads& threads) {
+                     const Logger& logger, const FittedDataThreads& threads,
+                     FittedAngleCache* angles) {
   WriteFittedData(comm, path, cfg, data_file, NlsqFittedModel(result), logger,
-                  FittedDataLimit(result), threads);
+                  FittedDataLimit(result), threads, angles);
+}
+
+void FittedAngleCache::Keep(std::size_t k, std::vector<double>&& c, std::vector<double>&& g) {
+  const double bytes = 8.0 * static_cast<double>(c.size() + g.size());
+  if (used_ + bytes > budget_) return;
+  used_ += bytes;
+  angles_[k] = {std::move(c), std::move(g)};
+}
+
+bool FittedAngleCache::Take(std::size_t k, std::vector<double>& c, std::vector<double>& g) {
+  const auto it = angles_.find(k);
+  if (it == angles_.end()) return false;
+  c = std::move(it->second.first);
+  g = std::move(it->second.second);
+  used_ -= 8.0 * static_cast<double>(c.size() + g.size());
+  angles_.erase(it);
+  return true;
+}
+
+double FittedAngleCacheBudget(double max_bytes) {
+  return std::min(static_cast<double>(1ULL << 30), 0.5 * max_bytes);
 }
 
 FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result) {
@@ -123,6 +145,7 @@ struct FittedWrite {
   io::ArrayStorage storage;
   std::vector<std::uint64_t> cube, chunk;
   std::optional<io::ArrayFileWriter> file;  // every rank when shared, else rank 0
+  FittedAngleCache* angles = nullptr;       // this rank's angles kept for the next file
   PhaseTimes parts;
 
   // Round r computes angle r·ranks + rank on each rank (none past the last angle).
@@ -218,12 +241,17 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
   double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
   Together(w.comm, [&] {
     if (!mine) return;
-    {
-      PhaseTimes::Scope t(w.parts, "read");
-      c = io::LoadAngleMatrix(meta, k);
+    // Read and evaluated for an earlier file of the same model, or now.
+    const bool kept = w.angles != nullptr && w.angles->Take(k, c, g);
+    if (!kept) {
+      {
+        PhaseTimes::Scope t(w.parts, "read");
+        c = io::LoadAngleMatrix(meta, k);
+      }
+      PhaseTimes::Scope t(w.parts, "model");
+      g = model.AtAngle(phi[k]);
     }
     PhaseTimes::Scope t(w.parts, "model");
-    g = model.AtAngle(phi[k]);
     const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, w.one, w.cmc);
     a = s.a;
     b = s.b;
@@ -252,6 +280,7 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
     write(kCubes[4], outputs::FittedCube::kResiduals);
     write(kCubes[5], outputs::FittedCube::kNormalized);
   }
+  if (mine && w.angles != nullptr) w.angles->Keep(k, std::move(c), std::move(g));
 }
 
 // The per-angle pairs (summed over the ranks: each angle's from its rank, 0 from the others,
@@ -324,7 +353,7 @@ void ChooseStorage(FittedWrite& w, std::size_t nf, const config::Config& cfg,
 
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
-             double max_bytes, const FittedDataThreads& threads) {
+             double max_bytes, const FittedDataThreads& threads, FittedAngleCache* angles) {
   const FittedDataLevel level = FittedDataLevelOf(cfg);
   if (level == FittedDataLevel::kNone) return;
   if (comm != nullptr) BroadcastFittedModel(*comm, result, max_bytes);
@@ -335,6 +364,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
                                        : io::ReadDatasetMetadata(load, Logger::Silent());
   FittedWrite w;
   w.comm = comm;
+  w.angles = angles;
   w.n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   w.nn = nf * nf;
@@ -412,13 +442,13 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes, const FittedDataThreads& threads) {
-  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes, threads);
+  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes, threads, nullptr);
 }
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes, const FittedDataThreads& threads) {
-  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads);
+                     double max_bytes, const FittedDataThreads& threads, FittedAngleCache* angles) {
+  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads, angles);
 }
 
 FittedModel PosteriorMeanModel(const cmc::CmcRunResult& r) {

@@ -63,6 +63,7 @@ struct NpzJob {
   bool cmc = false;      // the CMC convention (raw = g1², no solver arrays)
   double one = 1.0;      // raw = one + g1²
   std::vector<double> phi;
+  FittedAngleCache* angles = nullptr;  // this rank's angles kept by fitted_data.h5
 };
 
 // One angle: its data, g1², and the pairs (post-hoc a, b; the solver's contrast, offset).
@@ -75,8 +76,11 @@ struct AngleArrays {
 AngleArrays ComputeAngle(const NpzJob& job, FittedG1& model, const FittedModel& fitted,
                          std::size_t k) {
   AngleArrays a;
-  a.c = io::LoadAngleMatrix(job.meta, k);
-  a.g = model.AtAngle(job.phi[k]);
+  // Read and evaluated for the model's fitted_data.h5, or now.
+  if (job.angles == nullptr || !job.angles->Take(k, a.c, a.g)) {
+    a.c = io::LoadAngleMatrix(job.meta, k);
+    a.g = model.AtAngle(job.phi[k]);
+  }
   a.s = outputs::FitPostHocScaling(a.c, a.g, job.one, job.cmc);
   a.contrast = fitted.contrast.at(k);
   a.offset = fitted.offset.at(k);
@@ -366,7 +370,7 @@ void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJ
 
 void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
                         const config::Config& cfg, const std::string& data_file, FittedModel fitted,
-                        const Logger& logger, double max_bytes) {
+                        const Logger& logger, double max_bytes, FittedAngleCache* angles) {
   if (FittedDataLevelOf(cfg) == FittedDataLevel::kNone) return;
   BroadcastFittedModel(comm, fitted, max_bytes);
   NpzJob job;
@@ -384,6 +388,7 @@ void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
   job.phi = job.meta.phi_values();
   job.cmc = fitted.convention == FittedDataConvention::kCmc;
   job.one = job.cmc ? 0.0 : 1.0;
+  job.angles = angles;
   FittedG1 model(cfg, job.meta, fitted);
   // The N×N arrays compressed only as output.compress_hdf5 and compression_level say, as
   // fitted_data.h5's: deflate took ~90 % of a 23 × 200 job's time (6.3 of 7.2 s) for a file
