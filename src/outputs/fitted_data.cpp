@@ -86,7 +86,9 @@ FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,
 std::vector<double> FittedG1::AtAngle(double phi_deg) {
   model_.phi_deg = {phi_deg};
   // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
-  return std::move(synth::ModelMatrices(model_, 1, /*exact=*/false).front());
+  std::vector<double> g;
+  synth::ModelMatrixInto(model_, /*exact=*/false, scratch_, g);
+  return g;
 }
 
 void BroadcastFittedModel(const Comm& comm, FittedModel& fitted, double& max_bytes) {

@@ -75,6 +75,7 @@ class FittedG1 {
  private:
   synth::SynthTruth model_;
   std::vector<double> time_axis_;
+  std::vector<double> scratch_;  // the upper triangle's values, kept from angle to angle
 };
 
 // One process. Written one angle at a time: the angle's matrix is read from the file

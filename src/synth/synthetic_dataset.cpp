@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -47,7 +48,12 @@ void SynthOptions::Validate() const {
   }
 }
 
-std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads, bool exact) {
+namespace {
+
+// The model's values on the upper triangle of every angle (row i from column i on, rows in
+// order, angles in order) into `values`.
+void EvaluateUpperTriangles(const SynthTruth& truth, int threads, bool exact,
+                            std::vector<double>& values) {
   const int n = truth.frames;
   const auto nn = static_cast<std::size_t>(n);
   const int n_angles = static_cast<int>(truth.phi_deg.size());
@@ -55,6 +61,7 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   // One tile per (angle, row) over columns i..N−1 (diagonal included).
   const std::vector<double> zeros(nn, 0.0);
   std::vector<model::RowTile> tiles;
+  tiles.reserve(static_cast<std::size_t>(n_angles) * nn);
   for (int k = 0; k < n_angles; ++k) {
     for (int i = 0; i < n; ++i) tiles.push_back({k, i, i, n - i, zeros.data(), nullptr, 1.0});
   }
@@ -66,22 +73,50 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   std::vector<double> params = truth.contrast;
   params.insert(params.end(), truth.offset.begin(), truth.offset.end());
   params.insert(params.end(), truth.physical.begin(), truth.physical.end());
-  std::vector<double> values(static_cast<std::size_t>(kernel.num_points()));
+  values.resize(static_cast<std::size_t>(kernel.num_points()));
   kernel.EvaluateModel(params, values);
+}
 
-  std::vector<std::vector<double>> out(static_cast<std::size_t>(n_angles),
-                                       std::vector<double>(nn * nn));
-  std::size_t p = 0;
-  for (const auto& tile : tiles) {
-    auto& m = out[static_cast<std::size_t>(tile.angle)];
-    const auto i = static_cast<std::size_t>(tile.row);
-    for (int c = 0; c < tile.count; ++c, ++p) {
-      const auto j = static_cast<std::size_t>(tile.col_begin + c);
-      m[i * nn + j] = values[p];
-      m[j * nn + i] = values[p];
+// An N×N symmetric matrix from its upper triangle (as EvaluateUpperTriangles lays it out):
+// rows copied, the lower triangle mirrored block by block (a walk down a column of the
+// whole matrix would touch a new cache line at every element).
+void FillSymmetric(const double* upper, std::size_t n, double* m) {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::copy(upper, upper + (n - i), m + i * n + i);
+    upper += n - i;
+  }
+  constexpr std::size_t kBlock = 64;
+  for (std::size_t ib = 0; ib < n; ib += kBlock) {
+    const std::size_t ie = std::min(ib + kBlock, n);
+    for (std::size_t jb = 0; jb <= ib; jb += kBlock) {
+      for (std::size_t i = ib; i < ie; ++i) {
+        const std::size_t je = std::min(jb + kBlock, i);
+        for (std::size_t j = jb; j < je; ++j) m[i * n + j] = m[j * n + i];
+      }
     }
   }
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads, bool exact) {
+  const auto nn = static_cast<std::size_t>(truth.frames);
+  std::vector<double> values;
+  EvaluateUpperTriangles(truth, threads, exact, values);
+  std::vector<std::vector<double>> out(truth.phi_deg.size(), std::vector<double>(nn * nn));
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    FillSymmetric(values.data() + k * (nn * (nn + 1) / 2), nn, out[k].data());
+  }
   return out;
+}
+
+void ModelMatrixInto(const SynthTruth& truth, bool exact, std::vector<double>& scratch,
+                     std::vector<double>& matrix) {
+  HOMODYNE_CHECK(truth.phi_deg.size() == 1, "ModelMatrixInto takes one angle");
+  const auto nn = static_cast<std::size_t>(truth.frames);
+  EvaluateUpperTriangles(truth, 1, exact, scratch);
+  matrix.resize(nn * nn);
+  FillSymmetric(scratch.data(), nn, matrix.data());
 }
 
 namespace {

@@ -56,6 +56,10 @@ struct SynthTruth {
 // five times faster).
 std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int threads = 1,
                                                bool exact = true);
+// The same for a truth of one angle, into `matrix` (resized to frames × frames), with
+// `scratch` for the upper triangle's values: both keep their storage from call to call.
+void ModelMatrixInto(const SynthTruth& truth, bool exact, std::vector<double>& scratch,
+                     std::vector<double>& matrix);
 
 // Resolves the truth from the config and options, evaluates, adds noise, writes the file.
 SynthTruth WriteSyntheticDataset(const config::Config& cfg, const SynthOptions& options);
