@@ -13,7 +13,7 @@ Steps whose outputs exist in --work (same command) are reused, so the full-data 
 can be sampled before the shards (--skip-cmc) and the study finished later.
 
   cmc_bimodality_study.py --build BUILD --out-json F.json --out-md F.md [--old BINARY]
-                          [--datasets N] [--work DIR] [--skip-cmc]
+                          [--datasets N] [--work DIR] [--skip-cmc] [--only i,j,...]
 """
 import argparse
 import json
@@ -167,6 +167,8 @@ def main():
                          " answers and references as they come")
     ap.add_argument("--first", default="",
                     help="comma-separated dataset numbers to run before the others")
+    ap.add_argument("--only", default="",
+                    help="comma-separated dataset numbers: run these and no others")
     ap.add_argument("--summarise-only", action="store_true",
                     help="write the Markdown from the records already in --out-json")
     a = ap.parse_args()
@@ -193,6 +195,9 @@ def main():
     cases = list(enumerate(datasets(a.datasets)))
     first = [int(k) for k in a.first.split(",") if k]
     cases.sort(key=lambda c: (first.index(c[0]) if c[0] in first else len(first), c[0]))
+    only = [int(k) for k in a.only.split(",") if k]
+    if only:
+        cases = [c for c in cases if c[0] in only]
     for i, (mode, angles, seed, truth) in cases:
         d = os.path.join(work, f"d{i:02d}")
         os.makedirs(d, exist_ok=True)
