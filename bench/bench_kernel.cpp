@@ -254,8 +254,8 @@ BENCHMARK(BM_KernelNormalEquations)
 // homodyne's default f_scale of 1 in c2 units, where soft_l1 takes its series; 1: f_scale
 // 0.01, where most points are beyond the series and, for the other losses, near the knee),
 // one thread, on TheFitSetup's data. The robust loops take the weighted form (no unit-weight loops)
-// and per point z, ρ, the weight and the residual factor; the flop counters keep the linear pass's
-// count, so their rates compare the same work.
+// and per point z, ρ, the weight and the weighted residual; the flop counters keep the linear
+// pass's count, so their rates compare the same work.
 homodyne::model::KernelOptions LossOptions(const benchmark::State& state) {
   homodyne::model::KernelOptions o{.threads = static_cast<int>(state.range(0))};
   o.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));

@@ -11,8 +11,9 @@ namespace {
 struct Lanes {
   // r0 = d − c2 and g1sq = g1² before the 1/σ of the scaled residual r = r0/σ and of
   // uc = ∂c2/∂contrast/σ = g1²/σ, which the sums apply once (Normal, Gradient, FoldColumns).
-  // Under a robust loss (kRobust): w is w·s², r0 is r0·ρ′/s² (so w·r0 = w·ρ′·r0, and every
-  // other w·x·y = w·s²·x·y) and rho_w = w·ρ(z), the χ² lanes' term.
+  // Under a robust loss (kRobust): w is w·s² (every w·x·y of the Jacobian's products is
+  // w·s²·x·y), r0 is the weighted residual w·ρ′·r0 (the residual's products x·r0 take no
+  // further weight) and rho_w = w·ρ(z), the χ² lanes' term.
   V model, w, r0, g1sq, alpha, beta, gamma, rho_w;
 };
 
@@ -102,6 +103,35 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
   }
 }
 
+// The loss step of a vector from its residuals r0 and weights w (kMask: w as given, else every
+// weight is 1 and the products with it are skipped, 1·y = y bit for bit): rho_w = w·ρ(z) and,
+// with kDerivs, ws2 = w·s² and wr = w·ρ′·r0, the latter as (w·s²)·((ρ′/s²)·r0) for soft_l1
+// (ρ′/s² = 1 + z on its series, no division) and as w·(ρ′·r0) for the others (no division by
+// s²). One expression in every pass and copy: the same bits.
+template <bool kDerivs, bool kMask, int kRobust>
+__attribute__((always_inline)) inline void LossStep(int kind, V inv_scale, V w, V r0, V& rho_w,
+                                                    V& ws2, V& wr) {
+  const V u = r0 * inv_scale;
+  V rho, weight, gain;
+  if constexpr (kRobust == kLossSoftL1) {
+    SoftL1Lanes<kDerivs>(u * u, rho, weight, gain);
+  } else {
+    LossLanes<kDerivs>(kind, u * u, rho, weight, gain);
+  }
+  rho_w = kMask ? w * rho : rho;
+  if constexpr (kDerivs) {
+    ws2 = kMask ? w * weight : weight;
+    if constexpr (kRobust == kLossSoftL1) {
+      wr = ws2 * (gain * r0);
+    } else {
+      wr = kMask ? w * (gain * r0) : gain * r0;
+    }
+  } else {
+    (void)ws2;
+    (void)wr;
+  }
+}
+
 // The point terms of columns c … c + kLanes − 1 from g1_raw = g1_diff·sinc², sinc² s and its
 // derivative ds (laminar; static: g1_raw = g1_diff): g1 = max(g1_raw, floor), c2, the
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
@@ -138,17 +168,11 @@ __attribute__((always_inline)) inline Lanes Terms(const PointBlock& in, const Co
   if constexpr (kRobust != kLossNone) {
     // Without kMask every weight is 1 (unit-weight block, whole vector): x.w·y = y, bit for
     // bit, so the products are skipped.
-    const V u = t.r0 * k.loss_inv_scale;
-    V rho, weight, factor;
-    if constexpr (kRobust == kLossSoftL1) {
-      SoftL1Lanes<kDerivs>(u * u, rho, weight, factor);
-    } else {
-      LossLanes<kDerivs>(in.loss, u * u, rho, weight, factor);
-    }
-    t.rho_w = kMask ? x.w * rho : rho;
+    V ws2, wr;
+    LossStep<kDerivs, kMask, kRobust>(in.loss, k.loss_inv_scale, x.w, t.r0, t.rho_w, ws2, wr);
     if constexpr (kDerivs) {
-      t.w = kMask ? x.w * weight : weight;
-      t.r0 = t.r0 * factor;
+      t.w = ws2;
+      t.r0 = wr;
     }
   }
   return t;
@@ -263,6 +287,17 @@ template <bool kUnit, int kRobust>
 __attribute__((always_inline)) inline V Weighted(const Lanes& t, V x) {
   return kUnit && kRobust == kLossNone ? x : t.w * x;
 }
+// The factor of t.r0 in a product w·x·r0 whose w·x is wx: wx, or x under a robust loss (whose
+// t.r0 carries the weight, w·ρ′·r0).
+template <int kRobust>
+__attribute__((always_inline)) inline V ResidualFactor(V x, V wx) {
+  return kRobust == kLossNone ? wx : x;
+}
+// Σ w·r0 lanes' operand: w·r0, r0 under unit weights, t.r0 itself under a robust loss.
+template <bool kUnit, int kRobust>
+__attribute__((always_inline)) inline V WeightedResidual(const Lanes& t) {
+  return kRobust == kLossNone ? Weighted<kUnit, kRobust>(t, t.r0) : t.r0;
+}
 
 // A block's Jacobian rows between the sweeps of a robust normal pass (Normal): the derivative
 // scalars, g1², the residual and the weight of every column.
@@ -272,26 +307,23 @@ struct RowBuffer {
 };
 
 // The loss step of Terms over a block's stored rows: ρ into the χ² lanes, and r0, w replaced by
-// r0·ρ′/s² and w·s², with Terms' expressions in its order (under unit weights the products
-// with w only where Terms masks: a partial last vector).
+// w·ρ′·r0 and w·s² (LossStep, as in Terms; under unit weights the products with w only where
+// Terms masks: a partial last vector).
 template <bool kUnit, int kRobust>
 __attribute__((always_inline)) inline void RobustRows(const PointBlock& in, RowBuffer& row,
                                                       Sum4& chi2) {
   const V inv_scale = Splat(in.loss_inv_scale);
-  for (int c = 0; c < in.n; c += kLanes) {
-    const bool mask = !kUnit || c + kLanes > in.n;
-    const V r0 = Load(row.r0 + c), w = Load(row.w + c);
-    const V u = r0 * inv_scale;
-    V rho, weight, factor;
-    if constexpr (kRobust == kLossSoftL1) {
-      SoftL1Lanes<true>(u * u, rho, weight, factor);
-    } else {
-      LossLanes<true>(in.loss, u * u, rho, weight, factor);
-    }
-    chi2 += mask ? w * rho : rho;
-    Store(row.w + c, mask ? w * weight : weight);
-    Store(row.r0 + c, r0 * factor);
-  }
+  const auto step = [&]<bool kMask>(int c) __attribute__((always_inline)) {
+    V rho_w, ws2, wr;
+    LossStep<true, kMask, kRobust>(in.loss, inv_scale, Load(row.w + c), Load(row.r0 + c), rho_w,
+                                   ws2, wr);
+    chi2 += rho_w;
+    Store(row.w + c, ws2);
+    Store(row.r0 + c, wr);
+  };
+  int c = 0;
+  for (; c + kLanes <= in.n; c += kLanes) step.template operator()<!kUnit>(c);
+  if (c < in.n) step.template operator()<true>(c);
 }
 
 template <bool kLaminar, bool kUnit, int kRobust = kLossNone>
@@ -307,7 +339,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
     // Per-column sums over the angles.
     AddProductTo(in.saa + c, wa, t.alpha);
-    AddProductTo(in.sar + c, wa, t.r0);
+    AddProductTo(in.sar + c, ResidualFactor<kRobust>(t.alpha, wa), t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit, kRobust>(t, t.beta);
       const V wg = Weighted<kUnit, kRobust>(t, t.gamma);
@@ -316,11 +348,11 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       AddProductTo(in.sag + c, wa, t.gamma);
       AddProductTo(in.sbg + c, wb, t.gamma);
       AddProductTo(in.sgg + c, wg, t.gamma);
-      AddProductTo(in.sbr + c, wb, t.r0);
-      AddProductTo(in.sgr + c, wg, t.r0);
+      AddProductTo(in.sbr + c, ResidualFactor<kRobust>(t.beta, wb), t.r0);
+      AddProductTo(in.sgr + c, ResidualFactor<kRobust>(t.gamma, wg), t.r0);
     }
     // Per-tile sums.
-    const V wr = Weighted<kUnit, kRobust>(t, t.r0), wuc = Weighted<kUnit, kRobust>(t, t.g1sq),
+    const V wr = WeightedResidual<kUnit, kRobust>(t), wuc = Weighted<kUnit, kRobust>(t, t.g1sq),
             wuca = wuc * t.alpha;
     ucuc_ucr.AddProducts(wuc, t.g1sq, t.g1sq, wr);
     uc_r.Add(wuc, wr);
@@ -409,14 +441,14 @@ __attribute__((always_inline)) inline void Gradient(const PointBlock& in, double
   Sum4 chi2 = Chi2Start(in), ucr = Zero4(), rsum = ucr;
   ForEachVector<kLaminar, true, kUnit, kRobust>(in, [&](const Lanes& t, int c) {
     const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
-    AddProductTo(in.sar + c, wa, t.r0);
+    AddProductTo(in.sar + c, ResidualFactor<kRobust>(t.alpha, wa), t.r0);
     if constexpr (kLaminar) {
       const V wb = Weighted<kUnit, kRobust>(t, t.beta);
       const V wg = Weighted<kUnit, kRobust>(t, t.gamma);
-      AddProductTo(in.sbr + c, wb, t.r0);
-      AddProductTo(in.sgr + c, wg, t.r0);
+      AddProductTo(in.sbr + c, ResidualFactor<kRobust>(t.beta, wb), t.r0);
+      AddProductTo(in.sgr + c, ResidualFactor<kRobust>(t.gamma, wg), t.r0);
     }
-    const V wr = Weighted<kUnit, kRobust>(t, t.r0);
+    const V wr = WeightedResidual<kUnit, kRobust>(t);
     AddChi2<kUnit, kRobust>(chi2, t);
     ucr.AddProduct(t.g1sq, wr);  // as in Normal
     rsum += wr;
@@ -451,8 +483,8 @@ __attribute__((always_inline)) inline double Chi2(const PointBlock& in) {
       Store(ws + c, t.w);
     });
     for (int c = 0; c < in.n; c += kLanes) {
-      V rho, weight, factor;
-      LossLanes<false>(in.loss, Load(zs + c), rho, weight, factor);
+      V rho, weight, d1;
+      LossLanes<false>(in.loss, Load(zs + c), rho, weight, d1);
       acc += Load(ws + c) * rho;
     }
   }
