@@ -46,9 +46,11 @@ inline constexpr double kSoftL1SeriesBelow = 0x1p-12;
 // ρ(z), ρ′(z) and the unfloored Hessian weight ρ′(z) + 2z·ρ″(z) of one point; the passes'
 // weight s² = max(ρ′ + 2zρ″, floor) and residual factor ρ′/s² (w·s² multiplies every product,
 // r·ρ′/s² replaces the residual: the sums with r then carry w·ρ′·r). The homodyne kernel's
-// vector copies (point_terms_impl.h) compute rho, weight and factor with these expressions in
-// this order, so a point's terms have the same bits in every copy and here; cauchy's log1p and
-// arctan's atan are loss_math.h's (not libm's), shared by both for that reason.
+// vector copies (point_terms_impl.h, LossStep) compute ρ and the weight with these
+// expressions in this order, so a point's ρ and s² have the same bits in every copy and here;
+// the sums with r take w·ρ′·r directly (soft_l1: (w·s²)·((1 + z)·r), its ρ′/s² being 1 + z),
+// the same in every vector copy. cauchy's log1p and arctan's atan are loss_math.h's (not
+// libm's), shared by both for that reason.
 struct LossTerms {
   double rho = 0.0, d1 = 1.0, curvature = 1.0;
   double weight = 1.0, factor = 1.0;
