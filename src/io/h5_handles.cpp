@@ -66,52 +66,38 @@ void Hdf5ShutDown() noexcept {
   if (!g_failed_file_close) H5close();
 }
 
-void DiscardFile(File& file, const std::string& path, MPI_Comm comm) noexcept {
+void DiscardFile(File& file, const std::string& path) noexcept {
   const hid_t id = file.release();
-  int open = id >= 0 ? 1 : 0;
-  if (comm != MPI_COMM_NULL) {
-    MPI_Allreduce(MPI_IN_PLACE, &open, 1, MPI_INT, MPI_MAX, comm);
-  }
-  if (open == 0) return;
-  // A file of one process (POSIX driver): its descriptor is pointed at an anonymous memory
-  // file, where the close's flush and truncation cannot fail; the file itself is removed
-  // next, untouched.
+  if (id < 0) return;
+  // A file of the POSIX driver: its descriptor is pointed at an anonymous memory file, where
+  // the close's flush and truncation cannot fail; the file itself is removed next, untouched.
   bool swapped = false;
-  if (comm == MPI_COMM_NULL && id >= 0) {
-    const hid_t fapl = H5Fget_access_plist(id);
-    void* handle = nullptr;
-    if (fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 &&
-        H5Fget_vfd_handle(id, fapl, &handle) >= 0 && handle != nullptr) {
-      const int scratch = ::memfd_create("homodyne-discarded-file", MFD_CLOEXEC);
-      if (scratch >= 0) {
-        swapped = ::dup2(scratch, *static_cast<int*>(handle)) >= 0;
-        ::close(scratch);
-      }
+  const hid_t fapl = H5Fget_access_plist(id);
+  void* handle = nullptr;
+  if (fapl >= 0 && H5Pget_driver(fapl) == H5FD_SEC2 && H5Fget_vfd_handle(id, fapl, &handle) >= 0 &&
+      handle != nullptr) {
+    const int scratch = ::memfd_create("homodyne-discarded-file", MFD_CLOEXEC);
+    if (scratch >= 0) {
+      swapped = ::dup2(scratch, *static_cast<int*>(handle)) >= 0;
+      ::close(scratch);
     }
-    if (fapl >= 0) H5Pclose(fapl);
   }
-  // Otherwise (parallel HDF5, or no memory file) its contents first, so that the close's
+  if (fapl >= 0) H5Pclose(fapl);
+  // Otherwise (another driver, or no memory file) its contents first, so that the close's
   // flush finds on a full disk the space they took.
-  int rank = 0;
-  if (comm != MPI_COMM_NULL) MPI_Comm_rank(comm, &rank);
-  if (rank == 0 && !swapped) (void)::truncate(path.c_str(), 0);
-  if (comm != MPI_COMM_NULL) MPI_Barrier(comm);
-  if (id >= 0) {
-    // A file size limit (ulimit -f) applies to the memory file too, and to a shared file's
-    // close, whose metadata flush must succeed on every rank (HDF5's parallel close leaves
-    // the other ranks waiting for a rank whose flush failed): the soft limit is raised to the
-    // hard one for the close.
-    rlimit saved{};
-    const bool raise = (swapped || comm != MPI_COMM_NULL) &&
-                       ::getrlimit(RLIMIT_FSIZE, &saved) == 0 && saved.rlim_cur != saved.rlim_max;
-    if (raise) {
-      rlimit raised = saved;
-      raised.rlim_cur = saved.rlim_max;
-      (void)::setrlimit(RLIMIT_FSIZE, &raised);
-    }
-    if (H5Fclose(id) < 0) NoteFailedFileClose();
-    if (raise) (void)::setrlimit(RLIMIT_FSIZE, &saved);
+  if (!swapped) (void)::truncate(path.c_str(), 0);
+  // A file size limit (ulimit -f) applies to the memory file too: the soft limit is raised to
+  // the hard one for the close.
+  rlimit saved{};
+  const bool raise =
+      swapped && ::getrlimit(RLIMIT_FSIZE, &saved) == 0 && saved.rlim_cur != saved.rlim_max;
+  if (raise) {
+    rlimit raised = saved;
+    raised.rlim_cur = saved.rlim_max;
+    (void)::setrlimit(RLIMIT_FSIZE, &raised);
   }
+  if (H5Fclose(id) < 0) NoteFailedFileClose();
+  if (raise) (void)::setrlimit(RLIMIT_FSIZE, &saved);
   H5Eclear2(H5E_DEFAULT);
 }
 

@@ -104,9 +104,9 @@ using Datatype = Handle<H5Tclose>;
 // half-closed file that its shutdown (at exit, or inside MPI_Finalize) crashes on, and a
 // retried close crashes too: the flush is made to succeed. A one-process file's descriptor
 // is redirected to an anonymous memory file first (under a file size limit, its soft limit is
-// raised to the hard one while it closes); a shared file (parallel HDF5, `comm`:
-// collective) is truncated, which frees the space it took on a full disk.
-void DiscardFile(File& file, const std::string& path, MPI_Comm comm = MPI_COMM_NULL) noexcept;
+// raised to the hard one while it closes); a file of another driver is truncated first, which
+// frees the space it took on a full disk.
+void DiscardFile(File& file, const std::string& path) noexcept;
 
 // Takes ownership of `id`; throws if the call that produced it failed.
 template <typename H>
