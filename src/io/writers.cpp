@@ -411,12 +411,14 @@ void ArrayFileWriter::Impl::CreateShared(const std::string& array_path,
 
 namespace {
 
-// The values of slab `index` of an array of shape `dims` (a 1-D array is one slab: all of it).
-std::uint64_t SlabValues(const std::vector<std::uint64_t>& dims, std::uint64_t index) {
+// Checks that `values` are slab `index` of an array of shape `dims` (a 1-D array is one slab:
+// all of it).
+void CheckSlab(const std::vector<std::uint64_t>& dims, std::uint64_t index,
+               std::span<const double> values) {
   HOMODYNE_CHECK(index < (dims.size() > 1 ? dims[0] : 1), "slab index out of range");
   std::uint64_t n = 1;
   for (std::size_t d = dims.size() > 1 ? 1 : 0; d < dims.size(); ++d) n *= dims[d];
-  return n;
+  HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
 }
 
 // Writes slab `index` of the dataset `ds` of shape `dims` (a file of several ranks:
@@ -431,8 +433,7 @@ void WriteSlabOf(const std::string& file_name, const std::string& array_path,
     start[0] = index;
     count[0] = 1;
   }
-  HOMODYNE_CHECK(values.size() == SlabValues(dims, index),
-                 "slab size does not match the array's dimensions");
+  CheckSlab(dims, index, values);
   auto fspace = Own<h5::Dataspace>(H5Dget_space(ds), "getting the dataspace", where);
   auto mspace =
       Own<h5::Dataspace>(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
@@ -609,11 +610,10 @@ void ArrayFileWriter::WriteSlab(const std::string& array_path, std::uint64_t ind
     return;
   }
   if (impl_->shared()) {
-    const std::uint64_t n = SlabValues(array.dims, index);
-    HOMODYNE_CHECK(values.size() == n, "slab size does not match the array's dimensions");
+    CheckSlab(array.dims, index, values);
     const std::span<const unsigned char> bytes(
         reinterpret_cast<const unsigned char*>(values.data()), values.size_bytes());
-    impl_->raw->WriteAt(array.offset + index * n * sizeof(double), bytes);
+    impl_->raw->WriteAt(array.offset + index * bytes.size(), bytes);
     return;
   }
   WriteSlabOf(impl_->tmp, array_path, array.dims, array.dataset.get(), index, values);
@@ -655,16 +655,15 @@ void ArrayFileWriter::Impl::CommitShared(const GroupAttributes& root_attributes)
     failed = std::current_exception();
   }
   raw.reset();
+  arrays.clear();  // rank 0's datasets closed before its file
   if (rank == 0 && !failed) {
     try {
       WriteRootAttributes(file.get(), tmp, root_attributes);
-      arrays.clear();
       FlushAndClose(file, tmp);
     } catch (...) {
       failed = std::current_exception();
     }
   }
-  arrays.clear();
   int ok = failed ? 0 : 1;
   MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
   if (failed) std::rethrow_exception(failed);
