@@ -192,8 +192,10 @@ bool SharedFile::WriteDirect(std::uint64_t offset, std::span<const unsigned char
   if (!d.probed) {
     // The first piece in this thread: a file system that opens with O_DIRECT but refuses
     // the write's alignment (EINVAL) leaves the rank on MPI-IO; then the writer thread.
-    d.buffers.push_back(static_cast<unsigned char*>(std::aligned_alloc(kPage, kBuffer)));
-    if (d.buffers.back() == nullptr) ThrowInternal("cannot allocate an aligned write buffer");
+    while (d.buffers.size() < kBuffers) {
+      d.buffers.push_back(static_cast<unsigned char*>(std::aligned_alloc(kPage, kBuffer)));
+      if (d.buffers.back() == nullptr) ThrowInternal("cannot allocate an aligned write buffer");
+    }
     const std::size_t n = std::min(kBuffer, bytes.size());
     std::memcpy(d.buffers[0], bytes.data(), n);
     int error = 0;
@@ -206,10 +208,6 @@ bool SharedFile::WriteDirect(std::uint64_t offset, std::span<const unsigned char
     if (!what.empty()) ThrowIoError(what, path_.string());
     d.bytes += n;
     d.probed = true;
-    for (std::size_t b = 1; b < kBuffers; ++b) {
-      d.buffers.push_back(static_cast<unsigned char*>(std::aligned_alloc(kPage, kBuffer)));
-      if (d.buffers.back() == nullptr) ThrowInternal("cannot allocate an aligned write buffer");
-    }
     for (std::size_t b = 0; b < kBuffers; ++b) d.free.push_back(b);
     d.writer = std::thread([&d] { d.Run(); });
     offset += n;
