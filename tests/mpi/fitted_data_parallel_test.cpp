@@ -4,10 +4,7 @@
 // rank 0's (other ranks may pass an incomplete result), and a bad data file or a failed write
 // on any rank ends in the same error on every rank with no file and no temporary left.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
-
-#include <csignal>
 
 #include <cmath>
 #include <cstring>
@@ -20,6 +17,7 @@
 #include "config/config_reader.h"
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "file_size_limit.h"
 #include "h5_read.h"
 #include "io/writers.h"
 #include "mpi_temp_dir.h"
@@ -30,6 +28,7 @@ namespace homodyne {
 namespace {
 
 namespace fs = std::filesystem;
+using homodyne::testing::FileSizeLimit;
 using homodyne::testing::MpiTempDir;
 using homodyne::testing::TestEnvironment;
 
@@ -286,33 +285,6 @@ TEST(FittedDataParallel, CompressedWriteWithOneRanksBadAngleFailsEverywhere) {
   EXPECT_EQ(ExpectFailsEverywhereLeavingNothing(world, out, cfg, "", "NaN/Inf"),
             ErrorKind::kBadInput);
 }
-
-// Limits the size of the files this process writes to `bytes` (0: no change) while it lives,
-// as a full disk would: a write past it fails (EFBIG, SIGXFSZ ignored).
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    if (bytes == 0) return;
-    getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_ = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit limited = saved_;
-    limited.rlim_cur = bytes;
-    active_ = setrlimit(RLIMIT_FSIZE, &limited) == 0;
-  }
-  ~FileSizeLimit() {
-    if (!active_) return;
-    setrlimit(RLIMIT_FSIZE, &saved_);
-    std::signal(SIGXFSZ, previous_);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-  bool active() const { return active_; }
-
- private:
-  rlimit saved_{};
-  void (*previous_)(int) = SIG_DFL;
-  bool active_ = false;
-};
 
 // Rank 0 writes the file for all: when its writes fail (the file may not grow past 16 KiB)
 // while the other ranks are sending it their angles, every rank ends with the error,

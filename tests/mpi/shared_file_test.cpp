@@ -4,11 +4,9 @@
 // an existing file opened to be written keeps the bytes no rank writes.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "file_size_limit.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "parallel/shared_file.h"
@@ -26,6 +25,7 @@ namespace homodyne {
 namespace {
 
 namespace fs = std::filesystem;
+using homodyne::testing::FileSizeLimit;
 using homodyne::testing::MpiTempDir;
 using homodyne::testing::TestEnvironment;
 
@@ -158,13 +158,9 @@ void ExpectFullDiskIsAnIoError(std::uint64_t limit, std::uint64_t size) {
   MpiTempDir dir(world, "shared_full", /*create=*/true);
   const fs::path out = dir.path() / "out.bin";
   const bool failing = world.rank() == world.size() - 1;
-  rlimit saved{};
-  getrlimit(RLIMIT_FSIZE, &saved);
-  auto* previous = std::signal(SIGXFSZ, SIG_IGN);
+  FileSizeLimit limited(failing ? limit : 0);
   if (failing) {
-    rlimit limited = saved;
-    limited.rlim_cur = limit;
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limited), 0);
+    ASSERT_TRUE(limited.active());
   }
   int errors = 0;
   const auto expect_io = [&](const Error& e) {
@@ -188,8 +184,6 @@ void ExpectFullDiskIsAnIoError(std::uint64_t limit, std::uint64_t size) {
       expect_io(e);
     }
   }
-  if (failing) setrlimit(RLIMIT_FSIZE, &saved);
-  std::signal(SIGXFSZ, previous);
   // The failing rank hears of it at least once (a write's failure stays the file's, so Close
   // reports it again after a WriteAt did); the others never.
   if (failing) {
