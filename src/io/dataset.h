@@ -82,6 +82,10 @@ Dataset LoadDataset(const LoadOptions& options, const Logger& logger);
 // reconstructed, checked for NaN/Inf and diagonal-corrected; reads meta.file, whose
 // metadata `meta` must be (ReadDatasetMetadata). Memory: two N×N matrices.
 std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle);
+// The same into `matrix`, with `buffer` for the stored matrix: both keep their memory from one
+// call to the next (fresh pages cost more than the read itself on a virtual machine).
+void LoadAngleMatrixInto(const DatasetMetadata& meta, std::size_t angle,
+                         std::vector<double>& buffer, std::vector<double>& matrix);
 
 // Largest c2 buffer one process may allocate (options.max_bytes or the automatic limit).
 std::uint64_t MaxLoadBytes(const LoadOptions& options);

@@ -10,6 +10,7 @@
 
 #include "core/fault_injection.h"
 #include "core/progress.h"
+#include "io/block_reader.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/metadata_internal.h"
@@ -99,11 +100,14 @@ DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
   return DecodeMetadata(bytes);
 }
 
-void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
-                    const std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,
-                    std::span<double> values, std::int64_t max_block_values) {
+std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+                            const std::vector<LocalTile>& tiles, std::size_t first,
+                            std::size_t last, std::span<double> values,
+                            std::int64_t max_block_values, TileBlockBuffers& buffers) {
   const std::int64_t n = meta.n_frames;
   const std::int64_t s0 = meta.frame_begin;
+  std::int64_t read = 0;
+  BlockReader reader(file, meta.file, bin.dataset, buffers.fd);
   std::size_t a = first;
   while (a < last) {
     // A batch of consecutive tiles whose blocks stay under the size limit.
@@ -119,10 +123,13 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
     const std::int64_t i0 = tiles[a].tile.row;
     const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
     const std::int64_t cols = n - jmin;
-    std::vector<double> row_block(static_cast<std::size_t>(rows * cols));
-    std::vector<double> col_block(static_cast<std::size_t>(rows * cols));
-    ReadBlock(file, meta.file, bin.dataset, s0 + i0, rows, s0 + jmin, cols, row_block.data());
-    ReadBlock(file, meta.file, bin.dataset, s0 + jmin, cols, s0 + i0, rows, col_block.data());
+    std::vector<double>& row_block = buffers.rows;
+    std::vector<double>& col_block = buffers.cols;
+    row_block.resize(static_cast<std::size_t>(rows * cols));
+    col_block.resize(static_cast<std::size_t>(rows * cols));
+    reader.Read(s0 + i0, rows, s0 + jmin, cols, row_block.data());
+    reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
+    read += 2 * rows * cols;
     for (std::size_t t = a; t < b; ++t) {
       const RowTile& tile = tiles[t].tile;
       const std::int64_t r = tile.row - i0;
@@ -135,6 +142,7 @@ void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& 
     }
     a = b;
   }
+  return read;
 }
 
 void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,
@@ -214,6 +222,9 @@ void ReadLocalTiles(hid_t file, const Logger& logger, bool read_values, LocalDat
   // different angles interleave block by block.
   std::vector<std::vector<LocalTile>> by_angle(meta.n_angles());
   Progress progress(logger, "loading");
+  const ReadOnlyFd fd(meta.file);
+  TileBlockBuffers buffers;
+  buffers.fd = fd.get();
   double bytes_read = 0.0;
   for (const LocalTile& t : local.tiles) {
     by_angle[static_cast<std::size_t>(t.tile.angle)].push_back(t);
@@ -223,7 +234,8 @@ void ReadLocalTiles(hid_t file, const Logger& logger, bool read_values, LocalDat
     std::stable_sort(tiles.begin(), tiles.end(), [](const LocalTile& x, const LocalTile& y) {
       return x.tile.row < y.tile.row;
     });
-    ReadAngleTiles(file, meta, meta.bins[k], tiles, 0, tiles.size(), local.values, kMaxBlockValues);
+    ReadAngleTiles(file, meta, meta.bins[k], tiles, 0, tiles.size(), local.values, kMaxBlockValues,
+                   buffers);
     for (const LocalTile& t : tiles) bytes_read += 8.0 * static_cast<double>(t.tile.count);
     progress.Update(fmt::format("angle {}/{}, {:.1f} MB read on rank 0, {:.0f} MB/s", k + 1,
                                 by_angle.size(), bytes_read / 1e6,

@@ -17,11 +17,20 @@ namespace homodyne::io {
 void ReadBlock(hid_t file, const std::string& name, const std::string& path, std::int64_t row0,
                std::int64_t rows, std::int64_t col0, std::int64_t cols, double* out);
 
+// The row and column blocks of ReadAngleTiles, kept from one call to the next by a caller that
+// reads repeatedly (fresh pages cost about as much as the read on a virtual machine).
+struct TileBlockBuffers {
+  std::vector<double> rows, cols;
+  int fd = -1;  // the file opened for pread (io/block_reader.h), or -1: HDF5 reads only
+};
+
 // Fills values[tiles[t].offset + c] = C[i, j] = H[i, j] + H[j, i] for tiles [first, last)
 // (all of angle `bin`, sorted by row) from row and column blocks of at most
-// `max_block_values` doubles each (a single row may exceed it).
-void ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
-                    const std::vector<LocalTile>& tiles, std::size_t first, std::size_t last,
-                    std::span<double> values, std::int64_t max_block_values);
+// `max_block_values` doubles each (a single row may exceed it). Returns the number of values
+// read from the file (both blocks).
+std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+                            const std::vector<LocalTile>& tiles, std::size_t first,
+                            std::size_t last, std::span<double> values,
+                            std::int64_t max_block_values, TileBlockBuffers& buffers);
 
 }  // namespace homodyne::io

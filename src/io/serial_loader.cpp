@@ -1,5 +1,6 @@
 // Serial loader: reads the frame slice of every kept matrix, reconstructs the full
 // matrix from the stored half matrix and applies the basic diagonal correction.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -31,11 +32,35 @@ void ReadBlock(hid_t file, const std::string& name, const std::string& path, std
 
 namespace {
 
-// The kept matrix of `bin`: frame slice read into `half` (n × n), checked for NaN/Inf,
-// reconstructed and diagonal-corrected.
-std::vector<double> CorrectedMatrix(hid_t file, const std::string& name,
-                                    const DatasetMetadata& meta, const SelectedBin& bin,
-                                    std::vector<double>& half) {
+// c = H + Hᵀ for an n × n row-major H, block pair by block pair of the upper triangle: the
+// upper block's rows are read from H contiguously and its Hᵀ part from a block of H that stays
+// in cache, and the lower block is then copied from the finished upper one. Walking whole
+// rows instead reads Hᵀ down whole columns, one cache line per value (3x slower at 2500
+// frames). The sums are the same additions, so the bits do not change.
+void AddTranspose(const double* h, std::size_t n, double* c) {
+  constexpr std::size_t kBlock = 32;
+  for (std::size_t i0 = 0; i0 < n; i0 += kBlock) {
+    const std::size_t i1 = std::min(n, i0 + kBlock);
+    for (std::size_t j0 = i0; j0 < n; j0 += kBlock) {
+      const std::size_t j1 = std::min(n, j0 + kBlock);
+      for (std::size_t i = i0; i < i1; ++i) {
+        double* __restrict row = c + i * n;
+        const double* __restrict h_row = h + i * n;
+        for (std::size_t j = (j0 == i0 ? i : j0); j < j1; ++j) row[j] = h_row[j] + h[j * n + i];
+      }
+      for (std::size_t j = j0; j < j1; ++j) {
+        double* __restrict row = c + j * n;
+        const std::size_t end = (j0 == i0) ? j : i1;
+        for (std::size_t i = i0; i < end; ++i) row[i] = c[i * n + j];
+      }
+    }
+  }
+}
+
+// The kept matrix of `bin` into `c`: frame slice read into `half` (n × n), checked for
+// NaN/Inf, reconstructed and diagonal-corrected.
+void CorrectedMatrix(hid_t file, const std::string& name, const DatasetMetadata& meta,
+                     const SelectedBin& bin, std::vector<double>& half, std::vector<double>& c) {
   const std::int64_t n = meta.n_frames;
   const auto un = static_cast<std::size_t>(n);
   half.resize(un * un);
@@ -47,23 +72,26 @@ std::vector<double> CorrectedMatrix(hid_t file, const std::string& name,
                               bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
                   name, bin.dataset);
   }
-  std::vector<double> c(un * un);
-  for (std::size_t i = 0; i < un; ++i) {
-    for (std::size_t j = 0; j < un; ++j) c[i * un + j] = half[i * un + j] + half[j * un + i];
-    c[i * un + i] /= 2.0;
-  }
+  c.resize(un * un);
+  AddTranspose(half.data(), un, c.data());
+  for (std::size_t i = 0; i < un; ++i) c[i * un + i] /= 2.0;
   ApplyBasicDiagonalCorrection(c, n);
-  return c;
 }
 
 }  // namespace
 
-std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle) {
+void LoadAngleMatrixInto(const DatasetMetadata& meta, std::size_t angle,
+                         std::vector<double>& buffer, std::vector<double>& matrix) {
   HOMODYNE_CHECK(angle < meta.bins.size(), "angle index out of range");
   const ReadCrashGuard guard(meta.file, "the correlation matrices");
   h5::File file = h5::OpenForRead(meta.file);
-  std::vector<double> half;
-  return CorrectedMatrix(file.get(), meta.file, meta, meta.bins[angle], half);
+  CorrectedMatrix(file.get(), meta.file, meta, meta.bins[angle], buffer, matrix);
+}
+
+std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle) {
+  std::vector<double> half, c;
+  LoadAngleMatrixInto(meta, angle, half, c);
+  return c;
 }
 
 DatasetView ViewOf(const Dataset& data) {
@@ -92,7 +120,7 @@ Dataset LoadDataset(const LoadOptions& options, const Logger& logger) {
   }
   std::vector<double> half;
   for (const SelectedBin& bin : meta.bins) {
-    data.c2.push_back(CorrectedMatrix(file.get(), options.path, meta, bin, half));
+    CorrectedMatrix(file.get(), options.path, meta, bin, half, data.c2.emplace_back());
   }
   return data;
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "io/block_reader.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
 #include "io/read_crash_guard.h"
@@ -13,6 +14,8 @@ struct TileStreamReader::Impl {
   h5::File file;
   std::int64_t max_block_values = 0;
   std::vector<std::vector<LocalTile>> by_angle;  // reused between reads
+  TileBlockBuffers buffers;                      // reused between reads
+  std::unique_ptr<ReadOnlyFd> fd;                // pread of contiguous datasets
 };
 
 TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta,
@@ -22,6 +25,8 @@ TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta
   impl_->max_block_values = std::max<std::int64_t>(max_block_values, 1);
   const ReadCrashGuard guard(meta.file, "the file to stream it");
   impl_->file = h5::OpenForRead(meta.file, comm.get());
+  impl_->fd = std::make_unique<ReadOnlyFd>(meta.file);
+  impl_->buffers.fd = impl_->fd->get();
   impl_->by_angle.resize(meta.n_angles());
 }
 
@@ -43,8 +48,8 @@ void TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<doubl
     std::stable_sort(list.begin(), list.end(), [](const LocalTile& x, const LocalTile& y) {
       return x.tile.row < y.tile.row;
     });
-    ReadAngleTiles(im.file.get(), im.meta, im.meta.bins[k], list, 0, list.size(), values,
-                   im.max_block_values);
+    file_values_read_ += ReadAngleTiles(im.file.get(), im.meta, im.meta.bins[k], list, 0,
+                                        list.size(), values, im.max_block_values, im.buffers);
   }
 }
 

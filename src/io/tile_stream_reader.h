@@ -35,11 +35,14 @@ class TileStreamReader {
   void Read(const std::vector<LocalTile>& tiles, std::span<double> values);
 
   std::int64_t values_read() const { return values_read_; }
+  // Values read from the file: each tile's row block and the column block of its transpose.
+  std::int64_t file_values_read() const { return file_values_read_; }
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::int64_t values_read_ = 0;
+  std::int64_t file_values_read_ = 0;
 };
 
 }  // namespace homodyne::io

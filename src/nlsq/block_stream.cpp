@@ -70,15 +70,32 @@ const StreamWindow& BlockStream::Load(int w) {
     }
   }
   HOMODYNE_CHECK(offset <= buffer_.size(), "window larger than its buffer");
+  const auto start = std::chrono::steady_clock::now();
   reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset));
+  read_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   win.values = std::span<const double>(buffer_.data(), offset);
   ++loads_;
   return win;
 }
 
+BlockStream::PassTimer::PassTimer(BlockStream& stream)
+    : stream_(stream),
+      start_(std::chrono::steady_clock::now()),
+      read_seconds_(stream.read_seconds_),
+      file_values_(stream.reader_->file_values_read()) {}
+
+BlockStream::PassTimer::~PassTimer() {
+  const std::int64_t values = stream_.reader_->file_values_read() - file_values_;
+  if (values == 0 || stream_.passes_.size() >= kMaxPassTimings) return;
+  stream_.passes_.push_back(
+      {std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(),
+       stream_.read_seconds_ - read_seconds_, 8.0 * static_cast<double>(values)});
+}
+
 std::string DigestStreamedData(const Comm& comm, const io::LocalData& layout, BlockStream& stream) {
   io::ContentDigest digest;
   RunCollectively(comm, [&] {
+    const BlockStream::PassTimer pass(stream);
     for (int w = 0; w < stream.num_windows(); ++w) {
       const StreamWindow& win = stream.Load(w);
       digest.AddTiles(win.tiles, win.values.data());

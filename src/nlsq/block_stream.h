@@ -10,6 +10,7 @@
 // block's partial sums are bit-identical to the in-core fit's.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -19,6 +20,7 @@
 #include "io/distributed_loader.h"
 #include "io/tile_stream_reader.h"
 #include "model/row_tile.h"
+#include "nlsq/pass_ledger.h"
 #include "parallel/comm.h"
 
 namespace homodyne::nlsq {
@@ -32,6 +34,23 @@ struct StreamWindow {
 
 class BlockStream {
  public:
+  // Times one pass (StreamPassTiming): made before the pass's first Load, destroyed after its
+  // last window's work. A pass cut short (a stop, an error) is recorded as far as it went; one
+  // that read nothing is not recorded.
+  class PassTimer {
+   public:
+    explicit PassTimer(BlockStream& stream);
+    ~PassTimer();
+    PassTimer(const PassTimer&) = delete;
+    PassTimer& operator=(const PassTimer&) = delete;
+
+   private:
+    BlockStream& stream_;
+    std::chrono::steady_clock::time_point start_;
+    double read_seconds_ = 0.0;
+    std::int64_t file_values_ = 0;
+  };
+
   // Collective over `comm` (opens the file). `layout` is the rank's LoadDistributedLayout
   // (values empty); the stream keeps a copy of its tile list.
   BlockStream(const Comm& comm, const io::LocalData& layout, std::int64_t window_points,
@@ -47,6 +66,9 @@ class BlockStream {
   // Reads window w (not collective).
   const StreamWindow& Load(int w);
   std::int64_t windows_loaded() const { return loads_; }
+  // Every timed pass so far (PassTimer), at most kMaxPassTimings of them (the first ones).
+  const std::vector<StreamPassTiming>& pass_timings() const { return passes_; }
+  static constexpr std::size_t kMaxPassTimings = 100000;
 
  private:
   std::vector<io::LocalTile> tiles_;
@@ -57,6 +79,8 @@ class BlockStream {
   std::unique_ptr<io::TileStreamReader> reader_;
   std::int64_t loads_ = 0;
   std::int64_t local_points_ = 0;
+  double read_seconds_ = 0.0;  // inside Load, since the stream was made
+  std::vector<StreamPassTiming> passes_;
 };
 
 // Collective. io::DigestLocalData of the same data, read window by window from `stream`

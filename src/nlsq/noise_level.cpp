@@ -295,6 +295,7 @@ NoiseLevel EstimateNoise(const Comm& comm, const io::LocalData& local) {
 NoiseLevel EstimateNoiseStreaming(const Comm& comm, const io::LocalData& layout,
                                   BlockStream& stream) {
   return EstimateNoiseOverWindows(comm, layout, [&](const ScalingWindowVisit& visit) {
+    const BlockStream::PassTimer pass(stream);
     for (int w = 0; w < stream.num_windows(); ++w) {
       const StreamWindow& win = stream.Load(w);
       visit(win.tiles, win.values);

@@ -16,6 +16,15 @@
 
 namespace homodyne::nlsq {
 
+// One pass over a rank's stream windows as the stream timed it (BlockStream::PassTimer): from
+// the start of its first window's read to the end of its last window's work, the seconds
+// spent inside the reads, and the bytes the reads took from the file.
+struct StreamPassTiming {
+  double seconds = 0.0;
+  double read_seconds = 0.0;
+  double bytes = 0.0;
+};
+
 enum class PassKind {
   kChi2,       // χ² at one point
   kNormal,     // χ², Jᵀr and JᵀJ at one point (a trial point's acceptance test and next step)

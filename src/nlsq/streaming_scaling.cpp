@@ -173,6 +173,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
   return EstimateInitialScalingOverWindows(
       comm, local,
       [&](const ScalingWindowVisit& visit) {
+        const BlockStream::PassTimer pass(stream);
         for (int w = 0; w < stream.num_windows(); ++w) {
           const StreamWindow& win = stream.Load(w);
           visit(win.tiles, win.values);

@@ -85,6 +85,8 @@ struct NlsqRunResult {
   // Streamed: the whole reads of the rank's stream up to the report (−1 in core): every pass
   // but a row subset's reads it once, so it checks the ledger.
   int stream_reads = -1;
+  // Streamed: rank 0's timed passes (time, time reading, bytes read), in order.
+  std::vector<StreamPassTiming> stream_passes;
   std::string data_file;
   std::string data_format;  // aps_old | aps_u
   double dt = 0.0;

@@ -195,7 +195,10 @@ NlsqRunResult XpcsFitSession::Finish(const SolverSummary& summary) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - s.t_start).count();
   rep.diagnostics.wall_time_seconds = rep.execution_time;
   r.pass_stages = s.ledger->stages();
-  if (s.stream) r.stream_reads = detail::StreamReadsSince(*s.stream, 0);
+  if (s.stream) {
+    r.stream_reads = detail::StreamReadsSince(*s.stream, 0);
+    r.stream_passes = s.stream->pass_timings();
+  }
   LogPasses(*s.ledger, s.logger);
   return r;
 }

@@ -135,6 +135,7 @@ bool XpcsProblem::Impl::LocalPartials(std::span<const std::vector<double>> expan
                                       const std::function<void(const StreamWindow&)>* also) {
   partials.resize(static_cast<std::size_t>(local_blocks) * expanded.size() * width);
   if (stream == nullptr) return KernelPartials(*kernel, 0, expanded, with_derivatives, width);
+  const BlockStream::PassTimer pass(*stream);
   for (int w = 0; w < stream->num_windows(); ++w) {
     if (stop && stop()) return false;    // before the window's read, the long part
     MaybeInjectFailure("stream", rank);  // tests: a read failing on one rank mid-pass
@@ -436,6 +437,7 @@ std::vector<double> XpcsProblem::Chi2PerAngle(std::span<const double> x) {
   AngleSums sums(im, expanded);
   RunCollectively(comm_, [&] {
     if (im.stream != nullptr) {
+      const BlockStream::PassTimer pass(*im.stream);
       for (int w = 0; w < im.stream->num_windows(); ++w) {
         const StreamWindow& win = im.stream->Load(w);
         sums.AddBlocks(win.blocks, win.first_block);

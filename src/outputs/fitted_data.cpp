@@ -83,12 +83,10 @@ FittedG1::FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta,
   model_.frames = static_cast<int>(meta.n_frames);
 }
 
-std::vector<double> FittedG1::AtAngle(double phi_deg) {
+void FittedG1::AtAngle(double phi_deg, std::vector<double>& g) {
   model_.phi_deg = {phi_deg};
   // The fit's own fast transcendentals: the fitted model as the fit evaluated it.
-  std::vector<double> g;
   synth::ModelMatrixInto(model_, /*exact=*/false, scratch_, g);
-  return g;
 }
 
 void BroadcastFittedModel(const Comm& comm, FittedModel& fitted, double& max_bytes) {
@@ -149,6 +147,7 @@ struct FittedWrite {
   std::optional<io::ArrayFileWriter> file;  // every rank when shared, else rank 0
   FittedAngleCache* angles = nullptr;       // this rank's angles kept for the next file
   PhaseTimes parts;
+  std::vector<double> read_buffer, c, g;  // one angle's stored matrix, data and g1², reused
 
   // Round r computes angle r·ranks + rank on each rank (none past the last angle).
   std::size_t AngleOf(std::size_t round, int r) const {
@@ -239,7 +238,8 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
   const std::size_t n = w.n;
   const std::size_t k = w.AngleOf(round, w.rank);
   const bool mine = k < n;
-  std::vector<double> c, g;
+  // The previous round's matrices, unless the cache took them: their pages are reused.
+  std::vector<double> c = std::move(w.c), g = std::move(w.g);
   double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
   Together(w.comm, [&] {
     if (!mine) return;
@@ -248,10 +248,10 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
     if (!kept) {
       {
         PhaseTimes::Scope t(w.parts, "read");
-        c = io::LoadAngleMatrix(meta, k);
+        io::LoadAngleMatrixInto(meta, k, w.read_buffer, c);
       }
       PhaseTimes::Scope t(w.parts, "model");
-      g = model.AtAngle(phi[k]);
+      model.AtAngle(phi[k], g);
     }
     PhaseTimes::Scope t(w.parts, "model");
     const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, w.one, w.cmc);
@@ -283,6 +283,8 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
     write(kCubes[5], outputs::FittedCube::kNormalized);
   }
   if (mine && w.angles != nullptr) w.angles->Keep(k, std::move(c), std::move(g));
+  w.c = std::move(c);
+  w.g = std::move(g);
 }
 
 // The per-angle pairs (summed over the ranks: each angle's from its rank, 0 from the others,

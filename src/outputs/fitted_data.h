@@ -69,7 +69,8 @@ struct FittedModel {
 class FittedG1 {
  public:
   FittedG1(const config::Config& cfg, const io::DatasetMetadata& meta, const FittedModel& fitted);
-  std::vector<double> AtAngle(double phi_deg);
+  // g1² of angle phi_deg (degrees) into g, N×N (g keeps its memory when it has it).
+  void AtAngle(double phi_deg, std::vector<double>& g);
   const std::vector<double>& time_axis() const { return time_axis_; }
 
  private:

@@ -73,18 +73,17 @@ struct AngleArrays {
   double contrast = 0.0, offset = 0.0;
 };
 
-AngleArrays ComputeAngle(const NpzJob& job, FittedG1& model, const FittedModel& fitted,
-                         std::size_t k) {
-  AngleArrays a;
+// Angle k into `a`, whose matrices (and the read buffer) keep their memory from angle to angle.
+void ComputeAngle(const NpzJob& job, FittedG1& model, const FittedModel& fitted, std::size_t k,
+                  AngleArrays& a, std::vector<double>& buffer) {
   // Read and evaluated for the model's fitted_data.h5, or now.
   if (job.angles == nullptr || !job.angles->Take(k, a.c, a.g)) {
-    a.c = io::LoadAngleMatrix(job.meta, k);
-    a.g = model.AtAngle(job.phi[k]);
+    io::LoadAngleMatrixInto(job.meta, k, buffer, a.c);
+    model.AtAngle(job.phi[k], a.g);
   }
   a.s = outputs::FitPostHocScaling(a.c, a.g, job.one, job.cmc);
   a.contrast = fitted.contrast.at(k);
   a.offset = fitted.offset.at(k);
-  return a;
 }
 
 void FillCube(const NpzJob& job, const AngleArrays& a, FittedCube which,
@@ -190,9 +189,10 @@ void WriteDeflated(const std::filesystem::path& path, const NpzJob& job, FittedG
           std::make_unique<outputs::NpyStream>(npy_file(m), m.shape);
     }
   }
-  std::vector<double> pairs(4 * job.n), slab(job.nn);
+  std::vector<double> pairs(4 * job.n), slab(job.nn), buffer;
+  AngleArrays a;
   for (std::size_t k = 0; k < job.n; ++k) {
-    const AngleArrays a = ComputeAngle(job, model, fitted, k);
+    ComputeAngle(job, model, fitted, k, a, buffer);
     StorePairs(a, k, pairs);
     streams[0]->Append(a.c);
     for (std::size_t i = 0; i < cubes.size(); ++i) {
@@ -249,13 +249,13 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
     PhaseTimes::Scope t(parts, "write");
     file.WriteAt(values_at[c] + k * slab_bytes, Bytes(values));
   };
-  std::vector<double> slab(job.nn);
+  std::vector<double> slab(job.nn), buffer;
+  AngleArrays a;
   const auto ranks = static_cast<std::size_t>(comm.size());
   for (std::size_t k = static_cast<std::size_t>(comm.rank()); k < job.n; k += ranks) {
-    AngleArrays a;
     {
       PhaseTimes::Scope t(parts, "compute");
-      a = ComputeAngle(job, model, fitted, k);
+      ComputeAngle(job, model, fitted, k, a, buffer);
     }
     StorePairs(a, k, pairs);
     put(0, k, a.c);

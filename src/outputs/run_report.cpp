@@ -417,6 +417,30 @@ void EmitPerStep(YAML::Emitter& y, int passes, int steps) {
   EmitNumberOrNull(y, steps > 0 ? static_cast<double>(passes) / steps : std::nan(""));
 }
 
+// Streamed: rank 0's passes as its stream timed them (nlsq::StreamPassTiming), each to
+// 6 significant digits, with the bytes of one pass (the last; every whole pass reads the same).
+void EmitStreamTimings(YAML::Emitter& y, const std::vector<nlsq::StreamPassTiming>& passes) {
+  y << YAML::Key << "stream_timings" << YAML::Value;
+  if (passes.empty()) {
+    y << YAML::Null;
+    return;
+  }
+  const auto seconds = [&](double s) { y << YAML::DoublePrecision(6) << s; };
+  y << YAML::BeginMap;
+  y << YAML::Key << "passes" << YAML::Value << passes.size();
+  y << YAML::Key << "bytes_per_pass" << YAML::Value << passes.back().bytes;
+  y << YAML::Key << "seconds" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& p : passes) seconds(p.seconds);
+  y << YAML::EndSeq;
+  y << YAML::Key << "read_seconds" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& p : passes) seconds(p.read_seconds);
+  y << YAML::EndSeq;
+  y << YAML::Key << "bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& p : passes) y << p.bytes;
+  y << YAML::EndSeq;
+  y << YAML::EndMap;
+}
+
 // Every data pass of the NLSQ session by pipeline stage and kind (nlsq/pass_ledger.h), with
 // the steps each stage's solves accepted. A streamed pass reads the rank's share of the file
 // once (row_subset passes excepted), so `stream_reads` — counted by the stream itself —
@@ -445,6 +469,7 @@ void EmitPasses(YAML::Emitter& y, const nlsq::NlsqRunResult& r) {
   } else {
     y << YAML::Null;
   }
+  EmitStreamTimings(y, r.stream_passes);
   y << YAML::Key << "by_kind" << YAML::Value << YAML::Flow << YAML::BeginMap;
   emit_kinds(kinds);
   y << YAML::EndMap;

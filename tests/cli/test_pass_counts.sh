@@ -83,8 +83,13 @@ def check(path, streamed, must_have):
     if streamed:
         assert p["stream_reads"] == p["total"] - p["by_kind"]["row_subset"], \
             f"{path}: the stream was read {p['stream_reads']} times, the stages count {p['total']}"
+        # Every read of the stream is timed once, each the same bytes, its reads inside it.
+        t = p["stream_timings"]
+        assert t["passes"] == p["stream_reads"] == len(t["seconds"]) == len(t["read_seconds"]), t
+        assert all(b == t["bytes_per_pass"] > 0 for b in t["bytes"]), t["bytes"]
+        assert all(0 <= rd <= s for rd, s in zip(t["read_seconds"], t["seconds"])), t
     else:
-        assert p["stream_reads"] is None, p
+        assert p["stream_reads"] is None and p["stream_timings"] is None, p
     return p
 
 lam = check(sys.argv[1], True, ["initial_scaling", "local", "phi0", "noise_level", "report",

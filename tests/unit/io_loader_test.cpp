@@ -105,6 +105,26 @@ TEST(RealFile, FrameSliceMatchesTheFullLoad) {
   }
 }
 
+// The output writers read one angle at a time into buffers they keep: whatever the buffers
+// held before (another size, other values), the matrix is LoadDataset's to the bit.
+TEST(RealFile, AngleMatrixIntoReusedBuffersIsTheLoadersMatrix) {
+  LoadOptions o;
+  o.path = kRealFile;
+  o.dt = 1.0;
+  o.start_frame = 3;
+  o.end_frame = 301;  // 299 frames: the last 32-frame block of the reconstruction is partial
+  const Dataset data = LoadDataset(o, Logger::Silent());
+  ASSERT_EQ(data.meta.n_frames, 299);
+  std::vector<double> buffer(7, -1.0);
+  std::vector<double> matrix(400 * 400, 12345.0);
+  for (int round = 0; round < 2; ++round) {
+    LoadAngleMatrixInto(data.meta, 0, buffer, matrix);
+    ASSERT_EQ(matrix.size(), data.c2[0].size());
+    for (std::size_t p = 0; p < matrix.size(); ++p) ASSERT_EQ(matrix[p], data.c2[0][p]) << p;
+  }
+  EXPECT_EQ(LoadAngleMatrix(data.meta, 0), data.c2[0]);
+}
+
 TEST(RealFile, ProvenanceAttributeIsReadable) {
   const GroupAttributes attrs = ReadAttributes(kRealFile, "/");
   ASSERT_EQ(attrs.strings.size(), 1u);
