@@ -50,8 +50,10 @@ ReadOnlyFd::~ReadOnlyFd() {
 
 BlockReader::BlockReader(hid_t file, const std::string& name, const std::string& path, int fd)
     : name_(name), path_(path), dataset_(h5::OpenDataset(file, name, path)), fd_(fd) {
-  if (fd_ >= 0) offset_ = DirectOffset(file, dataset_.get(), n_rows_, n_cols_);
-  H5Eclear2(H5E_DEFAULT);  // a refused check leaves nothing behind for later messages
+  if (fd_ >= 0) {
+    offset_ = DirectOffset(file, dataset_.get(), n_rows_, n_cols_);
+    H5Eclear2(H5E_DEFAULT);  // a refused check leaves nothing behind for later messages
+  }
 }
 
 void BlockReader::Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "io/block_reader.h"
 #include "io/dataset.h"
 #include "io/h5_handles.h"
 #include "io/matrix_reader.h"
@@ -17,17 +18,7 @@ namespace homodyne::io {
 void ReadBlock(hid_t file, const std::string& name, const std::string& path, std::int64_t row0,
                std::int64_t rows, std::int64_t col0, std::int64_t cols, double* out) {
   if (rows <= 0 || cols <= 0) return;
-  auto ds = h5::OpenDataset(file, name, path);
-  const h5::Where where{name, path};
-  auto fspace = h5::Own<h5::Dataspace>(H5Dget_space(ds.get()), "getting the dataspace", where);
-  const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
-  const hsize_t count[2] = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
-  h5::Check(H5Sselect_hyperslab(fspace.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-            "selecting a hyperslab", where);
-  auto mspace =
-      h5::Own<h5::Dataspace>(H5Screate_simple(2, count, nullptr), "creating a memory space", where);
-  h5::Check(H5Dread(ds.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, out),
-            "reading matrix data", where);
+  BlockReader(file, name, path, /*fd=*/-1).Read(row0, rows, col0, cols, out);
 }
 
 namespace {
