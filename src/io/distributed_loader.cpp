@@ -104,15 +104,16 @@ namespace {
 
 // values[tile.offset + c] = H[i, j] + H[j, i] for tiles [a, b) of one batch, from its row block
 // (rows × cols from (i0, jmin)) and column block (cols × rows from (jmin, i0)). Tiles are taken
-// kGroup at a time and their columns walked together: one column-block read then serves kGroup
-// consecutive rows (one cache line, one page). Tile by tile, each value of a column block of
-// thousands of rows was on a page of its own (a TLB miss per value: at 5000 frames most of a
-// streamed pass's reading). The same additions, so the same bits.
+// kGroup at a time and their columns kSpan at a time, so that the column block's lines (each
+// kGroup consecutive rows' values of one column) are read once from memory and the rows' and
+// outputs' runs stay short. Tile by tile, each value of a column block of thousands of rows was
+// on a page of its own (a TLB miss per value). The same additions, so the same bits.
 void CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
                    std::int64_t i0, std::int64_t jmin, std::int64_t rows, std::int64_t cols,
                    const std::vector<double>& row_block, const std::vector<double>& col_block,
                    std::span<double> values) {
   constexpr std::size_t kGroup = 16;
+  constexpr std::int64_t kSpan = 64;  // columns per step: the step's reads stay in cache
   for (std::size_t g = a; g < b; g += kGroup) {
     const std::size_t end = std::min(b, g + kGroup);
     std::int64_t lo = cols, hi = 0;
@@ -120,15 +121,18 @@ void CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size
       lo = std::min(lo, tiles[t].tile.col_begin - jmin);
       hi = std::max(hi, tiles[t].tile.col_begin - jmin + tiles[t].tile.count);
     }
-    for (std::int64_t jj = lo; jj < hi; ++jj) {
-      const double* column = col_block.data() + jj * rows;
+    for (std::int64_t j0 = lo; j0 < hi; j0 += kSpan) {
+      const std::int64_t j1 = std::min(hi, j0 + kSpan);
       for (std::size_t t = g; t < end; ++t) {
         const RowTile& tile = tiles[t].tile;
-        const std::int64_t c = jj - (tile.col_begin - jmin);
-        if (c < 0 || c >= tile.count) continue;
+        const std::int64_t first = tile.col_begin - jmin;  // the tile's first column in the blocks
         const std::int64_t r = tile.row - i0;
-        values[tiles[t].offset + static_cast<std::size_t>(c)] =
-            row_block[static_cast<std::size_t>(r * cols + jj)] + column[r];
+        const double* row = row_block.data() + r * cols;
+        double* out = values.data() + tiles[t].offset;
+        const std::int64_t from = std::max(j0, first), to = std::min(j1, first + tile.count);
+        for (std::int64_t jj = from; jj < to; ++jj) {
+          out[jj - first] = row[jj] + col_block[static_cast<std::size_t>(jj * rows + r)];
+        }
       }
     }
   }
