@@ -204,13 +204,18 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   // Sets per angle k: 3k all points, 3k+1 far (lag ≥ hi), 3k+2 near (lag ≤ lo).
   RadixSelect select(3 * n_angles);
   std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
-  auto add = [&](int k, double v, double lag, std::int64_t w) {
-    select.Add(3 * k, v, w);
-    if (lag >= hi) select.Add(3 * k + 1, v, w);
-    if (lag <= lo) select.Add(3 * k + 2, v, w);
+  // Each value's key once for its sets and the replay's test.
+  auto add_key = [&](int k, std::uint64_t key, double lag, std::int64_t w) {
+    select.AddKey(3 * k, key, w);
+    if (lag >= hi) select.AddKey(3 * k + 1, key, w);
+    if (lag <= lo) select.AddKey(3 * k + 2, key, w);
   };
-  const auto wanted = [&](int k, double v) {
-    return select.Wanted(3 * k, v) || select.Wanted(3 * k + 1, v) || select.Wanted(3 * k + 2, v);
+  auto add = [&](int k, double v, double lag, std::int64_t w) {
+    add_key(k, RadixSelect::KeyOf(v), lag, w);
+  };
+  const auto wanted = [&](int k, std::uint64_t key) {
+    return select.WantedKey(3 * k, key) || select.WantedKey(3 * k + 1, key) ||
+           select.WantedKey(3 * k + 2, key);
   };
   std::vector<Candidate> candidates;
   bool replay = false;
@@ -237,8 +242,9 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
               continue;
             }
             const double lag = std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]);
-            add(k, v[c], lag, 2);
-            if (keep && wanted(k, v[c])) {
+            const std::uint64_t key = RadixSelect::KeyOf(v[c]);
+            add_key(k, key, lag, 2);
+            if (keep && wanted(k, key)) {
               if (candidates.size() < max_candidates) {
                 candidates.push_back({k, v[c], lag, 2});
               } else {

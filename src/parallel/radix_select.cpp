@@ -3,13 +3,11 @@
 #include <cmath>
 
 #include "core/errors.h"
-#include "ordered_key.h"
+#include "parallel/ordered_key.h"
 
 namespace homodyne {
 namespace {
 
-// The order-preserving image of order_statistics.cpp; ±0 share the image of −0.
-std::uint64_t Key(double x) { return detail::OrderedKey(x == 0.0 ? -0.0 : x); }
 double FromKey(std::uint64_t k) { return detail::FromOrderedKey(k); }
 
 int DigitBits(int bits_done) { return std::min(11, 64 - bits_done); }
@@ -22,14 +20,12 @@ RadixSelect::RadixSelect(int n_sets)
       counts_(static_cast<std::size_t>(n_sets), 0),
       set_queries_(static_cast<std::size_t>(n_sets)) {}
 
-void RadixSelect::AddToSet(int set, double value, std::int64_t weight) {
-  set_hist_[static_cast<std::size_t>(set)][Key(value) >> (64 - kDigitBits)] += weight;
+void RadixSelect::AddToSet(int set, std::uint64_t key, std::int64_t weight) {
+  set_hist_[static_cast<std::size_t>(set)][key >> (64 - kDigitBits)] += weight;
 }
 
-void RadixSelect::AddToQueries(int set, double value, std::int64_t weight) {
+void RadixSelect::AddToQueries(int set, std::uint64_t key, std::int64_t weight) {
   const auto& ids = set_queries_[static_cast<std::size_t>(set)];
-  if (ids.empty()) return;
-  const std::uint64_t key = Key(value);
   for (int id : ids) {
     Query& q = queries_[static_cast<std::size_t>(id)];
     if (q.bits >= 64 || (key >> (64 - q.bits)) != q.prefix) continue;
@@ -101,9 +97,8 @@ int RadixSelect::AddQuery(int set, std::int64_t k) {
   return static_cast<int>(queries_.size()) - 1;
 }
 
-bool RadixSelect::Wanted(int set, double value) const {
+bool RadixSelect::WantedKey(int set, std::uint64_t key) const {
   if (first_pass_) return true;
-  const std::uint64_t key = Key(value);
   for (int id : set_queries_[static_cast<std::size_t>(set)]) {
     const Query& q = queries_[static_cast<std::size_t>(id)];
     if (q.bits == 0 || (q.bits < 64 && (key >> (64 - q.bits)) == q.prefix)) return true;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "parallel/comm.h"
+#include "parallel/ordered_key.h"
 
 namespace homodyne {
 
@@ -23,12 +24,19 @@ class RadixSelect {
   explicit RadixSelect(int n_sets);
 
   // During a pass. Non-finite values are not allowed (callers skip and report them).
-  void Add(int set, double value, std::int64_t weight) {
+  void Add(int set, double value, std::int64_t weight) { AddKey(set, KeyOf(value), weight); }
+  // The same with the value's key (KeyOf), for a caller that adds one value to several sets
+  // and asks whether it is Wanted: the key is then computed once.
+  void AddKey(int set, std::uint64_t key, std::int64_t weight) {
     if (first_pass_) {
-      AddToSet(set, value, weight);
+      AddToSet(set, key, weight);
     } else {
-      AddToQueries(set, value, weight);
+      AddToQueries(set, key, weight);
     }
+  }
+  // The order-preserving image of a finite value that the passes select on (±0 one key).
+  static std::uint64_t KeyOf(double value) {
+    return detail::OrderedKey(value == 0.0 ? -0.0 : value);
   }
   // Collective over `comm`: sums the pass's histograms and advances every query.
   void FinishPass(const Comm& comm);
@@ -45,7 +53,8 @@ class RadixSelect {
   // shares the prefix fixed so far of an unresolved query of `set`). Those values are a
   // superset of what every later pass counts, so a caller that keeps them can replay them
   // instead of streaming all values past again, with the same histograms and results.
-  bool Wanted(int set, double value) const;
+  bool Wanted(int set, double value) const { return WantedKey(set, KeyOf(value)); }
+  bool WantedKey(int set, std::uint64_t key) const;
 
  private:
   struct Query {
@@ -57,8 +66,8 @@ class RadixSelect {
   };
   static constexpr int kDigitBits = 11;
 
-  void AddToSet(int set, double value, std::int64_t weight);
-  void AddToQueries(int set, double value, std::int64_t weight);
+  void AddToSet(int set, std::uint64_t key, std::int64_t weight);
+  void AddToQueries(int set, std::uint64_t key, std::int64_t weight);
   static void Descend(Query& q, const std::vector<std::int64_t>& hist, int digit_bits);
 
   int n_sets_;
