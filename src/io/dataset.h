@@ -78,12 +78,11 @@ DatasetMetadata ReadDatasetMetadata(const LoadOptions& options, const Logger& lo
 // NaN/Inf and diagonal-corrected.
 Dataset LoadDataset(const LoadOptions& options, const Logger& logger);
 
-// The kept matrix of one angle (index into meta.bins) as LoadDataset gives it: N×N,
-// reconstructed, checked for NaN/Inf and diagonal-corrected; reads meta.file, whose
-// metadata `meta` must be (ReadDatasetMetadata). Memory: two N×N matrices.
-std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle);
-// The same into `matrix`, with `buffer` for the stored matrix: both keep their memory from one
-// call to the next (fresh pages cost more than the read itself on a virtual machine).
+// The kept matrix of one angle (index into meta.bins) as LoadDataset gives it, into `matrix`:
+// N×N, reconstructed, checked for NaN/Inf and diagonal-corrected; reads meta.file, whose
+// metadata `meta` must be (ReadDatasetMetadata), through `buffer` (the stored N×N matrix).
+// Both keep their memory from one call to the next (fresh pages cost more than the read
+// itself on a virtual machine).
 void LoadAngleMatrixInto(const DatasetMetadata& meta, std::size_t angle,
                          std::vector<double>& buffer, std::vector<double>& matrix);
 

@@ -79,12 +79,6 @@ void LoadAngleMatrixInto(const DatasetMetadata& meta, std::size_t angle,
   CorrectedMatrix(file.get(), meta.file, meta, meta.bins[angle], buffer, matrix);
 }
 
-std::vector<double> LoadAngleMatrix(const DatasetMetadata& meta, std::size_t angle) {
-  std::vector<double> half, c;
-  LoadAngleMatrixInto(meta, angle, half, c);
-  return c;
-}
-
 DatasetView ViewOf(const Dataset& data) {
   DatasetView view{data.meta, {}};
   for (const std::vector<double>& m : data.c2) view.c2.push_back(m.data());

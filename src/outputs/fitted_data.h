@@ -80,7 +80,7 @@ class FittedG1 {
 };
 
 // One process. Written one angle at a time: the angle's matrix is read from the file
-// (io::LoadAngleMatrix), its g1² evaluated and its N×N slabs written, so the memory held is
+// (io::LoadAngleMatrixInto), its g1² evaluated and its N×N slabs written, so the memory held is
 // four N×N matrices whatever the number of angles. When those exceed `max_bytes` the file is
 // not written (a warning says so). Atomic: a failure leaves neither the file nor its
 // temporary. The N×N arrays are compressed as the config says (output.compress_hdf5,

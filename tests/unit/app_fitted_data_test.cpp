@@ -1,4 +1,4 @@
-// fitted_data.h5, written one angle at a time (ArrayFileWriter slabs, LoadAngleMatrix): every
+// fitted_data.h5, written one angle at a time (ArrayFileWriter slabs, LoadAngleMatrixInto): every
 // array checked against values computed here independently — the loader's whole-file
 // matrices, the model of all angles at once, homodyne's post-hoc least squares — and the
 // writer's atomicity (no file, no temporary file after an error or a skipped write).
@@ -125,9 +125,11 @@ TEST(FittedData, EveryArrayMatchesAnIndependentEvaluation) {
   EXPECT_EQ(dims, (std::vector<hsize_t>{kAngles, 2}));
   const auto solver_scaling = Read(out, "/per_angle_scaling_solver");
   const std::size_t nn = kFrames * kFrames;
+  std::vector<double> buffer, matrix;
   for (std::size_t k = 0; k < kAngles; ++k) {
     // Each angle read alone gives the bits of the whole-file load.
-    EXPECT_EQ(io::LoadAngleMatrix(data.meta, k), data.c2[k]);
+    io::LoadAngleMatrixInto(data.meta, k, buffer, matrix);
+    EXPECT_EQ(matrix, data.c2[k]);
     const double a = posthoc[2 * k], b = posthoc[2 * k + 1];
     EXPECT_EQ(solver_scaling[2 * k], fitted.contrast[k]);
     EXPECT_EQ(solver_scaling[2 * k + 1], fitted.offset[k]);

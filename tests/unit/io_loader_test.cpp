@@ -122,7 +122,9 @@ TEST(RealFile, AngleMatrixIntoReusedBuffersIsTheLoadersMatrix) {
     ASSERT_EQ(matrix.size(), data.c2[0].size());
     for (std::size_t p = 0; p < matrix.size(); ++p) ASSERT_EQ(matrix[p], data.c2[0][p]) << p;
   }
-  EXPECT_EQ(LoadAngleMatrix(data.meta, 0), data.c2[0]);
+  std::vector<double> fresh_buffer, fresh_matrix;
+  LoadAngleMatrixInto(data.meta, 0, fresh_buffer, fresh_matrix);
+  EXPECT_EQ(fresh_matrix, data.c2[0]);
 }
 
 TEST(RealFile, ProvenanceAttributeIsReadable) {
