@@ -24,3 +24,27 @@ run_at_1_and_2_ranks() {
     runs+=("$f")
   done
 }
+
+# write_default_start_config MODE DATA: the config of a synthetic set's fit from homodyne's
+# default start (values: null) with every angle kept and no fitted-data files, on stdout.
+write_default_start_config() {
+  local names="[D0, alpha, D_offset]"
+  [ "$1" = laminar_flow ] && names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
+  cat <<YAML
+analysis_mode: $1
+analyzer_parameters:
+  dt: 0.1
+  start_frame: 1
+  end_frame: -1
+  scattering: {wavevector_q: 0.0054}
+  geometry: {stator_rotor_gap: 2000000}
+experimental_data:
+  data_folder_path: $(dirname "$2")
+  data_file_name: $(basename "$2")
+phi_filtering: {enabled: false}
+initial_parameters:
+  parameter_names: $names
+  values: null
+output: {fitted_data: none}
+YAML
+}

@@ -28,33 +28,12 @@ trap 'rm -rf "$work"' EXIT
 angles=$(/usr/bin/python3 -c "print(','.join('%.10g' % (-90 + 180 / $n_angles * k) for k in range($n_angles)))")
 
 if [ "$mode" = static ]; then
-  names="[D0, alpha, D_offset]"
   truth=(--param D0=3000 --param alpha=-0.6 --param D_offset=20)
 else
-  names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
   truth=(--param D0=12000 --param alpha=-0.4 --param D_offset=5 --param gamma_dot_t0=0.003
          --param beta=0.15 --param gamma_dot_t_offset=0.0002 --param phi0=3)
 fi
-cat > "$work/config.yaml" <<YAML
-analysis_mode: $mode
-analyzer_parameters:
-  dt: 0.1
-  start_frame: 1
-  end_frame: -1
-  scattering: {wavevector_q: 0.0054}
-  geometry: {stator_rotor_gap: 2000000}
-experimental_data:
-  data_folder_path: $work
-  data_file_name: data.h5
-phi_filtering: {enabled: false}
-initial_parameters:
-  parameter_names: $names
-  values: null
-optimization:
-  method: nlsq
-output:
-  fitted_data: none
-YAML
+write_default_start_config "$mode" "$work/data.h5" > "$work/config.yaml"
 if [ -n "${DATA:-}" ]; then
   ln -s "$(realpath "$DATA")" "$work/data.h5"
 else

@@ -27,32 +27,10 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/homodyne_passes_bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 angles=$(/usr/bin/python3 -c "print(','.join(repr(round(-90 + i * 180 / 23, 4)) for i in range(23)))")
 
-write_config() {  # $1 = mode, $2 = data file
-  local names="[D0, alpha, D_offset]"
-  [ "$1" = laminar_flow ] && names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
-  cat <<YAML
-analysis_mode: $1
-analyzer_parameters:
-  dt: 0.1
-  start_frame: 1
-  end_frame: -1
-  scattering: {wavevector_q: 0.0054}
-  geometry: {stator_rotor_gap: 2000000}
-experimental_data:
-  data_folder_path: $(dirname "$2")
-  data_file_name: $(basename "$2")
-phi_filtering: {enabled: false}
-initial_parameters:
-  parameter_names: $names
-  values: null
-output: {fitted_data: none}
-YAML
-}
-
 : > "$work/runs.txt"
 for mode in $modes; do
   data="$work/$mode.h5"
-  write_config "$mode" "$data" > "$work/$mode.yaml"
+  write_default_start_config "$mode" "$data" > "$work/$mode.yaml"
   truth=(--param D0=12000 --param alpha=-0.4 --param D_offset=5)
   [ "$mode" = laminar_flow ] && truth+=(--param gamma_dot_t0=0.003 --param beta=0.15
                                          --param gamma_dot_t_offset=0.0002 --param phi0=3)
