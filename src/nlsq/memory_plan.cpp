@@ -24,8 +24,9 @@ constexpr std::uint64_t kMiB = 1024 * 1024;
 constexpr std::uint64_t kTileBytes = 200;
 constexpr std::uint64_t kThreadBytes = 2 * kMiB;  // stack touched + kernel scratch per thread
 constexpr std::uint64_t kSolverBytes = 8 * kMiB;  // TAO/PETSc vectors, P×P systems
-// Streaming initial scaling: ≤ 4 order statistics per angle, 2^11-bin histograms.
-constexpr std::uint64_t kHistogramBytesPerAngle = 4 * 2048 * 8;
+// Streaming initial scaling: 2^11-bin histograms, per angle 3 sets × 2 digits in the first
+// pass and their sum's copy, ≤ 4 order statistics after it.
+constexpr std::uint64_t kHistogramBytesPerAngle = 16 * 2048 * 8;
 
 std::string Lower(std::string_view s) {
   std::string out(s);

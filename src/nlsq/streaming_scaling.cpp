@@ -186,9 +186,10 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
 // while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
 // more memory than the window's buffer) and in kMaxReplayValues; once a pass kept them all, the
 // remaining passes replay them instead of reading the data again — on every rank alike, so that
-// every rank makes the same reads (agreed after each pass). The first passes want nearly every
-// value (they fix sign and exponent), the third about a thousandth (the prefix then holds 10 bits
-// of the mantissa): on 23 angles x 1000 frames, 3 reads instead of 6.
+// every rank makes the same reads (agreed after each pass). The first pass fixes sign and
+// exponent and, for values around 1, the next 11 bits; the second then wants about a
+// thousandth of the values (the prefix holds 10 bits of the mantissa), few enough to keep: 2
+// reads instead of 6 when the queries land around 1, as c2's do (3 otherwise).
 std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
     const Comm& comm, const io::LocalData& local,
     const std::function<void(const ScalingWindowVisit&)>& windows,
@@ -202,20 +203,19 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   const double hi = percentiles.first, lo = percentiles.second;
   const std::vector<double>& t = shape.t;
   // Sets per angle k: 3k all points, 3k+1 far (lag ≥ hi), 3k+2 near (lag ≤ lo).
-  RadixSelect select(3 * n_angles);
+  // c2 values lie around 1: their first two digits come from the first pass.
+  RadixSelect select(3 * n_angles, 1.0);
   std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
-  // Each value's key once for its sets and the replay's test.
+  // Each value's key once for its sets; true when a query of one of them wants the value
+  // (RadixSelect::WantedKey), the replay's test.
   auto add_key = [&](int k, std::uint64_t key, double lag, std::int64_t w) {
-    select.AddKey(3 * k, key, w);
-    if (lag >= hi) select.AddKey(3 * k + 1, key, w);
-    if (lag <= lo) select.AddKey(3 * k + 2, key, w);
+    bool wanted = select.AddKey(3 * k, key, w);
+    if (lag >= hi) wanted = select.AddKey(3 * k + 1, key, w) || wanted;
+    if (lag <= lo) wanted = select.AddKey(3 * k + 2, key, w) || wanted;
+    return wanted;
   };
   auto add = [&](int k, double v, double lag, std::int64_t w) {
     add_key(k, RadixSelect::KeyOf(v), lag, w);
-  };
-  const auto wanted = [&](int k, std::uint64_t key) {
-    return select.WantedKey(3 * k, key) || select.WantedKey(3 * k + 1, key) ||
-           select.WantedKey(3 * k + 2, key);
   };
   std::vector<Candidate> candidates;
   bool replay = false;
@@ -242,9 +242,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
               continue;
             }
             const double lag = std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]);
-            const std::uint64_t key = RadixSelect::KeyOf(v[c]);
-            add_key(k, key, lag, 2);
-            if (keep && wanted(k, key)) {
+            if (add_key(k, RadixSelect::KeyOf(v[c]), lag, 2) && keep) {
               if (candidates.size() < max_candidates) {
                 candidates.push_back({k, v[c], lag, 2});
               } else {

@@ -1,10 +1,11 @@
 // The initial per-angle contrast/offset of a streaming fit: the same estimator as
 // EstimateInitialScaling (the quantiles over each angle's pooled points, ScalingPool), with
-// the data read window by window. The percentiles come from RadixSelect (six passes, a few
-// KiB per angle), so the estimates equal the in-core ones bit for bit; the last passes replay
-// the few values the queries still want, kept in memory, instead of reading the data again
-// (three reads of 23 x 1000 frames instead of six). The first pass also checks that every
-// fitted value is finite (the in-core loader's check and message).
+// the data read window by window. The percentiles come from RadixSelect (at most six passes,
+// a few KiB per angle), so the estimates equal the in-core ones bit for bit; the first pass
+// fixes two digits of the values around 1 (c2's baseline), and the last passes replay the few
+// values the queries still want, kept in memory, instead of reading the data again (two reads
+// of the data instead of six). The first pass also checks that every fitted value is finite
+// (the in-core loader's check and message).
 #pragma once
 
 #include <functional>

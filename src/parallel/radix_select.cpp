@@ -1,5 +1,6 @@
 #include "parallel/radix_select.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/errors.h"
@@ -20,19 +21,11 @@ RadixSelect::RadixSelect(int n_sets)
       counts_(static_cast<std::size_t>(n_sets), 0),
       set_queries_(static_cast<std::size_t>(n_sets)) {}
 
-void RadixSelect::AddToSet(int set, std::uint64_t key, std::int64_t weight) {
-  set_hist_[static_cast<std::size_t>(set)][key >> (64 - kDigitBits)] += weight;
-}
-
-void RadixSelect::AddToQueries(int set, std::uint64_t key, std::int64_t weight) {
-  const auto& ids = set_queries_[static_cast<std::size_t>(set)];
-  for (int id : ids) {
-    Query& q = queries_[static_cast<std::size_t>(id)];
-    if (q.bits >= 64 || (key >> (64 - q.bits)) != q.prefix) continue;
-    const int d = DigitBits(q.bits);
-    const std::uint64_t digit = (key >> (64 - q.bits - d)) & ((std::uint64_t{1} << d) - 1);
-    q.hist[digit] += weight;
-  }
+RadixSelect::RadixSelect(int n_sets, double typical) : RadixSelect(n_sets) {
+  HOMODYNE_CHECK(std::isfinite(typical), "radix select: the typical value must be finite");
+  typical_digit_ = KeyOf(typical) >> (64 - kDigitBits);
+  typical_hist_.assign(static_cast<std::size_t>(n_sets),
+                       std::vector<std::int64_t>(std::size_t{1} << kDigitBits, 0));
 }
 
 void RadixSelect::Descend(Query& q, const std::vector<std::int64_t>& hist, int digit_bits) {
@@ -51,13 +44,23 @@ void RadixSelect::Descend(Query& q, const std::vector<std::int64_t>& hist, int d
 
 void RadixSelect::FinishPass(const Comm& comm) {
   if (first_pass_) {
+    // Every set's histograms in one sum.
+    std::vector<std::int64_t> all;
+    for (const auto& h : set_hist_) all.insert(all.end(), h.begin(), h.end());
+    for (const auto& h : typical_hist_) all.insert(all.end(), h.begin(), h.end());
+    MPI_Allreduce(MPI_IN_PLACE, all.data(), static_cast<int>(all.size()), MPI_INT64_T, MPI_SUM,
+                  comm.get());
+    auto from = all.begin();
     for (std::size_t s = 0; s < set_hist_.size(); ++s) {
-      auto& h = set_hist_[s];
-      MPI_Allreduce(MPI_IN_PLACE, h.data(), static_cast<int>(h.size()), MPI_INT64_T, MPI_SUM,
-                    comm.get());
+      std::copy_n(from, set_hist_[s].size(), set_hist_[s].begin());
+      from += static_cast<std::ptrdiff_t>(set_hist_[s].size());
       std::int64_t n = 0;
-      for (std::int64_t c : h) n += c;
+      for (std::int64_t c : set_hist_[s]) n += c;
       counts_[s] = n;
+    }
+    for (auto& h : typical_hist_) {
+      std::copy_n(from, h.size(), h.begin());
+      from += static_cast<std::ptrdiff_t>(h.size());
     }
     first_pass_ = false;
     return;
@@ -91,6 +94,9 @@ int RadixSelect::AddQuery(int set, std::int64_t k) {
   q.set = set;
   q.k = k;
   Descend(q, set_hist_[static_cast<std::size_t>(set)], kDigitBits);
+  if (!typical_hist_.empty() && q.prefix == typical_digit_) {
+    Descend(q, typical_hist_[static_cast<std::size_t>(set)], kDigitBits);
+  }
   q.hist.assign(std::size_t{1} << DigitBits(q.bits), 0);
   queries_.push_back(std::move(q));
   set_queries_[static_cast<std::size_t>(set)].push_back(static_cast<int>(queries_.size()) - 1);

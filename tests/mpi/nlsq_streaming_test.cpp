@@ -305,7 +305,7 @@ TEST(RadixSelect, EqualsDistributedKthSmallest) {
     select.FinishPass(world);
     ++passes;
   }
-  EXPECT_EQ(passes, 6);
+  EXPECT_EQ(passes, 6);  // set 0's smallest values are negative: no typical value given
   const std::array<WeightedRun, 2> runs0{{{a, 2}, {b, 1}}};
   const std::array<WeightedRun, 1> runs1{{{a, 1}}};
   for (std::size_t i = 0; i < ks0.size(); ++i) {
@@ -324,6 +324,55 @@ TEST(RadixSelect, EqualsDistributedKthSmallest) {
     const double got = CombinePercentile(r, select.result(qp[i].first),
                                          qp[i].second < 0 ? 0.0 : select.result(qp[i].second));
     EXPECT_EQ(got, DistributedPercentile(world, runs0, ps[i])) << "p = " << ps[i];
+  }
+}
+
+// With a typical value, queries on the values sharing its first digit resolve one pass
+// sooner, with the same bits; the others take the six passes.
+TEST(RadixSelect, ATypicalValueSavesAPassWithTheSameResults) {
+  const Comm& world = testing::TestEnvironment().world();
+  std::mt19937_64 rng(99 + static_cast<std::uint64_t>(world.rank()));
+  std::uniform_real_distribution<double> near_one(0.6, 1.9), far(2.5, 40.0);
+  std::vector<double> a, b;  // set 0: values in [0.5, 2), 1.0's first digit; set 1: also far
+  for (int i = 0; i < 4000; ++i) a.push_back(i % 23 == 0 ? 1.0 : near_one(rng));
+  for (int i = 0; i < 1000; ++i) b.push_back(far(rng));
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  const std::array<WeightedRun, 1> runs0{{{a, 1}}};
+  const std::array<WeightedRun, 2> runs1{{{a, 2}, {b, 1}}};
+  for (const bool typical : {false, true}) {
+    for (const bool ask_far : {false, true}) {
+      RadixSelect select = typical ? RadixSelect(2, 1.0) : RadixSelect(2);
+      auto pass = [&] {
+        for (double v : a) {
+          select.Add(0, v, 1);
+          select.Add(1, v, 2);
+        }
+        for (double v : b) select.Add(1, v, 1);
+      };
+      pass();
+      select.FinishPass(world);
+      const std::int64_t n0 = select.count(0), n1 = select.count(1);
+      const std::vector<std::int64_t> ks0 = {0, n0 / 7, n0 / 2, n0 - 1};
+      std::vector<int> q0;
+      for (auto k : ks0) q0.push_back(select.AddQuery(0, k));
+      const int q1 = ask_far ? select.AddQuery(1, n1 - 1) : -1;  // the largest: b's, not near 1
+      int passes = 1;
+      while (!select.done()) {
+        pass();
+        select.FinishPass(world);
+        ++passes;
+      }
+      EXPECT_EQ(passes, typical && !ask_far ? 5 : 6) << typical << ask_far;
+      for (std::size_t i = 0; i < ks0.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(select.result(q0[i])),
+                  std::bit_cast<std::uint64_t>(DistributedKthSmallest(world, runs0, ks0[i])))
+            << "k = " << ks0[i] << (typical ? " with" : " without") << " a typical value";
+      }
+      if (ask_far) {
+        EXPECT_EQ(select.result(q1), DistributedKthSmallest(world, runs1, n1 - 1));
+      }
+    }
   }
 }
 
