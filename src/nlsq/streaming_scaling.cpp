@@ -154,16 +154,19 @@ void AddRootPoints(const io::LocalData& local, const PoolShape& shape, Add& add)
   }
 }
 
-// At most this many values (32 bytes each, 32 MiB) are kept for a replay, whatever the window:
+// At most this many values (16 bytes each, 16 MiB) are kept for a replay, whatever the window:
 // in core the window is the whole data, and a quarter of its points would be a copy of it.
 constexpr std::size_t kMaxReplayValues = std::size_t{1} << 20;
 
-// A value kept for the replay of a pass (EstimateInitialScalingOverWindows).
+// A value kept for the replay of a pass (EstimateInitialScalingOverWindows): its key and the
+// sets it joins. 16 bytes: the buffer is held on top of the fit's memory while it lives.
 struct Candidate {
-  int angle;
-  double value, lag;
-  std::int64_t weight;
+  std::uint64_t key;
+  std::int32_t angle;
+  std::uint16_t weight;
+  bool far, near;  // in the angle's far / near set
 };
+static_assert(sizeof(Candidate) == 16);
 
 }  // namespace
 
@@ -183,8 +186,8 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
 }
 
 // Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
-// while they fit in a quarter of the largest window's points (an entry is 4 doubles, so no
-// more memory than the window's buffer) and in kMaxReplayValues; once a pass kept them all, the
+// while they fit in a quarter of the largest window's points (an entry is 2 doubles, so half
+// the window buffer's memory at most) and in kMaxReplayValues; once a pass kept them all, the
 // remaining passes replay them instead of reading the data again — on every rank alike, so that
 // every rank makes the same reads (agreed after each pass). The first pass fixes sign and
 // exponent and, for values around 1, the next 11 bits; the second then wants about a
@@ -208,14 +211,14 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
   // Each value's key once for its sets; true when a query of one of them wants the value
   // (RadixSelect::WantedKey), the replay's test.
-  auto add_key = [&](int k, std::uint64_t key, double lag, std::int64_t w) {
+  auto add_sets = [&](int k, std::uint64_t key, bool far, bool near, std::int64_t w) {
     bool wanted = select.AddKey(3 * k, key, w);
-    if (lag >= hi) wanted = select.AddKey(3 * k + 1, key, w) || wanted;
-    if (lag <= lo) wanted = select.AddKey(3 * k + 2, key, w) || wanted;
+    if (far) wanted = select.AddKey(3 * k + 1, key, w) || wanted;
+    if (near) wanted = select.AddKey(3 * k + 2, key, w) || wanted;
     return wanted;
   };
   auto add = [&](int k, double v, double lag, std::int64_t w) {
-    add_key(k, RadixSelect::KeyOf(v), lag, w);
+    add_sets(k, RadixSelect::KeyOf(v), lag >= hi, lag <= lo, w);
   };
   std::vector<Candidate> candidates;
   bool replay = false;
@@ -224,7 +227,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   auto pass = [&] {
     const bool check = !select.first_pass_done();
     if (replay) {
-      for (const Candidate& c : candidates) add(c.angle, c.value, c.lag, c.weight);
+      for (const Candidate& c : candidates) add_sets(c.angle, c.key, c.far, c.near, c.weight);
     } else {
       bool keep = select.first_pass_done();
       candidates.clear();
@@ -242,9 +245,11 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
               continue;
             }
             const double lag = std::abs(t[i] - t[static_cast<std::size_t>(lt.tile.col_begin + c)]);
-            if (add_key(k, RadixSelect::KeyOf(v[c]), lag, 2) && keep) {
+            const std::uint64_t key = RadixSelect::KeyOf(v[c]);
+            const bool far = lag >= hi, near = lag <= lo;
+            if (add_sets(k, key, far, near, 2) && keep) {
               if (candidates.size() < max_candidates) {
-                candidates.push_back({k, v[c], lag, 2});
+                candidates.push_back({key, k, 2, far, near});
               } else {
                 keep = false;
                 std::vector<Candidate>().swap(candidates);
