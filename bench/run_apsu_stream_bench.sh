@@ -8,7 +8,8 @@
 # sampled every SAMPLE seconds from /proc. The I/O floor of a pass is the same number of bytes
 # read sequentially from the page cache by dd (1 MiB blocks; at 2 ranks two dd's of the two
 # halves of the file at once), measured before each run: a pass is compared with the bytes it
-# reads at that rate.
+# reads at that rate. The share of the data file in the page cache is sampled with the RSS
+# (fincore): a pass that finds its pages gone reads from the disk, not at the floor's rate.
 # Writes docs/bench/apsu_stream_<date>.json and .png (per pass: time, reading, floor; RSS).
 #   bash bench/run_apsu_stream_bench.sh [build dir] [output dir]
 # Environment: FRAMES (5000), ANGLES (23), MODE (static: laminar_flow takes about three
@@ -68,8 +69,13 @@ for ranks in $rank_counts; do
     --strategy streaming --memory-limit "$limit" --threads 1 -q > "$work/log_np$ranks.txt" 2>&1 &
   job=$!
   : > "$work/rss_np$ranks.txt"
+  : > "$work/cache_np$ranks.txt"
   while kill -0 "$job" 2> /dev/null; do
     now=$(echo "$(date +%s.%N) - $start" | bc)
+    # How much of the data file is in the page cache (the floor is a read from it).
+    if command -v fincore > /dev/null; then
+      echo "$now $(fincore -n -b -o RES "$work/data.h5" 2> /dev/null || echo -1)" >> "$work/cache_np$ranks.txt"
+    fi
     for pid in $(pgrep -f -- "--output-dir $dir" || true); do
       [ "$(cat "/proc/$pid/comm" 2> /dev/null)" = homodyne ] || continue
       rss=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2> /dev/null || true)
@@ -80,7 +86,7 @@ for ranks in $rank_counts; do
   rc=0
   wait "$job" || rc=$?
   end=$(date +%s.%N)
-  echo "$ranks $rc $(echo "$end - $start" | bc) $dd_seconds $dd_bytes $dir/run_report.yaml $work/rss_np$ranks.txt $work/log_np$ranks.txt" >> "$work/runs.txt"
+  echo "$ranks $rc $(echo "$end - $start" | bc) $dd_seconds $dd_bytes $dir/run_report.yaml $work/rss_np$ranks.txt $work/log_np$ranks.txt $work/cache_np$ranks.txt" >> "$work/runs.txt"
   [ "$rc" = 0 ] || { echo "run at $ranks rank(s) failed (exit $rc):"; tail -20 "$work/log_np$ranks.txt"; }
 done
 
@@ -105,7 +111,7 @@ def find(d, key):
 
 runs = []
 for line in open(runs_file):
-    ranks, rc, wall, dd_s, dd_b, report, rss_file, log = line.split()
+    ranks, rc, wall, dd_s, dd_b, report, rss_file, log, cache_file = line.split()
     run = {"ranks": int(ranks), "exit_code": int(rc), "wall_seconds": float(wall),
            "bare_read": {"bytes_per_rank": int(dd_b), "seconds": float(dd_s),
                          "bytes_per_second": int(dd_b) / float(dd_s)}}
@@ -144,6 +150,10 @@ for line in open(runs_file):
         "rss_samples": {pid: s for pid, s in rss.items()}, "rss_flatness": flat,
         "timing_seconds": find(r, "timing_seconds"),
     })
+    cached = [float(b) for _, b in (row.split() for row in open(cache_file)) if float(b) >= 0]
+    if cached:
+        run["data_file_cached_fraction"] = {"min": min(cached) / int(file_bytes),
+                                            "median": st.median(cached) / int(file_bytes)}
     runs.append(run)
 
 doc = {"benchmark": "APS-U-sized streamed NLSQ fit, default pipeline from the default start",
@@ -181,7 +191,8 @@ for run in runs:
     print(run["ranks"], "rank(s): exit", run["exit_code"], "wall %.1f s" % run["wall_seconds"],
           *(["passes", run["passes_total"], "median pass/floor %.2f" % run["pass_over_floor_median"],
              "median read/floor %.2f" % run["read_over_floor_median"],
-             "RSS max/min", {p: round(f["max_over_min"], 3) for p, f in run["rss_flatness"].items()}]
+             "RSS max/min", {p: round(f["max_over_min"], 3) for p, f in run["rss_flatness"].items()},
+             "data file cached", run.get("data_file_cached_fraction")]
             if "pass_seconds" in run else []))
 print("wrote", stem + ".json", stem + ".png")
 PY

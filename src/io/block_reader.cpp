@@ -1,13 +1,11 @@
 #include "io/block_reader.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string_view>
-#include <utility>
 
 #include <fmt/format.h>
 
@@ -50,40 +48,6 @@ ReadOnlyFd::~ReadOnlyFd() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-MappedRows::MappedRows(int fd, std::int64_t data_offset, std::int64_t row_values, std::int64_t row0,
-                       std::int64_t rows) {
-  static const std::int64_t page = ::sysconf(_SC_PAGESIZE);
-  const std::int64_t begin = data_offset + 8 * row0 * row_values;
-  const std::int64_t start = begin - begin % page;  // mmap's offset is page-aligned
-  length_ = static_cast<std::size_t>(begin - start + 8 * rows * row_values);
-  void* map = ::mmap(nullptr, length_, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(start));
-  if (map == MAP_FAILED) {
-    length_ = 0;
-    return;
-  }
-  map_ = map;
-  first_ = reinterpret_cast<const double*>(static_cast<const char*>(map) + (begin - start));
-}
-
-MappedRows::~MappedRows() {
-  if (map_ != nullptr) ::munmap(map_, length_);
-}
-
-MappedRows::MappedRows(MappedRows&& other) noexcept
-    : map_(std::exchange(other.map_, nullptr)),
-      length_(std::exchange(other.length_, 0)),
-      first_(std::exchange(other.first_, nullptr)) {}
-
-MappedRows& MappedRows::operator=(MappedRows&& other) noexcept {
-  if (this != &other) {
-    if (map_ != nullptr) ::munmap(map_, length_);
-    map_ = std::exchange(other.map_, nullptr);
-    length_ = std::exchange(other.length_, 0);
-    first_ = std::exchange(other.first_, nullptr);
-  }
-  return *this;
-}
-
 BlockReader::BlockReader(hid_t file, const std::string& name, const std::string& path, int fd)
     : name_(name), path_(path), dataset_(h5::OpenDataset(file, name, path)), fd_(fd) {
   if (fd_ >= 0) {
@@ -111,12 +75,6 @@ void BlockReader::Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, 
   h5::Check(
       H5Dread(dataset_.get(), H5T_NATIVE_DOUBLE, mspace.get(), fspace.get(), H5P_DEFAULT, out),
       "reading matrix data", where);
-}
-
-MappedRows BlockReader::MapRows(std::int64_t row0, std::int64_t rows) const {
-  HOMODYNE_CHECK(direct() && row0 >= 0 && rows > 0 && row0 + rows <= n_rows_,
-                 "mapped rows outside the stored matrix");
-  return MappedRows(fd_, offset_, n_cols_, row0, rows);
 }
 
 void BlockReader::ReadDirect(std::int64_t row0, std::int64_t rows, std::int64_t col0,

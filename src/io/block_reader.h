@@ -34,33 +34,6 @@ class ReadOnlyFd {
   int fd_ = -1;
 };
 
-// Whole stored rows [row0, row0 + rows) of a dataset that BlockReader reads directly, mapped
-// read-only (RAII; movable). Invalid when the mapping failed (an address-space limit, a file
-// system without mmap): the caller then reads with BlockReader::Read. Every mapped page counts
-// in the process's resident set while mapped, so callers map at most what they would have
-// buffered. A file truncated while mapped raises SIGBUS on access, which a ReadCrashGuard
-// turns into an error naming the file.
-class MappedRows {
- public:
-  MappedRows() = default;
-  MappedRows(int fd, std::int64_t data_offset, std::int64_t row_values, std::int64_t row0,
-             std::int64_t rows);
-  ~MappedRows();
-  MappedRows(MappedRows&& other) noexcept;
-  MappedRows& operator=(MappedRows&& other) noexcept;
-  MappedRows(const MappedRows&) = delete;
-  MappedRows& operator=(const MappedRows&) = delete;
-
-  bool valid() const { return first_ != nullptr; }
-  // H[row0, 0]: row r of the mapping starts at data() + (r − row0) · row_values.
-  const double* data() const { return first_; }
-
- private:
-  void* map_ = nullptr;
-  std::size_t length_ = 0;
-  const double* first_ = nullptr;
-};
-
 class BlockReader {
  public:
   // Opens dataset `path` of `file` (named `name` in messages). `fd` is the same file opened
@@ -70,9 +43,6 @@ class BlockReader {
   void Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,
             double* out);
   bool direct() const { return offset_ >= 0; }
-  // Direct datasets only: stored rows [row0, row0 + rows) mapped (invalid if mmap failed).
-  MappedRows MapRows(std::int64_t row0, std::int64_t rows) const;
-  std::int64_t stored_cols() const { return n_cols_; }
 
  private:
   void ReadDirect(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,

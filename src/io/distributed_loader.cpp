@@ -102,73 +102,40 @@ DatasetMetadata BroadcastMetadata(const Comm& comm, const LoadOptions& options,
 
 namespace {
 
-// H[r, c] of a block held row-major with `stride` values per row, whose first value is
-// H[row0, col0] (a read buffer, or whole stored rows mapped from the file).
-struct StridedBlock {
-  const double* data = nullptr;
-  std::int64_t stride = 0, row0 = 0, col0 = 0;
-  std::int64_t Index(std::int64_t r, std::int64_t c) const {
-    return (r - row0) * stride + (c - col0);
-  }
-};
-
-// values[tile.offset + c] = H[i, j] + H[j, i] for tiles [a, b) of one batch and the columns j
-// in [j_lo, j_hi), i and j in the blocks' frame indices. Tiles are taken kGroup at a time and
-// their columns kSpan at a time, so that the transposed block's lines (each kGroup
-// consecutive rows' values of one column) are read once from memory and the rows' and
-// outputs' runs stay short. Tile by tile, each value of a column block of thousands of rows
-// was on a page of its own (a TLB miss per value). The same additions, so the same bits.
+// values[tile.offset + c] = H[i, j] + H[j, i] for tiles [a, b) of one batch, from its row block
+// (rows × cols from (i0, jmin)) and column block (cols × rows from (jmin, i0)). Tiles are taken
+// kGroup at a time and their columns kSpan at a time, so that the column block's lines (each
+// kGroup consecutive rows' values of one column) are read once from memory and the rows' and
+// outputs' runs stay short. Tile by tile, each value of a column block of thousands of rows was
+// on a page of its own (a TLB miss per value). The same additions, so the same bits.
 void CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
-                   std::int64_t j_lo, std::int64_t j_hi, const StridedBlock& rows,
-                   const StridedBlock& transposed, std::span<double> values) {
+                   std::int64_t i0, std::int64_t jmin, std::int64_t rows, std::int64_t cols,
+                   const std::vector<double>& row_block, const std::vector<double>& col_block,
+                   std::span<double> values) {
   constexpr std::size_t kGroup = 16;
   constexpr std::int64_t kSpan = 64;  // columns per step: the step's reads stay in cache
   for (std::size_t g = a; g < b; g += kGroup) {
     const std::size_t end = std::min(b, g + kGroup);
-    std::int64_t lo = j_hi, hi = j_lo;
+    std::int64_t lo = cols, hi = 0;
     for (std::size_t t = g; t < end; ++t) {
-      lo = std::min(lo, tiles[t].tile.col_begin);
-      hi = std::max(hi, tiles[t].tile.col_begin + tiles[t].tile.count);
+      lo = std::min(lo, tiles[t].tile.col_begin - jmin);
+      hi = std::max(hi, tiles[t].tile.col_begin - jmin + tiles[t].tile.count);
     }
-    lo = std::max(lo, j_lo);
-    hi = std::min(hi, j_hi);
     for (std::int64_t j0 = lo; j0 < hi; j0 += kSpan) {
       const std::int64_t j1 = std::min(hi, j0 + kSpan);
       for (std::size_t t = g; t < end; ++t) {
         const RowTile& tile = tiles[t].tile;
-        const std::int64_t first = tile.col_begin;
+        const std::int64_t first = tile.col_begin - jmin;  // the tile's first column in the blocks
+        const std::int64_t r = tile.row - i0;
+        const double* row = row_block.data() + r * cols;
+        double* out = values.data() + tiles[t].offset;
         const std::int64_t from = std::max(j0, first), to = std::min(j1, first + tile.count);
-        if (from >= to) continue;
-        const double* row = rows.data + rows.Index(tile.row, from);
-        const double* col = transposed.data + transposed.Index(from, tile.row);
-        double* out = values.data() + tiles[t].offset + (from - first);
-        for (std::int64_t k = 0; k < to - from; ++k) {
-          out[k] = row[k] + col[k * transposed.stride];
+        for (std::int64_t jj = from; jj < to; ++jj) {
+          out[jj - first] = row[jj] + col_block[static_cast<std::size_t>(jj * rows + r)];
         }
       }
     }
   }
-}
-
-// Tiles [a, b) of one batch (rows i0 .. i0 + rows − 1, columns from jmin) combined straight
-// from the mapped stored rows: the batch's rows, then the rows of the transposed block at most
-// `max_map_rows` at a time (each map is whole stored rows, so its pages are all resident while
-// it lives). False if a mapping failed (nothing is then known to be filled).
-bool CombineMapped(const BlockReader& reader, const std::vector<LocalTile>& tiles, std::size_t a,
-                   std::size_t b, std::int64_t s0, std::int64_t n, std::int64_t i0,
-                   std::int64_t rows, std::int64_t jmin, std::int64_t max_map_rows,
-                   std::span<double> values) {
-  const std::int64_t stride = reader.stored_cols();
-  const MappedRows row_map = reader.MapRows(s0 + i0, rows);
-  if (!row_map.valid()) return false;
-  const StridedBlock row_block{row_map.data(), stride, i0, -s0};
-  for (std::int64_t c0 = jmin; c0 < n; c0 += max_map_rows) {
-    const std::int64_t c1 = std::min(n, c0 + max_map_rows);
-    const MappedRows col_map = reader.MapRows(s0 + c0, c1 - c0);
-    if (!col_map.valid()) return false;
-    CombineBlocks(tiles, a, b, c0, c1, row_block, {col_map.data(), stride, c0, -s0}, values);
-  }
-  return true;
 }
 
 }  // namespace
@@ -181,11 +148,6 @@ std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Selec
   const std::int64_t s0 = meta.frame_begin;
   std::int64_t read = 0;
   BlockReader reader(file, meta.file, bin.dataset, buffers.fd);
-  // Mapped rows are whole stored rows: a batch's rows and each map of the transposed block
-  // hold at most max_block_values values, as a buffer would.
-  const bool map = reader.direct() && buffers.map;
-  const std::int64_t max_map_rows =
-      map ? std::max<std::int64_t>(1, max_block_values / reader.stored_cols()) : 0;
   std::size_t a = first;
   while (a < last) {
     // A batch of consecutive tiles whose blocks stay under the size limit.
@@ -194,26 +156,21 @@ std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Selec
     while (b < last) {
       const std::int64_t j = std::min(jmin, tiles[b].tile.col_begin);
       const std::int64_t rows = tiles[b].tile.row - tiles[a].tile.row + 1;
-      if (rows * (map ? reader.stored_cols() : n - j) > max_block_values) break;
+      if (rows * (n - j) > max_block_values) break;
       jmin = j;
       ++b;
     }
     const std::int64_t i0 = tiles[a].tile.row;
     const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
     const std::int64_t cols = n - jmin;
-    read += 2 * rows * cols;
-    if (map && CombineMapped(reader, tiles, a, b, s0, n, i0, rows, jmin, max_map_rows, values)) {
-      a = b;
-      continue;
-    }
     std::vector<double>& row_block = buffers.rows;
     std::vector<double>& col_block = buffers.cols;
     row_block.resize(static_cast<std::size_t>(rows * cols));
     col_block.resize(static_cast<std::size_t>(rows * cols));
     reader.Read(s0 + i0, rows, s0 + jmin, cols, row_block.data());
     reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
-    CombineBlocks(tiles, a, b, jmin, n, {row_block.data(), cols, i0, jmin},
-                  {col_block.data(), rows, jmin, i0}, values);
+    read += 2 * rows * cols;
+    CombineBlocks(tiles, a, b, i0, jmin, rows, cols, row_block, col_block, values);
     a = b;
   }
   return read;

@@ -22,15 +22,12 @@ void ReadBlock(hid_t file, const std::string& name, const std::string& path, std
 struct TileBlockBuffers {
   std::vector<double> rows, cols;
   int fd = -1;  // the file opened for pread (io/block_reader.h), or -1: HDF5 reads only
-  // With fd: combine straight from mapped stored rows (BlockReader::MapRows) rather than from
-  // blocks read into the buffers. Either way the values are the same bits.
-  bool map = true;
 };
 
 // Fills values[tiles[t].offset + c] = C[i, j] = H[i, j] + H[j, i] for tiles [first, last)
 // (all of angle `bin`, sorted by row) from row and column blocks of at most
-// `max_block_values` doubles each (a single row may exceed it), read or mapped. Returns the number
-// of values read from the file (both blocks).
+// `max_block_values` doubles each (a single row may exceed it). Returns the number of values
+// read from the file (both blocks).
 std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
                             const std::vector<LocalTile>& tiles, std::size_t first,
                             std::size_t last, std::span<double> values,

@@ -2,9 +2,8 @@
 // (the streaming NLSQ fit, which never holds all of its points).
 //
 // The file is opened once with the MPI-IO driver on the communicator (collective) and
-// every Read takes row and column blocks of the stored half matrix (independent hyperslab
-// reads, or mapped stored rows: io/block_reader.h), exactly as the distributed loader
-// reads them: C[i, j] = H[i, j] + H[j, i]
+// every Read is an independent hyperslab read of row and column blocks of the stored
+// half matrix, exactly as the distributed loader reads them: C[i, j] = H[i, j] + H[j, i]
 // (after the frame offset), so a value read here is bit-identical to the in-core one.
 // Independent reads let ranks read different numbers of windows without any matching
 // calls.

@@ -122,26 +122,6 @@ TEST(BlockReader, AFileThatCannotBeOpenedForPreadReadsThroughHdf5) {
   EXPECT_EQ(Read(reader, kRects[1]).at(0), Value(0, 20));
 }
 
-TEST(BlockReader, MappedRowsAreTheStoredRows) {
-  const testing::ScopedTempDir dir("io_block_reader");
-  const std::string path = WriteFile(dir);
-  const h5::File file = h5::OpenForRead(path);
-  const ReadOnlyFd fd(path);
-  const BlockReader reader(file.get(), path, "/contiguous", fd.get());
-  ASSERT_TRUE(reader.direct());
-  EXPECT_EQ(reader.stored_cols(), static_cast<std::int64_t>(kCols));
-  for (const auto& [row0, rows] : {std::pair<std::int64_t, std::int64_t>{0, 37}, {5, 3}, {36, 1}}) {
-    const MappedRows map = reader.MapRows(row0, rows);
-    ASSERT_TRUE(map.valid());
-    for (std::int64_t i = 0; i < rows; ++i) {
-      for (hsize_t j = 0; j < kCols; ++j) {
-        ASSERT_EQ(map.data()[i * static_cast<std::int64_t>(kCols) + static_cast<std::int64_t>(j)],
-                  Value(static_cast<hsize_t>(row0 + i), j));
-      }
-    }
-  }
-}
-
 // A square stored matrix H, contiguous and chunked, for the loaders' tile reads.
 constexpr hsize_t kSide = 41;
 
@@ -187,7 +167,7 @@ std::vector<LocalTile> UpperTiles(std::int64_t n, std::size_t& total) {
   return tiles;
 }
 
-TEST(BlockReader, AngleTilesMappedReadOrThroughHdf5AreHPlusHTransposeToTheBit) {
+TEST(BlockReader, AngleTilesReadDirectlyOrThroughHdf5AreHPlusHTransposeToTheBit) {
   const testing::ScopedTempDir dir("io_block_reader");
   const std::string path = WriteSquareFile(dir);
   const h5::File file = h5::OpenForRead(path);
@@ -207,24 +187,20 @@ TEST(BlockReader, AngleTilesMappedReadOrThroughHdf5AreHPlusHTransposeToTheBit) {
       want[t.offset + static_cast<std::size_t>(c)] = SquareValue(i, j) + SquareValue(j, i);
     }
   }
-  // Block limits: below one stored row (a row per batch, a stored row per mapping), a few
-  // rows, everything at once.
+  // Block limits: below one row (a row per batch), a few rows, everything at once.
   for (const std::int64_t max_block :
        {std::int64_t{10}, std::int64_t{150}, std::int64_t{1} << 20}) {
     for (const char* dataset : {"/contiguous", "/chunked"}) {
-      for (const int how : {0, 1, 2}) {  // mapped, pread, HDF5
+      for (const bool pread : {true, false}) {
         TileBlockBuffers buffers;
-        buffers.fd = how == 2 ? -1 : fd.get();
-        buffers.map = how == 0;
+        buffers.fd = pread ? fd.get() : -1;
         SelectedBin bin;
         bin.dataset = dataset;
         std::vector<double> got(total, -1.0);
         const std::int64_t read =
             ReadAngleTiles(file.get(), meta, bin, tiles, 0, tiles.size(), got, max_block, buffers);
-        EXPECT_GE(read, 2 * static_cast<std::int64_t>(total)) << dataset << " " << how;
-        ASSERT_EQ(got, want) << dataset << " max_block " << max_block << " how " << how;
-        // Mapping needs no read buffers; the other ways fill them.
-        EXPECT_EQ(buffers.rows.empty(), how == 0 && std::string(dataset) == "/contiguous");
+        EXPECT_GE(read, 2 * static_cast<std::int64_t>(total)) << dataset << " " << pread;
+        ASSERT_EQ(got, want) << dataset << " max_block " << max_block << " pread " << pread;
       }
     }
   }
