@@ -2,6 +2,7 @@
 #include "io/distributed_loader.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <span>
 #include <utility>
@@ -107,13 +108,15 @@ namespace {
 // kGroup at a time and their columns kSpan at a time, so that the column block's lines (each
 // kGroup consecutive rows' values of one column) are read once from memory and the rows' and
 // outputs' runs stay short. Tile by tile, each value of a column block of thousands of rows was
-// on a page of its own (a TLB miss per value). The same additions, so the same bits.
-void CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
-                   std::int64_t i0, std::int64_t jmin, std::int64_t rows, std::int64_t cols,
-                   const std::vector<double>& row_block, const std::vector<double>& col_block,
-                   std::span<double> values) {
+// on a page of its own (a TLB miss per value). The same additions, so the same bits. Returns
+// the bitwise OR of the H[j, i] with j > i that it added (0: all of them were +0.0).
+std::uint64_t CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
+                            std::int64_t i0, std::int64_t jmin, std::int64_t rows,
+                            std::int64_t cols, const std::vector<double>& row_block,
+                            const std::vector<double>& col_block, std::span<double> values) {
   constexpr std::size_t kGroup = 16;
   constexpr std::int64_t kSpan = 64;  // columns per step: the step's reads stay in cache
+  std::uint64_t lower_bits = 0;
   for (std::size_t g = a; g < b; g += kGroup) {
     const std::size_t end = std::min(b, g + kGroup);
     std::int64_t lo = cols, hi = 0;
@@ -129,24 +132,52 @@ void CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, std::size
         const std::int64_t r = tile.row - i0;
         const double* row = row_block.data() + r * cols;
         double* out = values.data() + tiles[t].offset;
-        const std::int64_t from = std::max(j0, first), to = std::min(j1, first + tile.count);
+        std::int64_t from = std::max(j0, first);
+        const std::int64_t to = std::min(j1, first + tile.count);
+        if (from < to && from + jmin == tile.row) {  // the diagonal: H[i, i] twice
+          out[from - first] = row[from] + col_block[static_cast<std::size_t>(from * rows + r)];
+          ++from;
+        }
         for (std::int64_t jj = from; jj < to; ++jj) {
-          out[jj - first] = row[jj] + col_block[static_cast<std::size_t>(jj * rows + r)];
+          const double lower = col_block[static_cast<std::size_t>(jj * rows + r)];
+          lower_bits |= std::bit_cast<std::uint64_t>(lower);
+          out[jj - first] = row[jj] + lower;
         }
       }
     }
+  }
+  return lower_bits;
+}
+
+// The same for a matrix whose lower triangle is known to be +0.0: H[i, j] + 0.0 (the same bits
+// as adding the stored +0.0), H[i, i] + H[i, i] on the diagonal, from the row block alone.
+void CombineUpperOnly(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
+                      std::int64_t i0, std::int64_t jmin, std::int64_t cols,
+                      const std::vector<double>& row_block, std::span<double> values) {
+  for (std::size_t t = a; t < b; ++t) {
+    const RowTile& tile = tiles[t].tile;
+    const double* row = row_block.data() + (tile.row - i0) * cols + (tile.col_begin - jmin);
+    double* out = values.data() + tiles[t].offset;
+    std::int64_t c = 0;
+    if (tile.count > 0 && tile.col_begin == tile.row) {
+      out[0] = row[0] + row[0];
+      c = 1;
+    }
+    for (; c < tile.count; ++c) out[c] = row[c] + 0.0;
   }
 }
 
 }  // namespace
 
-std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
-                            const std::vector<LocalTile>& tiles, std::size_t first,
-                            std::size_t last, std::span<double> values,
-                            std::int64_t max_block_values, TileBlockBuffers& buffers) {
+TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+                              const std::vector<LocalTile>& tiles, std::size_t first,
+                              std::size_t last, std::span<double> values,
+                              std::int64_t max_block_values, TileBlockBuffers& buffers,
+                              bool upper_only) {
   const std::int64_t n = meta.n_frames;
   const std::int64_t s0 = meta.frame_begin;
-  std::int64_t read = 0;
+  TileReadResult result;
+  std::uint64_t lower_bits = 0;
   BlockReader reader(file, meta.file, bin.dataset, buffers.fd);
   std::size_t a = first;
   while (a < last) {
@@ -164,16 +195,22 @@ std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Selec
     const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
     const std::int64_t cols = n - jmin;
     std::vector<double>& row_block = buffers.rows;
-    std::vector<double>& col_block = buffers.cols;
     row_block.resize(static_cast<std::size_t>(rows * cols));
-    col_block.resize(static_cast<std::size_t>(rows * cols));
     reader.Read(s0 + i0, rows, s0 + jmin, cols, row_block.data());
-    reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
-    read += 2 * rows * cols;
-    CombineBlocks(tiles, a, b, i0, jmin, rows, cols, row_block, col_block, values);
+    if (upper_only) {
+      result.values_read += rows * cols;
+      CombineUpperOnly(tiles, a, b, i0, jmin, cols, row_block, values);
+    } else {
+      std::vector<double>& col_block = buffers.cols;
+      col_block.resize(static_cast<std::size_t>(rows * cols));
+      reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
+      result.values_read += 2 * rows * cols;
+      lower_bits |= CombineBlocks(tiles, a, b, i0, jmin, rows, cols, row_block, col_block, values);
+    }
     a = b;
   }
-  return read;
+  result.lower_zero = !upper_only && lower_bits == 0;
+  return result;
 }
 
 void AgreeOnNonFinite(const Comm& comm, const DatasetMetadata& meta,

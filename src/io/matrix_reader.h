@@ -24,13 +24,25 @@ struct TileBlockBuffers {
   int fd = -1;  // the file opened for pread (io/block_reader.h), or -1: HDF5 reads only
 };
 
+// What ReadAngleTiles read.
+struct TileReadResult {
+  std::int64_t values_read = 0;  // from the file (both blocks, or the row blocks alone)
+  // Every H[j, i] (j > i) added was +0.0: the tiles' points of the stored lower triangle are
+  // zero, as in a half matrix stored upper (the APS layouts, docs/data.md). False when the
+  // lower triangle was not read (upper_only).
+  bool lower_zero = false;
+};
+
 // Fills values[tiles[t].offset + c] = C[i, j] = H[i, j] + H[j, i] for tiles [first, last)
 // (all of angle `bin`, sorted by row) from row and column blocks of at most
-// `max_block_values` doubles each (a single row may exceed it). Returns the number of values
-// read from the file (both blocks).
-std::int64_t ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
-                            const std::vector<LocalTile>& tiles, std::size_t first,
-                            std::size_t last, std::span<double> values,
-                            std::int64_t max_block_values, TileBlockBuffers& buffers);
+// `max_block_values` doubles each (a single row may exceed it). With `upper_only` — for a
+// caller that has seen lower_zero for exactly these tiles before — the column blocks are not
+// read: H[i, j] + 0.0 off the diagonal and H[i, i] + H[i, i] on it, the same bits for the same
+// file, from half the bytes.
+TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
+                              const std::vector<LocalTile>& tiles, std::size_t first,
+                              std::size_t last, std::span<double> values,
+                              std::int64_t max_block_values, TileBlockBuffers& buffers,
+                              bool upper_only = false);
 
 }  // namespace homodyne::io

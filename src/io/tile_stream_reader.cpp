@@ -32,7 +32,8 @@ TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta
 
 TileStreamReader::~TileStreamReader() = default;
 
-void TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<double> values) {
+bool TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<double> values,
+                            bool upper_only) {
   Impl& im = *impl_;
   const ReadCrashGuard guard(im.meta.file, "streamed tiles");
   for (auto& v : im.by_angle) v.clear();
@@ -42,15 +43,20 @@ void TileStreamReader::Read(const std::vector<LocalTile>& tiles, std::span<doubl
     im.by_angle.at(static_cast<std::size_t>(t.tile.angle)).push_back(t);
     values_read_ += t.tile.count;
   }
+  bool lower_zero = true;
   for (std::size_t k = 0; k < im.by_angle.size(); ++k) {
     auto& list = im.by_angle[k];
     if (list.empty()) continue;
     std::stable_sort(list.begin(), list.end(), [](const LocalTile& x, const LocalTile& y) {
       return x.tile.row < y.tile.row;
     });
-    file_values_read_ += ReadAngleTiles(im.file.get(), im.meta, im.meta.bins[k], list, 0,
-                                        list.size(), values, im.max_block_values, im.buffers);
+    const TileReadResult read =
+        ReadAngleTiles(im.file.get(), im.meta, im.meta.bins[k], list, 0, list.size(), values,
+                       im.max_block_values, im.buffers, upper_only);
+    file_values_read_ += read.values_read;
+    lower_zero = lower_zero && read.lower_zero;
   }
+  return lower_zero;
 }
 
 }  // namespace homodyne::io

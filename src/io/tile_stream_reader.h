@@ -31,8 +31,10 @@ class TileStreamReader {
   TileStreamReader& operator=(const TileStreamReader&) = delete;
 
   // Not collective. Fills values[t.offset + c] for every tile t (any angles, rows of one
-  // angle ascending); offsets index `values`.
-  void Read(const std::vector<LocalTile>& tiles, std::span<double> values);
+  // angle ascending); offsets index `values`. Returns true when the tiles' points of the stored
+  // lower triangle were all +0.0 (io::TileReadResult::lower_zero, every angle); a caller that
+  // reads the same tiles again may then pass `upper_only` and read half the bytes.
+  bool Read(const std::vector<LocalTile>& tiles, std::span<double> values, bool upper_only = false);
 
   std::int64_t values_read() const { return values_read_; }
   // Values read from the file: each tile's row block and the column block of its transpose.

@@ -25,6 +25,7 @@ BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int
   block_tile_begin_.push_back(next);
   HOMODYNE_CHECK(next == layout.tiles.size(), "tiles do not match the plan's blocks");
   window_starts_ = WindowStarts(block_points, window_points);
+  upper_only_.assign(window_starts_.size(), 0);
   std::int64_t largest = 0;
   for (int w = 0; w < num_windows(); ++w) {
     const int b0 = window_starts_[static_cast<std::size_t>(w)];
@@ -71,7 +72,10 @@ const StreamWindow& BlockStream::Load(int w) {
   }
   HOMODYNE_CHECK(offset <= buffer_.size(), "window larger than its buffer");
   const auto start = std::chrono::steady_clock::now();
-  reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset));
+  char& upper_only = upper_only_[static_cast<std::size_t>(w)];
+  const bool lower_zero =
+      reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset), upper_only != 0);
+  if (upper_only == 0 && lower_zero) upper_only = 1;
   read_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   win.values = std::span<const double>(buffer_.data(), offset);
   ++loads_;

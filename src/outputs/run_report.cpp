@@ -418,7 +418,8 @@ void EmitPerStep(YAML::Emitter& y, int passes, int steps) {
 }
 
 // Streamed: rank 0's passes as its stream timed them (nlsq::StreamPassTiming), each to
-// 6 significant digits, with the bytes of one pass (the last; every whole pass reads the same).
+// 6 significant digits, with the bytes of one pass (the last: after the first, whole passes read
+// the same; the first also reads the column blocks a half matrix stored upper does not need).
 void EmitStreamTimings(YAML::Emitter& y, const std::vector<nlsq::StreamPassTiming>& passes) {
   y << YAML::Key << "stream_timings" << YAML::Value;
   if (passes.empty()) {

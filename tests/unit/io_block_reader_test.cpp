@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <bit>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -127,14 +128,24 @@ constexpr hsize_t kSide = 41;
 
 double SquareValue(hsize_t i, hsize_t j) { return 0.5 + static_cast<double>(i) + 1e-3 * j / 3.0; }
 
-std::string WriteSquareFile(const testing::ScopedTempDir& dir) {
-  const std::string path = dir.file("square.h5");
+// A half matrix stored upper (the APS layout): the lower triangle +0.0, and a few −0.0 in
+// the upper triangle and on the diagonal, whose sums with +0.0 are +0.0.
+double UpperValue(hsize_t i, hsize_t j) {
+  if (i > j) return 0.0;
+  if ((i + 2 * j) % 13 == 0) return -0.0;
+  return SquareValue(i, j);
+}
+
+std::string WriteSquareFile(const testing::ScopedTempDir& dir,
+                            double (*value)(hsize_t, hsize_t) = SquareValue,
+                            const char* file_name = "square.h5") {
+  const std::string path = dir.file(file_name);
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   const hsize_t dims[2] = {kSide, kSide};
   const hid_t space = H5Screate_simple(2, dims, nullptr);
   std::vector<double> values(kSide * kSide);
   for (hsize_t i = 0; i < kSide; ++i) {
-    for (hsize_t j = 0; j < kSide; ++j) values[i * kSide + j] = SquareValue(i, j);
+    for (hsize_t j = 0; j < kSide; ++j) values[i * kSide + j] = value(i, j);
   }
   const hid_t chunked = H5Pcreate(H5P_DATASET_CREATE);
   const hsize_t chunk[2] = {7, 9};
@@ -197,10 +208,74 @@ TEST(BlockReader, AngleTilesReadDirectlyOrThroughHdf5AreHPlusHTransposeToTheBit)
         SelectedBin bin;
         bin.dataset = dataset;
         std::vector<double> got(total, -1.0);
-        const std::int64_t read =
+        const TileReadResult read =
             ReadAngleTiles(file.get(), meta, bin, tiles, 0, tiles.size(), got, max_block, buffers);
-        EXPECT_GE(read, 2 * static_cast<std::int64_t>(total)) << dataset << " " << pread;
+        EXPECT_GE(read.values_read, 2 * static_cast<std::int64_t>(total)) << dataset;
+        EXPECT_FALSE(read.lower_zero) << "a full matrix is not a half matrix";
         ASSERT_EQ(got, want) << dataset << " max_block " << max_block << " pread " << pread;
+      }
+    }
+  }
+}
+
+std::vector<std::uint64_t> Bits(const std::vector<double>& v) {
+  std::vector<std::uint64_t> out;
+  for (double x : v) out.push_back(std::bit_cast<std::uint64_t>(x));
+  return out;
+}
+
+// A half matrix stored upper is recognised from a full read, and then read from its row
+// blocks alone with the same bits (−0.0 included) and half the values; a lower triangle of
+// −0.0 (not the +0.0 the sum's shortcut adds) is not taken for zero.
+TEST(BlockReader, AHalfMatrixStoredUpperIsReadAgainFromItsRowsWithTheSameBits) {
+  const testing::ScopedTempDir dir("io_block_reader");
+  const std::string upper = WriteSquareFile(dir, UpperValue, "upper.h5");
+  const std::string negative = WriteSquareFile(
+      dir, [](hsize_t i, hsize_t j) { return i > j ? -0.0 : SquareValue(i, j); }, "neg.h5");
+  DatasetMetadata meta;
+  meta.file_frames = kSide;
+  meta.frame_begin = 2;
+  meta.n_frames = 37;
+  std::size_t total = 0;
+  const std::vector<LocalTile> tiles = UpperTiles(meta.n_frames, total);
+  for (const std::int64_t max_block : {std::int64_t{10}, std::int64_t{200}}) {
+    for (const char* dataset : {"/contiguous", "/chunked"}) {
+      SelectedBin bin;
+      bin.dataset = dataset;
+      {
+        meta.file = upper;
+        const h5::File file = h5::OpenForRead(upper);
+        const ReadOnlyFd fd(upper);
+        TileBlockBuffers buffers;
+        buffers.fd = fd.get();
+        std::vector<double> full(total, -1.0), rows_only(total, -2.0);
+        const TileReadResult first =
+            ReadAngleTiles(file.get(), meta, bin, tiles, 0, tiles.size(), full, max_block, buffers);
+        ASSERT_TRUE(first.lower_zero) << dataset;
+        const TileReadResult again = ReadAngleTiles(file.get(), meta, bin, tiles, 0, tiles.size(),
+                                                    rows_only, max_block, buffers,
+                                                    /*upper_only=*/true);
+        EXPECT_FALSE(again.lower_zero);  // not looked at
+        EXPECT_EQ(2 * again.values_read, first.values_read);
+        ASSERT_EQ(Bits(rows_only), Bits(full)) << dataset << " max_block " << max_block;
+        for (const LocalTile& t : tiles) {
+          const auto i = static_cast<hsize_t>(meta.frame_begin + t.tile.row);
+          const auto j = static_cast<hsize_t>(meta.frame_begin + t.tile.col_begin);
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(full[t.offset]),
+                    std::bit_cast<std::uint64_t>(UpperValue(i, j) + UpperValue(j, i)));
+        }
+      }
+      {
+        meta.file = negative;
+        const h5::File file = h5::OpenForRead(negative);
+        const ReadOnlyFd fd(negative);
+        TileBlockBuffers buffers;
+        buffers.fd = fd.get();
+        std::vector<double> got(total);
+        EXPECT_FALSE(
+            ReadAngleTiles(file.get(), meta, bin, tiles, 0, tiles.size(), got, max_block, buffers)
+                .lower_zero)
+            << dataset;
       }
     }
   }
