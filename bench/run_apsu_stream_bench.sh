@@ -8,8 +8,9 @@
 # sampled every SAMPLE seconds from /proc. The I/O floor of a pass is the same number of bytes
 # read sequentially from the page cache by dd (1 MiB blocks; at 2 ranks two dd's of the two
 # halves of the file at once), measured before each run: a pass is compared with the bytes it
-# reads at that rate. The share of the data file in the page cache is sampled with the RSS
-# (fincore): a pass that finds its pages gone reads from the disk, not at the floor's rate.
+# reads at that rate. RSS flatness is taken over the fit (its seconds from the report). The
+# share of the data file in the page cache is sampled with the RSS (fincore): a pass that
+# finds its pages gone reads from the disk, not at the floor's rate.
 # Writes docs/bench/apsu_stream_<date>.json and .png (per pass: time, reading, floor; RSS).
 #   bash bench/run_apsu_stream_bench.sh [build dir] [output dir]
 # Environment: FRAMES (5000), ANGLES (23), MODE (static: laminar_flow takes about three
@@ -129,14 +130,26 @@ for line in open(runs_file):
     for row in open(rss_file):
         when, pid, kb = row.split()
         rss.setdefault(pid, []).append((float(when), int(kb) * 1024))
-    # Flatness over the fit: the samples of the middle 80 % of the run, per rank.
-    flat = {}
+    # Flatness over the fit, per rank: the samples while the fit ran, i.e. the fit's seconds
+    # (timing_seconds) before the outputs' phases and the shutdown (the last second of the
+    # run), less the fit's first 5 % (its first window is being read). The middle 80 % of
+    # the whole run, which stood for it before, reaches into the initial scaling's ramp
+    # once the job is short.
+    timing = find(r, "timing_seconds") or {}
+    fit_s = timing.get("fit", {}).get("max", 0.0)
+    post = 1.0 + sum(timing.get(k, {}).get("max", 0.0)
+                     for k in ("write_outputs", "write_fitted_data", "write_fitted_data_npz"))
+    fit_end = float(wall) - post
+    fit_begin = fit_end - 0.95 * fit_s
+    flat, flat_run = {}, {}
     for pid, samples in rss.items():
         t0, t1 = samples[0][0], samples[-1][0]
         mid = [b for w, b in samples if t0 + 0.1 * (t1 - t0) <= w <= t0 + 0.9 * (t1 - t0)]
-        if mid:
-            flat[pid] = {"min_bytes": min(mid), "max_bytes": max(mid),
-                         "max_over_min": max(mid) / min(mid)}
+        fit = [b for w, b in samples if fit_begin <= w <= fit_end]
+        for out_map, sel in ((flat, fit), (flat_run, mid)):
+            if sel:
+                out_map[pid] = {"min_bytes": min(sel), "max_bytes": max(sel),
+                                "max_over_min": max(sel) / min(sel)}
     run.update({
         "passes_total": passes["total"], "accepted_steps": passes["accepted_steps"],
         "passes_per_accepted_step": passes["per_accepted_step"],
@@ -148,6 +161,8 @@ for line in open(runs_file):
         "read_over_floor_median": st.median(s / f for s, f in zip(t["read_seconds"], floor)),
         "chi_squared": find(r, "chi_squared"), "status": find(r, "status"),
         "rss_samples": {pid: s for pid, s in rss.items()}, "rss_flatness": flat,
+        "rss_flatness_window_seconds": [fit_begin, fit_end],
+        "rss_flatness_middle_80_percent_of_run": flat_run,
         "timing_seconds": find(r, "timing_seconds"),
     })
     cached = [float(b) for _, b in (row.split() for row in open(cache_file)) if float(b) >= 0]

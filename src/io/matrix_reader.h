@@ -38,7 +38,8 @@ struct TileReadResult {
 // `max_block_values` doubles each (a single row may exceed it). With `upper_only` — for a
 // caller that has seen lower_zero for exactly these tiles before — the column blocks are not
 // read: H[i, j] + 0.0 off the diagonal and H[i, i] + H[i, i] on it, the same bits for the same
-// file, from half the bytes.
+// file, from half the bytes (a matrix read with pread: each tile's run read in place, only the
+// tiles' values).
 TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
                               const std::vector<LocalTile>& tiles, std::size_t first,
                               std::size_t last, std::span<double> values,

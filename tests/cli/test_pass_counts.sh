@@ -85,10 +85,11 @@ def check(path, streamed, must_have):
             f"{path}: the stream was read {p['stream_reads']} times, the stages count {p['total']}"
         # Every read of the stream is timed once, its reads inside it. The synthetic file
         # holds half matrices stored upper: the first pass reads both blocks and finds the
-        # lower triangle zero, every later one the row blocks alone, half the bytes.
+        # lower triangle zero, every later one its tiles' runs of the stored rows alone (at
+        # most half the bytes: the blocks' rectangles hold more than the tiles).
         t = p["stream_timings"]
         assert t["passes"] == p["stream_reads"] == len(t["seconds"]) == len(t["read_seconds"]), t
-        assert t["bytes"][0] == 2 * t["bytes_per_pass"] > 0, t["bytes"]
+        assert t["bytes"][0] >= 2 * t["bytes_per_pass"] > 0, t["bytes"]
         assert all(b == t["bytes_per_pass"] for b in t["bytes"][1:]), t["bytes"]
         assert all(0 <= rd <= s for rd, s in zip(t["read_seconds"], t["seconds"])), t
     else:

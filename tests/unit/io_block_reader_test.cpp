@@ -256,7 +256,10 @@ TEST(BlockReader, AHalfMatrixStoredUpperIsReadAgainFromItsRowsWithTheSameBits) {
                                                     rows_only, max_block, buffers,
                                                     /*upper_only=*/true);
         EXPECT_FALSE(again.lower_zero);  // not looked at
-        EXPECT_EQ(2 * again.values_read, first.values_read);
+        // pread: the tiles' values in place; HDF5: the row blocks, half of the first read.
+        EXPECT_EQ(again.values_read, std::string(dataset) == "/contiguous"
+                                         ? static_cast<std::int64_t>(total)
+                                         : first.values_read / 2);
         ASSERT_EQ(Bits(rows_only), Bits(full)) << dataset << " max_block " << max_block;
         for (const LocalTile& t : tiles) {
           const auto i = static_cast<hsize_t>(meta.frame_begin + t.tile.row);
