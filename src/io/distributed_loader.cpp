@@ -149,27 +149,32 @@ std::uint64_t CombineBlocks(const std::vector<LocalTile>& tiles, std::size_t a, 
   return lower_bits;
 }
 
-// The same for a matrix whose lower triangle is known to be +0.0: H[i, j] + 0.0 (the same bits
-// as adding the stored +0.0), H[i, i] + H[i, i] on the diagonal, from the row block alone.
+// C of one tile of a matrix whose lower triangle is known to be +0.0, from the tile's run of
+// its stored row (`stored` may be `out`): H[i, j] + 0.0 (the same bits as adding the stored
+// +0.0) and H[i, i] + H[i, i] on the diagonal.
+void SumUpperOnly(const RowTile& tile, const double* stored, double* out) {
+  std::int64_t c = 0;
+  if (tile.count > 0 && tile.col_begin == tile.row) {
+    out[0] = stored[0] + stored[0];
+    c = 1;
+  }
+  for (; c < tile.count; ++c) out[c] = stored[c] + 0.0;
+}
+
+// The same sums for tiles [a, b) of one batch from its row block alone.
 void CombineUpperOnly(const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
                       std::int64_t i0, std::int64_t jmin, std::int64_t cols,
                       const std::vector<double>& row_block, std::span<double> values) {
   for (std::size_t t = a; t < b; ++t) {
     const RowTile& tile = tiles[t].tile;
-    const double* row = row_block.data() + (tile.row - i0) * cols + (tile.col_begin - jmin);
-    double* out = values.data() + tiles[t].offset;
-    std::int64_t c = 0;
-    if (tile.count > 0 && tile.col_begin == tile.row) {
-      out[0] = row[0] + row[0];
-      c = 1;
-    }
-    for (; c < tile.count; ++c) out[c] = row[c] + 0.0;
+    SumUpperOnly(tile, row_block.data() + (tile.row - i0) * cols + (tile.col_begin - jmin),
+                 values.data() + tiles[t].offset);
   }
 }
 
 // The upper-only read of a directly readable matrix: each tile's run of its stored row read
-// with pread straight into its place in `values` (no block buffer, no second copy), then, while
-// it is in cache, the same sums as CombineUpperOnly.
+// with pread straight into its place in `values` (no block buffer, no second copy), then
+// summed there while it is in cache.
 std::int64_t ReadUpperOnlyInPlace(BlockReader& reader, std::int64_t s0,
                                   const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
                                   std::span<double> values) {
@@ -180,12 +185,7 @@ std::int64_t ReadUpperOnlyInPlace(BlockReader& reader, std::int64_t s0,
     double* out = values.data() + tiles[t].offset;
     reader.Read(s0 + tile.row, 1, s0 + tile.col_begin, tile.count, out);
     read += tile.count;
-    std::int64_t c = 0;
-    if (tile.col_begin == tile.row) {
-      out[0] = out[0] + out[0];
-      c = 1;
-    }
-    for (; c < tile.count; ++c) out[c] = out[c] + 0.0;
+    SumUpperOnly(tile, out, out);
   }
   return read;
 }

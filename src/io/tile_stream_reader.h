@@ -37,7 +37,8 @@ class TileStreamReader {
   bool Read(const std::vector<LocalTile>& tiles, std::span<double> values, bool upper_only = false);
 
   std::int64_t values_read() const { return values_read_; }
-  // Values read from the file: each tile's row block and the column block of its transpose.
+  // Values read from the file: each tile's row block and the column block of its transpose,
+  // or, in an upper_only read, the stored rows alone (io::TileReadResult::values_read).
   std::int64_t file_values_read() const { return file_values_read_; }
 
  private:

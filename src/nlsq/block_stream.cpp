@@ -73,9 +73,10 @@ const StreamWindow& BlockStream::Load(int w) {
   HOMODYNE_CHECK(offset <= buffer_.size(), "window larger than its buffer");
   const auto start = std::chrono::steady_clock::now();
   char& upper_only = upper_only_[static_cast<std::size_t>(w)];
-  const bool lower_zero =
-      reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset), upper_only != 0);
-  if (upper_only == 0 && lower_zero) upper_only = 1;
+  // A read that took the rows alone reports no lower triangle: the flag, once set, stays.
+  if (reader_->Read(win.tiles, std::span<double>(buffer_.data(), offset), upper_only != 0)) {
+    upper_only = 1;
+  }
   read_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   win.values = std::span<const double>(buffer_.data(), offset);
   ++loads_;

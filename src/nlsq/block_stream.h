@@ -8,7 +8,7 @@
 // (loader index − 1) grouped by block, whose data pointers stay valid until the next
 // Load. The values are the loader's (C = H + Hᵀ of the selected frames), so every
 // block's partial sums are bit-identical to the in-core fit's. A window whose first read
-// found Hᵀ's part zero (a half matrix stored upper) is read again from the row blocks alone:
+// found Hᵀ's part zero (a half matrix stored upper) is read again from its stored rows alone:
 // half the bytes, the same bits.
 #pragma once
 
@@ -77,7 +77,7 @@ class BlockStream {
   std::vector<std::size_t> block_tile_begin_;  // local blocks → index into layout_.tiles
   std::vector<int> window_starts_;
   // Per window: its first read found the stored lower triangle of all its points +0.0 (a half
-  // matrix stored upper, as APS files are), so later reads take the row blocks alone.
+  // matrix stored upper, as APS files are), so later reads take its stored rows alone.
   std::vector<char> upper_only_;
   std::vector<double> buffer_;
   StreamWindow window_;

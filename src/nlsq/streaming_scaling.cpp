@@ -185,7 +185,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingStreaming(
       bounds, rule, pool);
 }
 
-// Each pass after the first keeps the values some query still wants (RadixSelect::Wanted)
+// Each pass after the first keeps the values some query still wants (RadixSelect::AddKey)
 // while they fit in a quarter of the largest window's points (an entry is 2 doubles, so half
 // the window buffer's memory at most) and in kMaxReplayValues; once a pass kept them all, the
 // remaining passes replay them instead of reading the data again — on every rank alike, so that
@@ -210,7 +210,7 @@ std::vector<model::ScalingEstimate> EstimateInitialScalingOverWindows(
   RadixSelect select(3 * n_angles, 1.0);
   std::vector<std::int64_t> bad(static_cast<std::size_t>(n_angles), 0);
   // Each value's key once for its sets; true when a query of one of them wants the value
-  // (RadixSelect::WantedKey), the replay's test.
+  // (RadixSelect::AddKey), the replay's test.
   auto add_sets = [&](int k, std::uint64_t key, bool far, bool near, std::int64_t w) {
     bool wanted = select.AddKey(3 * k, key, w);
     if (far) wanted = select.AddKey(3 * k + 1, key, w) || wanted;

@@ -11,8 +11,6 @@ namespace {
 
 double FromKey(std::uint64_t k) { return detail::FromOrderedKey(k); }
 
-int DigitBits(int bits_done) { return std::min(11, 64 - bits_done); }
-
 }  // namespace
 
 RadixSelect::RadixSelect(int n_sets)
@@ -101,15 +99,6 @@ int RadixSelect::AddQuery(int set, std::int64_t k) {
   queries_.push_back(std::move(q));
   set_queries_[static_cast<std::size_t>(set)].push_back(static_cast<int>(queries_.size()) - 1);
   return static_cast<int>(queries_.size()) - 1;
-}
-
-bool RadixSelect::WantedKey(int set, std::uint64_t key) const {
-  if (first_pass_) return true;
-  for (int id : set_queries_[static_cast<std::size_t>(set)]) {
-    const Query& q = queries_[static_cast<std::size_t>(id)];
-    if (q.bits == 0 || (q.bits < 64 && (key >> (64 - q.bits)) == q.prefix)) return true;
-  }
-  return false;
 }
 
 bool RadixSelect::done() const {

@@ -32,9 +32,11 @@ class RadixSelect {
   // During a pass. Non-finite values are not allowed (callers skip and report them).
   void Add(int set, double value, std::int64_t weight) { AddKey(set, KeyOf(value), weight); }
   // The same with the value's key (KeyOf), for a caller that adds one value to several sets:
-  // the key is then computed once. Returns WantedKey(set, key): whether the value counted (a
-  // value counts exactly when it shares an unresolved query's prefix), so that a caller
-  // keeping the wanted values for a replay does not ask again.
+  // the key is then computed once. Returns whether the value is wanted: in the first pass
+  // always; after it, whether it counted, i.e. shares the prefix fixed so far of an
+  // unresolved query of `set`. The values wanted in a pass are a superset of what every later
+  // pass counts, so a caller that keeps them can replay them instead of streaming all values
+  // past again, with the same histograms and results.
   bool AddKey(int set, std::uint64_t key, std::int64_t weight) {
     if (first_pass_) {
       AddToSet(set, key, weight);
@@ -57,12 +59,6 @@ class RadixSelect {
   // True when every query is resolved (possibly right after the first pass).
   bool done() const;
   double result(int query) const;
-  // After the first pass: true when the next pass's Add(set, value, ·) would count (the value
-  // shares the prefix fixed so far of an unresolved query of `set`). Those values are a
-  // superset of what every later pass counts, so a caller that keeps them can replay them
-  // instead of streaming all values past again, with the same histograms and results.
-  bool Wanted(int set, double value) const { return WantedKey(set, KeyOf(value)); }
-  bool WantedKey(int set, std::uint64_t key) const;
 
  private:
   struct Query {
@@ -73,6 +69,8 @@ class RadixSelect {
     std::vector<std::int64_t> hist;
   };
   static constexpr int kDigitBits = 11;
+  // The bits the next digit of a query fixes, `bits_done` being fixed already.
+  static constexpr int DigitBits(int bits_done) { return std::min(kDigitBits, 64 - bits_done); }
 
   void AddToSet(int set, std::uint64_t key, std::int64_t weight) {
     const std::uint64_t digit = key >> (64 - kDigitBits);
@@ -84,13 +82,14 @@ class RadixSelect {
     }
   }
   // Inline: called for every value of every pass after the first (the streaming fit's
-  // initial scaling spent a third of its time in this call and the WantedKey that followed).
+  // initial scaling spent a third of its time in this call and a second loop that asked
+  // whether the value was wanted).
   bool AddToQueries(int set, std::uint64_t key, std::int64_t weight) {
     bool counted = false;
     for (const int id : set_queries_[static_cast<std::size_t>(set)]) {
       Query& q = queries_[static_cast<std::size_t>(id)];
       if (q.bits >= 64 || (key >> (64 - q.bits)) != q.prefix) continue;
-      const int d = std::min(kDigitBits, 64 - q.bits);
+      const int d = DigitBits(q.bits);
       q.hist[(key >> (64 - q.bits - d)) & ((std::uint64_t{1} << d) - 1)] += weight;
       counted = true;
     }
