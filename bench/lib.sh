@@ -25,11 +25,15 @@ run_at_1_and_2_ranks() {
   done
 }
 
-# write_default_start_config MODE DATA: the config of a synthetic set's fit from homodyne's
-# default start (values: null) with every angle kept and no fitted-data files, on stdout.
-write_default_start_config() {
-  local names="[D0, alpha, D_offset]"
-  [ "$1" = laminar_flow ] && names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
+# even_angles N: N angles spread evenly over [-90, 90) degrees, comma-separated (for
+# homodyne-synth --angles).
+even_angles() {
+  /usr/bin/python3 -c "print(','.join('%.10g' % (-90 + 180 / $1 * k) for k in range($1)))"
+}
+
+# write_synthetic_preamble MODE DATA: the first lines of a config for a synthetic set made by
+# homodyne-synth (the benchmarks' dt, q and gap, every frame and angle kept), on stdout.
+write_synthetic_preamble() {
   cat <<YAML
 analysis_mode: $1
 analyzer_parameters:
@@ -42,6 +46,16 @@ experimental_data:
   data_folder_path: $(dirname "$2")
   data_file_name: $(basename "$2")
 phi_filtering: {enabled: false}
+YAML
+}
+
+# write_default_start_config MODE DATA: the config of a synthetic set's fit from homodyne's
+# default start (values: null) with every angle kept and no fitted-data files, on stdout.
+write_default_start_config() {
+  local names="[D0, alpha, D_offset]"
+  [ "$1" = laminar_flow ] && names="[D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]"
+  write_synthetic_preamble "$1" "$2"
+  cat <<YAML
 initial_parameters:
   parameter_names: $names
   values: null

@@ -27,7 +27,7 @@ rank_counts=${RANKS:-1 2}
 sample=${SAMPLE:-0.5}
 work=$(mktemp -d "${WORK:-${TMPDIR:-/tmp}}/homodyne_apsu.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-angles=$(/usr/bin/python3 -c "print(','.join('%.10g' % (-90 + 180 / $n_angles * k) for k in range($n_angles)))")
+angles=$(even_angles "$n_angles")
 
 if [ "$mode" = static ]; then
   truth=(--param D0=3000 --param alpha=-0.6 --param D_offset=20)

@@ -25,20 +25,11 @@ iterations=${ITERATIONS:-5}
 work=$(mktemp -d "${WORK:-${TMPDIR:-/tmp}}/homodyne_fitted_write.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 new="$build/apps/homodyne"
-angles=$(/usr/bin/python3 -c "print(','.join('%.10g' % (-90 + 180 / 23 * k) for k in range(23)))")
+angles=$(even_angles 23)
 
-cat > "$work/config.yaml" <<YAML
-analysis_mode: laminar_flow
-analyzer_parameters:
-  dt: 0.1
-  start_frame: 1
-  end_frame: -1
-  scattering: {wavevector_q: 0.0054}
-  geometry: {stator_rotor_gap: 2000000}
-experimental_data:
-  data_folder_path: $work
-  data_file_name: data.h5
-phi_filtering: {enabled: false}
+{
+  write_synthetic_preamble laminar_flow "$work/data.h5"
+  cat <<YAML
 initial_parameters:
   parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
   values: [12000.0, -0.4, 5.0, 0.003, 0.15, 0.0002, 3.0]
@@ -49,6 +40,7 @@ optimization:
     recovery: {on_stall: none, phi0_restarts: 0}
     anti_degeneracy: {per_angle_mode: individual, hierarchical: {enable: false}}
 YAML
+} > "$work/config.yaml"
 if [ -n "${DATA:-}" ]; then
   ln -s "$(realpath "$DATA")" "$work/data.h5"
 else
