@@ -92,7 +92,7 @@ for ranks in $rank_counts; do
 done
 
 /usr/bin/python3 - "$work/runs.txt" "$out/apsu_stream_$stamp" "$frames" "$n_angles" "$mode" "$limit" "$file_bytes" <<'PY'
-import json, platform, statistics as st, sys
+import json, os, platform, statistics as st, sys
 import yaml
 import matplotlib
 matplotlib.use("Agg")
@@ -159,6 +159,9 @@ for line in open(runs_file):
         "pass_over_floor_median": st.median(ratio), "pass_over_floor_max": max(ratio),
         "passes_within_1_5x_of_floor": sum(1 for x in ratio if x <= 1.5),
         "read_over_floor_median": st.median(s / f for s, f in zip(t["read_seconds"], floor)),
+        "pass_windows": t.get("windows"), "pass_read_ahead_windows": t.get("read_ahead_windows"),
+        "read_ahead_share": (sum(t["read_ahead_windows"]) / sum(t["windows"])
+                             if t.get("windows") else None),
         "chi_squared": find(r, "chi_squared"), "status": find(r, "status"),
         "rss_samples": {pid: s for pid, s in rss.items()}, "rss_flatness": flat,
         "rss_flatness_window_seconds": [fit_begin, fit_end],
@@ -177,6 +180,10 @@ doc = {"benchmark": "APS-U-sized streamed NLSQ fit, default pipeline from the de
        "host": platform.node(), "machine": platform.machine(),
        "floor": "bytes of the pass at the rate of dd reading the same number of bytes per rank "
                 "sequentially from the page cache (concurrently at 2 ranks)",
+       "read_seconds": "what the pass waited for its reads: the whole read, or, for a window "
+                       "read ahead (docs/streaming.md), the wait for its thread",
+       "read_ahead": "off (HOMODYNE_NO_READ_AHEAD set)" if os.environ.get("HOMODYNE_NO_READ_AHEAD")
+                     else "on where the file allows it",
        "runs": runs}
 json.dump(doc, open(stem + ".json", "w"), indent=1)
 
@@ -187,7 +194,7 @@ for run in runs:
     n = run["ranks"]
     x = range(1, len(run["pass_seconds"]) + 1)
     axes[0].plot(x, run["pass_seconds"], ".-", label=f"{n} rank(s): pass")
-    axes[0].plot(x, run["pass_read_seconds"], ".", label=f"{n} rank(s): reading")
+    axes[0].plot(x, run["pass_read_seconds"], ".", label=f"{n} rank(s): waiting for reads")
     axes[0].plot(x, run["pass_floor_seconds"], "--", label=f"{n} rank(s): bare read of its bytes")
     for pid, samples in run["rss_samples"].items():
         axes[1].plot([w for w, _ in samples], [b / 2**20 for _, b in samples],

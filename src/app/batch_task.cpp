@@ -86,6 +86,9 @@ nlsq::NlsqRunOptions TaskNlsqOptions(const GroupContext& g, const PreparedTask& 
     ro.worker_start = [&topology = g.env.topology(), slots = g.placement.slots](int index) {
       PinCurrentThread(topology, slots.at(static_cast<std::size_t>(index)));
     };
+    ro.read_ahead_start = [&topology = g.env.topology(), cpuset = g.placement.cpuset] {
+      PinCurrentThreadToSet(topology, cpuset);
+    };
   }
   for (const auto& p : g.placements) ro.placement.push_back(DescribeRankPlacement(p));
   return ro;

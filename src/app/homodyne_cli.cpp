@@ -450,6 +450,10 @@ nlsq::NlsqRunOptions PrepareNlsq(Environment& env, const HomodyneCliOptions& opt
     ro.worker_start = [&topology = env.topology(), slots](int index) {
       PinCurrentThread(topology, slots.at(static_cast<std::size_t>(index)));
     };
+    // The read-ahead is created by thread 0 and would share its PU: any core of the rank.
+    ro.read_ahead_start = [&topology = env.topology(), cpuset = threads.placement.cpuset] {
+      PinCurrentThreadToSet(topology, cpuset);
+    };
   }
   for (const auto& p : threads.all) {
     ro.placement.push_back(DescribeRankPlacement(p) + (threads.pin ? "" : " (unpinned)"));

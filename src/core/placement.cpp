@@ -99,6 +99,14 @@ bool PinCurrentThread(const Topology& topology, const CoreSlot& slot) {
   return hwloc_set_cpubind(Native(topology), set.map, HWLOC_CPUBIND_THREAD) == 0;
 }
 
+bool PinCurrentThreadToSet(const Topology& topology, const std::string& cpuset) {
+  BitmapOwner set;
+  if (hwloc_bitmap_list_sscanf(set.map, cpuset.c_str()) != 0 || hwloc_bitmap_iszero(set.map)) {
+    return false;
+  }
+  return hwloc_set_cpubind(Native(topology), set.map, HWLOC_CPUBIND_THREAD) == 0;
+}
+
 int CurrentPu(const Topology& topology) {
   BitmapOwner set;
   if (hwloc_get_last_cpu_location(Native(topology), set.map, HWLOC_CPUBIND_THREAD) != 0) return -1;

@@ -35,6 +35,11 @@ PlacementPlan PlanThreads(const Topology& topology, int requested_threads);
 // unbound) if the operating system refuses.
 bool PinCurrentThread(const Topology& topology, const CoreSlot& slot);
 
+// Binds the calling thread to a whole CPU set (hwloc list syntax, PlacementPlan::cpuset): for
+// a helper thread that may run on any core of the rank. Returns false if the set cannot be
+// parsed or the operating system refuses.
+bool PinCurrentThreadToSet(const Topology& topology, const std::string& cpuset);
+
 // OS index of the PU the calling thread last ran on (-1 if unknown).
 int CurrentPu(const Topology& topology);
 

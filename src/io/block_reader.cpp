@@ -49,9 +49,12 @@ ReadOnlyFd::~ReadOnlyFd() {
 }
 
 BlockReader::BlockReader(hid_t file, const std::string& name, const std::string& path, int fd)
-    : name_(name), path_(path), dataset_(h5::OpenDataset(file, name, path)), fd_(fd) {
-  if (fd_ >= 0) {
-    offset_ = DirectOffset(file, dataset_.get(), n_rows_, n_cols_);
+    : dataset_(h5::OpenDataset(file, name, path)) {
+  direct_.name = name;
+  direct_.path = path;
+  if (fd >= 0) {
+    direct_.fd = fd;
+    direct_.offset = DirectOffset(file, dataset_.get(), direct_.n_rows, direct_.n_cols);
     H5Eclear2(H5E_DEFAULT);  // a refused check leaves nothing behind for later messages
   }
 }
@@ -60,10 +63,10 @@ void BlockReader::Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, 
                        double* out) {
   if (rows <= 0 || cols <= 0) return;
   if (direct()) {
-    ReadDirect(row0, rows, col0, cols, out);
+    direct_.Read(row0, rows, col0, cols, out);
     return;
   }
-  const h5::Where where{name_, path_};
+  const h5::Where where{direct_.name, direct_.path};
   auto fspace =
       h5::Own<h5::Dataspace>(H5Dget_space(dataset_.get()), "getting the dataspace", where);
   const hsize_t start[2] = {static_cast<hsize_t>(row0), static_cast<hsize_t>(col0)};
@@ -77,27 +80,29 @@ void BlockReader::Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, 
       "reading matrix data", where);
 }
 
-void BlockReader::ReadDirect(std::int64_t row0, std::int64_t rows, std::int64_t col0,
-                             std::int64_t cols, double* out) const {
-  HOMODYNE_CHECK(row0 >= 0 && col0 >= 0 && row0 + rows <= n_rows_ && col0 + cols <= n_cols_,
-                 "block outside the stored matrix");
+void DirectMatrix::Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,
+                        double* out) const {
+  if (rows <= 0 || cols <= 0) return;
+  HOMODYNE_CHECK(
+      valid() && row0 >= 0 && col0 >= 0 && row0 + rows <= n_rows && col0 + cols <= n_cols,
+      "block outside the stored matrix");
   // Whole rows are one run of bytes; otherwise one read per row.
-  const bool whole = col0 == 0 && cols == n_cols_;
+  const bool whole = col0 == 0 && cols == n_cols;
   const std::int64_t runs = whole ? 1 : rows;
   const std::int64_t run_bytes = 8 * (whole ? rows * cols : cols);
   for (std::int64_t r = 0; r < runs; ++r) {
     auto* dst = reinterpret_cast<char*>(out + r * cols);
-    std::int64_t at = offset_ + 8 * ((row0 + r) * n_cols_ + col0);
+    std::int64_t at = offset + 8 * ((row0 + r) * n_cols + col0);
     std::int64_t left = run_bytes;
     while (left > 0) {
-      const ssize_t got = ::pread(fd_, dst, static_cast<std::size_t>(left), static_cast<off_t>(at));
+      const ssize_t got = ::pread(fd, dst, static_cast<std::size_t>(left), static_cast<off_t>(at));
       if (got < 0 && errno == EINTR) continue;
       if (got <= 0) {
         throw Error(ErrorKind::kIo,
                     fmt::format("reading matrix data at byte {}: {}", at,
                                 got == 0 ? std::string("the file ends before the dataset does")
                                          : std::string(std::strerror(errno))),
-                    {name_, path_, -1});
+                    {name, path, -1});
       }
       dst += got;
       at += got;

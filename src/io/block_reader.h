@@ -34,6 +34,21 @@ class ReadOnlyFd {
   int fd_ = -1;
 };
 
+// Where a directly readable dataset's values lie in a file opened for pread: what BlockReader
+// found out through HDF5, kept so that later reads need no HDF5 call. Read is const and
+// touches nothing but the descriptor, so any thread may read while another calls HDF5 (the
+// streaming fit's read-ahead thread, nlsq/block_stream.h).
+struct DirectMatrix {
+  std::string name, path;    // the file and dataset, for messages
+  int fd = -1;               // the caller's (ReadOnlyFd): valid while that is open
+  std::int64_t offset = -1;  // the values' byte offset in the file; −1: not directly readable
+  std::int64_t n_rows = 0, n_cols = 0;
+  bool valid() const { return offset >= 0; }
+  // H[row0 : row0 + rows, col0 : col0 + cols] into out (row-major rows × cols).
+  void Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,
+            double* out) const;
+};
+
 class BlockReader {
  public:
   // Opens dataset `path` of `file` (named `name` in messages). `fd` is the same file opened
@@ -42,17 +57,12 @@ class BlockReader {
   // H[row0 : row0 + rows, col0 : col0 + cols] into out (row-major rows × cols).
   void Read(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,
             double* out);
-  bool direct() const { return offset_ >= 0; }
+  bool direct() const { return direct_.valid(); }
+  const DirectMatrix& direct_matrix() const { return direct_; }
 
  private:
-  void ReadDirect(std::int64_t row0, std::int64_t rows, std::int64_t col0, std::int64_t cols,
-                  double* out) const;
-
-  std::string name_, path_;
   h5::Dataset dataset_;
-  int fd_ = -1;
-  std::int64_t offset_ = -1;  // the data's byte offset in the file (direct reads), else -1
-  std::int64_t n_rows_ = 0, n_cols_ = 0;
+  DirectMatrix direct_;
 };
 
 }  // namespace homodyne::io

@@ -172,25 +172,22 @@ void CombineUpperOnly(const std::vector<LocalTile>& tiles, std::size_t a, std::s
   }
 }
 
-// The upper-only read of a directly readable matrix: each tile's run of its stored row read
-// with pread straight into its place in `values` (no block buffer, no second copy), then
-// summed there while it is in cache.
-std::int64_t ReadUpperOnlyInPlace(BlockReader& reader, std::int64_t s0,
-                                  const std::vector<LocalTile>& tiles, std::size_t a, std::size_t b,
-                                  std::span<double> values) {
+}  // namespace
+
+std::int64_t ReadUpperOnlyDirect(const DirectMatrix& matrix, std::int64_t s0,
+                                 const std::vector<LocalTile>& tiles, std::size_t first,
+                                 std::size_t last, std::span<double> values) {
   std::int64_t read = 0;
-  for (std::size_t t = a; t < b; ++t) {
+  for (std::size_t t = first; t < last; ++t) {
     const RowTile& tile = tiles[t].tile;
     if (tile.count <= 0) continue;
     double* out = values.data() + tiles[t].offset;
-    reader.Read(s0 + tile.row, 1, s0 + tile.col_begin, tile.count, out);
+    matrix.Read(s0 + tile.row, 1, s0 + tile.col_begin, tile.count, out);
     read += tile.count;
     SumUpperOnly(tile, out, out);
   }
   return read;
 }
-
-}  // namespace
 
 TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const SelectedBin& bin,
                               const std::vector<LocalTile>& tiles, std::size_t first,
@@ -203,7 +200,8 @@ TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Sel
   std::uint64_t lower_bits = 0;
   BlockReader reader(file, meta.file, bin.dataset, buffers.fd);
   if (upper_only && reader.direct()) {
-    result.values_read = ReadUpperOnlyInPlace(reader, s0, tiles, first, last, values);
+    result.values_read =
+        ReadUpperOnlyDirect(reader.direct_matrix(), s0, tiles, first, last, values);
     return result;
   }
   std::size_t a = first;

@@ -24,6 +24,8 @@ struct TileBlockBuffers {
   int fd = -1;  // the file opened for pread (io/block_reader.h), or -1: HDF5 reads only
 };
 
+struct DirectMatrix;  // io/block_reader.h
+
 // What ReadAngleTiles read.
 struct TileReadResult {
   std::int64_t values_read = 0;  // from the file (both blocks, or the row blocks alone)
@@ -45,5 +47,14 @@ TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Sel
                               std::size_t last, std::span<double> values,
                               std::int64_t max_block_values, TileBlockBuffers& buffers,
                               bool upper_only = false);
+
+// ReadAngleTiles' upper-only read of a directly readable matrix, on its own: each tile's run of
+// its stored row (frames from s0, the selection's first) read with pread in place, then summed
+// there while it is in cache. Tiles [first, last) in any order, of the matrix's angle. It calls
+// no HDF5 function and changes nothing but `values`, so it may run on any thread. Returns the
+// values read.
+std::int64_t ReadUpperOnlyDirect(const DirectMatrix& matrix, std::int64_t s0,
+                                 const std::vector<LocalTile>& tiles, std::size_t first,
+                                 std::size_t last, std::span<double> values);
 
 }  // namespace homodyne::io

@@ -16,6 +16,8 @@ struct TileStreamReader::Impl {
   std::vector<std::vector<LocalTile>> by_angle;  // reused between reads
   TileBlockBuffers buffers;                      // reused between reads
   std::unique_ptr<ReadOnlyFd> fd;                // pread of contiguous datasets
+  std::vector<DirectMatrix> direct;              // per angle (invalid: read through HDF5)
+  bool all_direct = false;
 };
 
 TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta,
@@ -28,6 +30,34 @@ TileStreamReader::TileStreamReader(const Comm& comm, const DatasetMetadata& meta
   impl_->fd = std::make_unique<ReadOnlyFd>(meta.file);
   impl_->buffers.fd = impl_->fd->get();
   impl_->by_angle.resize(meta.n_angles());
+  impl_->all_direct = impl_->fd->get() >= 0;
+  for (const SelectedBin& bin : meta.bins) {
+    const BlockReader reader(impl_->file.get(), meta.file, bin.dataset, impl_->fd->get());
+    impl_->direct.push_back(reader.direct_matrix());
+    impl_->all_direct = impl_->all_direct && reader.direct();
+  }
+}
+
+bool TileStreamReader::all_direct() const { return impl_->all_direct; }
+
+std::int64_t TileStreamReader::ReadUpperOnly(const std::vector<LocalTile>& tiles,
+                                             std::span<double> values) const {
+  const Impl& im = *impl_;
+  HOMODYNE_CHECK(im.all_direct, "an upper-only read without HDF5 of a file that needs HDF5");
+  std::int64_t read = 0;
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    const LocalTile& lt = tiles[t];
+    HOMODYNE_CHECK(lt.offset + static_cast<std::size_t>(lt.tile.count) <= values.size(),
+                   "streamed tile outside the window buffer");
+    read += ReadUpperOnlyDirect(im.direct.at(static_cast<std::size_t>(lt.tile.angle)),
+                                im.meta.frame_begin, tiles, t, t + 1, values);
+  }
+  return read;
+}
+
+void TileStreamReader::ReleaseBlockBuffers() {
+  std::vector<double>().swap(impl_->buffers.rows);
+  std::vector<double>().swap(impl_->buffers.cols);
 }
 
 TileStreamReader::~TileStreamReader() = default;

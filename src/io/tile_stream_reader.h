@@ -36,6 +36,22 @@ class TileStreamReader {
   // reads the same tiles again may then pass `upper_only` and read half the bytes.
   bool Read(const std::vector<LocalTile>& tiles, std::span<double> values, bool upper_only = false);
 
+  // Every angle's matrix can be read with pread (io/block_reader.h): the upper-only reads below
+  // are then possible.
+  bool all_direct() const;
+  // Read(tiles, values, /*upper_only=*/true) of a reader with all_direct(), with no HDF5 call
+  // and no change to the reader: safe on another thread while this one calls HDF5 (the read-
+  // ahead of nlsq/block_stream.h). Returns the values read, which the reader's own thread then
+  // counts with CountUpperOnlyRead.
+  std::int64_t ReadUpperOnly(const std::vector<LocalTile>& tiles, std::span<double> values) const;
+  void CountUpperOnlyRead(std::int64_t values) {
+    values_read_ += values;
+    file_values_read_ += values;
+  }
+  // Frees the row and column block buffers of the combined reads, for a caller whose reads are
+  // all upper-only from now on (they are allocated again if needed).
+  void ReleaseBlockBuffers();
+
   std::int64_t values_read() const { return values_read_; }
   // Values read from the file: each tile's row block and the column block of its transpose,
   // or, in an upper_only read, the stored rows alone (io::TileReadResult::values_read).

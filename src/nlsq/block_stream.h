@@ -10,10 +10,21 @@
 // block's partial sums are bit-identical to the in-core fit's. A window whose first read
 // found Hᵀ's part zero (a half matrix stored upper) is read again from its stored rows alone:
 // half the bytes, the same bits.
+//
+// Read-ahead: once every window is read that way and every angle's matrix is read with pread
+// (io/block_reader.h), each Load starts reading the next window (the first after the last)
+// on a thread of its own into a second buffer, while the caller works on the window it got.
+// The second buffer takes the place of the combined reads' block buffers, which are freed
+// (memory_plan.h counts them: the window's size again), so the memory plan holds. The thread
+// calls no HDF5 function; its error is thrown by the Load that wanted its window. A Load of
+// another window waits for it and discards it. HOMODYNE_NO_READ_AHEAD=1 reads every window
+// when it is loaded, as before.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -51,12 +62,16 @@ class BlockStream {
     std::chrono::steady_clock::time_point start_;
     double read_seconds_ = 0.0;
     std::int64_t file_values_ = 0;
+    std::int64_t loads_ = 0, read_ahead_loads_ = 0;
   };
 
   // Collective over `comm` (opens the file). `layout` is the rank's LoadDistributedLayout
-  // (values empty); the stream keeps a copy of its tile list.
+  // (values empty); the stream keeps a copy of its tile list. `read_ahead_start` runs first
+  // on each read-ahead thread (homodyne lets it run on any core of the rank); `read_ahead`
+  // false: none.
   BlockStream(const Comm& comm, const io::LocalData& layout, std::int64_t window_points,
-              std::int64_t max_read_values);
+              std::int64_t max_read_values, std::function<void()> read_ahead_start = {},
+              bool read_ahead = true);
   ~BlockStream();  // collective (closes the file)
   BlockStream(const BlockStream&) = delete;
   BlockStream& operator=(const BlockStream&) = delete;
@@ -68,6 +83,8 @@ class BlockStream {
   // Reads window w (not collective).
   const StreamWindow& Load(int w);
   std::int64_t windows_loaded() const { return loads_; }
+  // Loads whose window the read-ahead had read.
+  std::int64_t windows_read_ahead() const { return read_ahead_loads_; }
   // Every timed pass so far (PassTimer), at most kMaxPassTimings of them (the first ones).
   const std::vector<StreamPassTiming>& pass_timings() const { return passes_; }
   static constexpr std::size_t kMaxPassTimings = 100000;
@@ -79,9 +96,25 @@ class BlockStream {
   // Per window: its first read found the stored lower triangle of all its points +0.0 (a half
   // matrix stored upper, as APS files are), so later reads take its stored rows alone.
   std::vector<char> upper_only_;
-  std::vector<double> buffer_;
+  // Window w's tiles with their offsets into a window buffer.
+  void WindowTiles(int w, std::vector<io::LocalTile>& tiles) const;
+  // Starts reading window w into spare_ on a thread of its own.
+  void ReadAhead(int w);
+  // Waits for the read-ahead, if one runs; returns its window (−1: none) and rethrows its error
+  // when that window is `wanted`.
+  int FinishReadAhead(int wanted);
+
+  std::vector<double> buffer_;  // the window returned by the last Load
+  std::vector<double> spare_;   // the read-ahead's window
+  std::vector<io::LocalTile> ahead_tiles_;
   StreamWindow window_;
   std::unique_ptr<io::TileStreamReader> reader_;
+  std::function<void()> read_ahead_start_;
+  bool read_ahead_allowed_ = true;
+  bool read_ahead_on_ = false;
+  std::future<std::int64_t> ahead_;  // values read by the read-ahead of window ahead_window_
+  int ahead_window_ = -1;
+  std::int64_t read_ahead_loads_ = 0;
   std::int64_t loads_ = 0;
   std::int64_t local_points_ = 0;
   double read_seconds_ = 0.0;  // inside Load, since the stream was made

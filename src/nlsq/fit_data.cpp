@@ -124,7 +124,8 @@ FitData LoadFitData(const Comm& comm, const config::Config& cfg, const io::LoadO
   shape.n_frames = out.local.meta.n_frames;
   const std::int64_t read_values = StreamingReadValues(shape, plan.window_points);
   out.stream = RunCollectively(comm, [&] {
-    return std::make_unique<BlockStream>(comm, out.local, plan.window_points, read_values);
+    return std::make_unique<BlockStream>(comm, out.local, plan.window_points, read_values,
+                                         options.read_ahead_start);
   });
   int windows = out.stream->num_windows();
   MPI_Allreduce(MPI_IN_PLACE, &windows, 1, MPI_INT, MPI_MAX, comm.get());

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -23,6 +24,8 @@ struct FitMemoryOptions {
                           // by the CLI); 0: counted on the fit's communicator
   std::int64_t window_points = 0;  // > 0: streaming window size instead of the
                                    // budget's (tests, benchmarks)
+  // Runs first on each streaming read-ahead thread (block_stream.h); empty: none.
+  std::function<void()> read_ahead_start;
 };
 
 // Collective. The plan of this rank for the data layout `layout` (LoadDistributedLayout).

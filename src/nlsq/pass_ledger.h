@@ -18,11 +18,14 @@ namespace homodyne::nlsq {
 
 // One pass over a rank's stream windows as the stream timed it (BlockStream::PassTimer): from
 // the start of its first window's read to the end of its last window's work, the seconds
-// spent inside the reads, and the bytes the reads took from the file.
+// spent waiting for the reads (whole reads, or the wait for a window read ahead), the bytes the
+// reads took from the file, the windows loaded and how many of them had been read ahead.
 struct StreamPassTiming {
   double seconds = 0.0;
   double read_seconds = 0.0;
   double bytes = 0.0;
+  std::int64_t windows = 0;
+  std::int64_t read_ahead_windows = 0;
 };
 
 enum class PassKind {

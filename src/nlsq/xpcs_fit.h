@@ -45,6 +45,9 @@ struct NlsqRunOptions {
   // Runs in each spawned compute thread (1..threads−1) at start (homodyne pins it to its
   // core); thread 0 is the caller's. Empty: threads are left where the OS puts them.
   std::function<void(int thread_index)> worker_start;
+  // Runs first on each streaming read-ahead thread (block_stream.h; homodyne lets it run on
+  // any core of the rank, not on thread 0's). Empty: it stays where it was created.
+  std::function<void()> read_ahead_start;
   std::vector<std::string> placement;  // rank → NUMA → cores lines for the run report
   // Memory budget and data path (memory_plan.h): --strategy, --memory-limit (per rank).
   FitStrategy strategy = FitStrategy::kAuto;

@@ -60,10 +60,11 @@ DataShape LoadData(XpcsFitSession::Impl& s) {
                                        /*first_row=*/s.mode == model::AnalysisMode::kTwoComponent);
       s.memory.reason = "data in memory";
     } else {
-      FitData data = LoadFitData(comm, s.cfg, LoadOptionsFromConfig(s.cfg, options.data_file),
-                                 {options.strategy, options.memory_limit_bytes, options.threads,
-                                  options.ranks_on_node, options.stream_window_points},
-                                 s.logger);
+      FitData data = LoadFitData(
+          comm, s.cfg, LoadOptionsFromConfig(s.cfg, options.data_file),
+          {options.strategy, options.memory_limit_bytes, options.threads, options.ranks_on_node,
+           options.stream_window_points, options.read_ahead_start},
+          s.logger);
       s.local = std::move(data.local);
       s.memory = data.plan;
       s.stream = std::move(data.stream);

@@ -439,6 +439,12 @@ void EmitStreamTimings(YAML::Emitter& y, const std::vector<nlsq::StreamPassTimin
   y << YAML::Key << "bytes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
   for (const auto& p : passes) y << p.bytes;
   y << YAML::EndSeq;
+  y << YAML::Key << "windows" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& p : passes) y << p.windows;
+  y << YAML::EndSeq;
+  y << YAML::Key << "read_ahead_windows" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+  for (const auto& p : passes) y << p.read_ahead_windows;
+  y << YAML::EndSeq;
   y << YAML::EndMap;
 }
 

@@ -92,6 +92,11 @@ def check(path, streamed, must_have):
         assert t["bytes"][0] >= 2 * t["bytes_per_pass"] > 0, t["bytes"]
         assert all(b == t["bytes_per_pass"] for b in t["bytes"][1:]), t["bytes"]
         assert all(0 <= rd <= s for rd, s in zip(t["read_seconds"], t["seconds"])), t
+        # The file is read with pread: from the second pass on, each window was read ahead
+        # while the one before it was worked on (the first pass finds the half matrices).
+        assert len(t["windows"]) == len(t["read_ahead_windows"]) == t["passes"], t
+        assert t["windows"][0] > 1 and t["read_ahead_windows"][0] == 0, t
+        assert t["read_ahead_windows"][1:] == t["windows"][1:], t
     else:
         assert p["stream_reads"] is None and p["stream_timings"] is None, p
     return p

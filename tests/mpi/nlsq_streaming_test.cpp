@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,7 @@
 
 #include "config/config_bridge.h"
 #include "config/config_reader.h"
+#include "core/errors.h"
 #include "mpi_temp_dir.h"
 #include "mpi_test_env.h"
 #include "nlsq/block_stream.h"
@@ -260,6 +262,97 @@ TEST(NlsqStreaming, StreamedValuesEqualLoadedValuesWithFrameSelection) {
       EXPECT_GT(stream.num_windows(), 1);
     }
   }
+}
+
+// From the second pass on, a half matrix read with pread is read ahead: each Load starts the
+// next window (the first after the last) on another thread. The windows keep the loader's
+// bits in order and out of order; a file read through HDF5 (aps_u, LZF) is never read ahead;
+// a read-ahead that fails throws from the Load that wanted its window, naming the file.
+TEST(NlsqStreaming, TheNextWindowIsReadAheadWithTheSameBits) {
+  const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_read_ahead");
+  const Comm& world = testing::TestEnvironment().world();
+  for (const std::string format : {"aps_old", "aps_u"}) {
+    const std::string path = WriteData(dir, kStatic, "ahead_" + format);
+    RunCollectively(world, [&] {
+      if (world.rank() != 0 || format == "aps_old") return;
+      synth::SynthOptions o;
+      o.output = path;
+      o.force = true;
+      o.format = format;
+      o.lzf = true;
+      o.frames = kStatic.frames;
+      o.phi_deg = kStatic.phi;
+      o.noise = 1e-3;
+      o.seed = 11;
+      synth::WriteSyntheticDataset(MakeConfig(kStatic, kStatic.truth, path), o);
+    });
+    world.Barrier();
+    const config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
+    const io::LoadOptions lo = LoadOptionsFromConfig(cfg, "");
+    const io::LocalData in = io::LoadDistributed(world, lo, Logger::Silent());
+    const io::LocalData layout = io::LoadDistributedLayout(world, lo, Logger::Silent());
+    ASSERT_GT(in.local_points(), 100);
+    const std::int64_t window = in.local_points() / 5;
+    std::atomic<int> threads_started = 0;
+    BlockStream stream(world, layout, window, window, [&threads_started] { ++threads_started; });
+    ASSERT_GT(stream.num_windows(), 2);
+    // Window w against the in-core values, bit for bit.
+    const auto check = [&](int w) {
+      const StreamWindow& win = stream.Load(w);
+      std::size_t next = 0;
+      for (const auto& block : win.blocks) {
+        for (const model::RowTile& t : block) {
+          const io::LocalTile& lt = win.tiles.at(next++);
+          const auto ref = std::find_if(in.tiles.begin(), in.tiles.end(),
+                                        [&](const auto& x) { return x.tile == lt.tile; });
+          ASSERT_NE(ref, in.tiles.end());
+          for (int c = 0; c < t.count; ++c) {
+            ASSERT_EQ(std::bit_cast<std::uint64_t>(t.data[c]),
+                      std::bit_cast<std::uint64_t>(in.values[ref->offset + c]))
+                << format << " window " << w << " angle " << lt.tile.angle << " row "
+                << lt.tile.row;
+          }
+        }
+      }
+      ASSERT_EQ(next, win.tiles.size());
+    };
+    const int n = stream.num_windows();
+    for (int w = 0; w < n; ++w) check(w);  // the first pass finds the lower triangles zero
+    EXPECT_EQ(stream.windows_read_ahead(), 0);
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int w = 0; w < n; ++w) check(w);
+    }
+    check(n - 1);  // out of order: the read-ahead of window 0 is discarded
+    check(1);
+    check(2);
+    const bool direct = format == "aps_old";
+    EXPECT_EQ(stream.windows_read_ahead(), direct ? 2 * n + 1 : 0) << format;
+    EXPECT_EQ(threads_started > 0, direct) << format;
+  }
+
+  // A file cut short under a stream that reads ahead: the error comes from a Load, names the
+  // file, and the stream closes cleanly.
+  const std::string path = WriteData(dir, kStatic, "ahead_cut");
+  const config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
+  const io::LocalData layout =
+      io::LoadDistributedLayout(world, LoadOptionsFromConfig(cfg, ""), Logger::Silent());
+  const std::int64_t window = std::max<std::int64_t>(layout.local_points() / 5, 1);
+  std::string message;
+  {
+    BlockStream stream(world, layout, window, window);
+    for (int w = 0; w < stream.num_windows(); ++w) stream.Load(w);
+    world.Barrier();
+    RunCollectively(world, [&] {
+      if (world.rank() == 0) std::filesystem::resize_file(path, 4096);
+    });
+    try {
+      for (int w = 0; w < stream.num_windows(); ++w) stream.Load(w);
+    } catch (const Error& e) {
+      message = e.what();
+    }
+  }
+  EXPECT_NE(message.find("ahead_cut"), std::string::npos) << message;
+  EXPECT_NE(message.find("the file ends before the dataset does"), std::string::npos) << message;
 }
 
 // RadixSelect against the bisection of order_statistics.h on weighted multisets spread
