@@ -609,8 +609,11 @@ def main():
                 run, smap = run_ours(build, work, shard, seeds[0], mpiexec)
                 ms_ours = run["ms_per_gradient"]
             elif mine:
-                smap = json.load(open(os.path.join(work, f"ours_{shard}_s{mine[0]['seed']}",
-                                                   "shard_map_0.json")))
+                kept = os.path.join(work, f"ours_{shard}_s{mine[0]['seed']}", "shard_map_0.json")
+                if os.path.exists(kept):
+                    smap = json.load(open(kept))
+                else:  # a fresh work folder: the map again (the run itself is already counted)
+                    _, smap = run_ours(build, work, shard, mine[0]["seed"], mpiexec)
         if mine:
             ms_ours = statistics.median(r["ms_per_gradient"] for r in mine)
         if not have_stan:
