@@ -51,8 +51,10 @@ config::Config MakeConfig(const Case& c, const std::string& values, const std::s
   return config::ReadConfigString(yaml, "nlsq-streaming-test", config::ReadOptions{});
 }
 
-// Writes the dataset (rank 0) into `dir` and returns its path on every rank.
-std::string WriteData(const testing::MpiTempDir& dir, const Case& c, const std::string& name) {
+// Writes the dataset (rank 0) into `dir` and returns its path on every rank. aps_u files are
+// compressed with LZF (chunked: read through HDF5).
+std::string WriteData(const testing::MpiTempDir& dir, const Case& c, const std::string& name,
+                      const std::string& format = "aps_old") {
   const Comm& world = testing::TestEnvironment().world();
   const std::string path = dir.file("stream_" + name + ".h5");
   RunCollectively(world, [&] {
@@ -60,6 +62,8 @@ std::string WriteData(const testing::MpiTempDir& dir, const Case& c, const std::
     synth::SynthOptions o;
     o.output = path;
     o.force = true;
+    o.format = format;
+    o.lzf = format == "aps_u";
     o.frames = c.frames;
     o.phi_deg = c.phi;
     o.noise = 1e-3;
@@ -209,22 +213,7 @@ TEST(NlsqStreaming, StreamedValuesEqualLoadedValuesWithFrameSelection) {
   const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_streaming");
   const Comm& world = testing::TestEnvironment().world();
   for (const std::string format : {"aps_old", "aps_u"}) {
-    const std::string path = WriteData(dir, kStatic, "values_" + format);
-    // Rewrite in the requested layout (WriteData writes aps_old).
-    RunCollectively(world, [&] {
-      if (world.rank() != 0 || format == "aps_old") return;
-      synth::SynthOptions o;
-      o.output = path;
-      o.force = true;
-      o.format = format;
-      o.lzf = true;
-      o.frames = kStatic.frames;
-      o.phi_deg = kStatic.phi;
-      o.noise = 1e-3;
-      o.seed = 11;
-      synth::WriteSyntheticDataset(MakeConfig(kStatic, kStatic.truth, path), o);
-    });
-    world.Barrier();
+    const std::string path = WriteData(dir, kStatic, "values_" + format, format);
     config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
     cfg.analyzer.start_frame = 5;
     cfg.analyzer.end_frame = 70;
@@ -272,21 +261,7 @@ TEST(NlsqStreaming, TheNextWindowIsReadAheadWithTheSameBits) {
   const testing::MpiTempDir dir(testing::TestEnvironment().world(), "nlsq_read_ahead");
   const Comm& world = testing::TestEnvironment().world();
   for (const std::string format : {"aps_old", "aps_u"}) {
-    const std::string path = WriteData(dir, kStatic, "ahead_" + format);
-    RunCollectively(world, [&] {
-      if (world.rank() != 0 || format == "aps_old") return;
-      synth::SynthOptions o;
-      o.output = path;
-      o.force = true;
-      o.format = format;
-      o.lzf = true;
-      o.frames = kStatic.frames;
-      o.phi_deg = kStatic.phi;
-      o.noise = 1e-3;
-      o.seed = 11;
-      synth::WriteSyntheticDataset(MakeConfig(kStatic, kStatic.truth, path), o);
-    });
-    world.Barrier();
+    const std::string path = WriteData(dir, kStatic, "ahead_" + format, format);
     const config::Config cfg = MakeConfig(kStatic, kStatic.start, path);
     const io::LoadOptions lo = LoadOptionsFromConfig(cfg, "");
     const io::LocalData in = io::LoadDistributed(world, lo, Logger::Silent());
