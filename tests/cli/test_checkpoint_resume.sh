@@ -124,6 +124,9 @@ echo -n "SIGUSR1 + resume: "; compare "$tmp/ref" "$tmp/s" || { echo "FAIL: after
 rm -rf "$tmp/ckpt"
 for how in usr1-mpiexec term-rank; do
   rm -rf "$tmp/ckpt" "$tmp/sig"
+  # Emptied before the run starts: the wait below must not read the last run's log, which a
+  # background redirection truncates only once its shell gets there.
+  : > "$tmp/sig.log"
   HOMODYNE_PAUSE_AT=nlsq_iter:1 "$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/cfg.yaml" \
     --output-dir "$tmp/sig" > "$tmp/sig.log" 2>&1 &
   pid=$!

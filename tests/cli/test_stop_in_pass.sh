@@ -58,6 +58,9 @@ case_run() {
   "$mpiexec" -n 2 "$bindir/homodyne" --config "$cfg" -o "$tmp/ref" --threads 1 "$@" \
     > "$tmp/ref.log" 2>&1 || { cat "$tmp/ref.log"; fail "$name: reference run"; }
   rm -rf "$tmp/ckpt"
+  # Emptied before the run starts: the wait below must not find the last case's mark in its
+  # log, which the background redirection truncates only once its shell gets there.
+  : > "$tmp/s.log"
   HOMODYNE_BLOCK_DELAY_MS=80 "$mpiexec" -n 2 "$bindir/homodyne" --config "$cfg" -o "$tmp/s" \
     --threads 1 -v "$@" > "$tmp/s.log" 2>&1 &
   pid=$!
