@@ -12,11 +12,8 @@
 namespace homodyne::nlsq {
 
 BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int64_t window_points,
-                         std::int64_t max_read_values, std::function<void()> read_ahead_start,
-                         bool read_ahead)
-    : tiles_(layout.tiles),
-      read_ahead_start_(std::move(read_ahead_start)),
-      read_ahead_allowed_(read_ahead) {
+                         std::int64_t max_read_values, std::function<void()> read_ahead_start)
+    : tiles_(layout.tiles), read_ahead_start_(std::move(read_ahead_start)) {
   const PartitionPlan& plan = layout.plan;
   const int rank = comm.rank();
   std::vector<std::int64_t> block_points;
@@ -34,8 +31,7 @@ BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int
   std::int64_t largest = 0;
   for (int w = 0; w < num_windows(); ++w) {
     const int b0 = window_starts_[static_cast<std::size_t>(w)];
-    const int b1 =
-        w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+    const int b1 = WindowEnd(w);
     std::int64_t points = 0;
     for (int b = b0; b < b1; ++b) points += block_points[static_cast<std::size_t>(b)];
     largest = std::max(largest, points);
@@ -45,9 +41,8 @@ BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int
   // The second window takes the block buffers' place: only where they are at least as large.
   // HOMODYNE_NO_READ_AHEAD=1 turns it off (comparisons, a file system that dislikes it).
   const char* off = std::getenv("HOMODYNE_NO_READ_AHEAD");
-  read_ahead_allowed_ = read_ahead_allowed_ && (off == nullptr || *off == '\0') &&
-                        num_windows() > 1 && reader_->all_direct() &&
-                        2 * max_read_values >= largest;
+  read_ahead_allowed_ = (off == nullptr || *off == '\0') && num_windows() > 1 &&
+                        reader_->all_direct() && 2 * max_read_values >= largest;
 }
 
 BlockStream::~BlockStream() { FinishReadAhead(-1); }
@@ -58,10 +53,13 @@ std::int64_t BlockStream::max_window_points() const {
   return static_cast<std::int64_t>(buffer_.size());
 }
 
+int BlockStream::WindowEnd(int w) const {
+  return w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+}
+
 void BlockStream::WindowTiles(int w, std::vector<io::LocalTile>& tiles) const {
   const int b0 = window_starts_[static_cast<std::size_t>(w)];
-  const int b1 =
-      w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+  const int b1 = WindowEnd(w);
   tiles.clear();
   std::size_t offset = 0;
   for (std::size_t t = block_tile_begin_[static_cast<std::size_t>(b0)];
@@ -91,7 +89,6 @@ int BlockStream::FinishReadAhead(int wanted) {
     reader_->CountUpperOnlyRead(ahead_.get());  // rethrows the thread's error
     return w;
   }
-  ahead_.wait();
   try {
     ahead_.get();
   } catch (...) {
@@ -130,8 +127,7 @@ const StreamWindow& BlockStream::Load(int w) {
   if (read_ahead_on_) ReadAhead(w + 1 < num_windows() ? w + 1 : 0);
 
   const int b0 = window_starts_[static_cast<std::size_t>(w)];
-  const int b1 =
-      w + 1 < num_windows() ? window_starts_[static_cast<std::size_t>(w) + 1] : num_blocks();
+  const int b1 = WindowEnd(w);
   win.first_block = b0;
   win.blocks.assign(static_cast<std::size_t>(b1 - b0), {});
   std::size_t t = 0;

@@ -67,11 +67,9 @@ class BlockStream {
 
   // Collective over `comm` (opens the file). `layout` is the rank's LoadDistributedLayout
   // (values empty); the stream keeps a copy of its tile list. `read_ahead_start` runs first
-  // on each read-ahead thread (homodyne lets it run on any core of the rank); `read_ahead`
-  // false: none.
+  // on each read-ahead thread (homodyne lets it run on any core of the rank).
   BlockStream(const Comm& comm, const io::LocalData& layout, std::int64_t window_points,
-              std::int64_t max_read_values, std::function<void()> read_ahead_start = {},
-              bool read_ahead = true);
+              std::int64_t max_read_values, std::function<void()> read_ahead_start = {});
   ~BlockStream();  // collective (closes the file)
   BlockStream(const BlockStream&) = delete;
   BlockStream& operator=(const BlockStream&) = delete;
@@ -96,6 +94,8 @@ class BlockStream {
   // Per window: its first read found the stored lower triangle of all its points +0.0 (a half
   // matrix stored upper, as APS files are), so later reads take its stored rows alone.
   std::vector<char> upper_only_;
+  // One past window w's last local block.
+  int WindowEnd(int w) const;
   // Window w's tiles with their offsets into a window buffer.
   void WindowTiles(int w, std::vector<io::LocalTile>& tiles) const;
   // Starts reading window w into spare_ on a thread of its own.
@@ -110,7 +110,7 @@ class BlockStream {
   StreamWindow window_;
   std::unique_ptr<io::TileStreamReader> reader_;
   std::function<void()> read_ahead_start_;
-  bool read_ahead_allowed_ = true;
+  bool read_ahead_allowed_ = false;
   bool read_ahead_on_ = false;
   std::future<std::int64_t> ahead_;  // values read by the read-ahead of window ahead_window_
   int ahead_window_ = -1;
