@@ -289,7 +289,11 @@ std::string ShardCheckpointDataId(const SamplingContext& c) {
   data_id += "cmc.sampling_geometry: " + c.sites.geometry.Describe() + "\n";
   if (c.cfg.optimization.cmc.reparameterization.laplace_whitening) {
     // The axis check is a deterministic function of the shard: a resume makes the same choice.
-    data_id += "cmc.laplace_whitening: mode, whitening and axis check per shard\n";
+    // The mode search's σ start is named: a checkpoint whose whitening came from the search
+    // before it (σ from the data's spread) is not resumed in another map.
+    data_id +=
+        "cmc.laplace_whitening: mode (sigma from its conditional maximum), whitening and axis "
+        "check per shard\n";
   }
   return data_id;
 }

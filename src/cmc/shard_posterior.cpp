@@ -338,6 +338,24 @@ ShardMode ShardPosterior::FindMode(std::span<const double> theta, double sigma,
   std::vector<double> g(m.u.size()), g_try(m.u.size());
   double f = im.DensityInU(m.u, g);
   m.start_log_density = f;
+  if (!im.known_sigma) {
+    // σ from its conditional maximum at θ, σ̂² = χ²/N, where that is denser. The steps below
+    // move log σ by at most kTrustRadius/√(2N) (the Hessian's 2N): from the data's spread, the
+    // caller's σ, 25–50 times the noise, the search spent its 200 steps climbing σ on a 6 × 120
+    // two-component shard (+14,000 nats), stopped short of the mode, and the map built there
+    // left the chains a step size of 0.005 (docs/cmc.md, step 5b).
+    const double n_points = static_cast<double>(im.kernel->num_points());
+    const double s_hat = std::sqrt(im.kernel->Chi2(im.layout.Expand(theta)) / n_points);
+    if (std::isfinite(s_hat) && s_hat > 0.0) {
+      std::vector<double> u_hat = im.ToU(theta, s_hat), g_hat(u_hat.size());
+      const double f_hat = im.DensityInU(u_hat, g_hat);
+      if (std::isfinite(f_hat) && !(f_hat <= f)) {
+        m.u = std::move(u_hat);
+        g.swap(g_hat);
+        f = f_hat;
+      }
+    }
+  }
   if (!std::isfinite(f)) return m;
   // Levenberg–Marquardt on −log π with the Gauss–Newton Hessian.
   constexpr double kTrustRadius = 4.0;

@@ -223,6 +223,22 @@ TEST(SamplingGeometry, LaplaceWhiteningGivesUnitHessianAtTheMode) {
   }
 }
 
+// The mode search starts σ at its conditional maximum given θ (σ̂² = χ²/N): from a σ 50
+// times the noise (the data's spread, as a caller without a fit passes) it reaches the same
+// mode in a few steps. Before, its steps moved log σ by at most 4/√(2N) = 0.10 here, so 15
+// steps could not cover log 50 = 3.9 and it stopped short.
+TEST(SamplingGeometry, ModeSearchStartsSigmaAtItsConditionalMaximum) {
+  const Data d = MakeData();
+  const ShardPosterior post(GeometrySetup(d), Layout());
+  const ShardMode near = post.FindMode(d.truth, d.noise, 200);
+  ASSERT_TRUE(near.converged);
+  const ShardMode far = post.FindMode(d.truth, 50.0 * d.noise, 15);
+  EXPECT_TRUE(far.converged) << far.iterations << " steps";
+  EXPECT_NEAR(far.log_density, near.log_density, 1e-6 * std::abs(near.log_density));
+  EXPECT_NEAR(far.sigma, near.sigma, 0.01 * near.sigma);
+  EXPECT_NEAR(near.sigma, d.noise, 0.1 * d.noise);
+}
+
 TEST(SamplingGeometry, OutsideTheBoxIsAWall) {
   const Data d = MakeData();
   const ShardPosterior post(GeometrySetup(d), Layout());
