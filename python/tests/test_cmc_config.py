@@ -15,9 +15,14 @@ def small_cmc_config(path):
         config = yaml.safe_load(f)
     config["analyzer_parameters"]["end_frame"] = 60
     config["experimental_data"]["data_folder_path"] = SOURCE + "/examples/data"
+    # A test of equal bits, not of a posterior: 40 draws of the real matrix's 60 frames, whose
+    # D0 bound lies within one Laplace sd of the mode (docs/cmc.md, "Choosing the
+    # coordinates"), diverge on 10-35 % of the draws whichever map the mode search builds, so
+    # the shard is kept up to half divergent draws rather than the run failing.
     config["optimization"]["cmc"] = {
         "seed": 7, "sharding": {"num_shards": 1},
-        "per_shard_mcmc": {"num_warmup": 100, "num_samples": 40, "num_chains": 2}}
+        "per_shard_mcmc": {"num_warmup": 100, "num_samples": 40, "num_chains": 2},
+        "validation": {"max_divergence_rate": 0.5}}
     path.write_text(yaml.safe_dump(config))
     return config
 
