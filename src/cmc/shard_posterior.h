@@ -98,7 +98,8 @@ class ShardPosterior final : public nuts::LogDensity {
   Whitening LaplaceAt(std::span<const double> u) const;
   Whitening Laplace(std::span<const double> theta, double sigma) const;
   // The posterior's mode in u from (θ, σ) by Levenberg–Marquardt with that Hessian (at
-  // most max_iterations steps; deterministic).
+  // most max_iterations steps; deterministic). A sampled σ starts at √(χ²/N) at θ instead
+  // where that is denser.
   ShardMode FindMode(std::span<const double> theta, double sigma, int max_iterations) const;
   const model::ParameterLayout& layout() const;
   std::int64_t num_points() const;
