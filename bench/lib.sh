@@ -49,6 +49,24 @@ phi_filtering: {enabled: false}
 YAML
 }
 
+# write_two_component_head DATA VALUES: the first lines of a two-component config for a set
+# made by homodyne-synth in DATA's folder (dt 0.1, q 0.0054, xpcsjax's 14 parameters with
+# VALUES), on stdout, ending inside initial_parameters; the caller adds what follows.
+write_two_component_head() {
+  cat <<YAML
+analysis_mode: two_component
+analyzer_parameters:
+  dt: 0.1
+  scattering: {wavevector_q: 0.0054}
+experimental_data:
+  data_folder_path: $(dirname "$1")
+  data_file_name: $(basename "$1")
+initial_parameters:
+  parameter_names: [D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]
+  values: $2
+YAML
+}
+
 # write_default_start_config MODE DATA: the config of a synthetic set's fit from homodyne's
 # default start (values: null) with every angle kept and no fitted-data files, on stdout.
 write_default_start_config() {

@@ -13,29 +13,24 @@ source "$(dirname "$0")/lib.sh" "$@"
 name=${BENCH_NAME:-cmc_two_component_${stamp}}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 write_cfg() {  # write_cfg FILE VALUES
-  cat > "$1" <<YAML
-analysis_mode: two_component
-analyzer_parameters:
-  dt: 0.1
-  scattering: {wavevector_q: 0.0054}
-experimental_data:
-  data_folder_path: $work
-  data_file_name: het.h5
-initial_parameters:
-  parameter_names: [D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]
-  values: $2
+  {
+    write_two_component_head "$work/het.h5" "$2"
+    cat <<YAML
 parameter_space:
   bounds:
     - {name: v_beta, min: -1.0, max: 2.0}
 ${EXTRA_YAML:-}
 YAML
+  } > "$1"
 }
+# The set: the truth of tests/cli/test_cmc_two_component_hold.sh, the start 10 % off it.
 truth="[3000, 0.3, 20, 20000, -0.3, 50, 300, 0.6, 2, 0.35, 0.0, 0.0, 0.05, 2.0]"
 start="[3300, 0.27, 18, 18000, -0.33, 55, 320, 0.55, 2.2, 0.33, 0.0, 0.0, 0.055, 1.5]"
+angles="0,30,60,90,120,150" frames=120 noise=0.002 seed=11
 write_cfg "$work/truth.yaml" "$truth"
 write_cfg "$work/fit.yaml" "$start"
-"$build/apps/homodyne-synth" --config "$work/truth.yaml" -o "$work/het.h5" --frames 120 \
-  --angles "0,30,60,90,120,150" --noise 0.002 --seed 11 -q
+"$build/apps/homodyne-synth" --config "$work/truth.yaml" -o "$work/het.h5" --frames "$frames" \
+  --angles "$angles" --noise "$noise" --seed "$seed" -q
 # Each log line is stamped as it arrives (the job's output is a pipe).
 set +e
 # shellcheck disable=SC2086
@@ -48,9 +43,12 @@ for line in sys.stdin:
 ' > "$work/log"
 rc=${PIPESTATUS[0]}
 set -e
-/usr/bin/python3 - "$work" "$rc" "$out/$name" "${CMC_ARGS:-}" "${EXTRA_YAML:-}" <<'PY'
+/usr/bin/python3 - "$work" "$rc" "$out/$name" "${CMC_ARGS:-}" "${EXTRA_YAML:-}" "$truth" \
+  "$angles" "$frames" "$noise" "$seed" <<'PY'
 import json, os, platform, subprocess, sys
 work, rc, base, cmc_args, extra = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+truth, angles = json.loads(sys.argv[6]), json.loads("[" + sys.argv[7] + "]")
+frames, noise, seed = int(sys.argv[8]), float(sys.argv[9]), int(sys.argv[10])
 lines = [l.split(" ", 1) for l in open(work + "/log")]
 stamps = [(float(t), text.rstrip("\n")) for t, text in lines]
 sampling = [t for t, text in stamps if text.startswith("CMC: shard")]
@@ -58,7 +56,6 @@ gaps = [b - a for a, b in zip(sampling, sampling[1:])]
 shards = json.load(open(work + "/out/cmc/shard_diagnostics.json"))
 rows = []
 for s in shards:
-    hist = s.get("tree_depth_histogram") or {}
     rows.append({
         "shard": s["shard"], "points": s["points"],
         "depth_cap_share": s["treedepth_saturation_rate"],
@@ -71,9 +68,8 @@ for s in shards:
 sampling_line = next((text for _, text in stamps if "sampling log contrast" in text), "")
 report = {
     "benchmark": "two-component CMC, 6 angles x 120 frames, constant sample fraction, 2 ranks",
-    "data": {"angles": [0, 30, 60, 90, 120, 150], "frames": 120, "dt": 0.1, "q": 0.0054,
-             "noise": 0.002, "seed": 11,
-             "truth": [3000, 0.3, 20, 20000, -0.3, 50, 300, 0.6, 2, 0.35, 0.0, 0.0, 0.05, 2.0]},
+    "data": {"angles": angles, "frames": frames, "dt": 0.1, "q": 0.0054, "noise": noise,
+             "seed": seed, "truth": truth},
     "cmc_args": cmc_args or "(defaults)", "extra_yaml": extra,
     "exit_code": rc, "whole_job_seconds": stamps[-1][0] if stamps else None,
     "sampling_log_lines": len(sampling),

@@ -13,24 +13,16 @@ py=/usr/bin/python3
 
 # The truth and perturbed start of tests/cli/test_two_component.sh; f2 is held (f0 and f2 are
 # one parameter of the model).
-names="[D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f2, f3, phi0_het]"
 write_cfg() {  # write_cfg <file> <values>
-  cat > "$1" <<YAML
-analysis_mode: two_component
-analyzer_parameters:
-  dt: 0.1
-  scattering: {wavevector_q: 0.0054}
-experimental_data:
-  data_folder_path: $work
-  data_file_name: het.h5
-initial_parameters:
-  parameter_names: $names
-  values: $2
+  {
+    write_two_component_head "$work/het.h5" "$2"
+    cat <<YAML
   active_parameters: [D0_ref, alpha_ref, D_offset_ref, D0_sample, alpha_sample, D_offset_sample, v0, v_beta, v_offset, f0, f1, f3, phi0_het]
 parameter_space:
   bounds:
     - {name: v_beta, min: -1.0, max: 2.0}
 YAML
+  } > "$1"
 }
 write_cfg "$work/truth.yaml" "[3000, 0.3, 20, 20000, -0.3, 50, 300, 0.6, 2, 0.35, 0.3, 0.0, 0.05, 2.0]"
 write_cfg "$work/fit.yaml" "[3300, 0.27, 18, 18000, -0.33, 55, 320, 0.55, 2.2, 0.33, 0.32, 0.0, 0.055, 1.5]"
