@@ -340,10 +340,9 @@ ShardMode ShardPosterior::FindMode(std::span<const double> theta, double sigma,
   m.start_log_density = f;
   if (!im.known_sigma) {
     // σ from its conditional maximum at θ, σ̂² = χ²/N, where that is denser. The steps below
-    // move log σ by at most kTrustRadius/√(2N) (the Hessian's 2N): from the data's spread, the
-    // caller's σ, 25–50 times the noise, the search spent its 200 steps climbing σ on a 6 × 120
-    // two-component shard (+14,000 nats), stopped short of the mode, and the map built there
-    // left the chains a step size of 0.005 (docs/cmc.md, step 5b).
+    // move log σ by at most kTrustRadius/√(2N) (the Hessian's 2N), so from a σ far off (the
+    // caller's is the data's spread) they would end short of the mode, where the map is built
+    // (docs/cmc.md, step 5b).
     const double n_points = static_cast<double>(im.kernel->num_points());
     const double s_hat = std::sqrt(im.kernel->Chi2(im.layout.Expand(theta)) / n_points);
     if (std::isfinite(s_hat) && s_hat > 0.0) {
