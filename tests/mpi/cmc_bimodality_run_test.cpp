@@ -29,8 +29,8 @@ namespace {
 
 // The template with its data path, dt and frame range pointed at `file`.
 config::Config Template(const std::string& file) {
-  std::ifstream in(std::string(HOMODYNE_SOURCE_DIR) +
-                   "/examples/homodyne_laminar_flow_config.yaml");
+  std::ifstream in(std::filesystem::path(HOMODYNE_SOURCE_DIR) / "examples" /
+                   "homodyne_laminar_flow_config.yaml");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string yaml = ss.str();
