@@ -25,6 +25,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LO, HI = 0.75, 1.33  # the acceptance band of sd(consensus) / sd(full data)
+# Shards whose chains mixed, by the reference's default rule (--ref-rhat, --ref-ess): a
+# consensus of chains that did not mix is counted apart, whatever its ratios.
+MIX_RHAT, MIX_ESS = 1.05, 100
 DRAWS = ""
 REF = ""
 
@@ -131,6 +134,14 @@ def shard_records(out_dir):
                                           "num_warmup", "warmup_attempts",
                                           "used_in_combination", "rejection_reason")})
     return out
+
+
+def shards_mixed(r):
+    """Whether every shard kept for the consensus mixed (MIX_RHAT, MIX_ESS), and its worst."""
+    used = [x for x in r["shards"] if x.get("used_in_combination", True)] or r["shards"]
+    rhat = max(x["max_r_hat"] for x in used)
+    ess = min(x["min_ess"] for x in used)
+    return rhat <= MIX_RHAT and ess >= MIX_ESS, rhat, ess
 
 
 def sds(out_dir):
@@ -295,6 +306,11 @@ def summarise(records, out_json, out_md, planned=None):
         "references_sampled": sum(not r["reference_not_sampled"] for r in ok),
         "within_band_with_a_sampled_reference": sum(
             r["within_band"] and not r["reference_not_sampled"] for r in ok),
+        "shards_mixed": sum(shards_mixed(r)[0] for r in ok),
+        "within_band_with_mixed_shards_and_a_sampled_reference": sum(
+            r["within_band"] and shards_mixed(r)[0] and not r["reference_not_sampled"]
+            for r in ok),
+        "mixed_rule": f"every kept shard max R-hat <= {MIX_RHAT}, min ESS >= {MIX_ESS}",
         "ratio_full_min": min(ratios) if ratios else None,
         "ratio_full_max": max(ratios) if ratios else None,
         "band": [LO, HI],
@@ -320,18 +336,22 @@ def summarise(records, out_json, out_md, planned=None):
         f"physical sd ratio inside [{LO}, {HI}]: {summary['datasets_within_band']}; full-data "
         f"references sampled: {summary['references_sampled']}, of these inside the band: "
         f"{summary['within_band_with_a_sampled_reference']}; ratios "
-        f"{summary['ratio_full_min']:.3f} to {summary['ratio_full_max']:.3f}." if ratios else "",
+        f"{summary['ratio_full_min']:.3f} to {summary['ratio_full_max']:.3f}. Datasets whose "
+        f"kept shards all mixed ({summary['mixed_rule']}): {summary['shards_mixed']}; of these "
+        "with a sampled reference, inside the band: "
+        f"{summary['within_band_with_mixed_shards_and_a_sampled_reference']}." if ratios else "",
         "", "Shards rerun: those whose first chains diverged above max_divergence_rate, rerun "
         "with twice the warmup (docs/cmc.md, step 6b); the full-data reference's own max R̂, "
         "min ESS, divergence rate and warmup runs are given beside it, and why it does not "
         "count as sampled where it does not.", "",
-        "| # | mode | shards | rerun | flagged | screened | sd(consensus)/sd(full) | "
-        "sd(consensus)/NLSQ σ | full data: R̂, ESS, div, runs | rule before: sd/sd(full) |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+        "| # | mode | shards | rerun | flagged | screened | shards: max R̂, min ESS | "
+        "sd(consensus)/sd(full) | sd(consensus)/NLSQ σ | full data: R̂, ESS, div, runs | "
+        "rule before: sd/sd(full) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         if r.get("exit_code") != 0:
             lines.append(f"| {r['dataset']} | {r['mode']} | failed (exit {r.get('exit_code')}) "
-                         "| | | | | | | |")
+                         "| | | | | | | | |")
             continue
         fmt = lambda m: ", ".join(f"{k} {v:.2f}" for k, v in m.items())
         rerun = sum((s.get("warmup_attempts") or 1) > 1 for s in r["shards"])
@@ -340,8 +360,11 @@ def summarise(records, out_json, out_md, planned=None):
                 f" {f.get('warmup_attempts') or 1}")
         if r["reference_not_sampled"]:
             full += " (not sampled: " + "; ".join(r["reference_not_sampled"]) + ")"
+        mixed, rhat, ess = shards_mixed(r)
+        mix = f"{rhat:.3f}, {ess:.0f}" + ("" if mixed else " (not mixed)")
         lines.append(f"| {r['dataset']} | {r['mode']} | {r['num_shards']} | {rerun} | "
-                     f"{r['shards_flagged']} | {r['shards_screened']} | {fmt(r['ratio_full'])} | "
+                     f"{r['shards_flagged']} | {r['shards_screened']} | {mix} | "
+                     f"{fmt(r['ratio_full'])} | "
                      f"{fmt(r['ratio_nlsq'])} | {full} | "
                      f"{fmt(r['old_ratio_full']) if 'old_ratio_full' in r else ''} |")
     open(out_md, "w").write("\n".join(lines) + "\n")
