@@ -260,7 +260,8 @@ std::optional<std::string> ShardNotConverged(const CmcRunResult& result,
   }
   return fmt::format(
       "CMC shard {} not converged: {} (optimization.cmc.validation.max_per_shard_rhat, "
-      "min_per_shard_ess); the posterior is labelled not_converged",
+      "min_per_shard_ess); the posterior is labelled not_converged; longer chains are the "
+      "first thing to try (num_warmup, num_samples; --n-warmup, --n-samples)",
       d.shard, fmt::join(parts, "; "));
 }
 

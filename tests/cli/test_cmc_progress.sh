@@ -3,7 +3,8 @@
 # HOMODYNE_PROGRESS_INTERVAL, a CMC run whose one shard samples for a few seconds writes
 # several progress lines for that shard before it is done, each with the draws done of the
 # shard's total, draws per second and an ETA (docs/cmc.md, "Progress"); a bad interval is
-# an error naming the variable (exit code 2).
+# an error naming the variable (exit code 2); a shard too short to mix is warned about with
+# the remedy to try first.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -47,6 +48,13 @@ assert all(float(m.group(4)) > 0 and m.group(5) != "unknown" for m in inside), "
 assert len(done) <= 1 and all(int(m.group(2)) == total for m in done), [m.group(0) for m in done]
 print(f"{len(inside)} lines while shard 0 sampled")
 PY
+# Chains far too short to mix (2 x 10 draws): each shard's warning says the posterior is
+# labelled not_converged and what to try first.
+"$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/c.yaml" --method cmc --no-nlsq-warmstart \
+  --n-chains 2 --n-warmup 20 --n-samples 10 --cmc-num-shards 1 -o "$tmp/short" \
+  > "$tmp/short.log" 2>&1 || { cat "$tmp/short.log"; fail "short CMC run"; }
+grep "CMC shard 0 not converged: " "$tmp/short.log" | grep "labelled not_converged" |
+  grep -q -- "--n-warmup, --n-samples" || { cat "$tmp/short.log"; fail "no remedy in the warning"; }
 out=$(HOMODYNE_PROGRESS_INTERVAL=soon "$mpiexec" -n 1 "$bindir/homodyne" "${args[@]}" \
   -o "$tmp/bad" 2>&1); rc=$?
 [ $rc -eq 2 ] || { echo "$out"; fail "bad HOMODYNE_PROGRESS_INTERVAL: exit $rc, not 2"; }
