@@ -25,7 +25,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LO, HI = 0.75, 1.33  # the acceptance band of sd(consensus) / sd(full data)
-# Shards whose chains mixed, by the reference's default rule (--ref-rhat, --ref-ess): a
+# Chains that mixed: R-hat at most MIX_RHAT and min ESS at least MIX_ESS. The full-data
+# reference's default rule (--ref-rhat, --ref-ess), and the shards' in the summary: a
 # consensus of chains that did not mix is counted apart, whatever its ratios.
 MIX_RHAT, MIX_ESS = 1.05, 100
 DRAWS = ""
@@ -167,8 +168,10 @@ def main():
     ap.add_argument("--ref-samples", type=int, default=1000, help="per chain")
     ap.add_argument("--ref-tree-depth", type=int, default=10, help="the template's")
     ap.add_argument("--ref-warmup-retries", type=int, default=2)
-    ap.add_argument("--ref-rhat", type=float, default=1.05, help="converged reference: R-hat <=")
-    ap.add_argument("--ref-ess", type=float, default=100, help="converged reference: min ESS >=")
+    ap.add_argument("--ref-rhat", type=float, default=MIX_RHAT,
+                    help="converged reference: R-hat <=")
+    ap.add_argument("--ref-ess", type=float, default=MIX_ESS,
+                    help="converged reference: min ESS >=")
     ap.add_argument("--ref-div", type=float, default=0.05,
                     help="converged reference: divergence rate <=")
     ap.add_argument("--skip-cmc", action="store_true",
