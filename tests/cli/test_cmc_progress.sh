@@ -24,8 +24,8 @@ initial_parameters:
 YAML
 "$bindir/homodyne-synth" --config "$tmp/c.yaml" -o "$tmp/static.h5" --frames 40 \
   --angles "0,60,120" --param D0=30000 --param alpha=-0.6 --noise 0.003 -q || fail "synth"
-args=(--config "$tmp/c.yaml" --method cmc --no-nlsq-warmstart --n-chains 2 --n-warmup 300
-      --n-samples 1500 --cmc-num-shards 1)
+base=(--config "$tmp/c.yaml" --method cmc --no-nlsq-warmstart --n-chains 2 --cmc-num-shards 1)
+args=("${base[@]}" --n-warmup 300 --n-samples 1500)
 HOMODYNE_PROGRESS=lines HOMODYNE_PROGRESS_INTERVAL=0.1 "$mpiexec" -n 1 "$bindir/homodyne" \
   "${args[@]}" -o "$tmp/out" > "$tmp/log" 2>&1 || { cat "$tmp/log"; fail "CMC run"; }
 grep "CMC: shard" "$tmp/log"
@@ -50,8 +50,7 @@ print(f"{len(inside)} lines while shard 0 sampled")
 PY
 # Chains far too short to mix (2 x 10 draws): each shard's warning says the posterior is
 # labelled not_converged and what to try first.
-"$mpiexec" -n 1 "$bindir/homodyne" --config "$tmp/c.yaml" --method cmc --no-nlsq-warmstart \
-  --n-chains 2 --n-warmup 20 --n-samples 10 --cmc-num-shards 1 -o "$tmp/short" \
+"$mpiexec" -n 1 "$bindir/homodyne" "${base[@]}" --n-warmup 20 --n-samples 10 -o "$tmp/short" \
   > "$tmp/short.log" 2>&1 || { cat "$tmp/short.log"; fail "short CMC run"; }
 grep "CMC shard 0 not converged: " "$tmp/short.log" | grep "labelled not_converged" |
   grep -q -- "--n-warmup, --n-samples" || { cat "$tmp/short.log"; fail "no remedy in the warning"; }
