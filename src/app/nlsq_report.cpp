@@ -12,6 +12,30 @@ double Mean(const std::vector<double>& v) {
   return v.empty() ? std::nan("") : std::accumulate(v.begin(), v.end(), 0.0) / v.size();
 }
 
+// The summary's lines of what the data leave undetermined (nlsq/degeneracy.h).
+std::string FormatDegeneracyLines(const nlsq::DegeneracyDiagnostics& d) {
+  std::string out;
+  for (const nlsq::CorrelatedPair& p : d.correlated) {
+    out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,
+                       p.correlation);
+  }
+  for (const nlsq::EquivalentMinimum& m : d.equivalent_minima) {
+    out += fmt::format(
+        "  equally good      {} {:.6g} (objective {:.12g}{}, {:.6g} half-way): the data do not "
+        "choose between it and the answer's {:.6g}\n",
+        m.parameter, m.value, m.objective, m.on_rows ? " on the rows" : "", m.barrier_objective,
+        m.answer_value);
+  }
+  if (!d.weakest.empty()) {
+    const nlsq::WeakDirection& w = d.weakest.front();
+    out += fmt::format(
+        "  weakest direction {} (eigenvalue {:.2g} of the largest){}\n", nlsq::DescribeDirection(w),
+        w.relative_eigenvalue,
+        w.relative_eigenvalue < nlsq::kWeakDirectionWarning ? ": barely constrained" : "");
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
@@ -100,17 +124,7 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
         f.regularization.lambda, f.regularization.total_chi_squared,
         f.regularization.data_chi_squared);
   }
-  for (const nlsq::CorrelatedPair& p : f.degeneracy.correlated) {
-    out += fmt::format("  degenerate        {} ~ {} (correlation {:+.4f})\n", p.first, p.second,
-                       p.correlation);
-  }
-  if (!f.degeneracy.weakest.empty()) {
-    const nlsq::WeakDirection& w = f.degeneracy.weakest.front();
-    out += fmt::format(
-        "  weakest direction {} (eigenvalue {:.2g} of the largest){}\n", nlsq::DescribeDirection(w),
-        w.relative_eigenvalue,
-        w.relative_eigenvalue < nlsq::kWeakDirectionWarning ? ": barely constrained" : "");
-  }
+  out += FormatDegeneracyLines(f.degeneracy);
   out += "=============================================================\n";
   return out;
 }
@@ -126,6 +140,13 @@ std::string FormatTruthComparison(const nlsq::NlsqRunResult& r, const synth::Syn
         sigma > 0 ? std::abs(f.physical_values[i] - t.physical[i]) / sigma : std::nan("");
     out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}{:>12.3g}{:>10.2f}\n", f.physical_names[i],
                        t.physical[i], f.physical_values[i], sigma, z);
+    // The equally good minima of this parameter, each against the truth.
+    for (const nlsq::EquivalentMinimum& m : f.degeneracy.equivalent_minima) {
+      if (m.parameter != f.physical_names[i]) continue;
+      out +=
+          fmt::format("  {:<18}{:>14}{:>14.6g}{:>12}{:>10.2f}\n", "  (equally good)", "", m.value,
+                      "", sigma > 0 ? std::abs(m.value - t.physical[i]) / sigma : std::nan(""));
+    }
   }
   out += fmt::format("  {:<18}{:>14.6g}{:>14.6g}\n", "contrast (mean)", Mean(t.contrast),
                      Mean(f.contrast));

@@ -309,6 +309,10 @@ nlsq::NlsqRunResult FinishRun(PipelineContext& ctx, const nlsq::SolverSummary& a
   r.report.global_search = ctx.global_report;
   r.report.recovery_actions = ctx.actions;
   r.report.anti_degeneracy = ctx.anti_degeneracy_report;
+  for (const nlsq::EquivalentMinimum& m : ctx.equivalent_minima) {
+    r.report.degeneracy.warnings.push_back(nlsq::DescribeEquivalentMinimum(m));
+  }
+  r.report.degeneracy.equivalent_minima = ctx.equivalent_minima;
   for (const auto& w : r.report.quality_warnings) ctx.logger.Warn("{}", w);
   for (const auto& w : r.report.degeneracy.warnings) ctx.logger.Warn("{}", w);
   return r;

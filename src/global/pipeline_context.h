@@ -55,6 +55,7 @@ struct PipelineContext {
   std::vector<std::string> actions;  // FitReport::recovery_actions
   nlsq::AntiDegeneracyReport anti_degeneracy_report;
   std::optional<nlsq::GlobalSearchReport> global_report;
+  std::vector<nlsq::EquivalentMinimum> equivalent_minima;  // FitReport::degeneracy's
   double cmaes_seconds = 0.0;
 
   // The name of the value the local fits minimise: "chi2", or "objective (soft_l1)" under a

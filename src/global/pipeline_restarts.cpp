@@ -1,6 +1,10 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -145,6 +149,7 @@ RowScreen ScreenOnRows(PipelineContext& ctx, const nlsq::SolverSummary& incumben
                     rows.size() - 1, ToString(r.termination), ctx.Objective(), r.final_chi2,
                     r.iterations);
   }
+  screen.fits = rows;
   screen.kept = SelectByRows(std::move(rows), screen.reference, screen.reference_fit);
   return screen;
 }
@@ -193,6 +198,81 @@ FullFits SolveKept(PipelineContext& ctx, const nlsq::SolverSummary& incumbent,
 
 }  // namespace
 
+namespace {
+
+// Whether `other` (a restart's fit, on the rows when stride > 1) is a minimum as good as
+// `answer`'s and separate from it (CheckPhi0Basins); `answer_objective` is the answer's
+// objective on the same points. Collective (one objective evaluation) when the first tests
+// pass.
+std::optional<nlsq::EquivalentMinimum> EquivalentPhi0(PipelineContext& ctx,
+                                                      const nlsq::SolverSummary& answer,
+                                                      double answer_objective,
+                                                      const nlsq::SolverSummary& other, int stride,
+                                                      std::string found_by) {
+  const nlsq::XpcsFitSession& session = ctx.session;
+  const int i = Phi0Index(session);
+  const auto converged = [](const nlsq::SolverSummary& s) {
+    return s.IsUsable() && s.termination == lsq::Termination::kConverged && !s.x.empty() &&
+           std::isfinite(s.final_chi2);
+  };
+  if (i < 0 || !converged(answer) || !converged(other) || other.x.size() != answer.x.size()) {
+    return std::nullopt;
+  }
+  const double width = session.upper()[i] - session.lower()[i];
+  if (std::abs(other.x[i] - answer.x[i]) <= kEquivalentPhi0Separation * width) return std::nullopt;
+  if (std::abs(other.final_chi2 - answer_objective) >
+      kLowerMinimumRelTol * std::max(std::abs(other.final_chi2), std::abs(answer_objective))) {
+    return std::nullopt;
+  }
+  std::vector<double> mid(answer.x.size());
+  for (std::size_t k = 0; k < mid.size(); ++k) mid[k] = 0.5 * (answer.x[k] + other.x[k]);
+  double barrier = 0.0;
+  if (stride > 1) {
+    std::vector<double> value;
+    ctx.session.Chi2BatchOnRows(std::vector<std::vector<double>>{mid}, value, stride);
+    barrier = value.at(0);
+  } else {
+    barrier = ctx.session.Chi2At(mid);
+  }
+  const double higher = std::max(answer_objective, other.final_chi2);
+  if (!(barrier > higher * (1.0 + kBarrierRelTol))) return std::nullopt;
+  nlsq::EquivalentMinimum m;
+  m.parameter = "phi0";
+  m.answer_value = answer.x[i];
+  m.value = other.x[i];
+  m.answer_objective = answer_objective;
+  m.objective = other.final_chi2;
+  m.barrier_objective = barrier;
+  m.on_rows = stride > 1;
+  m.found_by = std::move(found_by);
+  return m;
+}
+
+// The equivalent minima among the phi0 check's fits (full fits, else row fits), one per
+// separate phi0, into the context's (FinishRun warns).
+void NoteEquivalentPhi0(PipelineContext& ctx, const nlsq::SolverSummary& answer,
+                        const std::vector<std::pair<std::string, const nlsq::SolverSummary*>>& fits,
+                        double answer_objective, int stride) {
+  const int i = Phi0Index(ctx.session);
+  if (i < 0) return;
+  const double width = ctx.session.upper()[i] - ctx.session.lower()[i];
+  std::vector<double> seen;
+  for (const auto& [found_by, fit] : fits) {
+    if (std::any_of(seen.begin(), seen.end(), [&](double v) {
+          return !fit->x.empty() && std::abs(fit->x[i] - v) <= kEquivalentPhi0Separation * width;
+        })) {
+      continue;
+    }
+    std::optional<nlsq::EquivalentMinimum> m =
+        EquivalentPhi0(ctx, answer, answer_objective, *fit, stride, found_by);
+    if (!m) continue;
+    seen.push_back(m->value);
+    ctx.equivalent_minima.push_back(std::move(*m));
+  }
+}
+
+}  // namespace
+
 std::vector<double> Phi0RestartValues(double lo, double hi, int n) {
   std::vector<double> v;
   for (int k = 0; k < n; ++k) v.push_back(lo + (hi - lo) * (k + 0.5) / n);
@@ -215,6 +295,8 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
   nlsq::SolverSummary chosen = best;
   int chosen_k = -1;
   std::string screened;
+  std::vector<nlsq::SolverSummary> restarts;  // the full fits without a screen
+  std::optional<RowScreen> row_screen;
   if (const int stride = RecoveryRowStride(ctx); stride > 1) {
     std::vector<std::vector<double>> starts;
     for (double v : values) {
@@ -227,6 +309,7 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
     FullFits full = SolveKept(ctx, best, screen, "phi0_restart");
     chosen = std::move(full.chosen);
     chosen_k = full.chosen_index;
+    row_screen = screen;
   }
   for (std::size_t k = 0; screened.empty() && k < values.size(); ++k) {
     std::vector<double> start = best.x;
@@ -238,9 +321,29 @@ nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSumm
                 ToString(s.termination), model::ObjectiveName(session.problem_loss()), s.final_chi2,
                 s.x.empty() ? std::nan("") : s.x[i]);
     if (Better(s, chosen)) {
-      chosen = std::move(s);
+      chosen = s;
       chosen_k = static_cast<int>(k);
     }
+    restarts.push_back(std::move(s));
+  }
+  // Equivalent minima of the answer (chosen). Without a screen: the restarts' and the first
+  // answer's full fits. With one: the row fits, against the answer's row minimum when the
+  // screen took it from the answer it keeps (no full restart ended lower).
+  std::vector<std::pair<std::string, const nlsq::SolverSummary*>> fits;
+  if (!row_screen) {
+    if (chosen_k >= 0) fits.emplace_back("the phi0 check's first answer", &best);
+    for (std::size_t k = 0; k < restarts.size(); ++k) {
+      if (static_cast<int>(k) == chosen_k) continue;
+      fits.emplace_back(fmt::format("the phi0 check's restart from phi0 = {:.6g}", values[k]),
+                        &restarts[k]);
+    }
+    NoteEquivalentPhi0(ctx, chosen, fits, chosen.final_chi2, 1);
+  } else if (chosen_k < 0 && row_screen->reference_fit) {
+    for (std::size_t k = 0; k < row_screen->fits.size(); ++k) {
+      fits.emplace_back(fmt::format("the phi0 check's row fit from phi0 = {:.6g}", values.at(k)),
+                        &row_screen->fits[k]);
+    }
+    NoteEquivalentPhi0(ctx, chosen, fits, row_screen->reference, row_screen->stride);
   }
   if (chosen_k < 0) {
     ctx.actions.push_back(fmt::format(

@@ -59,7 +59,10 @@ struct RowScreen {
   int starts = 0;
   int passes = 0;                    // over the rows (with and without derivatives)
   std::vector<RowScreenStart> kept;  // in the order of the full fits
-  std::string Describe() const;      // for the recovery actions
+  // Every start's row fit, by start index (the phi0 check looks for an equivalent minimum
+  // among those the rule drops as the incumbent's value reached again).
+  std::vector<nlsq::SolverSummary> fits;
+  std::string Describe() const;  // for the recovery actions
 };
 // The row stride of the screen: SearchRowStride(recovery.screen_max_points); 1 when off.
 int RecoveryRowStride(const PipelineContext& ctx);
@@ -75,7 +78,13 @@ RowScreen ScreenOnRows(PipelineContext& ctx, const nlsq::SolverSummary& incumben
 // recovery.phi0_restarts is 0): returns the summary with the lowest objective among `best`
 // and local fits restarted from it with phi0 at Phi0RestartValues of its bounds (ties keep
 // `best`). One line to the actions when the check ran. Each restart checkpoints under
-// "<dir>/phi0_restart_<k>".
+// "<dir>/phi0_restart_<k>". A converged restart (or row fit) that ends at the answer's
+// objective, to Lower's tolerance, with phi0 more than kEquivalentPhi0Separation of the bounds'
+// width away and a barrier between them (the objective half-way, every parameter averaged,
+// above the answer's by more than kBarrierRelTol) is an equivalent minimum: added to the
+// context's (the report's degeneracy section, with a warning).
+inline constexpr double kEquivalentPhi0Separation = 1e-3;
+inline constexpr double kBarrierRelTol = 1e-4;
 nlsq::SolverSummary CheckPhi0Basins(PipelineContext& ctx, const nlsq::SolverSummary& best);
 
 // Restarts after a stall: recovery.stall_starts Latin-hypercube starts (StallRestartStarts)

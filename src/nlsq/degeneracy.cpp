@@ -19,6 +19,15 @@ std::string DescribeDirection(const WeakDirection& w) {
   return span;
 }
 
+std::string DescribeEquivalentMinimum(const EquivalentMinimum& m) {
+  return fmt::format(
+      "{} {:.6g} fits as well as the answer's {:.6g} ({}: objective {:.12g}{} against {:.12g}, "
+      "{:.6g} half-way between them): two separate minima the data do not choose between; the "
+      "reported {} and its σ are those of one of them",
+      m.parameter, m.value, m.answer_value, m.found_by, m.objective,
+      m.on_rows ? " on the rows" : "", m.answer_objective, m.barrier_objective, m.parameter);
+}
+
 DegeneracyDiagnostics DiagnoseDegeneracy(const std::vector<std::string>& names,
                                          const lsq::CovarianceResult& cov,
                                          const std::vector<bool>& at_lower,

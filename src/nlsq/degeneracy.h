@@ -31,13 +31,32 @@ struct WeakDirection {
   std::vector<std::pair<std::string, double>> components;
 };
 
+// A second minimum as good as the answer's, separate from it: a restart of the pipeline
+// ended there at the answer's objective (to the pipeline's same-minimum tolerance) with the
+// parameter elsewhere, and the objective half-way between the two is higher (a barrier).
+// E.g. phi0 and −phi0 when the kept angles are symmetric about the flow direction (0° and
+// 90°: the model sees |cos(φ − φ0)| only). The answer's σ describes its own minimum only.
+struct EquivalentMinimum {
+  std::string parameter;      // the parameter the check moved ("phi0")
+  double answer_value = 0.0;  // its value at the answer
+  double value = 0.0;         // its value at the other minimum
+  double answer_objective = 0.0;
+  double objective = 0.0;          // the other minimum's objective
+  double barrier_objective = 0.0;  // half-way between the two (every parameter averaged)
+  bool on_rows = false;            // found by the screen on rows: objectives on the rows only
+  std::string found_by;            // "the phi0 check's restart from phi0 = -7.5"
+};
+std::string DescribeEquivalentMinimum(const EquivalentMinimum& m);
+
 struct DegeneracyDiagnostics {
   std::vector<std::string> names;          // the fitted (optimiser) parameters
   std::vector<double> correlation;         // names² row-major, from the covariance
   std::vector<CorrelatedPair> correlated;  // |ρ| > kCorrelationWarning, the largest first
   std::vector<std::string> at_bound;       // "D0 (upper bound)", …
   std::vector<WeakDirection> weakest;      // the (up to) 3 smallest eigenvalues, smallest first
-  std::vector<std::string> warnings;       // a line for each correlated pair and weak direction
+  std::vector<EquivalentMinimum> equivalent_minima;  // the pipeline's (global/fit_pipeline)
+  // A line for each correlated pair, weak direction and equivalent minimum.
+  std::vector<std::string> warnings;
 };
 
 // "0.74·D_offset − 0.67·D0": the direction's components, the largest first.

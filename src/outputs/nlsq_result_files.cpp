@@ -14,6 +14,7 @@ namespace homodyne::outputs {
 using nlsq::AntiDegeneracyReport;
 using nlsq::CorrelatedPair;
 using nlsq::DegeneracyDiagnostics;
+using nlsq::EquivalentMinimum;
 using nlsq::GlobalSearchReport;
 using nlsq::GradientMonitorReport;
 using nlsq::kCorrelationWarning;
@@ -130,12 +131,24 @@ json DegeneracyJson(const DegeneracyDiagnostics& d) {
     weakest.push_back(
         {{"relative_eigenvalue", Number(w.relative_eigenvalue)}, {"parameters", components}});
   }
+  json equivalent = json::array();
+  for (const EquivalentMinimum& m : d.equivalent_minima) {
+    equivalent.push_back({{"parameter", m.parameter},
+                          {"value", Number(m.value)},
+                          {"answer_value", Number(m.answer_value)},
+                          {"objective", Number(m.objective)},
+                          {"answer_objective", Number(m.answer_objective)},
+                          {"barrier_objective", Number(m.barrier_objective)},
+                          {"on_rows", m.on_rows},
+                          {"found_by", m.found_by}});
+  }
   return {{"parameter_names", d.names},
           {"correlation_matrix", correlation},
           {"correlation_warning_threshold", kCorrelationWarning},
           {"correlated_pairs", pairs},
           {"least_identifiable_directions", weakest},
           {"parameters_at_bounds", d.at_bound},
+          {"equivalent_minima", equivalent},
           {"warnings", d.warnings}};
 }
 

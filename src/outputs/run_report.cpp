@@ -188,6 +188,40 @@ void EmitData(YAML::Emitter& y, const RunReportInput& in) {
   }
 }
 
+// What the data leave undetermined at the answer (nlsq/degeneracy.h).
+void EmitDegeneracy(YAML::Emitter& y, const nlsq::DegeneracyDiagnostics& dg) {
+  y << YAML::Key << "degeneracy" << YAML::Value << YAML::BeginMap;
+  y << YAML::Key << "correlated_pairs" << YAML::Value << YAML::BeginSeq;
+  for (const nlsq::CorrelatedPair& p : dg.correlated) {
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "parameters" << YAML::Value << YAML::Flow
+      << std::vector<std::string>{p.first, p.second} << YAML::Key << "correlation" << YAML::Value
+      << p.correlation << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::Key << "least_identifiable_directions" << YAML::Value << YAML::BeginSeq;
+  for (const nlsq::WeakDirection& w : dg.weakest) {
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "relative_eigenvalue" << YAML::Value
+      << w.relative_eigenvalue << YAML::Key << "parameters" << YAML::Value << YAML::Flow
+      << YAML::BeginMap;
+    for (const auto& [name, c] : w.components) y << YAML::Key << name << YAML::Value << c;
+    y << YAML::EndMap << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::Key << "parameters_at_bounds" << YAML::Value << YAML::Flow << dg.at_bound;
+  y << YAML::Key << "equivalent_minima" << YAML::Value << YAML::BeginSeq;
+  for (const nlsq::EquivalentMinimum& m : dg.equivalent_minima) {
+    y << YAML::Flow << YAML::BeginMap << YAML::Key << "parameter" << YAML::Value << m.parameter
+      << YAML::Key << "value" << YAML::Value << m.value << YAML::Key << "answer_value"
+      << YAML::Value << m.answer_value << YAML::Key << "objective" << YAML::Value << m.objective
+      << YAML::Key << "answer_objective" << YAML::Value << m.answer_objective << YAML::Key
+      << "barrier_objective" << YAML::Value << m.barrier_objective << YAML::Key << "on_rows"
+      << YAML::Value << m.on_rows << YAML::Key << "found_by" << YAML::Value << m.found_by
+      << YAML::EndMap;
+  }
+  y << YAML::EndSeq;
+  y << YAML::Key << "warnings" << YAML::Value << dg.warnings << YAML::EndMap;
+}
+
 // The NLSQ answer: its loss, what the data leave undetermined and what the pipeline did.
 void EmitNlsqAnswer(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
   if (r != nullptr && !r->expanded.empty()) {
@@ -202,30 +236,7 @@ void EmitNlsqAnswer(YAML::Emitter& y, const nlsq::NlsqRunResult* r) {
     y << YAML::EndMap;
   }
   if (r != nullptr && !r->expanded.empty()) {
-    // What the data leave undetermined at the answer (nlsq/degeneracy.h).
-    const nlsq::DegeneracyDiagnostics& dg = r->report.degeneracy;
-    y << YAML::Key << "degeneracy" << YAML::Value << YAML::BeginMap;
-    y << YAML::Key << "correlated_pairs" << YAML::Value << YAML::BeginSeq;
-    for (const nlsq::CorrelatedPair& p : dg.correlated) {
-      y << YAML::Flow << YAML::BeginMap << YAML::Key << "parameters" << YAML::Value << YAML::Flow
-        << std::vector<std::string>{p.first, p.second} << YAML::Key << "correlation" << YAML::Value
-        << p.correlation << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-    y << YAML::Key << "least_identifiable_directions" << YAML::Value << YAML::BeginSeq;
-    for (const nlsq::WeakDirection& w : dg.weakest) {
-      y << YAML::Flow << YAML::BeginMap << YAML::Key << "relative_eigenvalue" << YAML::Value
-        << w.relative_eigenvalue << YAML::Key << "parameters" << YAML::Value << YAML::Flow
-        << YAML::BeginMap;
-      for (const auto& [name, c] : w.components) y << YAML::Key << name << YAML::Value << c;
-      y << YAML::EndMap << YAML::EndMap;
-    }
-    y << YAML::EndSeq;
-    y << YAML::Key << "parameters_at_bounds" << YAML::Value << YAML::Flow << dg.at_bound;
-    y << YAML::Key << "warnings" << YAML::Value << dg.warnings << YAML::EndMap;
-  }
-
-  if (r != nullptr && !r->expanded.empty()) {
+    EmitDegeneracy(y, r->report.degeneracy);
     // What the pipeline did beyond the local fit (global/fit_pipeline.h).
     y << YAML::Key << "recovery_actions" << YAML::Value << r->report.recovery_actions;
     const nlsq::AntiDegeneracyReport& a = r->report.anti_degeneracy;
