@@ -55,7 +55,8 @@ def template(mode, data_dir, tree_depth, warmup_retries=None):
 
 
 def datasets(n):
-    """Item 4 of issue #38 first, then laminar and static truths around it (all unimodal)."""
+    """Item 4 of issue #38 first, then laminar and static truths around it (unimodal but for
+    the one laminar truth with beta = 0, not_identified)."""
     out = [("laminar_flow", "0,45,90,135", 7,
             dict(D0=20000, alpha=-0.4, D_offset=100, gamma_dot_t0=0.003, beta=0.2,
                  gamma_dot_t_offset=0.0002, phi0=4))]
@@ -145,6 +146,17 @@ def shards_mixed(r):
     return rhat <= MIX_RHAT and ess >= MIX_ESS, rhat, ess
 
 
+def not_identified(r):
+    """Why the model cannot identify the dataset's truth, decided from the truth alone (before
+    any run), or "": at beta = 0 the shear rate is gamma_dot_t0 + gamma_dot_t_offset at every
+    time, so the data fix only their sum and the posterior is a ridge along it, bounded only by
+    the parameter bounds. Such a posterior is not unimodal; it is reported, not counted."""
+    t = r["truth"]
+    if r["mode"] == "laminar_flow" and t.get("beta") == 0:
+        return "beta = 0: gamma_dot_t0 and gamma_dot_t_offset enter only as their sum"
+    return ""
+
+
 def sds(out_dir):
     p = json.load(open(os.path.join(out_dir, "parameters.json")))["parameters"]
     return {k: v["std"] for k, v in p.items()}
@@ -185,6 +197,8 @@ def main():
                     help="comma-separated dataset numbers: run these and no others")
     ap.add_argument("--summarise-only", action="store_true",
                     help="write the Markdown from the records already in --out-json")
+    ap.add_argument("--note", default="",
+                    help="a paragraph for the Markdown (e.g. where merged records came from)")
     a = ap.parse_args()
     global DRAWS, REF
     DRAWS = (f"{a.shards} shards, 2 chains x ({a.n_warmup} warmup + {a.n_samples} draws) each,"
@@ -194,7 +208,8 @@ def main():
            f" sampled when R-hat <= {a.ref_rhat}, min ESS >= {a.ref_ess:.0f} and at most"
            f" {100 * a.ref_div:.0f} % divergent draws")
     if a.summarise_only:
-        summarise(json.load(open(a.out_json))["records"], a.out_json, a.out_md, a.datasets)
+        summarise(json.load(open(a.out_json))["records"], a.out_json, a.out_md, a.datasets,
+                  a.note)
         return
     work = a.work or tempfile.mkdtemp(prefix="cmc_bimodality_")
     homodyne = os.path.join(a.build, "apps", "homodyne")
@@ -289,12 +304,13 @@ def main():
               f", screened {rec['shards_screened']}, sd/full "
               + ", ".join(f"{n} {r:.2f}" for n, r in rec["ratio_full"].items()), flush=True)
         json.dump({"records": records}, open(a.out_json, "w"), indent=1)
-    summarise(records, a.out_json, a.out_md, a.datasets)
+    summarise(records, a.out_json, a.out_md, a.datasets, a.note)
 
 
-def summarise(records, out_json, out_md, planned=None):
+def summarise(records, out_json, out_md, planned=None, note=""):
     records = sorted(records, key=lambda r: r["dataset"])
     ok = [r for r in records if r.get("exit_code") == 0]
+    ident = [r for r in ok if not not_identified(r)]
     ratios = [x for r in ok for x in r["ratio_full"].values()]
     summary = {
         "datasets": planned or len(records), "completed": len(ok),
@@ -313,12 +329,20 @@ def summarise(records, out_json, out_md, planned=None):
         "within_band_with_mixed_shards_and_a_sampled_reference": sum(
             r["within_band"] and shards_mixed(r)[0] and not r["reference_not_sampled"]
             for r in ok),
+        "identified": len(ident),
+        "identified_within_band": sum(r["within_band"] for r in ident),
+        "identified_references_sampled": sum(not r["reference_not_sampled"] for r in ident),
+        "identified_within_band_with_a_sampled_reference": sum(
+            r["within_band"] and not r["reference_not_sampled"] for r in ident),
+        "not_identified": {str(r["dataset"]): not_identified(r) for r in ok
+                           if not_identified(r)},
         "mixed_rule": f"every kept shard max R-hat <= {MIX_RHAT}, min ESS >= {MIX_ESS}",
         "ratio_full_min": min(ratios) if ratios else None,
         "ratio_full_max": max(ratios) if ratios else None,
         "band": [LO, HI],
         "draws": DRAWS,
         "reference": REF,
+        "note": note,
     }
     json.dump({"summary": summary, "records": records}, open(out_json, "w"), indent=1)
     lines = [
@@ -342,7 +366,16 @@ def summarise(records, out_json, out_md, planned=None):
         f"{summary['ratio_full_min']:.3f} to {summary['ratio_full_max']:.3f}. Datasets whose "
         f"kept shards all mixed ({summary['mixed_rule']}): {summary['shards_mixed']}; of these "
         "with a sampled reference, inside the band: "
-        f"{summary['within_band_with_mixed_shards_and_a_sampled_reference']}." if ratios else "",
+        f"{summary['within_band_with_mixed_shards_and_a_sampled_reference']}. Datasets whose "
+        "truth the model identifies (not a ridge by construction, decided from the truth "
+        f"before any run): {summary['identified']}; of these inside the band: "
+        f"{summary['identified_within_band']}; with a sampled reference: "
+        f"{summary['identified_references_sampled']}, of these inside: "
+        f"{summary['identified_within_band_with_a_sampled_reference']}."
+        + "".join(f" Dataset {k} is not identified ({v}): its posterior is a ridge, not one "
+                  "mode, and its ratios are reported but not counted."
+                  for k, v in summary["not_identified"].items()) if ratios else "",
+        *(["", note] if note else []),
         "", "Shards rerun: those whose first chains diverged above max_divergence_rate, rerun "
         "with twice the warmup (docs/cmc.md, step 6b); the full-data reference's own max R̂, "
         "min ESS, divergence rate and warmup runs are given beside it, and why it does not "
@@ -365,7 +398,8 @@ def summarise(records, out_json, out_md, planned=None):
             full += " (not sampled: " + "; ".join(r["reference_not_sampled"]) + ")"
         mixed, rhat, ess = shards_mixed(r)
         mix = f"{rhat:.3f}, {ess:.0f}" + ("" if mixed else " (not mixed)")
-        lines.append(f"| {r['dataset']} | {r['mode']} | {r['num_shards']} | {rerun} | "
+        mode = r["mode"] + (" (not identified)" if not_identified(r) else "")
+        lines.append(f"| {r['dataset']} | {mode} | {r['num_shards']} | {rerun} | "
                      f"{r['shards_flagged']} | {r['shards_screened']} | {mix} | "
                      f"{fmt(r['ratio_full'])} | "
                      f"{fmt(r['ratio_nlsq'])} | {full} | "
