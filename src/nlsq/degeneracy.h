@@ -34,8 +34,9 @@ struct WeakDirection {
 // A second minimum as good as the answer's, separate from it: a restart of the pipeline
 // ended there at the answer's objective (to the pipeline's same-minimum tolerance) with the
 // parameter elsewhere, and the objective half-way between the two is higher (a barrier).
-// E.g. phi0 and −phi0 when the kept angles are symmetric about the flow direction (0° and
-// 90°: the model sees |cos(φ − φ0)| only). The answer's σ describes its own minimum only.
+// E.g. phi0 with two angles φ1, φ2: the data fix γ̇·|cos(φ1 − φ0)| and γ̇·|cos(φ2 − φ0)|,
+// which two values of phi0 reproduce (phi0 and −phi0 for 0° and 90°). The answer's σ
+// describes its own minimum only.
 struct EquivalentMinimum {
   std::string parameter;      // the parameter the check moved ("phi0")
   double answer_value = 0.0;  // its value at the answer

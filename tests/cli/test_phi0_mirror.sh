@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# An equally good phi0 of the opposite sign, named (docs/global.md, the phi0 check). With
-# the angles 0° and 90° only (homodyne's laminar template keeps the ranges around them) the
-# model sees |cos(φ − φ0)| through sinc², so phi0 and −phi0 fit the data equally. The default
-# pipeline's phi0 check reaches both; the run must say so, not report one with a σ of 0.01°
-# as if it were the answer:
+# A second, equally good phi0, named (docs/global.md, the phi0 check). With two angles
+# (homodyne's laminar template keeps the ranges around 0° and 90°) the data fix two shear
+# scales γ̇·|cos(φ − φ0)|, which two values of phi0 reproduce: phi0 and −phi0 for 0° and 90°.
+# The default pipeline's phi0 check reaches both; the run must say so, not report one with a
+# σ of 0.01° as if it were the answer:
 #   1. angles 0 and 90: a warning, the summary line, degeneracy.equivalent_minima in
 #      analysis_results_nlsq.json and run_report.yaml (the other phi0 ≈ −answer, a barrier
 #      between them), exit 0; the same record at 1 and 2 ranks, bit for bit;
 #   2. the same with the screen on rows forced (screen_max_points below the points): found
 #      among the row fits, on_rows true;
-#   3. angles 0, 45, 90 and 135: no equivalent minimum, no warning.
+#   3. angles 0, 45, 90 and 135: no equivalent minimum, no warning;
+#   4. angles 1 and 89: the second phi0 is not −phi0, and is named all the same.
 set -uo pipefail
 bindir=$1; mpiexec=$2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -43,20 +44,23 @@ synth() {  # synth <data file> <angles>
 }
 synth pair.h5 "0,90"
 synth four.h5 "0,45,90,135"
+synth near.h5 "1,89"
 write_cfg "$tmp/pair.yaml" pair.h5
 write_cfg "$tmp/pair_rows.yaml" pair.h5 "screen_max_points: 200"
 write_cfg "$tmp/four.yaml" four.h5
+write_cfg "$tmp/near.yaml" near.h5
 
 run() {  # run <ranks> <config> <out>: the log in <out>.log; exit 0 expected
   "$mpiexec" -n "$1" "$bindir/homodyne" --config "$2" -o "$3" --threads 1 > "$3.log" 2>&1 \
     || { tail -n 30 "$3.log"; fail "$3: exit $?"; }
 }
 # The record of the equivalent minima in both files, and its checks; prints it (one line).
-record() {  # record <out> <expected count> [on_rows]
+record() {  # record <out> <expected count> [on_rows|not_mirror]
   "$py" - "$@" <<'PY'
 import json, sys, yaml
 out, count = sys.argv[1], int(sys.argv[2])
-on_rows = len(sys.argv) > 3
+on_rows = sys.argv[3:] == ["on_rows"]
+mirror = sys.argv[3:] != ["not_mirror"]
 a = json.load(open(out + "/nlsq/analysis_results_nlsq.json"))["degeneracy"]["equivalent_minima"]
 r = yaml.safe_load(open(out + "/run_report.yaml"))["degeneracy"]["equivalent_minima"]
 assert len(a) == count, f"{out}: {len(a)} equivalent minima, expected {count}: {a}"
@@ -64,7 +68,11 @@ assert len(r) == len(a), f"{out}: run_report.yaml has {len(r)}, analysis_results
 for m, n in zip(a, r):
     assert m["parameter"] == n["parameter"] == "phi0", m
     assert m["value"] == n["value"] and m["objective"] == n["objective"], (m, n)
-    assert abs(m["value"] + m["answer_value"]) < 0.05, f"not the mirror: {m}"
+    if mirror:
+        assert abs(m["value"] + m["answer_value"]) < 0.05, f"not the mirror: {m}"
+    else:
+        assert abs(m["value"] + m["answer_value"]) > 0.5, f"the mirror: {m}"
+        assert abs(m["value"] - m["answer_value"]) > 1, m
     assert abs(m["answer_value"]) > 1, m
     assert abs(m["objective"] - m["answer_objective"]) <= 1e-6 * m["answer_objective"], m
     assert m["barrier_objective"] > 1.0001 * m["answer_objective"], m
@@ -93,4 +101,9 @@ echo "screened: $rows"
 run 2 "$tmp/four.yaml" "$tmp/f2"
 grep -q "fits as well as the answer's" "$tmp/f2.log" && fail "a warning with four angles"
 record "$tmp/f2" 0 > /dev/null || fail "four angles: equivalent minima recorded"
+
+# 4. Angles 1 and 89.
+run 2 "$tmp/near.yaml" "$tmp/n2"
+near=$(record "$tmp/n2" 1 not_mirror) || { grep "phi0 check" "$tmp/n2.log"; fail "angles 1, 89"; }
+echo "angles 1, 89: $near"
 echo "PASS"
