@@ -78,7 +78,31 @@ cmc::CmcRunResult RunCmcPhase(const FitScope& scope, cmc::CmcRunOptions options,
   }
   options.warm_start = warm_start ? &r : nullptr;
   PhaseTimes::Scope t(r.phases, "cmc");
-  return cmc::RunCmcFit(scope.comm, scope.cfg, options, scope.log);
+  cmc::CmcRunResult out = cmc::RunCmcFit(scope.comm, scope.cfg, options, scope.log);
+  if (warm_start) {
+    // The chains start at the NLSQ answer and do not cross the barrier to a separate, equally
+    // good minimum the NLSQ run found (global/pipeline_stages.h, the phi0 check): the posterior
+    // is that of the answer's mode only, and its outputs say so. The root's record, on every
+    // rank alike.
+    std::string notes;
+    for (const nlsq::EquivalentMinimum& m : r.report.degeneracy.equivalent_minima) {
+      notes += fmt::format(
+          "{}the NLSQ answer has a second, equally good {} at {:.6g} (the answer's {:.6g}); the "
+          "chains start at the answer and do not cross to it: this posterior describes {} near "
+          "{:.6g} only",
+          notes.empty() ? "" : "\n", m.parameter, m.value, m.answer_value, m.parameter,
+          m.answer_value);
+    }
+    Broadcast(scope.comm, notes);
+    for (std::size_t a = 0; !notes.empty() && a != std::string::npos;) {
+      const std::size_t b = notes.find('\n', a);
+      const std::string line = notes.substr(a, b == std::string::npos ? b : b - a);
+      scope.log.Warn("CMC: {}", line);
+      out.warnings.push_back(line);
+      a = b == std::string::npos ? b : b + 1;
+    }
+  }
+  return out;
 }
 
 namespace {

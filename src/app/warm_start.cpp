@@ -3,12 +3,43 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "core/errors.h"
 
 namespace homodyne {
+
+namespace {
+
+// homodyne-hpc's analysis_results_nlsq.json beside the warm start's parameters.json, when
+// there is one: its degeneracy.equivalent_minima (the separate, equally good minima the NLSQ
+// run found). Optional: another tool's results, an older file or a malformed one give none.
+std::vector<nlsq::EquivalentMinimum> EquivalentMinimaBeside(const std::filesystem::path& file) {
+  std::vector<nlsq::EquivalentMinimum> out;
+  std::ifstream in(file.parent_path() / "analysis_results_nlsq.json");
+  if (!in) return out;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (!j.contains("degeneracy") || !j.at("degeneracy").contains("equivalent_minima")) return out;
+    for (const auto& e : j.at("degeneracy").at("equivalent_minima")) {
+      nlsq::EquivalentMinimum m;
+      m.parameter = e.at("parameter").get<std::string>();
+      m.value = e.at("value").get<double>();
+      m.answer_value = e.at("answer_value").get<double>();
+      m.objective = e.at("objective").get<double>();
+      m.answer_objective = e.at("answer_objective").get<double>();
+      out.push_back(std::move(m));
+    }
+  } catch (const std::exception&) {
+    return {};
+  }
+  return out;
+}
+
+}  // namespace
 
 nlsq::NlsqRunResult LoadNlsqWarmStart(const std::string& path, model::AnalysisMode mode) {
   namespace fs = std::filesystem;
@@ -67,6 +98,7 @@ nlsq::NlsqRunResult LoadNlsqWarmStart(const std::string& path, model::AnalysisMo
     ThrowBadInput(fmt::format("missing or malformed key: {}", e.what()), file.string(),
                   "--nlsq-result");
   }
+  r.report.degeneracy.equivalent_minima = EquivalentMinimaBeside(file);
   return r;
 }
 

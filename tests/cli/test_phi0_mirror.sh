@@ -7,6 +7,8 @@
 #   1. angles 0 and 90: a warning, the summary line, degeneracy.equivalent_minima in
 #      analysis_results_nlsq.json and run_report.yaml (the other phi0 ≈ −answer, a barrier
 #      between them), exit 0; the same record at 1 and 2 ranks, bit for bit;
+#      CMC from that answer (--nlsq-result, and --method both) says its posterior is of the
+#      answer's mode only (a warning and diagnostics.json's warnings);
 #   2. the same with the screen on rows forced (screen_max_points below the points): found
 #      among the row fits, on_rows true;
 #   3. angles 0, 45, 90 and 135: no equivalent minimum, no warning;
@@ -90,6 +92,22 @@ run 1 "$tmp/pair.yaml" "$tmp/p1"
 rec1=$(record "$tmp/p1" 1) || fail "the record at 1 rank"
 [ "$rec1" = "$rec2" ] || fail "the record differs between 1 and 2 ranks: $rec1 / $rec2"
 echo "angles 0, 90: $rec2"
+cmc_says() {  # cmc_says <out>: the CMC warning in the log and in diagnostics.json
+  grep -q "CMC: the NLSQ answer has a second, equally good phi0" "$1.log" \
+    || { tail -n 20 "$1.log"; fail "$1: no CMC warning"; }
+  "$py" - "$1/cmc/diagnostics.json" <<'PY' || fail "$1: diagnostics.json"
+import json, sys
+w = json.load(open(sys.argv[1]))["cmc_specific"]["warnings"]
+assert any("second, equally good phi0" in x and "only" in x for x in w), w
+PY
+}
+short=(--n-warmup 20 --n-samples 20 --cmc-num-shards 1)
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/pair.yaml" --method cmc --nlsq-result "$tmp/p2" \
+  -o "$tmp/c2" --threads 1 "${short[@]}" > "$tmp/c2.log" 2>&1 || fail "CMC from the answer: exit $?"
+cmc_says "$tmp/c2"
+"$mpiexec" -n 2 "$bindir/homodyne" --config "$tmp/pair.yaml" --method both -o "$tmp/b2" \
+  --threads 1 "${short[@]}" > "$tmp/b2.log" 2>&1 || fail "--method both: exit $?"
+cmc_says "$tmp/b2"
 
 # 2. The same through the screen on rows.
 run 2 "$tmp/pair_rows.yaml" "$tmp/rows"
