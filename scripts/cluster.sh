@@ -258,13 +258,21 @@ write_conf() {
 }
 
 # Node N's slurmd: nsenter (network) → unshare (UTS, mount) → sh → exec slurmd, so $! is
-# slurmd's own pid. Its /etc/hosts is bind-mounted in the node's private mount namespace.
+# slurmd's own pid. Its /etc/hosts is bind-mounted in the node's private mount namespace, and
+# it has its own /tmp and /dev/shm, as a real node has: Open MPI keeps its session directory
+# and shared-memory segments there, and jobs that ended on the node (or run on another one)
+# must not share or clean up those of a job starting. (On shared ones a job's first rank once
+# died in Open MPI's shared-memory start-up, "open(2) No such file or directory", right after
+# the previous test's job had ended on the same node.)
 # (Not `ip netns exec`: it mounts a fresh /sys without the cgroup mounts slurmd probes.)
 start_slurmd() {
   local n=$1
   SLURM_CONF=$conf nsenter --net="/run/netns/$(node_ns "$n")" \
     unshare --uts --mount --propagation private -- \
-    sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts && exec /usr/sbin/slurmd -D -N "$1"' \
+    sh -c 'hostname "$1" && mount --bind "$2" /etc/hosts &&
+      mount -t tmpfs -o mode=1777,size=2g node-tmp /tmp &&
+      mount -t tmpfs -o mode=1777,size=2g node-shm /dev/shm &&
+      exec /usr/sbin/slurmd -D -N "$1"' \
     slurmd-node "$(node_name "$n")" "$dir/n$n/hosts" \
     >> "$dir/n$n/slurmd.out" 2>&1 < /dev/null &
   echo $! > "$dir/n$n/slurmd.pid"
