@@ -103,35 +103,6 @@ __attribute__((always_inline)) inline void SeparableLanes(const SeparableRow& ro
   }
 }
 
-// The loss step of a vector from its residuals r0 and weights w (kMask: w as given, else every
-// weight is 1 and the products with it are skipped, 1·y = y bit for bit): rho_w = w·ρ(z) and,
-// with kDerivs, ws2 = w·s² and wr = w·ρ′·r0, the latter as (w·s²)·((ρ′/s²)·r0) for soft_l1
-// (ρ′/s² = 1 + z on its series, no division) and as w·(ρ′·r0) for the others (no division by
-// s²). One expression in every pass and copy: the same bits.
-template <bool kDerivs, bool kMask, int kRobust>
-__attribute__((always_inline)) inline void LossStep(int kind, V inv_scale, V w, V r0, V& rho_w,
-                                                    V& ws2, V& wr) {
-  const V u = r0 * inv_scale;
-  V rho, weight, gain;
-  if constexpr (kRobust == kLossSoftL1) {
-    SoftL1Lanes<kDerivs>(u * u, rho, weight, gain);
-  } else {
-    LossLanes<kDerivs>(kind, u * u, rho, weight, gain);
-  }
-  rho_w = kMask ? w * rho : rho;
-  if constexpr (kDerivs) {
-    ws2 = kMask ? w * weight : weight;
-    if constexpr (kRobust == kLossSoftL1) {
-      wr = ws2 * (gain * r0);
-    } else {
-      wr = kMask ? w * (gain * r0) : gain * r0;
-    }
-  } else {
-    (void)ws2;
-    (void)wr;
-  }
-}
-
 // The point terms of columns c … c + kLanes − 1 from g1_raw = g1_diff·sinc², sinc² s and its
 // derivative ds (laminar; static: g1_raw = g1_diff): g1 = max(g1_raw, floor), c2, the
 // residual r0 = d − c2 (kMask: 0 where the weight is 0, even for non-finite data; without
