@@ -412,10 +412,9 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     for (int c = 0; c < in.n; c += kLanes) body(stored(c), c);
 #else
     // Three sweeps over the stored rows, so that each sweep's accumulators fit the 16 AVX2
-    // registers: in one sweep GCC kept the 20 tile sums on the stack, a load and a store each
-    // per vector (53 stack accesses in 172 instructions per vector; in three sweeps 10 in
-    // 170, and llvm-mca's Zen 3 model puts the sums at 59 cycles per vector against 76). Every
-    // sum takes the same operations in the same order, so the bits are those of one sweep.
+    // registers (in one sweep GCC keeps the 20 tile sums on the stack, a load and a store each
+    // per vector; docs/performance.md). Every sum takes the same operations in the same order,
+    // so the bits are those of one sweep.
     for (int c = 0; c < in.n; c += kLanes) {
       const Lanes t = stored(c);
       const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
