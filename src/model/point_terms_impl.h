@@ -310,8 +310,9 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
   Sum4Pair ucuc_ucr = ZeroPair(), uc_r = ZeroPair(), ae[3], bf[3];
   for (int q = 0; q < 3; ++q) ae[q] = bf[q] = ZeroPair();
   // A vector's sums in four parts, given the products they share: wa = w·α, wuc = w·uc,
-  // wuca = w·uc·α, wr = the weighted residual. body runs them in one loop; the robust pass of
-  // the two-half copies in three sweeps (below). Each sum has its own accumulator.
+  // wuca = w·uc·α, wr = the weighted residual (beta_f: laminar_flow only). body runs them in one
+  // loop; the robust pass of the two-half copies in three sweeps (below). Each sum has its own
+  // accumulator.
   const auto columns = [&](const Lanes& t, int c, V wa) __attribute__((always_inline)) {
     // Per-column sums over the angles.
     AddProductTo(in.saa + c, wa, t.alpha);
@@ -340,19 +341,13 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
     }
   };
   const auto beta_f = [&](const Lanes& t, int c, V wuc) __attribute__((always_inline)) {
-    if constexpr (kLaminar) {
-      const V wb = Weighted<kUnit, kRobust>(t, t.beta), wucb = wuc * t.beta;
-      for (int q = 0; q < 3; ++q) {
-        const V f = Load(in.f[q] + c);
-        bf[q].AddProducts(wucb, f, wb, f);
-      }
-      ucg.AddProduct(wuc, t.gamma);
-      gsum += Weighted<kUnit, kRobust>(t, t.gamma);
-    } else {
-      (void)t;
-      (void)c;
-      (void)wuc;
+    const V wb = Weighted<kUnit, kRobust>(t, t.beta), wucb = wuc * t.beta;
+    for (int q = 0; q < 3; ++q) {
+      const V f = Load(in.f[q] + c);
+      bf[q].AddProducts(wucb, f, wb, f);
     }
+    ucg.AddProduct(wuc, t.gamma);
+    gsum += Weighted<kUnit, kRobust>(t, t.gamma);
   };
   const auto body = [&](const Lanes& t, int c) __attribute__((always_inline)) {
     const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
@@ -362,7 +357,7 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
             wuca = wuc * t.alpha;
     tiles(t, wr, wuc);
     alpha_e(c, wa, wuca);
-    beta_f(t, c, wuc);
+    if constexpr (kLaminar) beta_f(t, c, wuc);
   };
   if constexpr (kRobust == kLossNone) {
     ForEachVector<kLaminar, true, kUnit>(in, [&](const Lanes& t, int c) {
