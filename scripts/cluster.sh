@@ -261,9 +261,7 @@ write_conf() {
 # slurmd's own pid. Its /etc/hosts is bind-mounted in the node's private mount namespace, and
 # it has its own /tmp and /dev/shm, as a real node has: Open MPI keeps its session directory
 # and shared-memory segments there, and jobs that ended on the node (or run on another one)
-# must not share or clean up those of a job starting. (On shared ones a job's first rank once
-# died in Open MPI's shared-memory start-up, "open(2) No such file or directory", right after
-# the previous test's job had ended on the same node.)
+# must not share or clean up those of a job starting.
 # (Not `ip netns exec`: it mounts a fresh /sys without the cgroup mounts slurmd probes.)
 start_slurmd() {
   local n=$1
