@@ -371,10 +371,11 @@ void HeterodyneSeparableCounters(benchmark::State& state,
 }
 
 template <typename Pass>
-void TimeHeterodynePass(benchmark::State& state, double flops_per_point, Pass pass) {
-  const Setup& s = TheSetup();  // the same tiles (row i < column j) and data
+void TimeHeterodynePass(benchmark::State& state, double flops_per_point, Pass pass,
+                        homodyne::model::KernelOptions options = {}, const Setup& s = TheSetup()) {
+  // TheSetup's tiles (row i < column j) and data unless a setup is given.
   const HeterodyneSetup& h = TheHeterodyneSetup();
-  homodyne::model::KernelOptions options{.threads = static_cast<int>(state.range(0))};
+  options.threads = static_cast<int>(state.range(0));
   const PinnedThreads pin(options);
   const homodyne::model::HeterodyneKernel kernel(h.grid, s.tiles, options);
   TheCeilings();
@@ -416,6 +417,29 @@ BENCHMARK(BM_HeterodyneKernelChi2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The two-component model at TheHeterodyneSetup's parameters plus TheFitSetup's noise (the
+// same hash), for the two-component passes under a robust loss.
+const Setup& TheHeterodyneFitSetup() {
+  static const Setup setup = [] {
+    Setup s;
+    const HeterodyneSetup& h = TheHeterodyneSetup();
+    const homodyne::model::HeterodyneKernel kernel(h.grid, s.tiles,
+                                                   homodyne::model::KernelOptions{.threads = 1});
+    std::vector<double> model(s.data.size());
+    kernel.EvaluateModel(h.params, model);
+    std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (std::size_t i = 0; i < model.size(); ++i) {
+      x ^= x >> 31;
+      x *= 0xbf58476d1ce4e5b9ULL;
+      x ^= x >> 29;
+      const double u = static_cast<double>(x >> 11) * 0x1p-53 - 0.5;
+      s.data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
+    }
+    return s;
+  }();
+  return setup;
+}
+
 void BM_HeterodyneKernelNormalEquations(benchmark::State& state) {
   TimeHeterodynePass(state, kHetNormalFlopsPerPoint,
                      [](const homodyne::model::HeterodyneKernel& k, const auto& params) {
@@ -426,6 +450,37 @@ BENCHMARK(BM_HeterodyneKernelNormalEquations)
     ->ArgNames({"threads"})
     ->Arg(1)
     ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The two-component passes under a robust loss, as BM_Kernel*Loss: range(1) the LossKind,
+// range(2) f_scale in units of σ = 0.01, one thread, on TheHeterodyneFitSetup's data.
+void BM_HeterodyneKernelChi2Loss(benchmark::State& state) {
+  TimeHeterodynePass(
+      state, kHetChi2FlopsPerPoint,
+      [](const homodyne::model::HeterodyneKernel& k, const auto& params) { return k.Chi2(params); },
+      LossOptions(state), TheHeterodyneFitSetup());
+}
+BENCHMARK(BM_HeterodyneKernelChi2Loss)
+    ->ArgNames({"threads", "loss", "f_scale_sigma"})
+    ->Args({1, 0, 1})
+    ->ArgsProduct({{1}, {1}, {100, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+void BM_HeterodyneKernelNormalEquationsLoss(benchmark::State& state) {
+  TimeHeterodynePass(
+      state, kHetNormalFlopsPerPoint,
+      [](const homodyne::model::HeterodyneKernel& k, const auto& params) {
+        return k.Accumulate(params).chi2;
+      },
+      LossOptions(state), TheHeterodyneFitSetup());
+}
+BENCHMARK(BM_HeterodyneKernelNormalEquationsLoss)
+    ->ArgNames({"threads", "loss", "f_scale_sigma"})
+    ->Args({1, 0, 1})
+    ->ArgsProduct({{1}, {1}, {100, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

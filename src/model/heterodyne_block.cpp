@@ -180,15 +180,9 @@ HOMODYNE_SIMD_CLONES void HetTileDerivatives(const HetBlockColumns& col, const H
   const int n8 = (n + 7) / 8 * 8;  // the widest copy's vectors
   for (int e = n; e < n8; ++e) sc.w[e] = sc.data[e] = 0.0;
   Coefficients(col, in, sc, n);
-  if (in.loss != 0) {  // robust: the point terms of HetRobustPoint in place (masked stay 0)
-    for (int e = 0; e < n; ++e) {
-      if (sc.w[e] == 0.0) continue;
-      const HetRobustTerms t =
-          HetRobustPoint(in.loss, in.loss_inv_scale, in.loss_scale_sq, sc.w[e], sc.r[e]);
-      sc.term[e] = t.term;
-      sc.w[e] = t.w;
-      sc.wr[e] = t.wr;
-    }
+  if (in.loss != 0) {  // robust: the point terms in place (masked stay 0)
+    RobustPointTerms(static_cast<LossKind>(in.loss), in.loss_inv_scale, in.loss_scale_sq, n, sc.r,
+                     sc.w, sc.term, sc.wr);
   }
   // χ² in the χ² pass's lanes (column mod 4, carried over the row's blocks).
   double* lane = in.chi2_lanes;

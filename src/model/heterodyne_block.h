@@ -62,23 +62,11 @@ struct HetTileInput {
   double* chi2_lanes = nullptr;       // 4 lanes (column mod 4) of Σ w·r², carried over blocks
   // The loss (model/robust_loss.h, a LossKind as int; 0 linear): robust, each point's χ² term
   // is w·C²·ρ(z), z = (r·loss_inv_scale)² (loss_inv_scale = 1/C), its weight w·s² and its
-  // weighted residual w·ρ′·r in every sum (HetRobustPoint).
+  // weighted residual w·ρ′·r in every sum (robust_loss.h, RobustPointTerms: the χ² pass and
+  // the derivative passes both use it, so their χ² have the same bits).
   int loss = 0;
   double loss_inv_scale = 0.0, loss_scale_sq = 0.0;
 };
-
-// One point's robust terms from its weight w ≠ 0 and residual r (the χ² pass and the
-// derivative passes both use this, so their χ² have the same bits).
-struct HetRobustTerms {
-  double term, w, wr;  // w·C²·ρ, w·s², w·ρ′·r
-};
-inline HetRobustTerms HetRobustPoint(int kind, double inv_scale, double scale_sq, double w,
-                                     double r) {
-  const double u = r * inv_scale;
-  const LossTerms lt = EvaluateLoss(static_cast<LossKind>(kind), u * u);
-  const double s2 = lt.curvature > kLossCurvatureFloor ? lt.curvature : kLossCurvatureFloor;
-  return {w * (scale_sq * lt.rho), w * s2, w * (lt.d1 * r)};
-}
 
 // Scratch of TileDerivatives (per thread).
 struct HetTileScratch {

@@ -219,15 +219,15 @@ void HeterodyneKernel::Impl::RunChunk(const Tables& tab, int c, double* part, do
       double* term = ct.theta.data();  // the phases are no longer needed
       const double* data = tile.data;
       if (options.loss.robust()) {
-        const int kind = static_cast<int>(options.loss.kind);
         const double inv_scale = 1.0 / options.loss.f_scale;
         const double scale_sq = options.loss.f_scale * options.loss.f_scale;
+        double* w = ct.sin_theta.data();  // the χ² pass takes no sines
         for (int col = 0; col < n; ++col) {
           r[col] = (data[col] - c2[col]) * inv_sigma;
-          const double w = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
-          term[col] =
-              w != 0.0 ? detail::HetRobustPoint(kind, inv_scale, scale_sq, w, r[col]).term : 0.0;
+          w[col] = tile.weight != nullptr ? tile.weight[col] : tile.uniform_weight;
+          term[col] = 0.0;
         }
+        RobustPointTerms(options.loss.kind, inv_scale, scale_sq, n, r, w, term, nullptr);
       } else if (tile.weight != nullptr) {
         for (int col = 0; col < n; ++col) {
           r[col] = (data[col] - c2[col]) * inv_sigma;

@@ -57,4 +57,11 @@ struct LossTerms {
 };
 LossTerms EvaluateLoss(LossKind kind, double z);
 
+// The robust terms of n points in place, EvaluateLoss's bits point by point, for the
+// two-component kernel: for each e with w[e] ≠ 0, z = (r[e]·inv_scale)², term[e] =
+// w[e]·(scale_sq·ρ) and, when wr is not null, wr[e] = w[e]·(ρ′·r[e]) and then w[e] = w[e]·s²;
+// points with w[e] = 0 are left as they are.
+void RobustPointTerms(LossKind kind, double inv_scale, double scale_sq, int n, const double* r,
+                      double* w, double* term, double* wr);
+
 }  // namespace homodyne::model

@@ -121,6 +121,47 @@ TEST(ModelRobustLossTest, CauchyAndArctanRhoAreWithinTheirUlpBounds) {
   EXPECT_EQ(EvaluateLoss(LossKind::kArctan, 0x1p-1074).rho, 0x1p-1074);
 }
 
+// The two-component kernel's batched loop (the copy this machine runs) gives EvaluateLoss's
+// bits point by point: the series and the closed forms mixed in one batch, zero weights left as
+// they were, and without wr the term alone with w unchanged.
+TEST(ModelRobustLossTest, BatchedPointTermsHaveTheBitsOfEvaluateLoss) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> exponent(-9.0, 3.0), sign(-1.0, 1.0);
+  const double f_scale = 0.7, inv_scale = 1.0 / f_scale, scale_sq = f_scale * f_scale;
+  for (const LossKind kind :
+       {LossKind::kSoftL1, LossKind::kHuber, LossKind::kCauchy, LossKind::kArctan}) {
+    for (const double spread : {1e-4, 1.0}) {  // soft_l1: every point on its series, or mixed
+      const int n = 203;
+      std::vector<double> r(n), w(n), term(n, -1.0), wr(n, -2.0);
+      for (int e = 0; e < n; ++e) {
+        r[e] = spread * std::copysign(std::pow(10.0, exponent(rng)), sign(rng));
+        w[e] = e % 11 == 3 ? 0.0 : 0.5 + (e % 5);
+      }
+      std::vector<double> w_out = w, term_chi2 = term, w_chi2 = w;
+      RobustPointTerms(kind, inv_scale, scale_sq, n, r.data(), w_out.data(), term.data(),
+                       wr.data());
+      RobustPointTerms(kind, inv_scale, scale_sq, n, r.data(), w_chi2.data(), term_chi2.data(),
+                       nullptr);
+      for (int e = 0; e < n; ++e) {
+        if (w[e] == 0.0) {
+          EXPECT_EQ(term[e], -1.0);
+          EXPECT_EQ(wr[e], -2.0);
+          EXPECT_EQ(w_out[e], 0.0);
+          continue;
+        }
+        const double u = r[e] * inv_scale;
+        const LossTerms lt = EvaluateLoss(kind, u * u);
+        const double s2 = std::max(lt.curvature, kLossCurvatureFloor);
+        EXPECT_EQ(term[e], w[e] * (scale_sq * lt.rho)) << ToString(kind) << " point " << e;
+        EXPECT_EQ(w_out[e], w[e] * s2) << ToString(kind) << " point " << e;
+        EXPECT_EQ(wr[e], w[e] * (lt.d1 * r[e])) << ToString(kind) << " point " << e;
+        EXPECT_EQ(term_chi2[e], term[e]);
+        EXPECT_EQ(w_chi2[e], w[e]);
+      }
+    }
+  }
+}
+
 // The names are read with the config (ConfigChoices in config_option_defaults_test.cpp).
 TEST(ModelRobustLossTest, BadScalesAreRefused) {
   EXPECT_THROW((RobustLoss{LossKind::kHuber, 0.0}.Validate()), Error);
