@@ -148,7 +148,8 @@ void AddAntiDegeneracy(const KeyAdder& a) {
          f(&AntiDegeneracy::hierarchical_enable));
   a.Used("hierarchical.trigger", T::kString, "suspect", OneOf(ChoiceNames<HierarchicalTrigger>()),
          "When the stage runs: suspect (after a plain fit that stalled or ended with a physical "
-         "parameter at a bound) or always (homodyne-hpc's earlier default; docs/global.md)",
+         "parameter at a bound; two_component: only after one that did not converge) or always "
+         "(homodyne-hpc's earlier default; docs/global.md)",
          f(&AntiDegeneracy::hierarchical_trigger));
   a.Used("hierarchical.max_outer_iterations", T::kInt, "5", AtLeast(1),
          "Physical/per-angle alternations at most", f(&AntiDegeneracy::hierarchical_max_outer));

@@ -212,16 +212,26 @@ nlsq::SolverSummary HierarchicalPath(PipelineContext& ctx, nlsq::SolverSummary p
 // inside the box it cost tens of local fits where it was measured (23 angles x 1000 frames:
 // 22 s beside a 0.8 s fit) and kept the plain answer. two_component's two stages run only
 // when hierarchical.enable is written (HierarchicalInactiveReason): on its recovery study
-// they never improved a final answer (docs/global.md).
+// they never improved a final answer (docs/global.md). They start from the configured start
+// with the scaling held, not from the plain answer, so a bound the plain fit converged at
+// is no reason to run them: for two_component only a plain fit that did not converge is
+// suspect here.
 std::optional<nlsq::SolverSummary> AntiDegeneracyStage(PipelineContext& ctx,
                                                        std::optional<nlsq::SolverSummary> local) {
   std::string& inactive = ctx.anti_degeneracy_report.inactive_reason;
   inactive = HierarchicalInactiveReason(ctx.cfg, ctx.session);
   if (inactive.empty() && !local) inactive = "no local fit to compare with";
-  if (inactive.empty() && !ctx.anti_degeneracy.always && !Suspect(ctx.session, *local)) {
-    inactive =
-        "the plain fit converged with no physical parameter at a bound (hierarchical.trigger: "
-        "suspect)";
+  if (inactive.empty() && !ctx.anti_degeneracy.always) {
+    if (ctx.two_component && local->termination == lsq::Termination::kConverged) {
+      inactive =
+          "the plain fit converged (hierarchical.trigger: suspect; two_component's stages "
+          "start from the configured start, so a bound the fit converged at is not "
+          "suspect here)";
+    } else if (!Suspect(ctx.session, *local)) {
+      inactive =
+          "the plain fit converged with no physical parameter at a bound "
+          "(hierarchical.trigger: suspect)";
+    }
   }
   if (!inactive.empty()) return local;
   const ScopedFaultStage stage("hierarchical");
