@@ -212,6 +212,14 @@ void XpcsFitSession::Chi2Batch(std::span<const std::vector<double>> xs, std::vec
 
 std::int64_t XpcsFitSession::total_points() const { return impl_->problem->total_points(); }
 
+double XpcsFitSession::TimedSeconds() const {
+  double sum = 0.0;
+  for (const auto& [phase, seconds] : impl_->phases.seconds()) sum += seconds;
+  return sum;
+}
+
+void XpcsFitSession::AddFitSeconds(double seconds) { impl_->phases.Add("fit", seconds); }
+
 std::int64_t XpcsFitSession::time_points() const { return impl_->n_t; }
 
 bool XpcsFitSession::streamed() const { return impl_->stream != nullptr; }

@@ -146,6 +146,10 @@ class XpcsFitSession {
                        int stride);
   std::int64_t PointsOnRows(int stride);  // collective: the points Chi2BatchOnRows sums
   std::int64_t total_points() const;      // the fit's points, all ranks
+  // This rank's seconds in the session's timed phases so far (the solves' "fit", the noise
+  // level, …), and the pipeline's way to add the time it spent between them to "fit".
+  double TimedSeconds() const;
+  void AddFitSeconds(double seconds);
   // The fit's loss (optimization.nlsq.loss and f_scale).
   const model::RobustLoss& loss() const;
   // The loss every pass of the session's problems uses from now on (the CMA-ES refinement's;
