@@ -80,6 +80,18 @@ const Setup& TheSetup() {
 // The same grid with data as a fit meets them near its answer: the model at `params` plus
 // noise of 0.002 (uniform, from a fixed hash of the point's index), for the robust losses,
 // whose per-point work depends on the residual's size.
+// data = model + noise of sd 0.002, uniform, from a fixed hash of the point's index.
+void SetDataToModelPlusNoise(const std::vector<double>& model, std::vector<double>& data) {
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 29;
+    const double u = static_cast<double>(h >> 11) * 0x1p-53 - 0.5;  // in [−½, ½)
+    data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
+  }
+}
+
 const Setup& TheFitSetup() {
   static const Setup setup = [] {
     Setup s;
@@ -87,14 +99,7 @@ const Setup& TheFitSetup() {
                              homodyne::model::KernelOptions{.threads = 1});
     std::vector<double> model(s.data.size());
     kernel.EvaluateModel(s.params, model);
-    std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      h ^= h >> 31;
-      h *= 0xbf58476d1ce4e5b9ULL;
-      h ^= h >> 29;
-      const double u = static_cast<double>(h >> 11) * 0x1p-53 - 0.5;  // in [−½, ½)
-      s.data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
-    }
+    SetDataToModelPlusNoise(model, s.data);
     return s;
   }();
   return setup;
@@ -256,6 +261,14 @@ BENCHMARK(BM_KernelNormalEquations)
 // one thread, on TheFitSetup's data. The robust loops take the weighted form (no unit-weight loops)
 // and per point z, ρ, the weight and the weighted residual; the flop counters keep the linear
 // pass's count, so their rates compare the same work.
+void LossArgs(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"threads", "loss", "f_scale_sigma"})
+      ->Args({1, 0, 1})
+      ->ArgsProduct({{1}, {1}, {100, 1}})
+      ->ArgsProduct({{1}, {2, 3, 4}, {1}})
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+}
 homodyne::model::KernelOptions LossOptions(const benchmark::State& state) {
   homodyne::model::KernelOptions o{.threads = static_cast<int>(state.range(0))};
   o.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));
@@ -268,26 +281,14 @@ void BM_KernelChi2Loss(benchmark::State& state) {
       [](const ModelKernel& k, const auto& params) { return k.Chi2(params); }, LossOptions(state),
       TheFitSetup());
 }
-BENCHMARK(BM_KernelChi2Loss)
-    ->ArgNames({"threads", "loss", "f_scale_sigma"})
-    ->Args({1, 0, 1})
-    ->ArgsProduct({{1}, {1}, {100, 1}})
-    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_KernelChi2Loss)->Apply(LossArgs);
 void BM_KernelNormalEquationsLoss(benchmark::State& state) {
   TimePass(
       state, kNormalFlopsPerPoint,
       [](const ModelKernel& k, const auto& params) { return k.Accumulate(params).chi2; },
       LossOptions(state), TheFitSetup());
 }
-BENCHMARK(BM_KernelNormalEquationsLoss)
-    ->ArgNames({"threads", "loss", "f_scale_sigma"})
-    ->Args({1, 0, 1})
-    ->ArgsProduct({{1}, {1}, {100, 1}})
-    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_KernelNormalEquationsLoss)->Apply(LossArgs);
 
 // The two-component (heterodyne) kernel on the same 23 angles × 1000 frames: its time grid
 // t_m = (m + 1)·dt, xpcsjax's template-like parameters (decelerating flow, a fraction
@@ -417,8 +418,8 @@ BENCHMARK(BM_HeterodyneKernelChi2)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// The two-component model at TheHeterodyneSetup's parameters plus TheFitSetup's noise (the
-// same hash), for the two-component passes under a robust loss.
+// The two-component model at TheHeterodyneSetup's parameters plus TheFitSetup's noise, for the
+// two-component passes under a robust loss.
 const Setup& TheHeterodyneFitSetup() {
   static const Setup setup = [] {
     Setup s;
@@ -427,14 +428,7 @@ const Setup& TheHeterodyneFitSetup() {
                                                    homodyne::model::KernelOptions{.threads = 1});
     std::vector<double> model(s.data.size());
     kernel.EvaluateModel(h.params, model);
-    std::uint64_t x = 0x9e3779b97f4a7c15ULL;
-    for (std::size_t i = 0; i < model.size(); ++i) {
-      x ^= x >> 31;
-      x *= 0xbf58476d1ce4e5b9ULL;
-      x ^= x >> 29;
-      const double u = static_cast<double>(x >> 11) * 0x1p-53 - 0.5;
-      s.data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
-    }
+    SetDataToModelPlusNoise(model, s.data);
     return s;
   }();
   return setup;
@@ -461,13 +455,7 @@ void BM_HeterodyneKernelChi2Loss(benchmark::State& state) {
       [](const homodyne::model::HeterodyneKernel& k, const auto& params) { return k.Chi2(params); },
       LossOptions(state), TheHeterodyneFitSetup());
 }
-BENCHMARK(BM_HeterodyneKernelChi2Loss)
-    ->ArgNames({"threads", "loss", "f_scale_sigma"})
-    ->Args({1, 0, 1})
-    ->ArgsProduct({{1}, {1}, {100, 1}})
-    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_HeterodyneKernelChi2Loss)->Apply(LossArgs);
 void BM_HeterodyneKernelNormalEquationsLoss(benchmark::State& state) {
   TimeHeterodynePass(
       state, kHetNormalFlopsPerPoint,
@@ -476,13 +464,7 @@ void BM_HeterodyneKernelNormalEquationsLoss(benchmark::State& state) {
       },
       LossOptions(state), TheHeterodyneFitSetup());
 }
-BENCHMARK(BM_HeterodyneKernelNormalEquationsLoss)
-    ->ArgNames({"threads", "loss", "f_scale_sigma"})
-    ->Args({1, 0, 1})
-    ->ArgsProduct({{1}, {1}, {100, 1}})
-    ->ArgsProduct({{1}, {2, 3, 4}, {1}})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_HeterodyneKernelNormalEquationsLoss)->Apply(LossArgs);
 
 void BM_HeterodyneKernelOneAngleChi2(benchmark::State& state) {
   TimeHeterodyneOneAnglePass(state, [](const homodyne::model::HeterodyneKernel& k,
