@@ -113,6 +113,8 @@ if [ "$st" = converged ]; then
     fail "80 frames: the two-stage path ran after a converged plain fit"
   grep -q "inactive_reason: \"the plain fit converged (hierarchical.trigger: suspect; two_component" \
     "$tmp/80/out/run_report.yaml" || fail "80 frames: the report does not say why the stages were skipped"
+  grep -q "anti-degeneracy   not run: the plain fit converged" "$tmp/80/out.log" ||
+    fail "80 frames: the summary does not say why the stages were skipped"
 fi
 # The report's phases account for the session's time: the start screen's grids and rankings
 # between the solves are in "fit" (they were in no phase: fit 0.3 s of a 2.3 s session).
