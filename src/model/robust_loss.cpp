@@ -155,6 +155,20 @@ __attribute__((always_inline)) inline LossTerms Evaluate(double z) {
   return t;
 }
 
+// Point e's terms from its loss terms and weight w[e] ≠ 0: w·C²·ρ, then (kDerivs) w·ρ′·r and
+// w·s² in place of w.
+template <bool kDerivs>
+__attribute__((always_inline)) inline void StorePointTerms(const LossTerms& lt, double scale_sq,
+                                                           int e, const double* r, double* w,
+                                                           double* term, double* wr) {
+  const double we = w[e];
+  term[e] = we * (scale_sq * lt.rho);
+  if constexpr (kDerivs) {
+    w[e] = we * lt.weight;
+    wr[e] = we * (lt.d1 * r[e]);
+  }
+}
+
 // RobustPointTerms for one robust kind (kDerivs: also the weight and the weighted residual).
 template <LossKind K, bool kDerivs>
 __attribute__((always_inline)) inline void PointTermsOf(double inv_scale, double scale_sq, int n,
@@ -187,12 +201,7 @@ __attribute__((always_inline)) inline void PointTermsOf(double inv_scale, double
       const double we = w[e];
       const double u = r[e] * inv_scale;
       if (we == 0.0 || !(u * u > kSoftL1SeriesBelow)) continue;
-      const LossTerms lt = SoftL1ClosedForms(u * u);
-      term[e] = we * (scale_sq * lt.rho);
-      if constexpr (kDerivs) {
-        w[e] = we * lt.weight;
-        wr[e] = we * (lt.d1 * r[e]);
-      }
+      StorePointTerms<kDerivs>(SoftL1ClosedForms(u * u), scale_sq, e, r, w, term, wr);
     }
     return;
   }
@@ -200,49 +209,32 @@ __attribute__((always_inline)) inline void PointTermsOf(double inv_scale, double
     const double we = w[e];
     if (we == 0.0) continue;
     const double u = r[e] * inv_scale;
-    const LossTerms lt = Evaluate<K, false>(u * u);
-    term[e] = we * (scale_sq * lt.rho);
-    if constexpr (kDerivs) {
-      w[e] = we * lt.weight;
-      wr[e] = we * (lt.d1 * r[e]);
-    }
+    StorePointTerms<kDerivs>(Evaluate<K, false>(u * u), scale_sq, e, r, w, term, wr);
   }
 }
 
-template <bool kDerivs>
-__attribute__((always_inline)) inline void PointTermsFor(LossKind kind, double inv_scale,
-                                                         double scale_sq, int n, const double* r,
-                                                         double* w, double* term, double* wr) {
+// f.template operator()<K>() for the kind's K: one switch for EvaluateLoss and the tile loop.
+template <typename F>
+__attribute__((always_inline)) inline decltype(auto) WithKind(LossKind kind, F&& f) {
   switch (kind) {
-    case LossKind::kLinear:
-      return PointTermsOf<LossKind::kLinear, kDerivs>(inv_scale, scale_sq, n, r, w, term, wr);
     case LossKind::kSoftL1:
-      return PointTermsOf<LossKind::kSoftL1, kDerivs>(inv_scale, scale_sq, n, r, w, term, wr);
+      return f.template operator()<LossKind::kSoftL1>();
     case LossKind::kHuber:
-      return PointTermsOf<LossKind::kHuber, kDerivs>(inv_scale, scale_sq, n, r, w, term, wr);
+      return f.template operator()<LossKind::kHuber>();
     case LossKind::kCauchy:
-      return PointTermsOf<LossKind::kCauchy, kDerivs>(inv_scale, scale_sq, n, r, w, term, wr);
+      return f.template operator()<LossKind::kCauchy>();
     case LossKind::kArctan:
-      return PointTermsOf<LossKind::kArctan, kDerivs>(inv_scale, scale_sq, n, r, w, term, wr);
+      return f.template operator()<LossKind::kArctan>();
+    case LossKind::kLinear:
+      break;
   }
+  return f.template operator()<LossKind::kLinear>();
 }
 
 }  // namespace
 
 LossTerms EvaluateLoss(LossKind kind, double z) {
-  switch (kind) {
-    case LossKind::kLinear:
-      return Evaluate<LossKind::kLinear, true>(z);
-    case LossKind::kSoftL1:
-      return Evaluate<LossKind::kSoftL1, true>(z);
-    case LossKind::kHuber:
-      return Evaluate<LossKind::kHuber, true>(z);
-    case LossKind::kCauchy:
-      return Evaluate<LossKind::kCauchy, true>(z);
-    case LossKind::kArctan:
-      return Evaluate<LossKind::kArctan, true>(z);
-  }
-  return Evaluate<LossKind::kLinear, true>(z);
+  return WithKind(kind, [z]<LossKind K>() { return Evaluate<K, true>(z); });
 }
 
 // Compiled for each instruction set: on x86-64-v3 and v4 std::fma is one instruction (the
@@ -250,11 +242,15 @@ LossTerms EvaluateLoss(LossKind kind, double z) {
 // 10x (χ²) the linear pass under soft_l1); fma rounds once either way, so the bits agree.
 HOMODYNE_SIMD_CLONES void RobustPointTerms(LossKind kind, double inv_scale, double scale_sq, int n,
                                            const double* r, double* w, double* term, double* wr) {
-  if (wr != nullptr) {
-    PointTermsFor<true>(kind, inv_scale, scale_sq, n, r, w, term, wr);
-  } else {
-    PointTermsFor<false>(kind, inv_scale, scale_sq, n, r, w, term, wr);
-  }
+  // The lambda inlined, so that its loops are compiled for this clone's instruction set.
+  WithKind(
+      kind, [&]<LossKind K>() __attribute__((always_inline)) {
+        if (wr != nullptr) {
+          PointTermsOf<K, true>(inv_scale, scale_sq, n, r, w, term, wr);
+        } else {
+          PointTermsOf<K, false>(inv_scale, scale_sq, n, r, w, term, wr);
+        }
+      });
 }
 
 }  // namespace homodyne::model
