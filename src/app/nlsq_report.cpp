@@ -116,8 +116,8 @@ std::string FormatNlsqSummary(const nlsq::NlsqRunResult& r) {
                        f.anti_degeneracy.shear_weights.empty() ? "unweighted" : "shear-weighted",
                        f.anti_degeneracy.selected == "hierarchical" ? "; its answer was kept"
                                                                     : "; the plain fit was kept");
-  } else if (f.anti_degeneracy.inactive_reason.find("hierarchical.trigger") != std::string::npos) {
-    // Skipped by the trigger: a config that enables the stage learns why it did not run.
+  } else if (f.anti_degeneracy.skipped_by_trigger) {
+    // A config that enables the stage learns why it did not run.
     out += fmt::format("  anti-degeneracy   not run: {}\n", f.anti_degeneracy.inactive_reason);
   }
   if (f.regularization.active) {

@@ -233,6 +233,7 @@ std::optional<nlsq::SolverSummary> AntiDegeneracyStage(PipelineContext& ctx,
           "the plain fit converged with no physical parameter at a bound "
           "(hierarchical.trigger: suspect)";
     }
+    ctx.anti_degeneracy_report.skipped_by_trigger = !inactive.empty();
   }
   if (!inactive.empty()) return local;
   const ScopedFaultStage stage("hierarchical");

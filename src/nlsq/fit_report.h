@@ -18,7 +18,8 @@ namespace homodyne::nlsq {
 // analysis_results_nlsq.json's nlsq_diagnostics reports it. χ² that do not exist are NaN.
 struct AntiDegeneracyReport {
   bool hierarchical_active = false;
-  std::string inactive_reason;  // why the stage did not run (empty when it ran)
+  std::string inactive_reason;      // why the stage did not run (empty when it ran)
+  bool skipped_by_trigger = false;  // enabled and applicable, not run by hierarchical.trigger
   int outer_iterations = 0;
   std::string stop;                   // outer_tolerance | max_outer_iterations | failed
   std::vector<double> chi2;           // unweighted χ² after each outer iteration
