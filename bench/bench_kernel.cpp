@@ -19,8 +19,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <numbers>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench_env.h"
@@ -747,6 +749,121 @@ BENCHMARK(BM_BoundPointBlock)
     ->ArgsProduct({{0, 1}, {0, 1}})
     ->Iterations(30)
     ->Unit(benchmark::kMicrosecond);
+
+// A robust loss against the linear loss, paired (issue: the robust pass's extra cost ≤ 10 % of
+// a normal pass). Two kernels over the same data, one with the linear loss and one with the
+// robust loss of range(1) at f_scale range(2)·σ (as LossArgs), take turns: each iteration runs
+// both passes once, in alternating order, and times each by the thread's CPU clock. A pair's
+// two passes are a few hundred milliseconds apart, so what moves this host's speed between runs
+// and processes (±20 %, bimodal process times) falls on both alike; the counters are the median
+// and quartiles of the pairs' ratios, and each side's median time. range(3): 0 static, 1
+// laminar_flow, 2 two_component; range(0): 0 χ² pass, 1 normal-equation pass; range(4): 0 the
+// linear kernel built first, 1 the robust one (where each kernel's buffers land moves a pass's
+// time from process to process, so the script runs several processes and both orders). One
+// thread, pinned.
+const Setup& TheStaticFitSetup() {
+  static const Setup setup = [] {
+    Setup s;
+    s.params.resize(2 * kAngles + 3);
+    const ModelKernel kernel(AnalysisMode::kStatic, s.geometry, s.t, s.phi, s.tiles,
+                             homodyne::model::KernelOptions{.threads = 1});
+    std::vector<double> model(s.data.size());
+    kernel.EvaluateModel(s.params, model);
+    SetDataToModelPlusNoise(model, s.data);
+    return s;
+  }();
+  return setup;
+}
+
+// The pairs' per-pass CPU seconds → the benchmark's counters.
+void PairedCounters(benchmark::State& state, std::vector<double> linear,
+                    std::vector<double> robust) {
+  std::vector<double> ratio(linear.size());
+  for (size_t i = 0; i < ratio.size(); ++i) ratio[i] = robust[i] / linear[i];
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)];
+  };
+  state.counters["pairs"] = static_cast<double>(ratio.size());
+  state.counters["linear_ms_median"] = 1e3 * quantile(linear, 0.5);
+  state.counters["robust_ms_median"] = 1e3 * quantile(robust, 0.5);
+  state.counters["linear_ms_min"] = 1e3 * quantile(linear, 0.0);
+  state.counters["robust_ms_min"] = 1e3 * quantile(robust, 0.0);
+  state.counters["ratio_median"] = quantile(ratio, 0.5);
+  state.counters["ratio_q25"] = quantile(ratio, 0.25);
+  state.counters["ratio_q75"] = quantile(ratio, 0.75);
+  state.counters["avx512_copy"] = homodyne::model::detail::HasAvx512() ? 1.0 : 0.0;
+}
+
+// Runs the pairs: `pass(robust)` returns a callable pass over the linear (false) or robust
+// (true) kernel.
+template <typename Pass>
+void TimePairs(benchmark::State& state, Pass pass) {
+  std::vector<double> linear, robust;
+  bool robust_first = false;
+  for (auto _ : state) {
+    double seconds[2] = {0.0, 0.0};
+    for (int k = 0; k < 2; ++k) {
+      const bool is_robust = robust_first == (k == 0);
+      const double t0 = ThreadCpuSeconds();
+      benchmark::DoNotOptimize(pass(is_robust));
+      seconds[is_robust ? 1 : 0] = ThreadCpuSeconds() - t0;
+    }
+    linear.push_back(seconds[0]);
+    robust.push_back(seconds[1]);
+    state.SetIterationTime(seconds[1]);
+    robust_first = !robust_first;
+  }
+  PairedCounters(state, std::move(linear), std::move(robust));
+}
+
+void BM_RobustOverLinearPaired(benchmark::State& state) {
+  const bool normal = state.range(0) != 0;
+  const int model = static_cast<int>(state.range(3));
+  homodyne::model::KernelOptions linear_options{.threads = 1};
+  const PinnedThreads pin(linear_options);
+  homodyne::model::KernelOptions robust_options = linear_options;
+  robust_options.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));
+  robust_options.loss.f_scale = static_cast<double>(state.range(2));
+  const bool robust_built_first = state.range(4) != 0;
+  // The two kernels, built in the order asked: pair = {linear, robust}.
+  auto build = [&](auto make) {
+    auto first = make(robust_built_first ? robust_options : linear_options);
+    auto second = make(robust_built_first ? linear_options : robust_options);
+    if (robust_built_first) std::swap(first, second);
+    return std::pair{std::move(first), std::move(second)};
+  };
+  if (model == 2) {
+    const HeterodyneSetup& h = TheHeterodyneSetup();
+    const Setup& s = TheHeterodyneFitSetup();
+    const auto [lin, rob] = build([&](const homodyne::model::KernelOptions& o) {
+      return std::make_unique<homodyne::model::HeterodyneKernel>(h.grid, s.tiles, o);
+    });
+    TimePairs(state, [&](bool is_robust) {
+      const auto& k = *(is_robust ? rob : lin);
+      return normal ? k.Accumulate(h.params).chi2 : k.Chi2(h.params);
+    });
+  } else {
+    const bool laminar = model == 1;
+    const Setup& s = laminar ? TheFitSetup() : TheStaticFitSetup();
+    const AnalysisMode mode = laminar ? AnalysisMode::kLaminarFlow : AnalysisMode::kStatic;
+    const auto [lin, rob] = build([&](const homodyne::model::KernelOptions& o) {
+      return std::make_unique<ModelKernel>(mode, s.geometry, s.t, s.phi, s.tiles, o);
+    });
+    TimePairs(state, [&](bool is_robust) {
+      const auto& k = *(is_robust ? rob : lin);
+      return normal ? k.Accumulate(s.params).chi2 : k.Chi2(s.params);
+    });
+  }
+  state.counters["pinned"] = pin.pinned() ? 1.0 : 0.0;
+}
+BENCHMARK(BM_RobustOverLinearPaired)
+    ->ArgNames({"normal", "loss", "f_scale_sigma", "model", "robust_built_first"})
+    ->ArgsProduct({{1, 0}, {1}, {100}, {0, 1, 2}, {0, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}, {0, 1, 2}, {0}})
+    ->Iterations(24)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 // Naive χ²: every point of every angle recomputes sqrt, exp and sin (no sharing across
 // angles, no per-column reuse), single thread.

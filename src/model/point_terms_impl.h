@@ -403,31 +403,31 @@ __attribute__((always_inline)) inline void Normal(const PointBlock& in, double* 
       t.w = Load(row.w + c);
       return t;
     };
-#if HOMODYNE_POINT_TERMS_NATIVE_V8
-    for (int c = 0; c < in.n; c += kLanes) body(stored(c), c);
-#else
-    // Three sweeps over the stored rows, so that each sweep's accumulators fit the 16 AVX2
-    // registers (in one sweep GCC keeps the 20 tile sums on the stack, a load and a store each
-    // per vector; docs/performance.md). Every sum takes the same operations in the same order,
-    // so the bits are those of one sweep.
-    for (int c = 0; c < in.n; c += kLanes) {
-      const Lanes t = stored(c);
-      const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
-      columns(t, c, wa);
-      tiles(t, WeightedResidual<kUnit, kRobust>(t), Weighted<kUnit, kRobust>(t, t.g1sq));
-    }
-    for (int c = 0; c < in.n; c += kLanes) {
-      const Lanes t = stored(c);
-      alpha_e(c, Weighted<kUnit, kRobust>(t, t.alpha),
-              Weighted<kUnit, kRobust>(t, t.g1sq) * t.alpha);
-    }
-    if constexpr (kLaminar) {
+    // The sums over the stored rows in one sweep, or in three on the two-half copies for
+    // laminar_flow, so that each sweep's accumulators fit the 16 AVX2 registers (in one sweep
+    // GCC keeps its 20 tile sums on the stack, a load and a store each per vector;
+    // docs/performance.md). Static's 12 fit in one: ×1.40 of the linear pass against ×1.50 in
+    // two sweeps (the paired benchmark, AVX2 copy). Every sum takes the same operations in the
+    // same order either way, so the bits are the same.
+    if constexpr (HOMODYNE_POINT_TERMS_NATIVE_V8 || !kLaminar) {
+      for (int c = 0; c < in.n; c += kLanes) body(stored(c), c);
+    } else {
+      for (int c = 0; c < in.n; c += kLanes) {
+        const Lanes t = stored(c);
+        const V wa = Weighted<kUnit, kRobust>(t, t.alpha);
+        columns(t, c, wa);
+        tiles(t, WeightedResidual<kUnit, kRobust>(t), Weighted<kUnit, kRobust>(t, t.g1sq));
+      }
+      for (int c = 0; c < in.n; c += kLanes) {
+        const Lanes t = stored(c);
+        alpha_e(c, Weighted<kUnit, kRobust>(t, t.alpha),
+                Weighted<kUnit, kRobust>(t, t.g1sq) * t.alpha);
+      }
       for (int c = 0; c < in.n; c += kLanes) {
         const Lanes t = stored(c);
         beta_f(t, c, Weighted<kUnit, kRobust>(t, t.g1sq));
       }
     }
-#endif
   }
   acc[kSumChi2] = chi2;
   acc[kSumUcUc] = ucuc_ucr.First();
