@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/progress.h"
 #include "model/robust_loss.h"
+#include "nlsq/row_subsets.h"
 #include "parallel/collective.h"
 
 namespace homodyne::global {
@@ -273,14 +274,7 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
 }
 
 int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points) {
-  const std::int64_t points = session.total_points();
-  if (max_points <= 0 || points <= max_points || session.streamed()) return 1;
-  // At least kMinSearchRows rows per angle, however large the data: the rows' points then
-  // grow with the frames N while a pass over all points grows with N².
-  const std::int64_t by_points = (points + max_points - 1) / max_points;
-  const std::int64_t by_rows =
-      std::max<std::int64_t>(1, session.time_points() / GlobalStageOptions::kMinSearchRows);
-  return static_cast<int>(std::min(by_points, by_rows));
+  return nlsq::RowSubsetStride(session.total_points(), session.time_points(), max_points);
 }
 
 namespace {

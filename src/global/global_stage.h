@@ -24,6 +24,7 @@
 #include "core/log.h"
 #include "global/cmaes.h"
 #include "nlsq/nlsq_checkpoint.h"
+#include "nlsq/row_subsets.h"
 #include "nlsq/xpcs_fit.h"
 #include "parallel/comm.h"
 
@@ -54,7 +55,7 @@ struct GlobalStageOptions {
   // (nlsq::XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
   std::int64_t search_max_points = 250000;
   // ... with k at most (times / kMinSearchRows): never fewer rows per angle than this.
-  static constexpr std::int64_t kMinSearchRows = 16;
+  static constexpr std::int64_t kMinSearchRows = nlsq::kMinRowSubsetRows;
 
   // Validates (bad input naming optimization.nlsq.cmaes.<key>).
   static GlobalStageOptions FromConfig(const config::Cmaes& c);
@@ -97,9 +98,10 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
                       const std::string& data_description, const Logger& logger,
                       bool print_progress);
 
-// The row stride of a search on large data: 1 (every point) up to `max_points` points, a
-// streamed fit or max_points ≤ 0; else every k-th row of each angle with k the smaller of
-// ⌈points / max_points⌉ and time_points / kMinSearchRows.
+// The row stride of a search on large data: 1 (every point) up to `max_points` points or
+// max_points ≤ 0; else every k-th row of each angle with k the smaller of
+// ⌈points / max_points⌉ and time_points / kMinSearchRows (nlsq::RowSubsetStride). In core and
+// streamed alike: a streamed fit keeps the rows in memory (XpcsProblem::OnRows).
 int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points);
 
 // Collective over the session's communicator; every rank returns the same summary. Steps

@@ -9,6 +9,7 @@
 #include "global/pipeline_context.h"
 #include "global/pipeline_stages.h"
 #include "model/heterodyne_symmetry.h"
+#include "nlsq/row_subsets.h"
 
 // two_component's own steps of the NLSQ pipeline: the paths off the mirror-symmetric start,
 // the scaling fitted before a local fit, the two-stage path, the transport and velocity scans
@@ -16,9 +17,8 @@
 namespace homodyne::global {
 namespace {
 
-// The scans' χ² grids on large data: every stride-th row (each with every lag) above this many
-// points, as the CMA-ES search does.
-constexpr std::int64_t kScanMaxPoints = 200000;
+// The scans' χ² grids on large data: every stride-th row above nlsq::kScanMaxPoints points.
+using nlsq::kScanMaxPoints;
 
 }  // namespace
 

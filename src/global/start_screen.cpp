@@ -12,6 +12,7 @@
 #include "global/fit_pipeline.h"
 #include "global/global_stage.h"
 #include "model/robust_loss.h"
+#include "nlsq/row_subsets.h"
 
 namespace homodyne::global {
 namespace {
@@ -38,9 +39,8 @@ constexpr std::int64_t kScreenRows = 16;
 // Iterations of each short fit from a screened point. They only have to show which basin the
 // point is in; the full fit from the lowest follows.
 constexpr int kScreenShortIterations = 100;
-// The scans' χ² grids on large data: every stride-th row above this many points (as
-// fit_pipeline.cpp's scans).
-constexpr std::int64_t kScanMaxPoints = 200000;
+// The scans' χ² grids on large data: every stride-th row above nlsq::kScanMaxPoints points.
+using nlsq::kScanMaxPoints;
 
 const auto kKey = [](double c) { return std::isfinite(c) ? c : HUGE_VAL; };
 
@@ -238,7 +238,6 @@ std::string FractionText(const nlsq::XpcsFitSession& session, const std::vector<
 }  // namespace
 
 int ScreenRowStride(const nlsq::XpcsFitSession& session) {
-  if (session.streamed()) return 1;
   const auto by_rows =
       static_cast<int>(std::max<std::int64_t>(1, session.time_points() / kScreenRows));
   return std::max(SearchRowStride(session, kScanMaxPoints), by_rows);

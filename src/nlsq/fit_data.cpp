@@ -1,13 +1,39 @@
 #include "nlsq/fit_data.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 
+#include "nlsq/row_subsets.h"
 #include "parallel/collective.h"
 
 namespace homodyne::nlsq {
 namespace {
+
+// The points this rank may hold of the row subsets the global stages screen on (a streamed
+// fit keeps them): one subset per distinct stride of the scans' grids (kScanMaxPoints), the
+// CMA-ES search (cmaes.search_max_points), the restarts' screen (recovery.screen_max_points)
+// and two_component's start screen (kMinRowSubsetRows rows per angle), each at most the
+// rank's points.
+std::int64_t RowSubsetPointsOf(const config::Config& cfg, std::int64_t total_points,
+                               const FitShape& s) {
+  const auto& nlsq = cfg.optimization.nlsq;
+  std::set<int> strides;
+  for (const std::int64_t max_points :
+       {kScanMaxPoints, static_cast<std::int64_t>(nlsq.cmaes.search_max_points),
+        static_cast<std::int64_t>(nlsq.recovery.screen_max_points)}) {
+    strides.insert(RowSubsetStride(total_points, s.n_frames, max_points));
+  }
+  if (cfg.analysis_mode == model::AnalysisMode::kTwoComponent) {
+    strides.insert(static_cast<int>(std::max<std::int64_t>(1, s.n_frames / kMinRowSubsetRows)));
+  }
+  std::int64_t points = 0;
+  for (const int k : strides) {
+    if (k > 1) points += std::min(s.local_points, RowSubsetPoints(s.n_angles, s.n_frames, k));
+  }
+  return points;
+}
 
 FitShape ShapeOf(const config::Config& cfg, const FitMemoryOptions& options,
                  const io::LocalData& layout, int rank) {
@@ -24,6 +50,7 @@ FitShape ShapeOf(const config::Config& cfg, const FitMemoryOptions& options,
   s.n_physical = model::NumPhysicalParameters(cfg.analysis_mode);
   s.threads = std::max(options.threads, 1);
   s.baseline_bytes = CurrentRss();
+  s.row_subset_points = RowSubsetPointsOf(cfg, plan.total_points(), s);
   return s;
 }
 

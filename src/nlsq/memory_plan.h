@@ -72,6 +72,9 @@ struct FitShape {
   int n_physical = 3;                 // physical parameters of the mode (3, 7 or 14)
   int threads = 1;
   std::uint64_t baseline_bytes = 0;  // resident size before the data are read
+  // Points of the row subsets the global stages screen on (row_subsets.h), which a streamed
+  // fit keeps in memory once read (XpcsProblem::OnRows): at most this rank's points per subset.
+  std::int64_t row_subset_points = 0;
 };
 
 struct MemoryEstimate {

@@ -34,8 +34,8 @@ enum class PassKind {
   kChi2Batch,  // χ² at several points
   kModel,      // the model's values: χ² per angle
   kFused,      // several of the above from one read (the report's plain χ² and χ² per angle)
-  kData,       // the data alone (initial scaling's selection passes, noise level, digest)
-  kRows,       // any of the above on a row subset held in memory (not a read of the data)
+  kData,  // the data alone (initial scaling's selection, noise level, digest, a row subset read)
+  kRows,  // any of the above on a row subset held in memory (not a read of the data)
 };
 inline constexpr int kNumPassKinds = 7;
 std::string_view ToString(PassKind kind);

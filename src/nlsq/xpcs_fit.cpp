@@ -224,11 +224,11 @@ std::int64_t XpcsFitSession::time_points() const { return impl_->n_t; }
 
 bool XpcsFitSession::streamed() const { return impl_->stream != nullptr; }
 
-// The problem on every stride-th row (built once per stride); the whole problem for
-// stride ≤ 1 or a streamed fit.
+// The problem on every stride-th row (built once per stride; a streamed fit reads its rows
+// into memory then); the whole problem for stride ≤ 1.
 XpcsProblem& XpcsFitSession::RowsProblem(int stride) {
   Impl& s = *impl_;
-  if (stride <= 1 || s.stream) return *s.problem;
+  if (stride <= 1) return *s.problem;
   std::unique_ptr<XpcsProblem>& rows = s.row_problems[stride];
   if (!rows) {
     rows = s.problem->OnRows(stride);

@@ -137,8 +137,9 @@ class XpcsFitSession {
   // Collective: the same on the points of every `stride`-th row of each angle's upper
   // triangle only (rows 0, stride, 2·stride, … of the fit grid, each with all its columns:
   // every lag, 1/stride of the points), for a search on large data. The blocks and their
-  // reduction are the full problem's, so the values do not depend on the ranks either.
-  // stride ≤ 1, or a streamed fit: Chi2Batch.
+  // reduction are the full problem's, so the values do not depend on the ranks either. A
+  // streamed fit reads the rows into memory once, at the first call with that stride
+  // (XpcsProblem::OnRows), and gives the in-core fit's bits. stride ≤ 1: Chi2Batch.
   // Every pass of this fit's problems (the whole and on rows) asks `stop` from now on
   // (lsq::LeastSquaresProblem::SetStopCheck); empty: never.
   void SetStopCheck(const std::function<bool()>& stop);
@@ -173,8 +174,8 @@ class XpcsFitSession {
   // `stride`-th row only (the problem of Chi2BatchOnRows: the full problem's blocks and
   // reduction, so the bits do not depend on the ranks), for a screen of candidate starts on
   // large data. No checkpoints (the solve costs 1/stride of a full one, and a resume recomputes
-  // it with the same bits), no progress lines; χ² and the summary are the rows'. stride ≤ 1, or
-  // a streamed fit: the whole problem.
+  // it with the same bits), no progress lines; χ² and the summary are the rows'. stride ≤ 1:
+  // the whole problem.
   SolverSummary SolveOnRows(const std::vector<double>& x0, int stride);
   // Collective: a solve of the physical parameters alone with every angle's contrast and
   // offset held at the Q95 quantile estimates of the data (two_component's constant layout's

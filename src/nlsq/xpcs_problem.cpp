@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <limits>
+#include <memory>
 #include <thread>
 
 #include "core/errors.h"
@@ -75,6 +77,11 @@ struct XpcsProblem::Impl {
   // In core: the local blocks' tiles, by block, keeping the rows 0, stride, 2·stride, …
   // (a block may be left empty).
   std::vector<std::vector<model::RowTile>> BlocksOnRows(int stride) const;
+  // Streaming: the same blocks from every window read once, each kept row's values (and
+  // weights) copied into `storage`.
+  std::vector<std::vector<model::RowTile>> StreamedBlocksOnRows(
+      int stride, std::deque<std::vector<double>>& storage) const;
+  std::shared_ptr<const void> owned;                // XpcsProblemSetup::storage
   std::vector<std::vector<double>> window_weights;  // storage for a window's weighted tiles
   std::vector<std::vector<double>> incore_weights;  // storage for the in-core kernel's
 };
@@ -103,6 +110,26 @@ std::vector<std::vector<model::RowTile>> XpcsProblem::Impl::BlocksOnRows(int str
     std::vector<model::RowTile>& block = blocks.emplace_back();
     for (std::size_t i = static_cast<std::size_t>(starts[b]); i < end; ++i) {
       if (tiles[i].row % stride == 0) block.push_back(tiles[i]);
+    }
+  }
+  return blocks;
+}
+
+std::vector<std::vector<model::RowTile>> XpcsProblem::Impl::StreamedBlocksOnRows(
+    int stride, std::deque<std::vector<double>>& storage) const {
+  std::vector<std::vector<model::RowTile>> blocks(static_cast<std::size_t>(local_blocks));
+  const BlockStream::PassTimer pass(*stream);
+  for (int w = 0; w < stream->num_windows(); ++w) {
+    const StreamWindow& win = stream->Load(w);
+    for (std::size_t b = 0; b < win.blocks.size(); ++b) {
+      for (model::RowTile tile : win.blocks[b]) {
+        if (tile.row % stride != 0) continue;
+        tile.data = storage.emplace_back(tile.data, tile.data + tile.count).data();
+        if (tile.weight != nullptr) {
+          tile.weight = storage.emplace_back(tile.weight, tile.weight + tile.count).data();
+        }
+        blocks[static_cast<std::size_t>(win.first_block) + b].push_back(tile);
+      }
     }
   }
   return blocks;
@@ -191,6 +218,7 @@ XpcsProblem::XpcsProblem(const Comm& comm, XpcsProblemSetup setup, model::Parame
       "block range outside the plan");
   impl_->first_block = setup.first_block;
   impl_->total_blocks = setup.total_blocks;
+  impl_->owned = std::move(setup.storage);
   model::KernelOptions ko;
   ko.threads = setup.threads;
   ko.sigma = setup.sigma;
@@ -244,7 +272,6 @@ void XpcsProblem::SetAngleWeights(std::span<const double> weights) {
 
 std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
   const Impl& im = *impl_;
-  HOMODYNE_CHECK(im.stream == nullptr, "a streamed problem has no rows in memory");
   HOMODYNE_CHECK(stride >= 1, "row stride must be at least 1");
   XpcsProblemSetup setup;
   setup.mode = im.mode;
@@ -257,7 +284,18 @@ std::unique_ptr<XpcsProblem> XpcsProblem::OnRows(int stride) const {
   setup.loss = im.window_options.loss;
   setup.threads = im.window_options.threads;
   setup.worker_start = im.window_options.worker_start;
-  setup.blocks = im.BlocksOnRows(stride);
+  if (im.stream == nullptr) {
+    setup.blocks = im.BlocksOnRows(stride);
+  } else {
+    // One read of the data, agreed on as a pass is (a read failing on one rank).
+    auto storage = std::make_shared<std::deque<std::vector<double>>>();
+    RunCollectively(comm_, [&] {
+      const FaultScope any_pass("fit");
+      setup.blocks = im.StreamedBlocksOnRows(stride, *storage);
+    });
+    ledger_->Count(PassKind::kData);
+    setup.storage = std::move(storage);
+  }
   // The search on rows minimises the same objective: the same penalty rows.
   setup.ledger = ledger_;
   auto rows = std::make_unique<XpcsProblem>(comm_, std::move(setup), layout_);

@@ -47,6 +47,9 @@ struct XpcsProblemSetup {
   // Streaming instead of `blocks`: the rank's blocks, read window by window on every pass
   // (the stream must outlive the problem).
   BlockStream* stream = nullptr;
+  // Memory the blocks' data and weights point into, kept alive with the problem (a streamed
+  // problem's rows copied by OnRows); empty: the caller's.
+  std::shared_ptr<const void> storage;
   double sigma = 0.01;
   // The loss of every pass (model/robust_loss.h): a robust loss makes χ² the robust
   // objective C²·Σ w·ρ(z) and the normal equations its Gauss–Newton form (PlainChi2 gives
@@ -120,11 +123,12 @@ class XpcsProblem : public lsq::LeastSquaresProblem {
   // must set the same weights before the next pass.
   void SetAngleWeights(std::span<const double> weights);
 
-  // Collective, in core only: the same problem on the points of every `stride`-th row (rows
-  // 0, stride, 2·stride, … of the fit grid, each with all its columns), unweighted. Its
-  // blocks are this problem's with the other rows' tiles left out (a block may be left
-  // empty and adds zero), so it reduces along the same tree and its values do not depend on
-  // the ranks either.
+  // Collective: the same problem on the points of every `stride`-th row (rows 0, stride,
+  // 2·stride, … of the fit grid, each with all its columns), unweighted. Its blocks are this
+  // problem's with the other rows' tiles left out (a block may be left empty and adds zero),
+  // so it reduces along the same tree and its values do not depend on the ranks either. A
+  // streamed problem reads every window once and keeps copies of those rows (counted as a
+  // data pass): the row problem is in core and gives the in-core one's bits.
   std::unique_ptr<XpcsProblem> OnRows(int stride) const;
 
   const model::ParameterLayout& layout() const { return layout_; }

@@ -8,6 +8,7 @@
 
 #include "core/errors.h"
 #include "nlsq/memory_plan.h"
+#include "nlsq/row_subsets.h"
 
 namespace homodyne::nlsq {
 namespace {
@@ -120,6 +121,26 @@ TEST(MemoryPlan, AutoPicksInCoreWhenItFitsElseStreamsWithinTheBudget) {
   const MemoryPlan bigger = PlanMemory(FitStrategy::kAuto, small, Shape(1'000'000'000));
   EXPECT_EQ(bigger.strategy, FitStrategy::kStreaming);
   EXPECT_LE(bigger.streaming.total(), small.bytes);
+}
+
+// The row subsets the global stages screen on: the stride, their points counted pair by pair,
+// and the streaming estimate holding them (a streamed fit keeps them in memory once read).
+TEST(MemoryPlan, StreamingCountsTheRowSubsetsItKeeps) {
+  EXPECT_EQ(RowSubsetStride(100'000, 1000, 200'000), 1);    // small enough: every row
+  EXPECT_EQ(RowSubsetStride(100'000, 1000, 0), 1);          // 0: every point
+  EXPECT_EQ(RowSubsetStride(1'000'000, 1000, 200'000), 5);  // ⌈10⁶ / 2·10⁵⌉
+  // At least kMinRowSubsetRows rows per angle however large the data.
+  EXPECT_EQ(RowSubsetStride(287'000'000, 5000, 200'000), 5000 / kMinRowSubsetRows);
+  // 2 angles × 10 frames, rows 0, 3, 6 (row 9 has no pair): 9 + 6 + 3 pairs per angle.
+  std::int64_t pairs = 0;
+  for (int row = 0; row < 9; row += 3) pairs += 9 - row;
+  EXPECT_EQ(RowSubsetPoints(2, 10, 3), 2 * pairs);
+  EXPECT_EQ(RowSubsetPoints(2, 10, 1), 2 * 45);  // every pair i < j
+
+  FitShape s = Shape(100'000'000);
+  const std::uint64_t without = EstimateStreaming(s, 1'000'000).workspace;
+  s.row_subset_points = 500'000;
+  EXPECT_GE(EstimateStreaming(s, 1'000'000).workspace, without + 8 * 500'000u);
 }
 
 TEST(MemoryPlan, ForcedStrategies) {
