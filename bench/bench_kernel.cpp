@@ -94,16 +94,21 @@ void SetDataToModelPlusNoise(const std::vector<double>& model, std::vector<doubl
   }
 }
 
+// TheSetup's grid with data at the model of `mode` plus noise; its parameters the first
+// `n_params` of the laminar set (2·23 + 7; static: 2·23 + 3).
+Setup ModelPlusNoiseSetup(AnalysisMode mode, std::size_t n_params) {
+  Setup s;
+  s.params.resize(n_params);
+  const ModelKernel kernel(mode, s.geometry, s.t, s.phi, s.tiles,
+                           homodyne::model::KernelOptions{.threads = 1});
+  std::vector<double> model(s.data.size());
+  kernel.EvaluateModel(s.params, model);
+  SetDataToModelPlusNoise(model, s.data);
+  return s;
+}
+
 const Setup& TheFitSetup() {
-  static const Setup setup = [] {
-    Setup s;
-    const ModelKernel kernel(AnalysisMode::kLaminarFlow, s.geometry, s.t, s.phi, s.tiles,
-                             homodyne::model::KernelOptions{.threads = 1});
-    std::vector<double> model(s.data.size());
-    kernel.EvaluateModel(s.params, model);
-    SetDataToModelPlusNoise(model, s.data);
-    return s;
-  }();
+  static const Setup setup = ModelPlusNoiseSetup(AnalysisMode::kLaminarFlow, 2 * kAngles + 7);
   return setup;
 }
 
@@ -762,16 +767,7 @@ BENCHMARK(BM_BoundPointBlock)
 // time from process to process, so the script runs several processes and both orders). One
 // thread, pinned.
 const Setup& TheStaticFitSetup() {
-  static const Setup setup = [] {
-    Setup s;
-    s.params.resize(2 * kAngles + 3);
-    const ModelKernel kernel(AnalysisMode::kStatic, s.geometry, s.t, s.phi, s.tiles,
-                             homodyne::model::KernelOptions{.threads = 1});
-    std::vector<double> model(s.data.size());
-    kernel.EvaluateModel(s.params, model);
-    SetDataToModelPlusNoise(model, s.data);
-    return s;
-  }();
+  static const Setup setup = ModelPlusNoiseSetup(AnalysisMode::kStatic, 2 * kAngles + 3);
   return setup;
 }
 
