@@ -53,9 +53,8 @@ struct GlobalStageOptions {
   std::uint64_t seed = 42;
   // Above this many points the search's objective is the χ² of every k-th row of each angle
   // (nlsq::XpcsFitSession::Chi2BatchOnRows), k = ceil(points / search_max_points); 0: all points.
+  // ... with k at most times / nlsq::kMinRowSubsetRows: never fewer rows per angle than this.
   std::int64_t search_max_points = 250000;
-  // ... with k at most (times / kMinSearchRows): never fewer rows per angle than this.
-  static constexpr std::int64_t kMinSearchRows = nlsq::kMinRowSubsetRows;
 
   // Validates (bad input naming optimization.nlsq.cmaes.<key>).
   static GlobalStageOptions FromConfig(const config::Cmaes& c);
@@ -100,8 +99,8 @@ CmaesSummary RunCmaes(const Comm& comm, Cmaes& es, const BatchObjective& f,
 
 // The row stride of a search on large data: 1 (every point) up to `max_points` points or
 // max_points ≤ 0; else every k-th row of each angle with k the smaller of
-// ⌈points / max_points⌉ and time_points / kMinSearchRows (nlsq::RowSubsetStride). In core and
-// streamed alike: a streamed fit keeps the rows in memory (XpcsProblem::OnRows).
+// ⌈points / max_points⌉ and time_points / nlsq::kMinRowSubsetRows (nlsq::RowSubsetStride). In core
+// and streamed alike: a streamed fit keeps the rows in memory (XpcsProblem::OnRows).
 int SearchRowStride(const nlsq::XpcsFitSession& session, std::int64_t max_points);
 
 // Collective over the session's communicator; every rank returns the same summary. Steps

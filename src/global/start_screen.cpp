@@ -34,8 +34,9 @@ constexpr double kScreenSlopeLow = 0.25;
 constexpr double kScreenSlopeHigh = 0.75;
 // Rows per angle the screen's χ² sees. Each row carries every lag of its t1, so the decays and
 // the cross term's fringes are all on it; on the broad study's data (100-200 frames) this is
-// every 6th-12th row, and the screen's ~35 000 points cost what ~3 000 on all rows did.
-constexpr std::int64_t kScreenRows = 16;
+// every 6th-12th row, and the screen's ~35 000 points cost what ~3 000 on all rows did. The
+// searches' minimum rows per angle, which the memory plan counts for this screen too.
+constexpr std::int64_t kScreenRows = nlsq::kMinRowSubsetRows;
 // Iterations of each short fit from a screened point. They only have to show which basin the
 // point is in; the full fit from the lowest follows.
 constexpr int kScreenShortIterations = 100;

@@ -245,13 +245,13 @@ MemoryEstimate EstimateStreaming(const FitShape& s, std::int64_t window_points) 
                          : 0.0;
   const auto window_tiles =
       static_cast<std::uint64_t>(tiles_per_point * static_cast<double>(window_points)) + 1;
-  // The read-ahead (block_stream.h) swaps the read blocks for a second window, and adds the
-  // next window's tile list and its thread; the open file's HDF5 caches come on top.
   // The row subsets' values, kept once read, and their tiles (≈ one per row and angle).
   const auto row_subsets = static_cast<std::uint64_t>(s.row_subset_points);
   const auto row_tiles =
       static_cast<std::uint64_t>(static_cast<double>(s.row_subset_points) /
                                  std::max<double>(1.0, static_cast<double>(s.n_frames) / 2.0));
+  // The read-ahead (block_stream.h) swaps the read blocks for a second window, and adds the
+  // next window's tile list and its thread; the open file's HDF5 caches come on top.
   e.workspace = 40 * static_cast<std::uint64_t>(s.local_tiles) + 2 * kTileBytes * window_tiles +
                 kHistogramBytesPerAngle * static_cast<std::uint64_t>(s.n_angles) +
                 FixedWorkspace(s) + kThreadBytes + kStreamFileBytes + 8 * row_subsets +
