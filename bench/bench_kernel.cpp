@@ -755,17 +755,8 @@ BENCHMARK(BM_BoundPointBlock)
     ->Iterations(30)
     ->Unit(benchmark::kMicrosecond);
 
-// A robust loss against the linear loss, paired (issue: the robust pass's extra cost ≤ 10 % of
-// a normal pass). Two kernels over the same data, one with the linear loss and one with the
-// robust loss of range(1) at f_scale range(2)·σ (as LossArgs), take turns: each iteration runs
-// both passes once, in alternating order, and times each by the thread's CPU clock. A pair's
-// two passes are a few hundred milliseconds apart, so what moves this host's speed between runs
-// and processes (±20 %, bimodal process times) falls on both alike; the counters are the median
-// and quartiles of the pairs' ratios, and each side's median time. range(3): 0 static, 1
-// laminar_flow, 2 two_component; range(0): 0 χ² pass, 1 normal-equation pass; range(4): 0 the
-// linear kernel built first, 1 the robust one (where each kernel's buffers land moves a pass's
-// time from process to process, so the script runs several processes and both orders). One
-// thread, pinned.
+// The static model at TheSetup's first 2·23 + 3 parameters plus noise, for the paired robust-loss
+// benchmark below.
 const Setup& TheStaticFitSetup() {
   static const Setup setup = ModelPlusNoiseSetup(AnalysisMode::kStatic, 2 * kAngles + 3);
   return setup;
@@ -813,6 +804,17 @@ void TimePairs(benchmark::State& state, Pass pass) {
   PairedCounters(state, std::move(linear), std::move(robust));
 }
 
+// A robust loss against the linear loss, paired (issue: the robust pass's extra cost ≤ 10 % of
+// a normal pass). Two kernels over the same data, one with the linear loss and one with the
+// robust loss of range(1) at f_scale range(2)·σ (as LossArgs), take turns: each iteration runs
+// both passes once, in alternating order, and times each by the thread's CPU clock. A pair's
+// two passes are a few hundred milliseconds apart, so what moves this host's speed between runs
+// and processes (±20 %, bimodal process times) falls on both alike; the counters are the median
+// and quartiles of the pairs' ratios, and each side's median time. range(3): 0 static, 1
+// laminar_flow, 2 two_component; range(0): 0 χ² pass, 1 normal-equation pass; range(4): 0 the
+// linear kernel built first, 1 the robust one (where each kernel's buffers land moves a pass's
+// time from process to process, so the script runs several processes and both orders). One
+// thread, pinned.
 void BM_RobustOverLinearPaired(benchmark::State& state) {
   const bool normal = state.range(0) != 0;
   const int model = static_cast<int>(state.range(3));

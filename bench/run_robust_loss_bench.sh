@@ -14,15 +14,13 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 main="$out/robust_loss_kernel_${stamp}.json"
-if [[ -e $main ]]; then
-  echo "$main exists: set BENCH_STAMP for another run of the day" >&2
-  exit 1
-fi
 paired="$out/robust_loss_paired_${stamp}.json"
-if [[ -e $paired ]]; then
-  echo "$paired exists: set BENCH_STAMP for another run of the day" >&2
-  exit 1
-fi
+for f in $([[ -z ${PAIRED_ONLY:-} ]] && echo "$main") "$paired"; do
+  if [[ -e $f ]]; then
+    echo "$f exists: set BENCH_STAMP for another run of the day" >&2
+    exit 1
+  fi
+done
 if [[ -z ${PAIRED_ONLY:-} ]]; then
 "$build/bench/bench_kernel" --benchmark_filter='^BM_(Heterodyne)?Kernel(Chi2|NormalEquations)Loss' \
   --benchmark_repetitions="${REPS:-9}" --benchmark_enable_random_interleaving=true \
