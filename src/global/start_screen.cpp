@@ -40,8 +40,6 @@ constexpr std::int64_t kScreenRows = nlsq::kMinRowSubsetRows;
 // Iterations of each short fit from a screened point. They only have to show which basin the
 // point is in; the full fit from the lowest follows.
 constexpr int kScreenShortIterations = 100;
-// The scans' χ² grids on large data: every stride-th row above nlsq::kScanMaxPoints points.
-using nlsq::kScanMaxPoints;
 
 const auto kKey = [](double c) { return std::isfinite(c) ? c : HUGE_VAL; };
 
@@ -239,9 +237,9 @@ std::string FractionText(const nlsq::XpcsFitSession& session, const std::vector<
 }  // namespace
 
 int ScreenRowStride(const nlsq::XpcsFitSession& session) {
-  const auto by_rows =
-      static_cast<int>(std::max<std::int64_t>(1, session.time_points() / kScreenRows));
-  return std::max(SearchRowStride(session, kScanMaxPoints), by_rows);
+  // The scans' stride (SearchRowStride) keeps at least kScreenRows rows as well, so it never
+  // exceeds this one.
+  return static_cast<int>(std::max<std::int64_t>(1, session.time_points() / kScreenRows));
 }
 
 namespace {

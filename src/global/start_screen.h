@@ -21,7 +21,7 @@
 namespace homodyne::global {
 
 // The screen's row stride: every k-th row of each angle's upper triangle (each with all its
-// lags), k = ⌊time_points / kScreenRows⌋ but at least the scans' (SearchRowStride) and 1. The
+// lags), k = ⌊time_points / kScreenRows⌋ and at least 1: never sparser than the scans'. The
 // rows are the fit grid's, not a rank's share, so the values do not depend on the ranks.
 int ScreenRowStride(const nlsq::XpcsFitSession& session);
 
