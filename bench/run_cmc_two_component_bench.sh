@@ -8,6 +8,7 @@
 #   bash bench/run_cmc_two_component_bench.sh [build dir] [output dir]
 #   CMC_ARGS="--n-warmup 100 --n-samples 100 --cmc-num-shards 3" ... (a shorter run)
 #   EXTRA_YAML: appended to the fit's config (e.g. an optimization.cmc block)
+#   KEEP_OUT: a directory to keep the job's outputs and stamped log in
 set -euo pipefail
 source "$(dirname "$0")/lib.sh" "$@"
 name=${BENCH_NAME:-cmc_two_component_${stamp}}
@@ -43,6 +44,8 @@ for line in sys.stdin:
 ' > "$work/log"
 rc=${PIPESTATUS[0]}
 set -e
+# KEEP_OUT=DIR: keep the job's outputs and log there (the work directory is removed on exit).
+if [[ -n ${KEEP_OUT:-} ]]; then mkdir -p "$KEEP_OUT" && cp -r "$work/out" "$work/log" "$KEEP_OUT/"; fi
 /usr/bin/python3 - "$work" "$rc" "$out/$name" "${CMC_ARGS:-}" "${EXTRA_YAML:-}" "$truth" \
   "$angles" "$frames" "$noise" "$seed" <<'PY'
 import json, os, platform, subprocess, sys
@@ -61,6 +64,8 @@ for s in shards:
         "depth_cap_share": s["treedepth_saturation_rate"],
         "min_ess_bulk": min(s["ess_bulk"].values()), "min_ess_tail": min(s["ess_tail"].values()),
         "worst_bulk": min(s["ess_bulk"], key=s["ess_bulk"].get),
+        "worst_tail": min(s["ess_tail"], key=s["ess_tail"].get),
+        "ess_bulk": s["ess_bulk"], "ess_tail": s["ess_tail"],
         "max_r_hat": s["max_r_hat"], "step_size": s["step_size_mean"],
         "divergences": s["divergences"], "gradients": s["gradient_evaluations"],
         "warmup_gradients": s["warmup_gradient_evaluations"],
@@ -91,7 +96,7 @@ with open(base + ".md", "w") as f:
             "step | divergences | gradients | seconds |\n|---|---|---|---|---|---|---|---|---|---|\n")
     for r in rows:
         f.write(f"| {r['shard']} | {r['points']} | {100 * r['depth_cap_share']:.1f} % | "
-                f"{r['min_ess_bulk']:.0f} ({r['worst_bulk']}) | {r['min_ess_tail']:.0f} | "
+                f"{r['min_ess_bulk']:.0f} ({r['worst_bulk']}) | {r['min_ess_tail']:.0f} ({r['worst_tail']}) | "
                 f"{r['max_r_hat']:.3f} | {r['step_size']:.3g} | {r['divergences']} | "
                 f"{r['gradients']} | {r['sampling_seconds']:.0f} |\n")
 print(open(base + ".md").read())
