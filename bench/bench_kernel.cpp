@@ -80,30 +80,39 @@ const Setup& TheSetup() {
 }
 
 // The same grid with data as a fit meets them near its answer: the model at `params` plus
-// noise of 0.002 (uniform, from a fixed hash of the point's index), for the robust losses,
-// whose per-point work depends on the residual's size.
-// data = model + noise of sd 0.002, uniform, from a fixed hash of the point's index.
-void SetDataToModelPlusNoise(const std::vector<double>& model, std::vector<double>& data) {
+// noise from a fixed hash of the point's index, for the robust losses, whose per-point work
+// depends on the residual's size. Quiet: uniform of sd 0.002 (|r| ≤ 0.0035). Noisy: Gaussian
+// of sd 0.01, the noise of the synthetic sets the whole-job benchmarks fit.
+enum class Noise { kQuiet, kNoisy };
+void SetDataToModelPlusNoise(const std::vector<double>& model, std::vector<double>& data,
+                             Noise noise = Noise::kQuiet) {
   std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-  for (std::size_t i = 0; i < model.size(); ++i) {
+  const auto uniform = [&h] {  // in [0, 1)
     h ^= h >> 31;
     h *= 0xbf58476d1ce4e5b9ULL;
     h ^= h >> 29;
-    const double u = static_cast<double>(h >> 11) * 0x1p-53 - 0.5;  // in [−½, ½)
-    data[i] = model[i] + 0.002 * std::sqrt(12.0) * u;
+    return static_cast<double>(h >> 11) * 0x1p-53;
+  };
+  for (std::size_t i = 0; i < model.size(); ++i) {
+    if (noise == Noise::kQuiet) {
+      data[i] = model[i] + 0.002 * std::sqrt(12.0) * (uniform() - 0.5);
+    } else {
+      const double u1 = 1.0 - uniform(), u2 = uniform();  // Box–Muller, u1 in (0, 1]
+      data[i] = model[i] + 0.01 * std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+    }
   }
 }
 
 // TheSetup's grid with data at the model of `mode` plus noise; its parameters the first
 // `n_params` of the laminar set (2·23 + 7; static: 2·23 + 3).
-Setup ModelPlusNoiseSetup(AnalysisMode mode, std::size_t n_params) {
+Setup ModelPlusNoiseSetup(AnalysisMode mode, std::size_t n_params, Noise noise = Noise::kQuiet) {
   Setup s;
   s.params.resize(n_params);
   const ModelKernel kernel(mode, s.geometry, s.t, s.phi, s.tiles,
                            homodyne::model::KernelOptions{.threads = 1});
   std::vector<double> model(s.data.size());
   kernel.EvaluateModel(s.params, model);
-  SetDataToModelPlusNoise(model, s.data);
+  SetDataToModelPlusNoise(model, s.data, noise);
   return s;
 }
 
@@ -427,17 +436,18 @@ BENCHMARK(BM_HeterodyneKernelChi2)
 
 // The two-component model at TheHeterodyneSetup's parameters plus TheFitSetup's noise, for the
 // two-component passes under a robust loss.
+Setup HeterodyneModelPlusNoiseSetup(Noise noise) {
+  Setup s;
+  const HeterodyneSetup& h = TheHeterodyneSetup();
+  const homodyne::model::HeterodyneKernel kernel(h.grid, s.tiles,
+                                                 homodyne::model::KernelOptions{.threads = 1});
+  std::vector<double> model(s.data.size());
+  kernel.EvaluateModel(h.params, model);
+  SetDataToModelPlusNoise(model, s.data, noise);
+  return s;
+}
 const Setup& TheHeterodyneFitSetup() {
-  static const Setup setup = [] {
-    Setup s;
-    const HeterodyneSetup& h = TheHeterodyneSetup();
-    const homodyne::model::HeterodyneKernel kernel(h.grid, s.tiles,
-                                                   homodyne::model::KernelOptions{.threads = 1});
-    std::vector<double> model(s.data.size());
-    kernel.EvaluateModel(h.params, model);
-    SetDataToModelPlusNoise(model, s.data);
-    return s;
-  }();
+  static const Setup setup = HeterodyneModelPlusNoiseSetup(Noise::kQuiet);
   return setup;
 }
 
@@ -762,6 +772,20 @@ const Setup& TheStaticFitSetup() {
   return setup;
 }
 
+// The paired benchmark's data: `model` 0 static, 1 laminar_flow, 2 two_component, with the
+// quiet or the noisy noise (built once each, on first use).
+const Setup& PairedSetup(int model, Noise noise) {
+  if (noise == Noise::kQuiet) {
+    return model == 0 ? TheStaticFitSetup() : model == 1 ? TheFitSetup() : TheHeterodyneFitSetup();
+  }
+  static const Setup noisy_static =
+                         ModelPlusNoiseSetup(AnalysisMode::kStatic, 2 * kAngles + 3, Noise::kNoisy),
+                     noisy_laminar = ModelPlusNoiseSetup(AnalysisMode::kLaminarFlow,
+                                                         2 * kAngles + 7, Noise::kNoisy),
+                     noisy_two_component = HeterodyneModelPlusNoiseSetup(Noise::kNoisy);
+  return model == 0 ? noisy_static : model == 1 ? noisy_laminar : noisy_two_component;
+}
+
 // The pairs' per-pass CPU seconds → the benchmark's counters.
 void PairedCounters(benchmark::State& state, std::vector<double> linear,
                     std::vector<double> robust) {
@@ -813,8 +837,10 @@ void TimePairs(benchmark::State& state, Pass pass) {
 // and quartiles of the pairs' ratios, and each side's median time. range(3): 0 static, 1
 // laminar_flow, 2 two_component; range(0): 0 χ² pass, 1 normal-equation pass; range(4): 0 the
 // linear kernel built first, 1 the robust one (where each kernel's buffers land moves a pass's
-// time from process to process, so the script runs several processes and both orders). One
-// thread, pinned.
+// time from process to process, so the script runs several processes and both orders);
+// range(5): 0 the quiet data (every soft_l1 residual inside its series at f_scale 1), 1 the
+// noisy data (Gaussian noise of 0.01: a vector of 8 points holds one beyond it more often than
+// not). One thread, pinned.
 void BM_RobustOverLinearPaired(benchmark::State& state) {
   const bool normal = state.range(0) != 0;
   const int model = static_cast<int>(state.range(3));
@@ -824,6 +850,7 @@ void BM_RobustOverLinearPaired(benchmark::State& state) {
   robust_options.loss.kind = static_cast<homodyne::model::LossKind>(state.range(1));
   robust_options.loss.f_scale = static_cast<double>(state.range(2));
   const bool robust_built_first = state.range(4) != 0;
+  const Noise noise = state.range(5) != 0 ? Noise::kNoisy : Noise::kQuiet;
   // The two kernels, built in the order asked: pair = {linear, robust}.
   auto build = [&](auto make) {
     auto first = make(robust_built_first ? robust_options : linear_options);
@@ -833,7 +860,7 @@ void BM_RobustOverLinearPaired(benchmark::State& state) {
   };
   if (model == 2) {
     const HeterodyneSetup& h = TheHeterodyneSetup();
-    const Setup& s = TheHeterodyneFitSetup();
+    const Setup& s = PairedSetup(model, noise);
     const auto [lin, rob] = build([&](const homodyne::model::KernelOptions& o) {
       return std::make_unique<homodyne::model::HeterodyneKernel>(h.grid, s.tiles, o);
     });
@@ -843,7 +870,7 @@ void BM_RobustOverLinearPaired(benchmark::State& state) {
     });
   } else {
     const bool laminar = model == 1;
-    const Setup& s = laminar ? TheFitSetup() : TheStaticFitSetup();
+    const Setup& s = PairedSetup(model, noise);
     const AnalysisMode mode = laminar ? AnalysisMode::kLaminarFlow : AnalysisMode::kStatic;
     const auto [lin, rob] = build([&](const homodyne::model::KernelOptions& o) {
       return std::make_unique<ModelKernel>(mode, s.geometry, s.t, s.phi, s.tiles, o);
@@ -856,9 +883,9 @@ void BM_RobustOverLinearPaired(benchmark::State& state) {
   state.counters["pinned"] = pin.pinned() ? 1.0 : 0.0;
 }
 BENCHMARK(BM_RobustOverLinearPaired)
-    ->ArgNames({"normal", "loss", "f_scale_sigma", "model", "robust_built_first"})
-    ->ArgsProduct({{1, 0}, {1}, {100}, {0, 1, 2}, {0, 1}})
-    ->ArgsProduct({{1}, {2, 3, 4}, {1}, {0, 1, 2}, {0}})
+    ->ArgNames({"normal", "loss", "f_scale_sigma", "model", "robust_built_first", "noisy"})
+    ->ArgsProduct({{1, 0}, {1}, {100}, {0, 1, 2}, {0, 1}, {0, 1}})
+    ->ArgsProduct({{1}, {2, 3, 4}, {1}, {0, 1, 2}, {0}, {0}})
     ->Iterations(24)
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);

@@ -82,19 +82,20 @@ for copy, path in zip(sys.argv[3::2], sys.argv[4::2]):
     contexts.setdefault(copy, d["context"])
     for b in d["benchmarks"]:
         m = re.match(r"BM_RobustOverLinearPaired/normal:(\d)/loss:(\d)/f_scale_sigma:(\d+)/"
-                     r"model:(\d)/robust_built_first:(\d)", b["name"])
+                     r"model:(\d)/robust_built_first:(\d)/noisy:(\d)", b["name"])
         key = (copy, models[int(m.group(4))],
                "normal_equations" if m.group(1) == "1" else "chi2", names[int(m.group(2))],
-               int(m.group(3)) * 0.01)
+               int(m.group(3)) * 0.01, "gaussian 0.01" if m.group(6) == "1" else "uniform 0.002")
         runs.setdefault(key, []).append({
             "robust_built_first": int(m.group(5)), "pairs": int(b["pairs"]),
             "avx512_copy": int(b["avx512_copy"]), "linear_ms_median": b["linear_ms_median"],
             "robust_ms_median": b["robust_ms_median"], "ratio_median": b["ratio_median"],
             "ratio_q25": b["ratio_q25"], "ratio_q75": b["ratio_q75"]})
 rows = []
-for (copy, model, kind, loss, fs), rs in runs.items():
+for (copy, model, kind, loss, fs, noise), rs in runs.items():
     ratios = [r["ratio_median"] for r in rs]
     rows.append({"copy": copy, "model": model, "pass": kind, "loss": loss, "f_scale_c2": fs,
+                 "noise": noise,
                  "runs": len(rs), "ratio_median_of_runs": statistics.median(ratios),
                  "ratio_min": min(ratios), "ratio_max": max(ratios),
                  "linear_ms_median": statistics.median(r["linear_ms_median"] for r in rs),
@@ -105,12 +106,13 @@ summary = {"benchmark": "robust-loss pass over the linear pass, paired within on
                         "first; thread CPU time; a run's ratio is the median of its pairs' "
                         "ratios; runs over processes and both orders of building the two "
                         "kernels), 23 angles x 1000 frames, data at the model plus noise "
-                        "0.002, 1 thread, pinned",
+                        "(uniform of sd 0.002, or Gaussian of sd 0.01: the rows' noise), 1 "
+                        "thread, pinned",
            "processes": int(sys.argv[2]), "contexts": contexts, "rows": rows}
 json.dump(summary, open(sys.argv[1], "w"), indent=1)
 for r in rows:
     print(f'{r["copy"]:6} {r["model"]:13} {r["pass"]:16} {r["loss"]:8} f_scale '
-          f'{r["f_scale_c2"]:<5g} linear {r["linear_ms_median"]:7.2f} ms  robust '
+          f'{r["f_scale_c2"]:<5g} {r["noise"]:13} linear {r["linear_ms_median"]:7.2f} ms  robust '
           f'{r["robust_ms_median"]:7.2f} ms  x{r["ratio_median_of_runs"]:.3f} '
           f'[{r["ratio_min"]:.3f}, {r["ratio_max"]:.3f}] over {r["runs"]} runs')
 PY

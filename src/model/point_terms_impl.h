@@ -280,24 +280,31 @@ struct RowBuffer {
 // The loss step of Terms over a block's stored rows: ρ into the χ² lanes, and r0, w replaced by
 // w·ρ′·r0 and w·s² (LossStep, as in Terms; under unit weights the products with w only where
 // Terms masks: a partial last vector).
+// soft_l1: every vector by the short series alone where the whole block lies on it
+// (OnShortSeries: one branch per block, not a mispredicting one per vector).
 template <bool kUnit, int kRobust>
 __attribute__((always_inline)) inline void RobustRows(const PointBlock& in, RowBuffer& row,
                                                       Sum4& chi2) {
   const V inv_scale = Splat(in.loss_inv_scale);
-  const auto step = [&]<bool kMask>(int c) __attribute__((always_inline)) {
-    V rho_w, ws2, wr;
-    LossStep<true, kMask, kRobust>(in.loss, inv_scale, Load(row.w + c), Load(row.r0 + c), rho_w,
-                                   ws2, wr);
-    chi2 += rho_w;
-    Store(row.w + c, ws2);
-    Store(row.r0 + c, wr);
-  };
-  int c = 0;
-  // Two vectors per iteration: the loop's count and branch once per two (a short loop, ~28
-  // instructions per vector for soft_l1's series on the AVX-512 copy).
+  const auto sweep = [&]<bool kShort>() __attribute__((always_inline)) {
+    const auto step = [&]<bool kMask>(int c) __attribute__((always_inline)) {
+      V rho_w, ws2, wr;
+      LossStep<true, kMask, kRobust, kShort>(in.loss, inv_scale, Load(row.w + c), Load(row.r0 + c),
+                                             rho_w, ws2, wr);
+      chi2 += rho_w;
+      Store(row.w + c, ws2);
+      Store(row.r0 + c, wr);
+    };
+    int c = 0;
+    // Two vectors per iteration: the loop's count and branch once per two (a short loop).
 #pragma GCC unroll 2
-  for (; c + kLanes <= in.n; c += kLanes) step.template operator()<!kUnit>(c);
-  if (c < in.n) step.template operator()<true>(c);
+    for (; c + kLanes <= in.n; c += kLanes) step.template operator()<!kUnit>(c);
+    if (c < in.n) step.template operator()<true>(c);
+  };
+  if (kRobust == kLossSoftL1 && OnShortSeries(row.r0, in.n, inv_scale)) {
+    return sweep.template operator()<true>();
+  }
+  sweep.template operator()<false>();
 }
 
 template <bool kLaminar, bool kUnit, int kRobust = kLossNone>

@@ -213,16 +213,19 @@ HOMODYNE_INLINE bool AnyGreater(V a, V b) { return Any(a > b); }
 
 // soft_l1's terms as robust_loss.cpp's EvaluateLoss computes them (the same expressions in
 // the same order): ρ(z) and, with kDerivs, the weight s² and the residual factor ρ′/s². The
-// square root and division only when a lane lies beyond the series (kSoftL1SeriesBelow).
-template <bool kDerivs>
+// square root and division only when a lane lies beyond the long series
+// (kSoftL1LongSeriesBelow).
+// kShort: the caller knows every lane lies on the short series (z ≤ kSoftL1SeriesBelow; a
+// block whose largest z does, RobustRows), where the short series alone gives the same bits.
+template <bool kDerivs, bool kShort = false>
 HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
   const V one = Splat(1.0);
   const V a = one + z;
-  const V rho_series =
-      z * Fma(z,
-              Fma(z, Fma(z, Fma(z, Splat(7.0 / 128.0), Splat(-5.0 / 64.0)), Splat(1.0 / 8.0)),
-                  Splat(-1.0 / 4.0)),
-              one);
+  const V rho_poly =
+      Fma(z,
+          Fma(z, Fma(z, Fma(z, Splat(7.0 / 128.0), Splat(-5.0 / 64.0)), Splat(1.0 / 8.0)),
+              Splat(-1.0 / 4.0)),
+          one);
   V weight_series;
   if constexpr (kDerivs) {
     weight_series =
@@ -231,22 +234,54 @@ HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
                 Splat(-3.0 / 2.0)),
             one);
   }
-  const V series_end = Splat(kSoftL1SeriesBelow);
-  // The derivative passes (kDerivs) lay the closed forms out as the unlikely branch, so that
-  // GCC's layout and register allocation favour the series path (AVX2 copy, normal pass,
-  // soft_l1 at its default f_scale, two A/B runs: ×1.24–1.43 → ×1.15–1.27 and ×1.24–1.32 →
-  // ×1.20–1.25 of the linear pass; no change beyond the noise at f_scale 0.01 nor on the
-  // AVX-512 copy); the χ² pass does not (its f_scale 0.01 case, mostly closed forms, lost 20 %).
-  const bool series = !AnyGreater(z, series_end);
-  if (kDerivs ? __builtin_expect(series, 1) : series) {
-    rho = rho_series;
+  if constexpr (kShort) {
+    rho = z * rho_poly;
     if constexpr (kDerivs) {
       weight = weight_series;
       factor = a;
     }
     return;
   }
-  const M far = z > series_end;
+  // The long series (robust_loss.cpp, SoftL1LongSeriesRho and SoftL1LongSeriesCurvature) in
+  // every lane: the short one's bits in the lanes below its end, so no branch chooses between
+  // them. A branch per vector did: on data whose noise puts a point past the short series in
+  // most vectors (noise 0.01 at f_scale 1) it went either way at random, and its
+  // mispredictions cost more than the long series' eleven operations (paired benchmark, static
+  // normal pass: ×1.62–1.68 of the linear pass with it, ×1.31 without; docs/performance.md).
+  // The normal pass chooses the short series per block instead (RobustRows).
+  const V z2 = z * z;
+  const V z5 = (z2 * z2) * z;
+  const V rho_tail =
+      Fma(z, Fma(z, Fma(z, Splat(715.0 / 32768.0), Splat(-429.0 / 16384.0)), Splat(33.0 / 1024.0)),
+          Splat(-21.0 / 512.0));
+  const V rho_long = z * Fma(z5, rho_tail, rho_poly);
+  V weight_long;
+  if constexpr (kDerivs) {
+    const V weight_tail =
+        Fma(z,
+            Fma(z,
+                Fma(z, Fma(z, Splat(-230945.0 / 65536.0), Splat(109395.0 / 32768.0)),
+                    Splat(-6435.0 / 2048.0)),
+                Splat(3003.0 / 1024.0)),
+            Splat(-693.0 / 256.0));
+    weight_long = Fma(z5, weight_tail, weight_series);
+  }
+  const V long_end = Splat(kSoftL1LongSeriesBelow);
+  // The derivative passes (kDerivs) lay the closed forms out as the unlikely branch, so that
+  // GCC's layout and register allocation favour the series path (AVX2 copy, normal pass,
+  // soft_l1 at its default f_scale, two A/B runs: ×1.24–1.43 → ×1.15–1.27 and ×1.24–1.32 →
+  // ×1.20–1.25 of the linear pass; no change beyond the noise at f_scale 0.01 nor on the
+  // AVX-512 copy); the χ² pass does not (its f_scale 0.01 case, mostly closed forms, lost 20 %).
+  const bool series = !AnyGreater(z, long_end);
+  if (kDerivs ? __builtin_expect(series, 1) : series) {
+    rho = rho_long;
+    if constexpr (kDerivs) {
+      weight = weight_long;
+      factor = a;
+    }
+    return;
+  }
+  const M far = z > long_end;
   const V sq = Sqrt(a);
   const V inv = one / sq;
   const V bb = a - z;
@@ -254,14 +289,28 @@ HOMODYNE_INLINE void SoftL1Lanes(V z, V& rho, V& weight, V& factor) {
   const V e = Fma(sq, sq, Splat(0.0) - a);
   const V m = sq - one;
   const M finite = Splat(std::numeric_limits<double>::infinity()) > a;  // see EvaluateLoss
-  rho = Where(far, Where(finite, Fma(ea - e, inv, m + m), m + m), rho_series);
+  rho = Where(far, Where(finite, Fma(ea - e, inv, m + m), m + m), rho_long);
   if constexpr (kDerivs) {
     const V floor = Splat(kLossCurvatureFloor);
     const V curvature = inv * (inv * inv);
     const M kept = curvature > floor;
-    weight = Where(far, Where(kept, curvature, floor), weight_series);
+    weight = Where(far, Where(kept, curvature, floor), weight_long);
     factor = Where(far, Where(kept, a, inv * Splat(0x1p52)), a);
   }
+}
+
+// Whether every z of a block's residuals r0 (columns 0 … n − 1 in whole vectors; masked lanes
+// and lanes past n hold 0) lies on soft_l1's short series: then its vectors may take
+// SoftL1Lanes<…, true>, the same bits. Per block, because data of one noise level take the
+// same way block after block, where a branch per vector on points mixed at random either side
+// of the short series' end mispredicted.
+HOMODYNE_INLINE bool OnShortSeries(const double* r0, int n, V inv_scale) {
+  V z_max = Splat(0.0);
+  for (int c = 0; c < n; c += kLanes) {
+    const V u = Load(r0 + c) * inv_scale;
+    z_max = Max(u * u, z_max);
+  }
+  return !AnyGreater(z_max, Splat(kSoftL1SeriesBelow));
 }
 
 // The loss terms of robust_loss.h's EvaluateLoss for huber, cauchy and arctan, lane by lane
@@ -328,13 +377,14 @@ inline constexpr int kLossNone = 0, kLossSoftL1 = 1, kLossOther = 2;
 // with kDerivs, ws2 = w·s² and wr = w·ρ′·r0, the latter as (w·s²)·((ρ′/s²)·r0) for soft_l1
 // (ρ′/s² = 1 + z on its series, no division) and as w·(ρ′·r0) for the others (no division by
 // s²). One expression in every pass and copy: the same bits.
-template <bool kDerivs, bool kMask, int kRobust>
+// kShort: soft_l1 with every lane on its short series (SoftL1Lanes).
+template <bool kDerivs, bool kMask, int kRobust, bool kShort = false>
 __attribute__((always_inline)) inline void LossStep(int kind, V inv_scale, V w, V r0, V& rho_w,
                                                     V& ws2, V& wr) {
   const V u = r0 * inv_scale;
   V rho, weight, gain;
   if constexpr (kRobust == kLossSoftL1) {
-    SoftL1Lanes<kDerivs>(u * u, rho, weight, gain);
+    SoftL1Lanes<kDerivs, kShort>(u * u, rho, weight, gain);
   } else {
     LossLanes<kDerivs>(kind, u * u, rho, weight, gain);
   }

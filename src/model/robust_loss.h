@@ -37,11 +37,18 @@ std::string ObjectiveName(const RobustLoss& loss);
 // and cauchy/arctan far out (negative) keep a tiny positive curvature.
 inline constexpr double kLossCurvatureFloor = std::numeric_limits<double>::epsilon();
 
-// soft_l1 below this z (most points of a fit with homodyne's f_scale of 1 in c2 units) takes
-// its terms from their Taylor series, accurate to an ulp there: no square root or division
-// in the passes. Above it the closed forms, with ρ corrected for the rounding of the square
-// root (2(√(1+z) − 1) alone loses digits at small z).
+// soft_l1 below this z (the points of a fit with homodyne's f_scale of 1 in c2 units whose
+// residual is below 1/64 of it) takes its terms from their Taylor series, accurate to an ulp
+// there: no square root or division in the passes.
 inline constexpr double kSoftL1SeriesBelow = 0x1p-12;
+// Up to this z (residuals up to 1/8 of f_scale: every point of a fit with f_scale 1 on data
+// whose noise is 0.01) the same series continues with four or five terms more, added to the
+// short series' value as one fused multiply-add of z⁵ times their sum: below
+// kSoftL1SeriesBelow that product is under half an ulp of the short series' value, so the
+// long series gives the short one's bits there, and a vector of points on both sides needs
+// no blend of the two. Above it the closed forms, with ρ corrected for the rounding of the
+// square root (2(√(1+z) − 1) alone loses digits at small z).
+inline constexpr double kSoftL1LongSeriesBelow = 0x1p-6;
 
 // ρ(z), ρ′(z) and the unfloored Hessian weight ρ′(z) + 2z·ρ″(z) of one point; the passes'
 // weight s² = max(ρ′ + 2zρ″, floor) and residual factor ρ′/s² (w·s² multiplies every product,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/point_terms.h"
+#include "model/robust_loss.h"
 
 namespace homodyne::model::detail {
 namespace {
@@ -130,10 +131,11 @@ void ExpectCopyGivesTheBaselineBits(const Copy& x) {
     for (bool laminar : {true, false}) {
       for (bool weighted : {false, true}) {
         // Every loss: linear (0) and the robust ones (robust_loss.h), with a scale at which
-        // the residuals straddle the losses' knees; soft_l1 (1) also at a scale where they
-        // straddle the end of its series (kSoftL1SeriesBelow), lanes of both kinds in a vector.
-        const std::pair<int, double> losses[] = {{0, 0.0}, {1, 8.0}, {2, 8.0},
-                                                 {3, 8.0}, {4, 8.0}, {1, 0.5}};
+        // the residuals straddle the losses' knees; soft_l1 (1) also at scales where they
+        // straddle the ends of its series (kSoftL1SeriesBelow, kSoftL1LongSeriesBelow), lanes
+        // of two or three forms in a vector.
+        const std::pair<int, double> losses[] = {{0, 0.0}, {1, 8.0}, {2, 8.0}, {3, 8.0},
+                                                 {4, 8.0}, {1, 0.5}, {1, 0.1}};
         for (const auto& [loss, inv_scale] : losses) {
           const std::uint64_t seed = rng();
           std::mt19937_64 r1(seed), r2(seed);
@@ -168,7 +170,43 @@ void ExpectCopyGivesTheBaselineBits(const Copy& x) {
       }
     }
   }
-  EXPECT_EQ(checked, 28 * 6);
+  EXPECT_EQ(checked, 28 * 7);
+}
+
+// soft_l1's terms in every copy's passes have the bits of EvaluateLoss (robust_loss.cpp), at z
+// on the short series, the long one and beyond: a one-point block whose model is its offset
+// (contrast 0), so its χ² is ρ·C² and its Σ w the weight s², and Σ r the weight times the
+// factor ρ′/s² times the residual (times 1/σ).
+void ExpectSoftL1TermsOfEvaluateLoss(const Copy& x) {
+  std::mt19937_64 rng(12);
+  int forms[3] = {0, 0, 0};
+  for (double z = 1e-7; z < 0.2; z *= 1.003) {
+    Block b(rng, 1, false, false);
+    b.in.contrast = 0.0;
+    b.in.loss = static_cast<int>(LossKind::kSoftL1);
+    b.in.loss_inv_scale = 1.0;
+    b.in.loss_scale_sq = 0.75;
+    b.data[0] = b.in.offset + std::sqrt(z);
+    const double r0 = b.data[0] - b.in.offset;
+    const LossTerms lt = EvaluateLoss(LossKind::kSoftL1, r0 * r0);
+    ASSERT_TRUE(SameBits(x.chi2(b.in), lt.rho * 0.75)) << x.name << " rho at z " << z;
+    double sums[kNumTileSums] = {};
+    x.normal_static(b.in, sums);
+    ASSERT_TRUE(SameBits(sums[kSumChi2], lt.rho * 0.75)) << x.name << " normal pass, z " << z;
+    ASSERT_TRUE(SameBits(sums[kSumW], lt.weight)) << x.name << " weight at z " << z;
+    ASSERT_TRUE(SameBits(sums[kSumR], (lt.weight * (lt.factor * r0)) * b.in.inv_sigma))
+        << x.name << " factor at z " << z;
+    ++forms[r0 * r0 <= kSoftL1SeriesBelow ? 0 : r0 * r0 <= kSoftL1LongSeriesBelow ? 1 : 2];
+  }
+  EXPECT_GT(forms[0], 500);
+  EXPECT_GT(forms[1], 1000);
+  EXPECT_GT(forms[2], 100);
+}
+
+TEST(ModelPointTermsTest, EveryCopyGivesSoftL1TheBitsOfEvaluateLoss) {
+  ExpectSoftL1TermsOfEvaluateLoss(kBaseline);
+  if (HasAvx2Fma()) ExpectSoftL1TermsOfEvaluateLoss(kAvx2);
+  if (HasAvx512()) ExpectSoftL1TermsOfEvaluateLoss(kAvx512);
 }
 
 TEST(ModelPointTermsTest, Avx2CopyGivesTheBaselineBits) {

@@ -72,6 +72,20 @@ TEST(ModelRobustLossTest, SoftL1TermsAreAccurateOnBothSidesOfTheSeries) {
     if (z <= kSoftL1SeriesBelow) ++series;
   }
   EXPECT_GT(series, 50);
+  // Densely over the long series (kSoftL1LongSeriesBelow), where the short one alone is off by
+  // up to 4e-11 relative, and just past both ends.
+  int long_series = 0;
+  for (double z = 0.999 * kSoftL1SeriesBelow; z < 1.01 * kSoftL1LongSeriesBelow; z *= 1.001) {
+    const LossTerms t = EvaluateLoss(LossKind::kSoftL1, z);
+    const long double a = 1.0L + static_cast<long double>(z);
+    const long double sq = std::sqrt(a);
+    ASSERT_LE(ulps(t.rho, 2.0L * static_cast<long double>(z) / (sq + 1.0L)), 2.0) << "z " << z;
+    ASSERT_LE(ulps(t.weight, 1.0L / (a * sq)), 4.0) << "weight at z " << z;
+    ASSERT_LE(ulps(t.d1, 1.0L / sq), 4.0) << "rho' at z " << z;
+    ASSERT_LE(ulps(t.weight * t.factor, 1.0L / sq), 5.0) << "weight·factor at z " << z;
+    if (z > kSoftL1SeriesBelow && z <= kSoftL1LongSeriesBelow) ++long_series;
+  }
+  EXPECT_GT(long_series, 4000);
   // Overflowing residuals give ρ = ∞ (as SciPy's), never NaN.
   EXPECT_EQ(EvaluateLoss(LossKind::kSoftL1, std::numeric_limits<double>::infinity()).rho,
             std::numeric_limits<double>::infinity());
@@ -130,7 +144,8 @@ TEST(ModelRobustLossTest, BatchedPointTermsHaveTheBitsOfEvaluateLoss) {
   const double f_scale = 0.7, inv_scale = 1.0 / f_scale, scale_sq = f_scale * f_scale;
   for (const LossKind kind :
        {LossKind::kSoftL1, LossKind::kHuber, LossKind::kCauchy, LossKind::kArctan}) {
-    for (const double spread : {1e-4, 1.0}) {  // soft_l1: every point on its series, or mixed
+    // soft_l1: every point on its short series; on the short and the long one; all three forms.
+    for (const double spread : {1e-6, 1e-4, 1.0}) {
       const int n = 203;
       std::vector<double> r(n), w(n), term(n, -1.0), wr(n, -2.0);
       for (int e = 0; e < n; ++e) {
@@ -260,6 +275,41 @@ TEST(ModelRobustLossTest, KernelMatchesReferenceAccumulationForEveryLoss) {
     }
   }
   EXPECT_EQ(compared, 16);
+}
+
+// soft_l1 at homodyne's default f_scale of 1 in c2 units (100 σ) on data with noise 0.01: the
+// points on the short series, the long one and (the outliers of 0.2) the closed forms, mixed
+// in the kernel's vectors; its passes against the reference's point-by-point EvaluateLoss.
+TEST(ModelRobustLossTest, KernelMatchesReferenceOnEverySoftL1FormAtTheDefaultScale) {
+  std::mt19937_64 rng(43);
+  for (const AnalysisMode mode : {AnalysisMode::kLaminarFlow, AnalysisMode::kStatic}) {
+    const Problem pb = MakeProblem(mode, 70, 23, rng);
+    const RobustLoss loss{LossKind::kSoftL1, 1.0 / kDefaultSigma};
+    KernelOptions ko{.threads = 2, .chunk_points = 500};
+    ko.loss = loss;
+    const ModelKernel kernel(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, ko);
+    const auto model =
+        reference::ModelAtTiles(pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, pb.truth);
+    int forms[3] = {0, 0, 0};
+    for (std::size_t e = 0; e < model.size(); ++e) {
+      const double z = (pb.data[e] - model[e]) * (pb.data[e] - model[e]);
+      ++forms[z <= kSoftL1SeriesBelow ? 0 : z <= kSoftL1LongSeriesBelow ? 1 : 2];
+    }
+    EXPECT_GT(forms[1], forms[0] / 20) << "points on the long series";
+    EXPECT_GT(forms[2], 50) << "points beyond it";
+    const NormalEquations fast = kernel.Accumulate(pb.truth);
+    const NormalEquations ref = reference::AccumulateNormalEquations(
+        pb.mode, pb.geometry, pb.t, pb.phi, pb.tiles, pb.truth, kDefaultSigma, loss);
+    EXPECT_NEAR(fast.chi2, ref.chi2, 1e-13 * ref.chi2);
+    EXPECT_EQ(kernel.Chi2(pb.truth), fast.chi2);
+    for (int a = 0; a < ref.size; ++a) {
+      const double da = std::sqrt(ref.JtJ(a, a));
+      EXPECT_NEAR(fast.jtr[static_cast<std::size_t>(a)], ref.jtr[static_cast<std::size_t>(a)],
+                  1e-11 * da * std::sqrt(ref.chi2))
+          << "Jtr " << a;
+      EXPECT_NEAR(fast.JtJ(a, a), ref.JtJ(a, a), 1e-11 * ref.JtJ(a, a)) << "JtJ " << a;
+    }
+  }
 }
 
 TEST(ModelRobustLossTest, RobustGradientIsHalfTheDerivativeOfTheObjective) {
