@@ -2,8 +2,8 @@
 
 #include <cmath>
 
+#include "core/simd_clones.h"
 #include "model/constants.h"
-#include "simd_clones.h"
 
 namespace homodyne::model::detail {
 namespace {

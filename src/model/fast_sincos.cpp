@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "simd_clones.h"
+#include "core/simd_clones.h"
 
 namespace homodyne::model {
 namespace {

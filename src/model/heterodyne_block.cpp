@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "model/simd_clones.h"
+#include "core/simd_clones.h"
 #include "point_terms.h"
 
 // The 4-lane vector type is passed between always-inline helpers only; the baseline clone

@@ -10,12 +10,12 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/simd_clones.h"
 #include "model/compact_partial.h"
 #include "model/fast_sincos.h"
 #include "model/heterodyne_block.h"
 #include "model/heterodyne_kernel_impl.h"
 #include "model/heterodyne_reference.h"
-#include "model/simd_clones.h"
 #include "model/thread_pool.h"
 
 namespace homodyne::model {

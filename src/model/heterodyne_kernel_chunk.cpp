@@ -4,10 +4,10 @@
 #include <cmath>
 #include <vector>
 
+#include "core/simd_clones.h"
 #include "model/fast_sincos.h"
 #include "model/heterodyne_block.h"
 #include "model/heterodyne_kernel_impl.h"
-#include "model/simd_clones.h"
 
 namespace homodyne::model {
 namespace het_kernel {

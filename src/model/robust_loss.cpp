@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/errors.h"
+#include "core/simd_clones.h"
 #include "model/loss_math.h"
-#include "model/simd_clones.h"
 
 namespace homodyne::model {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "simd_clones.h"
+#include "core/simd_clones.h"
 
 namespace homodyne::model::detail {
 namespace {

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/simd_clones.h"
 #include "model/constants.h"
 #include "model/sinc_derivative.h"
-#include "simd_clones.h"
 
 namespace homodyne::model::detail {
 namespace {
