@@ -70,11 +70,14 @@ std::string ObjectiveName(const RobustLoss& loss) {
 namespace {
 
 // soft_l1's series terms of Evaluate, the same expressions.
+// ρ/z, whose series the long one continues.
+__attribute__((always_inline)) inline double SoftL1SeriesRhoOverZ(double z) {
+  return std::fma(
+      z, std::fma(z, std::fma(z, std::fma(z, 7.0 / 128.0, -5.0 / 64.0), 1.0 / 8.0), -1.0 / 4.0),
+      1.0);
+}
 __attribute__((always_inline)) inline double SoftL1SeriesRho(double z) {
-  return z * std::fma(z,
-                      std::fma(z, std::fma(z, std::fma(z, 7.0 / 128.0, -5.0 / 64.0), 1.0 / 8.0),
-                               -1.0 / 4.0),
-                      1.0);
+  return z * SoftL1SeriesRhoOverZ(z);
 }
 __attribute__((always_inline)) inline double SoftL1SeriesCurvature(double z) {
   return std::fma(
@@ -93,12 +96,9 @@ __attribute__((always_inline)) inline double SoftL1Z5(double z) {
   return (z2 * z2) * z;
 }
 __attribute__((always_inline)) inline double SoftL1LongSeriesRho(double z, double z5) {
-  const double short_poly = std::fma(
-      z, std::fma(z, std::fma(z, std::fma(z, 7.0 / 128.0, -5.0 / 64.0), 1.0 / 8.0), -1.0 / 4.0),
-      1.0);
   const double tail = std::fma(
       z, std::fma(z, std::fma(z, 715.0 / 32768.0, -429.0 / 16384.0), 33.0 / 1024.0), -21.0 / 512.0);
-  return z * std::fma(z5, tail, short_poly);
+  return z * std::fma(z5, tail, SoftL1SeriesRhoOverZ(z));
 }
 __attribute__((always_inline)) inline double SoftL1LongSeriesCurvature(double z, double z5) {
   const double tail = std::fma(
