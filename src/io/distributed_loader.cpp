@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "core/fault_injection.h"
+#include "core/huge_pages.h"
 #include "core/progress.h"
 #include "io/block_reader.h"
 #include "io/h5_handles.h"
@@ -220,6 +221,7 @@ TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Sel
     const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
     const std::int64_t cols = n - jmin;
     std::vector<double>& row_block = buffers.rows;
+    ReserveOnHugePages(row_block, static_cast<std::size_t>(rows * cols));
     row_block.resize(static_cast<std::size_t>(rows * cols));
     reader.Read(s0 + i0, rows, s0 + jmin, cols, row_block.data());
     if (upper_only) {
@@ -227,6 +229,7 @@ TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Sel
       CombineUpperOnly(tiles, a, b, i0, jmin, cols, row_block, values);
     } else {
       std::vector<double>& col_block = buffers.cols;
+      ReserveOnHugePages(col_block, static_cast<std::size_t>(rows * cols));
       col_block.resize(static_cast<std::size_t>(rows * cols));
       reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
       result.values_read += 2 * rows * cols;
@@ -302,6 +305,7 @@ void AllocateValues(const Comm& comm, const LoadOptions& options, std::size_t co
                                 static_cast<double>(MaxLoadBytes(options)) / (1 << 30)),
                     meta.file);
     }
+    ReserveOnHugePages(local.values, count);
     local.values.assign(count, 0.0);
   });
 }
@@ -446,6 +450,7 @@ LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool fir
     local.tiles.push_back({t, offset});
     offset += static_cast<std::size_t>(t.count);
   }
+  ReserveOnHugePages(local.values, offset);
   local.values.resize(offset);
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   for (const LocalTile& t : local.tiles) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/huge_pages.h"
 #include "io/block_reader.h"
 #include "io/dataset.h"
 #include "io/h5_handles.h"
@@ -54,6 +55,7 @@ void CorrectedMatrix(hid_t file, const std::string& name, const DatasetMetadata&
                      const SelectedBin& bin, std::vector<double>& half, std::vector<double>& c) {
   const std::int64_t n = meta.n_frames;
   const auto un = static_cast<std::size_t>(n);
+  ReserveOnHugePages(half, un * un);
   half.resize(un * un);
   ReadBlock(file, name, bin.dataset, meta.frame_begin, n, meta.frame_begin, n, half.data());
   std::size_t bad = 0;
@@ -63,6 +65,7 @@ void CorrectedMatrix(hid_t file, const std::string& name, const DatasetMetadata&
                               bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
                   name, bin.dataset);
   }
+  ReserveOnHugePages(c, un * un);
   c.resize(un * un);
   AddTranspose(half.data(), un, c.data());
   for (std::size_t i = 0; i < un; ++i) c[i * un + i] /= 2.0;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/errors.h"
+#include "core/huge_pages.h"
 #include "io/content_digest.h"
 #include "nlsq/memory_plan.h"
 #include "parallel/collective.h"
@@ -36,6 +37,7 @@ BlockStream::BlockStream(const Comm& comm, const io::LocalData& layout, std::int
     for (int b = b0; b < b1; ++b) points += block_points[static_cast<std::size_t>(b)];
     largest = std::max(largest, points);
   }
+  ReserveOnHugePages(buffer_, static_cast<std::size_t>(largest));
   buffer_.assign(static_cast<std::size_t>(largest), 0.0);
   reader_ = std::make_unique<io::TileStreamReader>(comm, layout.meta, max_read_values);
   // The second window takes the block buffers' place: only where they are at least as large.
@@ -121,6 +123,7 @@ const StreamWindow& BlockStream::Load(int w) {
   if (!read_ahead_on_ && read_ahead_allowed_ &&
       std::all_of(upper_only_.begin(), upper_only_.end(), [](char u) { return u != 0; })) {
     reader_->ReleaseBlockBuffers();
+    ReserveOnHugePages(spare_, buffer_.size());
     spare_.assign(buffer_.size(), 0.0);
     read_ahead_on_ = true;
   }

@@ -10,6 +10,7 @@
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/errors.h"
+#include "core/huge_pages.h"
 #include "core/phase_timer.h"
 #include "core/progress.h"
 #include "io/dataset.h"
@@ -406,7 +407,7 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
   // Per angle: the post-hoc a_k, b_k, the solver's contrast and offset, and the unclipped
   // least-squares contrast (for the warnings).
   std::vector<double> per_angle(5 * w.n, 0.0);
-  std::vector<double> slab(w.nn);
+  std::vector<double> slab = VectorOnHugePages<double>(w.nn);
   const std::size_t rounds =
       (w.n + static_cast<std::size_t>(w.ranks) - 1) / static_cast<std::size_t>(w.ranks);
   for (std::size_t round = 0; round < rounds; ++round) {

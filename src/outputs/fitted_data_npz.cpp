@@ -20,6 +20,7 @@
 
 #include "config/config_bridge.h"
 #include "core/atomic_file.h"
+#include "core/huge_pages.h"
 #include "core/phase_timer.h"
 #include "core/progress.h"
 #include "io/dataset.h"
@@ -189,7 +190,8 @@ void WriteDeflated(const std::filesystem::path& path, const NpzJob& job, FittedG
           std::make_unique<outputs::NpyStream>(npy_file(m), m.shape);
     }
   }
-  std::vector<double> pairs(4 * job.n), slab(job.nn), buffer;
+  std::vector<double> pairs(4 * job.n), buffer;
+  std::vector<double> slab = VectorOnHugePages<double>(job.nn);
   AngleArrays a;
   for (std::size_t k = 0; k < job.n; ++k) {
     ComputeAngle(job, model, fitted, k, a, buffer);
@@ -249,7 +251,7 @@ void WriteOwnSlabs(const Comm& comm, SharedFile& file, const NpzJob& job, Fitted
     PhaseTimes::Scope t(parts, "write");
     file.WriteAt(values_at[c] + k * slab_bytes, Bytes(values));
   };
-  std::vector<double> slab(job.nn), buffer;
+  std::vector<double> slab = VectorOnHugePages<double>(job.nn), buffer;
   AngleArrays a;
   const auto ranks = static_cast<std::size_t>(comm.size());
   for (std::size_t k = static_cast<std::size_t>(comm.rank()); k < job.n; k += ranks) {

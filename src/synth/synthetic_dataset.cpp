@@ -12,6 +12,7 @@
 #include "config/config_bridge.h"
 #include "config/key_paths.h"
 #include "core/errors.h"
+#include "core/huge_pages.h"
 #include "core/library_versions.h"
 #include "core/random.h"
 #include "io/selection.h"
@@ -73,6 +74,7 @@ void EvaluateUpperTriangles(const SynthTruth& truth, int threads, bool exact,
   std::vector<double> params = truth.contrast;
   params.insert(params.end(), truth.offset.begin(), truth.offset.end());
   params.insert(params.end(), truth.physical.begin(), truth.physical.end());
+  ReserveOnHugePages(values, static_cast<std::size_t>(kernel.num_points()));
   values.resize(static_cast<std::size_t>(kernel.num_points()));
   kernel.EvaluateModel(params, values);
 }
@@ -103,8 +105,10 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   const auto nn = static_cast<std::size_t>(truth.frames);
   std::vector<double> values;
   EvaluateUpperTriangles(truth, threads, exact, values);
-  std::vector<std::vector<double>> out(truth.phi_deg.size(), std::vector<double>(nn * nn));
+  std::vector<std::vector<double>> out(truth.phi_deg.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
+    ReserveOnHugePages(out[k], nn * nn);
+    out[k].resize(nn * nn);
     FillSymmetric(values.data() + k * (nn * (nn + 1) / 2), nn, out[k].data());
   }
   return out;
@@ -115,6 +119,7 @@ void ModelMatrixInto(const SynthTruth& truth, bool exact, std::vector<double>& s
   HOMODYNE_CHECK(truth.phi_deg.size() == 1, "ModelMatrixInto takes one angle");
   const auto nn = static_cast<std::size_t>(truth.frames);
   EvaluateUpperTriangles(truth, 1, exact, scratch);
+  ReserveOnHugePages(matrix, nn * nn);
   matrix.resize(nn * nn);
   FillSymmetric(scratch.data(), nn, matrix.data());
 }
