@@ -209,22 +209,17 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       if (cmc != nullptr && !write_nlsq) outputs::WriteCmcHomodyneResults(out, *cmc);
       WritePlotInputs(out, plots, scope.cfg, scope.data_file, scope.log);
     });
-    // Each rank's angles of a model, read and evaluated for its fitted_data.h5, kept for
-    // its fitted_data.npz (within a budget; the files' bits do not depend on it).
     const double nlsq_limit = write_nlsq ? FittedDataLimit(nlsq.result) : kFittedDataMaxBytes;
-    FittedAngleCache nlsq_angles(FittedAngleCacheBudget(nlsq_limit));
-    FittedAngleCache cmc_angles(FittedAngleCacheBudget(kFittedDataMaxBytes));
     {
       // fitted_data.h5: collective, each rank its share of the angles.
       PhaseTimes::Scope t(phases, "write_fitted_data");
       if (write_nlsq) {
         WriteFittedData(scope.comm, OutputFilePath(out, "nlsq/fitted_data.h5"), scope.cfg,
-                        scope.data_file, nlsq.result, scope.log, threads, &nlsq_angles);
+                        scope.data_file, nlsq.result, scope.log, threads);
       }
       if (cmc != nullptr) {
         WriteFittedData(scope.comm, out / "cmc" / "fitted_data.h5", scope.cfg, scope.data_file,
-                        PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads,
-                        &cmc_angles);
+                        PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, threads);
       }
     }
     {
@@ -232,12 +227,11 @@ PhaseTimes WriteFitOutputs(const FitScope& scope, const NlsqOutcome& nlsq,
       PhaseTimes::Scope t(phases, "write_fitted_data_npz");
       if (write_nlsq) {
         WriteFittedDataNpz(scope.comm, OutputFilePath(out, "nlsq/fitted_data.npz"), scope.cfg,
-                           scope.data_file, NlsqFittedModel(nlsq.result), scope.log, nlsq_limit,
-                           &nlsq_angles);
+                           scope.data_file, NlsqFittedModel(nlsq.result), scope.log, nlsq_limit);
       }
       if (cmc != nullptr) {
         WriteFittedDataNpz(scope.comm, out / "cmc" / "fitted_data.npz", scope.cfg, scope.data_file,
-                           PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes, &cmc_angles);
+                           PosteriorMeanModel(*cmc), scope.log, kFittedDataMaxBytes);
       }
     }
     RunCollectively(scope.comm, [&] {

@@ -35,31 +35,9 @@ double FittedDataLimit(const nlsq::NlsqRunResult& result) {
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger, const FittedDataThreads& threads,
-                     FittedAngleCache* angles) {
+                     const Logger& logger, const FittedDataThreads& threads) {
   WriteFittedData(comm, path, cfg, data_file, NlsqFittedModel(result), logger,
-                  FittedDataLimit(result), threads, angles);
-}
-
-void FittedAngleCache::Keep(std::size_t k, std::vector<double>&& c, std::vector<double>&& g) {
-  const double bytes = 8.0 * static_cast<double>(c.size() + g.size());
-  if (used_ + bytes > budget_) return;
-  used_ += bytes;
-  angles_[k] = {std::move(c), std::move(g)};
-}
-
-bool FittedAngleCache::Take(std::size_t k, std::vector<double>& c, std::vector<double>& g) {
-  const auto it = angles_.find(k);
-  if (it == angles_.end()) return false;
-  c = std::move(it->second.first);
-  g = std::move(it->second.second);
-  used_ -= 8.0 * static_cast<double>(c.size() + g.size());
-  angles_.erase(it);
-  return true;
-}
-
-double FittedAngleCacheBudget(double max_bytes) {
-  return std::min(static_cast<double>(1ULL << 30), 0.5 * max_bytes);
+                  FittedDataLimit(result), threads);
 }
 
 FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result) {
@@ -146,7 +124,6 @@ struct FittedWrite {
   io::ArrayStorage storage;
   std::vector<std::uint64_t> cube, chunk;
   std::optional<io::ArrayFileWriter> file;  // every rank when shared, else rank 0
-  FittedAngleCache* angles = nullptr;       // this rank's angles kept for the next file
   PhaseTimes parts;
   std::vector<double> read_buffer, c, g;  // one angle's stored matrix, data and g1², reused
 
@@ -239,22 +216,19 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
   const std::size_t n = w.n;
   const std::size_t k = w.AngleOf(round, w.rank);
   const bool mine = k < n;
-  // The previous round's matrices, unless the cache took them: their pages are reused.
-  std::vector<double> c = std::move(w.c), g = std::move(w.g);
+  // The previous round's matrices: their pages are reused (fresh pages cost more than the
+  // read and the model; docs/performance.md, "Large buffers on transparent huge pages").
+  std::vector<double>& c = w.c;
+  std::vector<double>& g = w.g;
   double a = 0.0, b = 0.0, contrast = 0.0, offset = 0.0;
   Together(w.comm, [&] {
     if (!mine) return;
-    // Read and evaluated for an earlier file of the same model, or now.
-    const bool kept = w.angles != nullptr && w.angles->Take(k, c, g);
-    if (!kept) {
-      {
-        PhaseTimes::Scope t(w.parts, "read");
-        io::LoadAngleMatrixInto(meta, k, w.read_buffer, c);
-      }
-      PhaseTimes::Scope t(w.parts, "model");
-      model.AtAngle(phi[k], g);
+    {
+      PhaseTimes::Scope t(w.parts, "read");
+      io::LoadAngleMatrixInto(meta, k, w.read_buffer, c);
     }
     PhaseTimes::Scope t(w.parts, "model");
+    model.AtAngle(phi[k], g);
     const outputs::PostHocScaling s = outputs::FitPostHocScaling(c, g, w.one, w.cmc);
     a = s.a;
     b = s.b;
@@ -283,9 +257,6 @@ void WriteRound(FittedWrite& w, std::size_t round, const io::DatasetMetadata& me
     write(kCubes[4], outputs::FittedCube::kResiduals);
     write(kCubes[5], outputs::FittedCube::kNormalized);
   }
-  if (mine && w.angles != nullptr) w.angles->Keep(k, std::move(c), std::move(g));
-  w.c = std::move(c);
-  w.g = std::move(g);
 }
 
 // The per-angle pairs (summed over the ranks: each angle's from its rank, 0 from the others,
@@ -358,7 +329,7 @@ void ChooseStorage(FittedWrite& w, std::size_t nf, const config::Config& cfg,
 
 void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::Config& cfg,
              const std::string& data_file, FittedModel result, const Logger& logger,
-             double max_bytes, const FittedDataThreads& threads, FittedAngleCache* angles) {
+             double max_bytes, const FittedDataThreads& threads) {
   const FittedDataLevel level = FittedDataLevelOf(cfg);
   if (level == FittedDataLevel::kNone) return;
   if (comm != nullptr) BroadcastFittedModel(*comm, result, max_bytes);
@@ -369,7 +340,6 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
                                        : io::ReadDatasetMetadata(load, Logger::Silent());
   FittedWrite w;
   w.comm = comm;
-  w.angles = angles;
   w.n = meta.n_angles();
   const auto nf = static_cast<std::size_t>(meta.n_frames);
   w.nn = nf * nf;
@@ -447,13 +417,13 @@ void WriteOn(const Comm* comm, const std::filesystem::path& path, const config::
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes, const FittedDataThreads& threads) {
-  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes, threads, nullptr);
+  WriteOn(nullptr, path, cfg, data_file, fitted, logger, max_bytes, threads);
 }
 
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes, const FittedDataThreads& threads, FittedAngleCache* angles) {
-  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads, angles);
+                     double max_bytes, const FittedDataThreads& threads) {
+  WriteOn(&comm, path, cfg, data_file, fitted, logger, max_bytes, threads);
 }
 
 FittedModel PosteriorMeanModel(const cmc::CmcRunResult& r) {

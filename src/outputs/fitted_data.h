@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -88,43 +87,20 @@ class FittedG1 {
 void WriteFittedData(const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
                      double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
-// Each rank's angles of one fitted model — the data as read and g1² — kept by the first
-// writer of that model's files for the next one (fitted_data.h5, then fitted_data.npz: both
-// give each rank the angles k ≡ rank mod ranks), so that the data are read and the model
-// evaluated once per angle. Within a budget of bytes per rank: an angle that does not fit is
-// not kept, and its reader computes it again. The files' bits do not depend on it.
-class FittedAngleCache {
- public:
-  explicit FittedAngleCache(double budget_bytes) : budget_(budget_bytes) {}
-  // Keeps angle k's matrices if they fit in the budget (else drops them).
-  void Keep(std::size_t k, std::vector<double>&& c, std::vector<double>&& g);
-  // Angle k's matrices, moved out, if kept.
-  bool Take(std::size_t k, std::vector<double>& c, std::vector<double>& g);
-
- private:
-  double budget_ = 0.0, used_ = 0.0;
-  std::map<std::size_t, std::pair<std::vector<double>, std::vector<double>>> angles_;
-};
-// 1 GiB per rank, at most half of the files' own limit (FittedDataLimit).
-double FittedAngleCacheBudget(double max_bytes);
-
 // The same file written by the ranks of `comm` together (collective): each rank computes the
 // angles k ≡ rank (mod ranks), so the time and the memory per rank shrink with the ranks; the
 // values do not depend on them. Uncompressed (the default), every rank writes its angles into
 // the one file (rank 0 lays it out, io::ArrayFileWriter; rank 0 renames it once every rank
 // synced it); compressed, each rank compresses its angles' chunks (`threads` threads when
-// comm has one rank, one per rank otherwise) and rank 0 writes them. `angles` (optional):
-// this rank's angles are kept there for the model's next file.
+// comm has one rank, one per rank otherwise) and rank 0 writes them.
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const FittedModel& fitted, const Logger& logger,
-                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {},
-                     FittedAngleCache* angles = nullptr);
+                     double max_bytes = kFittedDataMaxBytes, const FittedDataThreads& threads = {});
 // DIR/nlsq/fitted_data.h5 of an NLSQ run (homodyne and batch tasks; collective over `comm`):
 // the limit is FittedDataLimit(result).
 void WriteFittedData(const Comm& comm, const std::filesystem::path& path, const config::Config& cfg,
                      const std::string& data_file, const nlsq::NlsqRunResult& result,
-                     const Logger& logger, const FittedDataThreads& threads = {},
-                     FittedAngleCache* angles = nullptr);
+                     const Logger& logger, const FittedDataThreads& threads = {});
 // 4 GiB, or after a streaming fit what the fit's own memory estimate left of its budget (the
 // run stays within the budget it chose to stream for).
 double FittedDataLimit(const nlsq::NlsqRunResult& result);
@@ -141,12 +117,10 @@ FittedModel NlsqFittedModel(const nlsq::NlsqRunResult& result);
 // and writes their slabs in place in the one file (parallel/shared_file.h), holding three N×N
 // matrices (none above `max_bytes`: a warning, no file). Deflated members (output.compress_hdf5):
 // rank 0 alone, with the members uncompressed on disk beside the archive until it is written.
-// Atomic: a failure leaves neither the file nor its temporary. `angles` (optional): angles
-// that the model's fitted_data.h5 kept are taken from there.
+// Atomic: a failure leaves neither the file nor its temporary.
 void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
                         const config::Config& cfg, const std::string& data_file, FittedModel fitted,
-                        const Logger& logger, double max_bytes = kFittedDataMaxBytes,
-                        FittedAngleCache* angles = nullptr);
+                        const Logger& logger, double max_bytes = kFittedDataMaxBytes);
 // Rank 0's model and limit on every rank (the fit's result is complete on rank 0 only, and
 // the memory limit is rank 0's: all ranks must take the same decisions).
 void BroadcastFittedModel(const Comm& comm, FittedModel& fitted, double& max_bytes);

@@ -64,7 +64,6 @@ struct NpzJob {
   bool cmc = false;      // the CMC convention (raw = g1², no solver arrays)
   double one = 1.0;      // raw = one + g1²
   std::vector<double> phi;
-  FittedAngleCache* angles = nullptr;  // this rank's angles kept by fitted_data.h5
 };
 
 // One angle: its data, g1², and the pairs (post-hoc a, b; the solver's contrast, offset).
@@ -77,11 +76,8 @@ struct AngleArrays {
 // Angle k into `a`, whose matrices (and the read buffer) keep their memory from angle to angle.
 void ComputeAngle(const NpzJob& job, FittedG1& model, const FittedModel& fitted, std::size_t k,
                   AngleArrays& a, std::vector<double>& buffer) {
-  // Read and evaluated for the model's fitted_data.h5, or now.
-  if (job.angles == nullptr || !job.angles->Take(k, a.c, a.g)) {
-    io::LoadAngleMatrixInto(job.meta, k, buffer, a.c);
-    model.AtAngle(job.phi[k], a.g);
-  }
+  io::LoadAngleMatrixInto(job.meta, k, buffer, a.c);
+  model.AtAngle(job.phi[k], a.g);
   a.s = outputs::FitPostHocScaling(a.c, a.g, job.one, job.cmc);
   a.contrast = fitted.contrast.at(k);
   a.offset = fitted.offset.at(k);
@@ -372,7 +368,7 @@ void WriteStored(const Comm& comm, const std::filesystem::path& path, const NpzJ
 
 void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
                         const config::Config& cfg, const std::string& data_file, FittedModel fitted,
-                        const Logger& logger, double max_bytes, FittedAngleCache* angles) {
+                        const Logger& logger, double max_bytes) {
   if (FittedDataLevelOf(cfg) == FittedDataLevel::kNone) return;
   BroadcastFittedModel(comm, fitted, max_bytes);
   NpzJob job;
@@ -390,7 +386,6 @@ void WriteFittedDataNpz(const Comm& comm, const std::filesystem::path& path,
   job.phi = job.meta.phi_values();
   job.cmc = fitted.convention == FittedDataConvention::kCmc;
   job.one = job.cmc ? 0.0 : 1.0;
-  job.angles = angles;
   FittedG1 model(cfg, job.meta, fitted);
   // The N×N arrays compressed only as output.compress_hdf5 and compression_level say, as
   // fitted_data.h5's: deflate took ~90 % of a 23 × 200 job's time (6.3 of 7.2 s) for a file

@@ -300,30 +300,6 @@ TEST(FittedData, BadDataFileLeavesNoOutput) {
   EXPECT_FALSE(fs::exists(out.string() + ".tmp"));
 }
 
-// An angle kept for the model's next file is handed over once, as it was kept; one that
-// would pass the budget is not kept (its reader computes it again).
-TEST(FittedAngleCache, HandsEachKeptAngleOverOnceWithinItsBudget) {
-  FittedAngleCache cache(8.0 * 9);  // nine values
-  cache.Keep(3, {1.0, 2.0}, {3.0, 4.0});
-  cache.Keep(5, {5.0, 6.0, 7.0}, {8.0, 9.0, 10.0});  // 4 + 6 > 9: not kept
-  cache.Keep(7, {11.0, 12.0}, {13.0, 14.0});
-  std::vector<double> c, g;
-  EXPECT_FALSE(cache.Take(5, c, g));
-  ASSERT_TRUE(cache.Take(7, c, g));
-  EXPECT_EQ(c, (std::vector<double>{11.0, 12.0}));
-  EXPECT_EQ(g, (std::vector<double>{13.0, 14.0}));
-  EXPECT_FALSE(cache.Take(7, c, g));
-  ASSERT_TRUE(cache.Take(3, c, g));
-  EXPECT_EQ(c, (std::vector<double>{1.0, 2.0}));
-  EXPECT_EQ(g, (std::vector<double>{3.0, 4.0}));
-  // Taken angles free their room.
-  cache.Keep(5, {5.0, 6.0, 7.0}, {8.0, 9.0, 10.0});
-  ASSERT_TRUE(cache.Take(5, c, g));
-  EXPECT_EQ(g, (std::vector<double>{8.0, 9.0, 10.0}));
-  EXPECT_EQ(FittedAngleCacheBudget(1e12), static_cast<double>(1ULL << 30));
-  EXPECT_EQ(FittedAngleCacheBudget(1000.0), 500.0);
-}
-
 TEST(ArrayFileWriter, SlabsLandWhereTheyBelongAndCommitPublishes) {
   const testing::ScopedTempDir tmp("fitted_slabs");
   const fs::path dir = tmp.path();
