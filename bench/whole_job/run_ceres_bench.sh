@@ -65,7 +65,7 @@ peer="$CERES_PEER_BUILD/ceres_peer"
 
 command="SIZES='$SIZES' REPEATS=$REPEATS bash bench/whole_job/run_ceres_bench.sh${*:+ $*}"
 echo "Ceres benchmark: sizes [$SIZES] frames × 23 angles, $REPEATS round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 "$root/bench/whole_job/ceres_bench.py" --root "$root" --build "$build" --peer "$peer" \
+/usr/bin/python3 "$root/bench/whole_job/ceres_bench.py" --root "$root" --build "$build" --peer "$peer" \
   --out "$out/ceres_${stamp}.json" --data-dir "$data_abs" --sizes "$SIZES" \
   --repeats "$REPEATS" --timeout "$RUN_TIMEOUT" --command "$command" \
   --warm-memory-gib "$WARM_MEMORY_GIB"
