@@ -67,6 +67,24 @@ initial_parameters:
 YAML
 }
 
+# write_truth_fit_config DATA ITERATIONS: the config of the large-file benchmarks — a
+# laminar_flow set made by homodyne-synth (the whole-job benchmark's truth), fitted from the
+# truth for ITERATIONS iterations, one local fit, per_angle_mode individual — on stdout.
+write_truth_fit_config() {
+  write_synthetic_preamble laminar_flow "$1"
+  cat <<YAML
+initial_parameters:
+  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
+  values: [12000.0, -0.4, 5.0, 0.003, 0.15, 0.0002, 3.0]
+optimization:
+  method: nlsq
+  nlsq:
+    max_iterations: $2
+    recovery: {on_stall: none, phi0_restarts: 0}
+    anti_degeneracy: {per_angle_mode: individual, hierarchical: {enable: false}}
+YAML
+}
+
 # write_default_start_config MODE DATA: the config of a synthetic set's fit from homodyne's
 # default start (values: null) with every angle kept and no fitted-data files, on stdout.
 write_default_start_config() {

@@ -24,20 +24,7 @@ trap 'rm -rf "$work"' EXIT
 angles=$(even_angles 23)
 thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2> /dev/null || echo unavailable)
 
-{
-  write_synthetic_preamble laminar_flow "$work/data.h5"
-  cat <<YAML
-initial_parameters:
-  parameter_names: [D0, alpha, D_offset, gamma_dot_t0, beta, gamma_dot_t_offset, phi0]
-  values: [12000.0, -0.4, 5.0, 0.003, 0.15, 0.0002, 3.0]
-optimization:
-  method: nlsq
-  nlsq:
-    max_iterations: $iterations
-    recovery: {on_stall: none, phi0_restarts: 0}
-    anti_degeneracy: {per_angle_mode: individual, hierarchical: {enable: false}}
-YAML
-} > "$work/config.yaml"
+write_truth_fit_config "$work/data.h5" "$iterations" > "$work/config.yaml"
 
 synthesize() {  # $1 = HOMODYNE_NO_HUGE_PAGES, $2 = output file
   HOMODYNE_NO_HUGE_PAGES=$1 /usr/bin/time -f "%e %U %S %M" -o "$work/time.txt" \
