@@ -54,9 +54,9 @@ disk_rate() {  # $1 = bytes, $2 = label; appends "disk LABEL seconds_synced seco
 # A job is stopped once its fitted_data.h5 is in place (rank 0's line "writing
 # fitted_data.h5: ... in S s", printed after the rename, and its debug line; the other ranks
 # log nothing):
-# fitted_data.npz, written next by rank 0 alone, takes minutes at this size and is not
-# measured here. The write's time is that line's S (rank 0, from the file's creation to its
-# rename), as the job never reaches its run report.
+# fitted_data.npz, written next, is not measured here. The write's time is that line's S
+# (rank 0, from the file's creation to its rename); a write too short for that line (the job
+# then runs to its end) is timed by the sum of rank 0's split.
 run_until_written() {  # $1 = binary, $2 = output directory, $3 = log
   mpiexec -n "$ranks" "$1" --config "$work/config.yaml" --output-dir "$2" --threads 1 -vv \
     > "$3" 2>&1 &

@@ -11,6 +11,8 @@ namespace {
 
 constexpr std::uintptr_t kHugePageBytes = std::uintptr_t{2} << 20;
 
+}  // namespace
+
 bool HugePagesRefused() noexcept {
   static const bool refused = [] {
     const char* v = std::getenv("HOMODYNE_NO_HUGE_PAGES");
@@ -18,8 +20,6 @@ bool HugePagesRefused() noexcept {
   }();
   return refused;
 }
-
-}  // namespace
 
 void AdviseHugePages(const void* begin, std::size_t bytes) noexcept {
 #ifdef MADV_HUGEPAGE

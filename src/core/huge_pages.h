@@ -22,6 +22,9 @@ inline constexpr std::size_t kHugePageAdviceMinBytes = std::size_t{4} << 20;
 // process). Pages already touched keep their size.
 void AdviseHugePages(const void* begin, std::size_t bytes) noexcept;
 
+// HOMODYNE_NO_HUGE_PAGES is set to anything but "" or "0": AdviseHugePages does nothing.
+bool HugePagesRefused() noexcept;
+
 // Gives v room for n values, on huge pages where AdviseHugePages can: call it before the
 // resize or assign that first writes a large buffer. The values v holds are kept.
 template <class T>
@@ -34,12 +37,19 @@ void ReserveOnHugePages(std::vector<T>& v, std::size_t n) {
   v.swap(fresh);
 }
 
+// v.resize(n), its room on huge pages where AdviseHugePages can: for a buffer that is
+// about to be written whole.
+template <class T>
+void ResizeOnHugePages(std::vector<T>& v, std::size_t n) {
+  ReserveOnHugePages(v, n);
+  v.resize(n);
+}
+
 // n value-initialised values, on huge pages where AdviseHugePages can.
 template <class T>
 std::vector<T> VectorOnHugePages(std::size_t n) {
   std::vector<T> v;
-  ReserveOnHugePages(v, n);
-  v.resize(n);
+  ResizeOnHugePages(v, n);
   return v;
 }
 

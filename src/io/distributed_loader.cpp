@@ -221,16 +221,14 @@ TileReadResult ReadAngleTiles(hid_t file, const DatasetMetadata& meta, const Sel
     const std::int64_t rows = tiles[b - 1].tile.row - i0 + 1;
     const std::int64_t cols = n - jmin;
     std::vector<double>& row_block = buffers.rows;
-    ReserveOnHugePages(row_block, static_cast<std::size_t>(rows * cols));
-    row_block.resize(static_cast<std::size_t>(rows * cols));
+    ResizeOnHugePages(row_block, static_cast<std::size_t>(rows * cols));
     reader.Read(s0 + i0, rows, s0 + jmin, cols, row_block.data());
     if (upper_only) {
       result.values_read += rows * cols;
       CombineUpperOnly(tiles, a, b, i0, jmin, cols, row_block, values);
     } else {
       std::vector<double>& col_block = buffers.cols;
-      ReserveOnHugePages(col_block, static_cast<std::size_t>(rows * cols));
-      col_block.resize(static_cast<std::size_t>(rows * cols));
+      ResizeOnHugePages(col_block, static_cast<std::size_t>(rows * cols));
       reader.Read(s0 + jmin, cols, s0 + i0, rows, col_block.data());
       result.values_read += 2 * rows * cols;
       lower_bits |= CombineBlocks(tiles, a, b, i0, jmin, rows, cols, row_block, col_block, values);
@@ -450,8 +448,7 @@ LocalData DistributeInMemory(const Comm& comm, const DatasetView& data, bool fir
     local.tiles.push_back({t, offset});
     offset += static_cast<std::size_t>(t.count);
   }
-  ReserveOnHugePages(local.values, offset);
-  local.values.resize(offset);
+  ResizeOnHugePages(local.values, offset);
   std::vector<std::int64_t> bad(meta.n_angles(), 0);
   for (const LocalTile& t : local.tiles) {
     const double* c2 = data.c2[static_cast<std::size_t>(t.tile.angle)];

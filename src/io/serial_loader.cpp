@@ -55,8 +55,7 @@ void CorrectedMatrix(hid_t file, const std::string& name, const DatasetMetadata&
                      const SelectedBin& bin, std::vector<double>& half, std::vector<double>& c) {
   const std::int64_t n = meta.n_frames;
   const auto un = static_cast<std::size_t>(n);
-  ReserveOnHugePages(half, un * un);
-  half.resize(un * un);
+  ResizeOnHugePages(half, un * un);
   ReadBlock(file, name, bin.dataset, meta.frame_begin, n, meta.frame_begin, n, half.data());
   std::size_t bad = 0;
   for (double v : half) bad += std::isfinite(v) ? 0 : 1;
@@ -65,8 +64,7 @@ void CorrectedMatrix(hid_t file, const std::string& name, const DatasetMetadata&
                               bin.bin, bin.dataset, bad, meta.start_frame, meta.end_frame),
                   name, bin.dataset);
   }
-  ReserveOnHugePages(c, un * un);
-  c.resize(un * un);
+  ResizeOnHugePages(c, un * un);
   AddTranspose(half.data(), un, c.data());
   for (std::size_t i = 0; i < un; ++i) c[i * un + i] /= 2.0;
   ApplyBasicDiagonalCorrection(c, n);

@@ -74,8 +74,7 @@ void EvaluateUpperTriangles(const SynthTruth& truth, int threads, bool exact,
   std::vector<double> params = truth.contrast;
   params.insert(params.end(), truth.offset.begin(), truth.offset.end());
   params.insert(params.end(), truth.physical.begin(), truth.physical.end());
-  ReserveOnHugePages(values, static_cast<std::size_t>(kernel.num_points()));
-  values.resize(static_cast<std::size_t>(kernel.num_points()));
+  ResizeOnHugePages(values, static_cast<std::size_t>(kernel.num_points()));
   kernel.EvaluateModel(params, values);
 }
 
@@ -107,8 +106,7 @@ std::vector<std::vector<double>> ModelMatrices(const SynthTruth& truth, int thre
   EvaluateUpperTriangles(truth, threads, exact, values);
   std::vector<std::vector<double>> out(truth.phi_deg.size());
   for (std::size_t k = 0; k < out.size(); ++k) {
-    ReserveOnHugePages(out[k], nn * nn);
-    out[k].resize(nn * nn);
+    ResizeOnHugePages(out[k], nn * nn);
     FillSymmetric(values.data() + k * (nn * (nn + 1) / 2), nn, out[k].data());
   }
   return out;
@@ -119,8 +117,7 @@ void ModelMatrixInto(const SynthTruth& truth, bool exact, std::vector<double>& s
   HOMODYNE_CHECK(truth.phi_deg.size() == 1, "ModelMatrixInto takes one angle");
   const auto nn = static_cast<std::size_t>(truth.frames);
   EvaluateUpperTriangles(truth, 1, exact, scratch);
-  ReserveOnHugePages(matrix, nn * nn);
-  matrix.resize(nn * nn);
+  ResizeOnHugePages(matrix, nn * nn);
   FillSymmetric(scratch.data(), nn, matrix.data());
 }
 

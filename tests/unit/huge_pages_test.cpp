@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -66,10 +65,7 @@ TEST(HugePages, LargeBufferWrittenAfterTheAdviceIsOnHugePages) {
   if (mode != "always" && mode != "madvise") {
     GTEST_SKIP() << "transparent huge pages: '" << mode << "'";
   }
-  const char* refused = std::getenv("HOMODYNE_NO_HUGE_PAGES");
-  if (refused != nullptr && refused[0] != '\0' && std::string(refused) != "0") {
-    GTEST_SKIP() << "HOMODYNE_NO_HUGE_PAGES is set";
-  }
+  if (HugePagesRefused()) GTEST_SKIP() << "HOMODYNE_NO_HUGE_PAGES is set";
   std::vector<double> v;
   ReserveOnHugePages(v, std::size_t{8} << 20);  // 64 MiB
   v.assign(v.capacity(), 1.0);
